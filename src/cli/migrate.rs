@@ -1,0 +1,19 @@
+//! `degrade migrate`: brings the configured database's schema up to date and reports its version.
+
+use anyhow::Context;
+
+use super::{ConfigSource, Exit};
+use crate::store::Store;
+
+pub(super) async fn run(source: &ConfigSource) -> anyhow::Result<Exit> {
+    let config = source.load_or_defaults()?;
+    let store = Store::connect(&config.database)
+        .await
+        .with_context(|| format!("cannot open the database {}", config.database))?;
+    let version = store.schema_version().await?;
+    let latest = Store::latest_known_version();
+    let state = if version == latest { "up to date".to_owned() } else { format!("this degrade knows up to {latest}") };
+    println!("Database {} ({}) is at schema version {version} ({state}).", config.database, store.backend());
+    store.close().await;
+    Ok(Exit::Ok)
+}

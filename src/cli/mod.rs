@@ -1,0 +1,188 @@
+//! The command line: what users type, parsed by clap, and one function per subcommand.
+//!
+//! Arguments are parsed here and handed to the library as validated values; every subcommand returns an
+//! [`Exit`], whose codes mean the same thing for every command so CI scripts can rely on them.
+
+mod init;
+mod migrate;
+mod validate;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{Config, DEFAULT_CONFIG_FILE};
+
+/// What a command concluded, as an exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: done, or the check passed.
+    Ok = 0,
+    /// 1: a regression was found or an absolute gate was breached.
+    Regression = 1,
+    /// 2: bad arguments or config, database or target unreachable.
+    Error = 2,
+    /// 3: too few baseline runs, or the run was invalid.
+    Inconclusive = 3,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit as u8)
+    }
+}
+
+const ABOUT: &str = "Nightly degradation testing for HTTP APIs: run one realistic scenario every night, keep the \
+numbers, show the trend, and fail the release whose build got slower.";
+
+const EXAMPLES: &str = "\
+Getting started:
+  degrade init                       write a commented degrade.toml here
+  degrade validate                   check it; errors name file:line:column and the field
+  degrade migrate                    create or upgrade the database it points at
+
+Environment:
+  DEGRADE_CONFIG                     config file to read instead of ./degrade.toml
+  DEGRADE_DATABASE_URL               database URL, overriding the file; the place for a password:
+                                     postgres://user:password@host:5432/degrade
+  DEGRADE_SERVER_LISTEN              overrides [server] listen
+  DEGRADE_SERVER_PUBLIC_URL          overrides [server] public_url
+  DEGRADE_LOG                        log filter, e.g. debug or degrade=trace
+
+Exit codes: 0 ok or passed, 1 regression or gate breached, 2 error, 3 inconclusive.";
+
+/// The `degrade` command line.
+#[derive(Debug, Parser)]
+#[command(name = "degrade", version, about = ABOUT, after_help = EXAMPLES, max_term_width = 110)]
+pub struct Cli {
+    /// The config file [default: degrade.toml].
+    #[arg(long, short, global = true, env = "DEGRADE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Log more (-v: debug, -vv: trace). DEGRADE_LOG sets a filter instead.
+    #[arg(long, short, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a commented degrade.toml to start from.
+    #[command(after_help = "Example:\n  degrade init && $EDITOR degrade.toml && degrade validate")]
+    Init {
+        /// Overwrite an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Check degrade.toml (and the scenario files it names) without running anything.
+    #[command(after_help = "Examples:\n  degrade validate\n  degrade --config ci/degrade.toml validate\n\n\
+        Prints how each schedule was understood and when it fires next. Exits 2 on any error.")]
+    Validate,
+    /// Create or upgrade the database's tables, then print the schema version.
+    #[command(
+        after_help = "Examples:\n  degrade migrate\n  DEGRADE_DATABASE_URL=postgres://degrade@db.internal/degrade degrade migrate\n\n\
+        Every command migrates on connect; run this to prepare a shared PostgreSQL database up front."
+    )]
+    Migrate,
+}
+
+/// Runs the parsed command line and returns its exit code; errors are printed to standard error.
+#[must_use]
+pub fn run(cli: Cli) -> Exit {
+    let Cli { config, verbose: _, command } = cli;
+    let source = ConfigSource::from(config);
+    let outcome = match command {
+        Command::Init { force } => init::run(source.path(), force),
+        Command::Validate => validate::run(source.path()),
+        Command::Migrate => runtime().and_then(|rt| rt.block_on(migrate::run(&source))),
+    };
+    outcome.unwrap_or_else(|e| {
+        eprintln!("error: {}", error_chain(&e));
+        Exit::Error
+    })
+}
+
+/// The error and its causes on one line, skipping a cause whose text its parent already quoted (many
+/// library errors print their source inside their own message).
+fn error_chain(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
+/// Where the config comes from: a file the user named, or `./degrade.toml` by default.
+#[derive(Debug)]
+pub(crate) enum ConfigSource {
+    /// `--config FILE` or `DEGRADE_CONFIG`: the file must exist.
+    Named(PathBuf),
+    /// Nothing named: `./degrade.toml`, or all defaults (plus `DEGRADE_*` variables) when it does not exist.
+    Default(PathBuf),
+}
+
+impl From<Option<PathBuf>> for ConfigSource {
+    fn from(named: Option<PathBuf>) -> Self {
+        named.map_or_else(|| Self::Default(PathBuf::from(DEFAULT_CONFIG_FILE)), Self::Named)
+    }
+}
+
+impl ConfigSource {
+    pub(crate) fn path(&self) -> &Path {
+        match self {
+            Self::Named(path) | Self::Default(path) => path,
+        }
+    }
+
+    /// The configuration for commands that can work on defaults alone (`migrate`, and later `serve`).
+    pub(crate) fn load_or_defaults(&self) -> anyhow::Result<Config> {
+        match self {
+            Self::Default(path) if !path.exists() => {
+                eprintln!("note: no {} here; using the defaults (`degrade init` writes one)", path.display());
+                report(Config::parse_with_env(path, "", &|name| std::env::var(name).ok()))
+            }
+            _ => load_config(self.path()),
+        }
+    }
+}
+
+/// Reads the config, printing every problem; `Err` carries a one-line summary for the caller to print.
+pub(crate) fn load_config(path: &Path) -> anyhow::Result<Config> {
+    report(Config::load(path))
+}
+
+fn report(loaded: Result<Config, crate::config::ConfigErrors>) -> anyhow::Result<Config> {
+    let config = loaded.map_err(|errors| {
+        let count = errors.0.len();
+        anyhow::anyhow!("{errors}\n{count} problem{} in the configuration", if count == 1 { "" } else { "s" })
+    })?;
+    for warning in &config.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(config)
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+/// Logs go to standard error, filtered by `DEGRADE_LOG` or the `-v` count.
+pub fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "degrade=debug,info",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DEGRADE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}

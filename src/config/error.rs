@@ -1,0 +1,112 @@
+//! Configuration errors that point at the exact place to fix.
+//!
+//! Every problem found in `degrade.toml` carries where it is (file, line, column, or the environment
+//! variable it came from) and the dotted field path, printed the way compilers print errors so editors and
+//! terminals can jump to it: `degrade.toml:12:12: scenario[0].schedule: …`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Where a bad value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A position in a config file (1-based line and column).
+    File {
+        /// The config file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column, counted in characters.
+        column: usize,
+    },
+    /// A whole file, when the problem has no narrower place (the file is missing or unreadable).
+    WholeFile(PathBuf),
+    /// An environment variable, for values that override or complete the file.
+    Env(String),
+}
+
+impl Location {
+    /// The location of byte `offset` in `text`, the contents of `path`.
+    #[must_use]
+    pub fn at_offset(path: &Path, text: &str, offset: usize) -> Self {
+        let before = &text[..offset.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = before[line_start..].chars().count() + 1;
+        Self::File { path: path.to_owned(), line, column }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::File { path, line, column } => write!(f, "{}:{line}:{column}", path.display()),
+            Self::WholeFile(path) => write!(f, "{}", path.display()),
+            Self::Env(var) => write!(f, "environment variable {var}"),
+        }
+    }
+}
+
+/// One problem in the configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Where the bad value is.
+    pub location: Location,
+    /// The dotted field path, e.g. `scenario[0].timezone`; empty for file-level problems.
+    pub field: String,
+    /// What is wrong and, where it helps, how to fix it.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// A problem at `location` in `field`.
+    pub fn new(location: Location, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { location, field: field.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.location, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.location, self.field, self.message)
+        }
+    }
+}
+
+/// Every problem found in one configuration, so a user fixes them all in one pass instead of one per run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, error) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+impl From<ConfigError> for ConfigErrors {
+    fn from(error: ConfigError) -> Self {
+        Self(vec![error])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_become_lines_and_columns() {
+        let text = "a = 1\n[server]\nlisten = \"x\"\n";
+        let at = |offset| Location::at_offset(Path::new("d.toml"), text, offset).to_string();
+        assert_eq!(at(0), "d.toml:1:1");
+        assert_eq!(at(6), "d.toml:2:1");
+        assert_eq!(at(24), "d.toml:3:10");
+    }
+}

@@ -1,0 +1,98 @@
+//! `degrade.toml` exactly as the user wrote it.
+//!
+//! These types only mirror the file: serde rejects unknown keys and wrong types here, and values whose
+//! meaning must be checked later (cron expressions, timezones, paths, URLs) keep their position in the file
+//! as [`Spanned`] so that `validate` can point at them. Nothing outside `config` sees these types.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub server: RawServer,
+    #[serde(default)]
+    pub database: RawDatabase,
+    #[serde(default, rename = "scenario")]
+    pub scenarios: Vec<RawScenario>,
+    #[serde(default, rename = "notify")]
+    pub notifiers: Vec<RawNotify>,
+}
+
+/// `[server]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawServer {
+    pub listen: Option<Spanned<String>>,
+    pub public_url: Option<Spanned<String>>,
+    pub api_token_env: Option<Spanned<String>>,
+    pub pages_require_token: Option<bool>,
+}
+
+/// `[database]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDatabase {
+    pub url: Option<Spanned<String>>,
+}
+
+/// One `[[scenario]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    pub name: Spanned<String>,
+    pub file: Spanned<String>,
+    pub target: Option<Spanned<String>>,
+    pub schedule: Option<Spanned<String>>,
+    pub timezone: Option<Spanned<String>>,
+    #[serde(default)]
+    pub catch_up: bool,
+    pub missing_run_grace: Option<Spanned<String>>,
+    pub baseline: Option<Spanned<String>>,
+    #[serde(default)]
+    pub build: RawBuild,
+    #[serde(default)]
+    pub gates: RawGates,
+}
+
+/// `[scenario.build]`: how to learn, deploy and wait for the latest build.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBuild {
+    pub version_url: Option<Spanned<String>>,
+    pub version_pointer: Option<Spanned<String>>,
+    pub version_command: Option<Spanned<String>>,
+    pub deploy_command: Option<Spanned<String>>,
+    pub deploy_timeout: Option<Spanned<String>>,
+    pub health_url: Option<Spanned<String>>,
+    pub health_timeout: Option<Spanned<String>>,
+}
+
+/// `[scenario.gates]`: when a run fails the check.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGates {
+    pub min_runs: Option<Spanned<i64>>,
+    pub min_effect_pct: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub metric_min_effect_pct: BTreeMap<Spanned<String>, Spanned<f64>>,
+    pub max_p75_ms: Option<Spanned<f64>>,
+    pub max_p95_ms: Option<Spanned<f64>>,
+    pub max_p99_ms: Option<Spanned<f64>>,
+    pub max_error_rate_pct: Option<Spanned<f64>>,
+}
+
+/// One `[[notify]]` webhook.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNotify {
+    pub name: Spanned<String>,
+    pub kind: super::NotifyKind,
+    pub url_env: Spanned<String>,
+    pub events: Option<Vec<super::NotifyEvent>>,
+    pub scenarios: Option<Vec<Spanned<String>>>,
+}

@@ -1,0 +1,219 @@
+//! Checks each `[[scenario]]`: its name, file, target, schedule, latest-build settings and gates.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::raw::{RawBuild, RawGates, RawScenario};
+use super::resolve::{Checker, http_url};
+use super::schedule::{Schedule, parse_timezone};
+use super::{
+    AbsoluteGates, BuildConfig, DeployCommand, Gates, HealthCheck, JUDGED_METRICS, Location, ScenarioConfig,
+    VersionSource,
+};
+
+fn duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("`{text}` is not a duration like 90s, 10m or 25h: {e}"))
+}
+
+pub(super) fn resolve_scenarios(checker: &mut Checker<'_>, raw: Vec<RawScenario>) -> Vec<ScenarioConfig> {
+    let mut seen: BTreeMap<String, Location> = BTreeMap::new();
+    let mut scenarios = Vec::new();
+    for (index, scenario) in raw.into_iter().enumerate() {
+        let prefix = format!("scenario[{index}]");
+        let location = checker.location(&scenario.name);
+        if let Some(first) = seen.get(scenario.name.get_ref()) {
+            let message =
+                format!("duplicate scenario name `{}`; it is already used at {first}", scenario.name.get_ref());
+            checker.error(&scenario.name, &format!("{prefix}.name"), message);
+        } else {
+            seen.insert(scenario.name.get_ref().clone(), location);
+        }
+        if let Some(scenario) = resolve_scenario(checker, &prefix, scenario) {
+            scenarios.push(scenario);
+        }
+    }
+    scenarios
+}
+
+fn scenario_name(name: &str) -> Result<String, String> {
+    let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if valid {
+        Ok(name.to_owned())
+    } else {
+        Err(format!("`{name}` is not a scenario name; use letters, digits, `-`, `_` and `.` (it appears in URLs)"))
+    }
+}
+
+fn resolve_scenario(checker: &mut Checker<'_>, prefix: &str, raw: RawScenario) -> Option<ScenarioConfig> {
+    let RawScenario { name, file, target, schedule, timezone, catch_up, missing_run_grace, baseline, build, gates } =
+        raw;
+    let field = |name: &str| format!("{prefix}.{name}");
+    let name = checker.check(&name, &field("name"), |n| scenario_name(n));
+    let folder = checker.folder();
+    let file = checker.check(&file, &field("file"), |f| existing_file(&folder, f));
+    let target = target.and_then(|t| checker.check(&t, &field("target"), |t| http_url(t)));
+    let timezone = match &timezone {
+        Some(tz) => checker.check(tz, &field("timezone"), |tz| parse_timezone(tz)),
+        None => Some(chrono_tz::Tz::UTC),
+    };
+    let schedule = match (&schedule, timezone) {
+        (Some(expression), Some(tz)) => {
+            checker.check(expression, &field("schedule"), |e| Schedule::parse(e, tz)).map(Some)
+        }
+        (Some(_), None) => None,
+        (None, _) => Some(None),
+    };
+    let missing_run_grace = match &missing_run_grace {
+        Some(grace) => checker.check(grace, &field("missing_run_grace"), |g| duration(g)),
+        None => Some(Duration::from_hours(25)),
+    };
+    let baseline = match &baseline {
+        Some(spec) => checker.check(spec, &field("baseline"), |s| s.parse()),
+        None => Some(crate::analysis::baseline::BaselineSpec::LastDays(7)),
+    };
+    let build = resolve_build(checker, prefix, build);
+    let gates = resolve_gates(checker, prefix, gates);
+    Some(ScenarioConfig {
+        name: name?,
+        file: file?,
+        target,
+        schedule: schedule?,
+        catch_up,
+        missing_run_grace: missing_run_grace?,
+        baseline: baseline?,
+        build: build?,
+        gates: gates?,
+    })
+}
+
+fn existing_file(folder: &Path, file: &str) -> Result<PathBuf, String> {
+    let path = folder.join(file);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!("scenario file `{file}` does not exist (looked for {})", path.display()))
+    }
+}
+
+fn resolve_build(checker: &mut Checker<'_>, prefix: &str, raw: RawBuild) -> Option<BuildConfig> {
+    let RawBuild {
+        version_url,
+        version_pointer,
+        version_command,
+        deploy_command,
+        deploy_timeout,
+        health_url,
+        health_timeout,
+    } = raw;
+    let field = |name: &str| format!("{prefix}.build.{name}");
+    let pointer = version_pointer.and_then(|p| {
+        checker.check(&p, &field("version_pointer"), |p| {
+            if p.is_empty() || p.starts_with('/') {
+                Ok(p.clone())
+            } else {
+                Err(format!("`{p}` is not a JSON pointer; it starts with `/`, e.g. `/build/id`"))
+            }
+        })
+    });
+    let version = match (version_url, version_command) {
+        (Some(_), Some(command)) => {
+            checker.error(&command, &field("version_command"), "give either version_url or version_command, not both");
+            None
+        }
+        (Some(url), None) => {
+            checker.check(&url, &field("version_url"), |u| http_url(u)).map(|url| VersionSource::Url { url, pointer })
+        }
+        (None, Some(command)) => Some(VersionSource::Command(command.into_inner())),
+        (None, None) => None,
+    };
+    let deploy_timeout = timeout_or(checker, deploy_timeout, &field("deploy_timeout"), 600)?;
+    let health_timeout = timeout_or(checker, health_timeout, &field("health_timeout"), 300)?;
+    let deploy = deploy_command.map(|command| DeployCommand { command: command.into_inner(), timeout: deploy_timeout });
+    let health = match health_url {
+        Some(url) => Some(HealthCheck {
+            url: checker.check(&url, &field("health_url"), |u| http_url(u))?,
+            timeout: health_timeout,
+        }),
+        None => None,
+    };
+    Some(BuildConfig { version, deploy, health })
+}
+
+fn timeout_or(
+    checker: &mut Checker<'_>,
+    value: Option<Spanned<String>>,
+    field: &str,
+    default_secs: u64,
+) -> Option<Duration> {
+    match value {
+        Some(value) => checker.check(&value, field, |v| duration(v)),
+        None => Some(Duration::from_secs(default_secs)),
+    }
+}
+
+fn resolve_gates(checker: &mut Checker<'_>, prefix: &str, raw: RawGates) -> Option<Gates> {
+    let RawGates {
+        min_runs,
+        min_effect_pct,
+        metric_min_effect_pct,
+        max_p75_ms,
+        max_p95_ms,
+        max_p99_ms,
+        max_error_rate_pct,
+    } = raw;
+    let field = |name: &str| format!("{prefix}.gates.{name}");
+    let min_runs = match &min_runs {
+        Some(n) => checker.check(n, &field("min_runs"), |n| {
+            u32::try_from(*n)
+                .ok()
+                .filter(|n| (2..=1000).contains(n))
+                .ok_or_else(|| format!("{n} is out of range 2..=1000"))
+        }),
+        None => Some(5),
+    };
+    let min_effect_pct = match &min_effect_pct {
+        Some(pct) => checker.check(pct, &field("min_effect_pct"), |p| percentage(*p)),
+        None => Some(10.0),
+    };
+    let mut per_metric = BTreeMap::new();
+    for (metric, pct) in metric_min_effect_pct {
+        let key = field(&format!("metric_min_effect_pct.{}", metric.get_ref()));
+        let metric = checker.check(&metric, &key, |m| known_metric(m));
+        let pct = checker.check(&pct, &key, |p| percentage(*p));
+        if let (Some(metric), Some(pct)) = (metric, pct) {
+            per_metric.insert(metric, pct);
+        }
+    }
+    let mut limit = |value: Option<Spanned<f64>>, name: &str| -> Result<Option<f64>, ()> {
+        match value {
+            Some(v) => checker.check(&v, &field(name), |v| positive(*v)).map(Some).ok_or(()),
+            None => Ok(None),
+        }
+    };
+    let absolute = AbsoluteGates {
+        max_p75_ms: limit(max_p75_ms, "max_p75_ms").ok()?,
+        max_p95_ms: limit(max_p95_ms, "max_p95_ms").ok()?,
+        max_p99_ms: limit(max_p99_ms, "max_p99_ms").ok()?,
+        max_error_rate_pct: limit(max_error_rate_pct, "max_error_rate_pct").ok()?,
+    };
+    Some(Gates { min_runs: min_runs?, min_effect_pct: min_effect_pct?, metric_min_effect_pct: per_metric, absolute })
+}
+
+fn percentage(value: f64) -> Result<f64, String> {
+    if value > 0.0 && value <= 1000.0 { Ok(value) } else { Err(format!("{value} is not a percentage in (0, 1000]")) }
+}
+
+fn positive(value: f64) -> Result<f64, String> {
+    if value > 0.0 && value.is_finite() { Ok(value) } else { Err(format!("{value} must be a positive number")) }
+}
+
+fn known_metric(metric: &str) -> Result<String, String> {
+    if JUDGED_METRICS.contains(&metric) {
+        Ok(metric.to_owned())
+    } else {
+        Err(format!("unknown metric `{metric}`; use one of {}", JUDGED_METRICS.join(", ")))
+    }
+}

@@ -1,0 +1,144 @@
+//! Cron schedules with a timezone.
+//!
+//! Users write the common 5-field form (`0 2 * * *`) or the 6-field form with seconds first that
+//! tokio-cron-scheduler runs (`0 0 2 * * *`); nicknames such as `@daily` work too. Either way the schedule is
+//! normalised to 6 fields, parsed with the scheduler's own parser (croner), and [`Schedule::understood_as`]
+//! tells the user which reading was taken, because `0 2 * * *` read as six fields would be a different
+//! schedule entirely.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use croner::Cron;
+use croner::parser::{CronParser, Seconds, Year};
+
+/// How the user wrote the expression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CronForm {
+    /// `minute hour day-of-month month day-of-week`, run at second 0.
+    FiveFields,
+    /// `second minute hour day-of-month month day-of-week`.
+    SixFields,
+    /// `@daily`, `@hourly`, …
+    Nickname,
+}
+
+/// A validated schedule: when a scenario runs, in which timezone.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// The expression as written in the config.
+    pub written: String,
+    /// The 6-field expression (seconds first) handed to the scheduler.
+    pub six_fields: String,
+    /// How the written expression was read.
+    pub form: CronForm,
+    /// The IANA timezone the expression is evaluated in (daylight-saving changes included).
+    pub timezone: Tz,
+    cron: Cron,
+}
+
+impl Schedule {
+    /// Parses `expression` in `timezone`; the error says what is wrong in words a user can act on.
+    pub fn parse(expression: &str, timezone: Tz) -> Result<Self, String> {
+        let written = expression.trim();
+        let (form, six_fields) = normalise(written)?;
+        let cron = CronParser::builder()
+            .seconds(Seconds::Required)
+            .year(Year::Disallowed)
+            .build()
+            .parse(&six_fields)
+            .map_err(|e| format!("`{written}` is not a valid cron expression: {e}"))?;
+        Ok(Self { written: written.to_owned(), six_fields, form, timezone, cron })
+    }
+
+    /// The first time strictly after `after` at which the schedule fires.
+    #[must_use]
+    pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Tz>> {
+        self.cron.find_next_occurrence(&after.with_timezone(&self.timezone), false).ok()
+    }
+
+    /// One sentence for `validate`: which reading was taken and what it means.
+    #[must_use]
+    pub fn understood_as(&self) -> String {
+        let form = match self.form {
+            CronForm::FiveFields => "5-field cron (minute hour day month weekday), at second 0",
+            CronForm::SixFields => "6-field cron (second minute hour day month weekday)",
+            CronForm::Nickname => "cron nickname",
+        };
+        format!(
+            "`{}` read as {form} = `{}` in {}: {}",
+            self.written,
+            self.six_fields,
+            self.timezone.name(),
+            self.cron.describe()
+        )
+    }
+}
+
+impl fmt::Display for Schedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.written, self.timezone.name())
+    }
+}
+
+fn normalise(written: &str) -> Result<(CronForm, String), String> {
+    if written.starts_with('@') {
+        return Ok((CronForm::Nickname, written.to_owned()));
+    }
+    let fields: Vec<&str> = written.split_whitespace().collect();
+    match fields.len() {
+        5 => Ok((CronForm::FiveFields, format!("0 {}", fields.join(" ")))),
+        6 => Ok((CronForm::SixFields, fields.join(" "))),
+        n => Err(format!(
+            "`{written}` has {n} fields; write 5 (minute hour day month weekday, e.g. `0 2 * * *` for 02:00 \
+             daily) or 6 with seconds first (e.g. `0 0 2 * * *`)"
+        )),
+    }
+}
+
+/// Parses an IANA timezone name such as `Europe/Berlin` or `UTC`.
+pub fn parse_timezone(name: &str) -> Result<Tz, String> {
+    name.parse::<Tz>().map_err(|_| {
+        format!("unknown timezone `{name}`; use an IANA name such as `UTC`, `Europe/Berlin` or `America/New_York`")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn five_fields_mean_minute_first_at_second_zero() {
+        let schedule = Schedule::parse("30 2 * * *", Tz::UTC).unwrap();
+        assert_eq!(schedule.form, CronForm::FiveFields);
+        assert_eq!(schedule.six_fields, "0 30 2 * * *");
+        let next = schedule.next_after("2026-01-01T00:00:00Z".parse().unwrap()).unwrap();
+        assert_eq!(next.to_rfc3339(), "2026-01-01T02:30:00+00:00");
+    }
+
+    #[test]
+    fn six_fields_have_seconds_first() {
+        let schedule = Schedule::parse("15 30 2 * * *", Tz::UTC).unwrap();
+        assert_eq!(schedule.form, CronForm::SixFields);
+        let next = schedule.next_after("2026-01-01T00:00:00Z".parse().unwrap()).unwrap();
+        assert_eq!(next.to_rfc3339(), "2026-01-01T02:30:15+00:00");
+    }
+
+    #[test]
+    fn follows_daylight_saving_time() {
+        let berlin: Tz = "Europe/Berlin".parse().unwrap();
+        let schedule = Schedule::parse("0 2 * * *", berlin).unwrap();
+        let winter = schedule.next_after("2026-01-10T12:00:00Z".parse().unwrap()).unwrap();
+        let summer = schedule.next_after("2026-07-10T12:00:00Z".parse().unwrap()).unwrap();
+        assert_eq!(winter.with_timezone(&Utc).to_rfc3339(), "2026-01-11T01:00:00+00:00");
+        assert_eq!(summer.with_timezone(&Utc).to_rfc3339(), "2026-07-11T00:00:00+00:00");
+    }
+
+    #[test]
+    fn rejects_what_it_cannot_read() {
+        assert!(Schedule::parse("0 2 * *", Tz::UTC).unwrap_err().contains("has 4 fields"));
+        assert!(Schedule::parse("0 61 * * *", Tz::UTC).unwrap_err().contains("not a valid cron"));
+        assert!(parse_timezone("Mars/Olympus").unwrap_err().contains("unknown timezone `Mars/Olympus`"));
+    }
+}

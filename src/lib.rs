@@ -1,0 +1,26 @@
+//! degrade: nightly degradation testing for HTTP APIs.
+//!
+//! Every night one fixed, realistic scenario runs against the latest build of a service; the numbers are
+//! stored forever, drawn as trends, and a build that got slower fails the release. Data flows through the
+//! modules in this order:
+//!
+//! ```text
+//! cli ─▶ config ─▶ store ─▶ analysis
+//!  │       │         ▲
+//!  │       └─ schedules, gates, webhooks, secrets (from the environment only)
+//!  └─ one function per subcommand, turned into an exit code (0 ok, 1 regression, 2 error, 3 inconclusive)
+//! ```
+//!
+//! The load engine, the dashboard, alerts and the scheduler join this chain as they are built
+//! (see DESIGN.md §8 for the whole shape).
+
+/// Judging runs against earlier ones: baselines and verdicts.
+pub mod analysis;
+/// The command line: parsing arguments and running one subcommand.
+pub mod cli;
+/// `degrade.toml`: parsed, validated, secrets from the environment.
+pub mod config;
+/// Secrets that cannot be printed by accident, and URL redaction.
+pub mod secret;
+/// Where runs, results, verdicts and alert state are kept (SQLite or PostgreSQL).
+pub mod store;

@@ -1,0 +1,9 @@
+//! The `degrade` binary: parse the command line, set up logging, run one subcommand, exit with its code.
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let cli = degrade::cli::Cli::parse();
+    degrade::cli::init_logging(cli.verbose);
+    degrade::cli::run(cli).into()
+}

@@ -1,0 +1,113 @@
+//! Secrets and redaction.
+//!
+//! Owns the two ways degrade keeps secrets out of output: [`Secret`], a value that cannot be printed by
+//! accident, and [`redact_url`], which hides the password in a connection string before it reaches a log
+//! line, a page or an error message. Secrets only ever come from the environment (see `config`).
+
+use std::fmt;
+
+/// A value that must never be printed: an API token, a webhook URL, a database URL with a password.
+///
+/// `Debug` and `Display` show `[redacted]`; the value is only reachable through [`Secret::expose`], so every
+/// place that uses the real value is easy to find.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    #[must_use]
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The real value, for the one place that needs it (an HTTP header, a connection).
+    #[must_use]
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// Returns `url` with any password replaced by `***`: the `user:password@` part of the authority and a
+/// `password=` query parameter (libpq accepts both).
+#[must_use]
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_owned();
+    if let Some(scheme_end) = out.find("://") {
+        let authority_start = scheme_end + 3;
+        let authority_end = out[authority_start..].find(['/', '?', '#']).map_or(out.len(), |i| authority_start + i);
+        // The last '@' ends the user info: a password may itself contain '@' when it is not percent-encoded.
+        if let Some(at) = out[authority_start..authority_end].rfind('@') {
+            let userinfo = &out[authority_start..authority_start + at];
+            if let Some(colon) = userinfo.find(':') {
+                out.replace_range(authority_start + colon + 1..authority_start + at, "***");
+            }
+        }
+    }
+    redact_query_password(&out)
+}
+
+fn redact_query_password(url: &str) -> String {
+    let Some(query_start) = url.find('?') else {
+        return url.to_owned();
+    };
+    let (head, query) = url.split_at(query_start + 1);
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{head}{}", pairs.join("&"))
+}
+
+/// Whether `url` carries a password, in its user info or its query.
+#[must_use]
+pub fn url_has_password(url: &str) -> bool {
+    redact_url(url) != url
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_every_form_of_password() {
+        let cases = [
+            ("postgres://app:s3cret@db:5432/degrade", "postgres://app:***@db:5432/degrade"),
+            ("postgres://app:p@ss@db/degrade", "postgres://app:***@db/degrade"),
+            ("postgres://db/degrade?user=app&password=s3cret", "postgres://db/degrade?user=app&password=***"),
+            ("postgres://app@db/degrade", "postgres://app@db/degrade"),
+            ("sqlite://degrade.db", "sqlite://degrade.db"),
+            ("sqlite:degrade.db?mode=rwc", "sqlite:degrade.db?mode=rwc"),
+        ];
+        for (url, expected) in cases {
+            assert_eq!(redact_url(url), expected, "{url}");
+        }
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let token = Secret::new("tok-123");
+        assert_eq!(format!("{token} {token:?}"), "[redacted] [redacted]");
+        assert_eq!(token.expose(), "tok-123");
+    }
+
+    #[test]
+    fn detects_passwords() {
+        assert!(url_has_password("postgres://a:b@h/d"));
+        assert!(!url_has_password("postgres://a@h/d"));
+    }
+}

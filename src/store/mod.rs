@@ -1,0 +1,191 @@
+//! The only place with SQL: runs, results, timelines, verdicts, alert episodes and the notification outbox,
+//! on embedded SQLite or a shared PostgreSQL server.
+//!
+//! The backend is chosen by the URL scheme. Each query is written once, in SQL both dialects accept
+//! (`$1` placeholders, `returning`, integer milliseconds for times, only i64/f64/text/bytes binds), and the
+//! [`on_pool!`]/[`in_transaction!`] macros run it on whichever pool is open; native pools are used rather than
+//! `sqlx::Any`, which cannot decode every column type. Writes that belong together share one transaction, and
+//! SQLite write transactions start with `BEGIN IMMEDIATE` so two writers queue on the busy timeout instead of
+//! failing mid-transaction; a busy error that still escapes is retried (see [`retry`]).
+
+mod model;
+mod retry;
+mod rows;
+mod runs;
+mod url;
+mod verdicts;
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use sqlx::Connection;
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use std::str::FromStr;
+
+pub use model::*;
+pub use url::DatabaseUrl;
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
+
+/// How long a SQLite statement waits for another writer before reporting busy.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database refused or failed a query; the message never contains the URL.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The schema could not be brought up to date.
+    #[error("{0}")]
+    Migrate(String),
+    /// A run was expected in the `running` state (it finished, failed or was aborted already).
+    #[error("run {0} is not running; it was finished, failed or aborted already")]
+    RunNotRunning(RunId),
+    /// No run has this id.
+    #[error("run {0} does not exist")]
+    RunNotFound(RunId),
+    /// A stored value could not be read back (a JSON column, a status name).
+    #[error("stored data is unreadable: {0}")]
+    Corrupt(String),
+}
+
+/// An open connection pool to one backend.
+#[derive(Clone)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$pool` bound to whichever native pool is open; the body is compiled once per backend.
+macro_rules! on_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.pool {
+            $crate::store::Pool::Sqlite($pool) => $body,
+            $crate::store::Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Runs `$body` inside one write transaction (`$tx`) and commits; an early `?` return rolls back.
+macro_rules! in_transaction {
+    ($store:expr, |$tx:ident| $body:expr) => {
+        match &$store.pool {
+            $crate::store::Pool::Sqlite(pool) => {
+                let mut $tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+                let out = $body;
+                $tx.commit().await?;
+                out
+            }
+            $crate::store::Pool::Postgres(pool) => {
+                let mut $tx = pool.begin().await?;
+                let out = $body;
+                $tx.commit().await?;
+                out
+            }
+        }
+    };
+}
+pub(crate) use {in_transaction, on_pool};
+
+/// The run store. Cheap to clone: clones share the pool.
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool,
+    url: DatabaseUrl,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Store({})", self.url)
+    }
+}
+
+impl Store {
+    /// Connects to `url` (creating a SQLite file if missing) and brings the schema up to date.
+    pub async fn connect(url: &DatabaseUrl) -> Result<Self, StoreError> {
+        let pool = match url {
+            DatabaseUrl::Sqlite(path) => {
+                let options = SqliteConnectOptions::new()
+                    .filename(path)
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    // NORMAL is durable across application crashes in WAL mode; FULL only adds power-loss safety
+                    // for the last transaction at the cost of an fsync per commit.
+                    .synchronous(SqliteSynchronous::Normal)
+                    .foreign_keys(true)
+                    .busy_timeout(SQLITE_BUSY_TIMEOUT);
+                Pool::Sqlite(SqlitePoolOptions::new().max_connections(4).connect_with(options).await?)
+            }
+            DatabaseUrl::Postgres(secret) => {
+                let options = PgConnectOptions::from_str(secret.expose())?;
+                // One direct connection first: a pool retries a refused connection until its acquire timeout
+                // and then reports only "timed out", while this fails at once with the real cause.
+                PgConnection::connect_with(&options).await?.close().await?;
+                Pool::Postgres(PgPoolOptions::new().max_connections(8).connect_lazy_with(options))
+            }
+        };
+        let store = Self { pool, url: url.clone() };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// The URL this store is connected to (prints without its password).
+    #[must_use]
+    pub fn url(&self) -> &DatabaseUrl {
+        &self.url
+    }
+
+    /// `sqlite` or `postgres`.
+    #[must_use]
+    pub fn backend(&self) -> &'static str {
+        match self.pool {
+            Pool::Sqlite(_) => "sqlite",
+            Pool::Postgres(_) => "postgres",
+        }
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let result = match &self.pool {
+            Pool::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await,
+            Pool::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await,
+        };
+        result.map_err(|e| match e {
+            MigrateError::VersionMissing(version) => StoreError::Migrate(format!(
+                "the database has schema version {version}, which this degrade does not know; it was written by a \
+                 newer degrade: upgrade this one"
+            )),
+            MigrateError::Execute(e) => StoreError::Database(e),
+            other => StoreError::Migrate(format!("cannot migrate the schema: {other}")),
+        })
+    }
+
+    /// The newest migration applied to the database.
+    pub async fn schema_version(&self) -> Result<i64, StoreError> {
+        let query = "select coalesce(max(version), 0) from _sqlx_migrations where success";
+        let version: i64 = on_pool!(self, |pool| sqlx::query_scalar(query).fetch_one(pool).await?);
+        Ok(version)
+    }
+
+    /// The newest migration this build of degrade carries.
+    #[must_use]
+    pub fn latest_known_version() -> i64 {
+        SQLITE_MIGRATIONS.iter().map(|m| m.version).max().unwrap_or(0)
+    }
+
+    /// Closes the pool, waiting for connections to finish (SQLite checkpoints its WAL on the last close).
+    pub async fn close(&self) {
+        on_pool!(self, |pool| pool.close().await);
+    }
+}
+
+pub(crate) fn to_millis(time: DateTime<Utc>) -> i64 {
+    time.timestamp_millis()
+}
+
+pub(crate) fn from_millis(millis: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(millis).single().unwrap_or_default()
+}

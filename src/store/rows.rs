@@ -1,0 +1,173 @@
+//! Rows as the database returns them, and their conversion into the model types.
+//!
+//! Kept apart from the queries so each conversion (JSON columns, status names, millisecond times) is
+//! written once for both backends.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+
+use super::{EndpointResult, Finding, Run, RunStatus, StoreError, TimelinePoint, from_millis};
+
+pub(super) fn json<T: DeserializeOwned>(column: &str, text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
+}
+
+pub(super) fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("maps, lists and plain structs always serialize")
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct RunRow {
+    id: i64,
+    scenario: String,
+    build_id: Option<String>,
+    status: String,
+    started_at: i64,
+    finished_at: Option<i64>,
+    scenario_hash: String,
+    seed: i64,
+    validity_reasons: String,
+    load_summary: Option<String>,
+    failure_reason: Option<String>,
+}
+
+impl TryFrom<RunRow> for Run {
+    type Error = StoreError;
+
+    fn try_from(row: RunRow) -> Result<Self, StoreError> {
+        let RunRow {
+            id,
+            scenario,
+            build_id,
+            status,
+            started_at,
+            finished_at,
+            scenario_hash,
+            seed,
+            validity_reasons,
+            load_summary,
+            failure_reason,
+        } = row;
+        Ok(Run {
+            id,
+            scenario,
+            build_id,
+            status: status.parse::<RunStatus>().map_err(StoreError::Corrupt)?,
+            started_at: from_millis(started_at),
+            finished_at: finished_at.map(from_millis),
+            scenario_hash,
+            seed,
+            validity_reasons: json("runs.validity_reasons", &validity_reasons)?,
+            load_summary: load_summary.map(|s| json("runs.load_summary", &s)).transpose()?,
+            failure_reason,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct EndpointRow {
+    endpoint: String,
+    requests: i64,
+    errors: i64,
+    rate: f64,
+    p50_us: i64,
+    p75_us: i64,
+    p90_us: i64,
+    p95_us: i64,
+    p99_us: i64,
+    p999_us: i64,
+    max_us: i64,
+    mean_us: f64,
+    errors_by_class: String,
+    error_samples: String,
+    histogram: Vec<u8>,
+}
+
+impl TryFrom<EndpointRow> for EndpointResult {
+    type Error = StoreError;
+
+    fn try_from(row: EndpointRow) -> Result<Self, StoreError> {
+        let EndpointRow {
+            endpoint,
+            requests,
+            errors,
+            rate,
+            p50_us,
+            p75_us,
+            p90_us,
+            p95_us,
+            p99_us,
+            p999_us,
+            max_us,
+            mean_us,
+            errors_by_class,
+            error_samples,
+            histogram,
+        } = row;
+        Ok(EndpointResult {
+            endpoint,
+            requests,
+            errors,
+            rate,
+            p50_us,
+            p75_us,
+            p90_us,
+            p95_us,
+            p99_us,
+            p999_us,
+            max_us,
+            mean_us,
+            errors_by_class: json("endpoint_results.errors_by_class", &errors_by_class)?,
+            error_samples: json("endpoint_results.error_samples", &error_samples)?,
+            histogram,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct TimelineRow {
+    endpoint: String,
+    elapsed_s: i64,
+    requests: i64,
+    errors: i64,
+    p50_us: i64,
+    p99_us: i64,
+    max_us: i64,
+    errors_by_class: String,
+}
+
+impl TryFrom<TimelineRow> for TimelinePoint {
+    type Error = StoreError;
+
+    fn try_from(row: TimelineRow) -> Result<Self, StoreError> {
+        let TimelineRow { endpoint, elapsed_s, requests, errors, p50_us, p99_us, max_us, errors_by_class } = row;
+        let errors_by_class: BTreeMap<String, i64> = json("timeline.errors_by_class", &errors_by_class)?;
+        Ok(TimelinePoint { endpoint, elapsed_s, requests, errors, p50_us, p99_us, max_us, errors_by_class })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct FindingRow {
+    endpoint: String,
+    metric: String,
+    outcome: String,
+    baseline_value: Option<f64>,
+    candidate_value: f64,
+    delta_pct: Option<f64>,
+    limit_value: Option<f64>,
+    reason: String,
+}
+
+impl From<FindingRow> for Finding {
+    fn from(row: FindingRow) -> Self {
+        let FindingRow { endpoint, metric, outcome, baseline_value, candidate_value, delta_pct, limit_value, reason } =
+            row;
+        Finding { endpoint, metric, outcome, baseline_value, candidate_value, delta_pct, limit: limit_value, reason }
+    }
+}
+
+/// Converts every row, stopping at the first unreadable one.
+pub(super) fn convert<R, T: TryFrom<R, Error = StoreError>>(rows: Vec<R>) -> Result<Vec<T>, StoreError> {
+    rows.into_iter().map(T::try_from).collect()
+}

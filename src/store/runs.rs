@@ -1,0 +1,312 @@
+//! Runs: starting one, storing everything it measured in one transaction, reading runs back by id, by time
+//! window or by count, and the trend of one endpoint metric across runs.
+
+use chrono::{DateTime, Utc};
+use sqlx::QueryBuilder;
+
+use super::retry::retry_busy;
+use super::rows::{EndpointRow, RunRow, TimelineRow, convert, to_json};
+use super::{
+    EndpointResult, Metric, NewRun, OVERALL_ENDPOINT, Run, RunDetail, RunId, RunResults, RunStatus, Store, StoreError,
+    TimelinePoint, TrendPoint, from_millis, in_transaction, on_pool, to_millis,
+};
+
+/// `select <run columns> from runs join scenarios`, as a literal so `concat!` can complete each query.
+macro_rules! select_runs {
+    () => {
+        "select runs.id, scenarios.name as scenario, runs.build_id, runs.status, runs.started_at, \
+         runs.finished_at, runs.scenario_hash, runs.seed, runs.validity_reasons, runs.load_summary, \
+         runs.failure_reason from runs join scenarios on scenarios.id = runs.scenario_id "
+    };
+}
+
+/// The trend query for one stored column.
+macro_rules! trend_query {
+    ($column:literal) => {
+        concat!(
+            "select runs.id as run_id, runs.started_at, runs.build_id, runs.status, cast(r.",
+            $column,
+            " as double precision) as value from endpoint_results r join runs on runs.id = r.run_id \
+             join scenarios on scenarios.id = runs.scenario_id where scenarios.name = $1 and r.endpoint = $2 \
+             and runs.started_at >= $3 and runs.started_at < $4 order by runs.started_at, runs.id"
+        )
+    };
+}
+
+/// Rows of the timeline written per statement: 8 binds each stays far below both backends' bind limits.
+const TIMELINE_ROWS_PER_INSERT: usize = 1000;
+
+#[derive(sqlx::FromRow)]
+struct TrendRow {
+    run_id: i64,
+    started_at: i64,
+    build_id: Option<String>,
+    status: String,
+    value: f64,
+}
+
+impl Store {
+    /// The id of the scenario called `name`, creating it on first use.
+    pub async fn ensure_scenario(&self, name: &str, now: DateTime<Utc>) -> Result<i64, StoreError> {
+        // `do update` (a no-op) rather than `do nothing`, so `returning` yields the id on conflict as well.
+        let query = "insert into scenarios (name, created_at) values ($1, $2) \
+                     on conflict (name) do update set name = excluded.name returning id";
+        retry_busy(|| async move {
+            Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(name).bind(to_millis(now)).fetch_one(pool).await?))
+        })
+        .await
+    }
+
+    /// Records that a run has started; it stays `running` until [`Store::finish_run`] or [`Store::end_run`].
+    pub async fn create_run(&self, run: &NewRun) -> Result<RunId, StoreError> {
+        let scenario_id = self.ensure_scenario(&run.scenario, run.started_at).await?;
+        let query = "insert into runs (scenario_id, build_id, status, started_at, scenario_hash, seed, scenario_source) \
+                     values ($1, $2, 'running', $3, $4, $5, $6) returning id";
+        retry_busy(|| async move {
+            Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
+                .bind(scenario_id)
+                .bind(run.build_id.as_deref())
+                .bind(to_millis(run.started_at))
+                .bind(&run.scenario_hash)
+                .bind(run.seed)
+                .bind(run.scenario_source.as_deref())
+                .fetch_one(pool)
+                .await?))
+        })
+        .await
+    }
+
+    /// Stores everything a run measured and its final status, all in one transaction: either the run is
+    /// complete in the database or it is still `running` and nothing of its results is there.
+    pub async fn finish_run(&self, id: RunId, results: &RunResults) -> Result<(), StoreError> {
+        retry_busy(|| self.finish_run_once(id, results)).await
+    }
+
+    async fn finish_run_once(&self, id: RunId, results: &RunResults) -> Result<(), StoreError> {
+        let update = "update runs set status = $1, finished_at = $2, validity_reasons = $3, load_summary = $4 \
+                      where id = $5 and status = 'running'";
+        let insert_endpoint = "insert into endpoint_results (run_id, endpoint, requests, errors, error_pct, rate, \
+            p50_us, p75_us, p90_us, p95_us, p99_us, p999_us, max_us, mean_us, errors_by_class, error_samples, histogram) \
+            values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+        let timeline_head = "insert into timeline (run_id, endpoint, elapsed_s, requests, errors, p50_us, p99_us, \
+                             max_us, errors_by_class) ";
+        let updated = in_transaction!(self, |tx| {
+            let updated = sqlx::query(update)
+                .bind(results.status.as_str())
+                .bind(to_millis(results.finished_at))
+                .bind(to_json(&results.validity_reasons))
+                .bind(to_json(&results.load_summary))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if updated == 1 {
+                for e in &results.endpoints {
+                    bind_endpoint(sqlx::query(insert_endpoint).bind(id), e).execute(&mut *tx).await?;
+                }
+                for chunk in results.timeline.chunks(TIMELINE_ROWS_PER_INSERT) {
+                    let mut insert = QueryBuilder::new(timeline_head);
+                    insert.push_values(chunk, |mut row, p| {
+                        row.push_bind(id)
+                            .push_bind(&p.endpoint)
+                            .push_bind(p.elapsed_s)
+                            .push_bind(p.requests)
+                            .push_bind(p.errors)
+                            .push_bind(p.p50_us)
+                            .push_bind(p.p99_us)
+                            .push_bind(p.max_us)
+                            .push_bind(to_json(&p.errors_by_class));
+                    });
+                    insert.build().execute(&mut *tx).await?;
+                }
+            }
+            updated
+        });
+        if updated == 1 { Ok(()) } else { Err(self.not_running(id).await) }
+    }
+
+    /// Ends a run that produced no results: `Failed` (could not be done) or `Aborted` (stopped part-way).
+    pub async fn end_run(
+        &self,
+        id: RunId,
+        status: RunStatus,
+        reason: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let query =
+            "update runs set status = $1, failure_reason = $2, finished_at = $3 where id = $4 and status = 'running'";
+        let updated = retry_busy(|| async move {
+            Ok(on_pool!(self, |pool| sqlx::query(query)
+                .bind(status.as_str())
+                .bind(reason)
+                .bind(to_millis(at))
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected()))
+        })
+        .await?;
+        if updated == 1 { Ok(()) } else { Err(self.not_running(id).await) }
+    }
+
+    /// Why a run could not be moved out of `running`: it does not exist, or it already left that state.
+    async fn not_running(&self, id: RunId) -> StoreError {
+        match self.find_run(id).await {
+            Ok(Some(_)) => StoreError::RunNotRunning(id),
+            Ok(None) => StoreError::RunNotFound(id),
+            Err(e) => e,
+        }
+    }
+
+    /// Marks every run still `running` as `aborted`: called at start-up, when no run of this process can be
+    /// under way, so such runs were cut short by a crash or a kill. Returns their ids.
+    pub async fn abort_interrupted_runs(&self, now: DateTime<Utc>) -> Result<Vec<RunId>, StoreError> {
+        let query = "update runs set status = 'aborted', finished_at = $1, \
+                     failure_reason = 'degrade stopped while the run was under way' \
+                     where status = 'running' returning id";
+        let mut ids: Vec<RunId> = retry_busy(|| async move {
+            Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(to_millis(now)).fetch_all(pool).await?))
+        })
+        .await?;
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// One run, without its results.
+    pub async fn find_run(&self, id: RunId) -> Result<Option<Run>, StoreError> {
+        let query = concat!(select_runs!(), "where runs.id = $1");
+        let row: Option<RunRow> = on_pool!(self, |pool| sqlx::query_as(query).bind(id).fetch_optional(pool).await?);
+        row.map(Run::try_from).transpose()
+    }
+
+    /// One run with its per-endpoint results (the overall row first), or `None` if there is no such run.
+    pub async fn run_detail(&self, id: RunId) -> Result<Option<RunDetail>, StoreError> {
+        let Some(run) = self.find_run(id).await? else { return Ok(None) };
+        let query = "select endpoint, requests, errors, rate, p50_us, p75_us, p90_us, p95_us, p99_us, p999_us, max_us, \
+                     mean_us, errors_by_class, error_samples, histogram from endpoint_results where run_id = $1 \
+                     order by endpoint";
+        let rows: Vec<EndpointRow> = on_pool!(self, |pool| sqlx::query_as(query).bind(id).fetch_all(pool).await?);
+        let mut endpoints: Vec<EndpointResult> = convert(rows)?;
+        endpoints.sort_by_key(|e| e.endpoint != OVERALL_ENDPOINT);
+        Ok(Some(RunDetail { run, endpoints }))
+    }
+
+    /// A run's per-second timeline, by endpoint then second.
+    pub async fn timeline(&self, id: RunId) -> Result<Vec<TimelinePoint>, StoreError> {
+        let query = "select endpoint, elapsed_s, requests, errors, p50_us, p99_us, max_us, errors_by_class \
+                     from timeline where run_id = $1 order by endpoint, elapsed_s";
+        let rows: Vec<TimelineRow> = on_pool!(self, |pool| sqlx::query_as(query).bind(id).fetch_all(pool).await?);
+        convert(rows)
+    }
+
+    /// Runs of `scenario` that started in `[from, to)`, oldest first, whatever their status.
+    pub async fn runs_between(
+        &self,
+        scenario: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<Run>, StoreError> {
+        let query = concat!(
+            select_runs!(),
+            "where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 order by runs.started_at, runs.id"
+        );
+        let rows: Vec<RunRow> = on_pool!(self, |pool| sqlx::query_as(query)
+            .bind(scenario)
+            .bind(to_millis(from))
+            .bind(to_millis(to))
+            .fetch_all(pool)
+            .await?);
+        convert(rows)
+    }
+
+    /// The `count` most recent runs of `scenario`, newest first, whatever their status.
+    pub async fn last_runs(&self, scenario: &str, count: u32) -> Result<Vec<Run>, StoreError> {
+        let query =
+            concat!(select_runs!(), "where scenarios.name = $1 order by runs.started_at desc, runs.id desc limit $2");
+        let rows: Vec<RunRow> =
+            on_pool!(self, |pool| sqlx::query_as(query).bind(scenario).bind(i64::from(count)).fetch_all(pool).await?);
+        convert(rows)
+    }
+
+    /// The names of every scenario that has been run, alphabetically.
+    pub async fn scenario_names(&self) -> Result<Vec<String>, StoreError> {
+        let query = "select name from scenarios order by name";
+        Ok(on_pool!(self, |pool| sqlx::query_scalar(query).fetch_all(pool).await?))
+    }
+
+    /// One endpoint metric of `scenario` across the runs that started in `[from, to)`, oldest first.
+    /// Runs of every status that stored results are included, so charts can mark invalid and regressed nights.
+    pub async fn trend(
+        &self,
+        scenario: &str,
+        endpoint: &str,
+        metric: Metric,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<TrendPoint>, StoreError> {
+        let query = match metric {
+            Metric::P50 => trend_query!("p50_us"),
+            Metric::P75 => trend_query!("p75_us"),
+            Metric::P90 => trend_query!("p90_us"),
+            Metric::P95 => trend_query!("p95_us"),
+            Metric::P99 => trend_query!("p99_us"),
+            Metric::P999 => trend_query!("p999_us"),
+            Metric::Max => trend_query!("max_us"),
+            Metric::Mean => trend_query!("mean_us"),
+            Metric::ErrorRate => trend_query!("error_pct"),
+            Metric::Throughput => trend_query!("rate"),
+        };
+        let rows: Vec<TrendRow> = on_pool!(self, |pool| sqlx::query_as(query)
+            .bind(scenario)
+            .bind(endpoint)
+            .bind(to_millis(from))
+            .bind(to_millis(to))
+            .fetch_all(pool)
+            .await?);
+        // Latencies are stored in microseconds and shown in milliseconds.
+        let scale = if matches!(metric, Metric::ErrorRate | Metric::Throughput) { 1.0 } else { 1000.0 };
+        rows.into_iter()
+            .map(|row| {
+                let TrendRow { run_id, started_at, build_id, status, value } = row;
+                Ok(TrendPoint {
+                    run_id,
+                    started_at: from_millis(started_at),
+                    build_id,
+                    status: status.parse().map_err(StoreError::Corrupt)?,
+                    value: value / scale,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Binds the 16 figures of one endpoint result after its run id, in the column order of the insert.
+fn bind_endpoint<'q, DB: sqlx::Database>(
+    query: sqlx::query::Query<'q, DB, DB::Arguments>,
+    e: &'q EndpointResult,
+) -> sqlx::query::Query<'q, DB, DB::Arguments>
+where
+    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    f64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q [u8]: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    query
+        .bind(e.endpoint.as_str())
+        .bind(e.requests)
+        .bind(e.errors)
+        .bind(e.error_pct())
+        .bind(e.rate)
+        .bind(e.p50_us)
+        .bind(e.p75_us)
+        .bind(e.p90_us)
+        .bind(e.p95_us)
+        .bind(e.p99_us)
+        .bind(e.p999_us)
+        .bind(e.max_us)
+        .bind(e.mean_us)
+        .bind(to_json(&e.errors_by_class))
+        .bind(to_json(&e.error_samples))
+        .bind(e.histogram.as_slice())
+}

@@ -1,0 +1,102 @@
+//! Verdicts: the judgement of a run against its baseline, with one finding per endpoint × metric.
+
+use super::retry::retry_busy;
+use super::rows::{FindingRow, json, to_json};
+use super::{
+    NewVerdict, RunId, RunStatus, Store, StoreError, Verdict, from_millis, in_transaction, on_pool, to_millis,
+};
+
+#[derive(sqlx::FromRow)]
+struct VerdictRow {
+    id: i64,
+    run_id: i64,
+    baseline_spec: String,
+    baseline_run_ids: String,
+    outcome: String,
+    summary: String,
+    created_at: i64,
+}
+
+impl Store {
+    /// Stores a verdict and its findings, and moves a measured run to `passed` or `regressed` to match, all
+    /// in one transaction. An inconclusive verdict leaves the run's status as it is.
+    pub async fn save_verdict(&self, run_id: RunId, verdict: &NewVerdict) -> Result<i64, StoreError> {
+        let status = match verdict.outcome.as_str() {
+            "passed" => Some(RunStatus::Passed),
+            "regressed" => Some(RunStatus::Regressed),
+            _ => None,
+        };
+        retry_busy(|| async move { self.save_verdict_once(run_id, verdict, status).await }).await
+    }
+
+    async fn save_verdict_once(
+        &self,
+        run_id: RunId,
+        verdict: &NewVerdict,
+        status: Option<RunStatus>,
+    ) -> Result<i64, StoreError> {
+        let insert = "insert into verdicts (run_id, baseline_spec, baseline_run_ids, outcome, summary, created_at) \
+                      values ($1, $2, $3, $4, $5, $6) returning id";
+        let insert_finding = "insert into findings (verdict_id, endpoint, metric, outcome, baseline_value, \
+                              candidate_value, delta_pct, limit_value, reason) values ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+        // Only a run that measured the build validly takes its status from a verdict.
+        let update = "update runs set status = $1 where id = $2 and status in ('finished', 'passed', 'regressed')";
+        if self.find_run(run_id).await?.is_none() {
+            return Err(StoreError::RunNotFound(run_id));
+        }
+        let id = in_transaction!(self, |tx| {
+            let id: i64 = sqlx::query_scalar(insert)
+                .bind(run_id)
+                .bind(&verdict.baseline_spec)
+                .bind(to_json(&verdict.baseline_run_ids))
+                .bind(&verdict.outcome)
+                .bind(&verdict.summary)
+                .bind(to_millis(verdict.created_at))
+                .fetch_one(&mut *tx)
+                .await?;
+            for f in &verdict.findings {
+                sqlx::query(insert_finding)
+                    .bind(id)
+                    .bind(&f.endpoint)
+                    .bind(&f.metric)
+                    .bind(&f.outcome)
+                    .bind(f.baseline_value)
+                    .bind(f.candidate_value)
+                    .bind(f.delta_pct)
+                    .bind(f.limit)
+                    .bind(&f.reason)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            if let Some(status) = status {
+                sqlx::query(update).bind(status.as_str()).bind(run_id).execute(&mut *tx).await?;
+            }
+            id
+        });
+        Ok(id)
+    }
+
+    /// The most recent verdict on a run, with its findings by endpoint and metric.
+    pub async fn latest_verdict(&self, run_id: RunId) -> Result<Option<Verdict>, StoreError> {
+        let query = "select id, run_id, baseline_spec, baseline_run_ids, outcome, summary, created_at from verdicts \
+                     where run_id = $1 order by created_at desc, id desc limit 1";
+        let row: Option<VerdictRow> =
+            on_pool!(self, |pool| sqlx::query_as(query).bind(run_id).fetch_optional(pool).await?);
+        let Some(row) = row else { return Ok(None) };
+        let VerdictRow { id, run_id, baseline_spec, baseline_run_ids, outcome, summary, created_at } = row;
+        let findings_query = "select endpoint, metric, outcome, baseline_value, candidate_value, delta_pct, \
+                              limit_value, reason from findings where verdict_id = $1 order by endpoint, metric";
+        let findings: Vec<FindingRow> =
+            on_pool!(self, |pool| sqlx::query_as(findings_query).bind(id).fetch_all(pool).await?);
+        Ok(Some(Verdict {
+            id,
+            run_id,
+            baseline_spec,
+            baseline_run_ids: json("verdicts.baseline_run_ids", &baseline_run_ids)?,
+            outcome,
+            summary,
+            created_at: from_millis(created_at),
+            findings: findings.into_iter().map(Into::into).collect(),
+        }))
+    }
+}

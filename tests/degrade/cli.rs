@@ -1,0 +1,120 @@
+//! The real binary, as a user meets it: `--help`, `init`, `validate`, `migrate` and their exit codes.
+
+use crate::support::{TestDb, degrade, project, text};
+
+#[test]
+fn help_teaches_every_command_with_an_example() {
+    let output = degrade(std::env::temp_dir().as_path(), &["--help"], &[]);
+    let (stdout, _) = text(&output);
+    assert!(output.status.success());
+    for needle in ["init", "validate", "migrate", "degrade init  ", "DEGRADE_DATABASE_URL", "Exit codes: 0 ok"] {
+        assert!(stdout.contains(needle), "--help lacks {needle:?}:\n{stdout}");
+    }
+    for command in ["init", "validate", "migrate"] {
+        let (stdout, _) = text(&degrade(std::env::temp_dir().as_path(), &[command, "--help"], &[]));
+        assert!(
+            stdout.contains(&format!("degrade {command}")) || stdout.contains("Example"),
+            "{command} --help:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn unknown_commands_and_flags_exit_2() {
+    let output = degrade(std::env::temp_dir().as_path(), &["valdiate"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("unrecognized subcommand 'valdiate'"));
+}
+
+#[test]
+fn init_validate_migrate_in_an_empty_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let init = degrade(dir.path(), &["init"], &[]);
+    assert!(init.status.success(), "{:?}", text(&init));
+    assert!(dir.path().join("degrade.toml").is_file());
+
+    let validate = degrade(dir.path(), &["validate"], &[]);
+    let (stdout, stderr) = text(&validate);
+    assert!(validate.status.success(), "{stderr}");
+    assert!(stdout.contains("degrade.toml is valid."), "{stdout}");
+    assert!(stdout.contains("listens on 127.0.0.1:8080"), "{stdout}");
+
+    let migrate = degrade(dir.path(), &["migrate"], &[]);
+    let (stdout, stderr) = text(&migrate);
+    assert!(migrate.status.success(), "{stderr}");
+    assert!(stdout.contains("(sqlite) is at schema version 1 (up to date)"), "{stdout}");
+    assert!(dir.path().join("degrade.db").is_file());
+}
+
+#[test]
+fn migrate_without_a_config_uses_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = degrade(dir.path(), &["migrate"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("note: no degrade.toml here; using the defaults"), "{stderr}");
+    assert!(stdout.contains("sqlite://degrade.db (sqlite) is at schema version 1"), "{stdout}");
+    assert!(dir.path().join("degrade.db").is_file());
+    // Running it again finds the schema in place.
+    assert!(degrade(dir.path(), &["migrate"], &[]).status.success());
+}
+
+#[test]
+fn init_refuses_to_overwrite_without_force() {
+    let (dir, path) = project("# my tuned config\n", &[]);
+    let output = degrade(dir.path(), &["init"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("degrade.toml already exists; pass --force to overwrite it"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "# my tuned config\n");
+
+    let forced = degrade(dir.path(), &["init", "--force"], &[]);
+    assert!(forced.status.success());
+    assert!(std::fs::read_to_string(&path).unwrap().contains("[database]"));
+}
+
+#[test]
+fn a_malformed_config_exits_2_with_the_place_and_field() {
+    let (dir, _) = project("[server]\nlisten = \"127.0.0.1:80\"\nport = 80\n", &[]);
+    let output = degrade(dir.path(), &["validate"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("degrade.toml:3:1: server.port: unknown field `port`"), "{stderr}");
+    assert!(stderr.contains("1 problem in the configuration"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let output = degrade(dir.path(), &["--config", "elsewhere.toml", "validate"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("elsewhere.toml: no such file; run `degrade init`"));
+}
+
+#[tokio::test]
+async fn migrate_on_postgres_never_prints_the_password() {
+    let Some(db) = TestDb::postgres().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    assert!(degrade(dir.path(), &["init"], &[]).status.success());
+    // The test server trusts every login, so a made-up password still connects and must stay hidden.
+    let url = db.url_string().replacen("://postgres@", "://postgres:hunter2@", 1);
+    assert!(url.contains("hunter2"), "the test URL should carry a password: {}", db.url);
+    let env = [("DEGRADE_DATABASE_URL", url.as_str())];
+    for command in ["validate", "migrate"] {
+        let output = degrade(dir.path(), &[command], &env);
+        let (stdout, stderr) = text(&output);
+        assert!(output.status.success(), "{command}: {stderr}");
+        assert!(!stdout.contains("hunter2") && !stderr.contains("hunter2"), "{command} leaked:\n{stdout}{stderr}");
+        assert!(stdout.contains("postgres://postgres:***@"), "{command}:\n{stdout}");
+    }
+    assert!(text(&degrade(dir.path(), &["migrate"], &env)).0.contains("(postgres) is at schema version 1"));
+}
+
+#[test]
+fn an_unreachable_database_exits_2_without_the_password() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(degrade(dir.path(), &["init"], &[]).status.success());
+    // Port 9 on loopback: nothing listens there, so the connection is refused at once.
+    let env = [("DEGRADE_DATABASE_URL", "postgres://app:hunter2@127.0.0.1:9/degrade")];
+    let output = degrade(dir.path(), &["migrate"], &env);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("cannot open the database postgres://app:***@127.0.0.1:9/degrade"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}

@@ -1,0 +1,233 @@
+//! Every mistake in `degrade.toml` is reported with file:line:column and the field, and secrets never leak.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use degrade::config::{Config, CronForm, EXAMPLE_CONFIG};
+use degrade::store::DatabaseUrl;
+
+use crate::support::project;
+
+const SCENARIO: &str = "[[scenario]]\nname = \"checkout\"\nfile = \"scenarios/checkout.toml\"\n";
+
+/// Validates `config` in a project that has `scenarios/checkout.toml`, with `env` as the environment.
+fn load(config: &str, env: &[(&str, &str)]) -> Result<Config, String> {
+    let (dir, path) = project(config, &[("scenarios/checkout.toml", "# workload\n")]);
+    let env: HashMap<String, String> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    let result = Config::load_with_env(&path, &|name| env.get(name).cloned());
+    let folder = format!("{}/", dir.path().display());
+    result.map_err(|e| e.to_string().replace(&folder, ""))
+}
+
+fn error(config: &str) -> String {
+    load(config, &[]).expect_err("config should be rejected")
+}
+
+#[test]
+fn the_example_config_is_valid() {
+    let config = load(EXAMPLE_CONFIG, &[]).unwrap();
+    assert_eq!(config.server.listen.to_string(), "127.0.0.1:8080");
+    assert!(matches!(&config.database, DatabaseUrl::Sqlite(path) if path.ends_with("degrade.db")));
+    // Every commented-out block of the example is valid too, once uncommented.
+    let uncommented: String = EXAMPLE_CONFIG.lines().map(uncomment_setting).collect::<Vec<_>>().join("\n");
+    let config = load(&uncommented, &[("DEGRADE_SLACK_WEBHOOK", "https://hooks.example.com/T0/B0/x")])
+        .unwrap_or_else(|e| panic!("{e}\n---\n{uncommented}"));
+    let scenario = config.scenario("checkout").unwrap();
+    assert_eq!(scenario.gates.metric_min_effect_pct["p99"], 20.0);
+    assert_eq!(config.notifiers[0].name, "team-slack");
+}
+
+/// `# key = value` and `# [table]` lines without their `# `; prose and doubly commented lines stay.
+fn uncomment_setting(line: &str) -> &str {
+    match line.strip_prefix("# ") {
+        Some(rest) if rest.starts_with('[') => rest,
+        Some(rest)
+            if rest
+                .split_once(" = ")
+                .is_some_and(|(key, _)| key.chars().all(|c| c.is_ascii_lowercase() || c == '_')) =>
+        {
+            rest
+        }
+        _ => line,
+    }
+}
+
+#[test]
+fn unknown_keys_name_line_column_and_field() {
+    let message = error("[server]\nlisten = \"127.0.0.1:9000\"\nlisen = \"x\"\n");
+    assert!(message.starts_with("degrade.toml:3:1: server.lisen: unknown field `lisen`"), "{message}");
+    let message = error(&format!("{SCENARIO}shedule = \"0 2 * * *\"\n"));
+    assert!(message.starts_with("degrade.toml:4:1: scenario[0].shedule: unknown field `shedule`"), "{message}");
+}
+
+#[test]
+fn wrong_types_name_line_column_and_field() {
+    let message = error("[server]\nlisten = 8080\n");
+    assert!(message.starts_with("degrade.toml:2:10: server.listen: invalid type: integer `8080`"), "{message}");
+    let message = error(&format!("{SCENARIO}catch_up = \"yes\"\n"));
+    assert!(message.starts_with("degrade.toml:4:12: scenario[0].catch_up: invalid type: string"), "{message}");
+}
+
+#[test]
+fn toml_syntax_errors_name_line_and_column() {
+    let message = error("[server]\nlisten = \"127.0.0.1:8080\n");
+    assert!(message.starts_with("degrade.toml:2:"), "{message}");
+    assert!(message.contains("invalid TOML"), "{message}");
+}
+
+#[test]
+fn cron_expressions_in_both_forms() {
+    let five = load(&format!("{SCENARIO}schedule = \"30 2 * * *\"\n"), &[]).unwrap();
+    let schedule = five.scenarios[0].schedule.as_ref().unwrap();
+    assert_eq!((schedule.form, schedule.six_fields.as_str()), (CronForm::FiveFields, "0 30 2 * * *"));
+    assert!(schedule.understood_as().contains("5-field cron"), "{}", schedule.understood_as());
+    let six = load(&format!("{SCENARIO}schedule = \"0 30 2 * * *\"\n"), &[]).unwrap();
+    assert_eq!(six.scenarios[0].schedule.as_ref().unwrap().form, CronForm::SixFields);
+
+    let message = error(&format!("{SCENARIO}schedule = \"0 2 * *\"\n"));
+    assert!(message.starts_with("degrade.toml:4:12: scenario[0].schedule: `0 2 * *` has 4 fields"), "{message}");
+    let message = error(&format!("{SCENARIO}schedule = \"0 25 * * *\"\n"));
+    assert!(
+        message.starts_with("degrade.toml:4:12: scenario[0].schedule: `0 25 * * *` is not a valid cron"),
+        "{message}"
+    );
+}
+
+#[test]
+fn unknown_timezones() {
+    let message = error(&format!("{SCENARIO}schedule = \"0 2 * * *\"\ntimezone = \"Europe/Berlinn\"\n"));
+    assert!(
+        message.starts_with("degrade.toml:5:12: scenario[0].timezone: unknown timezone `Europe/Berlinn`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn duplicate_scenario_names_point_at_both() {
+    let message = error(&format!("{SCENARIO}{SCENARIO}"));
+    assert!(
+        message.starts_with("degrade.toml:5:8: scenario[1].name: duplicate scenario name `checkout`; it is already used at degrade.toml:2:8"),
+        "{message}"
+    );
+}
+
+#[test]
+fn missing_scenario_files() {
+    let message = error("[[scenario]]\nname = \"search\"\nfile = \"scenarios/search.toml\"\n");
+    assert!(
+        message.starts_with("degrade.toml:3:8: scenario[0].file: scenario file `scenarios/search.toml` does not exist"),
+        "{message}"
+    );
+}
+
+#[test]
+fn every_problem_is_listed_at_once() {
+    let message = error(&format!(
+        "{SCENARIO}schedule = \"nope\"\nbaseline = \"last-week\"\n[scenario.gates]\nmin_effect_pct = -5.0\n"
+    ));
+    let lines: Vec<&str> = message.lines().collect();
+    assert_eq!(lines.len(), 3, "{message}");
+    assert!(lines[1].starts_with("degrade.toml:5:12: scenario[0].baseline: unknown baseline `last-week`"), "{message}");
+    assert!(
+        lines[2].starts_with("degrade.toml:7:18: scenario[0].gates.min_effect_pct: -5 is not a percentage"),
+        "{message}"
+    );
+}
+
+#[test]
+fn missing_config_file_says_how_to_make_one() {
+    let message = Config::load(Path::new("/nonexistent/degrade.toml")).unwrap_err().to_string();
+    assert!(message.starts_with("/nonexistent/degrade.toml: no such file; run `degrade init`"), "{message}");
+}
+
+#[test]
+fn passwords_belong_in_the_environment() {
+    let message = error("[database]\nurl = \"postgres://app:hunter2@db/degrade\"\n");
+    assert!(message.starts_with("degrade.toml:2:7: database.url: contains a password"), "{message}");
+    assert!(message.contains("DEGRADE_DATABASE_URL"), "{message}");
+    assert!(!message.contains("hunter2"), "{message}");
+
+    let config = load("", &[("DEGRADE_DATABASE_URL", "postgres://app:hunter2@db/degrade")]).unwrap();
+    let printed = format!("{} {:?} {config:?}", config.database, config.database);
+    assert!(!printed.contains("hunter2"), "{printed}");
+    assert!(printed.contains("postgres://app:***@db/degrade"), "{printed}");
+
+    let message = load("", &[("DEGRADE_DATABASE_URL", "mysql://app:hunter2@db/degrade")]).unwrap_err();
+    assert!(message.starts_with("environment variable DEGRADE_DATABASE_URL: database.url:"), "{message}");
+    assert!(!message.contains("hunter2"), "{message}");
+}
+
+#[test]
+fn environment_overrides_the_file() {
+    let config = load(
+        "[server]\nlisten = \"127.0.0.1:9000\"\n",
+        &[("DEGRADE_SERVER_LISTEN", "0.0.0.0:7000"), ("DEGRADE_SERVER_PUBLIC_URL", "https://perf.example.com/")],
+    )
+    .unwrap();
+    assert_eq!(config.server.listen.to_string(), "0.0.0.0:7000");
+    assert_eq!(config.server.public_url.as_deref(), Some("https://perf.example.com"));
+    let message = load("", &[("DEGRADE_SERVER_LISTEN", "localhost")]).unwrap_err();
+    assert!(
+        message.starts_with("environment variable DEGRADE_SERVER_LISTEN: server.listen: `localhost` is not an address"),
+        "{message}"
+    );
+}
+
+#[test]
+fn webhook_urls_come_from_the_environment_and_never_print() {
+    let notify = "[[notify]]\nname = \"team\"\nkind = \"slack\"\nurl_env = \"TEAM_HOOK\"\n";
+    let config = load(notify, &[("TEAM_HOOK", "https://hooks.example.com/T0/B0/s3cret")]).unwrap();
+    assert!(!format!("{config:?}").contains("s3cret"));
+    assert_eq!(config.notifiers[0].url.as_ref().unwrap().expose(), "https://hooks.example.com/T0/B0/s3cret");
+
+    let unset = load(notify, &[]).unwrap();
+    assert_eq!(
+        unset.warnings,
+        ["notify[0].url_env: environment variable TEAM_HOOK is not set; this webhook is skipped"]
+    );
+
+    let message = load(notify, &[("TEAM_HOOK", "ftp://s3cret")]).unwrap_err();
+    assert!(message.starts_with("environment variable TEAM_HOOK: notify[0].url_env: the webhook URL"), "{message}");
+    assert!(!message.contains("s3cret"), "{message}");
+
+    let message = error("[[notify]]\nname = \"team\"\nkind = \"teams\"\nurl_env = \"X\"\n");
+    assert!(message.starts_with("degrade.toml:3:8: notify[0].kind: unknown variant `teams`"), "{message}");
+    let message = error("[[notify]]\nname = \"team\"\nkind = \"json\"\nurl_env = \"https://hooks.example.com/x\"\n");
+    assert!(
+        message.starts_with(
+            "degrade.toml:4:11: notify[0].url_env: `https://hooks.example.com/x` is not an environment variable name"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn build_and_gate_settings() {
+    let config = load(
+        &format!(
+            "{SCENARIO}[scenario.build]\nversion_url = \"http://127.0.0.1:1/version\"\nversion_pointer = \"/build\"\n\
+             deploy_command = \"./deploy.sh\"\ndeploy_timeout = \"2m\"\n[scenario.gates]\nmax_p75_ms = 1000\n"
+        ),
+        &[],
+    );
+    let config = config.unwrap();
+    let scenario = &config.scenarios[0];
+    assert_eq!(scenario.build.deploy.as_ref().unwrap().timeout.as_secs(), 120);
+    assert_eq!(scenario.gates.absolute.max_p75_ms, Some(1000.0));
+    assert_eq!(scenario.gates.min_runs, 5);
+
+    let message = error(&format!(
+        "{SCENARIO}[scenario.build]\nversion_url = \"http://x/v\"\nversion_command = \"git rev-parse HEAD\"\n"
+    ));
+    assert!(
+        message.starts_with(
+            "degrade.toml:6:19: scenario[0].build.version_command: give either version_url or version_command"
+        ),
+        "{message}"
+    );
+    let message = error(&format!("{SCENARIO}[scenario.gates]\nmetric_min_effect_pct = {{ p42 = 5.0 }}\n"));
+    assert!(
+        message.starts_with("degrade.toml:5:27: scenario[0].gates.metric_min_effect_pct.p42: unknown metric `p42`"),
+        "{message}"
+    );
+}

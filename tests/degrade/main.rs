@@ -1,0 +1,15 @@
+//! degrade's integration tests: one binary (one link on a 2-core machine), one module per area.
+//!
+//! - `support`: temp directories, a fresh SQLite file or PostgreSQL database per test, the real binary.
+//! - `store_story`: the storage story, run against SQLite always and PostgreSQL when
+//!   `DEGRADE_TEST_POSTGRES_URL` is set.
+//! - `config_errors`: every config mistake gets file:line:column and the field.
+//! - `cli`: `degrade --help`, `init`, `validate`, `migrate` through the real binary.
+
+// Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
+#![allow(clippy::float_cmp)]
+
+mod cli;
+mod config_errors;
+mod store_story;
+mod support;

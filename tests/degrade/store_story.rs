@@ -1,0 +1,272 @@
+//! The storage story: what a season of nightly runs does to the store, told once and run on both backends.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use degrade::store::{
+    EndpointResult, Finding, LoadSummary, Metric, NewRun, NewVerdict, OVERALL_ENDPOINT, RunResults, RunStatus, Store,
+    StoreError, TimelinePoint,
+};
+
+use crate::support::TestDb;
+
+#[tokio::test]
+async fn story_on_sqlite() {
+    let db = TestDb::sqlite();
+    storage_story(&db).await;
+}
+
+#[tokio::test]
+async fn story_on_postgres() {
+    let Some(db) = TestDb::postgres().await else { return };
+    storage_story(&db).await;
+}
+
+#[tokio::test]
+async fn concurrent_writers_on_sqlite() {
+    let db = TestDb::sqlite();
+    concurrent_writers(&db).await;
+}
+
+#[tokio::test]
+async fn concurrent_writers_on_postgres() {
+    let Some(db) = TestDb::postgres().await else { return };
+    concurrent_writers(&db).await;
+}
+
+fn night(n: i64) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 1, 2, 0, 0).unwrap() + Duration::days(n)
+}
+
+fn new_run(n: i64) -> NewRun {
+    NewRun {
+        scenario: "checkout".into(),
+        build_id: Some(format!("1.0.{n}")),
+        seed: 42 + n,
+        scenario_hash: "abc123".into(),
+        scenario_source: Some("[load]\nmodel = \"open\"\n".into()),
+        started_at: night(n),
+    }
+}
+
+/// An endpoint whose p95 is `p95_ms`; the other figures are derived so every column is distinct.
+fn endpoint(name: &str, p95_ms: i64) -> EndpointResult {
+    let p95 = p95_ms * 1000;
+    EndpointResult {
+        endpoint: name.into(),
+        requests: 6000,
+        errors: 3,
+        rate: 100.0,
+        p50_us: p95 / 3,
+        p75_us: p95 / 2,
+        p90_us: p95 * 4 / 5,
+        p95_us: p95,
+        p99_us: p95 * 2,
+        p999_us: p95 * 3,
+        max_us: p95 * 4,
+        mean_us: p95 as f64 / 2.5,
+        errors_by_class: BTreeMap::from([("http_5xx".into(), 2), ("timeout".into(), 1)]),
+        error_samples: BTreeMap::from([("http_5xx".into(), vec!["503 Service Unavailable".into()])]),
+        histogram: vec![0x1c, 0x84, 0x93, 0x14, n_bytes(p95_ms)],
+    }
+}
+
+fn n_bytes(n: i64) -> u8 {
+    (n % 251) as u8
+}
+
+/// 1,200 timeline points: more than one insert statement's worth, so chunking is exercised.
+fn timeline() -> Vec<TimelinePoint> {
+    ["GET /boards/{id}", "POST /cards"]
+        .into_iter()
+        .flat_map(|name| {
+            (0..600).map(move |s| TimelinePoint {
+                endpoint: name.into(),
+                elapsed_s: s,
+                requests: 100,
+                errors: i64::from(s % 100 == 0),
+                p50_us: 20_000 + s,
+                p99_us: 90_000 + s,
+                max_us: 120_000 + s,
+                errors_by_class: BTreeMap::from([("timeout".into(), i64::from(s % 100 == 0))]),
+            })
+        })
+        .collect()
+}
+
+fn results(n: i64, p95_ms: i64, status: RunStatus, reasons: &[&str]) -> RunResults {
+    RunResults {
+        status,
+        finished_at: night(n) + Duration::minutes(10),
+        validity_reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
+        load_summary: LoadSummary {
+            model: "open".into(),
+            target_rate: 100.0,
+            achieved_rate: 99.8,
+            dropped: 0,
+            schedule_lag_p99_us: 800,
+            generator_cpu_pct: 31.5,
+            measured_secs: 600.0,
+        },
+        endpoints: vec![
+            endpoint("POST /cards", p95_ms * 2),
+            endpoint(OVERALL_ENDPOINT, p95_ms),
+            endpoint("GET /boards/{id}", p95_ms),
+        ],
+        timeline: timeline(),
+    }
+}
+
+async fn storage_story(db: &TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), Store::latest_known_version());
+
+    // Five nights: night 3 is invalid (the generator fell behind), the others finished normally.
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        let id = store.create_run(&new_run(n)).await.unwrap();
+        let (status, reasons): (_, &[&str]) = if n == 3 {
+            (RunStatus::Invalid, &["schedule lag p99 2.1 s exceeds 100 ms"])
+        } else {
+            (RunStatus::Finished, &[])
+        };
+        store.finish_run(id, &results(n, 100 + n * 10, status, reasons)).await.unwrap();
+        ids.push(id);
+    }
+
+    // A time window holds exactly the runs that started in it, oldest first.
+    let window = store.runs_between("checkout", night(1), night(4)).await.unwrap();
+    assert_eq!(window.iter().map(|r| r.id).collect::<Vec<_>>(), ids[1..4]);
+    assert_eq!(window[2].status, RunStatus::Invalid);
+    assert_eq!(window[2].validity_reasons, ["schedule lag p99 2.1 s exceeds 100 ms"]);
+    assert!(store.runs_between("other", night(0), night(9)).await.unwrap().is_empty());
+
+    // The last N runs, newest first.
+    let last = store.last_runs("checkout", 2).await.unwrap();
+    assert_eq!(last.iter().map(|r| r.id).collect::<Vec<_>>(), [ids[4], ids[3]]);
+
+    // One run with all it measured, overall row first, every figure as stored.
+    let detail = store.run_detail(ids[2]).await.unwrap().unwrap();
+    assert_eq!(detail.run.build_id.as_deref(), Some("1.0.2"));
+    assert_eq!(detail.run.seed, 44);
+    assert_eq!(detail.run.finished_at, Some(night(2) + Duration::minutes(10)));
+    assert_eq!(detail.run.load_summary.as_ref().unwrap().generator_cpu_pct, 31.5);
+    let names: Vec<_> = detail.endpoints.iter().map(|e| e.endpoint.as_str()).collect();
+    assert_eq!(names, [OVERALL_ENDPOINT, "GET /boards/{id}", "POST /cards"]);
+    assert_eq!(detail.endpoints[1], endpoint("GET /boards/{id}", 120));
+    assert!(store.run_detail(999_999).await.unwrap().is_none());
+
+    let points = store.timeline(ids[2]).await.unwrap();
+    assert_eq!(points.len(), 1200);
+    assert_eq!(points[0], timeline()[0]);
+    assert_eq!(points[1199].elapsed_s, 599);
+
+    // The trend of one endpoint metric, in milliseconds, with each run's status for the chart.
+    let trend = store.trend("checkout", "GET /boards/{id}", Metric::P95, night(0), night(5)).await.unwrap();
+    let values: Vec<f64> = trend.iter().map(|p| p.value).collect();
+    assert_eq!(values, [100.0, 110.0, 120.0, 130.0, 140.0]);
+    assert_eq!(trend[3].status, RunStatus::Invalid);
+    assert_eq!(trend[1].build_id.as_deref(), Some("1.0.1"));
+    let errors = store.trend("checkout", OVERALL_ENDPOINT, Metric::ErrorRate, night(0), night(1)).await.unwrap();
+    assert_eq!(errors[0].value, 0.05);
+
+    crash_story(&store, &db.url).await;
+    nothing_half_written(&store).await;
+    verdict_story(&store, ids[4]).await;
+
+    // Reconnecting runs the migrations again harmlessly and finds everything where it was.
+    store.close().await;
+    let reopened = Store::connect(&db.url).await.unwrap();
+    assert_eq!(reopened.last_runs("checkout", 100).await.unwrap().len(), 8);
+    reopened.close().await;
+}
+
+/// A run left `running` by a crash becomes `aborted` at the next start, and can no longer be finished.
+async fn crash_story(store: &Store, url: &degrade::store::DatabaseUrl) {
+    let crashed = store.create_run(&new_run(5)).await.unwrap();
+    let restarted = Store::connect(url).await.unwrap();
+    assert_eq!(restarted.abort_interrupted_runs(night(6)).await.unwrap(), [crashed]);
+    assert!(restarted.abort_interrupted_runs(night(6)).await.unwrap().is_empty());
+    let run = restarted.find_run(crashed).await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Aborted);
+    assert!(run.failure_reason.unwrap().contains("stopped while the run was under way"));
+    let late = restarted.finish_run(crashed, &results(5, 100, RunStatus::Finished, &[])).await;
+    assert!(matches!(late, Err(StoreError::RunNotRunning(id)) if id == crashed), "{late:?}");
+    let unknown = restarted.finish_run(424_242, &results(5, 100, RunStatus::Finished, &[])).await;
+    assert!(matches!(unknown, Err(StoreError::RunNotFound(424_242))), "{unknown:?}");
+    restarted.close().await;
+}
+
+/// A failure part-way through storing results rolls everything back: the run is still `running`, with no
+/// results, and can be stored again.
+async fn nothing_half_written(store: &Store) {
+    let id = store.create_run(&new_run(6)).await.unwrap();
+    let mut broken = results(6, 100, RunStatus::Finished, &[]);
+    // The same endpoint twice violates the primary key after the run row and one result were written.
+    broken.endpoints.push(endpoint("GET /boards/{id}", 1));
+    assert!(store.finish_run(id, &broken).await.is_err());
+    let detail = store.run_detail(id).await.unwrap().unwrap();
+    assert_eq!(detail.run.status, RunStatus::Running);
+    assert!(detail.endpoints.is_empty());
+    assert!(store.timeline(id).await.unwrap().is_empty());
+
+    store.finish_run(id, &results(6, 100, RunStatus::Finished, &[])).await.unwrap();
+    assert_eq!(store.run_detail(id).await.unwrap().unwrap().endpoints.len(), 3);
+
+    let failed = store.create_run(&new_run(7)).await.unwrap();
+    store.end_run(failed, RunStatus::Failed, "health_url never answered 2xx", night(7)).await.unwrap();
+    assert_eq!(
+        store.find_run(failed).await.unwrap().unwrap().failure_reason.as_deref(),
+        Some("health_url never answered 2xx")
+    );
+}
+
+/// A verdict is stored with its findings and sets the run's status.
+async fn verdict_story(store: &Store, run_id: i64) {
+    let finding = Finding {
+        endpoint: "GET /boards/{id}".into(),
+        metric: "p95".into(),
+        outcome: "regression".into(),
+        baseline_value: Some(110.0),
+        candidate_value: 140.0,
+        delta_pct: Some(27.3),
+        limit: Some(121.0),
+        reason: "p95 27.3 % above the baseline (noise ±4 %)".into(),
+    };
+    let verdict = NewVerdict {
+        baseline_spec: "last-7d".into(),
+        baseline_run_ids: vec![run_id - 4, run_id - 3, run_id - 2],
+        outcome: "regressed".into(),
+        summary: "1 regression".into(),
+        created_at: night(4) + Duration::minutes(11),
+        findings: vec![finding.clone()],
+    };
+    store.save_verdict(run_id, &verdict).await.unwrap();
+    let stored = store.latest_verdict(run_id).await.unwrap().unwrap();
+    assert_eq!(stored.findings, [finding]);
+    assert_eq!(stored.baseline_run_ids, verdict.baseline_run_ids);
+    assert_eq!(stored.created_at, verdict.created_at);
+    assert_eq!(store.find_run(run_id).await.unwrap().unwrap().status, RunStatus::Regressed);
+    assert!(matches!(store.save_verdict(777_777, &verdict).await, Err(StoreError::RunNotFound(777_777))));
+}
+
+/// Several runs stored at once (a CLI `check --run-now` while the server stores a nightly run) all land.
+async fn concurrent_writers(db: &TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let tasks: Vec<_> = (0..8)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let id = store.create_run(&new_run(n)).await.unwrap();
+                store.finish_run(id, &results(n, 100, RunStatus::Finished, &[])).await.unwrap();
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let runs = store.last_runs("checkout", 100).await.unwrap();
+    assert_eq!(runs.len(), 8);
+    assert!(runs.iter().all(|r| r.status == RunStatus::Finished));
+    store.close().await;
+}
