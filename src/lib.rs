@@ -20,6 +20,8 @@ pub mod analysis;
 pub mod cli;
 /// `degrade.toml`: parsed, validated, secrets from the environment.
 pub mod config;
+/// What `degrade check` prints: human, JSON, JUnit and Markdown reports.
+pub mod report;
 /// Secrets that cannot be printed by accident, and URL redaction.
 pub mod secret;
 /// Where runs, results, verdicts and alert state are kept (SQLite or PostgreSQL).

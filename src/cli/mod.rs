@@ -3,6 +3,8 @@
 //! Arguments are parsed here and handed to the library as validated values; every subcommand returns an
 //! [`Exit`], whose codes mean the same thing for every command so CI scripts can rely on them.
 
+mod check;
+mod detect;
 mod init;
 mod migrate;
 mod validate;
@@ -41,6 +43,9 @@ Getting started:
   degrade init                       write a commented degrade.toml here
   degrade validate                   check it; errors name file:line:column and the field
   degrade migrate                    create or upgrade the database it points at
+
+In CI, after a nightly or on-demand run:
+  degrade check --baseline last-7d   judge the latest run; exit 1 on a regression
 
 Environment:
   DEGRADE_CONFIG                     config file to read instead of ./degrade.toml
@@ -87,6 +92,22 @@ pub enum Command {
         Every command migrates on connect; run this to prepare a shared PostgreSQL database up front."
     )]
     Migrate,
+    /// Judge the latest run against its baseline: the CI gate.
+    #[command(after_help = "Examples:\n  degrade check --baseline last-7d\n  \
+        degrade check --scenario checkout --format junit > degrade.xml\n  \
+        degrade check --run 42 --baseline build:1.4.2 --format markdown >> \"$GITHUB_STEP_SUMMARY\"\n\n\
+        Exits 0 when the run passed, 1 on a regression or breached gate, 2 on an error, and 3 when the verdict is\n\
+        inconclusive (too few baseline runs, or an invalid run) with --strict; without it, inconclusive exits 0.")]
+    Check(check::CheckArgs),
+    /// Run the regression detector on raw series: JSON Lines in, JSON Lines out.
+    #[command(
+        after_help = "Example:\n  echo '{\"id\":\"a\",\"direction\":\"higher_is_worse\",\"history\":[{\"value\":100},\
+        {\"value\":102},{\"value\":98},{\"value\":101},{\"value\":99}],\"candidate\":{\"value\":140}}' | degrade detect\n\n\
+        Input lines: {\"id\", \"metric\", \"kind\", \"direction\": \"higher_is_worse\"|\"lower_is_worse\",\n\
+        \"history\": [{\"date\", \"value\"}], \"candidate\": {\"date\", \"value\"}}\n\
+        Output lines: {\"id\", \"alert\", \"baseline\", \"delta_pct\", \"reason\"}"
+    )]
+    Detect(detect::DetectArgs),
 }
 
 /// Runs the parsed command line and returns its exit code; errors are printed to standard error.
@@ -98,6 +119,8 @@ pub fn run(cli: Cli) -> Exit {
         Command::Init { force } => init::run(source.path(), force),
         Command::Validate => validate::run(source.path()),
         Command::Migrate => runtime().and_then(|rt| rt.block_on(migrate::run(&source))),
+        Command::Check(args) => runtime().and_then(|rt| rt.block_on(check::run(&source, args))),
+        Command::Detect(args) => detect::run(&args),
     };
     outcome.unwrap_or_else(|e| {
         eprintln!("error: {}", error_chain(&e));

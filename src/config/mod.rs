@@ -144,6 +144,19 @@ pub struct Gates {
     pub absolute: AbsoluteGates,
 }
 
+impl Default for Gates {
+    /// Five runs are the fewest from which night-to-night noise can be estimated at all; ten percent is the
+    /// smallest change worth waking someone for.
+    fn default() -> Self {
+        Self {
+            min_runs: 5,
+            min_effect_pct: 10.0,
+            metric_min_effect_pct: BTreeMap::new(),
+            absolute: AbsoluteGates::default(),
+        }
+    }
+}
+
 /// Fixed limits, like the capacity-planning "green zone" (p75 < 1 s, failures < 0.01 %).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AbsoluteGates {

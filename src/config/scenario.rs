@@ -172,11 +172,11 @@ fn resolve_gates(checker: &mut Checker<'_>, prefix: &str, raw: RawGates) -> Opti
                 .filter(|n| (2..=1000).contains(n))
                 .ok_or_else(|| format!("{n} is out of range 2..=1000"))
         }),
-        None => Some(5),
+        None => Some(Gates::default().min_runs),
     };
     let min_effect_pct = match &min_effect_pct {
         Some(pct) => checker.check(pct, &field("min_effect_pct"), |p| percentage(*p)),
-        None => Some(10.0),
+        None => Some(Gates::default().min_effect_pct),
     };
     let mut per_metric = BTreeMap::new();
     for (metric, pct) in metric_min_effect_pct {

@@ -8,6 +8,7 @@
 //! SQLite write transactions start with `BEGIN IMMEDIATE` so two writers queue on the busy timeout instead of
 //! failing mid-transaction; a busy error that still escapes is retried (see [`retry`]).
 
+mod baselines;
 mod model;
 mod retry;
 mod rows;

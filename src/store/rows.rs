@@ -17,6 +17,17 @@ pub(super) fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("maps, lists and plain structs always serialize")
 }
 
+/// `select <run columns> from runs join scenarios`, as a literal so `concat!` can complete each query.
+macro_rules! select_runs {
+    () => {
+        "select runs.id, scenarios.name as scenario, runs.build_id, runs.status, runs.started_at, \
+         runs.finished_at, runs.scenario_hash, runs.seed, runs.validity_reasons, runs.load_summary, \
+         runs.failure_reason from runs join scenarios on scenarios.id = runs.scenario_id "
+    };
+}
+
+pub(super) use select_runs;
+
 #[derive(sqlx::FromRow)]
 pub(super) struct RunRow {
     id: i64,

@@ -5,20 +5,11 @@ use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
 use super::retry::retry_busy;
-use super::rows::{EndpointRow, RunRow, TimelineRow, convert, to_json};
+use super::rows::{EndpointRow, RunRow, TimelineRow, convert, select_runs, to_json};
 use super::{
     EndpointResult, Metric, NewRun, OVERALL_ENDPOINT, Run, RunDetail, RunId, RunResults, RunStatus, Store, StoreError,
     TimelinePoint, TrendPoint, from_millis, in_transaction, on_pool, to_millis,
 };
-
-/// `select <run columns> from runs join scenarios`, as a literal so `concat!` can complete each query.
-macro_rules! select_runs {
-    () => {
-        "select runs.id, scenarios.name as scenario, runs.build_id, runs.status, runs.started_at, \
-         runs.finished_at, runs.scenario_hash, runs.seed, runs.validity_reasons, runs.load_summary, \
-         runs.failure_reason from runs join scenarios on scenarios.id = runs.scenario_id "
-    };
-}
 
 /// The trend query for one stored column.
 macro_rules! trend_query {

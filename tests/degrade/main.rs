@@ -5,10 +5,12 @@
 //!   `DEGRADE_TEST_POSTGRES_URL` is set.
 //! - `config_errors`: every config mistake gets file:line:column and the field.
 //! - `cli`: `degrade --help`, `init`, `validate`, `migrate` through the real binary.
+//! - `check`: the CI gate and `degrade detect` through the real binary, on runs stored through the store.
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
 #![allow(clippy::float_cmp)]
 
+mod check;
 mod cli;
 mod config_errors;
 mod store_story;

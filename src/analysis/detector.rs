@@ -1,0 +1,324 @@
+//! The regression detector: is tonight's value of one metric worse than its nightly history, by more than
+//! the night-to-night noise and by at least the minimum effect? Pure: a series in, an answer out.
+//!
+//! Latency and throughput are judged on the log scale, where noise is proportional to the level and a 10 %
+//! change is the same distance everywhere; error rates on the linear scale, because they are mostly zero.
+//! The current level and noise come from [`super::level::estimate`]. A regression must pass three tests:
+//! significance (a one-sided test at 1 % false alarms, widened for the uncertainty of the level and of the
+//! noise estimate itself, and for autocorrelated nights), effect size (at least `min_effect_pct` worse than
+//! the level, and than an unsettled new level if the last nights moved), and for error rates an absolute
+//! floor of +0.1 percentage points, so 0.001 % blips never page anyone.
+
+use serde::Deserialize;
+
+use super::level::{Estimate, Prior, estimate};
+
+/// One-sided normal quantile for a 1 % false-alarm probability per metric and night.
+const Z_ALPHA: f64 = 2.326;
+/// Log-scale noise below 2 % is not believed: no real service is that steady night to night.
+const LOG_SIGMA_FLOOR: f64 = 0.02;
+/// A weak prior on log-scale noise (10 %, worth one night), so three quiet nights do not make a hair trigger.
+const LOG_PRIOR: Prior = Prior { sigma: 0.10, nights: 1.0 };
+/// Error rates: noise floor in percentage points.
+const ERROR_SIGMA_FLOOR: f64 = 0.02;
+/// Error rates: the smallest rise, in percentage points, worth an alert.
+const ERROR_MIN_RISE: f64 = 0.10;
+/// The variance of the median of m normal values is about (π/2)·σ²/m.
+const MEDIAN_VARIANCE_FACTOR: f64 = std::f64::consts::FRAC_PI_2;
+
+/// Which way a metric gets worse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Latency, error rate.
+    HigherIsWorse,
+    /// Throughput.
+    LowerIsWorse,
+}
+
+/// What kind of figure a series holds; error rates follow their own rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeriesKind {
+    /// Response times (any percentile).
+    Latency,
+    /// Requests per second.
+    Throughput,
+    /// Failed requests, in percent; mostly zero.
+    ErrorRate,
+}
+
+/// One series to judge.
+#[derive(Debug, Clone)]
+pub struct Question<'a> {
+    /// Earlier nights, oldest first.
+    pub history: &'a [f64],
+    /// Tonight.
+    pub candidate: f64,
+    /// Which way is worse.
+    pub direction: Direction,
+    /// What the figures are.
+    pub kind: SeriesKind,
+    /// The smallest change that counts, in percent.
+    pub min_effect_pct: f64,
+    /// Fewer history nights than this: inconclusive.
+    pub min_runs: usize,
+}
+
+/// The detector's conclusion about a series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Worse, significantly and by at least the minimum effect.
+    Regression,
+    /// Better, significantly and by at least the minimum effect.
+    Improvement,
+    /// Within the noise, or smaller than the minimum effect.
+    NoChange,
+    /// Too little history to tell.
+    Inconclusive,
+}
+
+/// The answer, with the numbers behind it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The conclusion.
+    pub change: Change,
+    /// The current level, in the series' units.
+    pub baseline: Option<f64>,
+    /// Tonight's change from the level, percent.
+    pub delta_pct: Option<f64>,
+    /// The value tonight would have had to pass to be a regression, in the series' units.
+    pub limit: Option<f64>,
+    /// Why, in words.
+    pub reason: String,
+}
+
+impl Answer {
+    fn inconclusive(reason: String) -> Self {
+        Self { change: Change::Inconclusive, baseline: None, delta_pct: None, limit: None, reason }
+    }
+}
+
+/// The scale a series is judged on: larger is always worse there.
+struct Scale {
+    sign: f64,
+    log: bool,
+}
+
+impl Scale {
+    fn to_scale(&self, value: f64) -> f64 {
+        self.sign * if self.log { value.ln() } else { value }
+    }
+
+    fn to_raw(&self, u: f64) -> f64 {
+        if self.log { (self.sign * u).exp() } else { self.sign * u }
+    }
+}
+
+/// Judges one series.
+#[must_use]
+pub fn detect(question: &Question<'_>) -> Answer {
+    let Question { history, candidate, direction, kind, min_effect_pct, min_runs } = *question;
+    let min_runs = min_runs.max(2);
+    if history.len() < min_runs {
+        return Answer::inconclusive(format!(
+            "inconclusive: {} night{} of history, at least {min_runs} needed",
+            history.len(),
+            if history.len() == 1 { "" } else { "s" }
+        ));
+    }
+    let sign = if direction == Direction::LowerIsWorse { -1.0 } else { 1.0 };
+    let is_error_rate = kind == SeriesKind::ErrorRate;
+    let values_ok = history.iter().chain([&candidate]).all(|v| v.is_finite() && (is_error_rate || *v > 0.0));
+    if !values_ok {
+        return Answer::inconclusive(
+            "inconclusive: the series holds values that are zero, negative or not numbers".into(),
+        );
+    }
+    let scale = Scale { sign, log: !is_error_rate };
+    let y: Vec<f64> = history.iter().map(|v| scale.to_scale(*v)).collect();
+    let (floor, prior) = if is_error_rate { (ERROR_SIGMA_FLOOR, None) } else { (LOG_SIGMA_FLOOR, Some(LOG_PRIOR)) };
+    let e = estimate(&y, floor, prior);
+    decide(&e, candidate, &scale, kind, min_effect_pct / 100.0)
+}
+
+fn decide(e: &Estimate, candidate: f64, scale: &Scale, kind: SeriesKind, min_effect: f64) -> Answer {
+    let yc = scale.to_scale(candidate);
+    let sigma = e.sigma;
+    // Tomorrow's expected value given tonight's residual (AR(1)); with an unsettled tail there is no settled
+    // last night to carry over.
+    let residual = if e.tail.is_some() { 0.0 } else { (e.last - e.level).clamp(-2.0 * sigma, 2.0 * sigma) };
+    let forecast = e.level + e.phi * residual;
+    let level_nights = e.level_nights as f64;
+    let se = sigma * (1.0 - e.phi * e.phi + (1.0 + e.phi) / ((1.0 - e.phi) * level_nights)).sqrt();
+    let mut z = (yc - forecast) / se;
+    let mut baselines = vec![e.level];
+    if let Some((tail_median, tail_nights)) = e.tail {
+        let tail_z = (yc - tail_median) / (sigma * (1.0 + MEDIAN_VARIANCE_FACTOR / tail_nights as f64).sqrt());
+        z = if z >= 0.0 { z.min(tail_z) } else { z.max(tail_z) };
+        baselines.push(tail_median);
+    }
+    let k = student_t_quantile(Z_ALPHA, e.dof);
+    // Worsening relative to each baseline, in raw units: positive = worse.
+    let worsening: Vec<(f64, f64)> = baselines
+        .iter()
+        .map(|&u| {
+            let base = scale.to_raw(u);
+            let d = scale.sign * (candidate - base);
+            let rel = if base.abs() > 0.0 {
+                d / base.abs()
+            } else if d > 0.0 {
+                f64::INFINITY
+            } else {
+                0.0
+            };
+            (rel, d)
+        })
+        .collect();
+    let rel_worse = worsening.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
+    let rel_better = worsening.iter().map(|w| -w.0).fold(f64::INFINITY, f64::min);
+    let rise = worsening.iter().map(|w| w.1).fold(f64::INFINITY, f64::min);
+    let is_error_rate = kind == SeriesKind::ErrorRate;
+    let floor_ok = !is_error_rate || rise >= ERROR_MIN_RISE;
+    let change = if z >= k && rel_worse >= min_effect && floor_ok {
+        Change::Regression
+    } else if z <= -k && rel_better >= min_effect && !is_error_rate {
+        Change::Improvement
+    } else {
+        Change::NoChange
+    };
+    let baseline = scale.to_raw(e.level);
+    let limit = regression_limit(e, forecast, se * k, scale, min_effect, is_error_rate);
+    Answer {
+        change,
+        baseline: Some(baseline),
+        delta_pct: (baseline.abs() > 0.0).then(|| 100.0 * (candidate - baseline) / baseline.abs()),
+        limit: Some(limit),
+        reason: reason(e, z, k, min_effect, is_error_rate),
+    }
+}
+
+/// The raw value beyond which tonight would be a regression (ignoring an unsettled tail): past both the
+/// significance bound and the minimum effect.
+fn regression_limit(e: &Estimate, forecast: f64, margin: f64, scale: &Scale, min_effect: f64, error_rate: bool) -> f64 {
+    let significant = scale.to_raw(forecast + margin);
+    let level = scale.to_raw(e.level);
+    let effect = if scale.sign > 0.0 { level * (1.0 + min_effect) } else { level * (1.0 - min_effect) };
+    let mut bounds = vec![significant, effect];
+    if error_rate {
+        bounds.push(level + ERROR_MIN_RISE);
+    }
+    let worst_first = |a: &f64, b: &f64| (scale.sign * a).total_cmp(&(scale.sign * b));
+    bounds.into_iter().max_by(worst_first).expect("two bounds at least")
+}
+
+fn reason(e: &Estimate, z: f64, k: f64, min_effect: f64, error_rate: bool) -> String {
+    let noise = if error_rate { format!("±{:.3} pp", e.sigma) } else { format!("±{:.1} %", 100.0 * e.sigma) };
+    let side = if z >= 0.0 { "above" } else { "below" };
+    let mut text = format!(
+        "{:.1} sigma {side} the level of {} nights (noise {noise}); a regression needs {k:.1} sigma and {:.0} %",
+        z.abs(),
+        e.level_nights,
+        100.0 * min_effect
+    );
+    if error_rate {
+        text += &format!(" and +{ERROR_MIN_RISE} pp");
+    }
+    if let Some((_, nights)) = e.tail {
+        text += &format!("; the last {nights} nights moved to a new level that is not settled yet");
+    }
+    text
+}
+
+/// The one-sided Student-t quantile for `dof` degrees of freedom, from the normal quantile `z`
+/// (Cornish-Fisher expansion, two terms): the threshold widens when the noise is estimated from few nights.
+fn student_t_quantile(z: f64, dof: f64) -> f64 {
+    z + (z.powi(3) + z) / (4.0 * dof) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * dof * dof)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ten nights of about 100 with ±2 % noise.
+    const STEADY: [f64; 10] = [100.0, 102.0, 98.0, 101.0, 99.0, 100.5, 97.5, 101.5, 99.5, 100.0];
+
+    fn ask(history: &[f64], candidate: f64, direction: Direction, kind: SeriesKind) -> Answer {
+        detect(&Question { history, candidate, direction, kind, min_effect_pct: 10.0, min_runs: 5 })
+    }
+
+    fn latency(history: &[f64], candidate: f64) -> Change {
+        ask(history, candidate, Direction::HigherIsWorse, SeriesKind::Latency).change
+    }
+
+    #[test]
+    fn table() {
+        let with_outlier = [100.0, 102.0, 98.0, 101.0, 250.0, 100.5, 97.5, 101.5, 99.5, 100.0];
+        let step_held = [100.0, 101.0, 99.0, 100.0, 102.0, 130.0, 131.0, 129.0, 130.5, 129.5, 130.0];
+        let noisy = [100.0, 125.0, 80.0, 110.0, 90.0, 120.0, 85.0, 105.0, 95.0, 115.0];
+        let cases: [(&str, &[f64], f64, Change); 9] = [
+            ("a clear jump", &STEADY, 130.0, Change::Regression),
+            ("a normal night", &STEADY, 102.5, Change::NoChange),
+            ("significant but under the minimum effect", &STEADY, 107.0, Change::NoChange),
+            ("an outlier night does not hide a jump", &with_outlier, 130.0, Change::Regression),
+            ("an outlier night does not make noise of a normal night", &with_outlier, 101.0, Change::NoChange),
+            ("a step that held is the new level", &step_held, 131.0, Change::NoChange),
+            ("a jump over the new level after a step", &step_held, 175.0, Change::Regression),
+            ("a clear improvement", &STEADY, 70.0, Change::Improvement),
+            ("+20 % is within 25 % noise", &noisy, 120.0, Change::NoChange),
+        ];
+        for (name, history, candidate, expected) in cases {
+            let answer = ask(history, candidate, Direction::HigherIsWorse, SeriesKind::Latency);
+            assert_eq!(answer.change, expected, "{name}: {answer:?}");
+        }
+    }
+
+    #[test]
+    fn error_rates_jump_from_zero_but_blips_do_not_count() {
+        let zeros = [0.0; 10];
+        let rate = |candidate| ask(&zeros, candidate, Direction::HigherIsWorse, SeriesKind::ErrorRate);
+        assert_eq!(rate(0.5).change, Change::Regression);
+        assert_eq!(rate(0.001).change, Change::NoChange);
+        assert_eq!(rate(0.0).change, Change::NoChange);
+        let flaky = [0.2, 0.3, 0.25, 0.2, 0.35, 0.3, 0.22, 0.28, 0.3, 0.25];
+        assert_eq!(ask(&flaky, 0.31, Direction::HigherIsWorse, SeriesKind::ErrorRate).change, Change::NoChange);
+    }
+
+    #[test]
+    fn throughput_is_worse_when_lower() {
+        let throughput = |candidate| ask(&STEADY, candidate, Direction::LowerIsWorse, SeriesKind::Throughput);
+        let drop = throughput(70.0);
+        assert_eq!(drop.change, Change::Regression);
+        assert!(drop.delta_pct.unwrap() < -25.0, "{drop:?}");
+        assert!(drop.limit.unwrap() < drop.baseline.unwrap(), "the limit lies below the level: {drop:?}");
+        assert_eq!(throughput(130.0).change, Change::Improvement);
+    }
+
+    #[test]
+    fn too_few_runs_are_inconclusive_never_a_guess() {
+        let answer = ask(&STEADY[..4], 300.0, Direction::HigherIsWorse, SeriesKind::Latency);
+        assert_eq!(answer.change, Change::Inconclusive);
+        assert!(answer.reason.contains("4 nights of history, at least 5 needed"), "{}", answer.reason);
+    }
+
+    #[test]
+    fn explains_itself_with_baseline_delta_and_limit() {
+        let answer = ask(&STEADY, 130.0, Direction::HigherIsWorse, SeriesKind::Latency);
+        let baseline = answer.baseline.unwrap();
+        assert!((baseline - 100.0).abs() < 1.0, "{answer:?}");
+        assert!((answer.delta_pct.unwrap() - 30.0).abs() < 1.5, "{answer:?}");
+        let limit = answer.limit.unwrap();
+        assert!(limit >= baseline * 1.1 && limit < 130.0, "{answer:?}");
+        assert_eq!(
+            answer.reason,
+            "7.3 sigma above the level of 10 nights (noise ±3.4 %); a regression needs 2.8 sigma and 10 %"
+        );
+        assert_eq!(latency(&STEADY, limit * 1.001), Change::Regression);
+        assert_eq!(latency(&STEADY, limit * 0.999), Change::NoChange);
+    }
+
+    #[test]
+    fn values_a_log_scale_cannot_hold_are_inconclusive() {
+        assert_eq!(latency(&[100.0, 0.0, 98.0, 101.0, 99.0], 130.0), Change::Inconclusive);
+        assert_eq!(latency(&STEADY, f64::NAN), Change::Inconclusive);
+    }
+}

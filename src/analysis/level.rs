@@ -1,0 +1,229 @@
+//! Where a nightly series stands now, and how noisy it is: change points, the current level, the noise
+//! around it and its night-to-night autocorrelation. Pure statistics on one series, used by the detector.
+//!
+//! The series is already on the detector's scale (log for latency and throughput, linear for error rates)
+//! and oriented so that larger is worse. Robustness comes from three choices: the segmentation cost is
+//! clipped, so one wild night never becomes a level of its own; noise is measured inside settled segments
+//! only, so a past step change is a new level rather than noise; and nights far from their segment are left
+//! out of the noise and the level.
+
+/// Converts a median absolute deviation into a normal standard deviation.
+const MAD_TO_SIGMA: f64 = 1.4826;
+/// A night's squared standardised residual counts at most this much (3²) towards a segment's cost.
+const CLIP_SQUARED: f64 = 9.0;
+/// The cost of one change point. Above [`CLIP_SQUARED`], so a lone spike never pays for its own segment.
+const CHANGE_POINT_PENALTY: f64 = 10.0;
+/// A segment of at least this many nights is an established level.
+pub const MIN_SETTLED: usize = 3;
+/// At least this many nights after the last settled segment form an unsettled new level worth comparing with.
+const TAIL_MIN: usize = 2;
+/// The level is the mean of at most this many recent nights of the last settled segment.
+const LEVEL_WINDOW: usize = 28;
+/// Nights further than this many sigmas from their segment are outliers.
+const REJECT_SIGMAS: f64 = 5.0;
+/// Cap on the lag-1 autocorrelation, so a drifting series cannot shrink the level's uncertainty to nothing.
+const PHI_MAX: f64 = 0.8;
+
+/// What [`estimate`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    /// The current level: mean of the recent inlier nights of the last settled segment.
+    pub level: f64,
+    /// How many nights the level is the mean of.
+    pub level_nights: usize,
+    /// Night-to-night noise (one standard deviation).
+    pub sigma: f64,
+    /// Degrees of freedom behind `sigma`.
+    pub dof: f64,
+    /// Lag-1 autocorrelation of the residuals, in `[0, PHI_MAX]`.
+    pub phi: f64,
+    /// The last night of the series.
+    pub last: f64,
+    /// Nights after the last settled segment, when there are enough: their median and count.
+    pub tail: Option<(f64, usize)>,
+    /// How many segments the series split into.
+    pub segments: usize,
+}
+
+/// A weak prior on the noise: `sigma` with the weight of `nights` nights.
+#[derive(Debug, Clone, Copy)]
+pub struct Prior {
+    /// The typical noise.
+    pub sigma: f64,
+    /// How many nights of evidence the prior is worth.
+    pub nights: f64,
+}
+
+/// Estimates the current level and noise of `y` (at least 2 values). `floor` is the smallest noise believed.
+#[must_use]
+pub fn estimate(y: &[f64], floor: f64, prior: Option<Prior>) -> Estimate {
+    let n = y.len();
+    let segments = segment(y, segmentation_scale(y, floor));
+    let mut settled: Vec<(usize, usize)> = segments.iter().copied().filter(|(a, b)| b - a >= MIN_SETTLED).collect();
+    if settled.is_empty() {
+        settled.push((0, n));
+    }
+    let medians: Vec<f64> = settled.iter().map(|&(a, b)| median(&y[a..b])).collect();
+    let (mut sigma, mut dof) = noise(y, &settled, &medians, floor);
+    if let Some(prior) = prior {
+        let variance = (dof * sigma * sigma + prior.nights * prior.sigma * prior.sigma) / (dof + prior.nights);
+        dof += prior.nights;
+        sigma = variance.sqrt();
+    }
+    sigma = sigma.max(floor);
+    let phi = autocorrelation(y, &settled, &medians, sigma);
+    let (a, b) = *settled.last().expect("at least one settled segment");
+    let window = &y[a.max(b.saturating_sub(LEVEL_WINDOW))..b];
+    let window_median = median(window);
+    let mut inliers: Vec<f64> =
+        window.iter().copied().filter(|v| (v - window_median).abs() <= REJECT_SIGMAS * sigma).collect();
+    if inliers.is_empty() {
+        inliers = window.to_vec();
+    }
+    let tail = (n - b >= TAIL_MIN).then(|| (median(&y[b..]), n - b));
+    Estimate {
+        level: mean(&inliers),
+        level_nights: inliers.len(),
+        sigma,
+        dof,
+        phi,
+        last: y[n - 1],
+        tail,
+        segments: segments.len(),
+    }
+}
+
+/// A noise scale that ignores level shifts: the MAD of night-to-night differences, divided by √2.
+fn segmentation_scale(y: &[f64], floor: f64) -> f64 {
+    let diffs: Vec<f64> = y.windows(2).map(|w| w[1] - w[0]).collect();
+    if diffs.is_empty() {
+        return floor;
+    }
+    let center = median(&diffs);
+    let deviations: Vec<f64> = diffs.iter().map(|d| (d - center).abs()).collect();
+    (MAD_TO_SIGMA * median(&deviations) / std::f64::consts::SQRT_2).max(floor)
+}
+
+/// Optimal partitioning of `y` into segments `[a, b)`: minimises the clipped squared residuals around each
+/// segment's median plus [`CHANGE_POINT_PENALTY`] per change point (dynamic programming; ties go to the
+/// earliest start).
+fn segment(y: &[f64], scale: f64) -> Vec<(usize, usize)> {
+    let n = y.len();
+    let mut best = vec![f64::INFINITY; n + 1];
+    let mut start = vec![0; n + 1];
+    best[0] = 0.0;
+    let mut sorted = Vec::with_capacity(n);
+    for j in 1..=n {
+        // Grow the segment [i, j) leftwards, keeping its values sorted so each median is a lookup.
+        sorted.clear();
+        let mut costs = vec![0.0; j];
+        for i in (0..j).rev() {
+            let position = sorted.partition_point(|v: &f64| *v < y[i]);
+            sorted.insert(position, y[i]);
+            let m = median_of_sorted(&sorted);
+            costs[i] = y[i..j].iter().map(|v| ((v - m) / scale).powi(2).min(CLIP_SQUARED)).sum();
+        }
+        for i in 0..j {
+            let penalty = if i > 0 { CHANGE_POINT_PENALTY } else { 0.0 };
+            let cost = best[i] + costs[i] + penalty;
+            if cost < best[j] {
+                best[j] = cost;
+                start[j] = i;
+            }
+        }
+    }
+    let mut segments = Vec::new();
+    let mut end = n;
+    while end > 0 {
+        segments.push((start[end], end));
+        end = start[end];
+    }
+    segments.reverse();
+    segments
+}
+
+/// Noise inside the settled segments, leaving out nights far from their segment: (sigma, dof).
+fn noise(y: &[f64], settled: &[(usize, usize)], medians: &[f64], floor: f64) -> (f64, f64) {
+    let deviations: Vec<f64> =
+        settled.iter().zip(medians).flat_map(|(&(a, b), m)| y[a..b].iter().map(move |v| (v - m).abs())).collect();
+    let first_guess = (MAD_TO_SIGMA * median(&deviations)).max(floor);
+    let (mut squares, mut count) = (0.0, 0.0);
+    for (&(a, b), m) in settled.iter().zip(medians) {
+        let mut inliers: Vec<f64> =
+            y[a..b].iter().copied().filter(|v| (v - m).abs() <= REJECT_SIGMAS * first_guess).collect();
+        if inliers.is_empty() {
+            inliers = y[a..b].to_vec();
+        }
+        let mu = mean(&inliers);
+        squares += inliers.iter().map(|v| (v - mu).powi(2)).sum::<f64>();
+        count += inliers.len() as f64 - 1.0;
+    }
+    let dof = count.max(1.0);
+    ((squares / dof).sqrt(), dof)
+}
+
+/// Lag-1 autocorrelation of the (winsorised) residuals within each settled segment.
+fn autocorrelation(y: &[f64], settled: &[(usize, usize)], medians: &[f64], sigma: f64) -> f64 {
+    let (mut num, mut den) = (0.0, 0.0);
+    for (&(a, b), m) in settled.iter().zip(medians) {
+        let w: Vec<f64> = y[a..b].iter().map(|v| (v - m).clamp(-2.0 * sigma, 2.0 * sigma)).collect();
+        num += w.windows(2).map(|p| p[0] * p[1]).sum::<f64>();
+        den += w.iter().map(|v| v * v).sum::<f64>();
+    }
+    if den > 0.0 { (num / den).clamp(0.0, PHI_MAX) } else { 0.0 }
+}
+
+/// The median; the mean of the two middle values for an even count. `values` must not be empty.
+#[must_use]
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    median_of_sorted(&sorted)
+}
+
+fn median_of_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 { sorted[n / 2] } else { 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]) }
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+#[cfg(test)]
+#[allow(clippy::float_cmp)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lone_spike_is_not_a_segment() {
+        let y = [1.0, 1.02, 0.98, 1.01, 3.0, 0.99, 1.0, 1.01, 0.98, 1.02];
+        let e = estimate(&y, 0.02, None);
+        assert_eq!(e.segments, 1);
+        assert!((e.level - 1.0).abs() < 0.01, "{e:?}");
+        assert!(e.sigma < 0.05, "the spike must not inflate the noise: {e:?}");
+    }
+
+    #[test]
+    fn a_step_that_held_is_the_current_level() {
+        let y = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.5, 1.49, 1.51, 1.5, 1.52];
+        let e = estimate(&y, 0.02, None);
+        assert_eq!(e.segments, 2);
+        assert!((e.level - 1.5).abs() < 0.02, "{e:?}");
+        assert!(e.sigma < 0.05, "the step is not noise: {e:?}");
+    }
+
+    #[test]
+    fn two_new_nights_are_an_unsettled_tail() {
+        let y = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.01, 1.6, 1.62];
+        let e = estimate(&y, 0.02, None);
+        assert!((e.level - 1.0).abs() < 0.02, "{e:?}");
+        assert_eq!(e.tail.map(|(_, n)| n), Some(2));
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}

@@ -1,0 +1,29 @@
+//! The terminal rendering: only the findings that need attention, then the baseline and the verdict.
+
+use super::{CheckReport, signed_pct, with_unit};
+use crate::analysis::judge::finding;
+
+pub(super) fn render(report: &CheckReport) -> String {
+    let mut lines = vec![format!("degrade check: {}", report.run_line()), report.baseline_line()];
+    for f in &report.findings {
+        let label = match f.outcome.as_str() {
+            finding::REGRESSION => "REGRESSION",
+            finding::GATE_BREACHED => "GATE",
+            finding::IMPROVEMENT => "improved",
+            _ => continue,
+        };
+        let limit = f.limit.map(|l| format!(", limit {}", with_unit(&f.metric, l))).unwrap_or_default();
+        let numbers = match f.baseline_value {
+            Some(base) => format!(
+                "{} -> {} ({}{limit})",
+                with_unit(&f.metric, base),
+                with_unit(&f.metric, f.candidate_value),
+                signed_pct(f.delta_pct)
+            ),
+            None => format!("{}{limit}", with_unit(&f.metric, f.candidate_value)),
+        };
+        lines.push(format!("  {label:<10} {}  {}  {numbers}: {}", f.endpoint, f.metric, f.reason));
+    }
+    lines.push(format!("verdict: {}", report.summary));
+    lines.join("\n") + "\n"
+}

@@ -1,0 +1,51 @@
+//! The Markdown rendering, for a PR comment or a CI job summary: a heading with the verdict, the baseline,
+//! and a table of the findings that need attention (all of them in a collapsed section).
+
+use super::{CheckReport, signed_pct, with_unit};
+use crate::analysis::judge::finding;
+use crate::store::Finding;
+
+pub(super) fn render(report: &CheckReport) -> String {
+    let icon = match report.outcome.as_str() {
+        "passed" => "✅",
+        "regressed" => "❌",
+        _ => "⚠️",
+    };
+    let mut out = format!("### {icon} degrade: {}\n\n", cell(&report.summary));
+    out += &format!("{}  \n{}\n\n", cell(&report.run_line()), cell(&report.baseline_line()));
+    let attention: Vec<&Finding> = report
+        .findings
+        .iter()
+        .filter(|f| matches!(f.outcome.as_str(), finding::REGRESSION | finding::GATE_BREACHED | finding::IMPROVEMENT))
+        .collect();
+    if !attention.is_empty() {
+        out += &table(&attention);
+        out.push('\n');
+    }
+    let all: Vec<&Finding> = report.findings.iter().collect();
+    out += &format!("<details><summary>All {} checks</summary>\n\n{}\n</details>\n", all.len(), table(&all));
+    out
+}
+
+fn table(findings: &[&Finding]) -> String {
+    let mut out = "| Endpoint | Metric | Baseline | Tonight | Change | Limit | Result |\n".to_owned();
+    out += "|---|---|---:|---:|---:|---:|---|\n";
+    for f in findings {
+        let baseline = f.baseline_value.map(|v| with_unit(&f.metric, v)).unwrap_or_default();
+        let limit = f.limit.map(|v| with_unit(&f.metric, v)).unwrap_or_default();
+        out += &format!(
+            "| `{}` | {} | {baseline} | {} | {} | {limit} | {} |\n",
+            f.endpoint.replace('`', "'"),
+            f.metric,
+            with_unit(&f.metric, f.candidate_value),
+            signed_pct(f.delta_pct),
+            f.outcome.replace('_', " ")
+        );
+    }
+    out
+}
+
+/// Text safe inside a table cell or a heading: no pipes, no raw HTML.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('<', "&lt;").replace('>', "&gt;")
+}

@@ -1,0 +1,120 @@
+//! What `degrade check` prints: one [`CheckReport`], rendered for a terminal, a program, a CI test report or a
+//! pull-request comment.
+
+mod human;
+mod junit;
+mod markdown;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::store::{Finding, Run};
+
+/// The output formats of `degrade check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Lines for a terminal: what matters, the baseline, the verdict.
+    Human,
+    /// One JSON document with every finding.
+    Json,
+    /// JUnit XML: one test case per endpoint × metric, for CI test reports.
+    Junit,
+    /// A Markdown table for a PR comment or a CI job summary.
+    Markdown,
+}
+
+/// A baseline run, as listed in the report so readers can see what tonight was compared with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BaselineRun {
+    /// Run id.
+    pub id: i64,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// The build it tested.
+    pub build_id: Option<String>,
+}
+
+impl From<&Run> for BaselineRun {
+    fn from(run: &Run) -> Self {
+        Self { id: run.id, started_at: run.started_at, build_id: run.build_id.clone() }
+    }
+}
+
+/// Everything one check concluded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckReport {
+    /// The scenario.
+    pub scenario: String,
+    /// The judged run.
+    pub run_id: i64,
+    /// Its build.
+    pub build_id: Option<String>,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// `passed`, `regressed` or `inconclusive`.
+    pub outcome: String,
+    /// One sentence.
+    pub summary: String,
+    /// The baseline spec as given.
+    pub baseline_spec: String,
+    /// The runs that formed the baseline, oldest first.
+    pub baseline: Vec<BaselineRun>,
+    /// Every endpoint × metric line and every absolute gate.
+    pub findings: Vec<Finding>,
+}
+
+impl CheckReport {
+    /// The report in `format`, ending with a newline.
+    #[must_use]
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Human => human::render(self),
+            Format::Json => serde_json::to_string_pretty(self).expect("a report always serializes") + "\n",
+            Format::Junit => junit::render(self),
+            Format::Markdown => markdown::render(self),
+        }
+    }
+
+    /// The baseline as one line: `last-7d: 7 runs: #3 (2026-03-01, 1.0.3), …`.
+    fn baseline_line(&self) -> String {
+        let runs: Vec<String> = self
+            .baseline
+            .iter()
+            .map(|run| match &run.build_id {
+                Some(build) => format!("#{} ({}, build {build})", run.id, run.started_at.format("%Y-%m-%d")),
+                None => format!("#{} ({})", run.id, run.started_at.format("%Y-%m-%d")),
+            })
+            .collect();
+        let count = runs.len();
+        let noun = if count == 1 { "run" } else { "runs" };
+        if runs.is_empty() {
+            format!("baseline {}: no valid runs", self.baseline_spec)
+        } else {
+            format!("baseline {}: {count} {noun}: {}", self.baseline_spec, runs.join(", "))
+        }
+    }
+
+    fn run_line(&self) -> String {
+        let build = self.build_id.as_deref().map(|b| format!(", build {b}")).unwrap_or_default();
+        format!(
+            "scenario {}, run #{} ({}{build})",
+            self.scenario,
+            self.run_id,
+            self.started_at.format("%Y-%m-%d %H:%M UTC")
+        )
+    }
+}
+
+/// A finding's value with its unit: `123.4 ms`, `0.52 %`, `99.8 req/s`.
+pub(crate) fn with_unit(metric: &str, value: f64) -> String {
+    match metric {
+        "error_rate" | "max_error_rate_pct" => format!("{value:.3} %"),
+        "throughput" => format!("{value:.1} req/s"),
+        _ => format!("{value:.1} ms"),
+    }
+}
+
+/// A signed percentage: `+31.9 %`.
+pub(crate) fn signed_pct(delta: Option<f64>) -> String {
+    delta.map_or_else(|| "n/a".to_owned(), |d| format!("{d:+.1} %"))
+}

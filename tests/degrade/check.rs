@@ -1,0 +1,256 @@
+//! `degrade check` through the real binary, on runs stored through the real store.
+
+use chrono::{DateTime, Duration, Utc};
+use degrade::store::{EndpointResult, LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus, Store};
+
+use crate::support::{TestDb, degrade, project, text};
+
+/// Night-to-night wobble of about ±2 %, the same every time.
+const WOBBLE: [f64; 10] = [1.0, 1.02, 0.98, 1.01, 0.99, 1.015, 0.985, 1.0, 1.01, 0.99];
+
+/// 02:00 UTC on the n-th of twelve recent nights (recent, so `last-7d` windows reach them).
+fn night(n: i64) -> DateTime<Utc> {
+    let today = Utc::now().date_naive().and_hms_opt(2, 0, 0).unwrap().and_utc();
+    today - Duration::days(12) + Duration::days(n)
+}
+
+fn endpoint(name: &str, p95_ms: f64) -> EndpointResult {
+    let us = (p95_ms * 1000.0) as i64;
+    EndpointResult {
+        endpoint: name.into(),
+        requests: 12_000,
+        errors: 0,
+        rate: 20.0,
+        p50_us: us / 2,
+        p75_us: us * 3 / 4,
+        p90_us: us * 9 / 10,
+        p95_us: us,
+        p99_us: us * 2,
+        p999_us: us * 3,
+        max_us: us * 4,
+        mean_us: us as f64 / 1.8,
+        ..EndpointResult::default()
+    }
+}
+
+/// Stores one night of `scenario` whose `GET /boards/{id}` p95 is `boards_ms` and whose other endpoint is
+/// steady; returns the run id.
+async fn store_night(store: &Store, scenario: &str, n: i64, boards_ms: f64, status: RunStatus) -> i64 {
+    let new = NewRun {
+        scenario: scenario.into(),
+        build_id: Some(format!("1.0.{n}")),
+        seed: n,
+        scenario_hash: "h".into(),
+        scenario_source: None,
+        started_at: night(n),
+    };
+    let id = store.create_run(&new).await.unwrap();
+    let wobble = WOBBLE[n as usize % WOBBLE.len()];
+    let results = RunResults {
+        status,
+        finished_at: night(n) + Duration::minutes(5),
+        validity_reasons: if status == RunStatus::Invalid { vec!["dropped 12 % of arrivals".into()] } else { vec![] },
+        load_summary: LoadSummary::default(),
+        endpoints: vec![
+            endpoint(OVERALL_ENDPOINT, 80.0 * wobble),
+            endpoint("GET /boards/{id}", boards_ms),
+            endpoint("POST /cards", 60.0 * WOBBLE[(n as usize + 4) % WOBBLE.len()]),
+        ],
+        timeline: vec![],
+    };
+    store.finish_run(id, &results).await.unwrap();
+    id
+}
+
+/// Ten normal nights of `checkout`: boards p95 about 100 ms.
+async fn ten_nights(store: &Store) {
+    for n in 0..10 {
+        store_night(store, "checkout", n, 100.0 * WOBBLE[n as usize], RunStatus::Finished).await;
+    }
+}
+
+fn check(db: &TestDb, args: &[&str]) -> (Option<i32>, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = db.url_string();
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    let output = degrade(dir.path(), &all, &[("DEGRADE_DATABASE_URL", url.as_str())]);
+    let (stdout, stderr) = text(&output);
+    (output.status.code(), stdout, stderr)
+}
+
+#[tokio::test]
+async fn check_story_on_sqlite() {
+    check_story(&TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+async fn check_story_on_postgres() {
+    let Some(db) = TestDb::postgres().await else { return };
+    check_story(&db).await;
+}
+
+async fn check_story(db: &TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    ten_nights(&store).await;
+
+    // Night 10: boards got 35 % slower. Exit 1, and the finding names the endpoint and the numbers.
+    let regressed = store_night(&store, "checkout", 10, 135.0, RunStatus::Finished).await;
+    let (code, stdout, stderr) = check(db, &["--baseline", "last-7d"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains(&format!("run #{regressed}")), "{stdout}");
+    assert!(stdout.contains("baseline last-7d: 7 runs: #4 ("), "the baseline lists its runs: {stdout}");
+    let regression_lines: Vec<&str> = stdout.lines().filter(|l| l.contains("REGRESSION")).collect();
+    assert!(!regression_lines.is_empty(), "{stdout}");
+    assert!(regression_lines.iter().all(|l| l.contains("GET /boards/{id}")), "only boards regressed: {stdout}");
+    assert!(stdout.contains("GET /boards/{id}  p95  ") && stdout.contains("-> 135.0 ms (+3"), "{stdout}");
+    assert!(stdout.lines().last().unwrap().starts_with("verdict: regressed: "), "{stdout}");
+    assert_eq!(store.find_run(regressed).await.unwrap().unwrap().status, RunStatus::Regressed);
+    let verdict = store.latest_verdict(regressed).await.unwrap().unwrap();
+    assert_eq!(verdict.baseline_run_ids.len(), 7);
+    assert!(verdict.findings.iter().any(|f| f.outcome == "regression" && f.metric == "p95"));
+
+    // Night 11: back to normal. Exit 0; judged against the last 7 nights, which include the slow one.
+    let normal = store_night(&store, "checkout", 11, 101.0, RunStatus::Finished).await;
+    let (code, stdout, stderr) = check(db, &["--baseline", "last-7d"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains(&format!("run #{normal}")) && stdout.contains("verdict: passed"), "{stdout}");
+    assert_eq!(store.find_run(normal).await.unwrap().unwrap().status, RunStatus::Passed);
+
+    // The regressed night judged again with explicit choices, in every machine-readable format.
+    let run = regressed.to_string();
+    let (code, stdout, _) = check(db, &["--run", &run, "--baseline", "last-5", "--format", "json"]);
+    assert_eq!(code, Some(1));
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("JSON output parses");
+    assert_eq!(json["outcome"], "regressed");
+    assert_eq!(json["baseline"].as_array().unwrap().len(), 5);
+    let (code, stdout, _) = check(db, &["--run", &run, "--format", "junit"]);
+    assert_eq!(code, Some(1));
+    let xml = roxmltree::Document::parse(&stdout).expect("JUnit output parses as XML");
+    let suite = xml.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+    assert_eq!(suite.attribute("tests"), Some("15"), "3 endpoints x 5 metrics");
+    let failed: Vec<_> = xml
+        .descendants()
+        .filter(|n| n.has_tag_name("failure"))
+        .map(|f| f.parent().unwrap().attribute("classname").unwrap().to_owned())
+        .collect();
+    assert!(!failed.is_empty() && failed.iter().all(|c| c == "checkout.GET /boards/{id}"), "{failed:?}");
+    let (code, stdout, _) = check(db, &["--run", &run, "--format", "markdown"]);
+    assert_eq!(code, Some(1));
+    assert!(stdout.starts_with("### ❌ degrade: regressed: "), "{stdout}");
+    assert!(stdout.contains("| `GET /boards/{id}` | p95 | "), "{stdout}");
+    store.close().await;
+}
+
+#[tokio::test]
+async fn too_few_nights_are_inconclusive() {
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    for n in 0..4 {
+        store_night(&store, "checkout", n, 100.0, RunStatus::Finished).await;
+    }
+    let (code, stdout, stderr) = check(&db, &[]);
+    assert_eq!(code, Some(0), "inconclusive exits 0 without --strict: {stdout}{stderr}");
+    assert!(stdout.contains("verdict: inconclusive: 3 valid runs in the baseline, at least 5 needed"), "{stdout}");
+    assert!(stderr.contains("warning: the verdict is inconclusive"), "{stderr}");
+    let (code, _, _) = check(&db, &["--strict"]);
+    assert_eq!(code, Some(3));
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_message_and_the_right_exit_code() {
+    let db = TestDb::sqlite();
+    let empty = check(&db, &[]);
+    assert_eq!(empty.0, Some(2));
+    assert!(empty.2.contains("no scenario has been run yet"), "{}", empty.2);
+
+    let store = Store::connect(&db.url).await.unwrap();
+    ten_nights(&store).await;
+
+    let cases: [(&[&str], i32, &str); 4] = [
+        (&["--baseline", "last-week"], 2, "unknown baseline `last-week`; use last-7d"),
+        (&["--scenario", "search"], 2, "unknown scenario `search`"),
+        (&["--run", "4242"], 2, "run #4242 does not exist"),
+        (&["--baseline", "run:4242"], 2, "baseline run #4242 does not exist"),
+    ];
+    for (args, code, message) in cases {
+        let (actual, stdout, stderr) = check(&db, args);
+        assert_eq!(actual, Some(code), "{args:?}: {stdout}{stderr}");
+        assert!(stderr.contains(message), "{args:?} should say {message:?}:\n{stdout}{stderr}");
+    }
+
+    // An invalid run says nothing about the build: inconclusive, with the generator's reasons.
+    let invalid = store_night(&store, "checkout", 10, 300.0, RunStatus::Invalid).await;
+    let (code, stdout, _) = check(&db, &["--strict"]);
+    assert_eq!(code, Some(3), "{stdout}");
+    let reason =
+        format!("run #{invalid} is invalid, the load generator could not be trusted: dropped 12 % of arrivals");
+    assert!(stdout.contains(&reason), "{stdout}");
+
+    let run = NewRun {
+        scenario: "checkout".into(),
+        build_id: None,
+        seed: 1,
+        scenario_hash: "h".into(),
+        scenario_source: None,
+        started_at: night(11),
+    };
+    let aborted = store.create_run(&run).await.unwrap();
+    store.end_run(aborted, RunStatus::Aborted, "degrade was stopped", night(11)).await.unwrap();
+    let (code, _, stderr) = check(&db, &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains(&format!("run #{aborted} aborted: degrade was stopped; it measured nothing to judge")),
+        "{stderr}"
+    );
+    store.close().await;
+}
+
+#[test]
+fn several_scenarios_need_a_name() {
+    let (dir, _) = project(
+        "[[scenario]]\nname = \"a\"\nfile = \"a.toml\"\n[[scenario]]\nname = \"b\"\nfile = \"a.toml\"\n",
+        &[("a.toml", "# workload\n")],
+    );
+    let output = degrade(dir.path(), &["check"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output).1.contains("2 scenarios exist (a, b); choose one with --scenario NAME"),
+        "{:?}",
+        text(&output)
+    );
+}
+
+#[test]
+fn detect_speaks_json_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let history: Vec<String> =
+        WOBBLE.iter().map(|w| format!("{{\"date\":\"2026-01-01\",\"value\":{}}}", 100.0 * w)).collect();
+    let line = |id: &str, value: f64| {
+        format!(
+            "{{\"id\":\"{id}\",\"metric\":\"p95_latency_ms\",\"kind\":\"latency\",\"unit\":\"ms\",\"direction\":\"higher_is_worse\",\
+             \"history\":[{}],\"candidate\":{{\"date\":\"2026-01-11\",\"value\":{value}}}}}",
+            history.join(",")
+        )
+    };
+    let input =
+        format!("{}\n{}\n{{\"id\":\"bad\",\"direction\":\"sideways\"}}\n", line("slow", 140.0), line("fine", 101.0));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_degrade"))
+        .arg("detect")
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "a bad line makes the exit code 2: {stderr}");
+    assert!(stderr.contains("stdin:3: direction: unknown variant `sideways`"), "{stderr}");
+    let answers: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(answers.len(), 2);
+    assert_eq!((answers[0]["id"].as_str(), answers[0]["alert"].as_bool()), (Some("slow"), Some(true)));
+    assert_eq!((answers[1]["id"].as_str(), answers[1]["alert"].as_bool()), (Some("fine"), Some(false)));
+    assert!(answers[0]["delta_pct"].as_f64().unwrap() > 35.0);
+}
