@@ -5,8 +5,8 @@
 //! modules in this order:
 //!
 //! ```text
-//! cli ─▶ config ─▶ store ─▶ analysis
-//!  │       │         ▲
+//! cli ─▶ config ─▶ store ─▶ analysis ─▶ report
+//!  │       │
 //!  │       └─ schedules, gates, webhooks, secrets (from the environment only)
 //!  └─ one function per subcommand, turned into an exit code (0 ok, 1 regression, 2 error, 3 inconclusive)
 //! ```
@@ -14,15 +14,15 @@
 //! The load engine, the dashboard, alerts and the scheduler join this chain as they are built
 //! (see DESIGN.md §8 for the whole shape).
 
-/// Judging runs against earlier ones: baselines and verdicts.
-pub mod analysis;
 /// The command line: parsing arguments and running one subcommand.
 pub mod cli;
 /// `degrade.toml`: parsed, validated, secrets from the environment.
 pub mod config;
+/// Where runs, results, verdicts and alert state are kept (SQLite or PostgreSQL).
+pub mod store;
+/// Judging runs against earlier ones: baselines, the regression detector, verdicts.
+pub mod analysis;
 /// What `degrade check` prints: human, JSON, JUnit and Markdown reports.
 pub mod report;
 /// Secrets that cannot be printed by accident, and URL redaction.
 pub mod secret;
-/// Where runs, results, verdicts and alert state are kept (SQLite or PostgreSQL).
-pub mod store;

@@ -22,7 +22,8 @@ pub(super) fn render(report: &CheckReport) -> String {
             ),
             None => format!("{}{limit}", with_unit(&f.metric, f.candidate_value)),
         };
-        lines.push(format!("  {label:<10} {}  {}  {numbers}: {}", f.endpoint, f.metric, f.reason));
+        lines.push(format!("  {label:<10}  {}  {}  {numbers}", f.endpoint, f.metric));
+        lines.push(format!("  {:<10}  {}", "", f.reason));
     }
     lines.push(format!("verdict: {}", report.summary));
     lines.join("\n") + "\n"
