@@ -20,5 +20,6 @@ if ! postgres_is_up; then
         postgres_is_up && break
         sleep 1
     done
-    postgres_is_up || { echo "ci/postgres.sh: PostgreSQL did not come up on 127.0.0.1:5432" >&2; exit 2; }
+    # `return` when sourced (so a developer's shell survives), `exit` when run.
+    postgres_is_up || { echo "ci/postgres.sh: PostgreSQL did not come up on 127.0.0.1:5432" >&2; return 2 2>/dev/null || exit 2; }
 fi

@@ -40,22 +40,34 @@ impl fmt::Display for Secret {
 }
 
 /// Returns `url` with any password replaced by `***`: the `user:password@` part of the authority and a
-/// `password=` query parameter (libpq accepts both).
+/// `password=` query parameter (libpq accepts both). The user info ends at the *last* `@`, since a password
+/// that is not percent-encoded may itself hold `@`, `/`, `?` or `#`; a libpq keyword string
+/// (`host=db password=x`) has its `password=` value hidden too.
 #[must_use]
 pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return redact_keywords(url);
+    };
     let mut out = url.to_owned();
-    if let Some(scheme_end) = out.find("://") {
-        let authority_start = scheme_end + 3;
-        let authority_end = out[authority_start..].find(['/', '?', '#']).map_or(out.len(), |i| authority_start + i);
-        // The last '@' ends the user info: a password may itself contain '@' when it is not percent-encoded.
-        if let Some(at) = out[authority_start..authority_end].rfind('@') {
-            let userinfo = &out[authority_start..authority_start + at];
-            if let Some(colon) = userinfo.find(':') {
-                out.replace_range(authority_start + colon + 1..authority_start + at, "***");
-            }
+    let authority_start = scheme_end + 3;
+    if let Some(at) = out[authority_start..].rfind('@') {
+        let userinfo = &out[authority_start..authority_start + at];
+        if let Some(colon) = userinfo.find(':') {
+            out.replace_range(authority_start + colon + 1..authority_start + at, "***");
         }
     }
     redact_query_password(&out)
+}
+
+/// Hides the values of `password=` in a libpq keyword string such as `host=db user=app password=x`.
+fn redact_keywords(text: &str) -> String {
+    text.split(' ')
+        .map(|word| match word.split_once('=') {
+            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+            _ => word.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn redact_query_password(url: &str) -> String {
@@ -88,6 +100,9 @@ mod tests {
         let cases = [
             ("postgres://app:s3cret@db:5432/degrade", "postgres://app:***@db:5432/degrade"),
             ("postgres://app:p@ss@db/degrade", "postgres://app:***@db/degrade"),
+            ("postgres://app:p#ss@db/degrade", "postgres://app:***@db/degrade"),
+            ("postgres://app:1234/abc@db/degrade", "postgres://app:***@db/degrade"),
+            ("host=db user=app password=s3cret", "host=db user=app password=***"),
             ("postgres://db/degrade?user=app&password=s3cret", "postgres://db/degrade?user=app&password=***"),
             ("postgres://app@db/degrade", "postgres://app@db/degrade"),
             ("sqlite://degrade.db", "sqlite://degrade.db"),

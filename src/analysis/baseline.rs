@@ -6,6 +6,9 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// The largest N in `last-Nd` and `last-N`: ten years of nightly runs.
+pub const MAX_COUNT: u32 = 3650;
+
 /// Which runs of the same scenario form the baseline. Only finished, valid runs ever count, and the
 /// candidate never counts in its own baseline.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +37,7 @@ impl FromStr for BaselineSpec {
                 Some(number) => (number, true),
                 None => (rest, false),
             };
-            let n: u32 = number.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?;
+            let n: u32 = number.parse().ok().filter(|n| (1..=MAX_COUNT).contains(n)).ok_or_else(bad)?;
             return Ok(if days { Self::LastDays(n) } else { Self::LastRuns(n) });
         }
         if let Some(id) = spec.strip_prefix("run:") {
@@ -77,7 +80,7 @@ mod tests {
 
     #[test]
     fn rejects_the_rest() {
-        for text in ["last-0d", "last-7x", "last-", "run:abc", "build:", "yesterday"] {
+        for text in ["last-0d", "last-7x", "last-", "last-99999999d", "last-3651", "run:abc", "build:", "yesterday"] {
             let err = text.parse::<BaselineSpec>().unwrap_err();
             assert!(err.contains(&format!("unknown baseline `{text}`")), "{err}");
         }

@@ -23,6 +23,9 @@ const LOG_PRIOR: Prior = Prior { sigma: 0.10, nights: 1.0 };
 const ERROR_SIGMA_FLOOR: f64 = 0.02;
 /// Error rates: the smallest rise, in percentage points, worth an alert.
 const ERROR_MIN_RISE: f64 = 0.10;
+/// Only the most recent nights are analysed: older ones say little about the current level, and the
+/// change-point search grows with the cube of the history length.
+pub const MAX_HISTORY: usize = 120;
 /// The variance of the median of m normal values is about (π/2)·σ²/m.
 const MEDIAN_VARIANCE_FACTOR: f64 = std::f64::consts::FRAC_PI_2;
 
@@ -125,6 +128,17 @@ pub fn detect(question: &Question<'_>) -> Answer {
             history.len(),
             if history.len() == 1 { "" } else { "s" }
         ));
+    }
+    let history = &history[history.len().saturating_sub(MAX_HISTORY)..];
+    if direction == Direction::LowerIsWorse && candidate <= 0.0 && history.iter().any(|v| *v > 0.0) {
+        // Throughput fell to nothing: the worst regression there is, and one the log scale cannot express.
+        return Answer {
+            change: Change::Regression,
+            baseline: Some(super::level::median(history)),
+            delta_pct: Some(-100.0),
+            limit: None,
+            reason: "dropped to zero".to_owned(),
+        };
     }
     let sign = if direction == Direction::LowerIsWorse { -1.0 } else { 1.0 };
     let is_error_rate = kind == SeriesKind::ErrorRate;
@@ -291,6 +305,7 @@ mod tests {
         assert!(drop.delta_pct.unwrap() < -25.0, "{drop:?}");
         assert!(drop.limit.unwrap() < drop.baseline.unwrap(), "the limit lies below the level: {drop:?}");
         assert_eq!(throughput(130.0).change, Change::Improvement);
+        assert_eq!(throughput(0.0).change, Change::Regression);
     }
 
     #[test]

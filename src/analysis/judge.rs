@@ -3,12 +3,13 @@
 
 use std::fmt;
 
-use super::detector::{Change, Direction, Question, SeriesKind, detect};
+use super::detector::{Answer, Change, Direction, Question, SeriesKind, detect};
 use crate::config::Gates;
 use crate::store::{EndpointResult, Finding, Metric};
 
 /// What a check concluded about a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// No regression and no gate breached.
     Passed,
@@ -72,12 +73,29 @@ const JUDGED: [(Metric, Direction, SeriesKind); 5] = [
     (Metric::Throughput, Direction::LowerIsWorse, SeriesKind::Throughput),
 ];
 
+/// How a run is compared with its baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    /// Against the level and night-to-night noise of several runs (`last-7d`, `last-N`, `build:ID`).
+    Nightly,
+    /// Against one named run (`run:ID`): there is no noise to measure, so only the minimum effect decides.
+    OneRun,
+}
+
 /// Judges `candidate`'s endpoints against `baseline` (one entry per baseline run, oldest first).
 #[must_use]
-pub fn judge(candidate: &[EndpointResult], baseline: &[Vec<EndpointResult>], gates: &Gates) -> Judgement {
-    let min_runs = gates.min_runs as usize;
-    let mut findings = Vec::new();
-    for endpoint in candidate {
+pub fn judge(
+    candidate: &[EndpointResult],
+    baseline: &[Vec<EndpointResult>],
+    gates: &Gates,
+    comparison: Comparison,
+) -> Judgement {
+    let min_runs = match comparison {
+        Comparison::Nightly => gates.min_runs as usize,
+        Comparison::OneRun => 1,
+    };
+    let mut findings = missing_endpoints(candidate, baseline);
+    for endpoint in candidate.iter().filter(|e| e.requests > 0) {
         for (metric, direction, kind) in JUDGED {
             let history: Vec<f64> = baseline
                 .iter()
@@ -94,13 +112,16 @@ pub fn judge(candidate: &[EndpointResult], baseline: &[Vec<EndpointResult>], gat
                 min_effect_pct,
                 min_runs,
             };
-            findings.push(finding_from(&endpoint.endpoint, metric, &question));
+            let answer = match comparison {
+                Comparison::Nightly => detect(&question),
+                Comparison::OneRun => compare_with_one_run(&question),
+            };
+            findings.push(finding_from(&endpoint.endpoint, metric, question.candidate, answer));
         }
         findings.extend(gate_findings(endpoint, gates));
     }
     let count = |outcome: &str| findings.iter().filter(|f| f.outcome == outcome).count();
-    let (regressions, breaches) = (count(finding::REGRESSION), count(finding::GATE_BREACHED));
-    let outcome = if regressions + breaches > 0 {
+    let outcome = if count(finding::REGRESSION) + count(finding::GATE_BREACHED) > 0 {
         Outcome::Regressed
     } else if baseline.len() < min_runs {
         Outcome::Inconclusive
@@ -111,8 +132,64 @@ pub fn judge(candidate: &[EndpointResult], baseline: &[Vec<EndpointResult>], gat
     Judgement { outcome, findings, summary }
 }
 
-fn finding_from(endpoint: &str, metric: Metric, question: &Question<'_>) -> Finding {
-    let answer = detect(question);
+/// Endpoints the most recent baseline run served but tonight's run did not (absent, or no requests): the
+/// worst regression of all, which per-metric comparisons cannot see.
+fn missing_endpoints(candidate: &[EndpointResult], baseline: &[Vec<EndpointResult>]) -> Vec<Finding> {
+    let Some(latest) = baseline.last() else { return Vec::new() };
+    latest
+        .iter()
+        .filter(|before| before.requests > 0)
+        .filter(|before| !candidate.iter().any(|e| e.endpoint == before.endpoint && e.requests > 0))
+        .map(|before| Finding {
+            endpoint: before.endpoint.clone(),
+            metric: "requests".to_owned(),
+            outcome: finding::REGRESSION.to_owned(),
+            baseline_value: Some(before.requests as f64),
+            candidate_value: 0.0,
+            delta_pct: Some(-100.0),
+            limit: None,
+            reason: format!("no requests tonight; the latest baseline run served {}", before.requests),
+        })
+        .collect()
+}
+
+/// One named run as the baseline: no noise can be measured, so a change of at least the minimum effect
+/// (and, for error rates, at least +0.1 percentage points) decides.
+fn compare_with_one_run(question: &Question<'_>) -> Answer {
+    let Some(&base) = question.history.last() else {
+        return Answer {
+            change: Change::Inconclusive,
+            baseline: None,
+            delta_pct: None,
+            limit: None,
+            reason: "inconclusive: the baseline run has no figures for this endpoint".to_owned(),
+        };
+    };
+    let sign = if question.direction == Direction::LowerIsWorse { -1.0 } else { 1.0 };
+    let effect = question.min_effect_pct / 100.0;
+    let worse_by = sign * (question.candidate - base);
+    let relative = if base.abs() > 0.0 { worse_by / base.abs() } else { worse_by.signum() * f64::INFINITY };
+    let error_floor = question.kind != SeriesKind::ErrorRate || worse_by >= 0.1;
+    let change = if relative >= effect && error_floor && worse_by > 0.0 {
+        Change::Regression
+    } else if -relative >= effect && question.kind != SeriesKind::ErrorRate {
+        Change::Improvement
+    } else {
+        Change::NoChange
+    };
+    Answer {
+        change,
+        baseline: Some(base),
+        delta_pct: (base.abs() > 0.0).then(|| 100.0 * (question.candidate - base) / base.abs()),
+        limit: Some(base * (1.0 + sign * effect)),
+        reason: format!(
+            "compared with one run: without night-to-night noise, a change of {} % decides",
+            question.min_effect_pct
+        ),
+    }
+}
+
+fn finding_from(endpoint: &str, metric: Metric, candidate: f64, answer: Answer) -> Finding {
     let outcome = match answer.change {
         Change::Regression => finding::REGRESSION,
         Change::Improvement => finding::IMPROVEMENT,
@@ -124,7 +201,7 @@ fn finding_from(endpoint: &str, metric: Metric, question: &Question<'_>) -> Find
         metric: metric.as_str().to_owned(),
         outcome: outcome.to_owned(),
         baseline_value: answer.baseline,
-        candidate_value: question.candidate,
+        candidate_value: candidate,
         delta_pct: answer.delta_pct,
         limit: answer.limit,
         reason: answer.reason,
@@ -218,7 +295,7 @@ mod tests {
     #[test]
     fn flags_only_the_endpoint_that_regressed() {
         let tonight = [endpoint("GET /a", 140.0, 0), endpoint("GET /b", 40.5, 0)];
-        let judgement = judge(&tonight, &nights(10), &Gates::default());
+        let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly);
         assert_eq!(judgement.outcome, Outcome::Regressed);
         let regressions: Vec<_> = judgement
             .findings
@@ -234,14 +311,14 @@ mod tests {
     #[test]
     fn a_normal_night_passes() {
         let tonight = [endpoint("GET /a", 101.0, 0), endpoint("GET /b", 39.5, 0)];
-        let judgement = judge(&tonight, &nights(10), &Gates::default());
+        let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly);
         assert_eq!(judgement.outcome, Outcome::Passed, "{judgement:?}");
     }
 
     #[test]
     fn too_few_baseline_runs_are_inconclusive_but_gates_still_apply() {
-        let tonight = [endpoint("GET /a", 1400.0, 0)];
-        let judgement = judge(&tonight, &nights(3), &Gates::default());
+        let tonight = [endpoint("GET /a", 1400.0, 0), endpoint("GET /b", 40.0, 0)];
+        let judgement = judge(&tonight, &nights(3), &Gates::default(), Comparison::Nightly);
         assert_eq!(judgement.outcome, Outcome::Inconclusive);
         assert!(judgement.summary.contains("3 valid runs in the baseline, at least 5 needed"), "{}", judgement.summary);
 
@@ -253,7 +330,7 @@ mod tests {
             },
             ..Gates::default()
         };
-        let judgement = judge(&tonight, &nights(3), &green_zone);
+        let judgement = judge(&tonight, &nights(3), &green_zone, Comparison::Nightly);
         assert_eq!(judgement.outcome, Outcome::Regressed);
         let breach = judgement.findings.iter().find(|f| f.outcome == finding::GATE_BREACHED).unwrap();
         assert_eq!(
@@ -271,6 +348,30 @@ mod tests {
             ("p95".to_owned(), 50.0),
             ("p99".to_owned(), 50.0),
         ]);
-        assert_eq!(judge(&tonight, &nights(10), &gates).outcome, Outcome::Passed);
+        assert_eq!(judge(&tonight, &nights(10), &gates, Comparison::Nightly).outcome, Outcome::Passed);
+    }
+
+    #[test]
+    fn an_endpoint_that_stopped_serving_is_a_regression() {
+        let tonight = [endpoint("GET /a", 100.0, 0), EndpointResult { requests: 0, ..endpoint("GET /b", 40.0, 0) }];
+        let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly);
+        assert_eq!(judgement.outcome, Outcome::Regressed);
+        let missing = judgement.findings.iter().find(|f| f.metric == "requests").unwrap();
+        assert_eq!((missing.endpoint.as_str(), missing.baseline_value), ("GET /b", Some(10_000.0)));
+        let only_a = judge(&tonight[..1], &nights(10), &Gates::default(), Comparison::Nightly);
+        assert!(only_a.findings.iter().any(|f| f.endpoint == "GET /b" && f.outcome == finding::REGRESSION));
+    }
+
+    #[test]
+    fn one_named_run_is_compared_by_effect_alone() {
+        let judge_one = |p95| {
+            let tonight = [endpoint("GET /a", p95, 0), endpoint("GET /b", 40.0, 0)];
+            judge(&tonight, &nights(1), &Gates::default(), Comparison::OneRun)
+        };
+        let slower = judge_one(115.0);
+        assert_eq!(slower.outcome, Outcome::Regressed);
+        assert!(slower.findings.iter().any(|f| f.metric == "p95" && f.outcome == finding::REGRESSION));
+        let close = judge_one(105.0);
+        assert_eq!(close.outcome, Outcome::Passed, "{:#?}", close.findings);
     }
 }

@@ -4,9 +4,9 @@
 use anyhow::{Context, bail};
 use chrono::Utc;
 
-use super::{ConfigSource, Exit};
+use super::{ConfigSource, Exit, print_stdout};
 use crate::analysis::baseline::BaselineSpec;
-use crate::analysis::judge::{Judgement, Outcome, judge};
+use crate::analysis::judge::{Comparison, Judgement, Outcome, judge};
 use crate::config::Config;
 use crate::report::{BaselineRun, CheckReport, Format};
 use crate::store::{EndpointResult, NewVerdict, Run, RunStatus, Store};
@@ -34,21 +34,21 @@ pub struct CheckArgs {
 
 pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit> {
     let config = source.load_or_defaults()?;
-    let store = Store::connect(&config.database)
+    let store = Store::connect_existing(&config.database)
         .await
         .with_context(|| format!("cannot open the database {}", config.database))?;
     let outcome = check(&store, &config, &args).await;
     store.close().await;
     let report = outcome?;
-    print!("{}", report.render(args.format));
-    Ok(match report.outcome.as_str() {
-        "regressed" => Exit::Regression,
-        "inconclusive" if args.strict => Exit::Inconclusive,
-        "inconclusive" => {
+    print_stdout(&report.render(args.format))?;
+    Ok(match report.outcome {
+        Outcome::Regressed => Exit::Regression,
+        Outcome::Inconclusive if args.strict => Exit::Inconclusive,
+        Outcome::Inconclusive => {
             eprintln!("warning: the verdict is inconclusive; exiting 0 (pass --strict to exit 3)");
             Exit::Ok
         }
-        _ => Exit::Ok,
+        Outcome::Passed => Exit::Ok,
     })
 }
 
@@ -72,8 +72,9 @@ async fn check(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Resu
         (Vec::new(), invalid_run(&candidate))
     } else {
         let baseline = baseline_runs(store, &candidate, &spec).await?;
-        let judgement =
-            judge(&endpoints(store, candidate.id).await?, &baseline_results(store, &baseline).await?, &gates);
+        let comparison = if matches!(spec, BaselineSpec::Run(_)) { Comparison::OneRun } else { Comparison::Nightly };
+        let tonight = endpoints(store, candidate.id).await?;
+        let judgement = judge(&tonight, &baseline_results(store, &baseline).await?, &gates, comparison);
         (baseline, judgement)
     };
     let verdict = NewVerdict {
@@ -91,7 +92,7 @@ async fn check(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Resu
         run_id: candidate.id,
         build_id: candidate.build_id.clone(),
         started_at: candidate.started_at,
-        outcome: outcome.as_str().to_owned(),
+        outcome,
         summary,
         baseline_spec: spec.to_string(),
         baseline: baseline.iter().map(BaselineRun::from).collect(),
@@ -132,11 +133,11 @@ async fn scenario_name(store: &Store, config: &Config, named: Option<&str>) -> a
     }
 }
 
-/// The valid runs `spec` names, checking a `run:ID` baseline by hand since it names one run directly.
+/// The runs `spec` selects; when a `run:ID` baseline selects nothing, says why that run cannot serve.
 async fn baseline_runs(store: &Store, candidate: &Run, spec: &BaselineSpec) -> anyhow::Result<Vec<Run>> {
     let runs = store.baseline_runs(candidate, spec).await?;
-    if let BaselineSpec::Run(id) = spec {
-        let Some(run) = runs.first() else { bail!("baseline run #{id} does not exist") };
+    if let (BaselineSpec::Run(id), true) = (spec, runs.is_empty()) {
+        let Some(run) = store.find_run(*id).await? else { bail!("baseline run #{id} does not exist") };
         if run.id == candidate.id {
             bail!("run #{id} cannot be its own baseline");
         }
@@ -146,6 +147,7 @@ async fn baseline_runs(store: &Store, candidate: &Run, spec: &BaselineSpec) -> a
         if !run.status.is_valid_measurement() {
             bail!("baseline run #{id} is {}, so its numbers cannot serve as a baseline", run.status);
         }
+        bail!("baseline run #{id} ran a different version of the scenario file, so its numbers are not comparable");
     }
     Ok(runs)
 }

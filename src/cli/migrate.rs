@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 
-use super::{ConfigSource, Exit};
+use super::{ConfigSource, Exit, print_stdout};
 use crate::store::Store;
 
 pub(super) async fn run(source: &ConfigSource) -> anyhow::Result<Exit> {
@@ -13,7 +13,11 @@ pub(super) async fn run(source: &ConfigSource) -> anyhow::Result<Exit> {
     let version = store.schema_version().await?;
     let latest = Store::latest_known_version();
     let state = if version == latest { "up to date".to_owned() } else { format!("this degrade knows up to {latest}") };
-    println!("Database {} ({}) is at schema version {version} ({state}).", config.database, store.backend());
+    print_stdout(&format!(
+        "Database {} ({}) is at schema version {version} ({state}).\n",
+        config.database,
+        store.backend()
+    ))?;
     store.close().await;
     Ok(Exit::Ok)
 }

@@ -144,6 +144,17 @@ fn error_chain(error: &anyhow::Error) -> String {
     out
 }
 
+/// Writes `text` to standard output. A reader that went away (`degrade check | head`) is not an error: the
+/// command's work is done and its exit code still says what it concluded.
+pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 /// Where the config comes from: a file the user named, or `./degrade.toml` by default.
 #[derive(Debug)]
 pub(crate) enum ConfigSource {

@@ -4,14 +4,13 @@ use std::path::Path;
 
 use chrono::Utc;
 
-use super::{Exit, load_config};
+use super::{Exit, load_config, print_stdout};
 use crate::config::{Config, ScenarioConfig};
+use crate::secret::redact_url;
 
 pub(super) fn run(config_path: &Path) -> anyhow::Result<Exit> {
     let config = load_config(config_path)?;
-    for line in describe(&config) {
-        println!("{line}");
-    }
+    print_stdout(&(describe(&config).join("\n") + "\n"))?;
     Ok(Exit::Ok)
 }
 
@@ -35,7 +34,7 @@ fn describe(config: &Config) -> Vec<String> {
 }
 
 fn describe_scenario(scenario: &ScenarioConfig) -> Vec<String> {
-    let target = scenario.target.as_ref().map(|t| format!(" against {t}")).unwrap_or_default();
+    let target = scenario.target.as_ref().map(|t| format!(" against {}", redact_url(t))).unwrap_or_default();
     let mut lines = vec![format!("  scenario  {} from {}{target}", scenario.name, scenario.file.display())];
     match &scenario.schedule {
         Some(schedule) => {

@@ -144,7 +144,7 @@ pub(super) fn http_url(text: &str) -> Result<String, String> {
     let rest = text.strip_prefix("http://").or_else(|| text.strip_prefix("https://"));
     match rest {
         Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(text.trim_end_matches('/').to_owned()),
-        _ => Err(format!("`{text}` is not an http:// or https:// URL")),
+        _ => Err(format!("`{}` is not an http:// or https:// URL", crate::secret::redact_url(text))),
     }
 }
 
@@ -155,10 +155,10 @@ fn env_var_name(text: &str) -> Result<String, String> {
     if valid {
         Ok(text.to_owned())
     } else {
-        Err(format!(
-            "`{text}` is not an environment variable name; give the NAME of the variable that holds the secret \
+        // The value is not echoed: a user who pasted the secret itself here must not see it in CI logs.
+        Err("is not an environment variable name; give the NAME of the variable that holds the secret \
              (e.g. SLACK_WEBHOOK_URL), never the secret itself"
-        ))
+            .to_owned())
     }
 }
 

@@ -109,6 +109,7 @@ fn resolve_build(checker: &mut Checker<'_>, prefix: &str, raw: RawBuild) -> Opti
         health_timeout,
     } = raw;
     let field = |name: &str| format!("{prefix}.build.{name}");
+    let (version_pointer_given, has_version_url) = (version_pointer.is_some(), version_url.is_some());
     let pointer = version_pointer.and_then(|p| {
         checker.check(&p, &field("version_pointer"), |p| {
             if p.is_empty() || p.starts_with('/') {
@@ -129,14 +130,26 @@ fn resolve_build(checker: &mut Checker<'_>, prefix: &str, raw: RawBuild) -> Opti
         (None, Some(command)) => Some(VersionSource::Command(command.into_inner())),
         (None, None) => None,
     };
-    let deploy_timeout = timeout_or(checker, deploy_timeout, &field("deploy_timeout"), 600)?;
-    let health_timeout = timeout_or(checker, health_timeout, &field("health_timeout"), 300)?;
-    let deploy = deploy_command.map(|command| DeployCommand { command: command.into_inner(), timeout: deploy_timeout });
+    // Every value is checked before any `?`, so one bad value never hides another.
+    let orphans = [
+        (version_pointer_given && !has_version_url, "version_pointer", "version_url"),
+        (deploy_timeout.is_some() && deploy_command.is_none(), "deploy_timeout", "deploy_command"),
+        (health_timeout.is_some() && health_url.is_none(), "health_timeout", "health_url"),
+    ];
+    for (orphan, name, needs) in orphans {
+        if orphan {
+            checker.warnings.push(format!("{}: ignored without {needs}", field(name)));
+        }
+    }
+    let deploy_timeout = timeout_or(checker, deploy_timeout, &field("deploy_timeout"), 600);
+    let health_timeout = timeout_or(checker, health_timeout, &field("health_timeout"), 300);
+    let health_url = health_url.map(|url| checker.check(&url, &field("health_url"), |u| http_url(u)));
+    let deploy = match deploy_command {
+        Some(command) => Some(DeployCommand { command: command.into_inner(), timeout: deploy_timeout? }),
+        None => None,
+    };
     let health = match health_url {
-        Some(url) => Some(HealthCheck {
-            url: checker.check(&url, &field("health_url"), |u| http_url(u))?,
-            timeout: health_timeout,
-        }),
+        Some(url) => Some(HealthCheck { url: url?, timeout: health_timeout? }),
         None => None,
     };
     Some(BuildConfig { version, deploy, health })
@@ -187,17 +200,25 @@ fn resolve_gates(checker: &mut Checker<'_>, prefix: &str, raw: RawGates) -> Opti
             per_metric.insert(metric, pct);
         }
     }
-    let mut limit = |value: Option<Spanned<f64>>, name: &str| -> Result<Option<f64>, ()> {
+    // `Some(None)`: not set; `None`: set but invalid (the error is recorded). All are checked before any `?`.
+    let mut limit = |value: Option<Spanned<f64>>, name: &str| -> Option<Option<f64>> {
         match value {
-            Some(v) => checker.check(&v, &field(name), |v| positive(*v)).map(Some).ok_or(()),
-            None => Ok(None),
+            Some(v) => checker.check(&v, &field(name), |v| positive(*v)).map(Some),
+            None => Some(None),
         }
     };
+    let limits = [
+        limit(max_p75_ms, "max_p75_ms"),
+        limit(max_p95_ms, "max_p95_ms"),
+        limit(max_p99_ms, "max_p99_ms"),
+        limit(max_error_rate_pct, "max_error_rate_pct"),
+    ];
+    let [max_p75_ms, max_p95_ms, max_p99_ms, max_error_rate_pct] = limits;
     let absolute = AbsoluteGates {
-        max_p75_ms: limit(max_p75_ms, "max_p75_ms").ok()?,
-        max_p95_ms: limit(max_p95_ms, "max_p95_ms").ok()?,
-        max_p99_ms: limit(max_p99_ms, "max_p99_ms").ok()?,
-        max_error_rate_pct: limit(max_error_rate_pct, "max_error_rate_pct").ok()?,
+        max_p75_ms: max_p75_ms?,
+        max_p95_ms: max_p95_ms?,
+        max_p99_ms: max_p99_ms?,
+        max_error_rate_pct: max_error_rate_pct?,
     };
     Some(Gates { min_runs: min_runs?, min_effect_pct: min_effect_pct?, metric_min_effect_pct: per_metric, absolute })
 }

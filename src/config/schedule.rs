@@ -29,7 +29,7 @@ pub enum CronForm {
 pub struct Schedule {
     /// The expression as written in the config.
     pub written: String,
-    /// The 6-field expression (seconds first) handed to the scheduler.
+    /// The expression handed to the scheduler: 6 fields (seconds first), or a nickname such as `@daily`.
     pub six_fields: String,
     /// How the written expression was read.
     pub form: CronForm,
@@ -49,6 +49,9 @@ impl Schedule {
             .build()
             .parse(&six_fields)
             .map_err(|e| format!("`{written}` is not a valid cron expression: {e}"))?;
+        if cron.find_next_occurrence(&Utc::now().with_timezone(&timezone), false).is_err() {
+            return Err(format!("`{written}` never fires (no such date), so the scenario would never run"));
+        }
         Ok(Self { written: written.to_owned(), six_fields, form, timezone, cron })
     }
 
@@ -139,6 +142,7 @@ mod tests {
     fn rejects_what_it_cannot_read() {
         assert!(Schedule::parse("0 2 * *", Tz::UTC).unwrap_err().contains("has 4 fields"));
         assert!(Schedule::parse("0 61 * * *", Tz::UTC).unwrap_err().contains("not a valid cron"));
+        assert!(Schedule::parse("0 0 30 2 *", Tz::UTC).unwrap_err().contains("never fires"));
         assert!(parse_timezone("Mars/Olympus").unwrap_err().contains("unknown timezone `Mars/Olympus`"));
     }
 }

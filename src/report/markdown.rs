@@ -2,14 +2,14 @@
 //! and a table of the findings that need attention (all of them in a collapsed section).
 
 use super::{CheckReport, signed_pct, with_unit};
-use crate::analysis::judge::finding;
+use crate::analysis::judge::{Outcome, finding};
 use crate::store::Finding;
 
 pub(super) fn render(report: &CheckReport) -> String {
-    let icon = match report.outcome.as_str() {
-        "passed" => "✅",
-        "regressed" => "❌",
-        _ => "⚠️",
+    let icon = match report.outcome {
+        Outcome::Passed => "✅",
+        Outcome::Regressed => "❌",
+        Outcome::Inconclusive => "⚠️",
     };
     let mut out = format!("### {icon} degrade: {}\n\n", cell(&report.summary));
     out += &format!("{}  \n{}\n\n", cell(&report.run_line()), cell(&report.baseline_line()));

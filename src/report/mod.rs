@@ -8,6 +8,7 @@ mod markdown;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::analysis::judge::Outcome;
 use crate::store::{Finding, Run};
 
 /// The output formats of `degrade check`.
@@ -51,8 +52,8 @@ pub struct CheckReport {
     pub build_id: Option<String>,
     /// When it started.
     pub started_at: DateTime<Utc>,
-    /// `passed`, `regressed` or `inconclusive`.
-    pub outcome: String,
+    /// The verdict.
+    pub outcome: Outcome,
     /// One sentence.
     pub summary: String,
     /// The baseline spec as given.

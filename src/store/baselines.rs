@@ -1,18 +1,27 @@
 //! Choosing runs for a check: the candidate to judge and the earlier runs it is judged against.
 //!
-//! Only runs that measured the build validly (`finished`, `passed`, `regressed`) ever form a baseline, and
-//! only runs that started before the candidate, so the candidate never counts in its own baseline.
+//! A baseline holds only runs of the same scenario *and the same workload* (scenario hash: a changed scenario
+//! file starts a new series), that measured the build validly (`finished`, `passed`, `regressed`), and never
+//! the candidate itself. Every spec is one query with optional conditions, so these rules are written once.
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 
 use super::rows::{RunRow, convert, select_runs};
 use super::{Run, Store, StoreError, on_pool, to_millis};
 use crate::analysis::baseline::BaselineSpec;
 
-macro_rules! valid {
-    () => {
-        "and runs.status in ('finished', 'passed', 'regressed') "
-    };
+/// Nightly runs do not start at the same second every night (deploys and health checks move them), so a
+/// `last-Nd` window reaches this much further back and still holds the run from N nights ago.
+const WINDOW_SLACK: Duration = Duration::hours(12);
+
+/// The optional conditions of the baseline query, one per kind of spec.
+#[derive(Default)]
+struct Conditions {
+    started_from: Option<i64>,
+    started_before: Option<i64>,
+    build_id: Option<String>,
+    run_id: Option<i64>,
+    limit: Option<i64>,
 }
 
 impl Store {
@@ -20,70 +29,59 @@ impl Store {
     pub async fn latest_completed_run(&self, scenario: &str) -> Result<Option<Run>, StoreError> {
         let query = concat!(
             select_runs!(),
-            "where scenarios.name = $1 ",
-            "and runs.status <> 'running' order by runs.started_at desc, runs.id desc limit 1"
+            "where scenarios.name = $1 and runs.status <> 'running' order by runs.started_at desc, runs.id desc limit 1"
         );
         let row: Option<RunRow> =
             on_pool!(self, |pool| sqlx::query_as(query).bind(scenario).fetch_optional(pool).await?);
         row.map(Run::try_from).transpose()
     }
 
-    /// The valid runs `spec` selects for judging `candidate`, oldest first. `run:ID` is not a query and is
-    /// answered by [`Store::find_run`].
+    /// The runs `spec` selects for judging `candidate`, oldest first: `last-Nd` the runs started in the N days
+    /// before it, `last-N` the N runs before it, `build:ID` that build's runs before it, `run:ID` that run.
     pub async fn baseline_runs(&self, candidate: &Run, spec: &BaselineSpec) -> Result<Vec<Run>, StoreError> {
-        let before = to_millis(candidate.started_at);
-        let rows: Vec<RunRow> = match spec {
-            BaselineSpec::LastDays(days) => {
-                let query = concat!(
-                    select_runs!(),
-                    "where scenarios.name = $1 ",
-                    valid!(),
-                    "and runs.started_at >= $2 and runs.started_at < $3 and runs.id <> $4 order by runs.started_at, runs.id"
-                );
-                let from = to_millis(candidate.started_at - Duration::days(i64::from(*days)));
-                on_pool!(self, |pool| sqlx::query_as(query)
-                    .bind(&candidate.scenario)
-                    .bind(from)
-                    .bind(before)
-                    .bind(candidate.id)
-                    .fetch_all(pool)
-                    .await?)
-            }
+        let before = Some(to_millis(candidate.started_at));
+        let conditions = match spec {
+            BaselineSpec::LastDays(days) => Conditions {
+                started_from: Some(to_millis(window_start(candidate.started_at, *days))),
+                started_before: before,
+                ..Conditions::default()
+            },
             BaselineSpec::LastRuns(count) => {
-                let query = concat!(
-                    select_runs!(),
-                    "where scenarios.name = $1 ",
-                    valid!(),
-                    "and runs.started_at < $2 and runs.id <> $3 order by runs.started_at desc, runs.id desc limit $4"
-                );
-                let mut rows: Vec<RunRow> = on_pool!(self, |pool| sqlx::query_as(query)
-                    .bind(&candidate.scenario)
-                    .bind(before)
-                    .bind(candidate.id)
-                    .bind(i64::from(*count))
-                    .fetch_all(pool)
-                    .await?);
-                rows.reverse();
-                rows
+                Conditions { started_before: before, limit: Some(i64::from(*count)), ..Conditions::default() }
             }
             BaselineSpec::Build(build) => {
-                let query = concat!(
-                    select_runs!(),
-                    "where scenarios.name = $1 ",
-                    valid!(),
-                    "and runs.build_id = $2 and runs.id <> $3 order by runs.started_at, runs.id"
-                );
-                on_pool!(self, |pool| sqlx::query_as(query)
-                    .bind(&candidate.scenario)
-                    .bind(build)
-                    .bind(candidate.id)
-                    .fetch_all(pool)
-                    .await?)
+                Conditions { started_before: before, build_id: Some(build.clone()), ..Conditions::default() }
             }
-            BaselineSpec::Run(id) => {
-                return Ok(self.find_run(*id).await?.into_iter().collect());
-            }
+            BaselineSpec::Run(id) => Conditions { run_id: Some(*id), ..Conditions::default() },
         };
+        let query = concat!(
+            select_runs!(),
+            "where scenarios.name = $1 and runs.scenario_hash = $2 and runs.id <> $3 \
+             and runs.status in ('finished', 'passed', 'regressed') \
+             and (cast($4 as bigint) is null or runs.started_at >= $4) \
+             and (cast($5 as bigint) is null or runs.started_at < $5) \
+             and (cast($6 as text) is null or runs.build_id = $6) \
+             and (cast($7 as bigint) is null or runs.id = $7) \
+             order by runs.started_at desc, runs.id desc limit $8"
+        );
+        let Conditions { started_from, started_before, build_id, run_id, limit } = conditions;
+        let mut rows: Vec<RunRow> = on_pool!(self, |pool| sqlx::query_as(query)
+            .bind(&candidate.scenario)
+            .bind(&candidate.scenario_hash)
+            .bind(candidate.id)
+            .bind(started_from)
+            .bind(started_before)
+            .bind(build_id.as_deref())
+            .bind(run_id)
+            .bind(limit.unwrap_or(i64::MAX))
+            .fetch_all(pool)
+            .await?);
+        rows.reverse();
         convert(rows)
     }
+}
+
+/// The start of a `last-Nd` window ending at `end`; spec parsing bounds N, so this cannot overflow.
+fn window_start(end: DateTime<Utc>, days: u32) -> DateTime<Utc> {
+    end - Duration::days(i64::from(days)) - WINDOW_SLACK
 }

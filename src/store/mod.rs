@@ -49,6 +49,12 @@ pub enum StoreError {
     /// No run has this id.
     #[error("run {0} does not exist")]
     RunNotFound(RunId),
+    /// The database to read does not exist.
+    #[error("{0}")]
+    Missing(String),
+    /// A value to store is not a finite number (a bug upstream); nothing was written.
+    #[error("refusing to store {0}: not a finite number")]
+    NotFinite(String),
     /// A stored value could not be read back (a JSON column, a status name).
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),
@@ -134,6 +140,21 @@ impl Store {
         Ok(store)
     }
 
+    /// Connects to a database that must exist already: for commands that read what earlier runs stored, where
+    /// creating an empty SQLite file would only hide a wrong path.
+    pub async fn connect_existing(url: &DatabaseUrl) -> Result<Self, StoreError> {
+        if let DatabaseUrl::Sqlite(path) = url
+            && !path.exists()
+        {
+            return Err(StoreError::Missing(
+                "it does not exist; check [database] url or DEGRADE_DATABASE_URL, or run `degrade migrate` to \
+                 create it"
+                    .to_owned(),
+            ));
+        }
+        Self::connect(url).await
+    }
+
     /// The URL this store is connected to (prints without its password).
     #[must_use]
     pub fn url(&self) -> &DatabaseUrl {
@@ -180,6 +201,14 @@ impl Store {
     /// Closes the pool, waiting for connections to finish (SQLite checkpoints its WAL on the last close).
     pub async fn close(&self) {
         on_pool!(self, |pool| pool.close().await);
+    }
+}
+
+/// The first named figure that is NaN or infinite, as an error.
+pub(crate) fn ensure_finite(figures: impl IntoIterator<Item = (String, f64)>) -> Result<(), StoreError> {
+    match figures.into_iter().find(|(_, value)| !value.is_finite()) {
+        Some((name, value)) => Err(StoreError::NotFinite(format!("{name} = {value}"))),
+        None => Ok(()),
     }
 }
 

@@ -34,9 +34,13 @@ where
     unreachable!("the loop returns on the last attempt")
 }
 
-/// SQLite's `SQLITE_BUSY` (5) and `SQLITE_LOCKED` (6), including their extended codes.
+/// SQLite's `SQLITE_BUSY` (5) and `SQLITE_LOCKED` (6), including their extended codes. PostgreSQL errors are
+/// never "busy": their SQLSTATE codes are not numbers of this kind.
 fn is_busy(error: &sqlx::Error) -> bool {
     let Some(db) = error.as_database_error() else { return false };
+    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_none() {
+        return false;
+    }
     let code: Option<i64> = db.code().and_then(|c| c.parse().ok());
     matches!(code.map(|c| c & 0xff), Some(5 | 6))
 }

@@ -24,7 +24,7 @@ macro_rules! trend_query {
     };
 }
 
-/// Rows of the timeline written per statement: 8 binds each stays far below both backends' bind limits.
+/// Rows of the timeline written per statement: 9 binds each stays far below both backends' bind limits.
 const TIMELINE_ROWS_PER_INSERT: usize = 1000;
 
 #[derive(sqlx::FromRow)]
@@ -70,6 +70,7 @@ impl Store {
     /// Stores everything a run measured and its final status, all in one transaction: either the run is
     /// complete in the database or it is still `running` and nothing of its results is there.
     pub async fn finish_run(&self, id: RunId, results: &RunResults) -> Result<(), StoreError> {
+        ensure_finite_results(results)?;
         retry_busy(|| self.finish_run_once(id, results)).await
     }
 
@@ -269,6 +270,23 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// Rejects NaN and infinite figures before anything is written: SQLite would store them as NULL (breaking
+/// `not null`) and JSON as `null` (unreadable later), while PostgreSQL keeps them; the backends must agree.
+fn ensure_finite_results(results: &RunResults) -> Result<(), StoreError> {
+    let summary = &results.load_summary;
+    let mut figures = vec![
+        ("load_summary.target_rate".to_owned(), summary.target_rate),
+        ("load_summary.achieved_rate".to_owned(), summary.achieved_rate),
+        ("load_summary.generator_cpu_pct".to_owned(), summary.generator_cpu_pct),
+        ("load_summary.measured_secs".to_owned(), summary.measured_secs),
+    ];
+    for e in &results.endpoints {
+        figures.push((format!("{} rate", e.endpoint), e.rate));
+        figures.push((format!("{} mean_us", e.endpoint), e.mean_us));
+    }
+    super::ensure_finite(figures)
 }
 
 /// Binds the 16 figures of one endpoint result after its run id, in the column order of the insert.

@@ -26,6 +26,16 @@ impl Store {
             "regressed" => Some(RunStatus::Regressed),
             _ => None,
         };
+        let figures = verdict.findings.iter().flat_map(|f| {
+            let name = |what: &str| format!("{} {} {what}", f.endpoint, f.metric);
+            [
+                (name("candidate value"), f.candidate_value),
+                (name("baseline value"), f.baseline_value.unwrap_or(0.0)),
+                (name("delta"), f.delta_pct.unwrap_or(0.0)),
+                (name("limit"), f.limit.unwrap_or(0.0)),
+            ]
+        });
+        super::ensure_finite(figures)?;
         retry_busy(|| async move { self.save_verdict_once(run_id, verdict, status).await }).await
     }
 

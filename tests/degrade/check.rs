@@ -135,6 +135,10 @@ async fn check_story(db: &TestDb) {
         .map(|f| f.parent().unwrap().attribute("classname").unwrap().to_owned())
         .collect();
     assert!(!failed.is_empty() && failed.iter().all(|c| c == "checkout.GET /boards/{id}"), "{failed:?}");
+    // One named run as the baseline: no noise to measure, the minimum effect decides.
+    let (code, stdout, stderr) = check(db, &["--run", &run, "--baseline", "run:3"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("baseline run:3: 1 run: #3 (") && stdout.contains("compared with one run"), "{stdout}");
     let (code, stdout, _) = check(db, &["--run", &run, "--format", "markdown"]);
     assert_eq!(code, Some(1));
     assert!(stdout.starts_with("### ❌ degrade: regressed: "), "{stdout}");
@@ -160,11 +164,15 @@ async fn too_few_nights_are_inconclusive() {
 #[tokio::test]
 async fn bad_input_gets_a_clear_message_and_the_right_exit_code() {
     let db = TestDb::sqlite();
+    let missing = check(&db, &[]);
+    assert_eq!(missing.0, Some(2));
+    assert!(missing.2.contains("it does not exist; check [database] url or DEGRADE_DATABASE_URL"), "{}", missing.2);
+
+    let store = Store::connect(&db.url).await.unwrap();
     let empty = check(&db, &[]);
     assert_eq!(empty.0, Some(2));
     assert!(empty.2.contains("no scenario has been run yet"), "{}", empty.2);
 
-    let store = Store::connect(&db.url).await.unwrap();
     ten_nights(&store).await;
 
     let cases: [(&[&str], i32, &str); 4] = [
@@ -212,6 +220,7 @@ fn several_scenarios_need_a_name() {
         "[[scenario]]\nname = \"a\"\nfile = \"a.toml\"\n[[scenario]]\nname = \"b\"\nfile = \"a.toml\"\n",
         &[("a.toml", "# workload\n")],
     );
+    assert!(degrade(dir.path(), &["migrate"], &[]).status.success());
     let output = degrade(dir.path(), &["check"], &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(

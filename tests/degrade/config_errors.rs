@@ -194,11 +194,10 @@ fn webhook_urls_come_from_the_environment_and_never_print() {
     assert!(message.starts_with("degrade.toml:3:8: notify[0].kind: unknown variant `teams`"), "{message}");
     let message = error("[[notify]]\nname = \"team\"\nkind = \"json\"\nurl_env = \"https://hooks.example.com/x\"\n");
     assert!(
-        message.starts_with(
-            "degrade.toml:4:11: notify[0].url_env: `https://hooks.example.com/x` is not an environment variable name"
-        ),
+        message.starts_with("degrade.toml:4:11: notify[0].url_env: is not an environment variable name"),
         "{message}"
     );
+    assert!(!message.contains("hooks.example.com"), "a pasted webhook URL is not echoed: {message}");
 }
 
 #[test]

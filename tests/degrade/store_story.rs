@@ -210,6 +210,13 @@ async fn nothing_half_written(store: &Store) {
     assert!(detail.endpoints.is_empty());
     assert!(store.timeline(id).await.unwrap().is_empty());
 
+    // A NaN figure is refused before anything is written, the same on both backends.
+    let mut not_a_number = results(6, 100, RunStatus::Finished, &[]);
+    not_a_number.endpoints[1].mean_us = f64::NAN;
+    let refused = store.finish_run(id, &not_a_number).await;
+    assert!(matches!(&refused, Err(StoreError::NotFinite(what)) if what.contains("mean_us")), "{refused:?}");
+    assert_eq!(store.find_run(id).await.unwrap().unwrap().status, RunStatus::Running);
+
     store.finish_run(id, &results(6, 100, RunStatus::Finished, &[])).await.unwrap();
     assert_eq!(store.run_detail(id).await.unwrap().unwrap().endpoints.len(), 3);
 
@@ -268,5 +275,64 @@ async fn concurrent_writers(db: &TestDb) {
     let runs = store.last_runs("checkout", 100).await.unwrap();
     assert_eq!(runs.len(), 8);
     assert!(runs.iter().all(|r| r.status == RunStatus::Finished));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn baseline_selection_on_sqlite() {
+    baseline_selection(&TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+async fn baseline_selection_on_postgres() {
+    let Some(db) = TestDb::postgres().await else { return };
+    baseline_selection(&db).await;
+}
+
+/// Which runs each baseline spec picks: only valid runs of the same workload that started before the
+/// candidate, never the candidate, and a `last-Nd` window that tolerates start-time jitter.
+async fn baseline_selection(db: &TestDb) {
+    use degrade::analysis::baseline::BaselineSpec;
+
+    let store = Store::connect(&db.url).await.unwrap();
+    // Ten nights; night 4 invalid, night 6 ran an edited scenario file, and start times wander: night 2 began
+    // at 02:14, the candidate (night 9) at 02:22, so night 2 lies a few minutes beyond exactly 7 days.
+    let mut ids = Vec::new();
+    for n in 0..10 {
+        let mut run = new_run(n);
+        run.started_at += Duration::minutes((n * 7) % 41);
+        run.build_id = Some(if n < 5 { "1.0".into() } else { "1.1".into() });
+        if n == 6 {
+            run.scenario_hash = "edited".into();
+        }
+        let id = store.create_run(&run).await.unwrap();
+        let status = if n == 4 { RunStatus::Invalid } else { RunStatus::Finished };
+        store.finish_run(id, &results(n, 100, status, &[])).await.unwrap();
+        ids.push(id);
+    }
+    let later_same_build = {
+        let mut run = new_run(12);
+        run.build_id = Some("1.0".into());
+        let id = store.create_run(&run).await.unwrap();
+        store.finish_run(id, &results(12, 100, RunStatus::Finished, &[])).await.unwrap();
+        id
+    };
+    let candidate = store.find_run(ids[9]).await.unwrap().unwrap();
+    let picked = |spec: &str| {
+        let spec: BaselineSpec = spec.parse().unwrap();
+        let store = store.clone();
+        let candidate = candidate.clone();
+        async move { store.baseline_runs(&candidate, &spec).await.unwrap().iter().map(|r| r.id).collect::<Vec<_>>() }
+    };
+    // Nights 2..=8 started within 7 days (give or take their jitter); 4 is invalid and 6 another workload.
+    assert_eq!(picked("last-7d").await, [ids[2], ids[3], ids[5], ids[7], ids[8]]);
+    assert_eq!(picked("last-3").await, [ids[5], ids[7], ids[8]]);
+    // A build's runs before the candidate only: the later run of build 1.0 is not in it.
+    assert_eq!(picked("build:1.0").await, [ids[0], ids[1], ids[2], ids[3]]);
+    assert!(!picked("build:1.0").await.contains(&later_same_build));
+    assert_eq!(picked(&format!("run:{}", ids[1])).await, [ids[1]]);
+    for unusable in [ids[9], ids[4], ids[6], 999_999] {
+        assert!(picked(&format!("run:{unusable}")).await.is_empty(), "run:{unusable}");
+    }
     store.close().await;
 }
