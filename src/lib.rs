@@ -5,7 +5,8 @@
 //! modules in this order:
 //!
 //! ```text
-//! cli ─▶ config ─▶ store ─▶ analysis ─▶ report
+//! cli ─▶ config ─▶ store ─▶ analysis ─▶ report (check)
+//!  │       │         └────▶ web (serve: pages, charts, JSON API)
 //!  │       │
 //!  │       └─ schedules, gates, webhooks, secrets (from the environment only)
 //!  └─ one function per subcommand, turned into an exit code (0 ok, 1 regression, 2 error, 3 inconclusive)
@@ -24,5 +25,7 @@ pub mod store;
 pub mod analysis;
 /// What `degrade check` prints: human, JSON, JUnit and Markdown reports.
 pub mod report;
+/// The dashboard and JSON API served by `degrade serve`.
+pub mod web;
 /// Secrets that cannot be printed by accident, and URL redaction.
 pub mod secret;

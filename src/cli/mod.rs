@@ -7,6 +7,7 @@ mod check;
 mod detect;
 mod init;
 mod migrate;
+mod serve;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -108,6 +109,12 @@ pub enum Command {
         Output lines: {\"id\", \"alert\", \"baseline\", \"delta_pct\", \"reason\"}"
     )]
     Detect(detect::DetectArgs),
+    /// Serve the trend dashboard and the JSON API.
+    #[command(after_help = "Examples:\n  degrade serve\n  degrade serve --listen 0.0.0.0:8080\n\n\
+        Pages: / (every scenario), /scenarios/NAME?range=7d|30d|90d|1y|all (trends), /runs/ID (one run).\n\
+        JSON: /api/v1/scenarios, /api/v1/scenarios/NAME/runs, /api/v1/scenarios/NAME/trend, /api/v1/runs/ID.\n\
+        Health: /healthz. Stops on Ctrl-C or SIGTERM.")]
+    Serve(serve::ServeArgs),
 }
 
 /// Runs the parsed command line and returns its exit code; errors are printed to standard error.
@@ -121,6 +128,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Migrate => runtime().and_then(|rt| rt.block_on(migrate::run(&source))),
         Command::Check(args) => runtime().and_then(|rt| rt.block_on(check::run(&source, args))),
         Command::Detect(args) => detect::run(&args),
+        Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(&source, args))),
     };
     outcome.unwrap_or_else(|e| {
         eprintln!("error: {}", error_chain(&e));

@@ -10,6 +10,7 @@
 
 mod baselines;
 mod model;
+mod overview;
 mod retry;
 mod rows;
 mod runs;
@@ -26,6 +27,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use std::str::FromStr;
 
 pub use model::*;
+pub use overview::ScenarioSummary;
 pub use url::DatabaseUrl;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");

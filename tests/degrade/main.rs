@@ -5,6 +5,7 @@
 //!   `DEGRADE_TEST_POSTGRES_URL` is set.
 //! - `config_errors`: every config mistake gets file:line:column and the field.
 //! - `cli`: `degrade --help`, `init`, `validate`, `migrate` through the real binary.
+//! - `dashboard`: the pages and JSON API over real HTTP, on SQLite and PostgreSQL.
 //! - `check`: the CI gate and `degrade detect` through the real binary, on runs stored through the store.
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
@@ -13,5 +14,6 @@
 mod check;
 mod cli;
 mod config_errors;
+mod dashboard;
 mod store_story;
 mod support;

@@ -1,0 +1,65 @@
+//! What the dashboard's front page needs in few queries: every scenario with its latest run and the
+//! number of its open alert episodes, and the endpoints a scenario's latest run measured.
+
+use super::{Run, Store, StoreError, on_pool};
+
+/// One scenario as the overview shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ScenarioSummary {
+    /// The scenario's name.
+    pub name: String,
+    /// Its most recent run, whatever its status.
+    pub latest_run: Option<Run>,
+    /// How many runs it has.
+    pub runs: i64,
+    /// Alert episodes not resolved yet.
+    pub open_episodes: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct CountsRow {
+    name: String,
+    runs: i64,
+    open_episodes: i64,
+    latest_run_id: Option<i64>,
+}
+
+impl Store {
+    /// Every scenario that has runs or episodes, alphabetically, with its latest run.
+    pub async fn scenario_summaries(&self) -> Result<Vec<ScenarioSummary>, StoreError> {
+        let counts = "select scenarios.name, \
+             (select count(*) from runs where runs.scenario_id = scenarios.id) as runs, \
+             (select count(*) from episodes where episodes.scenario_id = scenarios.id and episodes.state <> 'resolved') \
+               as open_episodes, \
+             (select runs.id from runs where runs.scenario_id = scenarios.id \
+               order by runs.started_at desc, runs.id desc limit 1) as latest_run_id \
+             from scenarios order by scenarios.name";
+        let rows: Vec<CountsRow> = on_pool!(self, |pool| sqlx::query_as(counts).fetch_all(pool).await?);
+        let mut summaries = Vec::with_capacity(rows.len());
+        for CountsRow { name, runs, open_episodes, latest_run_id } in rows {
+            let latest_run = match latest_run_id {
+                Some(id) => self.find_run(id).await?,
+                None => None,
+            };
+            summaries.push(ScenarioSummary { name, latest_run, runs, open_episodes });
+        }
+        Ok(summaries)
+    }
+
+    /// The endpoints `scenario`'s most recent run with results measured, overall row excluded, by name.
+    pub async fn latest_endpoints(&self, scenario: &str) -> Result<Vec<String>, StoreError> {
+        let query = "select r.endpoint from endpoint_results r where r.run_id = ( \
+                       select runs.id from runs join scenarios on scenarios.id = runs.scenario_id \
+                       where scenarios.name = $1 and exists (select 1 from endpoint_results e where e.run_id = runs.id) \
+                       order by runs.started_at desc, runs.id desc limit 1) \
+                     and r.endpoint <> '(all)' order by r.endpoint";
+        Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(scenario).fetch_all(pool).await?))
+    }
+
+    /// Whether a scenario of this name has ever been stored.
+    pub async fn scenario_exists(&self, scenario: &str) -> Result<bool, StoreError> {
+        let exists = "select count(*) from scenarios where name = $1";
+        let count: i64 = on_pool!(self, |pool| sqlx::query_scalar(exists).bind(scenario).fetch_one(pool).await?);
+        Ok(count > 0)
+    }
+}

@@ -1,0 +1,85 @@
+//! `/api/v1`: the dashboard's data as JSON, for scripts and other tools. Errors answer as
+//! `{"error": "…"}` with the matching status code.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+use super::range::Range;
+use super::{AppState, WebError};
+use crate::store::{Metric, OVERALL_ENDPOINT};
+
+/// The most runs one request returns.
+const MAX_LIMIT: u32 = 500;
+
+/// `GET /api/v1/scenarios`: every scenario with its latest run and open alert count.
+pub(super) async fn scenarios(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({ "scenarios": state.store.scenario_summaries().await? })))
+}
+
+#[derive(Deserialize)]
+pub(super) struct RunsQuery {
+    limit: Option<String>,
+}
+
+/// `GET /api/v1/scenarios/{name}/runs?limit=N`: the scenario's most recent runs, newest first.
+pub(super) async fn runs(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(query): Query<RunsQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = match query.limit.as_deref() {
+        None => 50,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| WebError::BadRequest(format!("limit `{text}` is not a number from 1 to {MAX_LIMIT}")))?,
+    };
+    ensure_scenario(&state, &name).await?;
+    Ok(Json(json!({ "scenario": name, "runs": state.store.last_runs(&name, limit).await? })))
+}
+
+/// `GET /api/v1/runs/{id}`: one run with its per-endpoint results and its latest verdict.
+pub(super) async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let id: i64 = id.parse().map_err(|_| WebError::BadRequest(format!("`{id}` is not a run id")))?;
+    let detail =
+        state.store.run_detail(id).await?.ok_or_else(|| WebError::NotFound(format!("there is no run #{id}")))?;
+    let verdict = state.store.latest_verdict(id).await?;
+    Ok(Json(json!({ "run": detail.run, "endpoints": detail.endpoints, "verdict": verdict })))
+}
+
+#[derive(Deserialize)]
+pub(super) struct TrendQuery {
+    endpoint: Option<String>,
+    metric: Option<String>,
+    range: Option<String>,
+}
+
+/// `GET /api/v1/scenarios/{name}/trend?endpoint=E&metric=p95&range=30d`: one metric across runs.
+pub(super) async fn trend(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(query): Query<TrendQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let metric: Metric = query.metric.as_deref().unwrap_or("p95").parse().map_err(WebError::BadRequest)?;
+    let range = Range::parse(query.range.as_deref())?;
+    let endpoint = query.endpoint.unwrap_or_else(|| OVERALL_ENDPOINT.to_owned());
+    ensure_scenario(&state, &name).await?;
+    let (from, to) = range.window(Utc::now());
+    let points = state.store.trend(&name, &endpoint, metric, from, to).await?;
+    Ok(Json(json!({
+        "scenario": name, "endpoint": endpoint, "metric": metric, "range": range.as_str(), "points": points
+    })))
+}
+
+async fn ensure_scenario(state: &AppState, name: &str) -> Result<(), WebError> {
+    if state.store.scenario_exists(name).await? {
+        Ok(())
+    } else {
+        Err(WebError::NotFound(format!("no scenario is called `{name}`")))
+    }
+}

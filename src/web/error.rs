@@ -1,0 +1,90 @@
+//! The one error type at the HTTP edge: semantic cases become 404 and 400 pages (or JSON under `/api`),
+//! everything else is logged with its detail and answered with a generic 500, so no internal message (which
+//! could name a database host) reaches a browser.
+
+use askama::Template;
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+
+use crate::store::StoreError;
+
+/// What went wrong while answering a request.
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    /// The scenario or run does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// A query parameter is malformed.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A template or chart failed to render.
+    #[error("rendering failed: {0}")]
+    Render(String),
+}
+
+impl From<askama::Error> for WebError {
+    fn from(error: askama::Error) -> Self {
+        Self::Render(error.to_string())
+    }
+}
+
+/// The error page.
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    status: u16,
+    title: &'a str,
+    message: &'a str,
+}
+
+impl WebError {
+    fn status_and_message(&self) -> (StatusCode, String) {
+        match self {
+            Self::NotFound(message) => (StatusCode::NOT_FOUND, message.clone()),
+            Self::BadRequest(message) => (StatusCode::BAD_REQUEST, message.clone()),
+            Self::Store(_) | Self::Render(_) => {
+                tracing::error!(error = %self, "request failed");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Something went wrong on our side; the details are in the server log.".into(),
+                )
+            }
+        }
+    }
+
+    /// The same error as JSON, for `/api/v1` routes.
+    #[must_use]
+    pub fn into_json(self) -> Response {
+        let (status, message) = self.status_and_message();
+        (status, Json(serde_json::json!({ "error": message }))).into_response()
+    }
+}
+
+impl IntoResponse for WebError {
+    fn into_response(self) -> Response {
+        let (status, message) = self.status_and_message();
+        let title = status.canonical_reason().unwrap_or("Error");
+        let page = ErrorPage { status: status.as_u16(), title, message: &message };
+        let body = page.render().unwrap_or_else(|_| message.clone());
+        (status, Html(body)).into_response()
+    }
+}
+
+/// An `/api/v1` result: errors answer as JSON.
+pub struct ApiError(pub WebError);
+
+impl<E: Into<WebError>> From<E> for ApiError {
+    fn from(error: E) -> Self {
+        Self(error.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        self.0.into_json()
+    }
+}

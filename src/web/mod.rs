@@ -1,0 +1,85 @@
+//! The dashboard and JSON API: server-rendered pages (askama templates, charts-rs SVG, no JavaScript) and
+//! `/api/v1` routes over the same data, all read from the store.
+//!
+//! Handlers only translate between HTTP and the store; what a page shows is decided in its view type.
+//! Errors go through [`error::WebError`], which logs internal failures and answers with a generic page.
+
+mod api;
+mod charts;
+mod error;
+mod pages;
+mod range;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+
+use crate::config::Config;
+use crate::store::Store;
+
+pub use error::WebError;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The run store.
+    pub store: Store,
+    /// The validated configuration (scenario settings, public URL).
+    pub config: Arc<Config>,
+}
+
+/// Every route of the dashboard and the API.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(pages::overview))
+        .route("/scenarios/{name}", get(pages::scenario))
+        .route("/runs/{id}", get(pages::run))
+        .route("/api/v1/scenarios", get(api::scenarios))
+        .route("/api/v1/scenarios/{name}/runs", get(api::runs))
+        .route("/api/v1/scenarios/{name}/trend", get(api::trend))
+        .route("/api/v1/runs/{id}", get(api::run))
+        .route("/healthz", get(healthz))
+        .route("/static/style.css", get(stylesheet))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+/// Serves `router` on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+}
+
+/// Binds the listen address, with a message that says what to change when it is taken.
+pub async fn bind(address: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(address).await.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot listen on {address}: {e}; set [server] listen or DEGRADE_SERVER_LISTEN to another address"
+        )
+    })
+}
+
+async fn healthz(axum::extract::State(state): axum::extract::State<AppState>) -> impl IntoResponse {
+    match state.store.schema_version().await {
+        Ok(_) => (axum::http::StatusCode::OK, "ok\n"),
+        Err(e) => {
+            tracing::error!(error = %e, "health check: database unavailable");
+            (axum::http::StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n")
+        }
+    }
+}
+
+async fn stylesheet() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../../static/style.css"))
+}
+
+async fn not_found(uri: axum::http::Uri) -> WebError {
+    WebError::NotFound(format!("There is no page at {}.", uri.path()))
+}

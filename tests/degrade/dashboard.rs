@@ -1,0 +1,202 @@
+//! The dashboard and JSON API over real HTTP: the app on 127.0.0.1 port 0, a fresh database per test.
+
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use degrade::config::Config;
+use degrade::store::{
+    EndpointResult, Finding, LoadSummary, NewRun, NewVerdict, OVERALL_ENDPOINT, RunResults, RunStatus, Store,
+};
+use degrade::web::AppState;
+
+use crate::support::TestDb;
+
+/// The real app serving a test database; dropped with the test.
+struct TestApp {
+    address: String,
+    client: reqwest::Client,
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+impl TestApp {
+    async fn spawn(db: &TestDb) -> (Self, Store) {
+        let store = Store::connect(&db.url).await.unwrap();
+        let config = Config::parse_with_env(std::path::Path::new("degrade.toml"), "", &|_| None).unwrap();
+        let state = AppState { store: store.clone(), config: Arc::new(config) };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(degrade::web::serve(listener, state, async move {
+            let _ = stopped.await;
+        }));
+        (Self { address, client: reqwest::Client::new(), _shutdown: shutdown }, store)
+    }
+
+    /// GETs `path`: the status and the body.
+    async fn get(&self, path: &str) -> (u16, String) {
+        let response = self.client.get(format!("{}{path}", self.address)).send().await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+
+    async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
+        let (status, body) = self.get(path).await;
+        (status, serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}")))
+    }
+}
+
+fn endpoint(name: &str, p95_ms: f64, errors: i64) -> EndpointResult {
+    let us = (p95_ms * 1000.0) as i64;
+    EndpointResult {
+        endpoint: name.into(),
+        requests: 1000,
+        errors,
+        rate: 16.5,
+        p50_us: us / 2,
+        p90_us: us * 9 / 10,
+        p95_us: us,
+        p99_us: us * 2,
+        max_us: us * 3,
+        ..EndpointResult::default()
+    }
+}
+
+/// Stores nights 0..count of `checkout`; the last one regressed on `GET /boards/{id}` with a stored verdict.
+async fn nights(store: &Store, count: i64) -> i64 {
+    let mut last = 0;
+    for n in 0..count {
+        let started_at = Utc::now() - Duration::days(count - n);
+        let run = NewRun {
+            scenario: "checkout".into(),
+            build_id: Some(format!("1.0.{n}")),
+            seed: n,
+            scenario_hash: "h".into(),
+            scenario_source: None,
+            started_at,
+        };
+        let id = store.create_run(&run).await.unwrap();
+        let boards = if n == count - 1 { 135.0 } else { 100.0 };
+        let results = RunResults {
+            status: RunStatus::Finished,
+            finished_at: started_at + Duration::minutes(5),
+            validity_reasons: vec![],
+            load_summary: LoadSummary::default(),
+            endpoints: vec![
+                endpoint(OVERALL_ENDPOINT, 90.0, 1),
+                endpoint("GET /boards/{id}", boards, 1),
+                endpoint("<script>alert(1)</script>", 10.0, 0),
+            ],
+            timeline: vec![],
+        };
+        store.finish_run(id, &results).await.unwrap();
+        last = id;
+    }
+    let finding = Finding {
+        endpoint: "GET /boards/{id}".into(),
+        metric: "p95".into(),
+        outcome: "regression".into(),
+        baseline_value: Some(100.0),
+        candidate_value: 135.0,
+        delta_pct: Some(35.0),
+        limit: Some(112.0),
+        reason: "7.1 sigma above the level".into(),
+    };
+    let verdict = NewVerdict {
+        baseline_spec: "last-7d".into(),
+        baseline_run_ids: vec![last - 1],
+        outcome: "regressed".into(),
+        summary: "regressed: 1 regression".into(),
+        created_at: Utc::now(),
+        findings: vec![finding],
+    };
+    store.save_verdict(last, &verdict).await.unwrap();
+    last
+}
+
+#[tokio::test]
+async fn dashboard_on_sqlite() {
+    dashboard_story(&TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+async fn dashboard_on_postgres() {
+    let Some(db) = TestDb::postgres().await else { return };
+    dashboard_story(&db).await;
+}
+
+async fn dashboard_story(db: &TestDb) {
+    let (app, store) = TestApp::spawn(db).await;
+    let (status, body) = app.get("/").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("No runs stored yet"), "{body}");
+
+    let last = nights(&store, 10).await;
+    let (status, body) = app.get("/").await;
+    assert_eq!(status, 200);
+    assert!(body.contains(r#"<a href="/scenarios/checkout">checkout</a>"#), "{body}");
+    assert!(
+        body.contains(&format!("#{last}")) && body.contains("status-regressed") && body.contains("1.0.9"),
+        "{body}"
+    );
+
+    for range in ["7d", "30d", "all"] {
+        let (status, body) = app.get(&format!("/scenarios/checkout?range={range}")).await;
+        assert_eq!(status, 200, "{range}");
+        assert!(body.contains("<svg") && body.contains("GET /boards/{id}: response time"), "{range}: {body}");
+    }
+
+    let (status, body) = app.get(&format!("/runs/{last}")).await;
+    assert_eq!(status, 200);
+    for expected in ["Verdict: regressed", "135.00", "35.00", "112.00", "<td class=\"num\">135.0</td>", "16.50"] {
+        assert!(body.contains(expected), "run page lacks {expected:?}: {body}");
+    }
+
+    // Names that come from scenario files are text, never markup.
+    assert!(!body.contains("<script>alert(1)</script>"), "{body}");
+    assert!(body.contains("&#60;script&#62;alert(1)&#60;/script&#62;") || body.contains("&lt;script&gt;"), "{body}");
+    let (_, trends) = app.get("/scenarios/checkout").await;
+    assert!(!trends.contains("<script>alert(1)</script>"), "the trend page escapes names too");
+
+    let (status, json) = app.get_json(&format!("/api/v1/runs/{last}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(json["run"]["status"], "regressed");
+    let boards = json["endpoints"].as_array().unwrap().iter().find(|e| e["endpoint"] == "GET /boards/{id}").unwrap();
+    assert_eq!(boards["p95_us"], 135_000);
+    assert_eq!(json["verdict"]["findings"][0]["candidate_value"], 135.0);
+
+    let (status, json) =
+        app.get_json("/api/v1/scenarios/checkout/trend?endpoint=GET%20/boards/%7Bid%7D&metric=p95&range=30d").await;
+    assert_eq!(status, 200);
+    let values: Vec<f64> = json["points"].as_array().unwrap().iter().map(|p| p["value"].as_f64().unwrap()).collect();
+    assert_eq!(values.len(), 10);
+    assert_eq!((values[0], values[9]), (100.0, 135.0));
+
+    let (status, json) = app.get_json("/api/v1/scenarios/checkout/runs?limit=3").await;
+    assert_eq!((status, json["runs"].as_array().unwrap().len()), (200, 3));
+    let (status, json) = app.get_json("/api/v1/scenarios").await;
+    assert_eq!((status, json["scenarios"][0]["name"].as_str()), (200, Some("checkout")));
+    assert_eq!(app.get("/healthz").await, (200, "ok\n".to_owned()));
+}
+
+#[tokio::test]
+async fn not_found_and_bad_requests() {
+    let db = TestDb::sqlite();
+    let (app, store) = TestApp::spawn(&db).await;
+    nights(&store, 2).await;
+    let pages: [(&str, u16, &str); 7] = [
+        ("/runs/424242", 404, "There is no run #424242."),
+        ("/runs/abc", 400, "`abc` is not a run id"),
+        ("/scenarios/search", 404, "No scenario is called `search`."),
+        ("/scenarios/checkout?range=2w", 400, "unknown range `2w`; use 7d, 30d, 90d, 1y or all"),
+        ("/nothing/here", 404, "There is no page at /nothing/here."),
+        ("/api/v1/runs/424242", 404, r#"{"error":"there is no run #424242"}"#),
+        ("/api/v1/scenarios/checkout/runs?limit=0", 400, r#"{"error":"limit `0` is not a number from 1 to 500"}"#),
+    ];
+    for (path, status, message) in pages {
+        let (actual, body) = app.get(path).await;
+        assert_eq!(actual, status, "{path}: {body}");
+        assert!(body.contains(message), "{path} should say {message:?}: {body}");
+    }
+    let (status, json) = app.get_json("/api/v1/scenarios/checkout/trend?metric=p42").await;
+    assert_eq!(status, 400);
+    assert!(json["error"].as_str().unwrap().starts_with("unknown metric `p42`"), "{json}");
+}
