@@ -9,6 +9,7 @@
 //! failing mid-transaction; a busy error that still escapes is retried (see [`retry`]).
 
 mod baselines;
+mod episodes;
 mod model;
 mod overview;
 mod retry;
@@ -26,8 +27,9 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use std::str::FromStr;
 
+pub use episodes::{Acknowledged, Episode};
 pub use model::*;
-pub use overview::ScenarioSummary;
+pub use overview::{ScenarioSummary, StatusCount};
 pub use url::DatabaseUrl;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");

@@ -16,6 +16,17 @@ pub struct ScenarioSummary {
     pub open_episodes: i64,
 }
 
+/// How many runs of one scenario have one status, for `/metrics`.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct StatusCount {
+    /// The scenario.
+    pub scenario: String,
+    /// The run status.
+    pub status: String,
+    /// How many runs have it.
+    pub runs: i64,
+}
+
 #[derive(sqlx::FromRow)]
 struct CountsRow {
     name: String,
@@ -54,6 +65,21 @@ impl Store {
                        order by runs.started_at desc, runs.id desc limit 1) \
                      and r.endpoint <> '(all)' order by r.endpoint";
         Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(scenario).fetch_all(pool).await?))
+    }
+
+    /// Runs per scenario and status.
+    pub async fn status_counts(&self) -> Result<Vec<StatusCount>, StoreError> {
+        let query = "select s.name as scenario, r.status, count(*) as runs from runs r \
+                     join scenarios s on s.id = r.scenario_id group by s.name, r.status order by s.name, r.status";
+        Ok(on_pool!(self, |pool| sqlx::query_as(query).fetch_all(pool).await?))
+    }
+
+    /// The scenario file's text as a run ran it, when it was recorded.
+    pub async fn scenario_source(&self, run_id: i64) -> Result<Option<String>, StoreError> {
+        let query = "select scenario_source from runs where id = $1";
+        let source: Option<Option<String>> =
+            on_pool!(self, |pool| sqlx::query_scalar(query).bind(run_id).fetch_optional(pool).await?);
+        Ok(source.flatten())
     }
 
     /// Whether a scenario of this name has ever been stored.

@@ -4,11 +4,16 @@
 //! Handlers only translate between HTTP and the store; what a page shows is decided in its view type.
 //! Errors go through [`error::WebError`], which logs internal failures and answers with a generic page.
 
+mod alerts;
 mod api;
+mod auth;
 mod charts;
+mod compare;
 mod error;
+mod metrics;
 mod pages;
 mod range;
+mod run_page;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,7 +21,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use crate::config::Config;
 use crate::store::Store;
@@ -37,14 +42,21 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(pages::overview))
         .route("/scenarios/{name}", get(pages::scenario))
-        .route("/runs/{id}", get(pages::run))
+        .route("/runs/{id}", get(run_page::page))
+        .route("/compare", get(compare::page))
+        .route("/alerts", get(alerts::page))
+        .route("/alerts/{id}/acknowledge", post(alerts::acknowledge_form))
+        .route("/api/v1/episodes", get(alerts::list))
+        .route("/api/v1/episodes/{id}/acknowledge", post(alerts::acknowledge_json))
         .route("/api/v1/scenarios", get(api::scenarios))
         .route("/api/v1/scenarios/{name}/runs", get(api::runs))
         .route("/api/v1/scenarios/{name}/trend", get(api::trend))
         .route("/api/v1/runs/{id}", get(api::run))
         .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics::metrics))
         .route("/static/style.css", get(stylesheet))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard))
         .with_state(state)
 }
 

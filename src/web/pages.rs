@@ -1,4 +1,4 @@
-//! The HTML pages: the overview, a scenario's trends, and one run in detail.
+//! The overview and a scenario's trend page. One run's page is in `run_page`.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -9,7 +9,7 @@ use serde::Deserialize;
 use super::charts::{Line, trend_svg};
 use super::range::Range;
 use super::{AppState, WebError};
-use crate::store::{EndpointResult, Metric, OVERALL_ENDPOINT, Run, RunDetail, ScenarioSummary, Verdict};
+use crate::store::{Metric, OVERALL_ENDPOINT, Run, ScenarioSummary};
 
 /// `/`: every scenario with its latest run.
 #[derive(Template)]
@@ -77,42 +77,4 @@ pub(super) async fn scenario(
     let page =
         ScenarioPage { name, ranges: Range::ALL.iter().map(|r| (r.as_str(), *r == range)).collect(), endpoints, runs };
     Ok(Html(page.render()?))
-}
-
-/// `/runs/{id}`: one run, its verdict and its per-endpoint figures.
-#[derive(Template)]
-#[template(path = "run.html")]
-struct RunPage {
-    run: Run,
-    endpoints: Vec<EndpointResult>,
-    verdict: Option<Verdict>,
-}
-
-// Templates pass every argument by reference.
-#[allow(clippy::trivially_copy_pass_by_ref, clippy::ref_option)]
-impl RunPage {
-    fn ms(us: &i64) -> String {
-        format!("{:.1}", *us as f64 / 1000.0)
-    }
-
-    fn errors(endpoint: &EndpointResult) -> String {
-        format!("{:.3}", endpoint.error_pct())
-    }
-
-    fn num(value: &f64) -> String {
-        format!("{value:.2}")
-    }
-
-    fn opt(value: &Option<f64>) -> String {
-        value.map_or_else(String::new, |v| format!("{v:.2}"))
-    }
-}
-
-pub(super) async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Html<String>, WebError> {
-    let id: i64 = id.parse().map_err(|_| WebError::BadRequest(format!("`{id}` is not a run id")))?;
-    let Some(RunDetail { run, endpoints }) = state.store.run_detail(id).await? else {
-        return Err(WebError::NotFound(format!("There is no run #{id}.")));
-    };
-    let verdict = state.store.latest_verdict(id).await?;
-    Ok(Html(RunPage { run, endpoints, verdict }.render()?))
 }

@@ -20,8 +20,14 @@ struct TestApp {
 
 impl TestApp {
     async fn spawn(db: &TestDb) -> (Self, Store) {
+        Self::spawn_with(db, "", None).await
+    }
+
+    /// The app with `config` as its degrade.toml and `token` in DEGRADE_API_TOKEN.
+    async fn spawn_with(db: &TestDb, config: &str, token: Option<&str>) -> (Self, Store) {
         let store = Store::connect(&db.url).await.unwrap();
-        let config = Config::parse_with_env(std::path::Path::new("degrade.toml"), "", &|_| None).unwrap();
+        let env = |name: &str| (name == "DEGRADE_API_TOKEN").then(|| token.map(str::to_owned)).flatten();
+        let config = Config::parse_with_env(std::path::Path::new("degrade.toml"), config, &env).unwrap();
         let state = AppState { store: store.clone(), config: Arc::new(config) };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = format!("http://{}", listener.local_addr().unwrap());
@@ -35,6 +41,16 @@ impl TestApp {
     /// GETs `path`: the status and the body.
     async fn get(&self, path: &str) -> (u16, String) {
         let response = self.client.get(format!("{}{path}", self.address)).send().await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+
+    /// POSTs a JSON body with an optional `Authorization` header value.
+    async fn post_json(&self, path: &str, body: serde_json::Value, authorization: Option<&str>) -> (u16, String) {
+        let mut request = self.client.post(format!("{}{path}", self.address)).json(&body);
+        if let Some(value) = authorization {
+            request = request.header("Authorization", value);
+        }
+        let response = request.send().await.unwrap();
         (response.status().as_u16(), response.text().await.unwrap())
     }
 
@@ -58,6 +74,26 @@ fn endpoint(name: &str, p95_ms: f64, errors: i64) -> EndpointResult {
         max_us: us * 3,
         ..EndpointResult::default()
     }
+}
+
+/// Thirty seconds of `GET /boards/{id}`, with a burst of timeouts at second 20.
+fn timeline() -> Vec<degrade::store::TimelinePoint> {
+    (0..30)
+        .map(|s| degrade::store::TimelinePoint {
+            endpoint: "GET /boards/{id}".into(),
+            elapsed_s: s,
+            requests: 16,
+            errors: i64::from(s == 20),
+            p50_us: 50_000,
+            p99_us: 120_000 + s * 1000,
+            max_us: 150_000,
+            errors_by_class: if s == 20 {
+                [("timeout".to_owned(), 1)].into()
+            } else {
+                std::collections::BTreeMap::new()
+            },
+        })
+        .collect()
 }
 
 /// Stores nights 0..count of `checkout`; the last one regressed on `GET /boards/{id}` with a stored verdict.
@@ -85,7 +121,7 @@ async fn nights(store: &Store, count: i64) -> i64 {
                 endpoint("GET /boards/{id}", boards, 1),
                 endpoint("<script>alert(1)</script>", 10.0, 0),
             ],
-            timeline: vec![],
+            timeline: timeline(),
         };
         store.finish_run(id, &results).await.unwrap();
         last = id;
@@ -199,4 +235,83 @@ async fn not_found_and_bad_requests() {
     let (status, json) = app.get_json("/api/v1/scenarios/checkout/trend?metric=p42").await;
     assert_eq!(status, 400);
     assert!(json["error"].as_str().unwrap().starts_with("unknown metric `p42`"), "{json}");
+}
+
+#[tokio::test]
+async fn run_page_compare_alerts_and_metrics() {
+    let db = TestDb::sqlite();
+    let (app, store) = TestApp::spawn_with(&db, "", Some("t0ken")).await;
+    let last = nights(&store, 3).await;
+
+    let (status, body) = app.get(&format!("/runs/{last}")).await;
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("GET /boards/{id}: response time per second") && body.contains("errors per second by class"),
+        "{body}"
+    );
+
+    let (status, body) = app.get(&format!("/compare?a={}&b={last}", last - 1)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(
+            "<td>p95 ms</td><td class=\"num\">100.00</td><td class=\"num\">135.00</td><td class=\"num\">+35.0 %</td>"
+        ),
+        "{body}"
+    );
+    assert!(body.contains("GET /boards/{id}: p99 ms per second"), "{body}");
+    assert_eq!(app.get("/compare?a=1").await.0, 400);
+
+    let episode = store
+        .open_episode("checkout", "regression", Some(last), "p95 of GET /boards/{id} +35 %", Utc::now())
+        .await
+        .unwrap();
+    let (status, body) = app.get("/alerts").await;
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("p95 of GET /boards/{id} +35 %") && body.contains(&format!("/alerts/{episode}/acknowledge")),
+        "{body}"
+    );
+    let (status, metrics) = app.get("/metrics").await;
+    assert_eq!(status, 200);
+    assert!(metrics.contains("degrade_runs{scenario=\"checkout\",status=\"finished\"} 2"), "{metrics}");
+    assert!(metrics.contains("degrade_runs{scenario=\"checkout\",status=\"regressed\"} 1"), "{metrics}");
+    assert!(metrics.contains("degrade_open_episodes{scenario=\"checkout\"} 1"), "{metrics}");
+    assert!(metrics.contains("degrade_last_run_age_seconds{scenario=\"checkout\"} 86"), "{metrics}");
+
+    // Acknowledging is a POST: it needs the token, and a reason.
+    let path = format!("/api/v1/episodes/{episode}/acknowledge");
+    let reason = serde_json::json!({ "reason": "known slow index, fix in 1.1" });
+    assert_eq!(app.post_json(&path, reason.clone(), None).await.0, 401);
+    assert_eq!(app.post_json(&path, reason.clone(), Some("Bearer wrong")).await.0, 401);
+    let (status, body) = app.post_json(&path, serde_json::json!({ "reason": " " }), Some("Bearer t0ken")).await;
+    assert_eq!((status, body.contains("a reason is required")), (400, true), "{body}");
+    let (status, body) = app.post_json(&path, reason.clone(), Some("Bearer t0ken")).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = app.post_json(&path, reason, Some("Bearer t0ken")).await;
+    assert_eq!((status, body.contains("is not open")), (400, true), "{body}");
+    let (_, json) = app.get_json("/api/v1/episodes").await;
+    assert_eq!(json["episodes"][0]["state"], "acknowledged");
+    assert_eq!(json["episodes"][0]["acknowledged_reason"], "known slow index, fix in 1.1");
+}
+
+#[tokio::test]
+async fn posts_need_a_configured_token_and_pages_can_require_it() {
+    let db = TestDb::sqlite();
+    let (open, _) = TestApp::spawn(&db).await;
+    let (status, body) =
+        open.post_json("/api/v1/episodes/1/acknowledge", serde_json::json!({"reason": "x"}), Some("Bearer x")).await;
+    assert_eq!((status, body.contains("no API token configured")), (403, true), "{body}");
+
+    let (locked, _) = TestApp::spawn_with(&db, "[server]\npages_require_token = true\n", Some("t0ken")).await;
+    assert_eq!(locked.get("/").await.0, 401);
+    assert_eq!(locked.get("/api/v1/scenarios").await.0, 401);
+    assert_eq!(locked.get("/healthz").await.0, 200, "health checks stay open");
+    let with_basic =
+        locked.client.get(format!("{}/", locked.address)).basic_auth("me", Some("t0ken")).send().await.unwrap();
+    assert_eq!(with_basic.status().as_u16(), 200);
+    let with_bearer =
+        locked.client.get(format!("{}/api/v1/scenarios", locked.address)).bearer_auth("t0ken").send().await.unwrap();
+    assert_eq!(with_bearer.status().as_u16(), 200);
+    let challenge = locked.client.get(format!("{}/", locked.address)).send().await.unwrap();
+    assert_eq!(challenge.headers()["www-authenticate"], "Basic realm=\"degrade\", charset=\"UTF-8\"");
 }

@@ -1,0 +1,73 @@
+//! Alert episodes: the `/alerts` page with its acknowledge form, and the same under `/api/v1/episodes`.
+//! Acknowledging needs a reason, so the next person on call knows why nobody acted.
+
+use askama::Template;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+use super::{AppState, WebError};
+use crate::store::{Acknowledged, Episode};
+
+/// How many resolved episodes the page and the API list after the unresolved ones.
+const RECENT_RESOLVED: u32 = 50;
+
+#[derive(Template)]
+#[template(path = "alerts.html")]
+struct AlertsPage {
+    episodes: Vec<Episode>,
+}
+
+/// `GET /alerts`.
+pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, WebError> {
+    let episodes = state.store.episodes(RECENT_RESOLVED).await?;
+    Ok(Html(AlertsPage { episodes }.render()?))
+}
+
+/// The acknowledge form, and the API's JSON body.
+#[derive(Deserialize)]
+pub(super) struct Acknowledgement {
+    reason: Option<String>,
+}
+
+/// `POST /alerts/{id}/acknowledge` (form): acknowledges, then back to the list.
+pub(super) async fn acknowledge_form(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    axum::Form(form): axum::Form<Acknowledgement>,
+) -> Result<Response, WebError> {
+    acknowledge(&state, &id, form.reason.as_deref()).await?;
+    Ok(Redirect::to("/alerts").into_response())
+}
+
+/// `GET /api/v1/episodes`.
+pub(super) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({ "episodes": state.store.episodes(RECENT_RESOLVED).await? })))
+}
+
+/// `POST /api/v1/episodes/{id}/acknowledge` with `{"reason": "…"}`.
+pub(super) async fn acknowledge_json(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Json(body): Json<Acknowledgement>,
+) -> Result<Json<Value>, ApiError> {
+    let id = acknowledge(&state, &id, body.reason.as_deref()).await?;
+    Ok(Json(json!({ "acknowledged": id })))
+}
+
+async fn acknowledge(state: &AppState, id: &str, reason: Option<&str>) -> Result<i64, WebError> {
+    let id: i64 = id.parse().map_err(|_| WebError::BadRequest(format!("`{id}` is not an episode id")))?;
+    let reason = reason
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| WebError::BadRequest("a reason is required to acknowledge an alert".to_owned()))?;
+    match state.store.acknowledge_episode(id, reason, Utc::now()).await? {
+        Acknowledged::Done => Ok(id),
+        Acknowledged::NotOpen => Err(WebError::BadRequest(format!("episode #{id} is not open"))),
+        Acknowledged::NotFound => Err(WebError::NotFound(format!("There is no episode #{id}."))),
+    }
+}

@@ -1,0 +1,105 @@
+//! `/runs/{id}`: one run in detail: status and validity, build, duration and load profile, the verdict with
+//! its findings, per-endpoint figures, per-second timelines, sample error messages, and the scenario as run.
+
+use std::collections::BTreeSet;
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::response::Html;
+
+use super::charts::timeline_svg;
+use super::{AppState, WebError};
+use crate::store::{EndpointResult, Run, RunDetail, TimelinePoint, Verdict};
+
+/// One endpoint's timeline charts.
+struct EndpointTimeline {
+    endpoint: String,
+    latency_svg: String,
+    rate_svg: String,
+    errors_svg: String,
+}
+
+#[derive(Template)]
+#[template(path = "run.html")]
+struct RunPage {
+    run: Run,
+    duration: String,
+    endpoints: Vec<EndpointResult>,
+    verdict: Option<Verdict>,
+    timelines: Vec<EndpointTimeline>,
+    scenario_source: Option<String>,
+}
+
+// Templates pass every argument by reference.
+#[allow(clippy::trivially_copy_pass_by_ref, clippy::ref_option)]
+impl RunPage {
+    fn ms(us: &i64) -> String {
+        format!("{:.1}", *us as f64 / 1000.0)
+    }
+
+    fn errors(endpoint: &EndpointResult) -> String {
+        format!("{:.3}", endpoint.error_pct())
+    }
+
+    fn num(value: &f64) -> String {
+        format!("{value:.2}")
+    }
+
+    fn opt(value: &Option<f64>) -> String {
+        value.map_or_else(String::new, |v| format!("{v:.2}"))
+    }
+}
+
+pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) -> Result<Html<String>, WebError> {
+    let id: i64 = id.parse().map_err(|_| WebError::BadRequest(format!("`{id}` is not a run id")))?;
+    let Some(RunDetail { run, endpoints }) = state.store.run_detail(id).await? else {
+        return Err(WebError::NotFound(format!("There is no run #{id}.")));
+    };
+    let verdict = state.store.latest_verdict(id).await?;
+    let timeline = state.store.timeline(id).await?;
+    let timelines = timelines(&timeline)?;
+    let scenario_source = state.store.scenario_source(id).await?;
+    let duration = run.finished_at.map_or_else(
+        || "still running".to_owned(),
+        |end| {
+            let seconds = (end - run.started_at).num_seconds().max(0).unsigned_abs();
+            humantime::format_duration(std::time::Duration::from_secs(seconds)).to_string()
+        },
+    );
+    Ok(Html(RunPage { run, duration, endpoints, verdict, timelines, scenario_source }.render()?))
+}
+
+/// Per endpoint: p50/p99, requests per second, and failures per class, second by second.
+fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError> {
+    let names: BTreeSet<&str> = points.iter().map(|p| p.endpoint.as_str()).collect();
+    let mut charts = Vec::new();
+    for name in names {
+        let seconds: Vec<&TimelinePoint> = points.iter().filter(|p| p.endpoint == name).collect();
+        let series = |f: fn(&TimelinePoint) -> f64| seconds.iter().map(|p| f(p)).collect::<Vec<f64>>();
+        let latency = [
+            ("p50 ms".to_owned(), series(|p| p.p50_us as f64 / 1000.0)),
+            ("p99 ms".to_owned(), series(|p| p.p99_us as f64 / 1000.0)),
+        ];
+        let rate = [("requests/s".to_owned(), series(|p| p.requests as f64))];
+        let classes: BTreeSet<&str> =
+            seconds.iter().flat_map(|p| p.errors_by_class.keys().map(String::as_str)).collect();
+        let errors: Vec<(String, Vec<f64>)> = classes
+            .into_iter()
+            .map(|class| {
+                let per_second = seconds.iter().map(|p| p.errors_by_class.get(class).copied().unwrap_or(0) as f64);
+                (class.to_owned(), per_second.collect())
+            })
+            .collect();
+        charts.push(EndpointTimeline {
+            endpoint: name.to_owned(),
+            latency_svg: timeline_svg(&format!("{name}: response time per second"), &seconds, &latency)?,
+            rate_svg: timeline_svg(&format!("{name}: requests per second"), &seconds, &rate)?,
+            errors_svg: if errors.is_empty() {
+                String::new()
+            } else {
+                timeline_svg(&format!("{name}: errors per second by class"), &seconds, &errors)?
+            },
+        });
+    }
+    Ok(charts)
+}
