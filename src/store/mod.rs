@@ -15,6 +15,7 @@ mod overview;
 mod retry;
 mod rows;
 mod runs;
+mod trends;
 mod url;
 mod verdicts;
 
@@ -30,6 +31,7 @@ use std::str::FromStr;
 pub use episodes::{Acknowledged, Episode};
 pub use model::*;
 pub use overview::{ScenarioSummary, StatusCount};
+pub use trends::TrendBucket;
 pub use url::DatabaseUrl;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");

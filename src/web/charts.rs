@@ -1,61 +1,84 @@
-//! Charts as inline SVG (charts-rs): trends across runs and per-second timelines within a run. Long series
-//! are merged into at most [`MAX_POINTS`] buckets holding their median, so a chart costs the same for three
-//! weeks as for three years.
+//! Charts as inline SVG (charts-rs): trends across runs and per-second timelines within a run. No chart
+//! holds more than [`MAX_POINTS`] points per line: trends arrive merged from the database, and timelines
+//! are merged here, so a chart costs the same for three weeks as for three years.
 
-use charts_rs::{LineChart, Series};
+use charts_rs::LineChart;
 
 use super::WebError;
-use crate::store::{TimelinePoint, TrendPoint};
+use crate::store::{TimelinePoint, TrendBucket};
 
 /// The most points one line of a chart holds. A nightly series reaches it after about four months.
-pub const MAX_POINTS: usize = 120;
+pub const MAX_POINTS: u32 = 120;
 
-/// One line of a trend chart: its name and one point per run, oldest first.
-pub struct Line {
-    /// Legend text.
-    pub name: &'static str,
-    /// One trend point per run, oldest first.
-    pub points: Vec<TrendPoint>,
+/// How a bucket of values becomes one point.
+#[derive(Debug, Clone, Copy)]
+pub enum Merge {
+    /// The median: for levels (a trend across nights, a median latency).
+    Median,
+    /// The maximum: for spikes that must stay visible (p99, errors).
+    Max,
+    /// The mean: for rates.
+    Mean,
 }
 
-/// A line chart of runs over time; `lines` share the x axis of the longest one.
-pub fn trend_svg(title: &str, lines: &[Line]) -> Result<String, WebError> {
-    let Some(longest) = lines.iter().map(|l| l.points.len()).max().filter(|n| *n > 0) else {
+impl Merge {
+    fn apply(self, values: &[f64]) -> f64 {
+        match self {
+            Self::Median => crate::analysis::level::median(values),
+            Self::Max => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            Self::Mean => values.iter().sum::<f64>() / values.len() as f64,
+        }
+    }
+}
+
+/// One line of a chart: legend, values at full resolution, and how buckets merge them.
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// One value per run or per second.
+    pub values: Vec<f64>,
+    /// How buckets of values become points.
+    pub merge: Merge,
+}
+
+/// One line of a trend chart: its legend and which figure of a bucket it draws.
+pub type TrendLine = (&'static str, fn(&TrendBucket) -> f64);
+
+/// A line chart of one endpoint across runs: `(legend, value of a bucket)` per line. The buckets come
+/// merged from the database (see `Store::trend_buckets`), at most [`MAX_POINTS`] of them.
+pub fn trend_svg(title: &str, buckets: &[&TrendBucket], lines: &[TrendLine]) -> Result<String, WebError> {
+    if buckets.is_empty() {
         return Ok(String::new());
-    };
-    let bucket = longest.div_ceil(MAX_POINTS);
-    let labels: Vec<String> = lines
+    }
+    let labels = buckets.iter().map(|b| b.started_at.format("%Y-%m-%d").to_string()).collect();
+    let series: Vec<Series> = lines
         .iter()
-        .find(|l| l.points.len() == longest)
-        .map(|l| l.points.chunks(bucket).map(|c| c[0].started_at.format("%Y-%m-%d").to_string()).collect())
-        .unwrap_or_default();
-    let series: Vec<(String, Vec<f64>)> =
-        lines.iter().map(|line| (line.name.to_owned(), line.points.iter().map(|p| p.value).collect())).collect();
-    line_svg(title, labels, &series, bucket)
+        .map(|(name, value)| Series {
+            name: (*name).to_owned(),
+            values: buckets.iter().map(|b| value(b)).collect(),
+            merge: Merge::Median,
+        })
+        .collect();
+    line_svg(title, labels, &series, 1)
 }
 
 /// A line chart of one endpoint's seconds within a run: `(legend, value per second)` per line.
-pub fn timeline_svg(title: &str, points: &[&TimelinePoint], series: &[(String, Vec<f64>)]) -> Result<String, WebError> {
+pub fn timeline_svg(title: &str, points: &[&TimelinePoint], series: &[Series]) -> Result<String, WebError> {
     if points.is_empty() {
         return Ok(String::new());
     }
-    let bucket = points.len().div_ceil(MAX_POINTS);
+    let bucket = points.len().div_ceil(MAX_POINTS as usize);
     let labels = points.chunks(bucket).map(|c| format!("{}s", c[0].elapsed_s)).collect();
     line_svg(title, labels, series, bucket)
 }
 
 /// Renders `series` (full resolution) merged into buckets of `bucket` values, one label per bucket.
-fn line_svg(
-    title: &str,
-    labels: Vec<String>,
-    series: &[(String, Vec<f64>)],
-    bucket: usize,
-) -> Result<String, WebError> {
-    let series: Vec<Series> = series
+fn line_svg(title: &str, labels: Vec<String>, series: &[Series], bucket: usize) -> Result<String, WebError> {
+    let series: Vec<charts_rs::Series> = series
         .iter()
-        .map(|(name, values)| {
-            let merged: Vec<f32> = values.chunks(bucket).map(|c| crate::analysis::level::median(c) as f32).collect();
-            (name.as_str(), merged).into()
+        .map(|s| {
+            let merged: Vec<f32> = s.values.chunks(bucket).map(|c| s.merge.apply(c) as f32).collect();
+            (s.name.as_str(), merged).into()
         })
         .collect();
     let mut chart = LineChart::new(series, labels);
@@ -65,7 +88,7 @@ fn line_svg(
     chart.svg().map_err(|e| WebError::Render(format!("chart `{title}`: {e:?}")))
 }
 
-/// Two runs' timelines of one endpoint on one chart: `value` of each second, run A against run B.
+/// Two runs' timelines of one endpoint on one chart: `value` of each second (bucket maxima), A against B.
 pub fn overlay_svg(
     title: &str,
     a: (&'static str, &[&TimelinePoint]),
@@ -76,11 +99,13 @@ pub fn overlay_svg(
     if longest == 0 {
         return Ok(String::new());
     }
-    let bucket = longest.div_ceil(MAX_POINTS);
+    let bucket = longest.div_ceil(MAX_POINTS as usize);
     let labels = (0..longest).step_by(bucket).map(|s| format!("{s}s")).collect();
-    let series = [
-        (a.0.to_owned(), a.1.iter().map(|p| value(p)).collect()),
-        (b.0.to_owned(), b.1.iter().map(|p| value(p)).collect()),
-    ];
+    let line = |(name, points): (&str, &[&TimelinePoint])| Series {
+        name: name.to_owned(),
+        values: points.iter().map(|p| value(p)).collect(),
+        merge: Merge::Max,
+    };
+    let series = [line(a), line(b)];
     line_svg(title, labels, &series, bucket)
 }

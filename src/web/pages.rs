@@ -6,10 +6,10 @@ use axum::response::Html;
 use chrono::Utc;
 use serde::Deserialize;
 
-use super::charts::{Line, trend_svg};
+use super::charts::{MAX_POINTS, TrendLine, trend_svg};
 use super::range::Range;
 use super::{AppState, WebError};
-use crate::store::{Metric, OVERALL_ENDPOINT, Run, ScenarioSummary};
+use crate::store::{OVERALL_ENDPOINT, Run, ScenarioSummary, TrendBucket};
 
 /// `/`: every scenario with its latest run.
 #[derive(Template)]
@@ -34,9 +34,11 @@ struct EndpointTrend {
     name: String,
     latency_svg: String,
     error_svg: String,
+    rate_svg: String,
 }
 
-/// `/scenarios/{name}`: per endpoint, p50/p95/p99 and the error rate over the chosen range.
+/// `/scenarios/{name}`: per endpoint, p50/p95/p99, the error rate and throughput over the chosen range;
+/// long ranges show time buckets averaged by the database (weekly over a year, about nine days over three).
 #[derive(Template)]
 #[template(path = "scenario.html")]
 struct ScenarioPage {
@@ -56,21 +58,20 @@ pub(super) async fn scenario(
         return Err(WebError::NotFound(format!("No scenario is called `{name}`.")));
     }
     let (from, to) = range.window(Utc::now());
+    let buckets = state.store.trend_buckets(&name, from, to, MAX_POINTS).await?;
+    let mut names: Vec<&str> = buckets.iter().map(|b| b.endpoint.as_str()).collect();
+    names.dedup();
+    // The whole run first, then the endpoints by name.
+    names.sort_by_key(|n| (*n != OVERALL_ENDPOINT, *n));
     let mut endpoints = Vec::new();
-    let mut names = vec![OVERALL_ENDPOINT.to_owned()];
-    names.extend(state.store.latest_endpoints(&name).await?);
     for endpoint in names {
-        let trend = |metric| state.store.trend(&name, &endpoint, metric, from, to);
-        let latency = [
-            Line { name: "p50 ms", points: trend(Metric::P50).await? },
-            Line { name: "p95 ms", points: trend(Metric::P95).await? },
-            Line { name: "p99 ms", points: trend(Metric::P99).await? },
-        ];
-        let errors = [Line { name: "errors %", points: trend(Metric::ErrorRate).await? }];
+        let series: Vec<&TrendBucket> = buckets.iter().filter(|b| b.endpoint == endpoint).collect();
+        let latency: [TrendLine; 3] = [("p50 ms", |b| b.p50_ms), ("p95 ms", |b| b.p95_ms), ("p99 ms", |b| b.p99_ms)];
         endpoints.push(EndpointTrend {
-            latency_svg: trend_svg(&format!("{endpoint}: response time"), &latency)?,
-            error_svg: trend_svg(&format!("{endpoint}: error rate"), &errors)?,
-            name: endpoint,
+            latency_svg: trend_svg(&format!("{endpoint}: response time"), &series, &latency)?,
+            error_svg: trend_svg(&format!("{endpoint}: error rate"), &series, &[("errors %", |b| b.error_pct)])?,
+            rate_svg: trend_svg(&format!("{endpoint}: throughput"), &series, &[("requests/s", |b| b.rate)])?,
+            name: endpoint.to_owned(),
         });
     }
     let runs = state.store.last_runs(&name, 20).await?;

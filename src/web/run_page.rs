@@ -7,7 +7,7 @@ use askama::Template;
 use axum::extract::{Path, State};
 use axum::response::Html;
 
-use super::charts::timeline_svg;
+use super::charts::{Merge, Series, timeline_svg};
 use super::{AppState, WebError};
 use crate::store::{EndpointResult, Run, RunDetail, TimelinePoint, Verdict};
 
@@ -75,19 +75,25 @@ fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError
     let mut charts = Vec::new();
     for name in names {
         let seconds: Vec<&TimelinePoint> = points.iter().filter(|p| p.endpoint == name).collect();
-        let series = |f: fn(&TimelinePoint) -> f64| seconds.iter().map(|p| f(p)).collect::<Vec<f64>>();
+        // Spikes must survive merging into buckets: p99 and errors take the bucket's maximum.
+        let series = |name: &str, merge, f: fn(&TimelinePoint) -> f64| Series {
+            name: name.to_owned(),
+            values: seconds.iter().map(|p| f(p)).collect(),
+            merge,
+        };
         let latency = [
-            ("p50 ms".to_owned(), series(|p| p.p50_us as f64 / 1000.0)),
-            ("p99 ms".to_owned(), series(|p| p.p99_us as f64 / 1000.0)),
+            series("p50 ms", Merge::Median, |p| p.p50_us as f64 / 1000.0),
+            series("p99 ms", Merge::Max, |p| p.p99_us as f64 / 1000.0),
         ];
-        let rate = [("requests/s".to_owned(), series(|p| p.requests as f64))];
+        let rate = [series("requests/s", Merge::Mean, |p| p.requests as f64)];
         let classes: BTreeSet<&str> =
             seconds.iter().flat_map(|p| p.errors_by_class.keys().map(String::as_str)).collect();
-        let errors: Vec<(String, Vec<f64>)> = classes
+        let errors: Vec<Series> = classes
             .into_iter()
-            .map(|class| {
-                let per_second = seconds.iter().map(|p| p.errors_by_class.get(class).copied().unwrap_or(0) as f64);
-                (class.to_owned(), per_second.collect())
+            .map(|class| Series {
+                name: class.to_owned(),
+                values: seconds.iter().map(|p| p.errors_by_class.get(class).copied().unwrap_or(0) as f64).collect(),
+                merge: Merge::Max,
             })
             .collect();
         charts.push(EndpointTimeline {

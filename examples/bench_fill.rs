@@ -1,0 +1,92 @@
+//! Fills a SQLite database for `ci/bench-dashboard.sh`: three years of nightly runs of one scenario with 20
+//! endpoints, and per-second timelines (10 minutes) for the last 30 runs. Goes through the real store.
+//!
+//!     cargo run --release --example bench_fill -- /tmp/bench.db
+
+use std::collections::BTreeMap;
+
+use chrono::{Duration, Utc};
+use degrade::store::{
+    DatabaseUrl, EndpointResult, LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus, Store, TimelinePoint,
+};
+
+const NIGHTS: i64 = 3 * 365;
+const ENDPOINTS: usize = 20;
+const TIMELINE_RUNS: i64 = 30;
+const TIMELINE_SECONDS: i64 = 600;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let path = std::env::args().nth(1).ok_or_else(|| anyhow::anyhow!("usage: bench_fill DB_PATH"))?;
+    let store = Store::connect(&DatabaseUrl::Sqlite(path.into())).await?;
+    let names: Vec<String> = (0..ENDPOINTS).map(|i| format!("GET /resource{i}/{{id}}")).collect();
+    let first = Utc::now() - Duration::days(NIGHTS);
+    for night in 0..NIGHTS {
+        let started_at = first + Duration::days(night);
+        let run = NewRun {
+            scenario: "bench".into(),
+            build_id: Some(format!("1.{}.{}", night / 30, night % 30)),
+            seed: night,
+            scenario_hash: "bench".into(),
+            scenario_source: None,
+            started_at,
+        };
+        let id = store.create_run(&run).await?;
+        let wobble = 1.0 + ((night * 7919) % 41) as f64 / 400.0;
+        let mut endpoints: Vec<EndpointResult> =
+            names.iter().enumerate().map(|(i, name)| endpoint(name, (20.0 + i as f64 * 5.0) * wobble)).collect();
+        endpoints.push(endpoint(OVERALL_ENDPOINT, 60.0 * wobble));
+        let timeline = if night >= NIGHTS - TIMELINE_RUNS { timeline(&names) } else { Vec::new() };
+        let results = RunResults {
+            status: RunStatus::Finished,
+            finished_at: started_at + Duration::minutes(10),
+            validity_reasons: vec![],
+            load_summary: LoadSummary::default(),
+            endpoints,
+            timeline,
+        };
+        store.finish_run(id, &results).await?;
+    }
+    store.close().await;
+    println!("filled: {NIGHTS} runs x {ENDPOINTS} endpoints, timelines for the last {TIMELINE_RUNS}");
+    Ok(())
+}
+
+fn endpoint(name: &str, p95_ms: f64) -> EndpointResult {
+    let us = (p95_ms * 1000.0) as i64;
+    EndpointResult {
+        endpoint: name.to_owned(),
+        requests: 6000,
+        errors: 2,
+        rate: 10.0,
+        p50_us: us / 2,
+        p75_us: us * 3 / 4,
+        p90_us: us * 9 / 10,
+        p95_us: us,
+        p99_us: us * 2,
+        p999_us: us * 3,
+        max_us: us * 4,
+        mean_us: us as f64 / 1.8,
+        errors_by_class: BTreeMap::from([("http_5xx".to_owned(), 2)]),
+        error_samples: BTreeMap::new(),
+        histogram: vec![0; 64],
+    }
+}
+
+fn timeline(names: &[String]) -> Vec<TimelinePoint> {
+    names
+        .iter()
+        .flat_map(|name| {
+            (0..TIMELINE_SECONDS).map(move |s| TimelinePoint {
+                endpoint: name.clone(),
+                elapsed_s: s,
+                requests: 10,
+                errors: 0,
+                p50_us: 20_000 + s,
+                p99_us: 80_000 + s,
+                max_us: 100_000,
+                errors_by_class: BTreeMap::new(),
+            })
+        })
+        .collect()
+}

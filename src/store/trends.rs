@@ -1,0 +1,92 @@
+//! Trend pages in one query: every endpoint of a scenario over a time range, merged in the database into at
+//! most a fixed number of time buckets, so a page over three years reads as few rows as one over three weeks.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use super::{Store, StoreError, from_millis, on_pool, to_millis};
+
+/// The runs of one endpoint that started within one time bucket, averaged. Latencies are in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrendBucket {
+    /// Step name, or `(all)`.
+    pub endpoint: String,
+    /// When the bucket's first run started.
+    pub started_at: DateTime<Utc>,
+    /// How many runs the bucket holds (one, for ranges shorter than the bucket count in nights).
+    pub runs: i64,
+    /// Mean of the runs' p50, ms.
+    pub p50_ms: f64,
+    /// Mean of the runs' p95, ms.
+    pub p95_ms: f64,
+    /// Mean of the runs' p99, ms.
+    pub p99_ms: f64,
+    /// Mean of the runs' error rates, percent.
+    pub error_pct: f64,
+    /// Mean of the runs' throughput, requests per second.
+    pub rate: f64,
+}
+
+#[derive(sqlx::FromRow)]
+struct BucketRow {
+    endpoint: String,
+    started_at: i64,
+    runs: i64,
+    p50_us: f64,
+    p95_us: f64,
+    p99_us: f64,
+    error_pct: f64,
+    rate: f64,
+}
+
+impl Store {
+    /// Every endpoint of `scenario` in `[from, to)`, in at most `buckets` equal time buckets per endpoint,
+    /// by endpoint then time. Runs of every status that stored results are included.
+    pub async fn trend_buckets(
+        &self,
+        scenario: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        buckets: u32,
+    ) -> Result<Vec<TrendBucket>, StoreError> {
+        let first = "select min(runs.started_at) from runs join scenarios on scenarios.id = runs.scenario_id \
+                     where scenarios.name = $1";
+        let first: Option<i64> =
+            on_pool!(self, |pool| sqlx::query_scalar(first).bind(scenario).fetch_one(pool).await?);
+        let Some(first) = first else { return Ok(Vec::new()) };
+        // The range starts no earlier than the first run, so "all" is split over the real history.
+        let from = to_millis(from).max(first);
+        let to = to_millis(to);
+        let width = ((to - from) / i64::from(buckets.max(1))).max(Duration::minutes(1).num_milliseconds());
+        let query = "select r.endpoint, min(runs.started_at) as started_at, count(*) as runs, \
+             cast(avg(r.p50_us) as double precision) as p50_us, cast(avg(r.p95_us) as double precision) as p95_us, \
+             cast(avg(r.p99_us) as double precision) as p99_us, cast(avg(r.error_pct) as double precision) as error_pct, \
+             cast(avg(r.rate) as double precision) as rate \
+             from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
+             where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 \
+             group by r.endpoint, (runs.started_at - $2) / $4 order by r.endpoint, started_at";
+        let rows: Vec<BucketRow> = on_pool!(self, |pool| sqlx::query_as(query)
+            .bind(scenario)
+            .bind(from)
+            .bind(to)
+            .bind(width)
+            .fetch_all(pool)
+            .await?);
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let BucketRow { endpoint, started_at, runs, p50_us, p95_us, p99_us, error_pct, rate } = row;
+                TrendBucket {
+                    endpoint,
+                    started_at: from_millis(started_at),
+                    runs,
+                    p50_ms: p50_us / 1000.0,
+                    p95_ms: p95_us / 1000.0,
+                    p99_ms: p99_us / 1000.0,
+                    error_pct,
+                    rate,
+                }
+            })
+            .collect())
+    }
+}
