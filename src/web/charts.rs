@@ -109,3 +109,27 @@ pub fn overlay_svg(
     let series = [line(a), line(b)];
     line_svg(title, labels, &series, bucket)
 }
+
+/// A sparkline: a tiny inline SVG polyline of `values` (oldest first), no axes, for the overview.
+#[must_use]
+pub fn sparkline_svg(values: &[f64]) -> String {
+    const WIDTH: f64 = 120.0;
+    const HEIGHT: f64 = 24.0;
+    if values.len() < 2 {
+        return String::new();
+    }
+    // The axis starts at zero, so night-to-night noise looks as small as it is and a +30 % step stands out.
+    let (low, high) = values.iter().fold((0.0_f64, f64::NEG_INFINITY), |(l, h), v| (l.min(*v), h.max(*v)));
+    let span = if high > low { high - low } else { 1.0 };
+    let step = WIDTH / (values.len() - 1) as f64;
+    let points: Vec<String> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{:.1},{:.1}", i as f64 * step, HEIGHT - 2.0 - (v - low) / span * (HEIGHT - 4.0)))
+        .collect();
+    format!(
+        "<svg class=\"spark\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\">\
+         <polyline fill=\"none\" stroke=\"#3b6fd8\" stroke-width=\"1.5\" points=\"{}\"/></svg>",
+        points.join(" ")
+    )
+}

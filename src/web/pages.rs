@@ -6,21 +6,50 @@ use axum::response::Html;
 use chrono::Utc;
 use serde::Deserialize;
 
-use super::charts::{MAX_POINTS, TrendLine, trend_svg};
+use super::charts::{MAX_POINTS, TrendLine, sparkline_svg, trend_svg};
 use super::range::Range;
 use super::{AppState, WebError};
 use crate::store::{OVERALL_ENDPOINT, Run, ScenarioSummary, TrendBucket};
 
-/// `/`: every scenario with its latest run.
+/// How many days of p95 the overview's sparklines show.
+const SPARKLINE_DAYS: i64 = 30;
+
+/// One scenario on the overview: its summary and a p95 sparkline per endpoint.
+struct ScenarioCard {
+    summary: ScenarioSummary,
+    sparklines: Vec<(String, String, String)>,
+}
+
+/// `/`: every scenario with its latest run, and the last month's p95 of each endpoint.
 #[derive(Template)]
 #[template(path = "overview.html")]
 struct OverviewPage {
-    scenarios: Vec<ScenarioSummary>,
+    scenarios: Vec<ScenarioCard>,
 }
 
 pub(super) async fn overview(State(state): State<AppState>) -> Result<Html<String>, WebError> {
-    let scenarios = state.store.scenario_summaries().await?;
+    let now = Utc::now();
+    let mut scenarios = Vec::new();
+    for summary in state.store.scenario_summaries().await? {
+        let from = now - chrono::Duration::days(SPARKLINE_DAYS);
+        let buckets = state.store.trend_buckets(&summary.name, from, now, SPARKLINE_DAYS as u32).await?;
+        let mut sparklines = Vec::new();
+        for endpoint in endpoint_names(&buckets) {
+            let p95: Vec<f64> = buckets.iter().filter(|b| b.endpoint == endpoint).map(|b| b.p95_ms).collect();
+            let latest = p95.last().map(|v| format!("{v:.1} ms")).unwrap_or_default();
+            sparklines.push((endpoint.to_owned(), sparkline_svg(&p95), latest));
+        }
+        scenarios.push(ScenarioCard { summary, sparklines });
+    }
     Ok(Html(OverviewPage { scenarios }.render()?))
+}
+
+/// The endpoints in `buckets` (sorted by endpoint), the whole run first.
+fn endpoint_names(buckets: &[TrendBucket]) -> Vec<&str> {
+    let mut names: Vec<&str> = buckets.iter().map(|b| b.endpoint.as_str()).collect();
+    names.dedup();
+    names.sort_by_key(|n| (*n != OVERALL_ENDPOINT, *n));
+    names
 }
 
 /// `?range=` of the trend page.
@@ -59,12 +88,8 @@ pub(super) async fn scenario(
     }
     let (from, to) = range.window(Utc::now());
     let buckets = state.store.trend_buckets(&name, from, to, MAX_POINTS).await?;
-    let mut names: Vec<&str> = buckets.iter().map(|b| b.endpoint.as_str()).collect();
-    names.dedup();
-    // The whole run first, then the endpoints by name.
-    names.sort_by_key(|n| (*n != OVERALL_ENDPOINT, *n));
     let mut endpoints = Vec::new();
-    for endpoint in names {
+    for endpoint in endpoint_names(&buckets) {
         let series: Vec<&TrendBucket> = buckets.iter().filter(|b| b.endpoint == endpoint).collect();
         let latency: [TrendLine; 3] = [("p50 ms", |b| b.p50_ms), ("p95 ms", |b| b.p95_ms), ("p99 ms", |b| b.p99_ms)];
         endpoints.push(EndpointTrend {

@@ -315,3 +315,37 @@ async fn posts_need_a_configured_token_and_pages_can_require_it() {
     let challenge = locked.client.get(format!("{}/", locked.address)).send().await.unwrap();
     assert_eq!(challenge.headers()["www-authenticate"], "Basic realm=\"degrade\", charset=\"UTF-8\"");
 }
+
+/// The trend page in a real browser: headless Chromium renders it to a screenshot. `.ci/run` installs
+/// Debian's chromium; elsewhere the test is skipped when no browser is installed.
+#[tokio::test]
+async fn a_browser_renders_the_trend_page() {
+    let Some(chromium) =
+        ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| std::path::Path::new(p).exists())
+    else {
+        assert!(std::env::var("CI").is_err(), "CI must have chromium: .ci/run installs it");
+        eprintln!("skipped: no chromium installed");
+        return;
+    };
+    let db = TestDb::sqlite();
+    let (app, store) = TestApp::spawn(&db).await;
+    nights(&store, 10).await;
+    let dir = tempfile::tempdir().unwrap();
+    let shot = dir.path().join("trend.png");
+    let url = format!("{}/scenarios/checkout?range=30d", app.address);
+    let mut browser = tokio::process::Command::new(chromium);
+    browser
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
+        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
+        .args(["--window-size=1200,1600", "--hide-scrollbars"])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(std::time::Duration::from_mins(2), browser.output()).await.unwrap().unwrap();
+    assert!(output.status.success(), "chromium failed: {}", String::from_utf8_lossy(&output.stderr));
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG file");
+    // A blank 1200x1600 page compresses to a few KB; charts, tables and text make it far larger.
+    assert!(png.len() > 40_000, "the screenshot looks empty: {} bytes", png.len());
+}
