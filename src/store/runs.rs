@@ -24,6 +24,9 @@ macro_rules! trend_query {
     };
 }
 
+/// `weekly_results.week` is the run's start divided by this.
+pub(super) const MILLIS_PER_WEEK: i64 = 7 * 24 * 3600 * 1000;
+
 /// Rows of the timeline written per statement: 9 binds each stays far below both backends' bind limits.
 const TIMELINE_ROWS_PER_INSERT: usize = 1000;
 
@@ -80,6 +83,18 @@ impl Store {
         let insert_endpoint = "insert into endpoint_results (run_id, endpoint, requests, errors, error_pct, rate, \
             p50_us, p75_us, p90_us, p95_us, p99_us, p999_us, max_us, mean_us, errors_by_class, error_samples, histogram) \
             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+        let run_place = "select scenario_id, started_at from runs where id = $1";
+        // Keeps `weekly_results` (the trend pages' long ranges) in step, in the same transaction.
+        let add_to_week = "insert into weekly_results (scenario_id, endpoint, week, first_started_at, runs, \
+            sum_p50_us, sum_p95_us, sum_p99_us, sum_error_pct, sum_rate) values ($1, $2, $3, $4, 1, $5, $6, $7, $8, $9) \
+            on conflict (scenario_id, endpoint, week) do update set runs = weekly_results.runs + 1, \
+            first_started_at = case when excluded.first_started_at < weekly_results.first_started_at \
+              then excluded.first_started_at else weekly_results.first_started_at end, \
+            sum_p50_us = weekly_results.sum_p50_us + excluded.sum_p50_us, \
+            sum_p95_us = weekly_results.sum_p95_us + excluded.sum_p95_us, \
+            sum_p99_us = weekly_results.sum_p99_us + excluded.sum_p99_us, \
+            sum_error_pct = weekly_results.sum_error_pct + excluded.sum_error_pct, \
+            sum_rate = weekly_results.sum_rate + excluded.sum_rate";
         let timeline_head = "insert into timeline (run_id, endpoint, elapsed_s, requests, errors, p50_us, p99_us, \
                              max_us, errors_by_class) ";
         let updated = in_transaction!(self, |tx| {
@@ -93,8 +108,22 @@ impl Store {
                 .await?
                 .rows_affected();
             if updated == 1 {
+                let (scenario_id, started_at): (i64, i64) =
+                    sqlx::query_as(run_place).bind(id).fetch_one(&mut *tx).await?;
                 for e in &results.endpoints {
                     bind_endpoint(sqlx::query(insert_endpoint).bind(id), e).execute(&mut *tx).await?;
+                    sqlx::query(add_to_week)
+                        .bind(scenario_id)
+                        .bind(&e.endpoint)
+                        .bind(started_at / MILLIS_PER_WEEK)
+                        .bind(started_at)
+                        .bind(e.p50_us as f64)
+                        .bind(e.p95_us as f64)
+                        .bind(e.p99_us as f64)
+                        .bind(e.error_pct())
+                        .bind(e.rate)
+                        .execute(&mut *tx)
+                        .await?;
                 }
                 for chunk in results.timeline.chunks(TIMELINE_ROWS_PER_INSERT) {
                     let mut insert = QueryBuilder::new(timeline_head);

@@ -1,5 +1,6 @@
 //! Trend pages in one query: every endpoint of a scenario over a time range, merged in the database into at
-//! most a fixed number of time buckets, so a page over three years reads as few rows as one over three weeks.
+//! most a fixed number of time buckets. Ranges over 120 days read `weekly_results` (kept up to date by
+//! `finish_run`), so a page over three years reads about as few rows as one over three months.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -26,6 +27,29 @@ pub struct TrendBucket {
     /// Mean of the runs' throughput, requests per second.
     pub rate: f64,
 }
+
+/// Ranges longer than this read the weekly sums instead of every run.
+const WEEKLY_FROM: Duration = Duration::days(120);
+
+/// Every run's figures in the range, averaged per bucket.
+const PER_RUN: &str = "select r.endpoint, min(runs.started_at) as started_at, count(*) as runs, \
+    cast(avg(r.p50_us) as double precision) as p50_us, cast(avg(r.p95_us) as double precision) as p95_us, \
+    cast(avg(r.p99_us) as double precision) as p99_us, cast(avg(r.error_pct) as double precision) as error_pct, \
+    cast(avg(r.rate) as double precision) as rate \
+    from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
+    where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 \
+    group by r.endpoint, (runs.started_at - $2) / $4 order by r.endpoint, started_at";
+
+/// The weekly sums in the range, merged per bucket (weighted by their run counts).
+const WEEKLY: &str = "select w.endpoint, min(w.first_started_at) as started_at, cast(sum(w.runs) as bigint) as runs, \
+    cast(sum(w.sum_p50_us) / sum(w.runs) as double precision) as p50_us, \
+    cast(sum(w.sum_p95_us) / sum(w.runs) as double precision) as p95_us, \
+    cast(sum(w.sum_p99_us) / sum(w.runs) as double precision) as p99_us, \
+    cast(sum(w.sum_error_pct) / sum(w.runs) as double precision) as error_pct, \
+    cast(sum(w.sum_rate) / sum(w.runs) as double precision) as rate \
+    from weekly_results w join scenarios on scenarios.id = w.scenario_id \
+    where scenarios.name = $1 and w.first_started_at >= $2 and w.first_started_at < $3 \
+    group by w.endpoint, (w.first_started_at - $2) / $4 order by w.endpoint, started_at";
 
 #[derive(sqlx::FromRow)]
 struct BucketRow {
@@ -58,13 +82,7 @@ impl Store {
         let from = to_millis(from).max(first);
         let to = to_millis(to);
         let width = ((to - from) / i64::from(buckets.max(1))).max(Duration::minutes(1).num_milliseconds());
-        let query = "select r.endpoint, min(runs.started_at) as started_at, count(*) as runs, \
-             cast(avg(r.p50_us) as double precision) as p50_us, cast(avg(r.p95_us) as double precision) as p95_us, \
-             cast(avg(r.p99_us) as double precision) as p99_us, cast(avg(r.error_pct) as double precision) as error_pct, \
-             cast(avg(r.rate) as double precision) as rate \
-             from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
-             where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 \
-             group by r.endpoint, (runs.started_at - $2) / $4 order by r.endpoint, started_at";
+        let query = if to - from > WEEKLY_FROM.num_milliseconds() { WEEKLY } else { PER_RUN };
         let rows: Vec<BucketRow> = on_pool!(self, |pool| sqlx::query_as(query)
             .bind(scenario)
             .bind(from)

@@ -8,7 +8,7 @@ use super::WebError;
 use crate::store::{TimelinePoint, TrendBucket};
 
 /// The most points one line of a chart holds. A nightly series reaches it after about four months.
-pub const MAX_POINTS: u32 = 120;
+pub const MAX_POINTS: u32 = 60;
 
 /// How a bucket of values becomes one point.
 #[derive(Debug, Clone, Copy)]

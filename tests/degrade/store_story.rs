@@ -336,3 +336,41 @@ async fn baseline_selection(db: &TestDb) {
     }
     store.close().await;
 }
+
+#[tokio::test]
+async fn long_trends_on_sqlite() {
+    long_trends(&TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+async fn long_trends_on_postgres() {
+    let Some(db) = TestDb::postgres().await else { return };
+    long_trends(&db).await;
+}
+
+/// Trend buckets over a long range come from the weekly sums kept by `finish_run`, and agree with the runs.
+async fn long_trends(db: &TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let nights = 200;
+    let first = night(0);
+    for n in 0..nights {
+        let id = store.create_run(&new_run(n)).await.unwrap();
+        // p95 alternates 100 ms / 120 ms: every bucket of whole pairs averages 110 ms.
+        let mut stored = results(n, 100 + (n % 2) * 20, RunStatus::Finished, &[]);
+        stored.timeline.clear();
+        store.finish_run(id, &stored).await.unwrap();
+    }
+    let end = night(nights);
+    let weekly = store.trend_buckets("checkout", first, end, 20).await.unwrap();
+    let boards: Vec<_> = weekly.iter().filter(|b| b.endpoint == "GET /boards/{id}").collect();
+    assert!(boards.len() <= 21 && boards.len() >= 15, "{} buckets", boards.len());
+    assert_eq!(boards.iter().map(|b| b.runs).sum::<i64>(), nights, "every run is in some bucket");
+    let total: f64 = boards.iter().map(|b| b.p95_ms * b.runs as f64).sum();
+    assert!((total / nights as f64 - 110.0).abs() < 1e-6, "weighted mean {}", total / nights as f64);
+    assert!(boards.iter().all(|b| (100.0..=120.0).contains(&b.p95_ms)));
+    // A short range reads every run: one bucket per night.
+    let recent = store.trend_buckets("checkout", night(190), end, 60).await.unwrap();
+    let recent: Vec<_> = recent.iter().filter(|b| b.endpoint == "GET /boards/{id}").map(|b| b.p95_ms).collect();
+    assert_eq!(recent, [100.0, 120.0, 100.0, 120.0, 100.0, 120.0, 100.0, 120.0, 100.0, 120.0]);
+    store.close().await;
+}
