@@ -26,6 +26,12 @@ pub struct TrendBucket {
     pub error_pct: f64,
     /// Mean of the runs' throughput, requests per second.
     pub rate: f64,
+    /// Runs in the bucket judged `regressed` (per-run ranges only; 0 over weekly sums).
+    pub regressed: i64,
+    /// Runs in the bucket marked `invalid` (per-run ranges only; 0 over weekly sums).
+    pub invalid: i64,
+    /// The newest build in the bucket (per-run ranges only).
+    pub build_id: Option<String>,
 }
 
 /// Ranges longer than this read the weekly sums instead of every run.
@@ -35,7 +41,9 @@ const WEEKLY_FROM: Duration = Duration::days(120);
 const PER_RUN: &str = "select r.endpoint, min(runs.started_at) as started_at, count(*) as runs, \
     cast(avg(r.p50_us) as double precision) as p50_us, cast(avg(r.p95_us) as double precision) as p95_us, \
     cast(avg(r.p99_us) as double precision) as p99_us, cast(avg(r.error_pct) as double precision) as error_pct, \
-    cast(avg(r.rate) as double precision) as rate \
+    cast(avg(r.rate) as double precision) as rate, \
+    sum(case when runs.status = 'regressed' then 1 else 0 end) as regressed, \
+    sum(case when runs.status = 'invalid' then 1 else 0 end) as invalid, max(runs.build_id) as build_id \
     from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
     where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 \
     group by r.endpoint, (runs.started_at - $2) / $4 order by r.endpoint, started_at";
@@ -46,7 +54,8 @@ const WEEKLY: &str = "select w.endpoint, min(w.first_started_at) as started_at, 
     cast(sum(w.sum_p95_us) / sum(w.runs) as double precision) as p95_us, \
     cast(sum(w.sum_p99_us) / sum(w.runs) as double precision) as p99_us, \
     cast(sum(w.sum_error_pct) / sum(w.runs) as double precision) as error_pct, \
-    cast(sum(w.sum_rate) / sum(w.runs) as double precision) as rate \
+    cast(sum(w.sum_rate) / sum(w.runs) as double precision) as rate, \
+    cast(0 as bigint) as regressed, cast(0 as bigint) as invalid, cast(null as text) as build_id \
     from weekly_results w join scenarios on scenarios.id = w.scenario_id \
     where scenarios.name = $1 and w.first_started_at >= $2 and w.first_started_at < $3 \
     group by w.endpoint, (w.first_started_at - $2) / $4 order by w.endpoint, started_at";
@@ -61,6 +70,9 @@ struct BucketRow {
     p99_us: f64,
     error_pct: f64,
     rate: f64,
+    regressed: i64,
+    invalid: i64,
+    build_id: Option<String>,
 }
 
 impl Store {
@@ -93,7 +105,19 @@ impl Store {
         Ok(rows
             .into_iter()
             .map(|row| {
-                let BucketRow { endpoint, started_at, runs, p50_us, p95_us, p99_us, error_pct, rate } = row;
+                let BucketRow {
+                    endpoint,
+                    started_at,
+                    runs,
+                    p50_us,
+                    p95_us,
+                    p99_us,
+                    error_pct,
+                    rate,
+                    regressed,
+                    invalid,
+                    build_id,
+                } = row;
                 TrendBucket {
                     endpoint,
                     started_at: from_millis(started_at),
@@ -103,6 +127,9 @@ impl Store {
                     p99_ms: p99_us / 1000.0,
                     error_pct,
                     rate,
+                    regressed,
+                    invalid,
+                    build_id,
                 }
             })
             .collect())

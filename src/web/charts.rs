@@ -44,9 +44,26 @@ pub struct Series {
 /// One line of a trend chart: its legend and which figure of a bucket it draws.
 pub type TrendLine = (&'static str, fn(&TrendBucket) -> f64);
 
+/// What a trend chart marks on its line `on`: a shaded band (the baseline's usual range) and points
+/// (regressed runs).
+#[derive(Debug, Clone, Default)]
+pub struct Marks {
+    /// The index of the line that carries the marks.
+    pub on: usize,
+    /// `(low, high)` of the shaded band.
+    pub band: Option<(f64, f64)>,
+    /// Indices of the points to mark.
+    pub points: Vec<usize>,
+}
+
 /// A line chart of one endpoint across runs: `(legend, value of a bucket)` per line. The buckets come
 /// merged from the database (see `Store::trend_buckets`), at most [`MAX_POINTS`] of them.
-pub fn trend_svg(title: &str, buckets: &[&TrendBucket], lines: &[TrendLine]) -> Result<String, WebError> {
+pub fn trend_svg(
+    title: &str,
+    buckets: &[&TrendBucket],
+    lines: &[TrendLine],
+    marks: &Marks,
+) -> Result<String, WebError> {
     if buckets.is_empty() {
         return Ok(String::new());
     }
@@ -59,7 +76,20 @@ pub fn trend_svg(title: &str, buckets: &[&TrendBucket], lines: &[TrendLine]) -> 
             merge: Merge::Median,
         })
         .collect();
-    line_svg(title, labels, &series, 1)
+    let mut chart = line_chart(title, labels, &series, 1);
+    if let Some(line) = chart.series_list.get_mut(marks.on) {
+        if let Some((low, high)) = marks.band {
+            line.mark_areas.push(charts_rs::MarkArea {
+                from: charts_rs::MarkLineCategory::Value(low as f32),
+                to: charts_rs::MarkLineCategory::Value(high as f32),
+                ..charts_rs::MarkArea::default()
+            });
+        }
+        line.mark_points.extend(
+            marks.points.iter().map(|i| charts_rs::MarkPoint { category: charts_rs::MarkPointCategory::Index(*i) }),
+        );
+    }
+    chart.svg().map_err(|e| WebError::Render(format!("chart `{title}`: {e:?}")))
 }
 
 /// A line chart of one endpoint's seconds within a run: `(legend, value per second)` per line.
@@ -74,6 +104,11 @@ pub fn timeline_svg(title: &str, points: &[&TimelinePoint], series: &[Series]) -
 
 /// Renders `series` (full resolution) merged into buckets of `bucket` values, one label per bucket.
 fn line_svg(title: &str, labels: Vec<String>, series: &[Series], bucket: usize) -> Result<String, WebError> {
+    line_chart(title, labels, series, bucket).svg().map_err(|e| WebError::Render(format!("chart `{title}`: {e:?}")))
+}
+
+/// The chart of `series` (full resolution) merged into buckets of `bucket` values, one label per bucket.
+fn line_chart(title: &str, labels: Vec<String>, series: &[Series], bucket: usize) -> LineChart {
     let series: Vec<charts_rs::Series> = series
         .iter()
         .map(|s| {
@@ -85,7 +120,7 @@ fn line_svg(title: &str, labels: Vec<String>, series: &[Series], bucket: usize) 
     title.clone_into(&mut chart.title.text);
     chart.width = 720.0;
     chart.height = 260.0;
-    chart.svg().map_err(|e| WebError::Render(format!("chart `{title}`: {e:?}")))
+    chart
 }
 
 /// Two runs' timelines of one endpoint on one chart: `value` of each second (bucket maxima), A against B.

@@ -11,9 +11,10 @@ mod charts;
 mod compare;
 mod error;
 mod metrics;
-mod pages;
+mod overview_page;
 mod range;
 mod run_page;
+mod trend_page;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -40,8 +41,8 @@ pub struct AppState {
 /// Every route of the dashboard and the API.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/", get(pages::overview))
-        .route("/scenarios/{name}", get(pages::scenario))
+        .route("/", get(overview_page::page))
+        .route("/scenarios/{name}", get(trend_page::page))
         .route("/runs/{id}", get(run_page::page))
         .route("/compare", get(compare::page))
         .route("/alerts", get(alerts::page))

@@ -179,6 +179,11 @@ async fn dashboard_story(db: &TestDb) {
         assert_eq!(status, 200, "{range}");
         assert!(body.contains("<svg") && body.contains("GET /boards/{id}: response time"), "{range}: {body}");
     }
+    let (_, body) = app.get("/scenarios/checkout?range=30d").await;
+    assert!(body.contains(": the run was judged regressed (build 1.0.9)</li>"), "{body}");
+    assert!(body.contains("<li>9 build changes in this range</li>"), "{body}");
+    let (_, body) = app.get("/scenarios/checkout?range=7d").await;
+    assert!(body.contains(": build 1.0.8 → 1.0.9</li>"), "a few build changes are listed one by one: {body}");
 
     let (status, body) = app.get(&format!("/runs/{last}")).await;
     assert_eq!(status, 200);
