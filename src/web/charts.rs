@@ -1,14 +1,17 @@
-//! Charts as inline SVG (charts-rs): trends across runs and per-second timelines within a run. No chart
-//! holds more than [`MAX_POINTS`] points per line: trends arrive merged from the database, and timelines
-//! are merged here, so a chart costs the same for three weeks as for three years.
+//! Charts as inline SVG (charts-rs): trends across runs and per-second timelines within a run. Trends arrive
+//! merged from the database into as many buckets as their range allows, timelines are merged here into at
+//! most [`MAX_POINTS`], so a chart costs about the same for three weeks as for three years.
 
 use charts_rs::LineChart;
 
 use super::WebError;
 use crate::store::{TimelinePoint, TrendBucket};
 
-/// The most points one line of a chart holds. A nightly series reaches it after about four months.
-pub const MAX_POINTS: u32 = 60;
+/// Lines with more points than this are drawn without a dot on each point.
+const SYMBOLS_UP_TO: usize = 31;
+
+/// The most points one line of a per-second timeline holds.
+const MAX_POINTS: usize = 120;
 
 /// How a bucket of values becomes one point.
 #[derive(Debug, Clone, Copy)]
@@ -57,7 +60,7 @@ pub struct Marks {
 }
 
 /// A line chart of one endpoint across runs: `(legend, value of a bucket)` per line. The buckets come
-/// merged from the database (see `Store::trend_buckets`), at most [`MAX_POINTS`] of them.
+/// merged from the database (see `Store::trend_buckets`), as many as the range allows.
 pub fn trend_svg(
     title: &str,
     buckets: &[&TrendBucket],
@@ -97,7 +100,7 @@ pub fn timeline_svg(title: &str, points: &[&TimelinePoint], series: &[Series]) -
     if points.is_empty() {
         return Ok(String::new());
     }
-    let bucket = points.len().div_ceil(MAX_POINTS as usize);
+    let bucket = points.len().div_ceil(MAX_POINTS);
     let labels = points.chunks(bucket).map(|c| format!("{}s", c[0].elapsed_s)).collect();
     line_svg(title, labels, series, bucket)
 }
@@ -116,8 +119,13 @@ fn line_chart(title: &str, labels: Vec<String>, series: &[Series], bucket: usize
             (s.name.as_str(), merged).into()
         })
         .collect();
+    let points = series.first().map_or(0, |s| s.data.len());
     let mut chart = LineChart::new(series, labels);
     title.clone_into(&mut chart.title.text);
+    if points > SYMBOLS_UP_TO {
+        // A dot per point only clutters a long line, and doubles the SVG's size.
+        chart.series.symbol = Some(charts_rs::Symbol::None);
+    }
     chart.width = 720.0;
     chart.height = 260.0;
     chart
@@ -134,7 +142,7 @@ pub fn overlay_svg(
     if longest == 0 {
         return Ok(String::new());
     }
-    let bucket = longest.div_ceil(MAX_POINTS as usize);
+    let bucket = longest.div_ceil(MAX_POINTS);
     let labels = (0..longest).step_by(bucket).map(|s| format!("{s}s")).collect();
     let line = |(name, points): (&str, &[&TimelinePoint])| Series {
         name: name.to_owned(),

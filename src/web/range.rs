@@ -46,6 +46,19 @@ impl Range {
         }
     }
 
+    /// How many points a trend line over this range holds at most: every run up to 90 days, weekly over a
+    /// year, and about monthly over everything, which keeps the longest page within about twice the cost
+    /// of the shortest (measured by `ci/bench-dashboard.sh`).
+    #[must_use]
+    pub fn points(self) -> u32 {
+        match self {
+            Self::Week | Self::Month => 60,
+            Self::Quarter => 90,
+            Self::Year => 52,
+            Self::All => 40,
+        }
+    }
+
     /// The window `[from, to)` this range covers at `now`.
     #[must_use]
     pub fn window(self, now: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {

@@ -10,7 +10,7 @@ use axum::response::Html;
 use chrono::Utc;
 use serde::Deserialize;
 
-use super::charts::{MAX_POINTS, Marks, TrendLine, trend_svg};
+use super::charts::{Marks, TrendLine, trend_svg};
 use super::overview_page::endpoint_names;
 use super::range::Range;
 use super::{AppState, WebError};
@@ -51,7 +51,7 @@ pub(super) async fn page(
         return Err(WebError::NotFound(format!("No scenario is called `{name}`.")));
     }
     let (from, to) = range.window(Utc::now());
-    let buckets = state.store.trend_buckets(&name, from, to, MAX_POINTS).await?;
+    let buckets = state.store.trend_buckets(&name, from, to, range.points()).await?;
     let mut endpoints = Vec::new();
     for endpoint in endpoint_names(&buckets) {
         let series: Vec<&TrendBucket> = buckets.iter().filter(|b| b.endpoint == endpoint).collect();
