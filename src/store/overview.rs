@@ -1,7 +1,8 @@
 //! What the dashboard's front page needs in few queries: every scenario with its latest run and the
 //! number of its open alert episodes, and the endpoints a scenario's latest run measured.
 
-use super::{Run, Store, StoreError, on_pool};
+use super::rows::{RunRow, convert, select_runs};
+use super::{Run, RunStatus, Store, StoreError, on_pool, to_millis};
 
 /// One scenario as the overview shows it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -65,6 +66,33 @@ impl Store {
                        order by runs.started_at desc, runs.id desc limit 1) \
                      and r.endpoint <> '(all)' order by r.endpoint";
         Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(scenario).fetch_all(pool).await?))
+    }
+
+    /// One page of `scenario`'s runs, newest first: those with `status` (any when `None`) that come before
+    /// run `before` in that order (from the newest when `None`), at most `limit`.
+    pub async fn runs_page(
+        &self,
+        scenario: &str,
+        status: Option<RunStatus>,
+        before: Option<Run>,
+        limit: u32,
+    ) -> Result<Vec<Run>, StoreError> {
+        // Keyset paging on (started_at, id): stable while new runs arrive, unlike an offset.
+        let query = concat!(
+            select_runs!(),
+            "where scenarios.name = $1 and (cast($2 as text) is null or runs.status = $2) \
+             and (cast($3 as bigint) is null or runs.started_at < $3 or (runs.started_at = $3 and runs.id < $4)) \
+             order by runs.started_at desc, runs.id desc limit $5"
+        );
+        let rows: Vec<RunRow> = on_pool!(self, |pool| sqlx::query_as(query)
+            .bind(scenario)
+            .bind(status.map(RunStatus::as_str))
+            .bind(before.as_ref().map(|r| to_millis(r.started_at)))
+            .bind(before.as_ref().map_or(0, |r| r.id))
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?);
+        convert(rows)
     }
 
     /// Runs per scenario and status.

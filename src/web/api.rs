@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::error::ApiError;
 use super::range::Range;
 use super::{AppState, WebError};
-use crate::store::{Metric, OVERALL_ENDPOINT};
+use crate::store::{Metric, OVERALL_ENDPOINT, RunStatus};
 
 /// The most runs one request returns.
 const MAX_LIMIT: u32 = 500;
@@ -23,9 +23,12 @@ pub(super) async fn scenarios(State(state): State<AppState>) -> Result<Json<Valu
 #[derive(Deserialize)]
 pub(super) struct RunsQuery {
     limit: Option<String>,
+    status: Option<String>,
+    before: Option<String>,
 }
 
-/// `GET /api/v1/scenarios/{name}/runs?limit=N`: the scenario's most recent runs, newest first.
+/// `GET /api/v1/scenarios/{name}/runs?limit=N&status=S&before=ID`: the scenario's runs, newest first, one
+/// page at a time; `next` is the `before` value of the following page (null on the last).
 pub(super) async fn runs(
     State(state): State<AppState>,
     Path(name): Path<String>,
@@ -39,8 +42,20 @@ pub(super) async fn runs(
             .filter(|n| (1..=MAX_LIMIT).contains(n))
             .ok_or_else(|| WebError::BadRequest(format!("limit `{text}` is not a number from 1 to {MAX_LIMIT}")))?,
     };
+    let status: Option<RunStatus> =
+        query.status.as_deref().map(str::parse).transpose().map_err(WebError::BadRequest)?;
     ensure_scenario(&state, &name).await?;
-    Ok(Json(json!({ "scenario": name, "runs": state.store.last_runs(&name, limit).await? })))
+    let before = match query.before.as_deref() {
+        None => None,
+        Some(text) => {
+            let id: i64 = text.parse().map_err(|_| WebError::BadRequest(format!("before `{text}` is not a run id")))?;
+            let run = state.store.find_run(id).await?.filter(|r| r.scenario == name);
+            Some(run.ok_or_else(|| WebError::BadRequest(format!("before: run #{id} is not a run of `{name}`")))?)
+        }
+    };
+    let runs = state.store.runs_page(&name, status, before, limit).await?;
+    let next = if runs.len() == limit as usize { runs.last().map(|r| r.id) } else { None };
+    Ok(Json(json!({ "scenario": name, "runs": runs, "next": next })))
 }
 
 /// `GET /api/v1/runs/{id}`: one run with its per-endpoint results and its latest verdict.

@@ -211,8 +211,21 @@ async fn dashboard_story(db: &TestDb) {
     assert_eq!(values.len(), 10);
     assert_eq!((values[0], values[9]), (100.0, 135.0));
 
-    let (status, json) = app.get_json("/api/v1/scenarios/checkout/runs?limit=3").await;
-    assert_eq!((status, json["runs"].as_array().unwrap().len()), (200, 3));
+    // Paging: three pages of 4, 4 and 2 runs, newest first, then filtering by status.
+    let mut seen = Vec::new();
+    let mut path = "/api/v1/scenarios/checkout/runs?limit=4".to_owned();
+    loop {
+        let (status, json) = app.get_json(&path).await;
+        assert_eq!(status, 200, "{json}");
+        seen.extend(json["runs"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()));
+        let Some(next) = json["next"].as_i64() else { break };
+        path = format!("/api/v1/scenarios/checkout/runs?limit=4&before={next}");
+    }
+    assert_eq!(seen.len(), 10);
+    assert!(seen.windows(2).all(|w| w[0] > w[1]), "newest first, no repeats: {seen:?}");
+    let (_, json) = app.get_json("/api/v1/scenarios/checkout/runs?status=regressed").await;
+    assert_eq!(json["runs"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect::<Vec<_>>(), [last]);
+    assert_eq!(app.get("/api/v1/scenarios/checkout/runs?status=weird").await.0, 400);
     let (status, json) = app.get_json("/api/v1/scenarios").await;
     assert_eq!((status, json["scenarios"][0]["name"].as_str()), (200, Some("checkout")));
     assert_eq!(app.get("/healthz").await, (200, "ok\n".to_owned()));
