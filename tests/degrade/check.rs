@@ -263,3 +263,33 @@ fn detect_speaks_json_lines() {
     assert_eq!((answers[1]["id"].as_str(), answers[1]["alert"].as_bool()), (Some("fine"), Some(false)));
     assert!(answers[0]["delta_pct"].as_f64().unwrap() > 35.0);
 }
+
+#[test]
+fn detect_rejects_bad_settings_and_unreadable_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = degrade(dir.path(), &["detect", "--min-effect-pct", "0"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("`0` is not a percentage in (0, 1000]"), "{:?}", text(&output));
+    let output = degrade(dir.path(), &["detect", "--min-runs", "1"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("1 is not in 2..=1000"), "{:?}", text(&output));
+
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_degrade"))
+        .arg("detect")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input =
+        b"\xff\xfe not text\n{\"id\":1,\"direction\":\"higher_is_worse\",\"history\":[],\"candidate\":{\"value\":1}}\n";
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("stdin:1: not UTF-8 text"), "{stderr}");
+    assert!(
+        stdout.contains("\"reason\":\"inconclusive: 0 nights of history, at least 3 needed\""),
+        "the readable line is answered: {stdout}"
+    );
+}

@@ -224,6 +224,15 @@ fn build_and_gate_settings() {
         ),
         "{message}"
     );
+    let orphans =
+        load(&format!("{SCENARIO}[scenario.build]\nversion_pointer = \"/v\"\nhealth_timeout = \"1m\"\n"), &[]).unwrap();
+    assert_eq!(
+        orphans.warnings,
+        [
+            "scenario[0].build.version_pointer: ignored without version_url",
+            "scenario[0].build.health_timeout: ignored without health_url"
+        ]
+    );
     let message = error(&format!("{SCENARIO}[scenario.gates]\nmetric_min_effect_pct = {{ p42 = 5.0 }}\n"));
     assert!(
         message.starts_with("degrade.toml:5:27: scenario[0].gates.metric_min_effect_pct.p42: unknown metric `p42`"),
