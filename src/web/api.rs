@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::error::ApiError;
 use super::range::Range;
-use super::{AppState, WebError};
+use super::{AppState, WebError, ensure_scenario, parse_run_id};
 use crate::store::{Metric, OVERALL_ENDPOINT, RunStatus};
 
 /// The most runs one request returns.
@@ -60,7 +60,7 @@ pub(super) async fn runs(
 
 /// `GET /api/v1/runs/{id}`: one run with its per-endpoint results and its latest verdict.
 pub(super) async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    let id: i64 = id.parse().map_err(|_| WebError::BadRequest(format!("`{id}` is not a run id")))?;
+    let id = parse_run_id(&id)?;
     let detail =
         state.store.run_detail(id).await?.ok_or_else(|| WebError::NotFound(format!("there is no run #{id}")))?;
     let verdict = state.store.latest_verdict(id).await?;
@@ -89,12 +89,4 @@ pub(super) async fn trend(
     Ok(Json(json!({
         "scenario": name, "endpoint": endpoint, "metric": metric, "range": range.as_str(), "points": points
     })))
-}
-
-async fn ensure_scenario(state: &AppState, name: &str) -> Result<(), WebError> {
-    if state.store.scenario_exists(name).await? {
-        Ok(())
-    } else {
-        Err(WebError::NotFound(format!("no scenario is called `{name}`")))
-    }
 }

@@ -79,6 +79,20 @@ pub async fn bind(address: SocketAddr) -> anyhow::Result<tokio::net::TcpListener
     })
 }
 
+/// The run id in a path or query value, or a 400 that quotes it.
+fn parse_run_id(text: &str) -> Result<i64, WebError> {
+    text.parse().map_err(|_| WebError::BadRequest(format!("`{text}` is not a run id")))
+}
+
+/// A 404 unless some run of `name` was ever stored.
+async fn ensure_scenario(state: &AppState, name: &str) -> Result<(), WebError> {
+    if state.store.scenario_exists(name).await? {
+        Ok(())
+    } else {
+        Err(WebError::NotFound(format!("No scenario is called `{name}`.")))
+    }
+}
+
 async fn healthz(axum::extract::State(state): axum::extract::State<AppState>) -> impl IntoResponse {
     match state.store.schema_version().await {
         Ok(_) => (axum::http::StatusCode::OK, "ok\n"),

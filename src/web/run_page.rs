@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::response::Html;
 
 use super::charts::{Merge, Series, timeline_svg};
-use super::{AppState, WebError};
+use super::{AppState, WebError, parse_run_id};
 use crate::store::{EndpointResult, Run, RunDetail, TimelinePoint, Verdict};
 
 /// One endpoint's timeline charts.
@@ -51,7 +51,7 @@ impl RunPage {
 }
 
 pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) -> Result<Html<String>, WebError> {
-    let id: i64 = id.parse().map_err(|_| WebError::BadRequest(format!("`{id}` is not a run id")))?;
+    let id = parse_run_id(&id)?;
     let Some(RunDetail { run, endpoints }) = state.store.run_detail(id).await? else {
         return Err(WebError::NotFound(format!("There is no run #{id}.")));
     };

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use super::charts::{Marks, TrendLine, trend_svg};
 use super::overview_page::endpoint_names;
 use super::range::Range;
-use super::{AppState, WebError};
+use super::{AppState, WebError, ensure_scenario};
 use crate::analysis::level::{Prior, estimate};
 use crate::store::{Run, TrendBucket};
 
@@ -47,9 +47,7 @@ pub(super) async fn page(
     Query(query): Query<TrendQuery>,
 ) -> Result<Html<String>, WebError> {
     let range = Range::parse(query.range.as_deref())?;
-    if !state.store.scenario_exists(&name).await? {
-        return Err(WebError::NotFound(format!("No scenario is called `{name}`.")));
-    }
+    ensure_scenario(&state, &name).await?;
     let (from, to) = range.window(Utc::now());
     let buckets = state.store.trend_buckets(&name, from, to, range.points()).await?;
     let mut endpoints = Vec::new();
