@@ -19,6 +19,14 @@
 pub mod cli;
 /// `degrade.toml`: parsed, validated, secrets from the environment.
 pub mod config;
+/// The build under test: its id from a version URL or command.
+pub mod build;
+/// Scenario files: flows, data, load, parsed and validated into a plan.
+pub mod scenario;
+/// The load engine: pacer, sessions on hyper, the recorder.
+pub mod engine;
+/// What the numbers mean: error classes, histogram summaries, run validity (pure).
+pub mod metrics;
 /// Where runs, results, verdicts and alert state are kept (SQLite or PostgreSQL).
 pub mod store;
 /// Judging runs against earlier ones: baselines, the regression detector, verdicts.

@@ -7,6 +7,8 @@ mod check;
 mod detect;
 mod init;
 mod migrate;
+mod run;
+mod run_report;
 mod serve;
 mod validate;
 
@@ -84,15 +86,31 @@ pub enum Command {
         force: bool,
     },
     /// Check degrade.toml (and the scenario files it names) without running anything.
-    #[command(after_help = "Examples:\n  degrade validate\n  degrade --config ci/degrade.toml validate\n\n\
+    #[command(after_help = "Examples:\n  degrade validate\n  degrade --config ci/degrade.toml validate\n  \
+        degrade validate scenarios/checkout.toml\n\n\
         Prints how each schedule was understood and when it fires next. Exits 2 on any error.")]
-    Validate,
+    Validate {
+        /// Check this scenario file alone, without a degrade.toml.
+        #[arg(value_name = "SCENARIO_FILE")]
+        scenario: Option<PathBuf>,
+    },
     /// Create or upgrade the database's tables, then print the schema version.
     #[command(
         after_help = "Examples:\n  degrade migrate\n  DEGRADE_DATABASE_URL=postgres://degrade@db.internal/degrade degrade migrate\n\n\
         Every command migrates on connect; run this to prepare a shared PostgreSQL database up front."
     )]
     Migrate,
+    /// Run a scenario now against its target, store the run, and print the numbers.
+    #[command(
+        after_help = "Examples:\n  degrade run                          the only [[scenario]] in degrade.toml\n  \
+        degrade run checkout --duration 20s --rate-scale 0.2   a short, gentle smoke run\n  \
+        degrade run scenarios/checkout.toml  a scenario file without a degrade.toml\n  \
+        degrade run --build $GIT_SHA --format json\n\n\
+        Response times count from when each request should have started (no coordinated omission). The run is \
+        stored even when invalid (the generator fell behind) or stopped with Ctrl-C (as aborted).\n\
+        Exits 0 for a valid run, 3 for an invalid one, 2 on errors or when stopped."
+    )]
+    Run(run::RunArgs),
     /// Judge the latest run against its baseline: the CI gate.
     #[command(after_help = "Examples:\n  degrade check --baseline last-7d\n  \
         degrade check --scenario checkout --format junit > degrade.xml\n  \
@@ -124,8 +142,9 @@ pub fn run(cli: Cli) -> Exit {
     let source = ConfigSource::from(config);
     let outcome = match command {
         Command::Init { force } => init::run(source.path(), force),
-        Command::Validate => validate::run(source.path()),
+        Command::Validate { scenario } => validate::run(source.path(), scenario.as_deref()),
         Command::Migrate => runtime().and_then(|rt| rt.block_on(migrate::run(&source))),
+        Command::Run(args) => runtime().and_then(|rt| rt.block_on(run::run(&source, args))),
         Command::Check(args) => runtime().and_then(|rt| rt.block_on(check::run(&source, args))),
         Command::Detect(args) => detect::run(&args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(&source, args))),
@@ -227,4 +246,26 @@ pub fn init_logging(verbose: u8) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("DEGRADE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+/// Completes on Ctrl-C or SIGTERM (what systemd and container runtimes send).
+pub(crate) async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
 }

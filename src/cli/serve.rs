@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use super::{ConfigSource, Exit};
+use super::{ConfigSource, Exit, shutdown_signal};
 use crate::store::Store;
 use crate::web::{self, AppState};
 
@@ -29,27 +29,4 @@ pub(super) async fn run(source: &ConfigSource, args: ServeArgs) -> anyhow::Resul
     web::serve(listener, state, shutdown_signal()).await?;
     store.close().await;
     Ok(Exit::Ok)
-}
-
-/// Completes on Ctrl-C or SIGTERM (what systemd and container runtimes send).
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
-    eprintln!("shutting down");
 }

@@ -1,17 +1,72 @@
-//! `degrade validate`: checks the config and prints how it was understood.
+//! `degrade validate`: checks the config and every scenario file it names (or one scenario file alone),
+//! and prints how they were understood.
 
 use std::path::Path;
 
 use chrono::Utc;
 
 use super::{Exit, load_config, print_stdout};
-use crate::config::{Config, ScenarioConfig};
+use crate::config::{Config, ConfigErrors, ScenarioConfig};
+use crate::scenario::{self, LoadModel, Plan};
 use crate::secret::redact_url;
 
-pub(super) fn run(config_path: &Path) -> anyhow::Result<Exit> {
+pub(super) fn run(config_path: &Path, scenario_file: Option<&Path>) -> anyhow::Result<Exit> {
+    let env = |name: &str| std::env::var(name).ok();
+    if let Some(file) = scenario_file {
+        let plan = scenario::load(file, None, &env).map_err(|e| problems(&e))?;
+        let mut lines = vec![format!("{} is valid.", file.display())];
+        lines.extend(describe_plan(&plan));
+        print_stdout(&(lines.join("\n") + "\n"))?;
+        return Ok(Exit::Ok);
+    }
     let config = load_config(config_path)?;
-    print_stdout(&(describe(&config).join("\n") + "\n"))?;
+    let mut lines = describe(&config);
+    let mut errors = Vec::new();
+    for scenario in &config.scenarios {
+        match scenario::load(&scenario.file, scenario.target.as_deref(), &env) {
+            Ok(plan) => {
+                lines.push(format!("  {} runs {}:", scenario.name, scenario.file.display()));
+                lines.extend(describe_plan(&plan).into_iter().map(|l| format!("  {l}")));
+            }
+            Err(e) => errors.extend(e.0),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(problems(&ConfigErrors(errors)));
+    }
+    print_stdout(&(lines.join("\n") + "\n"))?;
     Ok(Exit::Ok)
+}
+
+fn problems(errors: &ConfigErrors) -> anyhow::Error {
+    let count = errors.0.len();
+    anyhow::anyhow!("{errors}\n{count} problem{} in the scenarios", if count == 1 { "" } else { "s" })
+}
+
+/// The workload in a few lines: flows, endpoints (the metric keys), and the load.
+fn describe_plan(plan: &Plan) -> Vec<String> {
+    let flows: Vec<String> = plan.flows.iter().map(|f| format!("{} (weight {})", f.name, f.weight)).collect();
+    let load = &plan.load;
+    let secs = |d: std::time::Duration| humantime::format_duration(std::time::Duration::from_secs(d.as_secs()));
+    let shape = match load.model {
+        LoadModel::Open => format!("open model, {:.1} sessions/s measured", load.target_rate()),
+        LoadModel::Closed => "closed model".to_owned(),
+    };
+    let mut lines = vec![
+        format!("  flows     {}", flows.join(", ")),
+        format!("  endpoints {}", plan.endpoints.join(", ")),
+        format!(
+            "  load      {shape}, {} stage(s), {} in all ({} measured)",
+            load.stages.len(),
+            secs(load.duration()),
+            secs(load.measured_duration())
+        ),
+        format!("  target    {}", redact_url(&plan.target.base_url)),
+    ];
+    for feeder in &plan.feeders {
+        lines.push(format!("  data      {}: {} rows of {}", feeder.name, feeder.rows.len(), feeder.columns.join(", ")));
+    }
+    lines
 }
 
 /// What the config means, in the words a user would check it against. Secrets show as set or not set.

@@ -20,6 +20,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use error::{ConfigError, ConfigErrors, Location};
+pub(crate) use resolve::{Checker, http_url, parse_raw};
 pub use schedule::{CronForm, Schedule};
 
 use crate::analysis::baseline::BaselineSpec;

@@ -17,7 +17,7 @@ use crate::store::DatabaseUrl;
 
 /// Deserializes the file, turning serde's first complaint (unknown key, wrong type, bad TOML) into an error
 /// with line, column and the field path.
-pub(super) fn parse_raw(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
+pub(crate) fn parse_raw<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, ConfigError> {
     let syntax_error = |e: &toml::de::Error| {
         let offset = e.span().map_or(0, |span| span.start);
         (Location::at_offset(path, text, offset), e.message().trim().to_owned())
@@ -35,25 +35,30 @@ pub(super) fn parse_raw(path: &Path, text: &str) -> Result<RawConfig, ConfigErro
 }
 
 /// Collects problems while the raw config is checked.
-pub(super) struct Checker<'a> {
+pub(crate) struct Checker<'a> {
     path: &'a Path,
     text: &'a str,
-    pub(super) errors: Vec<ConfigError>,
-    pub(super) warnings: Vec<String>,
+    pub(crate) errors: Vec<ConfigError>,
+    pub(crate) warnings: Vec<String>,
 }
 
-impl Checker<'_> {
-    pub(super) fn location<T>(&self, value: &Spanned<T>) -> Location {
+impl<'a> Checker<'a> {
+    /// A checker for `text`, read from `path`, with no problems found yet.
+    pub(crate) fn new(path: &'a Path, text: &'a str) -> Self {
+        Self { path, text, errors: Vec::new(), warnings: Vec::new() }
+    }
+
+    pub(crate) fn location<T>(&self, value: &Spanned<T>) -> Location {
         Location::at_offset(self.path, self.text, value.span().start)
     }
 
-    pub(super) fn error<T>(&mut self, value: &Spanned<T>, field: &str, message: impl Into<String>) {
+    pub(crate) fn error<T>(&mut self, value: &Spanned<T>, field: &str, message: impl Into<String>) {
         let location = self.location(value);
         self.errors.push(ConfigError::new(location, field, message));
     }
 
     /// Runs `parse` on the value and records its error, if any, at the value's position.
-    pub(super) fn check<T, U>(
+    pub(crate) fn check<T, U>(
         &mut self,
         value: &Spanned<T>,
         field: &str,
@@ -68,7 +73,11 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn folder(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> &Path {
+        self.path
+    }
+
+    pub(crate) fn folder(&self) -> PathBuf {
         self.path.parent().map(Path::to_path_buf).unwrap_or_default()
     }
 }
@@ -79,7 +88,7 @@ pub(super) fn resolve(
     raw: RawConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, ConfigErrors> {
-    let mut checker = Checker { path, text, errors: Vec::new(), warnings: Vec::new() };
+    let mut checker = Checker::new(path, text);
     let RawConfig { server, database, scenarios, notifiers } = raw;
     let folder = checker.folder();
     let server = resolve_server(&mut checker, server, env);
@@ -140,7 +149,7 @@ pub(super) fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
 }
 
 /// Accepts `http://host…` and `https://host…` URLs.
-pub(super) fn http_url(text: &str) -> Result<String, String> {
+pub(crate) fn http_url(text: &str) -> Result<String, String> {
     let rest = text.strip_prefix("http://").or_else(|| text.strip_prefix("https://"));
     match rest {
         Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(text.trim_end_matches('/').to_owned()),

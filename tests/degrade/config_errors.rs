@@ -12,7 +12,8 @@ const SCENARIO: &str = "[[scenario]]\nname = \"checkout\"\nfile = \"scenarios/ch
 
 /// Validates `config` in a project that has `scenarios/checkout.toml`, with `env` as the environment.
 fn load(config: &str, env: &[(&str, &str)]) -> Result<Config, String> {
-    let (dir, path) = project(config, &[("scenarios/checkout.toml", "# workload\n")]);
+    let files = [("scenarios/checkout.toml", "# workload\n"), ("scenarios/example.toml", "# workload\n")];
+    let (dir, path) = project(config, &files);
     let env: HashMap<String, String> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
     let result = Config::load_with_env(&path, &|name| env.get(name).cloned());
     let folder = format!("{}/", dir.path().display());

@@ -1,0 +1,117 @@
+//! What `degrade run` prints: a per-endpoint table with the validity verdict for people, or JSON.
+
+use serde_json::json;
+
+use crate::engine::Measurement;
+use crate::store::{RunId, RunStatus};
+
+/// `--format` of `degrade run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RunFormat {
+    /// A table for people.
+    Human,
+    /// One JSON document for scripts.
+    Json,
+}
+
+/// A stored run and its numbers.
+pub(super) struct RunReport {
+    pub id: RunId,
+    pub scenario: String,
+    pub build_id: Option<String>,
+    pub status: RunStatus,
+    pub measurement: Measurement,
+}
+
+fn ms(us: i64) -> String {
+    format!("{:.1}", us as f64 / 1000.0)
+}
+
+impl RunReport {
+    pub(super) fn render(&self, format: RunFormat) -> String {
+        match format {
+            RunFormat::Human => self.human(),
+            RunFormat::Json => self.json(),
+        }
+    }
+
+    fn human(&self) -> String {
+        let r = &self.measurement.results;
+        let load = &r.load_summary;
+        let build = self.build_id.as_deref().map_or(String::new(), |b| format!(" (build {b})"));
+        let mut out = format!("Run {} of {}{build}: {}\n", self.id, self.scenario, self.status);
+        let planned = if load.target_rate > 0.0 {
+            format!("{:.1} sessions/s planned, ", load.target_rate)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "Load: {} model, {planned}{:.1} achieved over {:.0} s measured, {} dropped, schedule lag p99 {} ms, \
+             generator CPU {:.0} %\n\n",
+            load.model,
+            load.achieved_rate,
+            load.measured_secs,
+            load.dropped,
+            ms(load.schedule_lag_p99_us),
+            load.generator_cpu_pct
+        ));
+        let width = r.endpoints.iter().map(|e| e.endpoint.chars().count()).max().unwrap_or(8).max(8);
+        out.push_str(&format!(
+            "{:<width$}  {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}\n",
+            "endpoint", "count", "rate/s", "errors", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms", "svc p99"
+        ));
+        for (e, service) in r.endpoints.iter().zip(&self.measurement.service) {
+            out.push_str(&format!(
+                "{:<width$}  {:>8} {:>8.1} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}\n",
+                e.endpoint,
+                e.requests,
+                e.rate,
+                e.errors,
+                ms(e.p50_us),
+                ms(e.p90_us),
+                ms(e.p95_us),
+                ms(e.p99_us),
+                ms(e.max_us),
+                ms(service.p99_us as i64)
+            ));
+        }
+        for e in r.endpoints.iter().skip(1) {
+            for (class, count) in &e.errors_by_class {
+                let sample = e.error_samples.get(class).and_then(|s| s.first()).map_or("", String::as_str);
+                out.push_str(&format!("  {}: {count} {class}, e.g. {sample}\n", e.endpoint));
+            }
+        }
+        out.push('\n');
+        if r.validity_reasons.is_empty() {
+            out.push_str("Valid: the generator delivered the planned load.\n");
+        } else {
+            out.push_str("Not valid, so it will not serve as a baseline:\n");
+            for reason in &r.validity_reasons {
+                out.push_str(&format!("  - {reason}\n"));
+            }
+        }
+        out.push_str(&format!(
+            "Response times count from when each request should have started; svc p99 is the server's time alone.\n\
+             Next: degrade check --run {} (judge it), degrade serve (see it at /runs/{}).\n",
+            self.id, self.id
+        ));
+        out
+    }
+
+    fn json(&self) -> String {
+        let r = &self.measurement.results;
+        let value = json!({
+            "run_id": self.id,
+            "scenario": self.scenario,
+            "build_id": self.build_id,
+            "status": self.status,
+            "started_at": self.measurement.started_at,
+            "finished_at": r.finished_at,
+            "validity_reasons": r.validity_reasons,
+            "load_summary": r.load_summary,
+            "endpoints": r.endpoints,
+            "service_times": self.measurement.service,
+        });
+        serde_json::to_string_pretty(&value).expect("plain data serializes") + "\n"
+    }
+}

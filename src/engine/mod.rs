@@ -1,0 +1,126 @@
+//! The load engine: runs a [`Plan`] against its target and measures it.
+//!
+//! A pacer ([`pacer`]) starts sessions, open model (planned arrivals) or closed (looping users); each
+//! session runs the one request loop ([`session`]) over a pooled hyper client ([`client`]) and reports
+//! every request to one [`recorder`]. When the plan ends, in-flight requests get until their timeout to
+//! finish; on Ctrl-C they get a short grace, then are cut off and counted as `aborted_at_end`.
+
+pub mod client;
+mod cpu;
+mod outcome;
+mod pacer;
+mod recorder;
+mod session;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+pub use outcome::{Measurement, ServiceTimes};
+pub use recorder::Snapshot;
+
+use crate::scenario::feeder::Cursor;
+use crate::scenario::{LoadModel, Plan};
+use client::HttpClient;
+use pacer::Interruption;
+use recorder::Recorder;
+use session::{SessionEnd, Shared, flow_feeders};
+
+/// How long in-flight requests may finish after Ctrl-C before they are cut off.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// How often the progress callback is called.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// Where a run is, for the progress line.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Time since the run started.
+    pub elapsed: Duration,
+    /// The plan's length.
+    pub planned: Duration,
+    /// 1-based index of the current stage.
+    pub stage: usize,
+    /// Number of stages.
+    pub stages: usize,
+    /// Counters so far.
+    pub snapshot: Snapshot,
+}
+
+/// Runs `plan` until it ends or `stop` becomes true, calling `on_progress` a few times a second.
+pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: impl FnMut(&Progress)) -> Measurement {
+    let started_at = chrono::Utc::now();
+    let cpu_before = cpu::process_cpu_time();
+    let start = Instant::now();
+    let planned = plan.load.duration();
+    let (abort_tx, abort) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        client: HttpClient::new(plan.target.connect_timeout),
+        recorder: Recorder::new(start, plan.endpoints.clone()),
+        cursors: plan.feeders.iter().enumerate().map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64)).collect(),
+        flow_feeders: flow_feeders(&plan),
+        seq: AtomicU64::new(0),
+        deadline: start + planned,
+        stopping: false.into(),
+        abort,
+        plan: Arc::clone(&plan),
+    });
+    let pacer = match plan.load.model {
+        LoadModel::Open => tokio::spawn(pacer::open(Arc::clone(&shared), start, stop)),
+        LoadModel::Closed => tokio::spawn(pacer::closed(Arc::clone(&shared), start, stop)),
+    };
+    let mut ticker = tokio::time::interval(PROGRESS_EVERY);
+    tokio::pin!(pacer);
+    let (sessions, interruption) = loop {
+        tokio::select! {
+            paced = &mut pacer => break paced.expect("the pacer does not panic"),
+            _ = ticker.tick() => on_progress(&progress(&plan, &shared, start)),
+        }
+    };
+    // An uninterrupted run lasted its plan, whenever the last arrival happened to fall.
+    let paced_for = if interruption.is_some() { start.elapsed() } else { planned };
+    if interruption.is_some() {
+        shared.stopping.store(true, Ordering::Relaxed);
+    }
+    let grace = if interruption == Some(Interruption::Stopped) { STOP_GRACE } else { plan.target.timeout };
+    drain(sessions, grace, &abort_tx).await;
+    on_progress(&progress(&plan, &shared, start));
+    let cpu = cpu_before.zip(cpu::process_cpu_time()).map(|(before, after)| after.saturating_sub(before));
+    let wall = start.elapsed();
+    outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, cpu, interruption.as_ref())
+}
+
+fn progress(plan: &Plan, shared: &Shared, start: Instant) -> Progress {
+    let elapsed = start.elapsed();
+    let mut stage = 1;
+    let mut end = Duration::ZERO;
+    for (index, s) in plan.load.stages.iter().enumerate() {
+        end += s.duration;
+        stage = index + 1;
+        if elapsed < end {
+            break;
+        }
+    }
+    Progress {
+        elapsed,
+        planned: plan.load.duration(),
+        stage,
+        stages: plan.load.stages.len(),
+        snapshot: shared.recorder.snapshot(),
+    }
+}
+
+/// Lets running sessions finish for up to `grace`, then cuts off what is still in flight.
+async fn drain(mut sessions: JoinSet<SessionEnd>, grace: Duration, abort: &watch::Sender<bool>) {
+    let finished = tokio::time::timeout(grace + Duration::from_millis(500), async {
+        while sessions.join_next().await.is_some() {}
+    })
+    .await;
+    if finished.is_err() {
+        abort.send_replace(true);
+        while sessions.join_next().await.is_some() {}
+    }
+}

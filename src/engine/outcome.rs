@@ -1,0 +1,120 @@
+//! Turns what the recorder holds into the stored results: per-endpoint figures, the overall row, the
+//! timeline, the load summary and the run's validity.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::pacer::Interruption;
+use super::recorder::Recorder;
+use crate::metrics::{EndpointRecord, Limits, LoadFacts, endpoint_result, validity_reasons};
+use crate::scenario::Plan;
+use crate::store::{LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus};
+
+/// A finished run's numbers, ready to store.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    /// When the run started.
+    pub started_at: DateTime<Utc>,
+    /// Everything to store; `status` is `Finished`, `Invalid` or `Aborted`.
+    pub results: RunResults,
+    /// Service times per endpoint (the overall row first): shown next to response times, never judged.
+    pub service: Vec<ServiceTimes>,
+}
+
+/// Service-time figures of one endpoint: what the server alone took, blind to coordinated omission.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ServiceTimes {
+    /// Step name or `(all)`.
+    pub endpoint: String,
+    /// Median, µs.
+    pub p50_us: u64,
+    /// 99th percentile, µs.
+    pub p99_us: u64,
+}
+
+/// Seconds of measured stages within the first `ran` of the run.
+fn measured_secs(plan: &Plan, ran: Duration) -> f64 {
+    let mut start = Duration::ZERO;
+    let mut secs = 0.0;
+    for stage in &plan.load.stages {
+        let end = start + stage.duration;
+        if stage.measure {
+            secs += (end.min(ran).saturating_sub(start)).as_secs_f64();
+        }
+        start = end;
+    }
+    secs
+}
+
+pub(super) fn measure(
+    plan: &Plan,
+    recorder: &Recorder,
+    started_at: DateTime<Utc>,
+    paced_for: Duration,
+    wall: Duration,
+    cpu: Option<Duration>,
+    interruption: Option<&Interruption>,
+) -> Measurement {
+    let recorded = recorder.finish();
+    let measured = measured_secs(plan, paced_for);
+    let mut overall = EndpointRecord::default();
+    let mut endpoints = Vec::new();
+    let mut service = Vec::new();
+    for (name, record) in recorder.names().iter().zip(&recorded.endpoints) {
+        if record.requests > 0 {
+            overall.merge(record);
+            endpoints.push(endpoint_result(name, record, measured));
+            service.push(service_times(name, record));
+        }
+    }
+    endpoints.insert(0, endpoint_result(OVERALL_ENDPOINT, &overall, measured));
+    service.insert(0, service_times(OVERALL_ENDPOINT, &overall));
+    let lag = &recorded.schedule_lag;
+    let facts = LoadFacts {
+        model: plan.load.model,
+        target_rate: plan.load.target_rate(),
+        achieved_rate: if measured > 0.0 { recorded.sessions_measured as f64 / measured } else { 0.0 },
+        planned_arrivals: plan.load.target_rate() * plan.load.measured_duration().as_secs_f64(),
+        dropped: recorded.dropped_measured,
+        schedule_lag_p99_us: if lag.is_empty() { 0 } else { lag.value_at_quantile(0.99) },
+        cpu_pct: cpu.map_or(0.0, |c| c.as_secs_f64() * 100.0 / wall.as_secs_f64().max(1e-9)),
+        cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        stopped_early: interruption.map(|i| match i {
+            Interruption::Stopped => format!("stopped after {:.1} s of the planned run", paced_for.as_secs_f64()),
+            Interruption::OutOfData => {
+                format!("a `when_exhausted = \"stop\"` feeder ran out after {:.1} s", paced_for.as_secs_f64())
+            }
+        }),
+    };
+    let validity_reasons = validity_reasons(&facts, &Limits::default());
+    let status = match interruption {
+        Some(Interruption::Stopped) => RunStatus::Aborted,
+        _ if validity_reasons.is_empty() => RunStatus::Finished,
+        _ => RunStatus::Invalid,
+    };
+    let load_summary = LoadSummary {
+        model: plan.load.model.as_str().to_owned(),
+        target_rate: facts.target_rate,
+        achieved_rate: facts.achieved_rate,
+        dropped: facts.dropped as i64,
+        schedule_lag_p99_us: facts.schedule_lag_p99_us as i64,
+        generator_cpu_pct: facts.cpu_pct,
+        measured_secs: measured,
+    };
+    let results = RunResults {
+        status,
+        finished_at: started_at + wall,
+        validity_reasons,
+        load_summary,
+        endpoints,
+        timeline: recorded.timeline,
+    };
+    Measurement { started_at, results, service }
+}
+
+fn service_times(name: &str, record: &EndpointRecord) -> ServiceTimes {
+    let h = &record.service;
+    let at = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
+    ServiceTimes { endpoint: name.to_owned(), p50_us: at(0.5), p99_us: at(0.99) }
+}

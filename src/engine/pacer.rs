@@ -1,0 +1,242 @@
+//! What feeds the request loop: planned arrivals (open model) or a number of looping users (closed model).
+//!
+//! Open-model arrival times come from the stage's rate curve: the k-th arrival is where the integral of the
+//! rate reaches k + ½ (uniform) or the k-th point of a unit Poisson process (poisson), so a stage of N/s for
+//! T s plans exactly N·T arrivals and a ramp plans its integral. The pacer waits for each arrival with a
+//! coarse sleep and a final spin of `yield_now`, because tokio's timer rounds up to whole milliseconds and a
+//! 1 ms schedule lag at every arrival would be the generator's own noise.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use rand_distr::{Distribution, Exp1};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::session::{SessionEnd, Shared, record_dropped, run_session};
+use crate::scenario::plan::Arrivals;
+use crate::scenario::{Stage, StageShape};
+
+/// Why the pacer stopped before its plan ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Interruption {
+    /// Ctrl-C or a shutdown.
+    Stopped,
+    /// A `when_exhausted = "stop"` feeder ran out.
+    OutOfData,
+}
+
+/// Arrival offsets within one open-model stage.
+pub(super) struct ArrivalClock {
+    from: f64,
+    slope: f64,
+    length: f64,
+    next: f64,
+    poisson: Option<SmallRng>,
+}
+
+impl ArrivalClock {
+    pub(super) fn new(stage: &Stage, arrivals: Arrivals, rng: SmallRng) -> Self {
+        let (from, to) = match stage.shape {
+            StageShape::Rate { from, to } => (from, to),
+            StageShape::Users(_) => (0.0, 0.0),
+        };
+        let length = stage.duration.as_secs_f64();
+        let mut clock = Self { from, slope: (to - from) / length, length, next: 0.5, poisson: None };
+        if arrivals == Arrivals::Poisson {
+            let mut rng = rng;
+            clock.next = Exp1.sample(&mut rng);
+            clock.poisson = Some(rng);
+        }
+        clock
+    }
+
+    /// The time at which the rate's integral reaches `u`: the root of `slope/2·t² + from·t = u`, in the form
+    /// that stays exact when the slope is 0.
+    fn time_of(&self, u: f64) -> f64 {
+        let discriminant = self.from * self.from + 2.0 * self.slope * u;
+        if discriminant < 0.0 {
+            return f64::INFINITY;
+        }
+        let denominator = self.from + discriminant.sqrt();
+        if denominator <= 0.0 { f64::INFINITY } else { 2.0 * u / denominator }
+    }
+}
+
+impl Iterator for ArrivalClock {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let t = self.time_of(self.next);
+        if t.is_nan() || t >= self.length {
+            return None;
+        }
+        self.next += match &mut self.poisson {
+            Some(rng) => Exp1.sample(rng),
+            None => 1.0,
+        };
+        Some(Duration::from_secs_f64(t))
+    }
+}
+
+/// Waits until `at`, precisely; returns `false` if `stop` was set first.
+async fn wait_until(at: Instant, stop: &mut watch::Receiver<bool>) -> bool {
+    loop {
+        if *stop.borrow() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= at {
+            return true;
+        }
+        if at - now > Duration::from_millis(2) {
+            tokio::select! {
+                () = tokio::time::sleep_until(at.checked_sub(Duration::from_millis(1)).unwrap_or(at).into()) => {}
+                _ = stop.changed() => {}
+            }
+        } else {
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+/// Starts sessions at the planned arrival times; returns the sessions still running and why it stopped
+/// early, if it did.
+pub(super) async fn open(
+    shared: Arc<Shared>,
+    start: Instant,
+    mut stop: watch::Receiver<bool>,
+) -> (JoinSet<SessionEnd>, Option<Interruption>) {
+    let load = &shared.plan.load;
+    // The pacer's generator is separate from the sessions', so a session's choices do not depend on how
+    // many arrivals came before it.
+    let mut rng = SmallRng::seed_from_u64(shared.plan.seed.rotate_left(17) ^ 0x5eed);
+    let mut sessions = JoinSet::new();
+    let mut number = 0_u64;
+    let mut stage_start = start;
+    for stage in &load.stages {
+        let clock = ArrivalClock::new(stage, load.arrivals, SmallRng::from_rng(&mut rng));
+        for offset in clock {
+            let at = stage_start + offset;
+            if !wait_until(at, &mut stop).await {
+                return (sessions, Some(Interruption::Stopped));
+            }
+            while let Some(ended) = sessions.try_join_next() {
+                if matches!(ended, Ok(SessionEnd::OutOfData)) {
+                    return (sessions, Some(Interruption::OutOfData));
+                }
+            }
+            if sessions.len() >= load.max_in_flight {
+                record_dropped(&shared, number, at, stage.measure);
+            } else {
+                let shared = Arc::clone(&shared);
+                let measured = stage.measure;
+                sessions.spawn(async move { run_session(&shared, number, at, measured).await });
+            }
+            number += 1;
+        }
+        stage_start += stage.duration;
+    }
+    (sessions, None)
+}
+
+/// Runs each stage's number of users, each starting one session after another; returns the user tasks
+/// and why it stopped early, if it did.
+pub(super) async fn closed(
+    shared: Arc<Shared>,
+    start: Instant,
+    mut stop: watch::Receiver<bool>,
+) -> (JoinSet<SessionEnd>, Option<Interruption>) {
+    let active = Arc::new(AtomicU32::new(0));
+    let measured = Arc::new(AtomicBool::new(true));
+    let mut users = JoinSet::new();
+    let mut spawned = 0_u32;
+    let mut stage_end = start;
+    for stage in &shared.plan.load.stages {
+        let StageShape::Users(count) = stage.shape else { continue };
+        active.store(count, Ordering::Relaxed);
+        measured.store(stage.measure, Ordering::Relaxed);
+        for index in spawned..count {
+            let (shared, active, measured) = (Arc::clone(&shared), Arc::clone(&active), Arc::clone(&measured));
+            users.spawn(async move { user(&shared, index, &active, &measured).await });
+        }
+        spawned = spawned.max(count);
+        stage_end += stage.duration;
+        let out_of_data = async {
+            while let Some(ended) = users.join_next().await {
+                if matches!(ended, Ok(SessionEnd::OutOfData)) {
+                    return;
+                }
+            }
+            std::future::pending::<()>().await;
+        };
+        let interruption = tokio::select! {
+            completed = wait_until(stage_end, &mut stop) => (!completed).then_some(Interruption::Stopped),
+            () = out_of_data => Some(Interruption::OutOfData),
+        };
+        if interruption.is_some() {
+            return (users, interruption);
+        }
+    }
+    (users, None)
+}
+
+/// One closed-model user: sessions back to back (with the flow's think times) while its index is within
+/// the current stage's user count.
+async fn user(shared: &Shared, index: u32, active: &AtomicU32, measured: &AtomicBool) -> SessionEnd {
+    let mut next = Instant::now();
+    let mut count = 0_u64;
+    while next < shared.deadline && !shared.stopping.load(Ordering::Relaxed) {
+        if index >= active.load(Ordering::Relaxed) {
+            // Parked until a later stage needs this user again.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            next = Instant::now();
+            continue;
+        }
+        let number = (u64::from(index) << 40) | count;
+        match run_session(shared, number, next, measured.load(Ordering::Relaxed)).await {
+            SessionEnd::Next(at) => next = at.max(Instant::now()),
+            SessionEnd::OutOfData => return SessionEnd::OutOfData,
+        }
+        count += 1;
+    }
+    SessionEnd::Next(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stage(from: f64, to: f64, secs: u64) -> Stage {
+        Stage { duration: Duration::from_secs(secs), shape: StageShape::Rate { from, to }, measure: true }
+    }
+
+    fn count(stage: &Stage, arrivals: Arrivals) -> usize {
+        ArrivalClock::new(stage, arrivals, SmallRng::seed_from_u64(3)).count()
+    }
+
+    #[test]
+    fn a_steady_stage_plans_rate_times_duration() {
+        assert_eq!(count(&stage(200.0, 200.0, 4), Arrivals::Uniform), 800);
+        let times: Vec<_> = ArrivalClock::new(&stage(2.0, 2.0, 2), Arrivals::Uniform, SmallRng::seed_from_u64(1))
+            .map(|d| d.as_millis())
+            .collect();
+        assert_eq!(times, [250, 750, 1250, 1750]);
+    }
+
+    #[test]
+    fn a_ramp_plans_its_integral_up_or_down() {
+        assert_eq!(count(&stage(0.0, 100.0, 10), Arrivals::Uniform), 500);
+        assert_eq!(count(&stage(100.0, 0.0, 10), Arrivals::Uniform), 500);
+        assert_eq!(count(&stage(10.0, 30.0, 5), Arrivals::Uniform), 100);
+    }
+
+    #[test]
+    fn poisson_arrivals_average_the_rate() {
+        let n = count(&stage(1000.0, 1000.0, 10), Arrivals::Poisson);
+        assert!((9_700..=10_300).contains(&n), "{n}");
+    }
+}

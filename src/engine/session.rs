@@ -1,0 +1,300 @@
+//! The one request loop: a session runs its flow's steps in order, timing each from when it *should* have
+//! started, and reports every request to the recorder. The open and closed models differ only in who starts
+//! sessions and when ([`super::pacer`]).
+//!
+//! Timing (DESIGN.md §4): the first step is intended at the session's scheduled start; each later step at
+//! the previous step's end plus its think time. Response time = end − intended, so requests the generator
+//! could not send on time (because the target stalled) still count their whole wait: no coordinated omission.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, header};
+use http_body_util::Full;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, LogNormal};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use super::client::{Failure, HttpClient};
+use super::recorder::{Recorder, Sample};
+use crate::metrics::ErrorClass;
+use crate::scenario::feeder::Cursor;
+use crate::scenario::plan::{Body, Check, ExtractFrom, Flow, Step};
+use crate::scenario::template::{Expr, RenderContext};
+use crate::scenario::{Plan, Think};
+
+/// What every session of a run shares.
+pub(super) struct Shared {
+    pub plan: Arc<Plan>,
+    pub client: HttpClient,
+    pub recorder: Recorder,
+    pub cursors: Vec<Cursor>,
+    /// Per flow, the feeders its templates read (target headers' feeders included).
+    pub flow_feeders: Vec<Vec<usize>>,
+    pub seq: AtomicU64,
+    /// No step starts at or after this instant.
+    pub deadline: Instant,
+    /// Set on Ctrl-C: sessions start no further steps.
+    pub stopping: AtomicBool,
+    /// Set when in-flight requests must be given up (Ctrl-C, or the drain after the run took too long).
+    pub abort: watch::Receiver<bool>,
+}
+
+/// How a session ended.
+pub(super) enum SessionEnd {
+    /// Ran (or stopped after a failure); the next session of this user is intended at this instant.
+    Next(Instant),
+    /// A `stop` feeder ran out: no more sessions may start.
+    OutOfData,
+}
+
+/// The seeded generator of session `number`: the same seed replays the same choices.
+pub(super) fn session_rng(seed: u64, number: u64) -> SmallRng {
+    // SplitMix64 spreads consecutive numbers over unrelated seeds.
+    let mut z = seed ^ number.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    SmallRng::seed_from_u64(z ^ (z >> 31))
+}
+
+/// Picks a flow by weight.
+pub(super) fn choose_flow(flows: &[Flow], rng: &mut SmallRng) -> usize {
+    let total: u32 = flows.iter().map(|f| f.weight).sum();
+    let mut pick = rng.random_range(0..total);
+    for (index, flow) in flows.iter().enumerate() {
+        if pick < flow.weight {
+            return index;
+        }
+        pick -= flow.weight;
+    }
+    flows.len() - 1
+}
+
+/// Records an open-model arrival that was never sent because too many sessions were in flight.
+pub(super) fn record_dropped(shared: &Shared, number: u64, at: Instant, measured: bool) {
+    let mut rng = session_rng(shared.plan.seed, number);
+    let flow = &shared.plan.flows[choose_flow(&shared.plan.flows, &mut rng)];
+    let message = format!("{} sessions were already in flight ([load] max_in_flight)", shared.plan.load.max_in_flight);
+    shared.recorder.record(Sample {
+        endpoint: flow.steps[0].endpoint,
+        intended: at,
+        dispatched: None,
+        end: at,
+        failure: Some((ErrorClass::Dropped, message)),
+        measured,
+    });
+}
+
+/// Runs session `number`, intended to start at `start`.
+pub(super) async fn run_session(shared: &Shared, number: u64, start: Instant, measured: bool) -> SessionEnd {
+    let plan = &shared.plan;
+    let mut rng = session_rng(plan.seed, number);
+    let flow_index = choose_flow(&plan.flows, &mut rng);
+    let mut rows = vec![None; plan.feeders.len()];
+    for &f in &shared.flow_feeders[flow_index] {
+        match shared.cursors[f].draw(&plan.feeders[f], &mut rng) {
+            Some(row) => rows[f] = Some(row),
+            None => return SessionEnd::OutOfData,
+        }
+    }
+    shared.recorder.session_started(measured);
+    let mut variables: Vec<Option<Value>> = vec![None; plan.variables.len()];
+    let mut abort = shared.abort.clone();
+    let mut intended = start;
+    for step in &plan.flows[flow_index].steps {
+        if intended >= shared.deadline || shared.stopping.load(Ordering::Relaxed) {
+            break;
+        }
+        if intended > Instant::now() {
+            tokio::select! {
+                () = tokio::time::sleep_until(intended.into()) => {}
+                _ = abort.wait_for(|aborted| *aborted) => break,
+            }
+        }
+        let mut cx = RenderContext { rows: &rows, variables: &variables, rng: &mut rng, seq: &shared.seq };
+        let request = build_request(plan, step, &mut cx);
+        let dispatched = Instant::now();
+        let outcome = match request {
+            Ok(request) => exchange(shared, request, dispatched, &mut abort).await,
+            Err(failure) => Err(failure),
+        };
+        let end = Instant::now().min(dispatched + plan.target.timeout);
+        let checked = outcome.and_then(|response| check_response(step, &response, &mut variables));
+        let failed = checked.is_err();
+        let failure = checked.err().map(|f| (f.class, f.message));
+        shared.recorder.record(Sample {
+            endpoint: step.endpoint,
+            intended,
+            dispatched: Some(dispatched),
+            end,
+            failure,
+            measured,
+        });
+        if failed {
+            // Later steps usually depend on this one (an id it should have returned): a real user would stop.
+            break;
+        }
+        intended = end + think(step.think, &mut rng);
+    }
+    SessionEnd::Next(intended)
+}
+
+fn think(think: Option<Think>, rng: &mut SmallRng) -> std::time::Duration {
+    use std::time::Duration;
+    match think {
+        None => Duration::ZERO,
+        Some(Think::Constant(d)) => d,
+        Some(Think::Uniform(low, high)) => rng.random_range(low..=high),
+        Some(Think::LogNormal { median, sigma }) => LogNormal::new(median.as_secs_f64().ln(), sigma)
+            .map_or(median, |d| Duration::from_secs_f64(d.sample(rng).min(3600.0))),
+    }
+}
+
+/// Sends the request, giving up at the timeout or when the run is aborted.
+async fn exchange(
+    shared: &Shared,
+    request: Request<Full<Bytes>>,
+    dispatched: Instant,
+    abort: &mut watch::Receiver<bool>,
+) -> Result<Response<Bytes>, Failure> {
+    let timeout = shared.plan.target.timeout;
+    tokio::select! {
+        result = tokio::time::timeout_at((dispatched + timeout).into(), shared.client.send(request)) => {
+            result.unwrap_or_else(|_| Err(Failure::new(
+                ErrorClass::Timeout,
+                format!("no complete response within {}", humantime::format_duration(timeout)),
+            )))
+        }
+        _ = abort.wait_for(|aborted| *aborted) => {
+            Err(Failure::new(ErrorClass::AbortedAtEnd, "still in flight when the run was stopped"))
+        }
+    }
+}
+
+fn build_request(plan: &Plan, step: &Step, cx: &mut RenderContext<'_>) -> Result<Request<Full<Bytes>>, Failure> {
+    let mut uri = format!("{}{}", plan.target.base_url, step.path.render(cx));
+    if !step.query.is_empty() {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for (key, value) in &step.query {
+            query.append_pair(key, &value.render(cx));
+        }
+        uri.push(if uri.contains('?') { '&' } else { '?' });
+        uri.push_str(&query.finish());
+    }
+    let mut builder = Request::builder().method(step.method.clone()).uri(uri);
+    let headers = builder.headers_mut().expect("a fresh builder has headers");
+    for (name, value) in plan.target.headers.iter().chain(&step.headers) {
+        let value = HeaderValue::try_from(value.render(cx))
+            .map_err(|_| Failure::new(ErrorClass::Protocol, format!("header {name} renders to an invalid value")))?;
+        headers.insert(name.clone(), value);
+    }
+    let body = match &step.body {
+        None => Bytes::new(),
+        Some(Body::Text(t)) => Bytes::from(t.render(cx)),
+        Some(Body::Json(t)) => {
+            headers.entry(header::CONTENT_TYPE).or_insert(HeaderValue::from_static("application/json"));
+            Bytes::from(t.render(cx).to_string())
+        }
+    };
+    builder
+        .body(Full::new(body))
+        .map_err(|e| Failure::new(ErrorClass::Protocol, format!("cannot build the request: {e}")))
+}
+
+/// Checks the status and JSON assertions, then extracts variables.
+fn check_response(step: &Step, response: &Response<Bytes>, variables: &mut [Option<Value>]) -> Result<(), Failure> {
+    let status = response.status().as_u16();
+    if !step.expect.status.iter().any(|range| range.contains(&status)) {
+        let class = match status {
+            400..=499 => ErrorClass::Http4xx,
+            500..=599 => ErrorClass::Http5xx,
+            _ => ErrorClass::Assertion,
+        };
+        let body = String::from_utf8_lossy(&response.body()[..response.body().len().min(120)]).into_owned();
+        return Err(Failure::new(class, format!("status {status}: {}", body.trim())));
+    }
+    let needs_json =
+        !step.expect.json.is_empty() || step.extract.iter().any(|e| matches!(e.from, ExtractFrom::Json(..)));
+    let json: Value = if needs_json {
+        serde_json::from_slice(response.body())
+            .map_err(|e| Failure::new(ErrorClass::Assertion, format!("the body is not JSON: {e}")))?
+    } else {
+        Value::Null
+    };
+    for assertion in &step.expect.json {
+        let found = assertion.path.query(&json).first();
+        let holds = match (&assertion.check, found) {
+            (Check::Exists(expected), found) => found.is_some() == *expected,
+            (Check::Eq(expected), Some(v)) => v == expected,
+            (Check::Lt(limit), Some(v)) => v.as_f64().is_some_and(|v| v < *limit),
+            (Check::Gt(limit), Some(v)) => v.as_f64().is_some_and(|v| v > *limit),
+            (_, None) => false,
+        };
+        if !holds {
+            let got = found.map_or_else(|| "nothing".to_owned(), |v| truncate(&v.to_string()));
+            return Err(Failure::new(
+                ErrorClass::Assertion,
+                format!("{} {:?} failed: found {got}", assertion.path_text, assertion.check),
+            ));
+        }
+    }
+    for extraction in &step.extract {
+        let value = match &extraction.from {
+            ExtractFrom::Json(path, text) => path
+                .query(&json)
+                .first()
+                .cloned()
+                .ok_or_else(|| Failure::new(ErrorClass::Extraction, format!("{text} selects nothing")))?,
+            ExtractFrom::Header(name) => response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| Value::String(v.to_owned()))
+                .ok_or_else(|| Failure::new(ErrorClass::Extraction, format!("no {name} header")))?,
+        };
+        variables[extraction.variable] = Some(value);
+    }
+    Ok(())
+}
+
+fn truncate(text: &str) -> String {
+    if text.len() <= 80 { text.to_owned() } else { format!("{}…", &text[..text.floor_char_boundary(80)]) }
+}
+
+/// The feeders each flow's templates read, so a session draws only the rows it uses.
+pub(super) fn flow_feeders(plan: &Plan) -> Vec<Vec<usize>> {
+    let target: Vec<&Expr> = plan.target.headers.iter().flat_map(|(_, t)| t.expressions()).collect();
+    plan.flows
+        .iter()
+        .map(|flow| {
+            let mut used: Vec<usize> = target
+                .iter()
+                .copied()
+                .chain(flow.steps.iter().flat_map(step_expressions))
+                .filter_map(|e| match e {
+                    Expr::Feeder { feeder, .. } => Some(*feeder),
+                    _ => None,
+                })
+                .collect();
+            used.sort_unstable();
+            used.dedup();
+            used
+        })
+        .collect()
+}
+
+fn step_expressions(step: &Step) -> Vec<&Expr> {
+    let mut all: Vec<&Expr> = step.path.expressions().collect();
+    all.extend(step.query.iter().flat_map(|(_, t)| t.expressions()));
+    all.extend(step.headers.iter().flat_map(|(_, t)| t.expressions()));
+    match &step.body {
+        Some(Body::Json(t)) => all.extend(t.expressions()),
+        Some(Body::Text(t)) => all.extend(t.expressions()),
+        None => {}
+    }
+    all
+}

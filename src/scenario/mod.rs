@@ -1,0 +1,81 @@
+//! Scenario files (`scenarios/*.toml`): the workload, declarative, no scripting language.
+//!
+//! Parse, then validate into a different type: [`raw`] mirrors the file, [`resolve`] and [`steps`] check it
+//! and build a [`Plan`], which is all the engine sees. Every error names file, line, column and field.
+
+pub mod feeder;
+pub mod plan;
+mod raw;
+mod resolve;
+mod steps;
+pub mod template;
+
+use std::path::Path;
+use std::time::Duration;
+
+pub use plan::{Load, LoadModel, Plan, Stage, StageShape, Think};
+
+use crate::config::{ConfigError, ConfigErrors, Location, parse_raw};
+
+/// The commented example scenario `degrade init` writes; the tests load it, so it always validates.
+pub const EXAMPLE_SCENARIO: &str = include_str!("example.toml");
+
+/// Reads and checks the scenario file at `path`. `target_override` (the `[[scenario]] target` of
+/// degrade.toml) replaces the file's `[target] base_url`; `env` answers `env("…")` in templates.
+pub fn load(
+    path: &Path,
+    target_override: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Plan, ConfigErrors> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ConfigError::new(Location::WholeFile(path.to_owned()), "", format!("cannot read the scenario file: {e}"))
+    })?;
+    parse(path, &text, target_override, env)
+}
+
+/// Checks scenario `text` as if read from `path` (data files are found relative to it).
+pub fn parse(
+    path: &Path,
+    text: &str,
+    target_override: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Plan, ConfigErrors> {
+    let raw = parse_raw(path, text)?;
+    resolve::resolve(path, text, raw, target_override, env)
+}
+
+impl Plan {
+    /// The plan with every stage stretched to total `duration` (if given) and every rate and user count
+    /// multiplied by `rate_scale`: a short smoke run of the same shape. The workload hash changes with it,
+    /// so a smoke run is never compared with full runs.
+    #[must_use]
+    pub fn scaled(mut self, duration: Option<Duration>, rate_scale: f64) -> Self {
+        let total = self.load.duration().as_secs_f64();
+        for stage in &mut self.load.stages {
+            if let Some(d) = duration {
+                stage.duration = Duration::from_secs_f64(stage.duration.as_secs_f64() / total * d.as_secs_f64());
+            }
+            stage.shape = match stage.shape {
+                StageShape::Rate { from, to } => StageShape::Rate { from: from * rate_scale, to: to * rate_scale },
+                StageShape::Users(n) => StageShape::Users(((f64::from(n) * rate_scale).round() as u32).max(1)),
+            };
+        }
+        self.hash = workload_hash(&self.source_text, rate_scale, duration);
+        self
+    }
+}
+
+/// Identifies a workload: the scenario as parsed (so comments and spacing do not start a new series) plus
+/// any overrides. FNV-1a, written out because the value is stored and must not change between Rust
+/// releases, which `std`'s hasher does not promise.
+pub(crate) fn workload_hash(text: &str, rate_scale: f64, duration: Option<Duration>) -> String {
+    let canonical = text.parse::<toml::Table>().map_or_else(|_| text.to_owned(), |t| t.to_string());
+    let overrides = match (duration, rate_scale) {
+        (None, s) if (s - 1.0).abs() < f64::EPSILON => String::new(),
+        (d, s) => format!("\nrate_scale={s} duration={:?}", d.map(|d| d.as_millis())),
+    };
+    let hash = (canonical + &overrides)
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("{hash:016x}")
+}

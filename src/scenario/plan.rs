@@ -1,0 +1,265 @@
+//! The validated workload the engine runs: every duration parsed, every template compiled, every variable
+//! and feeder column resolved to an index. The engine never re-checks a string from the file.
+
+use std::ops::RangeInclusive;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use http::{HeaderName, Method};
+use serde_json_path::JsonPath;
+
+use super::feeder::Feeder;
+use super::template::{JsonTemplate, Template};
+
+/// A scenario ready to run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The scenario file.
+    pub source: PathBuf,
+    /// Its text, stored with every run so the run page shows what was run.
+    pub source_text: String,
+    /// Identifies the workload: runs with different hashes are different series and never compared.
+    pub hash: String,
+    /// All randomness derives from it.
+    pub seed: u64,
+    /// Where requests go.
+    pub target: Target,
+    /// Data files sessions draw rows from.
+    pub feeders: Vec<Feeder>,
+    /// What sessions do, chosen by weight.
+    pub flows: Vec<Flow>,
+    /// Metric keys (step names); a step refers to one by index.
+    pub endpoints: Vec<String>,
+    /// Session variables set by `extract`; templates refer to one by index.
+    pub variables: Vec<String>,
+    /// How much load, in which shape.
+    pub load: Load,
+}
+
+/// `[target]`.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `http(s)://host[:port][/prefix]` without a trailing slash; step paths are appended to it.
+    pub base_url: String,
+    /// Longest a request may take, connecting and reading the body included; a slower one is a `timeout`.
+    pub timeout: Duration,
+    /// Longest a TCP (and TLS) connect may take.
+    pub connect_timeout: Duration,
+    /// Sent with every request unless a step sets the same header.
+    pub headers: Vec<(HeaderName, Template)>,
+}
+
+/// One `[[flow]]`: a user journey.
+#[derive(Debug, Clone)]
+pub struct Flow {
+    /// As written.
+    pub name: String,
+    /// Relative frequency among flows.
+    pub weight: u32,
+    /// In order; a failed step ends the session, since later steps usually depend on it.
+    pub steps: Vec<Step>,
+}
+
+/// One request of a flow.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// Index into [`Plan::endpoints`].
+    pub endpoint: usize,
+    /// HTTP method.
+    pub method: Method,
+    /// Path below the base URL, starting with `/`.
+    pub path: Template,
+    /// Query parameters, percent-encoded when rendered.
+    pub query: Vec<(String, Template)>,
+    /// Step headers; they win over target headers of the same name.
+    pub headers: Vec<(HeaderName, Template)>,
+    /// The request body, if any.
+    pub body: Option<Body>,
+    /// What a successful response looks like.
+    pub expect: Expect,
+    /// Values taken from the response into session variables.
+    pub extract: Vec<Extraction>,
+    /// Pause after this step before the next one starts.
+    pub think: Option<Think>,
+}
+
+/// A request body.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// `json = { … }`: sent as `application/json`.
+    Json(JsonTemplate),
+    /// `body = "…"`: sent as written (after templating).
+    Text(Template),
+}
+
+/// What a successful response looks like.
+#[derive(Debug, Clone)]
+pub struct Expect {
+    /// Accepted status codes; by default 200–399.
+    pub status: Vec<RangeInclusive<u16>>,
+    /// Checks on the JSON body.
+    pub json: Vec<Assertion>,
+}
+
+/// One check on the JSON body.
+#[derive(Debug, Clone)]
+pub struct Assertion {
+    /// The compiled JSONPath.
+    pub path: JsonPath,
+    /// The path as written, for messages.
+    pub path_text: String,
+    /// What must hold.
+    pub check: Check,
+}
+
+/// What must hold for the value a JSONPath selects.
+#[derive(Debug, Clone)]
+pub enum Check {
+    /// The path selects something (`true`) or nothing (`false`).
+    Exists(bool),
+    /// The selected value equals this.
+    Eq(serde_json::Value),
+    /// The selected value is a number below this.
+    Lt(f64),
+    /// The selected value is a number above this.
+    Gt(f64),
+}
+
+/// One `extract` entry.
+#[derive(Debug, Clone)]
+pub struct Extraction {
+    /// Index into [`Plan::variables`].
+    pub variable: usize,
+    /// Where the value comes from.
+    pub from: ExtractFrom,
+}
+
+/// Where an extracted value comes from.
+#[derive(Debug, Clone)]
+pub enum ExtractFrom {
+    /// The first value a JSONPath selects in the body (path as written kept for messages).
+    Json(JsonPath, String),
+    /// A response header.
+    Header(HeaderName),
+}
+
+/// A pause between steps, as users pause between clicks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Think {
+    /// Always the same.
+    Constant(Duration),
+    /// Evenly spread between the two.
+    Uniform(Duration, Duration),
+    /// Log-normal with this median and shape: most pauses short, a few long, as real users pause.
+    LogNormal {
+        /// The median pause.
+        median: Duration,
+        /// Standard deviation of the pause's logarithm.
+        sigma: f64,
+    },
+}
+
+/// `[load]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Load {
+    /// Open (arrival rate) or closed (concurrent users).
+    pub model: LoadModel,
+    /// In order.
+    pub stages: Vec<Stage>,
+    /// Open model: how arrivals are spaced.
+    pub arrivals: Arrivals,
+    /// Open model: sessions in flight at most; an arrival over the cap is counted as `dropped`.
+    pub max_in_flight: usize,
+}
+
+impl Load {
+    /// The whole run's planned length.
+    #[must_use]
+    pub fn duration(&self) -> Duration {
+        self.stages.iter().map(|s| s.duration).sum()
+    }
+
+    /// The measured stages' length.
+    #[must_use]
+    pub fn measured_duration(&self) -> Duration {
+        self.stages.iter().filter(|s| s.measure).map(|s| s.duration).sum()
+    }
+
+    /// Planned arrivals per second over the measured stages (open model); 0 for the closed model, which
+    /// plans users, not a rate.
+    #[must_use]
+    pub fn target_rate(&self) -> f64 {
+        let secs = self.measured_duration().as_secs_f64();
+        if self.model == LoadModel::Closed || secs == 0.0 {
+            return 0.0;
+        }
+        let arrivals: f64 = self.stages.iter().filter(|s| s.measure).map(Stage::planned_arrivals).sum();
+        arrivals / secs
+    }
+}
+
+/// The load model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadModel {
+    /// Sessions arrive at a planned rate whatever the target's speed, as real users do: a slower build gets
+    /// the same load, so its slowness shows. The nightly default.
+    Open,
+    /// A fixed number of users each run one session after another: the load falls when the target slows.
+    Closed,
+}
+
+impl LoadModel {
+    /// As written and stored.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Closed => "closed",
+        }
+    }
+}
+
+/// How open-model arrivals are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrivals {
+    /// Evenly: exactly the planned count, the least noisy night to night.
+    Uniform,
+    /// Poisson process: independent users, with the bursts that brings.
+    Poisson,
+}
+
+/// One `[[load.stage]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stage {
+    /// How long it lasts.
+    pub duration: Duration,
+    /// Rate ramp or users.
+    pub shape: StageShape,
+    /// Whether its requests count in the results; warm-up stages are recorded in the timeline only.
+    pub measure: bool,
+}
+
+impl Stage {
+    /// Arrivals the stage plans: the integral of its rate (0 for a users stage).
+    #[must_use]
+    pub fn planned_arrivals(&self) -> f64 {
+        match self.shape {
+            StageShape::Rate { from, to } => f64::midpoint(from, to) * self.duration.as_secs_f64(),
+            StageShape::Users(_) => 0.0,
+        }
+    }
+}
+
+/// What a stage asks for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StageShape {
+    /// Open model: arrivals per second, ramping linearly from `from` to `to` (equal for a steady stage).
+    Rate {
+        /// Rate at the stage's start.
+        from: f64,
+        /// Rate at its end.
+        to: f64,
+    },
+    /// Closed model: concurrent users.
+    Users(u32),
+}

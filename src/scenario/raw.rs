@@ -1,0 +1,120 @@
+//! A scenario file exactly as the user wrote it.
+//!
+//! serde rejects unknown keys and wrong types here; every value whose meaning is checked later keeps its
+//! position as [`Spanned`], so errors can name the line and column. Values with several accepted shapes
+//! (`status`, `extract`, `think`) stay [`toml::Value`] and are read by hand in [`super::resolve`], which gives
+//! far clearer messages than serde's "did not match any variant".
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScenario {
+    pub seed: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub target: RawTarget,
+    #[serde(default)]
+    pub vars: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default, rename = "data")]
+    pub feeders: Vec<RawFeeder>,
+    #[serde(default, rename = "flow")]
+    pub flows: Vec<RawFlow>,
+    pub load: Option<Spanned<RawLoad>>,
+}
+
+/// `[target]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTarget {
+    pub base_url: Option<Spanned<String>>,
+    pub timeout: Option<Spanned<String>>,
+    pub connect_timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, Spanned<String>>,
+}
+
+/// One `[[data]]` feeder.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFeeder {
+    pub name: Spanned<String>,
+    pub file: Spanned<String>,
+    pub order: Option<Spanned<String>>,
+    pub when_exhausted: Option<Spanned<String>>,
+}
+
+/// One `[[flow]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFlow {
+    pub name: Spanned<String>,
+    pub weight: Option<Spanned<i64>>,
+    #[serde(default, rename = "step")]
+    pub steps: Vec<RawStep>,
+}
+
+/// One `[[flow.step]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStep {
+    pub name: Option<Spanned<String>>,
+    pub method: Option<Spanned<String>>,
+    pub path: Spanned<String>,
+    #[serde(default)]
+    pub query: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, Spanned<String>>,
+    pub json: Option<Spanned<toml::Value>>,
+    pub body: Option<Spanned<String>>,
+    pub expect: Option<RawExpect>,
+    #[serde(default)]
+    pub extract: BTreeMap<String, Spanned<toml::Value>>,
+    pub think: Option<Spanned<toml::Value>>,
+}
+
+/// `expect = { … }` of a step.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawExpect {
+    pub status: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    pub json: Vec<RawAssertion>,
+}
+
+/// One JSON assertion: a JSONPath and what must hold for the value it selects.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAssertion {
+    pub path: Spanned<String>,
+    pub exists: Option<bool>,
+    pub eq: Option<toml::Value>,
+    pub lt: Option<f64>,
+    pub gt: Option<f64>,
+}
+
+/// `[load]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLoad {
+    pub model: Spanned<String>,
+    pub arrivals: Option<Spanned<String>>,
+    pub max_in_flight: Option<Spanned<i64>>,
+    #[serde(default, rename = "stage")]
+    pub stages: Vec<Spanned<RawStage>>,
+}
+
+/// One `[[load.stage]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStage {
+    pub duration: Spanned<String>,
+    pub rate: Option<Spanned<f64>>,
+    pub from: Option<Spanned<f64>>,
+    pub to: Option<Spanned<f64>>,
+    pub users: Option<Spanned<i64>>,
+    pub measure: Option<bool>,
+}

@@ -1,0 +1,217 @@
+//! Turns a scenario file as written ([`super::raw`]) into a [`Plan`]: target, `[vars]`, feeders and load
+//! here; flows and steps in [`super::steps`]. Every problem is recorded with its line, column and field, and
+//! checking goes on, so one `validate` lists them all.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::feeder::{Feeder, Order, WhenExhausted};
+use super::plan::{Arrivals, Load, LoadModel, Plan, Stage, StageShape, Target};
+use super::raw::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget};
+use super::steps::{Scope, duration, header_templates, resolve_flows};
+use crate::config::{Checker, ConfigError, ConfigErrors, Location, http_url};
+
+/// Open-model sessions in flight at most, unless `max_in_flight` says otherwise: enough for 1,000 req/s at
+/// one-second latencies, small enough that a dead target cannot make the generator hoard memory.
+const DEFAULT_MAX_IN_FLIGHT: usize = 1000;
+
+pub(super) fn resolve(
+    path: &Path,
+    text: &str,
+    raw: RawScenario,
+    target_override: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Plan, ConfigErrors> {
+    let mut checker = Checker::new(path, text);
+    let RawScenario { seed, target, vars, feeders, flows, load } = raw;
+    let seed = seed.map_or(1, |s| s.into_inner().cast_unsigned());
+    let constants: BTreeMap<String, Value> =
+        vars.into_iter().map(|(k, v)| (k, serde_json::to_value(v.into_inner()).unwrap_or(Value::Null))).collect();
+    let feeders = resolve_feeders(&mut checker, feeders);
+    let mut scope =
+        Scope { constants: &constants, feeders: &feeders, env, variables: Vec::new(), endpoints: Vec::new() };
+    let target = resolve_target(&mut checker, &scope, target, target_override);
+    let flows = resolve_flows(&mut checker, &mut scope, flows);
+    if flows.is_empty() && checker.errors.is_empty() {
+        checker.errors.push(ConfigError::new(
+            Location::WholeFile(path.to_owned()),
+            "flow",
+            "add at least one [[flow]]",
+        ));
+    }
+    let load = if let Some(load) = load {
+        resolve_load(&mut checker, load)
+    } else {
+        let message = "add a [load] table with `model` and at least one [[load.stage]]";
+        checker.errors.push(ConfigError::new(Location::WholeFile(path.to_owned()), "load", message));
+        None
+    };
+    let Scope { variables, endpoints, .. } = scope;
+    match (checker.errors.is_empty(), target, load) {
+        (true, Some(target), Some(load)) => Ok(Plan {
+            source: path.to_owned(),
+            source_text: text.to_owned(),
+            hash: super::workload_hash(text, 1.0, None),
+            seed,
+            target,
+            feeders,
+            flows,
+            endpoints,
+            variables,
+            load,
+        }),
+        _ => Err(ConfigErrors(checker.errors)),
+    }
+}
+
+fn resolve_target(
+    checker: &mut Checker<'_>,
+    scope: &Scope<'_>,
+    raw: RawTarget,
+    target_override: Option<&str>,
+) -> Option<Target> {
+    let RawTarget { base_url, timeout, connect_timeout, headers } = raw;
+    let base_url = match (target_override, &base_url) {
+        (Some(url), _) => Some(url.trim_end_matches('/').to_owned()),
+        (None, Some(url)) => checker.check(url, "target.base_url", |u| http_url(u)),
+        (None, None) => {
+            let message = "set [target] base_url, or `target` in the [[scenario]] of degrade.toml";
+            checker.errors.push(ConfigError::new(Location::WholeFile(checker.path().to_owned()), "target", message));
+            None
+        }
+    };
+    let timeout = match &timeout {
+        Some(t) => checker.check(t, "target.timeout", |t| positive(duration(t)?)),
+        None => Some(Duration::from_secs(10)),
+    };
+    let connect_timeout = match &connect_timeout {
+        Some(t) => checker.check(t, "target.connect_timeout", |t| positive(duration(t)?)),
+        None => Some(Duration::from_secs(3)),
+    };
+    let headers = header_templates(checker, scope, &headers, "target.headers", &[], &[]);
+    Some(Target { base_url: base_url?, timeout: timeout?, connect_timeout: connect_timeout?, headers })
+}
+
+fn positive(d: Duration) -> Result<Duration, String> {
+    if d.is_zero() { Err("must be longer than zero".to_owned()) } else { Ok(d) }
+}
+
+fn resolve_feeders(checker: &mut Checker<'_>, raw: Vec<RawFeeder>) -> Vec<Feeder> {
+    let folder = checker.folder();
+    let mut feeders: Vec<Feeder> = Vec::new();
+    for (i, RawFeeder { name, file, order, when_exhausted }) in raw.into_iter().enumerate() {
+        let field = |f: &str| format!("data[{i}].{f}");
+        let valid_name = checker.check(&name, &field("name"), |n| {
+            let ok = !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_');
+            if !ok {
+                return Err(format!("`{n}` is not a feeder name; use letters, digits and `_`"));
+            }
+            if feeders.iter().any(|f| &f.name == n) {
+                return Err(format!("a feeder named `{n}` already exists"));
+            }
+            Ok(n.clone())
+        });
+        let order = match &order {
+            Some(o) => checker.check(o, &field("order"), |o| match o.as_str() {
+                "sequential" => Ok(Order::Sequential),
+                "random" => Ok(Order::Random),
+                "shuffle" => Ok(Order::Shuffle),
+                other => Err(format!("`{other}` is not an order; use sequential, random or shuffle")),
+            }),
+            None => Some(Order::Sequential),
+        };
+        let when_exhausted = match &when_exhausted {
+            Some(w) => checker.check(w, &field("when_exhausted"), |w| match w.as_str() {
+                "wrap" => Ok(WhenExhausted::Wrap),
+                "stop" => Ok(WhenExhausted::Stop),
+                other => Err(format!("`{other}` is not a choice; use wrap or stop")),
+            }),
+            None => Some(WhenExhausted::Wrap),
+        };
+        let (Some(name), Some(order), Some(when_exhausted)) = (valid_name, order, when_exhausted) else { continue };
+        let loaded =
+            checker.check(&file, &field("file"), |f| Feeder::load(&name, &folder.join(f), order, when_exhausted));
+        feeders.extend(loaded);
+    }
+    feeders
+}
+
+fn resolve_load(checker: &mut Checker<'_>, raw: toml::Spanned<RawLoad>) -> Option<Load> {
+    let span = raw.span();
+    let RawLoad { model, arrivals, max_in_flight, stages } = raw.into_inner();
+    let model = checker.check(&model, "load.model", |m| match m.as_str() {
+        "open" => Ok(LoadModel::Open),
+        "closed" => Ok(LoadModel::Closed),
+        other => Err(format!("`{other}` is not a load model; use open (arrival rate) or closed (users)")),
+    })?;
+    let arrivals = match &arrivals {
+        Some(a) => checker.check(a, "load.arrivals", |a| match a.as_str() {
+            "uniform" => Ok(Arrivals::Uniform),
+            "poisson" => Ok(Arrivals::Poisson),
+            other => Err(format!("`{other}` is not an arrival process; use uniform or poisson")),
+        }),
+        None => Some(Arrivals::Uniform),
+    };
+    let max_in_flight = match &max_in_flight {
+        Some(m) => checker.check(m, "load.max_in_flight", |&m| {
+            usize::try_from(m).ok().filter(|&m| m > 0).ok_or_else(|| format!("{m} is not a positive count"))
+        }),
+        None => Some(DEFAULT_MAX_IN_FLIGHT),
+    };
+    if stages.is_empty() {
+        let spanned = toml::Spanned::new(span.clone(), ());
+        checker.error(&spanned, "load.stage", "add at least one [[load.stage]]");
+    }
+    let stages: Vec<Option<Stage>> =
+        stages.into_iter().enumerate().map(|(i, s)| resolve_stage(checker, model, i, s)).collect();
+    if !stages.is_empty() && stages.iter().all(|s| s.as_ref().is_some_and(|s| !s.measure)) {
+        let spanned = toml::Spanned::new(span.clone(), ());
+        checker.error(&spanned, "load.stage", "every stage has `measure = false`; nothing would be measured");
+    }
+    let stages = stages.into_iter().collect::<Option<Vec<_>>>()?;
+    Some(Load { model, stages, arrivals: arrivals?, max_in_flight: max_in_flight? })
+}
+
+fn resolve_stage(
+    checker: &mut Checker<'_>,
+    model: LoadModel,
+    index: usize,
+    raw: toml::Spanned<RawStage>,
+) -> Option<Stage> {
+    let field = |f: &str| format!("load.stage[{index}].{f}");
+    let stage_position = toml::Spanned::new(raw.span(), ());
+    let RawStage { duration: length, rate, from, to, users, measure } = raw.into_inner();
+    let length = checker.check(&length, &field("duration"), |d| positive(duration(d)?));
+    let rate_value = |c: &mut Checker<'_>, v: &toml::Spanned<f64>, name: &str| {
+        c.check(v, &field(name), |&r| {
+            if r.is_finite() && r >= 0.0 { Ok(r) } else { Err(format!("{r} is not a rate (arrivals per second)")) }
+        })
+    };
+    let shape = match (model, rate, from, to, users) {
+        (LoadModel::Open, Some(rate), None, None, None) => {
+            rate_value(checker, &rate, "rate").map(|r| StageShape::Rate { from: r, to: r })
+        }
+        (LoadModel::Open, None, Some(from), Some(to), None) => {
+            let (from, to) = (rate_value(checker, &from, "from"), rate_value(checker, &to, "to"));
+            Some(StageShape::Rate { from: from?, to: to? })
+        }
+        (LoadModel::Closed, None, None, None, Some(users)) => checker
+            .check(&users, &field("users"), |&u| {
+                u32::try_from(u).ok().filter(|&u| u > 0).ok_or_else(|| format!("{u} is not a positive user count"))
+            })
+            .map(StageShape::Users),
+        (LoadModel::Open, ..) => {
+            let message = "an open-model stage takes `rate`, or `from` and `to` (arrivals per second)";
+            checker.error(&stage_position, &field("rate"), message);
+            None
+        }
+        (LoadModel::Closed, ..) => {
+            checker.error(&stage_position, &field("users"), "a closed-model stage takes `users` only");
+            None
+        }
+    };
+    Some(Stage { duration: length?, shape: shape?, measure: measure.unwrap_or(true) })
+}

@@ -1,0 +1,358 @@
+//! Checks each `[[flow]]` and its `[[flow.step]]`s: templates against the names in scope, `expect`,
+//! `extract` and `think`.
+//!
+//! Names in scope for a step: `[vars]` constants, feeder columns (`users.email`), and the variables that
+//! *earlier* steps of the same flow extract. A name extracted only later, or in another flow, is an error
+//! that says so.
+
+use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use http::{HeaderName, Method};
+use serde_json::Value;
+use serde_json_path::JsonPath;
+use toml::Spanned;
+
+use super::feeder::Feeder;
+use super::plan::{Assertion, Body, Check, Expect, ExtractFrom, Extraction, Flow, Step, Think};
+use super::raw::{RawExpect, RawFlow, RawStep};
+use super::template::{Expr, JsonTemplate, Template};
+use crate::config::Checker;
+
+/// What every step's templates may refer to, and the names collected so far.
+pub(super) struct Scope<'a> {
+    pub constants: &'a BTreeMap<String, Value>,
+    pub feeders: &'a [Feeder],
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Session variables of the whole scenario; a step refers to one by index.
+    pub variables: Vec<String>,
+    /// Metric keys; a step refers to one by index.
+    pub endpoints: Vec<String>,
+}
+
+impl Scope<'_> {
+    fn resolve(&self, names: &[&str], known: &[usize], later: &[String]) -> Result<Expr, String> {
+        if let [name] = names {
+            if let Some(index) = known.iter().copied().find(|&i| self.variables[i] == *name) {
+                return Ok(Expr::Variable(index));
+            }
+            if let Some(value) = self.constants.get(*name) {
+                return Ok(Expr::Constant(value.clone()));
+            }
+            if later.iter().any(|l| l == name) {
+                return Err(format!(
+                    "`{name}` is extracted by a later step; a step can only use earlier steps' values"
+                ));
+            }
+        }
+        if let [feeder, column] = names
+            && let Some(f) = self.feeders.iter().position(|f| f.name == *feeder)
+        {
+            let columns = &self.feeders[f].columns;
+            return match columns.iter().position(|c| c == column) {
+                Some(c) => Ok(Expr::Feeder { feeder: f, column: c }),
+                None => Err(format!("feeder `{feeder}` has no column `{column}`; its columns: {}", columns.join(", "))),
+            };
+        }
+        let mut in_scope: Vec<String> = known.iter().map(|&i| self.variables[i].clone()).collect();
+        in_scope.extend(self.constants.keys().cloned());
+        in_scope.extend(self.feeders.iter().map(|f| format!("{}.<column>", f.name)));
+        let in_scope = if in_scope.is_empty() { "none".to_owned() } else { in_scope.join(", ") };
+        Err(format!("unknown variable `{}`; in scope here: {in_scope}", names.join(".")))
+    }
+
+    fn variable(&mut self, name: &str) -> usize {
+        self.variables.iter().position(|v| v == name).unwrap_or_else(|| {
+            self.variables.push(name.to_owned());
+            self.variables.len() - 1
+        })
+    }
+
+    fn endpoint(&mut self, name: &str) -> usize {
+        self.endpoints.iter().position(|v| v == name).unwrap_or_else(|| {
+            self.endpoints.push(name.to_owned());
+            self.endpoints.len() - 1
+        })
+    }
+}
+
+pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, raw: Vec<RawFlow>) -> Vec<Flow> {
+    let mut flows = Vec::new();
+    for (index, flow) in raw.into_iter().enumerate() {
+        let RawFlow { name, weight, steps } = flow;
+        let prefix = format!("flow[{index}]");
+        let weight = match &weight {
+            Some(w) => checker.check(w, &format!("{prefix}.weight"), |&w| {
+                u32::try_from(w).ok().filter(|&w| w > 0).ok_or_else(|| format!("{w} is not a positive weight"))
+            }),
+            None => Some(1),
+        };
+        if steps.is_empty() {
+            checker.error(&name, &format!("{prefix}.step"), "a flow needs at least one [[flow.step]]");
+        }
+        // Every name this flow extracts, so a step using one too early gets a precise message.
+        let extracted: Vec<String> = steps.iter().flat_map(|s| s.extract.keys().cloned()).collect();
+        let mut known = Vec::new();
+        let mut resolved = Vec::new();
+        for (i, step) in steps.into_iter().enumerate() {
+            let later = &extracted[known.len()..];
+            let step = resolve_step(checker, scope, &format!("{prefix}.step[{i}]"), step, &known, later);
+            if let Some((step, names)) = step {
+                known.extend(names);
+                resolved.push(step);
+            }
+        }
+        if let Some(weight) = weight {
+            flows.push(Flow { name: name.into_inner(), weight, steps: resolved });
+        }
+    }
+    flows
+}
+
+/// Compiles one template value, recording an error at its position.
+fn template(
+    checker: &mut Checker<'_>,
+    scope: &Scope<'_>,
+    value: &Spanned<String>,
+    field: &str,
+    known: &[usize],
+    later: &[String],
+) -> Option<Template> {
+    let resolve = |names: &[&str]| scope.resolve(names, known, later);
+    checker.check(value, field, |text| Template::compile(text, &resolve, scope.env))
+}
+
+/// One step, and the variables it extracts (in scope for later steps).
+fn resolve_step(
+    checker: &mut Checker<'_>,
+    scope: &mut Scope<'_>,
+    prefix: &str,
+    raw: RawStep,
+    known: &[usize],
+    later: &[String],
+) -> Option<(Step, Vec<usize>)> {
+    let RawStep { name, method, path, query, headers, json, body, expect, extract, think } = raw;
+    let field = |f: &str| format!("{prefix}.{f}");
+    let method = match &method {
+        Some(m) => checker.check(m, &field("method"), |m| parse_method(m)),
+        None => Some(Method::GET),
+    };
+    let path_template = if path.get_ref().starts_with('/') {
+        template(checker, scope, &path, &field("path"), known, later)
+    } else {
+        checker.error(&path, &field("path"), format!("`{}` must start with `/`", path.get_ref()));
+        None
+    };
+    let mut query_templates = Vec::new();
+    for (key, value) in &query {
+        let t = template(checker, scope, value, &field(&format!("query.{key}")), known, later);
+        query_templates.extend(t.map(|t| (key.clone(), t)));
+    }
+    let header_templates = header_templates(checker, scope, &headers, &field("headers"), known, later);
+    let body = match (json, body) {
+        (Some(json), Some(text)) => {
+            checker.error(&text, &field("body"), "give either `json` or `body`, not both");
+            let _ = json;
+            None
+        }
+        (Some(json), None) => {
+            let resolve = |names: &[&str]| scope.resolve(names, known, later);
+            checker.check(&json, &field("json"), |v| JsonTemplate::compile(v, &resolve, scope.env)).map(Body::Json)
+        }
+        (None, Some(text)) => template(checker, scope, &text, &field("body"), known, later).map(Body::Text),
+        (None, None) => None,
+    };
+    let expect = resolve_expect(checker, &field("expect"), expect);
+    let mut extractions = Vec::new();
+    let mut names = Vec::new();
+    for (var, value) in &extract {
+        if let Some(from) = checker.check(value, &field(&format!("extract.{var}")), parse_extract) {
+            let variable = scope.variable(var);
+            names.push(variable);
+            extractions.push(Extraction { variable, from });
+        }
+    }
+    let think = think.and_then(|t| checker.check(&t, &field("think"), parse_think));
+    let (method, path_template) = (method?, path_template?);
+    let endpoint_name = match &name {
+        Some(name) => name.get_ref().clone(),
+        None => format!("{method} {}", path_template.route(&|e| expr_name(scope, e))),
+    };
+    let endpoint = scope.endpoint(&endpoint_name);
+    let step = Step {
+        endpoint,
+        method,
+        path: path_template,
+        query: query_templates,
+        headers: header_templates,
+        body,
+        expect: expect?,
+        extract: extractions,
+        think,
+    };
+    Some((step, names))
+}
+
+pub(super) fn header_templates(
+    checker: &mut Checker<'_>,
+    scope: &Scope<'_>,
+    headers: &BTreeMap<String, Spanned<String>>,
+    field: &str,
+    known: &[usize],
+    later: &[String],
+) -> Vec<(HeaderName, Template)> {
+    let mut out = Vec::new();
+    for (name, value) in headers {
+        let field = format!("{field}.{name}");
+        let Some(header) = checker.check(value, &field, |_| {
+            HeaderName::try_from(name.as_str()).map_err(|_| format!("`{name}` is not a valid header name"))
+        }) else {
+            continue;
+        };
+        out.extend(template(checker, scope, value, &field, known, later).map(|t| (header, t)));
+    }
+    out
+}
+
+/// How an expression reads in a default step name: `{board_id}`, `{users.email}`, `{uuid}`.
+fn expr_name(scope: &Scope<'_>, expr: &Expr) -> String {
+    match expr {
+        Expr::Variable(i) => scope.variables[*i].clone(),
+        Expr::Feeder { feeder, column } => {
+            let feeder = &scope.feeders[*feeder];
+            format!("{}.{}", feeder.name, feeder.columns[*column])
+        }
+        Expr::Constant(_) => "const".to_owned(),
+        Expr::Uuid => "uuid".to_owned(),
+        Expr::RandInt(..) => "randint".to_owned(),
+        Expr::Choice(_) => "choice".to_owned(),
+        Expr::Seq => "seq".to_owned(),
+        Expr::Now(_) => "now".to_owned(),
+    }
+}
+
+fn parse_method(text: &str) -> Result<Method, String> {
+    let upper = text.to_ascii_uppercase();
+    match upper.as_str() {
+        "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD" | "OPTIONS" => {
+            Method::from_bytes(upper.as_bytes()).map_err(|e| e.to_string())
+        }
+        _ => Err(format!("`{text}` is not an HTTP method; use GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS")),
+    }
+}
+
+fn resolve_expect(checker: &mut Checker<'_>, prefix: &str, raw: Option<RawExpect>) -> Option<Expect> {
+    let Some(RawExpect { status, json }) = raw else {
+        return Some(Expect { status: vec![200..=399], json: Vec::new() });
+    };
+    let status = match &status {
+        Some(s) => checker.check(s, &format!("{prefix}.status"), parse_statuses),
+        None => Some(vec![200..=399]),
+    };
+    let mut assertions = Vec::new();
+    for (i, a) in json.into_iter().enumerate() {
+        let field = format!("{prefix}.json[{i}]");
+        let compiled = checker.check(&a.path, &format!("{field}.path"), |p| json_path(p));
+        let checks = [
+            a.exists.map(Check::Exists),
+            a.eq.map(|v| Check::Eq(serde_json::to_value(v).unwrap_or(Value::Null))),
+            a.lt.map(Check::Lt),
+            a.gt.map(Check::Gt),
+        ];
+        let mut checks: Vec<Check> = checks.into_iter().flatten().collect();
+        if checks.len() != 1 {
+            checker.error(&a.path, &field, "give exactly one of `exists`, `eq`, `lt` or `gt`");
+            continue;
+        }
+        if let Some(path) = compiled {
+            assertions.push(Assertion { path, path_text: a.path.into_inner(), check: checks.remove(0) });
+        }
+    }
+    Some(Expect { status: status?, json: assertions })
+}
+
+fn json_path(text: &str) -> Result<JsonPath, String> {
+    JsonPath::parse(text).map_err(|e| format!("`{text}` is not a JSONPath (like `$.items[0].id`): {e}"))
+}
+
+/// `200`, `[200, 201]`, `"2xx"`, `"200-299"`, or a list mixing them.
+fn parse_statuses(value: &toml::Value) -> Result<Vec<RangeInclusive<u16>>, String> {
+    let one = |v: &toml::Value| -> Result<RangeInclusive<u16>, String> {
+        let bad = || format!("`{v}` is not a status: use 200, \"2xx\" or \"200-299\"");
+        let code = |n: i64| u16::try_from(n).ok().filter(|c| (100..=599).contains(c)).ok_or_else(bad);
+        match v {
+            toml::Value::Integer(n) => code(*n).map(|c| c..=c),
+            toml::Value::String(s) if s.len() == 3 && s.ends_with("xx") => {
+                let class = s[..1].parse::<u16>().map_err(|_| bad())?;
+                if (1..=5).contains(&class) { Ok(class * 100..=class * 100 + 99) } else { Err(bad()) }
+            }
+            toml::Value::String(s) => {
+                let (low, high) = s.split_once('-').ok_or_else(bad)?;
+                let low = code(low.trim().parse().map_err(|_| bad())?)?;
+                let high = code(high.trim().parse().map_err(|_| bad())?)?;
+                if low <= high { Ok(low..=high) } else { Err(bad()) }
+            }
+            _ => Err(bad()),
+        }
+    };
+    match value {
+        toml::Value::Array(items) if items.is_empty() => Err("list at least one status".to_owned()),
+        toml::Value::Array(items) => items.iter().map(one).collect(),
+        single => Ok(vec![one(single)?]),
+    }
+}
+
+/// `"$.id"` (JSONPath) or `{ header = "Location" }`.
+fn parse_extract(value: &toml::Value) -> Result<ExtractFrom, String> {
+    match value {
+        toml::Value::String(path) => Ok(ExtractFrom::Json(json_path(path)?, path.clone())),
+        toml::Value::Table(t) if t.len() == 1 => match (t.get("header"), t.get("json")) {
+            (Some(toml::Value::String(h)), _) => HeaderName::try_from(h.as_str())
+                .map(ExtractFrom::Header)
+                .map_err(|_| format!("`{h}` is not a valid header name")),
+            (_, Some(toml::Value::String(p))) => Ok(ExtractFrom::Json(json_path(p)?, p.clone())),
+            _ => Err("use a JSONPath string, `{ json = \"$.id\" }` or `{ header = \"Location\" }`".to_owned()),
+        },
+        _ => Err("use a JSONPath string, `{ json = \"$.id\" }` or `{ header = \"Location\" }`".to_owned()),
+    }
+}
+
+pub(super) fn duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("`{text}` is not a duration like 500ms, 90s or 5m: {e}"))
+}
+
+/// `"1s"`, `{ uniform = ["500ms", "2s"] }` or `{ lognormal = { median = "1s", sigma = 0.5 } }`.
+fn parse_think(value: &toml::Value) -> Result<Think, String> {
+    const SHAPES: &str =
+        "use \"1s\", { uniform = [\"500ms\", \"2s\"] } or { lognormal = { median = \"1s\", sigma = 0.5 } }";
+    fn text(v: Option<&toml::Value>) -> Result<&str, String> {
+        v.and_then(toml::Value::as_str).ok_or_else(|| SHAPES.to_owned())
+    }
+    match value {
+        toml::Value::String(s) => Ok(Think::Constant(duration(s)?)),
+        toml::Value::Table(t) if t.len() == 1 => {
+            if let Some(toml::Value::Array(bounds)) = t.get("uniform")
+                && let [low, high] = bounds.as_slice()
+            {
+                let (low, high) = (duration(text(Some(low))?)?, duration(text(Some(high))?)?);
+                return if low <= high {
+                    Ok(Think::Uniform(low, high))
+                } else {
+                    Err("uniform bounds: low > high".into())
+                };
+            }
+            if let Some(toml::Value::Table(ln)) = t.get("lognormal") {
+                let median = duration(text(ln.get("median"))?)?;
+                let sigma = match ln.get("sigma") {
+                    Some(toml::Value::Float(s)) if (0.0..=3.0).contains(s) => *s,
+                    Some(_) => return Err("lognormal sigma must be a number from 0.0 to 3.0".to_owned()),
+                    None => 0.5,
+                };
+                return Ok(Think::LogNormal { median, sigma });
+            }
+            Err(SHAPES.to_owned())
+        }
+        _ => Err(SHAPES.to_owned()),
+    }
+}

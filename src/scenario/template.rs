@@ -1,0 +1,425 @@
+//! `{{ … }}` templates in paths, queries, headers and bodies.
+//!
+//! An expression is a name (`board_id`, a session variable or `[vars]` constant; `users.email`, a feeder
+//! column) or one of a closed set of functions: `uuid()`, `randint(a, b)`, `choice(x, y, …)`, `seq()`, `now()`
+//! (or `now("unix")`, `now("unix_ms")`) and `env("NAME")`. Names are resolved when the scenario is loaded, so a
+//! typo is an error at `validate` time, not a runtime surprise; `env` is read then too. A template that is
+//! exactly one expression keeps its JSON type (`"{{ randint(1, 9) }}"` renders a number in a JSON body).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rand::Rng;
+use rand::rngs::SmallRng;
+use serde_json::Value;
+
+/// A compiled template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Part {
+    Text(String),
+    Expr(Expr),
+}
+
+/// One resolved expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A column of the row the session drew from a feeder.
+    Feeder {
+        /// Index of the feeder.
+        feeder: usize,
+        /// Index of the column.
+        column: usize,
+    },
+    /// A session variable set by an earlier step's `extract`.
+    Variable(usize),
+    /// A `[vars]` constant or an `env("…")` value read at load time.
+    Constant(Value),
+    /// A random UUID (version 4), from the session's seeded generator.
+    Uuid,
+    /// A random integer in `[low, high]`.
+    RandInt(i64, i64),
+    /// One of the values, at random.
+    Choice(Vec<Value>),
+    /// 1, 2, 3, … across the whole run.
+    Seq,
+    /// The current time: RFC 3339, Unix seconds or Unix milliseconds.
+    Now(NowFormat),
+}
+
+/// How `now()` is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NowFormat {
+    /// `2026-11-30T05:24:53.123Z`.
+    Rfc3339,
+    /// Seconds since the Unix epoch.
+    Unix,
+    /// Milliseconds since the Unix epoch.
+    UnixMs,
+}
+
+/// What the compiler asks about names: `Ok(expr)` if the dotted name is known here, `Err(message)` if not.
+pub type Resolver<'a> = dyn Fn(&[&str]) -> Result<Expr, String> + 'a;
+
+/// What rendering reads: the session's feeder rows and variables, its random generator, the run's counter.
+pub struct RenderContext<'a> {
+    /// Per feeder, the row this session drew (`None` for feeders its flow does not use).
+    pub rows: &'a [Option<&'a [Value]>],
+    /// Per session variable, its value once extracted.
+    pub variables: &'a [Option<Value>],
+    /// The session's generator, seeded from the run's seed.
+    pub rng: &'a mut SmallRng,
+    /// The run-wide counter behind `seq()`.
+    pub seq: &'a AtomicU64,
+}
+
+impl Template {
+    /// Compiles `text`, resolving names with `resolve` and `env("…")` with `env`.
+    pub fn compile(text: &str, resolve: &Resolver<'_>, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find("{{") {
+            if open > 0 {
+                parts.push(Part::Text(rest[..open].to_owned()));
+            }
+            let after = &rest[open + 2..];
+            let close = after.find("}}").ok_or_else(|| format!("`{{{{` without a closing `}}}}` in `{text}`"))?;
+            let source = after[..close].trim();
+            let expr = parse_expr(source, resolve, env).map_err(|e| format!("in `{{{{ {source} }}}}`: {e}"))?;
+            parts.push(Part::Expr(expr));
+            rest = &after[close + 2..];
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Text(rest.to_owned()));
+        }
+        Ok(Self { parts })
+    }
+
+    /// A template of fixed text.
+    #[must_use]
+    pub fn literal(text: &str) -> Self {
+        Self { parts: vec![Part::Text(text.to_owned())] }
+    }
+
+    /// The expressions it uses.
+    pub fn expressions(&self) -> impl Iterator<Item = &Expr> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Expr(e) => Some(e),
+            Part::Text(_) => None,
+        })
+    }
+
+    /// The text with each expression replaced by `{name}`-style placeholders: the metric key of a step that
+    /// has no name, so `/boards/{{ id }}` is one endpoint however many ids are requested.
+    #[must_use]
+    pub fn route(&self, names: &dyn Fn(&Expr) -> String) -> String {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Text(t) => t.clone(),
+                Part::Expr(e) => format!("{{{}}}", names(e)),
+            })
+            .collect()
+    }
+
+    /// Renders to text.
+    pub fn render(&self, cx: &mut RenderContext<'_>) -> String {
+        match self.parts.as_slice() {
+            [Part::Text(text)] => text.clone(),
+            parts => {
+                let mut out = String::new();
+                for part in parts {
+                    match part {
+                        Part::Text(t) => out.push_str(t),
+                        Part::Expr(e) => push_text(&mut out, &eval(e, cx)),
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// Renders to a JSON value: a lone expression keeps its type, anything else is a string.
+    pub fn render_value(&self, cx: &mut RenderContext<'_>) -> Value {
+        match self.parts.as_slice() {
+            [Part::Expr(e)] => eval(e, cx),
+            _ => Value::String(self.render(cx)),
+        }
+    }
+}
+
+fn push_text(out: &mut String, value: &Value) {
+    match value {
+        Value::String(s) => out.push_str(s),
+        Value::Null => {}
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn eval(expr: &Expr, cx: &mut RenderContext<'_>) -> Value {
+    match expr {
+        Expr::Feeder { feeder, column } => {
+            cx.rows.get(*feeder).copied().flatten().and_then(|row| row.get(*column)).cloned().unwrap_or(Value::Null)
+        }
+        Expr::Variable(index) => cx.variables.get(*index).cloned().flatten().unwrap_or(Value::Null),
+        Expr::Constant(value) => value.clone(),
+        Expr::Uuid => Value::String(uuid_v4(cx.rng.random())),
+        Expr::RandInt(low, high) => Value::from(cx.rng.random_range(*low..=*high)),
+        Expr::Choice(values) => values[cx.rng.random_range(0..values.len())].clone(),
+        Expr::Seq => Value::from(cx.seq.fetch_add(1, Ordering::Relaxed) + 1),
+        Expr::Now(format) => {
+            let now = chrono::Utc::now();
+            match format {
+                NowFormat::Rfc3339 => Value::String(now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+                NowFormat::Unix => Value::from(now.timestamp()),
+                NowFormat::UnixMs => Value::from(now.timestamp_millis()),
+            }
+        }
+    }
+}
+
+/// Formats 16 random bytes as a version-4 UUID (RFC 9562 §5.4).
+fn uuid_v4(mut bytes: [u8; 16]) -> String {
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().fold(String::with_capacity(32), |mut hex, b| {
+        hex.push_str(&format!("{b:02x}"));
+        hex
+    });
+    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+}
+
+/// One token of an expression.
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Name(String),
+    Literal(Value),
+    Punct(char),
+}
+
+fn tokenize(source: &str) -> Result<Vec<Token>, String> {
+    let mut tokens = Vec::new();
+    let mut chars = source.char_indices().peekable();
+    while let Some(&(start, c)) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if "().,".contains(c) {
+            tokens.push(Token::Punct(c));
+            chars.next();
+        } else if c == '"' || c == '\'' {
+            chars.next();
+            let text: String = chars.by_ref().map(|(_, c)| c).take_while(|&ch| ch != c).collect();
+            if !source[start + 1..].contains(c) {
+                return Err(format!("unclosed string starting at `{}`", &source[start..]));
+            }
+            tokens.push(Token::Literal(Value::String(text)));
+        } else if c.is_ascii_digit() || c == '-' {
+            let mut end = start;
+            while let Some(&(i, ch)) = chars.peek().filter(|(_, ch)| ch.is_ascii_digit() || "-.eE+".contains(*ch)) {
+                end = i + ch.len_utf8();
+                chars.next();
+            }
+            let text = &source[start..end];
+            let number: Value = serde_json::from_str(text).map_err(|_| format!("`{text}` is not a number"))?;
+            tokens.push(Token::Literal(number));
+        } else if c.is_alphabetic() || c == '_' {
+            let mut end = start;
+            while let Some(&(i, ch)) = chars.peek().filter(|(_, ch)| ch.is_alphanumeric() || "_-".contains(*ch)) {
+                end = i + ch.len_utf8();
+                chars.next();
+            }
+            tokens.push(Token::Name(source[start..end].to_owned()));
+        } else {
+            return Err(format!("unexpected `{c}`"));
+        }
+    }
+    Ok(tokens)
+}
+
+fn parse_expr(source: &str, resolve: &Resolver<'_>, env: &dyn Fn(&str) -> Option<String>) -> Result<Expr, String> {
+    let tokens = tokenize(source)?;
+    match tokens.as_slice() {
+        [] => Err("empty expression".to_owned()),
+        [Token::Name(function), Token::Punct('('), args @ .., Token::Punct(')')] => {
+            call(function, &arguments(args)?, env)
+        }
+        [Token::Name(first), rest @ ..] => {
+            let mut names = vec![first.as_str()];
+            for pair in rest.chunks(2) {
+                match pair {
+                    [Token::Punct('.'), Token::Name(name)] => names.push(name),
+                    _ => return Err("expected a name like `board_id` or `users.email`, or a function call".into()),
+                }
+            }
+            resolve(&names)
+        }
+        _ => Err("expected a name like `board_id` or `users.email`, or a function call".to_owned()),
+    }
+}
+
+fn arguments(tokens: &[Token]) -> Result<Vec<Value>, String> {
+    if tokens.is_empty() {
+        return Ok(Vec::new());
+    }
+    tokens
+        .split(|t| *t == Token::Punct(','))
+        .map(|arg| match arg {
+            [Token::Literal(value)] => Ok(value.clone()),
+            _ => Err("function arguments must be literal numbers or quoted strings".to_owned()),
+        })
+        .collect()
+}
+
+/// The functions a template may call.
+pub const FUNCTIONS: &str = "uuid(), randint(low, high), choice(a, b, …), seq(), now(), now(\"unix\"), \
+now(\"unix_ms\"), env(\"NAME\")";
+
+fn call(function: &str, args: &[Value], env: &dyn Fn(&str) -> Option<String>) -> Result<Expr, String> {
+    let arity = |n: usize| {
+        if args.len() == n { Ok(()) } else { Err(format!("{function}() takes {n} argument(s), not {}", args.len())) }
+    };
+    match function {
+        "uuid" => arity(0).map(|()| Expr::Uuid),
+        "seq" => arity(0).map(|()| Expr::Seq),
+        "randint" => {
+            arity(2)?;
+            match (args[0].as_i64(), args[1].as_i64()) {
+                (Some(low), Some(high)) if low <= high => Ok(Expr::RandInt(low, high)),
+                _ => Err("randint(low, high) takes two integers with low <= high".to_owned()),
+            }
+        }
+        "choice" if args.is_empty() => Err("choice() needs at least one value".to_owned()),
+        "choice" => Ok(Expr::Choice(args.to_vec())),
+        "now" => match args {
+            [] => Ok(Expr::Now(NowFormat::Rfc3339)),
+            [Value::String(f)] if f == "unix" => Ok(Expr::Now(NowFormat::Unix)),
+            [Value::String(f)] if f == "unix_ms" => Ok(Expr::Now(NowFormat::UnixMs)),
+            _ => Err("now() takes no argument, \"unix\" or \"unix_ms\"".to_owned()),
+        },
+        "env" => match args {
+            [Value::String(name)] => env(name)
+                .map(|value| Expr::Constant(Value::String(value)))
+                .ok_or_else(|| format!("environment variable {name} is not set")),
+            _ => Err("env(\"NAME\") takes one quoted variable name".to_owned()),
+        },
+        other => Err(format!("unknown function `{other}`; the functions are {FUNCTIONS}")),
+    }
+}
+
+/// A JSON body with templates in its strings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JsonTemplate {
+    /// A value without templates.
+    Literal(Value),
+    /// A string with templates.
+    Template(Template),
+    /// An array of templates.
+    Array(Vec<JsonTemplate>),
+    /// An object whose values are templates.
+    Object(Vec<(String, JsonTemplate)>),
+}
+
+impl JsonTemplate {
+    /// Compiles every string in `value` that contains `{{`.
+    pub fn compile(
+        value: &toml::Value,
+        resolve: &Resolver<'_>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        Ok(match value {
+            toml::Value::String(s) if s.contains("{{") => Self::Template(Template::compile(s, resolve, env)?),
+            toml::Value::Array(items) => {
+                Self::Array(items.iter().map(|v| Self::compile(v, resolve, env)).collect::<Result<_, _>>()?)
+            }
+            toml::Value::Table(table) => Self::Object(
+                table
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), Self::compile(v, resolve, env)?)))
+                    .collect::<Result<_, String>>()?,
+            ),
+            other => Self::Literal(serde_json::to_value(other).map_err(|e| e.to_string())?),
+        })
+    }
+
+    /// The expressions it uses.
+    #[must_use]
+    pub fn expressions(&self) -> Vec<&Expr> {
+        match self {
+            Self::Literal(_) => Vec::new(),
+            Self::Template(t) => t.expressions().collect(),
+            Self::Array(items) => items.iter().flat_map(Self::expressions).collect(),
+            Self::Object(fields) => fields.iter().flat_map(|(_, v)| v.expressions()).collect(),
+        }
+    }
+
+    /// Renders the body.
+    pub fn render(&self, cx: &mut RenderContext<'_>) -> Value {
+        match self {
+            Self::Literal(v) => v.clone(),
+            Self::Template(t) => t.render_value(cx),
+            Self::Array(items) => Value::Array(items.iter().map(|i| i.render(cx)).collect()),
+            Self::Object(fields) => Value::Object(fields.iter().map(|(k, v)| (k.clone(), v.render(cx))).collect()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    fn resolver(names: &[&str]) -> Result<Expr, String> {
+        match names {
+            ["id"] => Ok(Expr::Variable(0)),
+            ["users", "email"] => Ok(Expr::Feeder { feeder: 0, column: 1 }),
+            other => Err(format!("unknown variable `{}`", other.join("."))),
+        }
+    }
+
+    fn render(text: &str) -> Value {
+        let template = Template::compile(text, &resolver, &|_| Some("tok".into())).unwrap();
+        let row = [Value::from("u1"), Value::from("a@example.com")];
+        let mut rng = SmallRng::seed_from_u64(7);
+        let seq = AtomicU64::new(0);
+        let mut cx =
+            RenderContext { rows: &[Some(&row)], variables: &[Some(Value::from(42))], rng: &mut rng, seq: &seq };
+        template.render_value(&mut cx)
+    }
+
+    #[test]
+    fn a_lone_expression_keeps_its_type_and_mixed_text_is_a_string() {
+        assert_eq!(render("{{ id }}"), Value::from(42));
+        assert_eq!(render("/boards/{{id}}/cards"), Value::from("/boards/42/cards"));
+        assert_eq!(render("{{ users.email }}"), Value::from("a@example.com"));
+        assert_eq!(render("Bearer {{ env(\"TOKEN\") }}"), Value::from("Bearer tok"));
+        assert_eq!(render("{{ seq() }}-{{ seq() }}"), Value::from("1-2"));
+        let n = render("{{ randint(5, 6) }}").as_i64().unwrap();
+        assert!((5..=6).contains(&n));
+        let uuid = render("{{ uuid() }}");
+        let uuid = uuid.as_str().unwrap();
+        assert_eq!((uuid.len(), &uuid[14..15]), (36, "4"));
+        assert!(["a", "b"].contains(&render("{{ choice('a', \"b\") }}").as_str().unwrap()));
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let error = |text: &str| Template::compile(text, &resolver, &|_| None).unwrap_err();
+        assert!(error("{{ nope }}").contains("unknown variable `nope`"));
+        assert!(error("{{ users.mail }}").contains("unknown variable `users.mail`"));
+        assert!(error("{{ uuidx() }}").contains("unknown function `uuidx`"));
+        assert!(error("{{ randint(9, 1) }}").contains("low <= high"));
+        assert!(error("{{ env(\"MISSING\") }}").contains("MISSING is not set"));
+        assert!(error("/a/{{ id").contains("without a closing"));
+        assert!(error("{{ }}").contains("empty expression"));
+    }
+
+    #[test]
+    fn routes_name_their_placeholders() {
+        let template = Template::compile("/boards/{{ id }}", &resolver, &|_| None).unwrap();
+        assert_eq!(template.route(&|_| "id".to_owned()), "/boards/{id}");
+    }
+}
