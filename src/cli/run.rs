@@ -91,8 +91,10 @@ fn choose(config: &Config, wanted: Option<&str>) -> anyhow::Result<Chosen> {
     };
     let (name, file, target) = match (&entry, wanted) {
         (Some(s), _) => (s.name.clone(), s.file.clone(), s.target.clone()),
-        (None, Some(path)) if std::path::Path::new(path).extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"))
-            && std::path::Path::new(path).is_file() => {
+        (None, Some(path))
+            if std::path::Path::new(path).extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"))
+                && std::path::Path::new(path).is_file() =>
+        {
             let file = PathBuf::from(path);
             let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             (stem, file, None)

@@ -63,6 +63,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         cursors: plan.feeders.iter().enumerate().map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64)).collect(),
         flow_feeders: flow_feeders(&plan),
         seq: AtomicU64::new(0),
+        connections: plan.target.max_connections.map(tokio::sync::Semaphore::new),
         deadline: start + planned,
         stopping: false.into(),
         abort,

@@ -24,8 +24,11 @@ pub(super) struct Sample {
     pub endpoint: usize,
     /// When it should have started.
     pub intended: Instant,
-    /// When it was handed to the client; `None` if it never was (dropped).
+    /// When the generator was ready to send it; `None` if it never was (dropped).
     pub dispatched: Option<Instant>,
+    /// When it got a connection and went on the wire; later than `dispatched` only when `[target]
+    /// max_connections` made it queue, `None` if it never got one.
+    pub sent: Option<Instant>,
     /// When it finished, failed or was given up on.
     pub end: Instant,
     /// Why it failed, if it did.
@@ -102,10 +105,10 @@ impl Recorder {
     }
 
     pub(super) fn record(&self, sample: Sample) {
-        let Sample { endpoint, intended, dispatched, end, failure, measured } = sample;
+        let Sample { endpoint, intended, dispatched, sent, end, failure, measured } = sample;
         let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         let response = dispatched.map(|_| micros(end.saturating_duration_since(intended)));
-        let service = dispatched.map(|d| micros(end.saturating_duration_since(d)));
+        let service = sent.map(|s| micros(end.saturating_duration_since(s)));
         let second = end.saturating_duration_since(self.start).as_secs();
         let class = failure.as_ref().map(|(c, _)| *c);
         let mut inner = self.lock();

@@ -36,6 +36,9 @@ pub(super) struct Shared {
     /// Per flow, the feeders its templates read (target headers' feeders included).
     pub flow_feeders: Vec<Vec<usize>>,
     pub seq: AtomicU64,
+    /// Connection slots when `[target] max_connections` is set: requests beyond it queue in the generator,
+    /// and that wait counts in their response time but not their service time.
+    pub connections: Option<tokio::sync::Semaphore>,
     /// No step starts at or after this instant.
     pub deadline: Instant,
     /// Set on Ctrl-C: sessions start no further steps.
@@ -83,6 +86,7 @@ pub(super) fn record_dropped(shared: &Shared, number: u64, at: Instant, measured
         endpoint: flow.steps[0].endpoint,
         intended: at,
         dispatched: None,
+        sent: None,
         end: at,
         failure: Some((ErrorClass::Dropped, message)),
         measured,
@@ -118,11 +122,12 @@ pub(super) async fn run_session(shared: &Shared, number: u64, start: Instant, me
         let mut cx = RenderContext { rows: &rows, variables: &variables, rng: &mut rng, seq: &shared.seq };
         let request = build_request(plan, step, &mut cx);
         let dispatched = Instant::now();
-        let outcome = match request {
-            Ok(request) => exchange(shared, request, dispatched, &mut abort).await,
-            Err(failure) => Err(failure),
+        let (sent, outcome) = match request {
+            Ok(request) => exchange(shared, request, &mut abort).await,
+            Err(failure) => (None, Err(failure)),
         };
-        let end = Instant::now().min(dispatched + plan.target.timeout);
+        // A timed-out request counts at exactly its timeout, however late the timer woke.
+        let end = sent.map_or_else(Instant::now, |sent| Instant::now().min(sent + plan.target.timeout));
         let checked = outcome.and_then(|response| check_response(step, &response, &mut variables));
         let failed = checked.is_err();
         let failure = checked.err().map(|f| (f.class, f.message));
@@ -130,6 +135,7 @@ pub(super) async fn run_session(shared: &Shared, number: u64, start: Instant, me
             endpoint: step.endpoint,
             intended,
             dispatched: Some(dispatched),
+            sent,
             end,
             failure,
             measured,
@@ -154,25 +160,34 @@ fn think(think: Option<Think>, rng: &mut SmallRng) -> std::time::Duration {
     }
 }
 
-/// Sends the request, giving up at the timeout or when the run is aborted.
+/// Waits for a connection slot (when `[target] max_connections` limits them), then sends the request,
+/// giving up at the timeout or when the run is aborted. Returns when it went on the wire, if it did.
 async fn exchange(
     shared: &Shared,
     request: Request<Full<Bytes>>,
-    dispatched: Instant,
     abort: &mut watch::Receiver<bool>,
-) -> Result<Response<Bytes>, Failure> {
+) -> (Option<Instant>, Result<Response<Bytes>, Failure>) {
     let timeout = shared.plan.target.timeout;
-    tokio::select! {
-        result = tokio::time::timeout_at((dispatched + timeout).into(), shared.client.send(request)) => {
-            result.unwrap_or_else(|_| Err(Failure::new(
-                ErrorClass::Timeout,
-                format!("no complete response within {}", humantime::format_duration(timeout)),
-            )))
-        }
+    let mut sent = None;
+    let send = async {
+        let _permit = match &shared.connections {
+            Some(slots) => Some(slots.acquire().await.expect("the semaphore is never closed")),
+            None => None,
+        };
+        let on_wire = Instant::now();
+        sent = Some(on_wire);
+        tokio::time::timeout_at((on_wire + timeout).into(), shared.client.send(request)).await.unwrap_or_else(|_| {
+            let message = format!("no complete response within {}", humantime::format_duration(timeout));
+            Err(Failure::new(ErrorClass::Timeout, message))
+        })
+    };
+    let result = tokio::select! {
+        result = send => result,
         _ = abort.wait_for(|aborted| *aborted) => {
             Err(Failure::new(ErrorClass::AbortedAtEnd, "still in flight when the run was stopped"))
         }
-    }
+    };
+    (sent, result)
 }
 
 fn build_request(plan: &Plan, step: &Step, cx: &mut RenderContext<'_>) -> Result<Request<Full<Bytes>>, Failure> {

@@ -45,6 +45,9 @@ pub struct Target {
     pub timeout: Duration,
     /// Longest a TCP (and TLS) connect may take.
     pub connect_timeout: Duration,
+    /// Connections (so requests in flight) at most; `None` for no limit. Like a browser's six per host, or
+    /// the client pool of a service calling this one: beyond it, requests wait for a free connection.
+    pub max_connections: Option<usize>,
     /// Sent with every request unless a step sets the same header.
     pub headers: Vec<(HeaderName, Template)>,
 }

@@ -33,6 +33,7 @@ pub(super) struct RawTarget {
     pub base_url: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,
     pub connect_timeout: Option<Spanned<String>>,
+    pub max_connections: Option<Spanned<i64>>,
     #[serde(default)]
     pub headers: BTreeMap<String, Spanned<String>>,
 }

@@ -73,7 +73,7 @@ fn resolve_target(
     raw: RawTarget,
     target_override: Option<&str>,
 ) -> Option<Target> {
-    let RawTarget { base_url, timeout, connect_timeout, headers } = raw;
+    let RawTarget { base_url, timeout, connect_timeout, max_connections, headers } = raw;
     let base_url = match (target_override, &base_url) {
         (Some(url), _) => Some(url.trim_end_matches('/').to_owned()),
         (None, Some(url)) => checker.check(url, "target.base_url", |u| http_url(u)),
@@ -91,8 +91,13 @@ fn resolve_target(
         Some(t) => checker.check(t, "target.connect_timeout", |t| positive(duration(t)?)),
         None => Some(Duration::from_secs(3)),
     };
+    let max_connections = max_connections.and_then(|m| {
+        checker.check(&m, "target.max_connections", |&m| {
+            usize::try_from(m).ok().filter(|&m| m > 0).ok_or_else(|| format!("{m} is not a positive count"))
+        })
+    });
     let headers = header_templates(checker, scope, &headers, "target.headers", &[], &[]);
-    Some(Target { base_url: base_url?, timeout: timeout?, connect_timeout: connect_timeout?, headers })
+    Some(Target { base_url: base_url?, timeout: timeout?, connect_timeout: connect_timeout?, max_connections, headers })
 }
 
 fn positive(d: Duration) -> Result<Duration, String> {

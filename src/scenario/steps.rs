@@ -138,7 +138,8 @@ fn resolve_step(
         Some(m) => checker.check(m, &field("method"), |m| parse_method(m)),
         None => Some(Method::GET),
     };
-    let path_template = if path.get_ref().starts_with('/') {
+    // A path may also be one extracted whole (`{{ location }}`), which the server made absolute.
+    let path_template = if path.get_ref().starts_with('/') || path.get_ref().starts_with("{{") {
         template(checker, scope, &path, &field("path"), known, later)
     } else {
         checker.error(&path, &field("path"), format!("`{}` must start with `/`", path.get_ref()));

@@ -7,6 +7,8 @@
 //! - `cli`: `degrade --help`, `init`, `validate`, `migrate` through the real binary.
 //! - `dashboard`: the pages and JSON API over real HTTP, on SQLite and PostgreSQL.
 //! - `check`: the CI gate and `degrade detect` through the real binary, on runs stored through the store.
+//! - `target`: stub targets on 127.0.0.1 (an axum API, raw TCP servers that misbehave).
+//! - `engine`: the load engine against those targets; scenario validation errors.
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
 #![allow(clippy::float_cmp)]
@@ -15,5 +17,7 @@ mod check;
 mod cli;
 mod config_errors;
 mod dashboard;
+mod engine;
 mod store_story;
 mod support;
+mod target;

@@ -1,0 +1,289 @@
+//! The load engine against stub targets on 127.0.0.1: coordinated omission, extraction chains, planned
+//! rates, feeders, and every error class. Each run is a few seconds at most.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use degrade::engine::{self, Measurement};
+use degrade::scenario;
+use degrade::store::{EndpointResult, RunStatus};
+
+use crate::target::{Misbehaviour, StubTarget, misbehaving_server, refused_url};
+
+/// Runs scenario `text` (written in a temp folder with `files` beside it) to its end.
+pub async fn run_scenario(text: &str, files: &[(&str, &str)]) -> Measurement {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    let path = dir.path().join("scenario.toml");
+    let plan = scenario::parse(&path, text, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+    let (_stop, stop) = tokio::sync::watch::channel(false);
+    engine::run(Arc::new(plan), stop, |_| {}).await
+}
+
+fn endpoint<'a>(measurement: &'a Measurement, name: &str) -> &'a EndpointResult {
+    let endpoints = &measurement.results.endpoints;
+    endpoints.iter().find(|e| e.endpoint == name).unwrap_or_else(|| panic!("no {name} in {endpoints:#?}"))
+}
+
+/// An open-model scenario of one flow with `steps`, at `rate` per second for `secs` seconds.
+fn open_scenario(base_url: &str, target_extra: &str, steps: &str, rate: u32, secs: u32) -> String {
+    format!(
+        "[target]\nbase_url = \"{base_url}\"\n{target_extra}\n[[flow]]\nname = \"f\"\n{steps}\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"{secs}s\"\nrate = {rate}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stall_shows_in_response_time_even_when_the_generator_had_to_queue() {
+    let target = StubTarget::start().await;
+    // Four connections, like a client pool: during the 1 s stall, arrivals queue in the generator. A tool
+    // that timed from the moment it got a connection would report a few milliseconds at p99.
+    let text = open_scenario(&target.url(), "max_connections = 4", "[[flow.step]]\npath = \"/stall\"", 200, 4);
+    let measurement = run_scenario(&text, &[]).await;
+    let stall = endpoint(&measurement, "GET /stall");
+    assert_eq!(stall.requests, 800);
+    assert_eq!(stall.errors, 0, "{:?}", stall.error_samples);
+    assert!(stall.p99_us >= 300_000, "p99 response time {} µs should be near the 1 s stall", stall.p99_us);
+    let service = measurement.service.iter().find(|s| s.endpoint == "GET /stall").unwrap();
+    assert!(
+        service.p99_us * 5 < stall.p99_us as u64,
+        "service time ({} µs) hides the stall that response time ({} µs) shows",
+        service.p99_us,
+        stall.p99_us
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extraction_chain_creates_reads_and_deletes_the_same_item() {
+    let target = StubTarget::start().await;
+    let steps = r#"
+[[flow.step]]
+name = "create item"
+method = "POST"
+path = "/items"
+json = { title = "nightly {{ uuid() }}", rank = "{{ randint(1, 9) }}" }
+expect = { status = 201, json = [{ path = "$.id", exists = true }] }
+extract = { id = "$.id", location = { header = "location" } }
+[[flow.step]]
+path = "{{ location }}"
+name = "read item"
+expect = { json = [{ path = "$.id", gt = 999 }] }
+[[flow.step]]
+method = "DELETE"
+path = "/items/{{ id }}"
+expect = { status = 204 }
+"#;
+    let measurement = run_scenario(&open_scenario(&target.url(), "", steps, 20, 2), &[]).await;
+    for name in ["create item", "read item", "DELETE /items/{id}"] {
+        let e = endpoint(&measurement, name);
+        assert_eq!((e.requests, e.errors), (40, 0), "{name}: {:?}", e.error_samples);
+    }
+    assert_eq!(target.counters.reads_of_created.load(Ordering::Relaxed), 40);
+    assert_eq!(target.counters.deletes_of_created.load(Ordering::Relaxed), 40);
+    assert_eq!(measurement.results.status, RunStatus::Finished, "{:?}", measurement.results.validity_reasons);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_stages_send_their_planned_counts_and_warm_up_is_left_out() {
+    let target = StubTarget::start().await;
+    let text = format!(
+        "[target]\nbase_url = \"{}\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/fast\"\n\
+         [load]\nmodel = \"open\"\n\
+         [[load.stage]]\nduration = \"1s\"\nrate = 50\nmeasure = false\n\
+         [[load.stage]]\nduration = \"2s\"\nfrom = 0\nto = 100\n\
+         [[load.stage]]\nduration = \"2s\"\nrate = 100\n",
+        target.url()
+    );
+    let measurement = run_scenario(&text, &[]).await;
+    let fast = endpoint(&measurement, "GET /fast");
+    // The ramp's integral (100) plus the steady stage (200); the 50 warm-up requests are not counted.
+    assert!((297..=303).contains(&fast.requests), "{}", fast.requests);
+    let timeline: i64 = measurement.results.timeline.iter().map(|p| p.requests).sum();
+    assert_eq!(timeline, 350, "the timeline keeps the warm-up too");
+    let load = &measurement.results.load_summary;
+    assert!((load.target_rate - 75.0).abs() < 1e-9, "{load:?}");
+    assert!((load.achieved_rate - 75.0).abs() < 1.0, "{load:?}");
+    assert_eq!(load.measured_secs, 4.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn feeders_spread_requests_over_their_rows_and_stop_when_asked() {
+    let target = StubTarget::start().await;
+    let text = format!(
+        "[target]\nbase_url = \"{}\"\n[[data]]\nname = \"users\"\nfile = \"users.csv\"\nwhen_exhausted = \"stop\"\n\
+         [[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/echo\"\nquery = {{ email = \"{{{{ users.email }}}}\" }}\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"2s\"\nrate = 20\n",
+        target.url()
+    );
+    let csv = "id,email\n1,a@example.com\n2,b+tag@example.com\n3,c@example.com\n";
+    let measurement = run_scenario(&text, &[("users.csv", csv)]).await;
+    let echoed = target.counters.echoed.lock().unwrap().clone();
+    assert_eq!(echoed, ["email=a%40example.com", "email=b%2Btag%40example.com", "email=c%40example.com"]);
+    assert_eq!(measurement.results.status, RunStatus::Invalid);
+    let reasons = measurement.results.validity_reasons.join("; ");
+    assert!(reasons.contains("feeder ran out"), "{reasons}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_closed_model_keeps_its_users_busy() {
+    let target = StubTarget::start().await;
+    let text = format!(
+        "[target]\nbase_url = \"{}\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/fast\"\nthink = \"50ms\"\n\
+         [load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1s\"\nusers = 2\n",
+        target.url()
+    );
+    let measurement = run_scenario(&text, &[]).await;
+    let fast = endpoint(&measurement, "GET /fast");
+    // Two users, each about one request per 50 ms think time: well under 2 × 20 and well above zero.
+    assert!((10..=42).contains(&fast.requests), "{}", fast.requests);
+    assert_eq!(measurement.results.load_summary.model, "closed");
+    assert_eq!(measurement.results.status, RunStatus::Finished, "{:?}", measurement.results.validity_reasons);
+}
+
+/// Runs one step against `base_url` for a second and returns its only endpoint's result.
+async fn one_second_of(base_url: &str, target_extra: &str, step: &str, load_extra: &str) -> EndpointResult {
+    let text = format!(
+        "[target]\nbase_url = \"{base_url}\"\n{target_extra}\n[[flow]]\nname = \"f\"\n[[flow.step]]\n{step}\n\
+         [load]\nmodel = \"open\"\n{load_extra}\n[[load.stage]]\nduration = \"1s\"\nrate = 10\n"
+    );
+    let measurement = run_scenario(&text, &[]).await;
+    assert_eq!(measurement.results.endpoints.len(), 2, "(all) and the step");
+    measurement.results.endpoints[1].clone()
+}
+
+fn only_class(result: &EndpointResult) -> (&str, i64) {
+    assert_eq!(result.errors_by_class.len(), 1, "{:?}", result.errors_by_class);
+    let (class, count) = result.errors_by_class.iter().next().unwrap();
+    (class.as_str(), *count)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_failure_lands_in_its_class_and_never_stops_the_run() {
+    let target = StubTarget::start().await;
+    let url = target.url();
+    let timeout = one_second_of(&url, "timeout = \"200ms\"", "path = \"/slow\"", "").await;
+    assert_eq!(only_class(&timeout), ("timeout", 10));
+    assert!(timeout.p50_us >= 200_000 && timeout.max_us < 260_000, "timeouts count at the timeout: {timeout:?}");
+    let server_error = one_second_of(&url, "", "path = \"/status/503\"", "").await;
+    assert_eq!(only_class(&server_error), ("http_5xx", 10));
+    assert!(server_error.error_samples["http_5xx"][0].contains("status 503"));
+    let not_found = one_second_of(&url, "", "path = \"/status/404\"", "").await;
+    assert_eq!(only_class(&not_found), ("http_4xx", 10));
+    let assertion =
+        one_second_of(&url, "", "path = \"/json\"\nexpect = { json = [{ path = \"$.state\", eq = \"ok\" }] }", "")
+            .await;
+    assert_eq!(only_class(&assertion), ("assertion", 10));
+    assert!(assertion.error_samples["assertion"][0].contains("found \"broken\""), "{assertion:?}");
+    let extraction = one_second_of(&url, "", "path = \"/json\"\nextract = { id = \"$.id\" }", "").await;
+    assert_eq!(only_class(&extraction), ("extraction", 10));
+    let dropped = one_second_of(&url, "", "path = \"/slow\"", "max_in_flight = 2").await;
+    assert_eq!(dropped.errors_by_class["dropped"], 8, "{dropped:?}");
+
+    let refused = one_second_of(&refused_url().await, "", "path = \"/\"", "").await;
+    assert_eq!(only_class(&refused), ("connect", 10));
+    let (garbage_url, garbage) = misbehaving_server(Misbehaviour::Garbage).await;
+    assert_eq!(only_class(&one_second_of(&garbage_url, "", "path = \"/\"", "").await), ("protocol", 10));
+    garbage.abort();
+    let (hang_up_url, hang_up) = misbehaving_server(Misbehaviour::HangUp).await;
+    assert_eq!(only_class(&one_second_of(&hang_up_url, "", "path = \"/\"", "").await), ("reset", 10));
+    hang_up.abort();
+}
+
+/// The error for scenario `text`, with the temp folder removed from paths.
+fn scenario_error(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("users.csv"), "id,email\n1,a@example.com\n").unwrap();
+    let path = dir.path().join("s.toml");
+    let error = scenario::parse(&path, text, None, &|_| None).expect_err("the scenario should be rejected");
+    error.to_string().replace(&format!("{}/", dir.path().display()), "")
+}
+
+const GOOD_HEAD: &str = "[target]\nbase_url = \"http://127.0.0.1:9\"\n";
+const GOOD_LOAD: &str = "[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 1\n";
+
+fn with_step(step: &str) -> String {
+    format!("{GOOD_HEAD}[[flow]]\nname = \"f\"\n[[flow.step]]\n{step}\n{GOOD_LOAD}")
+}
+
+#[test]
+fn each_scenario_mistake_names_its_line_column_and_field() {
+    let cases: &[(&str, &str)] = &[
+        (
+            &with_step("path = \"/a/{{ board_id }}\""),
+            "s.toml:6:8: flow[0].step[0].path: in `{{ board_id }}`: unknown variable `board_id`",
+        ),
+        (
+            &with_step("path = \"/a/{{ id }}\"\n[[flow.step]]\npath = \"/b\"\nextract = { id = \"$.id\" }"),
+            "s.toml:6:8: flow[0].step[0].path: in `{{ id }}`: `id` is extracted by a later step",
+        ),
+        (
+            &with_step("path = \"/a\"\nquery = { q = \"{{ uuid(1) }}\" }"),
+            "s.toml:7:15: flow[0].step[0].query.q: in `{{ uuid(1) }}`: uuid() takes 0 argument(s)",
+        ),
+        (&with_step("path = \"/a/{{ nope() }}\""), "flow[0].step[0].path: in `{{ nope() }}`: unknown function `nope`"),
+        (
+            &with_step("path = \"/a\"\nextract = { id = \"$.items[\" }"),
+            "s.toml:7:18: flow[0].step[0].extract.id: `$.items[` is not a JSONPath",
+        ),
+        (
+            &with_step("path = \"/a\"\nexpect = { status = \"9xx\" }"),
+            "s.toml:7:21: flow[0].step[0].expect.status: `\"9xx\"` is not a status",
+        ),
+        (&with_step("path = \"a\""), "s.toml:6:8: flow[0].step[0].path: `a` must start with `/`"),
+        (
+            &with_step("path = \"/a\"\nmethod = \"FETCH\""),
+            "s.toml:7:10: flow[0].step[0].method: `FETCH` is not an HTTP method",
+        ),
+        (&with_step("path = \"/a\"\nthink = \"soon\""), "s.toml:7:9: flow[0].step[0].think: `soon` is not a duration"),
+        (
+            &with_step("path = \"/a\"\nheaders = { x = \"{{ env(\\\"NOPE_TOKEN\\\") }}\" }"),
+            "flow[0].step[0].headers.x: in `{{ env(\"NOPE_TOKEN\") }}`: environment variable NOPE_TOKEN is not set",
+        ),
+        (&with_step("path = \"/a\"\nbogus = 1"), "s.toml:7:1: flow[0].step[0].bogus: unknown field `bogus`"),
+        (
+            &format!(
+                "{GOOD_HEAD}[[data]]\nname = \"users\"\nfile = \"missing.csv\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n{GOOD_LOAD}"
+            ),
+            "s.toml:5:8: data[0].file: cannot read missing.csv",
+        ),
+        (
+            &format!(
+                "{GOOD_HEAD}[[data]]\nname = \"users\"\nfile = \"users.csv\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/{{{{ users.mail }}}}\"\n{GOOD_LOAD}"
+            ),
+            "s.toml:9:8: flow[0].step[0].path: in `{{ users.mail }}`: feeder `users` has no column `mail`; its columns: id, email",
+        ),
+        (
+            &format!(
+                "{GOOD_HEAD}[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nusers = 3\n"
+            ),
+            "s.toml:9:1: load.stage[0].rate: an open-model stage takes `rate`, or `from` and `to`",
+        ),
+        (
+            &format!("{GOOD_HEAD}[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n[load]\nmodel = \"bursty\"\n"),
+            "s.toml:8:9: load.model: `bursty` is not a load model",
+        ),
+        (
+            &format!("[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n{GOOD_LOAD}"),
+            "s.toml: target: set [target] base_url",
+        ),
+        (
+            &format!("{GOOD_HEAD}[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n"),
+            "s.toml: load: add a [load] table",
+        ),
+    ];
+    for (text, expected) in cases {
+        let message = scenario_error(text);
+        assert!(message.contains(expected), "expected `{expected}` in:\n{message}\n---\n{text}");
+    }
+}
+
+#[test]
+fn the_example_scenario_validates() {
+    let plan = scenario::parse(Path::new("scenarios/example.toml"), scenario::EXAMPLE_SCENARIO, None, &|_| None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.endpoints, ["GET /boards", "GET /boards/{board_id}", "create board", "DELETE /boards/{new_id}"]);
+    assert_eq!(plan.load.measured_duration().as_secs(), 300);
+}
