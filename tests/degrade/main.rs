@@ -9,6 +9,7 @@
 //! - `check`: the CI gate and `degrade detect` through the real binary, on runs stored through the store.
 //! - `target`: stub targets on 127.0.0.1 (an axum API, raw TCP servers that misbehave).
 //! - `engine`: the load engine against those targets; scenario validation errors.
+//! - `run_cli`: `degrade run` and `validate` of scenarios through the real binary.
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
 #![allow(clippy::float_cmp)]
@@ -18,6 +19,7 @@ mod cli;
 mod config_errors;
 mod dashboard;
 mod engine;
+mod run_cli;
 mod store_story;
 mod support;
 mod target;

@@ -95,6 +95,18 @@ pub fn unique_name(prefix: &str) -> String {
 
 /// The real `degrade` binary, run in `dir` with a clean `DEGRADE_*` environment plus `env`.
 pub fn degrade(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    command(dir, args, env).output().expect("run the degrade binary")
+}
+
+/// The real binary as a child process, for tests that serve a stub target on their own runtime meanwhile.
+pub fn degrade_child(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> tokio::process::Child {
+    let mut command = tokio::process::Command::from(command(dir, args, env));
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).kill_on_drop(true);
+    command.spawn().expect("start the degrade binary")
+}
+
+/// `degrade args` in `dir`, with only the `DEGRADE_*` variables in `env`.
+fn command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_degrade"));
     command.current_dir(dir).args(args);
     for (key, _) in std::env::vars() {
@@ -103,7 +115,7 @@ pub fn degrade(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         }
     }
     command.envs(env.iter().copied());
-    command.output().expect("run the degrade binary")
+    command
 }
 
 /// Standard output and standard error of a finished command, for assertions and failure messages.

@@ -23,6 +23,8 @@ pub struct Counters {
     first_stall_request: OnceLock<Instant>,
     next_id: AtomicU64,
     items: Mutex<HashSet<u64>>,
+    /// `POST /items` calls.
+    pub created: AtomicU64,
     /// `GET /items/{id}` of an id that `POST /items` created.
     pub reads_of_created: AtomicU64,
     /// `DELETE /items/{id}` of an id that existed.
@@ -100,6 +102,7 @@ async fn echo(State(counters): State<Arc<Counters>>, uri: axum::http::Uri) -> &'
 
 async fn create(State(counters): State<Arc<Counters>>) -> impl IntoResponse {
     let id = counters.next_id.fetch_add(1, Ordering::Relaxed) + 1000;
+    counters.created.fetch_add(1, Ordering::Relaxed);
     counters.items.lock().unwrap().insert(id);
     (StatusCode::CREATED, [("location", format!("/items/{id}"))], Json(json!({"id": id})))
 }

@@ -1,0 +1,129 @@
+//! `degrade run` through the real binary: the table, JSON, the stored run (SQLite and PostgreSQL), the
+//! build id, Ctrl-C, and `validate` over scenario files.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use degrade::store::{DatabaseUrl, OVERALL_ENDPOINT, RunStatus, Store};
+
+use crate::support::{TestDb, degrade, degrade_child, project, text};
+use crate::target::StubTarget;
+
+/// A project whose `checkout` scenario loads `target` at 50 sessions/s: two steps, one warm-up stage.
+fn checkout_project(target: &StubTarget, config_extra: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let config = format!(
+        "[[scenario]]\nname = \"checkout\"\nfile = \"scenarios/checkout.toml\"\ntarget = \"{}\"\n{config_extra}",
+        target.url()
+    );
+    let scenario = "[[flow]]\nname = \"buy\"\n[[flow.step]]\npath = \"/fast\"\nextract = { first = \"$.items[0].id\" }\n\
+         [[flow.step]]\nmethod = \"POST\"\npath = \"/items\"\njson = { after = \"{{ first }}\" }\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"5s\"\nrate = 20\nmeasure = false\n\
+         [[load.stage]]\nduration = \"30s\"\nrate = 50\n";
+    project(&config, &[("scenarios/checkout.toml", scenario)])
+}
+
+async fn run_is_printed_and_stored(db: TestDb) {
+    let target = StubTarget::start().await;
+    let (dir, _) = checkout_project(&target, "[scenario.build]\nversion_command = \"echo 1.4.2\"\n");
+    let url = db.url_string();
+    let env = [("DEGRADE_DATABASE_URL", url.as_str())];
+    let child = degrade_child(dir.path(), &["run", "--duration", "2s"], &env);
+    let output = child.wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Run 1 of checkout (build 1.4.2): finished"), "{stdout}");
+    assert!(stdout.contains("GET /fast") && stdout.contains("POST /items"), "{stdout}");
+    assert!(stdout.contains("Valid: the generator delivered the planned load."), "{stdout}");
+
+    let store = Store::connect(&db.url).await.unwrap();
+    let detail = store.run_detail(1).await.unwrap().unwrap();
+    assert_eq!(detail.run.status, RunStatus::Finished);
+    assert_eq!(detail.run.build_id.as_deref(), Some("1.4.2"));
+    let source = store.scenario_source(1).await.unwrap().unwrap();
+    assert!(source.contains("[[flow.step]]"), "{source}");
+    let names: Vec<&str> = detail.endpoints.iter().map(|e| e.endpoint.as_str()).collect();
+    assert_eq!(names, [OVERALL_ENDPOINT, "GET /fast", "POST /items"]);
+    // 2 s stretched from 35 s: the measured stage is 30/35 of it, at 50/s.
+    let fast = &detail.endpoints[1];
+    assert!((80..=90).contains(&fast.requests), "{fast:?}");
+    assert!(!fast.histogram.is_empty());
+    assert!(!store.timeline(1).await.unwrap().is_empty());
+
+    // The same scenario at full length is a different workload from this smoke run.
+    let json = degrade_child(dir.path(), &["run", "--duration", "1s", "--rate-scale", "0.5", "-f", "json"], &env);
+    let output = json.wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!((report["run_id"].as_i64(), report["status"].as_str()), (Some(2), Some("finished")));
+    assert_eq!(report["endpoints"][0]["endpoint"], OVERALL_ENDPOINT);
+    assert!(report["load_summary"]["target_rate"].as_f64().unwrap() > 24.9);
+    let runs = store.last_runs("checkout", 2).await.unwrap();
+    assert_ne!(runs[0].scenario_hash, runs[1].scenario_hash, "smoke runs of different scale are separate series");
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_printed_and_stored_in_sqlite() {
+    run_is_printed_and_stored(TestDb::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_printed_and_stored_in_postgres() {
+    if let Some(db) = TestDb::postgres().await {
+        run_is_printed_and_stored(db).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_the_run_and_stores_it_as_aborted() {
+    let target = StubTarget::start().await;
+    let (dir, _) = checkout_project(&target, "");
+    let child = degrade_child(dir.path(), &["run", "checkout"], &[]);
+    // Wait until load is flowing (bounded: the test fails rather than waits forever).
+    let started = std::time::Instant::now();
+    while target.counters.created.load(Ordering::Relaxed) == 0 {
+        assert!(started.elapsed() < Duration::from_secs(20), "no load arrived");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let pid = child.id().unwrap().to_string();
+    let killed = tokio::process::Command::new("kill").args(["-INT", &pid]).status().await.unwrap();
+    assert!(killed.success());
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Run 1 of checkout: aborted"), "{stdout}");
+    assert!(stdout.contains("stopped after"), "{stdout}");
+
+    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
+    let detail = store.run_detail(1).await.unwrap().unwrap();
+    assert_eq!(detail.run.status, RunStatus::Aborted);
+    // Stopped in the warm-up: nothing measured, but the timeline of what was sent is kept.
+    assert_eq!(detail.endpoints[0].requests, 0);
+    assert!(!store.timeline(1).await.unwrap().is_empty(), "what was recorded before Ctrl-C is kept");
+    store.close().await;
+}
+
+#[test]
+fn validate_checks_every_scenario_file_and_scenario_files_alone() {
+    let config = "[[scenario]]\nname = \"a\"\nfile = \"a.toml\"\ntarget = \"http://127.0.0.1:9\"\n";
+    let scenario = "[target]\nbase_url = \"http://127.0.0.1:9\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/x/{{ idd }}\"\n\
+                    [load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1m\"\nusers = 2\n";
+    let (dir, _) = project(config, &[("a.toml", scenario)]);
+    let output = degrade(dir.path(), &["validate"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    assert!(stderr.contains("a.toml:6:8: flow[0].step[0].path: in `{{ idd }}`: unknown variable `idd`"), "{stderr}");
+    assert!(stderr.contains("1 problem in the scenarios"), "{stderr}");
+
+    std::fs::write(dir.path().join("a.toml"), scenario.replace("{{ idd }}", "{{ seq() }}")).unwrap();
+    let output = degrade(dir.path(), &["validate"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("endpoints GET /x/{seq}"), "{stdout}");
+    assert!(stdout.contains("load      closed model, 1 stage(s), 1m in all (1m measured)"), "{stdout}");
+
+    let alone = degrade(dir.path(), &["validate", "a.toml"], &[]);
+    assert!(alone.status.success(), "{:?}", text(&alone));
+    assert!(text(&alone).0.contains("a.toml is valid."));
+}
