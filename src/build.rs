@@ -18,8 +18,7 @@ const MAX_BUILD_ID: usize = 200;
 pub async fn resolve_version(source: &VersionSource) -> anyhow::Result<String> {
     let id = match source {
         VersionSource::Url { url, pointer } => {
-            let body = HttpClient::new(Duration::from_secs(5))
-                .get_text(url, VERSION_TIMEOUT)
+            let body = HttpClient::get_text(url, VERSION_TIMEOUT)
                 .await
                 .map_err(|e| anyhow::anyhow!("version_url {}: {e}", crate::secret::redact_url(url)))?;
             match pointer {

@@ -1,30 +1,59 @@
-//! The generator's own CPU time, for the run's validity: a generator that saturated its cores delays its
-//! own timestamps, so its numbers describe itself, not the build.
+//! How busy the generator was: the time spent polling sessions and dispatching arrivals, as a share of one
+//! core. A generator that is busy most of the time delays its own timestamps, so its numbers describe it,
+//! not the build.
+//!
+//! Why not the process's CPU time: the open-model pacer approaches each arrival by yielding in a loop
+//! (tokio's timer only has millisecond resolution), which keeps a core "in use" while every other task
+//! still runs first. That time is idle in every sense that matters here, and only polls measure it out.
 
-use std::time::Duration;
+use std::future::{Future, poll_fn};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-/// CPU time (user + system) this process has used, or `None` where `/proc` is unavailable (not Linux).
-#[must_use]
-pub fn process_cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (field 2) may hold spaces and parentheses; the fields after its closing `)` do not.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line, counted in USER_HZ ticks, which Linux fixes at 100
-    // for user space on every architecture it ships.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
+/// Total busy time, added to from every task.
+#[derive(Debug, Default)]
+pub(super) struct BusyClock {
+    nanos: AtomicU64,
+}
+
+impl BusyClock {
+    pub(super) fn add(&self, busy: Duration) {
+        self.nanos.fetch_add(u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    pub(super) fn total(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+}
+
+/// Runs `future`, adding the time each poll takes to `clock`.
+pub(super) async fn timed<F: Future>(clock: &BusyClock, future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    poll_fn(|cx| {
+        let started = Instant::now();
+        let polled = future.as_mut().poll(cx);
+        clock.add(started.elapsed());
+        polled
+    })
+    .await
 }
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn cpu_time_grows_with_work() {
-        let Some(before) = super::process_cpu_time() else { return };
-        let started = std::time::Instant::now();
-        let mut x = 0_u64;
-        while started.elapsed() < std::time::Duration::from_millis(60) {
-            x = std::hint::black_box(x.wrapping_add(1));
-        }
-        assert!(super::process_cpu_time().unwrap() > before);
+    use super::*;
+
+    #[tokio::test]
+    async fn only_polling_counts_not_waiting() {
+        let clock = BusyClock::default();
+        timed(&clock, async {
+            let spin = Instant::now();
+            while spin.elapsed() < Duration::from_millis(20) {
+                std::hint::spin_loop();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        })
+        .await;
+        let busy = clock.total();
+        assert!(busy >= Duration::from_millis(20) && busy < Duration::from_millis(50), "{busy:?}");
     }
 }

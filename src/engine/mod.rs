@@ -27,7 +27,7 @@ use crate::scenario::{LoadModel, Plan};
 use client::HttpClient;
 use pacer::Interruption;
 use recorder::Recorder;
-use session::{SessionEnd, Shared, flow_feeders};
+use session::{SessionEnd, Shared, fixed_uri, flow_feeders};
 
 /// How long in-flight requests may finish after Ctrl-C before they are cut off.
 const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -53,20 +53,22 @@ pub struct Progress {
 /// Runs `plan` until it ends or `stop` becomes true, calling `on_progress` a few times a second.
 pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: impl FnMut(&Progress)) -> Measurement {
     let started_at = chrono::Utc::now();
-    let cpu_before = cpu::process_cpu_time();
     let start = Instant::now();
     let planned = plan.load.duration();
-    let (abort_tx, abort) = watch::channel(false);
+    let client =
+        HttpClient::new(&plan.target.base_url, plan.target.connect_timeout).expect("the scenario checked the base URL");
+    let fixed_uris = plan.flows.iter().map(|f| f.steps.iter().map(|s| fixed_uri(&client, s)).collect()).collect();
     let shared = Arc::new(Shared {
-        client: HttpClient::new(plan.target.connect_timeout),
+        client,
+        fixed_uris,
         recorder: Recorder::new(start, plan.endpoints.clone()),
         cursors: plan.feeders.iter().enumerate().map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64)).collect(),
         flow_feeders: flow_feeders(&plan),
         seq: AtomicU64::new(0),
         connections: plan.target.max_connections.map(tokio::sync::Semaphore::new),
+        busy: cpu::BusyClock::default(),
         deadline: start + planned,
         stopping: false.into(),
-        abort,
         plan: Arc::clone(&plan),
     });
     let pacer = match plan.load.model {
@@ -87,11 +89,11 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         shared.stopping.store(true, Ordering::Relaxed);
     }
     let grace = if interruption == Some(Interruption::Stopped) { STOP_GRACE } else { plan.target.timeout };
-    drain(sessions, grace, &abort_tx).await;
+    drain(sessions, grace, &shared.recorder).await;
     on_progress(&progress(&plan, &shared, start));
-    let cpu = cpu_before.zip(cpu::process_cpu_time()).map(|(before, after)| after.saturating_sub(before));
+    let busy = shared.busy.total();
     let wall = start.elapsed();
-    outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, cpu, interruption.as_ref())
+    outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, busy, interruption.as_ref())
 }
 
 fn progress(plan: &Plan, shared: &Shared, start: Instant) -> Progress {
@@ -114,14 +116,15 @@ fn progress(plan: &Plan, shared: &Shared, start: Instant) -> Progress {
     }
 }
 
-/// Lets running sessions finish for up to `grace`, then cuts off what is still in flight.
-async fn drain(mut sessions: JoinSet<SessionEnd>, grace: Duration, abort: &watch::Sender<bool>) {
+/// Lets running sessions finish for up to `grace`, then cancels them and records what was still in flight.
+async fn drain(mut sessions: JoinSet<SessionEnd>, grace: Duration, recorder: &Recorder) {
     let finished = tokio::time::timeout(grace + Duration::from_millis(500), async {
         while sessions.join_next().await.is_some() {}
     })
     .await;
     if finished.is_err() {
-        abort.send_replace(true);
+        sessions.abort_all();
         while sessions.join_next().await.is_some() {}
+        recorder.abort_in_flight();
     }
 }

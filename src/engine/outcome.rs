@@ -53,7 +53,7 @@ pub(super) fn measure(
     started_at: DateTime<Utc>,
     paced_for: Duration,
     wall: Duration,
-    cpu: Option<Duration>,
+    busy: Duration,
     interruption: Option<&Interruption>,
 ) -> Measurement {
     let recorded = recorder.finish();
@@ -78,7 +78,7 @@ pub(super) fn measure(
         planned_arrivals: plan.load.target_rate() * plan.load.measured_duration().as_secs_f64(),
         dropped: recorded.dropped_measured,
         schedule_lag_p99_us: if lag.is_empty() { 0 } else { lag.value_at_quantile(0.99) },
-        cpu_pct: cpu.map_or(0.0, |c| c.as_secs_f64() * 100.0 / wall.as_secs_f64().max(1e-9)),
+        cpu_pct: busy.as_secs_f64() * 100.0 / wall.as_secs_f64().max(1e-9),
         cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         stopped_early: interruption.map(|i| match i {
             Interruption::Stopped => format!("stopped after {:.1} s of the planned run", paced_for.as_secs_f64()),

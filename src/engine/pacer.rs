@@ -16,6 +16,7 @@ use rand_distr::{Distribution, Exp1};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::cpu::timed;
 use super::session::{SessionEnd, Shared, record_dropped, run_session};
 use crate::scenario::plan::Arrivals;
 use crate::scenario::{Stage, StageShape};
@@ -124,6 +125,7 @@ pub(super) async fn open(
             if !wait_until(at, &mut stop).await {
                 return (sessions, Some(Interruption::Stopped));
             }
+            let dispatching = Instant::now();
             while let Some(ended) = sessions.try_join_next() {
                 if matches!(ended, Ok(SessionEnd::OutOfData)) {
                     return (sessions, Some(Interruption::OutOfData));
@@ -134,8 +136,9 @@ pub(super) async fn open(
             } else {
                 let shared = Arc::clone(&shared);
                 let measured = stage.measure;
-                sessions.spawn(async move { run_session(&shared, number, at, measured).await });
+                sessions.spawn(async move { timed(&shared.busy, run_session(&shared, number, at, measured)).await });
             }
+            shared.busy.add(dispatching.elapsed());
             number += 1;
         }
         stage_start += stage.duration;
@@ -161,7 +164,7 @@ pub(super) async fn closed(
         measured.store(stage.measure, Ordering::Relaxed);
         for index in spawned..count {
             let (shared, active, measured) = (Arc::clone(&shared), Arc::clone(&active), Arc::clone(&measured));
-            users.spawn(async move { user(&shared, index, &active, &measured).await });
+            users.spawn(async move { timed(&shared.busy, user(&shared, index, &active, &measured)).await });
         }
         spawned = spawned.max(count);
         stage_end += stage.duration;

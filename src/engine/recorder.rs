@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -64,6 +65,11 @@ pub(super) struct Recorder {
     start: Instant,
     names: Vec<String>,
     inner: Mutex<Inner>,
+    /// Requests sent and not yet recorded, per endpoint, unmeasured then measured: what is cut off when
+    /// the run must end before they finish.
+    in_flight: Vec<[AtomicU64; 2]>,
+    /// Sessions started in measured stages.
+    sessions_measured: AtomicU64,
 }
 
 struct Inner {
@@ -72,7 +78,6 @@ struct Inner {
     open: VecDeque<(u64, Vec<SecondRecord>)>,
     timeline: Vec<TimelinePoint>,
     schedule_lag: Histogram<u64>,
-    sessions_measured: u64,
     dropped_measured: u64,
     snapshot: Snapshot,
 }
@@ -84,11 +89,11 @@ impl Recorder {
             open: VecDeque::new(),
             timeline: Vec::new(),
             schedule_lag: new_histogram(),
-            sessions_measured: 0,
             dropped_measured: 0,
             snapshot: Snapshot::default(),
         };
-        Self { start, names, inner: Mutex::new(inner) }
+        let in_flight = names.iter().map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect();
+        Self { start, names, inner: Mutex::new(inner), in_flight, sessions_measured: AtomicU64::new(0) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -100,7 +105,32 @@ impl Recorder {
     /// Counts a session that started (measured stages only feed the achieved rate).
     pub(super) fn session_started(&self, measured: bool) {
         if measured {
-            self.lock().sessions_measured += 1;
+            self.sessions_measured.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a request as in flight until its [`Sample`] (with `dispatched` set) is recorded.
+    pub(super) fn dispatching(&self, endpoint: usize, measured: bool) {
+        self.in_flight[endpoint][usize::from(measured)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records every request still in flight as `aborted_at_end`: called once their sessions are cancelled.
+    pub(super) fn abort_in_flight(&self) {
+        let now = Instant::now();
+        for (endpoint, counts) in self.in_flight.iter().enumerate() {
+            for (measured, count) in [false, true].into_iter().zip(counts) {
+                for _ in 0..count.swap(0, Ordering::Relaxed) {
+                    self.record(Sample {
+                        endpoint,
+                        intended: now,
+                        dispatched: None,
+                        sent: None,
+                        end: now,
+                        failure: Some((ErrorClass::AbortedAtEnd, "still in flight when the run was stopped".into())),
+                        measured,
+                    });
+                }
+            }
         }
     }
 
@@ -111,6 +141,9 @@ impl Recorder {
         let service = sent.map(|s| micros(end.saturating_duration_since(s)));
         let second = end.saturating_duration_since(self.start).as_secs();
         let class = failure.as_ref().map(|(c, _)| *c);
+        if dispatched.is_some() {
+            self.in_flight[endpoint][usize::from(measured)].fetch_sub(1, Ordering::Relaxed);
+        }
         let mut inner = self.lock();
         if measured {
             if let Some(d) = dispatched {
@@ -141,7 +174,7 @@ impl Recorder {
             endpoints: std::mem::take(&mut inner.endpoints),
             timeline: std::mem::take(&mut inner.timeline),
             schedule_lag: inner.schedule_lag.clone(),
-            sessions_measured: inner.sessions_measured,
+            sessions_measured: self.sessions_measured.load(Ordering::Relaxed),
             dropped_measured: inner.dropped_measured,
         }
     }

@@ -11,13 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, header};
+use http::{HeaderValue, Request, Response, Uri, header};
 use http_body_util::Full;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, LogNormal};
 use serde_json::Value;
-use tokio::sync::watch;
 
 use super::client::{Failure, HttpClient};
 use super::recorder::{Recorder, Sample};
@@ -35,16 +34,18 @@ pub(super) struct Shared {
     pub cursors: Vec<Cursor>,
     /// Per flow, the feeders its templates read (target headers' feeders included).
     pub flow_feeders: Vec<Vec<usize>>,
+    /// Per flow and step, the request target when it has no templates.
+    pub fixed_uris: Vec<Vec<Option<Uri>>>,
     pub seq: AtomicU64,
     /// Connection slots when `[target] max_connections` is set: requests beyond it queue in the generator,
     /// and that wait counts in their response time but not their service time.
     pub connections: Option<tokio::sync::Semaphore>,
+    /// Time spent polling sessions and dispatching arrivals: the generator's own load.
+    pub busy: super::cpu::BusyClock,
     /// No step starts at or after this instant.
     pub deadline: Instant,
     /// Set on Ctrl-C: sessions start no further steps.
     pub stopping: AtomicBool,
-    /// Set when in-flight requests must be given up (Ctrl-C, or the drain after the run took too long).
-    pub abort: watch::Receiver<bool>,
 }
 
 /// How a session ended.
@@ -107,23 +108,21 @@ pub(super) async fn run_session(shared: &Shared, number: u64, start: Instant, me
     }
     shared.recorder.session_started(measured);
     let mut variables: Vec<Option<Value>> = vec![None; plan.variables.len()];
-    let mut abort = shared.abort.clone();
     let mut intended = start;
-    for step in &plan.flows[flow_index].steps {
+    for (step_index, step) in plan.flows[flow_index].steps.iter().enumerate() {
         if intended >= shared.deadline || shared.stopping.load(Ordering::Relaxed) {
             break;
         }
         if intended > Instant::now() {
-            tokio::select! {
-                () = tokio::time::sleep_until(intended.into()) => {}
-                _ = abort.wait_for(|aborted| *aborted) => break,
-            }
+            tokio::time::sleep_until(intended.into()).await;
         }
         let mut cx = RenderContext { rows: &rows, variables: &variables, rng: &mut rng, seq: &shared.seq };
-        let request = build_request(plan, step, &mut cx);
+        let fixed = shared.fixed_uris[flow_index][step_index].as_ref();
+        let request = build_request(plan, &shared.client, step, fixed, &mut cx);
         let dispatched = Instant::now();
+        shared.recorder.dispatching(step.endpoint, measured);
         let (sent, outcome) = match request {
-            Ok(request) => exchange(shared, request, &mut abort).await,
+            Ok(request) => exchange(shared, request).await,
             Err(failure) => (None, Err(failure)),
         };
         // A timed-out request counts at exactly its timeout, however late the timer woke.
@@ -161,37 +160,37 @@ fn think(think: Option<Think>, rng: &mut SmallRng) -> std::time::Duration {
 }
 
 /// Waits for a connection slot (when `[target] max_connections` limits them), then sends the request,
-/// giving up at the timeout or when the run is aborted. Returns when it went on the wire, if it did.
+/// giving up at the timeout. Returns when it went on the wire, if it did.
 async fn exchange(
     shared: &Shared,
     request: Request<Full<Bytes>>,
-    abort: &mut watch::Receiver<bool>,
 ) -> (Option<Instant>, Result<Response<Bytes>, Failure>) {
     let timeout = shared.plan.target.timeout;
-    let mut sent = None;
-    let send = async {
-        let _permit = match &shared.connections {
-            Some(slots) => Some(slots.acquire().await.expect("the semaphore is never closed")),
-            None => None,
-        };
-        let on_wire = Instant::now();
-        sent = Some(on_wire);
-        tokio::time::timeout_at((on_wire + timeout).into(), shared.client.send(request)).await.unwrap_or_else(|_| {
+    let _permit = match &shared.connections {
+        Some(slots) => Some(slots.acquire().await.expect("the semaphore is never closed")),
+        None => None,
+    };
+    let sent = Instant::now();
+    let result =
+        tokio::time::timeout_at((sent + timeout).into(), shared.client.send(request)).await.unwrap_or_else(|_| {
             let message = format!("no complete response within {}", humantime::format_duration(timeout));
             Err(Failure::new(ErrorClass::Timeout, message))
-        })
-    };
-    let result = tokio::select! {
-        result = send => result,
-        _ = abort.wait_for(|aborted| *aborted) => {
-            Err(Failure::new(ErrorClass::AbortedAtEnd, "still in flight when the run was stopped"))
-        }
-    };
-    (sent, result)
+        });
+    (Some(sent), result)
 }
 
-fn build_request(plan: &Plan, step: &Step, cx: &mut RenderContext<'_>) -> Result<Request<Full<Bytes>>, Failure> {
-    let mut uri = format!("{}{}", plan.target.base_url, step.path.render(cx));
+/// The request target of a step whose path and query have no templates: parsed once, not per request.
+pub(super) fn fixed_uri(client: &HttpClient, step: &Step) -> Option<Uri> {
+    let path = step.path.as_literal()?;
+    (step.query.is_empty() && path.starts_with('/')).then(|| format!("{}{path}", client.prefix()).parse().ok())?
+}
+
+fn render_uri(client: &HttpClient, step: &Step, cx: &mut RenderContext<'_>) -> Result<String, Failure> {
+    let path = step.path.render(cx);
+    if !path.starts_with('/') {
+        return Err(Failure::new(ErrorClass::Protocol, format!("the path `{path}` does not start with `/`")));
+    }
+    let mut uri = format!("{}{path}", client.prefix());
     if !step.query.is_empty() {
         let mut query = form_urlencoded::Serializer::new(String::new());
         for (key, value) in &step.query {
@@ -200,8 +199,23 @@ fn build_request(plan: &Plan, step: &Step, cx: &mut RenderContext<'_>) -> Result
         uri.push(if uri.contains('?') { '&' } else { '?' });
         uri.push_str(&query.finish());
     }
-    let mut builder = Request::builder().method(step.method.clone()).uri(uri);
+    Ok(uri)
+}
+
+fn build_request(
+    plan: &Plan,
+    client: &HttpClient,
+    step: &Step,
+    fixed_uri: Option<&Uri>,
+    cx: &mut RenderContext<'_>,
+) -> Result<Request<Full<Bytes>>, Failure> {
+    let mut builder = Request::builder().method(step.method.clone());
+    builder = match fixed_uri {
+        Some(uri) => builder.uri(uri.clone()),
+        None => builder.uri(render_uri(client, step, cx)?),
+    };
     let headers = builder.headers_mut().expect("a fresh builder has headers");
+    headers.insert(header::HOST, client.host_header().clone());
     for (name, value) in plan.target.headers.iter().chain(&step.headers) {
         let value = HeaderValue::try_from(value.render(cx))
             .map_err(|_| Failure::new(ErrorClass::Protocol, format!("header {name} renders to an invalid value")))?;

@@ -76,7 +76,13 @@ fn resolve_target(
     let RawTarget { base_url, timeout, connect_timeout, max_connections, headers } = raw;
     let base_url = match (target_override, &base_url) {
         (Some(url), _) => Some(url.trim_end_matches('/').to_owned()),
-        (None, Some(url)) => checker.check(url, "target.base_url", |u| http_url(u)),
+        (None, Some(url)) => checker.check(url, "target.base_url", |u| {
+            let url = http_url(u)?;
+            match url.parse::<http::Uri>() {
+                Ok(uri) if uri.host().is_some() => Ok(url),
+                _ => Err(format!("`{}` is not a valid URL", crate::secret::redact_url(u))),
+            }
+        }),
         (None, None) => {
             let message = "set [target] base_url, or `target` in the [[scenario]] of degrade.toml";
             checker.errors.push(ConfigError::new(Location::WholeFile(checker.path().to_owned()), "target", message));

@@ -104,6 +104,16 @@ impl Template {
         Self { parts: vec![Part::Text(text.to_owned())] }
     }
 
+    /// The text, if it has no expressions.
+    #[must_use]
+    pub fn as_literal(&self) -> Option<&str> {
+        match self.parts.as_slice() {
+            [] => Some(""),
+            [Part::Text(text)] => Some(text),
+            _ => None,
+        }
+    }
+
     /// The expressions it uses.
     pub fn expressions(&self) -> impl Iterator<Item = &Expr> {
         self.parts.iter().filter_map(|p| match p {

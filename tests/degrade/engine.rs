@@ -143,6 +143,24 @@ async fn the_closed_model_keeps_its_users_busy() {
     assert_eq!(measurement.results.status, RunStatus::Finished, "{:?}", measurement.results.validity_reasons);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_cuts_off_requests_in_flight_and_counts_them() {
+    let target = StubTarget::start().await;
+    let text = open_scenario(&target.url(), "timeout = \"60s\"", "[[flow.step]]\npath = \"/hang\"", 10, 30);
+    let plan = scenario::parse(Path::new("s.toml"), &text, None, &|_| None).unwrap();
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        stop_tx.send_replace(true);
+    });
+    let measurement = engine::run(Arc::new(plan), stop, |_| {}).await;
+    assert_eq!(measurement.results.status, RunStatus::Aborted);
+    let hang = endpoint(&measurement, "GET /hang");
+    assert_eq!(hang.errors_by_class.keys().collect::<Vec<_>>(), ["aborted_at_end"]);
+    assert!((9..=11).contains(&hang.errors), "one second at 10/s was in flight: {hang:?}");
+    assert!(measurement.results.validity_reasons[0].contains("stopped after 1."), "{:?}", measurement.results);
+}
+
 /// Runs one step against `base_url` for a second and returns its only endpoint's result.
 async fn one_second_of(base_url: &str, target_extra: &str, step: &str, load_extra: &str) -> EndpointResult {
     let text = format!(

@@ -57,6 +57,13 @@ impl StubTarget {
             .route("/fast", get(|| async { Json(json!({"ok": true, "items": [{"id": 1}]})) }))
             .route("/stall", get(stall))
             .route(
+                "/hang",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    "too late"
+                }),
+            )
+            .route(
                 "/slow",
                 get(|| async {
                     tokio::time::sleep(Duration::from_secs(2)).await;
