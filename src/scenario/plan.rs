@@ -9,7 +9,8 @@ use http::{HeaderName, Method};
 use serde_json_path::JsonPath;
 
 use super::feeder::Feeder;
-use super::template::{JsonTemplate, Template};
+use super::json_template::JsonTemplate;
+use super::template::Template;
 
 /// A scenario ready to run.
 #[derive(Debug, Clone)]

@@ -15,9 +15,10 @@ use serde_json_path::JsonPath;
 use toml::Spanned;
 
 use super::feeder::Feeder;
+use super::json_template::JsonTemplate;
 use super::plan::{Assertion, Body, Check, Expect, ExtractFrom, Extraction, Flow, Step, Think};
 use super::raw::{RawExpect, RawFlow, RawStep};
-use super::template::{Expr, JsonTemplate, Template};
+use super::template::{Expr, Template};
 use crate::config::Checker;
 
 /// What every step's templates may refer to, and the names collected so far.

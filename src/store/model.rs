@@ -124,15 +124,16 @@ pub struct Run {
 pub struct LoadSummary {
     /// `open` or `closed`.
     pub model: String,
-    /// Planned arrivals (open) or requests (closed) per second over the measured stages.
+    /// Planned arrivals (sessions started) per second over the measured stages; 0 for the closed model,
+    /// which plans users, not a rate.
     pub target_rate: f64,
-    /// Achieved requests per second over the measured stages.
+    /// Sessions started per second over the measured stages.
     pub achieved_rate: f64,
     /// Arrivals that were never sent because the in-flight cap was reached.
     pub dropped: i64,
     /// 99th percentile of dispatch − intended start, in microseconds.
     pub schedule_lag_p99_us: i64,
-    /// Share of one core the generator used, in percent.
+    /// Time the generator spent busy (polling sessions, dispatching arrivals) as a percentage of one core.
     pub generator_cpu_pct: f64,
     /// Length of the measured stages in seconds.
     pub measured_secs: f64,

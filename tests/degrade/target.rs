@@ -59,7 +59,7 @@ impl StubTarget {
             .route(
                 "/hang",
                 get(|| async {
-                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    tokio::time::sleep(Duration::from_mins(1)).await;
                     "too late"
                 }),
             )
