@@ -27,8 +27,9 @@ macro_rules! trend_query {
 /// `weekly_results.week` is the run's start divided by this.
 pub(super) const MILLIS_PER_WEEK: i64 = 7 * 24 * 3600 * 1000;
 
-/// Rows of the timeline written per statement: 9 binds each stays far below both backends' bind limits.
-const TIMELINE_ROWS_PER_INSERT: usize = 1000;
+/// Rows of the timeline written per statement: 9 binds each stays far below both backends' bind limits, and
+/// a statement this size prepares in little memory (a 1,000-row one made peak memory grow with run length).
+const TIMELINE_ROWS_PER_INSERT: usize = 100;
 
 #[derive(sqlx::FromRow)]
 struct TrendRow {
