@@ -1,11 +1,11 @@
-//! The build under test: learned from the scenario's `version_url` or `version_command`, stored with every
-//! run so trends can say since which build a number moved.
+//! The build under test: rolled out by the scenario's `deploy_command`, awaited on its `health_url`, and
+//! named by its `version_url` or `version_command`, so every run records which build it measured.
 
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use crate::config::VersionSource;
+use crate::config::{DeployCommand, HealthCheck, VersionSource};
 use crate::engine::client::HttpClient;
 
 /// How long asking for the version may take.
@@ -54,4 +54,63 @@ pub async fn resolve_version(source: &VersionSource) -> anyhow::Result<String> {
         bail!("the version source gave {} characters, not one build id", id.len());
     }
     Ok(id)
+}
+
+/// Output lines of a deploy command kept in a failed run's reason: the end is where the error is.
+const DEPLOY_OUTPUT_LINES: usize = 20;
+
+/// How often the health URL is asked while the target is not healthy yet.
+const HEALTH_POLL_EVERY: Duration = Duration::from_millis(500);
+
+/// How long one health request may take: a target that hangs is as unhealthy as one that answers 503.
+const HEALTH_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Runs the deploy command; on failure or timeout, says why with the end of its output.
+pub async fn deploy(deploy: &DeployCommand) -> anyhow::Result<()> {
+    let limit = humantime::format_duration(deploy.timeout);
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(&deploy.command)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        // A timed-out deploy must not keep running behind the next night's run.
+        .kill_on_drop(true);
+    // Its own process group, so a timeout stops what the shell started too, not only the shell.
+    #[cfg(unix)]
+    command.process_group(0);
+    let child = command.spawn().context("cannot start deploy_command")?;
+    let group = child.id();
+    let Ok(output) = tokio::time::timeout(deploy.timeout, child.wait_with_output()).await else {
+        if let Some(group) = group {
+            let _ = tokio::process::Command::new("kill").args(["-KILL", "--"]).arg(format!("-{group}")).status().await;
+        }
+        bail!("deploy_command did not finish within {limit}; it was stopped");
+    };
+    let output = output.context("deploy_command failed to run")?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(DEPLOY_OUTPUT_LINES)..].join("\n");
+    bail!("deploy_command failed ({}); its last output:\n{tail}", output.status)
+}
+
+/// Polls the health URL until it answers 2xx, or fails after its timeout with the last answer.
+pub async fn wait_healthy(health: &HealthCheck) -> anyhow::Result<()> {
+    let started = tokio::time::Instant::now();
+    loop {
+        let Err(last) = HttpClient::get_text(&health.url, HEALTH_REQUEST_TIMEOUT).await else { return Ok(()) };
+        if started.elapsed() >= health.timeout {
+            bail!(
+                "the target was not healthy within {}: health_url {} last said: {last}",
+                humantime::format_duration(health.timeout),
+                crate::secret::redact_url(&health.url)
+            );
+        }
+        tokio::time::sleep(HEALTH_POLL_EVERY).await;
+    }
 }

@@ -5,15 +5,14 @@
 //! modules in this order:
 //!
 //! ```text
-//! cli ─▶ config ─▶ store ─▶ analysis ─▶ report (check)
-//!  │       │         └────▶ web (serve: pages, charts, JSON API)
-//!  │       │
+//! cli ─▶ config ─▶ scenario ─▶ engine ─▶ metrics ─▶ store ─▶ analysis ─▶ report (check)
+//!  │       │                                          └────▶ web (serve: pages, charts, JSON API)
 //!  │       └─ schedules, gates, webhooks, secrets (from the environment only)
+//!  ├─ pipeline: deploy → health → build id → engine → store (run, check --run-now)
 //!  └─ one function per subcommand, turned into an exit code (0 ok, 1 regression, 2 error, 3 inconclusive)
 //! ```
 //!
-//! The load engine, the dashboard, alerts and the scheduler join this chain as they are built
-//! (see DESIGN.md §8 for the whole shape).
+//! Alerts and the nightly scheduler join this chain as they are built (see DESIGN.md §8 for the whole shape).
 
 /// The command line: parsing arguments and running one subcommand.
 pub mod cli;
@@ -31,6 +30,8 @@ pub mod metrics;
 pub mod store;
 /// Judging runs against earlier ones: baselines, the regression detector, verdicts.
 pub mod analysis;
+/// The one chain every run goes through: deploy, health, build id, load, store.
+pub mod pipeline;
 /// What `degrade check` prints: human, JSON, JUnit and Markdown reports.
 pub mod report;
 /// The dashboard and JSON API served by `degrade serve`.

@@ -8,6 +8,7 @@ use super::{ConfigSource, Exit, print_stdout};
 use crate::analysis::baseline::BaselineSpec;
 use crate::analysis::judge::{Comparison, Judgement, Outcome, judge};
 use crate::config::Config;
+use crate::pipeline::{Job, RunOutcome};
 use crate::report::{BaselineRun, CheckReport, Format};
 use crate::store::{EndpointResult, NewVerdict, Run, RunStatus, Store};
 
@@ -24,6 +25,9 @@ pub struct CheckArgs {
     /// Judge this run instead of the scenario's latest completed one.
     #[arg(long, value_name = "ID")]
     pub run: Option<i64>,
+    /// Run the scenario now (deploy, health, build id, load, as configured), then judge that run.
+    #[arg(long, conflicts_with = "run")]
+    pub run_now: bool,
     /// How to print the report.
     #[arg(long, short, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -34,10 +38,13 @@ pub struct CheckArgs {
 
 pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit> {
     let config = source.load_or_defaults()?;
-    let store = Store::connect_existing(&config.database)
-        .await
-        .with_context(|| format!("cannot open the database {}", config.database))?;
-    let outcome = check(&store, &config, &args).await;
+    let store = if args.run_now {
+        Store::connect(&config.database).await
+    } else {
+        Store::connect_existing(&config.database).await
+    }
+    .with_context(|| format!("cannot open the database {}", config.database))?;
+    let outcome = run_now_and_check(&store, &config, &args).await;
     store.close().await;
     let report = outcome?;
     print_stdout(&report.render(args.format))?;
@@ -52,8 +59,20 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
     })
 }
 
-async fn check(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Result<CheckReport> {
-    let candidate = candidate(store, config, args).await?;
+/// With `--run-now`, runs the scenario through the pipeline first and judges that run.
+async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Result<CheckReport> {
+    if !args.run_now {
+        return check(store, config, args, args.run).await;
+    }
+    let job = Job::find(config, args.scenario.as_deref())?;
+    match super::run::run_job(store, job, None).await? {
+        (_, RunOutcome::Failed { run_id, reason }) => bail!("run {run_id} failed before any load was sent: {reason}"),
+        (_, RunOutcome::Measured { run_id, .. }) => check(store, config, args, Some(run_id)).await,
+    }
+}
+
+async fn check(store: &Store, config: &Config, args: &CheckArgs, run: Option<i64>) -> anyhow::Result<CheckReport> {
+    let candidate = candidate(store, config, args, run).await?;
     let scenario = config.scenario(&candidate.scenario);
     let spec =
         args.baseline.clone().or_else(|| scenario.map(|s| s.baseline.clone())).unwrap_or(BaselineSpec::LastDays(7));
@@ -101,8 +120,8 @@ async fn check(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Resu
 }
 
 /// The run to judge: `--run ID`, or the latest completed run of the chosen scenario.
-async fn candidate(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Result<Run> {
-    if let Some(id) = args.run {
+async fn candidate(store: &Store, config: &Config, args: &CheckArgs, run: Option<i64>) -> anyhow::Result<Run> {
+    if let Some(id) = run {
         let Some(run) = store.find_run(id).await? else { bail!("run #{id} does not exist") };
         if let Some(scenario) = args.scenario.as_ref().filter(|s| **s != run.scenario) {
             bail!("run #{id} belongs to scenario `{}`, not `{scenario}`", run.scenario);

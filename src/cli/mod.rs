@@ -114,7 +114,8 @@ pub enum Command {
     /// Judge the latest run against its baseline: the CI gate.
     #[command(after_help = "Examples:\n  degrade check --baseline last-7d\n  \
         degrade check --scenario checkout --format junit > degrade.xml\n  \
-        degrade check --run 42 --baseline build:1.4.2 --format markdown >> \"$GITHUB_STEP_SUMMARY\"\n\n\
+        degrade check --run 42 --baseline build:1.4.2 --format markdown >> \"$GITHUB_STEP_SUMMARY\"\n  \
+        degrade check --run-now --scenario checkout   deploy, run and judge in one step\n\n\
         Exits 0 when the run passed, 1 on a regression or breached gate, 2 on an error, and 3 when the verdict is \
         inconclusive (too few baseline runs, or an invalid run) with --strict; without it, inconclusive exits 0.")]
     Check(check::CheckArgs),

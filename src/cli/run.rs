@@ -1,20 +1,17 @@
 //! `degrade run`: runs one scenario now, with a live progress line, stores the run with all its results in
 //! one transaction, and prints the per-endpoint table and the validity verdict.
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use chrono::Utc;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::run_report::{RunFormat, RunReport};
 use super::{ConfigSource, Exit, print_stdout, shutdown_signal};
-use crate::config::{Config, ScenarioConfig};
-use crate::engine::{self, Progress};
-use crate::scenario::{self, Plan};
-use crate::store::{NewRun, RunStatus, Store};
+use crate::engine::Progress;
+use crate::pipeline::{self, Job, RunOutcome};
+use crate::scenario::Plan;
+use crate::store::{RunStatus, Store};
 
 /// What to run and how.
 #[derive(Debug, clap::Args)]
@@ -42,29 +39,23 @@ fn positive_factor(text: &str) -> Result<f64, String> {
     }
 }
 
-/// The scenario to run: its name (the key of its runs), its plan and its config entry, if any.
-struct Chosen {
-    name: String,
-    plan: Plan,
-    config: Option<ScenarioConfig>,
-}
-
 pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<Exit> {
     let config = source.load_or_defaults()?;
-    let chosen = choose(&config, args.scenario.as_deref())?;
-    let scaled = args.duration.is_some() || (args.rate_scale - 1.0).abs() > f64::EPSILON;
-    let plan = if scaled { chosen.plan.scaled(args.duration, args.rate_scale) } else { chosen.plan };
-    let build_id = match (&args.build, chosen.config.as_ref().and_then(|c| c.build.version.as_ref())) {
-        (Some(id), _) => Some(id.clone()),
-        (None, Some(version)) => Some(crate::build::resolve_version(version).await?),
-        (None, None) => None,
-    };
+    let mut job = Job::find(&config, args.scenario.as_deref())?;
+    if args.duration.is_some() || (args.rate_scale - 1.0).abs() > f64::EPSILON {
+        job.plan = job.plan.scaled(args.duration, args.rate_scale);
+    }
     let store = Store::connect(&config.database)
         .await
         .with_context(|| format!("cannot open the database {}", config.database))?;
-    let outcome = run_and_store(&store, &chosen.name, plan, build_id).await;
+    let outcome = run_job(&store, job, args.build).await;
     store.close().await;
-    let report = outcome?;
+    let report = match outcome? {
+        (_, RunOutcome::Failed { run_id, reason }) => bail!("run {run_id} failed before any load was sent: {reason}"),
+        (scenario, RunOutcome::Measured { run_id, build_id, measurement }) => {
+            RunReport { id: run_id, scenario, build_id, status: measurement.results.status, measurement }
+        }
+    };
     print_stdout(&report.render(args.format))?;
     Ok(match report.status {
         RunStatus::Finished => Exit::Ok,
@@ -73,70 +64,19 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
     })
 }
 
-fn choose(config: &Config, wanted: Option<&str>) -> anyhow::Result<Chosen> {
-    let env = |name: &str| std::env::var(name).ok();
-    let entry = match wanted {
-        Some(name) => config.scenario(name).cloned(),
-        None => match config.scenarios.as_slice() {
-            [only] => Some(only.clone()),
-            [] => bail!(
-                "no [[scenario]] in {}; name a scenario file: degrade run scenarios/x.toml",
-                config.source.display()
-            ),
-            many => {
-                let names: Vec<&str> = many.iter().map(|s| s.name.as_str()).collect();
-                bail!("several scenarios are configured; name one: {}", names.join(", "))
-            }
-        },
-    };
-    let (name, file, target) = match (&entry, wanted) {
-        (Some(s), _) => (s.name.clone(), s.file.clone(), s.target.clone()),
-        (None, Some(path))
-            if std::path::Path::new(path).extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"))
-                && std::path::Path::new(path).is_file() =>
-        {
-            let file = PathBuf::from(path);
-            let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            (stem, file, None)
-        }
-        (None, Some(name)) => {
-            let names: Vec<&str> = config.scenarios.iter().map(|s| s.name.as_str()).collect();
-            bail!("no [[scenario]] is named `{name}` and no such .toml file exists (configured: {})", names.join(", "))
-        }
-        (None, None) => unreachable!("no name means the only configured scenario"),
-    };
-    let plan = scenario::load(&file, target.as_deref(), &env).map_err(|errors| {
-        let count = errors.0.len();
-        anyhow::anyhow!("{errors}\n{count} problem{} in the scenario", if count == 1 { "" } else { "s" })
-    })?;
-    Ok(Chosen { name, plan, config: entry })
-}
-
-async fn run_and_store(store: &Store, name: &str, plan: Plan, build_id: Option<String>) -> anyhow::Result<RunReport> {
-    let new_run = NewRun {
-        scenario: name.to_owned(),
-        build_id: build_id.clone(),
-        seed: plan.seed.cast_signed(),
-        scenario_hash: plan.hash.clone(),
-        scenario_source: Some(plan.source_text.clone()),
-        started_at: Utc::now(),
-    };
-    let id = store.create_run(&new_run).await.context("cannot record the run's start")?;
-    let plan = Arc::new(plan);
+/// Runs `job` through the pipeline with a progress bar and Ctrl-C handling; returns the scenario's name too.
+pub(super) async fn run_job(store: &Store, job: Job, build: Option<String>) -> anyhow::Result<(String, RunOutcome)> {
+    let name = job.name.clone();
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let ctrl_c = tokio::spawn(async move {
         shutdown_signal().await;
         stop_tx.send_replace(true);
     });
-    let bar = progress_bar(&plan);
-    let measurement = engine::run(Arc::clone(&plan), stop, |p| update(&bar, p)).await;
+    let bar = progress_bar(&job.plan);
+    let outcome = pipeline::run(store, job, build, stop, |p| update(&bar, p)).await;
     bar.finish_and_clear();
     ctrl_c.abort();
-    if let Err(e) = store.finish_run(id, &measurement.results).await {
-        let _ = store.end_run(id, RunStatus::Failed, &format!("storing the results failed: {e}"), Utc::now()).await;
-        return Err(e).context("cannot store the run's results");
-    }
-    Ok(RunReport { id, scenario: name.to_owned(), build_id, status: measurement.results.status, measurement })
+    Ok((name, outcome?))
 }
 
 fn progress_bar(plan: &Plan) -> ProgressBar {

@@ -127,3 +127,61 @@ fn validate_checks_every_scenario_file_and_scenario_files_alone() {
     assert!(alone.status.success(), "{:?}", text(&alone));
     assert!(text(&alone).0.contains("a.toml is valid."));
 }
+
+/// Runs `args` in a checkout project with `build` as its `[scenario.build]` table; returns exit code, output
+/// and the stored run 1.
+async fn run_with_build(build: &str, args: &[&str]) -> (Option<i32>, String, degrade::store::Run) {
+    let target = StubTarget::start().await;
+    let (dir, _) = checkout_project(&target, &format!("[scenario.build]\n{}", build.replace("TARGET", &target.url())));
+    // Two seconds of load are enough here: these tests are about what happens around the load.
+    let scenario = dir.path().join("scenarios/checkout.toml");
+    let shorter = std::fs::read_to_string(&scenario).unwrap().replace("\"30s\"", "\"2s\"").replace("\"5s\"", "\"1s\"");
+    std::fs::write(&scenario, shorter).unwrap();
+    let output = degrade_child(dir.path(), args, &[]).wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&output);
+    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
+    let run = store.find_run(1).await.unwrap().expect("every attempt is stored");
+    store.close().await;
+    (output.status.code(), format!("{stdout}{stderr}"), run)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_deploy_is_stored_as_a_failed_run_with_its_output() {
+    let build = "deploy_command = \"echo rolling out 1.4.3; echo 'image pull failed' >&2; exit 3\"\n";
+    let (code, output, run) = run_with_build(build, &["run"]).await;
+    assert_eq!(code, Some(2), "{output}");
+    assert!(output.contains("run 1 failed before any load was sent: deploy_command failed"), "{output}");
+    assert_eq!(run.status, RunStatus::Failed);
+    let reason = run.failure_reason.unwrap();
+    assert!(reason.contains("image pull failed") && reason.contains("rolling out 1.4.3"), "{reason}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_deploy_is_stopped_at_its_timeout() {
+    let build = "deploy_command = \"sleep 30\"\ndeploy_timeout = \"1s\"\n";
+    let started = std::time::Instant::now();
+    let (code, _, run) = run_with_build(build, &["run"]).await;
+    assert_eq!(code, Some(2));
+    assert!(started.elapsed() < Duration::from_secs(20), "the deploy was not waited for");
+    assert!(run.failure_reason.unwrap().contains("did not finish within 1s"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unhealthy_target_fails_the_run_after_the_health_timeout() {
+    let build = "health_url = \"TARGET/status/503\"\nhealth_timeout = \"1s\"\n";
+    let (code, output, run) = run_with_build(build, &["run"]).await;
+    assert_eq!(code, Some(2), "{output}");
+    let reason = run.failure_reason.unwrap();
+    assert!(reason.contains("not healthy within 1s") && reason.contains("503"), "{reason}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_run_now_waits_for_health_names_the_build_runs_and_judges() {
+    let build = "health_url = \"TARGET/fast\"\nversion_url = \"TARGET/json\"\nversion_pointer = \"/count\"\n";
+    let (code, output, run) = run_with_build(build, &["check", "--run-now", "--strict"]).await;
+    // The first run has no baseline: the verdict is inconclusive, which --strict turns into exit 3.
+    assert_eq!(code, Some(3), "{output}");
+    assert!(output.contains("inconclusive"), "{output}");
+    assert_eq!(run.build_id.as_deref(), Some("3"));
+    assert_eq!(run.status, RunStatus::Finished);
+}

@@ -1,0 +1,144 @@
+//! The one place that chains a run: deploy the latest build (if configured) → wait until it is healthy →
+//! learn its build id → run the scenario → store everything. `degrade run`, `degrade check --run-now` and
+//! (later) the nightly scheduler all go through here, so a run means the same thing however it started.
+//!
+//! Every attempt leaves a stored run: one that could not start (deploy failed, target never healthy,
+//! version unknown) is stored as `failed` with the reason, so a missed night is visible, not silent.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use chrono::Utc;
+use tokio::sync::watch;
+
+use crate::config::{Config, ScenarioConfig};
+use crate::engine::{self, Measurement, Progress};
+use crate::scenario::{self, Plan};
+use crate::store::{NewRun, RunId, RunStatus, Store};
+
+/// A scenario ready to run: its name (the key of its runs), its plan and its `[[scenario]]` entry, if any.
+pub struct Job {
+    /// The `[[scenario]]` name, or the file's stem for a scenario file run on its own.
+    pub name: String,
+    /// The validated workload.
+    pub plan: Plan,
+    /// Its degrade.toml entry: target, build settings, gates.
+    pub scenario: Option<ScenarioConfig>,
+}
+
+impl Job {
+    /// The job for `wanted`: a `[[scenario]]` name, a scenario file's path, or (when `None`) the only
+    /// configured scenario.
+    pub fn find(config: &Config, wanted: Option<&str>) -> anyhow::Result<Self> {
+        let entry = match wanted {
+            Some(name) => config.scenario(name).cloned(),
+            None => match config.scenarios.as_slice() {
+                [only] => Some(only.clone()),
+                [] => bail!(
+                    "no [[scenario]] in {}; name a scenario file: degrade run scenarios/x.toml",
+                    config.source.display()
+                ),
+                many => {
+                    let names: Vec<&str> = many.iter().map(|s| s.name.as_str()).collect();
+                    bail!("several scenarios are configured; name one: {}", names.join(", "))
+                }
+            },
+        };
+        let (name, file, target) = match (&entry, wanted) {
+            (Some(s), _) => (s.name.clone(), s.file.clone(), s.target.clone()),
+            (None, Some(path)) if is_scenario_file(Path::new(path)) => {
+                let file = PathBuf::from(path);
+                let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                (stem, file, None)
+            }
+            (None, Some(name)) => {
+                let names: Vec<&str> = config.scenarios.iter().map(|s| s.name.as_str()).collect();
+                bail!(
+                    "no [[scenario]] is named `{name}` and no such .toml file exists (configured: {})",
+                    names.join(", ")
+                )
+            }
+            (None, None) => unreachable!("no name means the only configured scenario"),
+        };
+        let env = |name: &str| std::env::var(name).ok();
+        let plan = scenario::load(&file, target.as_deref(), &env).map_err(|errors| {
+            let count = errors.0.len();
+            anyhow::anyhow!("{errors}\n{count} problem{} in the scenario", if count == 1 { "" } else { "s" })
+        })?;
+        Ok(Self { name, plan, scenario: entry })
+    }
+}
+
+fn is_scenario_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml")) && path.is_file()
+}
+
+/// How an attempt ended.
+pub enum RunOutcome {
+    /// The scenario ran and everything it measured is stored (`finished`, `invalid` or `aborted`).
+    Measured {
+        /// The stored run.
+        run_id: RunId,
+        /// The build it measured, when known.
+        build_id: Option<String>,
+        /// Its numbers.
+        measurement: Measurement,
+    },
+    /// The run could not start; it is stored as `failed` with this reason.
+    Failed {
+        /// The stored run.
+        run_id: RunId,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Runs `job` end to end: deploy, health, build id (unless `build` names it), load, store.
+pub async fn run(
+    store: &Store,
+    job: Job,
+    build: Option<String>,
+    stop: watch::Receiver<bool>,
+    on_progress: impl FnMut(&Progress),
+) -> anyhow::Result<RunOutcome> {
+    let Job { name, plan, scenario } = job;
+    let started_at = Utc::now();
+    let prepared = prepare(scenario.as_ref(), build).await;
+    let new_run = NewRun {
+        scenario: name,
+        build_id: prepared.as_ref().ok().cloned().flatten(),
+        seed: plan.seed.cast_signed(),
+        scenario_hash: plan.hash.clone(),
+        scenario_source: Some(plan.source_text.clone()),
+        started_at,
+    };
+    let run_id = store.create_run(&new_run).await.context("cannot record the run's start")?;
+    if let Err(e) = prepared {
+        let reason = format!("{e:#}");
+        store.end_run(run_id, RunStatus::Failed, &reason, Utc::now()).await?;
+        return Ok(RunOutcome::Failed { run_id, reason });
+    }
+    let measurement = engine::run(Arc::new(plan), stop, on_progress).await;
+    if let Err(e) = store.finish_run(run_id, &measurement.results).await {
+        let _ = store.end_run(run_id, RunStatus::Failed, &format!("storing the results failed: {e}"), Utc::now()).await;
+        return Err(e).context("cannot store the run's results");
+    }
+    Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement })
+}
+
+/// Rolls the latest build out and waits for it, then names it: `build` if given, else the version source.
+async fn prepare(scenario: Option<&ScenarioConfig>, build: Option<String>) -> anyhow::Result<Option<String>> {
+    let Some(settings) = scenario.map(|s| &s.build) else { return Ok(build) };
+    if let Some(deploy) = &settings.deploy {
+        crate::build::deploy(deploy).await?;
+    }
+    if let Some(health) = &settings.health {
+        crate::build::wait_healthy(health).await?;
+    }
+    match (build, &settings.version) {
+        (Some(id), _) => Ok(Some(id)),
+        (None, Some(version)) => Ok(Some(crate::build::resolve_version(version).await?)),
+        (None, None) => Ok(None),
+    }
+}
