@@ -132,6 +132,7 @@ pub enum Command {
     #[command(after_help = "Examples:\n  degrade serve\n  degrade serve --listen 0.0.0.0:8080\n\n\
         Pages: / (every scenario), /scenarios/NAME?range=7d|30d|90d|1y|all (trends), /runs/ID (one run).\n\
         JSON: /api/v1/scenarios, /api/v1/scenarios/NAME/runs, /api/v1/scenarios/NAME/trend, /api/v1/runs/ID.\n\
+        Start a run now: curl -X POST -H \"Authorization: Bearer $DEGRADE_API_TOKEN\" .../api/v1/scenarios/NAME/runs\n\
         Health: /healthz. Stops on Ctrl-C or SIGTERM.")]
     Serve(serve::ServeArgs),
 }

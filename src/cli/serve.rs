@@ -1,7 +1,6 @@
 //! `degrade serve`: the trend dashboard and the JSON API, until Ctrl-C or SIGTERM.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use anyhow::Context;
 
@@ -17,6 +16,9 @@ pub struct ServeArgs {
     pub listen: Option<SocketAddr>,
 }
 
+/// How long shutdown waits for runs under way to stop and store what they measured.
+const RUNS_STOP_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub(super) async fn run(source: &ConfigSource, args: ServeArgs) -> anyhow::Result<Exit> {
     let config = source.load_or_defaults()?;
     let store = Store::connect(&config.database)
@@ -25,8 +27,15 @@ pub(super) async fn run(source: &ConfigSource, args: ServeArgs) -> anyhow::Resul
     let listener = web::bind(args.listen.unwrap_or(config.server.listen)).await?;
     let address = listener.local_addr()?;
     println!("degrade is serving the dashboard at http://{address}/ (database {})", config.database);
-    let state = AppState { store: store.clone(), config: Arc::new(config) };
+    let (state, stop_runs) = AppState::new(store.clone(), config);
+    let runs = state.runs.clone();
     web::serve(listener, state, shutdown_signal()).await?;
+    // Runs started through the API stop too: they store what they measured, as `aborted`.
+    stop_runs.send_replace(true);
+    let waiting_since = std::time::Instant::now();
+    while runs.count() > 0 && waiting_since.elapsed() < RUNS_STOP_WITHIN {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     store.close().await;
     Ok(Exit::Ok)
 }

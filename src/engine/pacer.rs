@@ -94,9 +94,13 @@ async fn wait_until(at: Instant, stop: &mut watch::Receiver<bool>) -> bool {
             return true;
         }
         if at - now > Duration::from_millis(2) {
+            let wake = tokio::time::sleep_until(at.checked_sub(Duration::from_millis(1)).unwrap_or(at).into());
             tokio::select! {
-                () = tokio::time::sleep_until(at.checked_sub(Duration::from_millis(1)).unwrap_or(at).into()) => {}
-                _ = stop.changed() => {}
+                () = wake => {}
+                changed = stop.changed() => if changed.is_err() {
+                    // Whoever could stop the run is gone, so nothing will: wait for the arrival only.
+                    tokio::time::sleep_until(at.checked_sub(Duration::from_millis(1)).unwrap_or(at).into()).await;
+                },
             }
         } else {
             tokio::task::yield_now().await;

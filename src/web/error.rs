@@ -18,6 +18,12 @@ pub enum WebError {
     /// A query parameter is malformed.
     #[error("{0}")]
     BadRequest(String),
+    /// The request clashes with what is under way (a run of that scenario is already running).
+    #[error("{0}")]
+    Conflict(String),
+    /// The request is fine but what it names cannot be done as configured (a scenario file with problems).
+    #[error("{0}")]
+    Unprocessable(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -46,6 +52,8 @@ impl WebError {
         match self {
             Self::NotFound(message) => (StatusCode::NOT_FOUND, message.clone()),
             Self::BadRequest(message) => (StatusCode::BAD_REQUEST, message.clone()),
+            Self::Conflict(message) => (StatusCode::CONFLICT, message.clone()),
+            Self::Unprocessable(message) => (StatusCode::UNPROCESSABLE_ENTITY, message.clone()),
             Self::Store(_) | Self::Render(_) => {
                 tracing::error!(error = %self, "request failed");
                 (

@@ -15,6 +15,7 @@ mod overview_page;
 mod range;
 mod run_page;
 mod trend_page;
+mod trigger;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use crate::config::Config;
 use crate::store::Store;
 
 pub use error::WebError;
+pub use trigger::RunsUnderWay;
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -36,6 +38,19 @@ pub struct AppState {
     pub store: Store,
     /// The validated configuration (scenario settings, public URL).
     pub config: Arc<Config>,
+    /// Runs started through the API that are still going.
+    pub runs: RunsUnderWay,
+    /// Becomes true when the server shuts down: runs under way stop and are stored as aborted.
+    pub stop: tokio::sync::watch::Receiver<bool>,
+}
+
+impl AppState {
+    /// The state for `store` and `config`, with the sender that stops runs under way at shutdown.
+    #[must_use]
+    pub fn new(store: Store, config: Config) -> (Self, tokio::sync::watch::Sender<bool>) {
+        let (stop_tx, stop) = tokio::sync::watch::channel(false);
+        (Self { store, config: Arc::new(config), runs: RunsUnderWay::default(), stop }, stop_tx)
+    }
 }
 
 /// Every route of the dashboard and the API.
@@ -50,7 +65,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/episodes", get(alerts::list))
         .route("/api/v1/episodes/{id}/acknowledge", post(alerts::acknowledge_json))
         .route("/api/v1/scenarios", get(api::scenarios))
-        .route("/api/v1/scenarios/{name}/runs", get(api::runs))
+        .route("/api/v1/scenarios/{name}/runs", get(api::runs).post(trigger::trigger))
         .route("/api/v1/scenarios/{name}/trend", get(api::trend))
         .route("/api/v1/runs/{id}", get(api::run))
         .route("/healthz", get(healthz))

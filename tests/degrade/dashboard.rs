@@ -1,7 +1,5 @@
 //! The dashboard and JSON API over real HTTP: the app on 127.0.0.1 port 0, a fresh database per test.
 
-use std::sync::Arc;
-
 use chrono::{Duration, Utc};
 use degrade::config::Config;
 use degrade::store::{
@@ -16,6 +14,8 @@ struct TestApp {
     address: String,
     client: reqwest::Client,
     _shutdown: tokio::sync::oneshot::Sender<()>,
+    /// Stops runs triggered through the API when the test ends.
+    _stop_runs: tokio::sync::watch::Sender<bool>,
 }
 
 impl TestApp {
@@ -28,14 +28,14 @@ impl TestApp {
         let store = Store::connect(&db.url).await.unwrap();
         let env = |name: &str| (name == "DEGRADE_API_TOKEN").then(|| token.map(str::to_owned)).flatten();
         let config = Config::parse_with_env(std::path::Path::new("degrade.toml"), config, &env).unwrap();
-        let state = AppState { store: store.clone(), config: Arc::new(config) };
+        let (state, stop_runs) = AppState::new(store.clone(), config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = format!("http://{}", listener.local_addr().unwrap());
         let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(degrade::web::serve(listener, state, async move {
             let _ = stopped.await;
         }));
-        (Self { address, client: reqwest::Client::new(), _shutdown: shutdown }, store)
+        (Self { address, client: reqwest::Client::new(), _shutdown: shutdown, _stop_runs: stop_runs }, store)
     }
 
     /// GETs `path`: the status and the body.
@@ -366,4 +366,41 @@ async fn a_browser_renders_the_trend_page() {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG file");
     // A blank 1200x1600 page compresses to a few KB; charts, tables and text make it far larger.
     assert!(png.len() > 40_000, "the screenshot looks empty: {} bytes", png.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_runs_starts_a_run_once_and_needs_the_token() {
+    let target = crate::target::StubTarget::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("quick.toml");
+    std::fs::write(
+        &scenario,
+        "[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/fast\"\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"2s\"\nrate = 20\n",
+    )
+    .unwrap();
+    let config =
+        format!("[[scenario]]\nname = \"quick\"\nfile = \"{}\"\ntarget = \"{}\"\n", scenario.display(), target.url());
+    let db = TestDb::sqlite();
+    let (app, store) = TestApp::spawn_with(&db, &config, Some("s3cret")).await;
+    let path = "/api/v1/scenarios/quick/runs";
+    assert_eq!(app.post_json(path, serde_json::json!({}), None).await.0, 401);
+    assert_eq!(app.post_json("/api/v1/scenarios/nope/runs", serde_json::json!({}), Some("Bearer s3cret")).await.0, 404);
+
+    let (status, body) = app.post_json(path, serde_json::json!({}), Some("Bearer s3cret")).await;
+    assert_eq!(status, 202, "{body}");
+    assert!(body.contains("\"state\":\"started\""), "{body}");
+    let (status, body) = app.post_json(path, serde_json::json!({}), Some("Bearer s3cret")).await;
+    assert_eq!(status, 409, "a second trigger while the first runs: {body}");
+
+    let started = std::time::Instant::now();
+    let run = loop {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the triggered run never finished");
+        if let Some(run) = store.find_run(1).await.unwrap().filter(|r| r.status != RunStatus::Running) {
+            break run;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(run.status, RunStatus::Finished, "{run:?}");
+    assert_eq!(store.run_detail(1).await.unwrap().unwrap().endpoints[1].requests, 40);
 }
