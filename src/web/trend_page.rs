@@ -63,8 +63,10 @@ pub(super) async fn page(
 fn endpoint_trend(endpoint: &str, series: &[&TrendBucket]) -> Result<EndpointTrend, WebError> {
     let latency: [TrendLine; 3] = [("p50 ms", |b| b.p50_ms), ("p95 ms", |b| b.p95_ms), ("p99 ms", |b| b.p99_ms)];
     let regressed: Vec<usize> = series.iter().enumerate().filter(|(_, b)| b.regressed > 0).map(|(i, _)| i).collect();
-    let p95_marks = Marks { on: 1, band: baseline_band(series), points: regressed };
-    let plain = Marks::default();
+    let invalid: Vec<usize> = series.iter().enumerate().filter(|(_, b)| b.invalid > 0).map(|(i, _)| i).collect();
+    let builds = build_changes(series);
+    let p95_marks = Marks { on: 1, band: baseline_band(series), points: regressed, builds: builds.clone(), invalid };
+    let plain = Marks { builds, ..Marks::default() };
     Ok(EndpointTrend {
         latency_svg: trend_svg(&format!("{endpoint}: response time"), series, &latency, &p95_marks)?,
         error_svg: trend_svg(&format!("{endpoint}: error rate"), series, &[("errors %", |b| b.error_pct)], &plain)?,
@@ -72,6 +74,22 @@ fn endpoint_trend(endpoint: &str, series: &[&TrendBucket]) -> Result<EndpointTre
         notes: notes(series),
         name: endpoint.to_owned(),
     })
+}
+
+/// The points where the build differs from the one before, with `before → now`.
+fn build_changes(series: &[&TrendBucket]) -> Vec<(usize, String)> {
+    let mut changes = Vec::new();
+    let mut previous: Option<&str> = None;
+    for (index, bucket) in series.iter().enumerate() {
+        let build = bucket.build_id.as_deref();
+        if let (Some(before), Some(now)) = (previous, build)
+            && before != now
+        {
+            changes.push((index, format!("{before} → {now}")));
+        }
+        previous = build.or(previous);
+    }
+    changes
 }
 
 /// The p95 band a normal night falls in: the current level of all points but the newest (as the detector

@@ -9,6 +9,7 @@ use degrade::engine::{self, Measurement};
 use degrade::scenario;
 use degrade::store::{EndpointResult, RunStatus};
 
+use crate::support::assert_measured;
 use crate::target::{Misbehaviour, StubTarget, misbehaving_server, refused_url};
 
 /// Runs scenario `text` (written in a temp folder with `files` beside it) to its end.
@@ -83,7 +84,7 @@ expect = { status = 204 }
     }
     assert_eq!(target.counters.reads_of_created.load(Ordering::Relaxed), 40);
     assert_eq!(target.counters.deletes_of_created.load(Ordering::Relaxed), 40);
-    assert_eq!(measurement.results.status, RunStatus::Finished, "{:?}", measurement.results.validity_reasons);
+    assert_measured(measurement.results.status, &measurement.results.validity_reasons);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,7 +141,7 @@ async fn the_closed_model_keeps_its_users_busy() {
     // Two users, each about one request per 50 ms think time: well under 2 × 20 and well above zero.
     assert!((10..=42).contains(&fast.requests), "{}", fast.requests);
     assert_eq!(measurement.results.load_summary.model, "closed");
-    assert_eq!(measurement.results.status, RunStatus::Finished, "{:?}", measurement.results.validity_reasons);
+    assert_measured(measurement.results.status, &measurement.results.validity_reasons);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -184,7 +185,8 @@ async fn every_failure_lands_in_its_class_and_never_stops_the_run() {
     let url = target.url();
     let timeout = one_second_of(&url, "timeout = \"200ms\"", "path = \"/slow\"", "").await;
     assert_eq!(only_class(&timeout), ("timeout", 10));
-    assert!(timeout.p50_us >= 200_000 && timeout.max_us < 260_000, "timeouts count at the timeout: {timeout:?}");
+    // At the 200 ms timeout (plus any lag of this machine), far from the 2 s the server would have taken.
+    assert!(timeout.p50_us >= 200_000 && timeout.max_us < 1_500_000, "timeouts count at the timeout: {timeout:?}");
     let server_error = one_second_of(&url, "", "path = \"/status/503\"", "").await;
     assert_eq!(only_class(&server_error), ("http_5xx", 10));
     assert!(server_error.error_samples["http_5xx"][0].contains("status 503"));

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use degrade::store::{DatabaseUrl, OVERALL_ENDPOINT, RunStatus, Store};
 
-use crate::support::{TestDb, degrade, degrade_child, project, text};
+use crate::support::{TestDb, assert_measured, degrade, degrade_child, project, text};
 use crate::target::StubTarget;
 
 /// A project whose `checkout` scenario loads `target` at 50 sessions/s: two steps, one warm-up stage.
@@ -30,14 +30,15 @@ async fn run_is_printed_and_stored(db: TestDb) {
     let child = degrade_child(dir.path(), &["run", "--duration", "2s"], &env);
     let output = child.wait_with_output().await.unwrap();
     let (stdout, stderr) = text(&output);
-    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("Run 1 of checkout (build 1.4.2): finished"), "{stdout}");
+    // 0 for a valid run; 3 when this machine was too slow to keep the schedule (checked below).
+    assert!(matches!(output.status.code(), Some(0 | 3)), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Run 1 of checkout (build 1.4.2): "), "{stdout}");
     assert!(stdout.contains("GET /fast") && stdout.contains("POST /items"), "{stdout}");
-    assert!(stdout.contains("Valid: the generator delivered the planned load."), "{stdout}");
+    assert!(stdout.contains("Valid: the generator delivered") || stdout.contains("Not valid, so"), "{stdout}");
 
     let store = Store::connect(&db.url).await.unwrap();
     let detail = store.run_detail(1).await.unwrap().unwrap();
-    assert_eq!(detail.run.status, RunStatus::Finished);
+    assert_measured(detail.run.status, &detail.run.validity_reasons);
     assert_eq!(detail.run.build_id.as_deref(), Some("1.4.2"));
     let source = store.scenario_source(1).await.unwrap().unwrap();
     assert!(source.contains("[[flow.step]]"), "{source}");
@@ -53,9 +54,10 @@ async fn run_is_printed_and_stored(db: TestDb) {
     let json = degrade_child(dir.path(), &["run", "--duration", "1s", "--rate-scale", "0.5", "-f", "json"], &env);
     let output = json.wait_with_output().await.unwrap();
     let (stdout, stderr) = text(&output);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(matches!(output.status.code(), Some(0 | 3)), "{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!((report["run_id"].as_i64(), report["status"].as_str()), (Some(2), Some("finished")));
+    assert_eq!(report["run_id"].as_i64(), Some(2));
+    assert!(matches!(report["status"].as_str(), Some("finished" | "invalid")), "{report}");
     assert_eq!(report["endpoints"][0]["endpoint"], OVERALL_ENDPOINT);
     assert!(report["load_summary"]["target_rate"].as_f64().unwrap() > 24.9);
     let runs = store.last_runs("checkout", 2).await.unwrap();
@@ -183,5 +185,5 @@ async fn check_run_now_waits_for_health_names_the_build_runs_and_judges() {
     assert_eq!(code, Some(3), "{output}");
     assert!(output.contains("inconclusive"), "{output}");
     assert_eq!(run.build_id.as_deref(), Some("3"));
-    assert_eq!(run.status, RunStatus::Finished);
+    assert_measured(run.status, &run.validity_reasons);
 }

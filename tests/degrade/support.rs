@@ -135,3 +135,11 @@ pub fn project(config: &str, files: &[(&str, &str)]) -> (tempfile::TempDir, Path
     std::fs::write(&config_path, config).unwrap();
     (dir, config_path)
 }
+
+/// Asserts that a run measured what it planned: `finished`, or `invalid` only because this machine was slow
+/// (schedule lag, generator CPU). Tests must not depend on the speed of the machine they run on.
+pub fn assert_measured(status: degrade::store::RunStatus, reasons: &[String]) {
+    use degrade::store::RunStatus;
+    let only_speed = reasons.iter().all(|r| r.contains("schedule lag") || r.contains("CPU"));
+    assert!(status == RunStatus::Finished || (status == RunStatus::Invalid && only_speed), "{status}: {reasons:?}");
+}
