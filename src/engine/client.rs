@@ -7,6 +7,7 @@
 //! difference between the generator and the server being the bottleneck. (reqwest, measured here, costs
 //! about 1.5x the CPU per request of hyper's own pooled client, which in turn costs more than this.)
 
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -20,6 +21,7 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 use tokio_rustls::TlsConnector;
 
 use crate::metrics::ErrorClass;
@@ -63,11 +65,42 @@ struct Address {
 pub struct HttpClient {
     address: Arc<Address>,
     connect_timeout: Duration,
-    idle: Arc<Mutex<Vec<Connection>>>,
+    pool: Arc<Mutex<Pool>>,
     /// The origin of the target, for the `Host` header.
     host_header: http::HeaderValue,
     /// The base URL's path (without a trailing slash), put before every step's path.
     prefix: Arc<str>,
+}
+
+/// Connects under way at once, at most. Enough to open a closed model's connections quickly, few enough
+/// that a backlog cannot turn into a storm of connects.
+const MAX_CONNECTING: usize = 16;
+
+/// Idle connections, and the requests waiting for one, oldest first.
+#[derive(Default)]
+struct Pool {
+    idle: Vec<Connection>,
+    /// Requests waiting for a connection or a connect slot: served in arrival order, so after a stall the
+    /// oldest overdue requests go first instead of being overtaken by new arrivals.
+    waiting: VecDeque<oneshot::Sender<Grant>>,
+    /// Connects under way.
+    connecting: usize,
+}
+
+/// What a waiting request is handed.
+enum Grant {
+    /// A connection someone just finished with.
+    Connection(Connection),
+    /// A connect slot someone just freed.
+    Connect,
+}
+
+/// What [`HttpClient::checkout`] found.
+enum Checkout {
+    /// A kept-alive connection.
+    Idle(Connection),
+    /// A connect slot: open a new connection.
+    Connect,
 }
 
 impl HttpClient {
@@ -88,9 +121,9 @@ impl HttpClient {
         Ok(Self {
             address: Arc::new(Address { host, port, tls }),
             connect_timeout,
-            idle: Arc::default(),
             host_header,
             prefix: uri.path().trim_end_matches('/').into(),
+            pool: Arc::default(),
         })
     }
 
@@ -108,16 +141,18 @@ impl HttpClient {
 
     /// Sends `request` (origin-form URI, `Host` set) and reads the whole body.
     pub async fn send(&self, mut request: Request<Full<Bytes>>) -> Result<Response<Bytes>, Failure> {
-        let idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
-        if let Some(mut connection) = idle {
-            match connection.exchange(request).await {
+        let mut connection = match self.checkout().await {
+            Checkout::Idle(mut connection) => match connection.exchange(request).await {
                 Ok((response, reusable)) => return Ok(self.keep(connection, reusable, response)),
                 // The server closed the idle connection before the request went out: safe to send again.
-                Err(Attempt::NotSent(unsent)) => request = *unsent,
+                Err(Attempt::NotSent(unsent)) => {
+                    request = *unsent;
+                    self.open().await?
+                }
                 Err(Attempt::Failed(failure)) => return Err(failure),
-            }
-        }
-        let mut connection = self.connect().await?;
+            },
+            Checkout::Connect => self.connect().await?,
+        };
         match connection.exchange(request).await {
             Ok((response, reusable)) => Ok(self.keep(connection, reusable, response)),
             Err(Attempt::NotSent(_)) => Err(Failure::new(ErrorClass::Reset, "the new connection closed at once")),
@@ -125,14 +160,68 @@ impl HttpClient {
         }
     }
 
+    /// An idle connection, or a connect slot. When [`MAX_CONNECTING`] connects are already under way, waits
+    /// (in arrival order) for whichever comes first: a connection coming back, or a connect finishing. So
+    /// after a stall the overdue requests reuse connections as they free up instead of opening hundreds at
+    /// once, which would slow the generator and the target further.
+    async fn checkout(&self) -> Checkout {
+        let waiting = {
+            let mut pool = self.lock();
+            if let Some(connection) = pool.idle.pop() {
+                return Checkout::Idle(connection);
+            }
+            if pool.connecting < MAX_CONNECTING {
+                pool.connecting += 1;
+                return Checkout::Connect;
+            }
+            let (grant, waiting) = oneshot::channel();
+            pool.waiting.push_back(grant);
+            waiting
+        };
+        match waiting.await {
+            Ok(Grant::Connection(connection)) => Checkout::Idle(connection),
+            // The pool lives as long as this client, so the sender is only dropped with it: connect anyway.
+            Ok(Grant::Connect) | Err(_) => Checkout::Connect,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Hands `grant` to the oldest request still waiting; gives it back if none is.
+    fn hand_over(pool: &mut Pool, mut grant: Grant) -> Option<Grant> {
+        while let Some(waiter) = pool.waiting.pop_front() {
+            match waiter.send(grant) {
+                Ok(()) => return None,
+                // That request gave up (its run ended); try the next.
+                Err(back) => grant = back,
+            }
+        }
+        Some(grant)
+    }
+
     fn keep(&self, connection: Connection, reusable: bool, response: Response<Bytes>) -> Response<Bytes> {
         if reusable {
-            self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(connection);
+            let mut pool = self.lock();
+            if let Some(Grant::Connection(connection)) = Self::hand_over(&mut pool, Grant::Connection(connection)) {
+                pool.idle.push(connection);
+            }
         }
         response
     }
 
+    /// Opens a connection in a connect slot, then hands the slot to the oldest waiting request (or frees it).
     async fn connect(&self) -> Result<Connection, Failure> {
+        let connected = self.open().await;
+        let mut pool = self.lock();
+        if Self::hand_over(&mut pool, Grant::Connect).is_some() {
+            pool.connecting -= 1;
+        }
+        connected
+    }
+
+    async fn open(&self) -> Result<Connection, Failure> {
         let Address { host, port, tls } = &*self.address;
         let connecting = async {
             let tcp = TcpStream::connect((host.as_str(), *port)).await?;
