@@ -106,18 +106,20 @@ enum Checkout {
 impl HttpClient {
     /// A client for `base_url` (`http(s)://host[:port][/prefix]`).
     pub fn new(base_url: &str, connect_timeout: Duration) -> Result<Self, String> {
-        let uri: http::Uri = base_url.parse().map_err(|e| format!("`{base_url}` is not a URL: {e}"))?;
+        // Messages show the URL redacted: a version or health URL may carry credentials.
+        let shown = crate::secret::redact_url(base_url);
+        let uri: http::Uri = base_url.parse().map_err(|e| format!("`{shown}` is not a URL: {e}"))?;
         let tls = match uri.scheme_str() {
             Some("http") => None,
             Some("https") => Some(tls_connector()),
-            _ => return Err(format!("`{}` is not an http:// or https:// URL", crate::secret::redact_url(base_url))),
+            _ => return Err(format!("`{shown}` is not an http:// or https:// URL")),
         };
-        let authority = uri.authority().ok_or_else(|| format!("`{base_url}` has no host"))?;
+        let authority = uri.authority().ok_or_else(|| format!("`{shown}` has no host"))?;
         let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
         let port = authority.port_u16().unwrap_or(if tls.is_some() { 443 } else { 80 });
         // Userinfo (`user:password@`) never goes into the Host header.
         let host_header = http::HeaderValue::from_str(authority.as_str().rsplit('@').next().unwrap_or_default())
-            .map_err(|_| format!("`{base_url}` has an invalid host"))?;
+            .map_err(|_| format!("`{shown}` has an invalid host"))?;
         Ok(Self {
             address: Arc::new(Address { host, port, tls }),
             connect_timeout,
