@@ -187,3 +187,18 @@ async fn check_run_now_waits_for_health_names_the_build_runs_and_judges() {
     assert_eq!(run.build_id.as_deref(), Some("3"));
     assert_measured(run.status, &run.validity_reasons);
 }
+
+#[test]
+fn run_names_what_is_wrong_with_its_arguments() {
+    let config = "[[scenario]]\nname = \"a\"\nfile = \"a.toml\"\ntarget = \"http://127.0.0.1:9\"\n";
+    let (dir, _) = project(config, &[("a.toml", "# a workload\n")]);
+    let output = degrade(dir.path(), &["run", "nope"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("no [[scenario]] is named `nope` and no such .toml file exists (configured: a)"));
+    let output = degrade(dir.path(), &["run", "a", "--rate-scale", "0"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("`0` is not a positive number"), "{}", text(&output).1);
+    let output = degrade(dir.path(), &["run", "a", "--duration", "soon"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("invalid value 'soon' for '--duration <DURATION>'"), "{}", text(&output).1);
+}
