@@ -29,6 +29,7 @@ async fn main() -> anyhow::Result<()> {
             seed: night,
             scenario_hash: "bench".into(),
             scenario_source: None,
+            deploy_output: None,
             started_at,
         };
         let id = store.create_run(&run).await?;

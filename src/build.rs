@@ -59,14 +59,18 @@ pub async fn resolve_version(source: &VersionSource) -> anyhow::Result<String> {
 /// Output lines of a deploy command kept in a failed run's reason: the end is where the error is.
 const DEPLOY_OUTPUT_LINES: usize = 20;
 
+/// Output lines of a successful deploy kept with the run: enough to see what was rolled out.
+const DEPLOY_OUTPUT_KEPT: usize = 200;
+
 /// How often the health URL is asked while the target is not healthy yet.
 const HEALTH_POLL_EVERY: Duration = Duration::from_millis(500);
 
 /// How long one health request may take: a target that hangs is as unhealthy as one that answers 503.
 const HEALTH_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Runs the deploy command; on failure or timeout, says why with the end of its output.
-pub async fn deploy(deploy: &DeployCommand) -> anyhow::Result<()> {
+/// Runs the deploy command and returns the end of what it printed; on failure or timeout, says why with the
+/// end of its output.
+pub async fn deploy(deploy: &DeployCommand) -> anyhow::Result<String> {
     let limit = humantime::format_duration(deploy.timeout);
     let mut command = tokio::process::Command::new("sh");
     command
@@ -89,14 +93,17 @@ pub async fn deploy(deploy: &DeployCommand) -> anyhow::Result<()> {
         bail!("deploy_command did not finish within {limit}; it was stopped");
     };
     let output = output.context("deploy_command failed to run")?;
-    if output.status.success() {
-        return Ok(());
-    }
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));
+    if output.status.success() {
+        return Ok(last_lines(&text, DEPLOY_OUTPUT_KEPT));
+    }
+    bail!("deploy_command failed ({}); its last output:\n{}", output.status, last_lines(&text, DEPLOY_OUTPUT_LINES))
+}
+
+fn last_lines(text: &str, count: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
-    let tail = lines[lines.len().saturating_sub(DEPLOY_OUTPUT_LINES)..].join("\n");
-    bail!("deploy_command failed ({}); its last output:\n{tail}", output.status)
+    lines[lines.len().saturating_sub(count)..].join("\n")
 }
 
 /// Polls the health URL until it answers 2xx, or fails after its timeout with the last answer.

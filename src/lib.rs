@@ -32,6 +32,10 @@ pub mod store;
 pub mod analysis;
 /// The one chain every run goes through: deploy, health, build id, load, store.
 pub mod pipeline;
+/// Alerts: Slack and JSON webhook messages, delivered from the outbox with retries.
+pub mod notify;
+/// The nightly scheduler of `degrade serve`: cron jobs per scenario, catch-up, missing-run alerts.
+pub mod scheduler;
 /// What `degrade check` prints: human, JSON, JUnit and Markdown reports.
 pub mod report;
 /// The dashboard and JSON API served by `degrade serve`.

@@ -4,6 +4,7 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let cli = degrade::cli::Cli::parse();
-    degrade::cli::init_logging(cli.verbose);
+    let service = matches!(cli.command, degrade::cli::Command::Serve(_));
+    degrade::cli::init_logging(cli.verbose, service);
     degrade::cli::run(cli).into()
 }

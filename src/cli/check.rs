@@ -1,16 +1,20 @@
 //! `degrade check`: the CI gate. Judges a stored run against its baseline, stores the verdict, prints the
 //! report, and exits 0 (passed), 1 (regressed) or 3 (inconclusive, 0 unless `--strict`).
 
-use anyhow::{Context, bail};
-use chrono::Utc;
+use std::sync::Arc;
 
+use anyhow::{Context, bail};
+
+use super::run::Live;
 use super::{ConfigSource, Exit, print_stdout};
 use crate::analysis::baseline::BaselineSpec;
-use crate::analysis::judge::{Comparison, Judgement, Outcome, judge};
+use crate::analysis::judge::Outcome;
 use crate::config::Config;
-use crate::pipeline::{Job, RunOutcome};
-use crate::report::{BaselineRun, CheckReport, Format};
-use crate::store::{EndpointResult, NewVerdict, Run, RunStatus, Store};
+use crate::notify::Courier;
+use crate::pipeline::judge::judge_run;
+use crate::pipeline::{Job, Runner};
+use crate::report::{CheckReport, Format};
+use crate::store::{Run, Store};
 
 /// What to judge and how to say it.
 #[derive(Debug, clap::Args)]
@@ -59,64 +63,39 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
     })
 }
 
-/// With `--run-now`, runs the scenario through the pipeline first and judges that run.
+/// With `--run-now`, runs the scenario through the whole chain (claim, deploy, load, store, judge, episodes
+/// and alerts) and reports that run; otherwise judges a stored run.
 async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Result<CheckReport> {
     if !args.run_now {
-        return check(store, config, args, args.run).await;
+        let candidate = candidate(store, config, args, args.run).await?;
+        return judge_run(store, config, &candidate, &spec(config, args, &candidate.scenario)).await;
     }
     let job = Job::find(config, args.scenario.as_deref())?;
-    match super::run::run_job(store, job, None).await? {
-        (_, RunOutcome::Failed { run_id, reason }) => bail!("run {run_id} failed before any load was sent: {reason}"),
-        (_, RunOutcome::Measured { run_id, .. }) => check(store, config, args, Some(run_id)).await,
+    let spec = spec(config, args, &job.name);
+    let (live, stop) = Live::start(&job.plan);
+    let config = Arc::new(config.clone());
+    let runner = Runner::new(store.clone(), config.clone(), stop);
+    let claim = runner.claim(&job.name).await?;
+    let ended = runner.run(claim, job, None, &spec, |p| live.update(p)).await;
+    live.finish();
+    let ended = ended?;
+    // Alerts about this run go out now; what cannot be delivered stays in the outbox for `degrade serve`.
+    if let Err(e) = Courier::new(store.clone(), config)?.deliver_due().await {
+        eprintln!("warning: alerts were stored but not delivered: {e}");
+    }
+    match (ended.report, ended.failure) {
+        (Some(report), _) => Ok(report),
+        (None, Some(reason)) => bail!("run {} failed before any load was sent: {reason}", ended.run_id),
+        (None, None) => bail!("run {} was stopped before it finished; it is stored as {}", ended.run_id, ended.status),
     }
 }
 
-async fn check(store: &Store, config: &Config, args: &CheckArgs, run: Option<i64>) -> anyhow::Result<CheckReport> {
-    let candidate = candidate(store, config, args, run).await?;
-    let scenario = config.scenario(&candidate.scenario);
-    let spec =
-        args.baseline.clone().or_else(|| scenario.map(|s| s.baseline.clone())).unwrap_or(BaselineSpec::LastDays(7));
-    let gates = scenario.map(|s| s.gates.clone()).unwrap_or_default();
-    match candidate.status {
-        RunStatus::Running => bail!("run #{} is still running; check it once it has finished", candidate.id),
-        RunStatus::Failed | RunStatus::Aborted => bail!(
-            "run #{} {}: {}; it measured nothing to judge",
-            candidate.id,
-            candidate.status,
-            candidate.failure_reason.as_deref().unwrap_or("no reason recorded")
-        ),
-        _ => {}
-    }
-    let (baseline, judgement) = if candidate.status == RunStatus::Invalid {
-        (Vec::new(), invalid_run(&candidate))
-    } else {
-        let baseline = baseline_runs(store, &candidate, &spec).await?;
-        let comparison = if matches!(spec, BaselineSpec::Run(_)) { Comparison::OneRun } else { Comparison::Nightly };
-        let tonight = endpoints(store, candidate.id).await?;
-        let judgement = judge(&tonight, &baseline_results(store, &baseline).await?, &gates, comparison);
-        (baseline, judgement)
-    };
-    let verdict = NewVerdict {
-        baseline_spec: spec.to_string(),
-        baseline_run_ids: baseline.iter().map(|r| r.id).collect(),
-        outcome: judgement.outcome.as_str().to_owned(),
-        summary: judgement.summary.clone(),
-        created_at: Utc::now(),
-        findings: judgement.findings.clone(),
-    };
-    store.save_verdict(candidate.id, &verdict).await?;
-    let Judgement { outcome, findings, summary } = judgement;
-    Ok(CheckReport {
-        scenario: candidate.scenario.clone(),
-        run_id: candidate.id,
-        build_id: candidate.build_id.clone(),
-        started_at: candidate.started_at,
-        outcome,
-        summary,
-        baseline_spec: spec.to_string(),
-        baseline: baseline.iter().map(BaselineRun::from).collect(),
-        findings,
-    })
+/// `--baseline`, else the scenario's configured baseline, else last-7d.
+fn spec(config: &Config, args: &CheckArgs, scenario: &str) -> BaselineSpec {
+    args.baseline
+        .clone()
+        .or_else(|| config.scenario(scenario).map(|s| s.baseline.clone()))
+        .unwrap_or(BaselineSpec::LastDays(7))
 }
 
 /// The run to judge: `--run ID`, or the latest completed run of the chosen scenario.
@@ -149,50 +128,5 @@ async fn scenario_name(store: &Store, config: &Config, named: Option<&str>) -> a
         [only] => Ok(only.clone()),
         [] => bail!("no scenario has been run yet: add a [[scenario]] to {} and run it", config.source.display()),
         several => bail!("{} scenarios exist ({}); choose one with --scenario NAME", several.len(), several.join(", ")),
-    }
-}
-
-/// The runs `spec` selects; when a `run:ID` baseline selects nothing, says why that run cannot serve.
-async fn baseline_runs(store: &Store, candidate: &Run, spec: &BaselineSpec) -> anyhow::Result<Vec<Run>> {
-    let runs = store.baseline_runs(candidate, spec).await?;
-    if let (BaselineSpec::Run(id), true) = (spec, runs.is_empty()) {
-        let Some(run) = store.find_run(*id).await? else { bail!("baseline run #{id} does not exist") };
-        if run.id == candidate.id {
-            bail!("run #{id} cannot be its own baseline");
-        }
-        if run.scenario != candidate.scenario {
-            bail!("baseline run #{id} belongs to scenario `{}`, not `{}`", run.scenario, candidate.scenario);
-        }
-        if !run.status.is_valid_measurement() {
-            bail!("baseline run #{id} is {}, so its numbers cannot serve as a baseline", run.status);
-        }
-        bail!("baseline run #{id} ran a different version of the scenario file, so its numbers are not comparable");
-    }
-    Ok(runs)
-}
-
-async fn endpoints(store: &Store, id: i64) -> anyhow::Result<Vec<EndpointResult>> {
-    Ok(store.run_detail(id).await?.map(|d| d.endpoints).unwrap_or_default())
-}
-
-async fn baseline_results(store: &Store, runs: &[Run]) -> anyhow::Result<Vec<Vec<EndpointResult>>> {
-    let mut results = Vec::with_capacity(runs.len());
-    for run in runs {
-        results.push(endpoints(store, run.id).await?);
-    }
-    Ok(results)
-}
-
-/// An invalid run says nothing about the build: inconclusive, with the generator's reasons.
-fn invalid_run(run: &Run) -> Judgement {
-    let reasons =
-        if run.validity_reasons.is_empty() { "no reason recorded".to_owned() } else { run.validity_reasons.join("; ") };
-    Judgement {
-        outcome: Outcome::Inconclusive,
-        findings: Vec::new(),
-        summary: format!(
-            "inconclusive: run #{} is invalid, the load generator could not be trusted: {reasons}",
-            run.id
-        ),
     }
 }

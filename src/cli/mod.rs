@@ -7,6 +7,7 @@ mod check;
 mod detect;
 mod init;
 mod migrate;
+mod notify;
 mod run;
 mod run_report;
 mod serve;
@@ -128,13 +129,23 @@ pub enum Command {
         Output lines: {\"id\", \"alert\", \"baseline\", \"delta_pct\", \"reason\"}"
     )]
     Detect(detect::DetectArgs),
-    /// Serve the trend dashboard and the JSON API.
-    #[command(after_help = "Examples:\n  degrade serve\n  degrade serve --listen 0.0.0.0:8080\n\n\
-        Pages: / (every scenario), /scenarios/NAME?range=7d|30d|90d|1y|all (trends), /runs/ID (one run).\n\
+    /// Serve the dashboard and JSON API, run scheduled scenarios, and deliver alerts: the nightly service.
+    #[command(after_help = "Examples:\n  degrade serve\n  degrade serve --listen 0.0.0.0:8080 --shutdown-grace 5m\n\n\
+        Each [[scenario]] with a `schedule` runs at its cron time in its timezone (daylight saving followed), is \
+        judged against its `baseline`, and alerts [[notify]] webhooks once when a regression starts and once when \
+        it recovers. Several `degrade serve` sharing one PostgreSQL database never run a scenario twice at once.\n\
+        Pages: / (every scenario), /scenarios/NAME?range=7d|30d|90d|1y|all (trends), /runs/ID (one run), /alerts.\n\
         JSON: /api/v1/scenarios, /api/v1/scenarios/NAME/runs, /api/v1/scenarios/NAME/trend, /api/v1/runs/ID.\n\
         Start a run now: curl -X POST -H \"Authorization: Bearer $DEGRADE_API_TOKEN\" .../api/v1/scenarios/NAME/runs\n\
-        Health: /healthz. Stops on Ctrl-C or SIGTERM.")]
+        Health: /healthz; Prometheus: /metrics. Stops on Ctrl-C or SIGTERM.")]
     Serve(serve::ServeArgs),
+    /// Work with the [[notify]] webhooks.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  DEGRADE_SLACK_WEBHOOK=https://hooks.slack.com/services/... degrade notify test\n\n\
+        Exits 2 when any webhook did not accept the message (the reason is printed, never the URL)."
+    )]
+    Notify(notify::NotifyCommand),
 }
 
 /// Runs the parsed command line and returns its exit code; errors are printed to standard error.
@@ -150,6 +161,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Check(args) => runtime().and_then(|rt| rt.block_on(check::run(&source, args))),
         Command::Detect(args) => detect::run(&args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(&source, args))),
+        Command::Notify(command) => runtime().and_then(|rt| rt.block_on(notify::run(&source, command))),
     };
     outcome.unwrap_or_else(|e| {
         eprintln!("error: {}", error_chain(&e));
@@ -247,9 +259,11 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(builder.enable_all().build()?)
 }
 
-/// Logs go to standard error, filtered by `DEGRADE_LOG` or the `-v` count.
-pub fn init_logging(verbose: u8) {
+/// Logs go to standard error, filtered by `DEGRADE_LOG` or the `-v` count. A service (`serve`) logs what it
+/// schedules, runs and delivers by default; one-shot commands only warnings.
+pub fn init_logging(verbose: u8, service: bool) {
     let default = match verbose {
+        0 if service => "degrade=info,warn",
         0 => "warn",
         1 => "degrade=debug,info",
         _ => "trace",

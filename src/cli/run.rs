@@ -9,7 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::run_report::{RunFormat, RunReport};
 use super::{ConfigSource, Exit, print_stdout, shutdown_signal};
 use crate::engine::Progress;
-use crate::pipeline::{self, Job, RunOutcome};
+use crate::pipeline::claim::holder_name;
+use crate::pipeline::{self, Claim, Job, RunOutcome, RunsUnderWay};
 use crate::scenario::Plan;
 use crate::store::{RunStatus, Store};
 
@@ -64,19 +65,45 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
     })
 }
 
-/// Runs `job` through the pipeline with a progress bar and Ctrl-C handling; returns the scenario's name too.
-pub(super) async fn run_job(store: &Store, job: Job, build: Option<String>) -> anyhow::Result<(String, RunOutcome)> {
+/// Runs `job` through the pipeline with a progress bar and Ctrl-C handling, holding the scenario's claim so
+/// it cannot overlap a nightly or API-started run; returns the scenario's name too.
+async fn run_job(store: &Store, job: Job, build: Option<String>) -> anyhow::Result<(String, RunOutcome)> {
     let name = job.name.clone();
-    let (stop_tx, stop) = tokio::sync::watch::channel(false);
-    let ctrl_c = tokio::spawn(async move {
-        shutdown_signal().await;
-        stop_tx.send_replace(true);
-    });
-    let bar = progress_bar(&job.plan);
-    let outcome = pipeline::run(store, job, build, stop, |p| update(&bar, p)).await;
-    bar.finish_and_clear();
-    ctrl_c.abort();
+    let claim = Claim::take(store, &RunsUnderWay::default(), &name, &holder_name()).await?;
+    let (live, stop) = Live::start(&job.plan);
+    let outcome = pipeline::run(store, job, build, stop, |p| live.update(p)).await;
+    live.finish();
+    claim.release().await;
     Ok((name, outcome?))
+}
+
+/// The live progress line of a run, and the Ctrl-C handler that stops it.
+pub(super) struct Live {
+    bar: ProgressBar,
+    ctrl_c: tokio::task::JoinHandle<()>,
+}
+
+impl Live {
+    /// Shows the bar for `plan`; the receiver becomes true on Ctrl-C or SIGTERM.
+    pub(super) fn start(plan: &Plan) -> (Self, tokio::sync::watch::Receiver<bool>) {
+        let (stop_tx, stop) = tokio::sync::watch::channel(false);
+        let ctrl_c = tokio::spawn(async move {
+            shutdown_signal().await;
+            stop_tx.send_replace(true);
+        });
+        (Self { bar: progress_bar(plan), ctrl_c }, stop)
+    }
+
+    /// Shows `progress`.
+    pub(super) fn update(&self, progress: &Progress) {
+        update(&self.bar, progress);
+    }
+
+    /// Clears the bar and stops listening for Ctrl-C.
+    pub(super) fn finish(self) {
+        self.bar.finish_and_clear();
+        self.ctrl_c.abort();
+    }
 }
 
 fn progress_bar(plan: &Plan) -> ProgressBar {

@@ -78,7 +78,8 @@ pub struct ScenarioConfig {
     pub schedule: Option<Schedule>,
     /// Run at start-up when the last scheduled run was missed because the service was down.
     pub catch_up: bool,
-    /// How long after a scheduled run was due a "missing run" alert is raised.
+    /// How long after a scheduled run was due, with no run started since, a "missing run" alert is raised;
+    /// default 1 h (for a nightly schedule: 25 h after the last run).
     pub missing_run_grace: Duration,
     /// The runs a new run is compared with.
     pub baseline: BaselineSpec,

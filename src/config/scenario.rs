@@ -68,7 +68,7 @@ fn resolve_scenario(checker: &mut Checker<'_>, prefix: &str, raw: RawScenario) -
     };
     let missing_run_grace = match &missing_run_grace {
         Some(grace) => checker.check(grace, &field("missing_run_grace"), |g| duration(g)),
-        None => Some(Duration::from_hours(25)),
+        None => Some(Duration::from_hours(1)),
     };
     let baseline = match &baseline {
         Some(spec) => checker.check(spec, &field("baseline"), |s| s.parse()),

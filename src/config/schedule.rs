@@ -61,6 +61,12 @@ impl Schedule {
         self.cron.find_next_occurrence(&after.with_timezone(&self.timezone), false).ok()
     }
 
+    /// The last time at or before `at` at which the schedule fired.
+    #[must_use]
+    pub fn previous_at_or_before(&self, at: DateTime<Utc>) -> Option<DateTime<Tz>> {
+        self.cron.find_previous_occurrence(&at.with_timezone(&self.timezone), true).ok()
+    }
+
     /// One sentence for `validate`: which reading was taken and what it means.
     #[must_use]
     pub fn understood_as(&self) -> String {

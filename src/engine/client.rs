@@ -323,6 +323,12 @@ impl Connection {
 }
 
 fn tls_connector() -> TlsConnector {
+    TlsConnector::from(Arc::new(tls_config()))
+}
+
+/// TLS for HTTP/1.1 on ring with the Mozilla roots from webpki-roots: the same trust wherever degrade runs,
+/// whatever the machine's certificate store holds. Webhook delivery uses it too.
+pub(crate) fn tls_config() -> rustls::ClientConfig {
     let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
     let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
@@ -330,7 +336,7 @@ fn tls_connector() -> TlsConnector {
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    TlsConnector::from(Arc::new(config))
+    config
 }
 
 /// Classifies by the most specific cause in the chain: an I/O reset, or hyper's view of the exchange.
@@ -356,7 +362,7 @@ fn classify(error: &hyper::Error, doing: &str) -> Failure {
 }
 
 /// The error and its causes on one line, without repeats.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut out = String::new();
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = cause {

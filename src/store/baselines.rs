@@ -7,7 +7,7 @@
 use chrono::{DateTime, Duration, Utc};
 
 use super::rows::{RunRow, convert, select_runs};
-use super::{Run, Store, StoreError, on_pool, to_millis};
+use super::{Run, RunId, Store, StoreError, on_pool, to_millis};
 use crate::analysis::baseline::BaselineSpec;
 
 /// Nightly runs do not start at the same second every night (deploys and health checks move them), so a
@@ -34,6 +34,37 @@ impl Store {
         let row: Option<RunRow> =
             on_pool!(self, |pool| sqlx::query_as(query).bind(scenario).fetch_optional(pool).await?);
         row.map(Run::try_from).transpose()
+    }
+
+    /// The last run of `scenario` that passed before run `upto`, and the distinct build ids of the runs after
+    /// it up to `upto`, oldest first (at most 20): the builds an alert names as suspects.
+    pub async fn builds_since_last_pass(
+        &self,
+        scenario: &str,
+        upto: RunId,
+    ) -> Result<(Option<RunId>, Vec<String>), StoreError> {
+        let last_pass = "select runs.id from runs join scenarios on scenarios.id = runs.scenario_id \
+                         where scenarios.name = $1 and runs.status = 'passed' and runs.id < $2 \
+                         order by runs.started_at desc, runs.id desc limit 1";
+        let since = "select runs.build_id from runs join scenarios on scenarios.id = runs.scenario_id \
+                     where scenarios.name = $1 and runs.id > $2 and runs.id <= $3 and runs.build_id is not null \
+                     order by runs.started_at, runs.id";
+        let good: Option<RunId> =
+            on_pool!(self, |pool| sqlx::query_scalar(last_pass).bind(scenario).bind(upto).fetch_optional(pool).await?);
+        let builds: Vec<String> = on_pool!(self, |pool| sqlx::query_scalar(since)
+            .bind(scenario)
+            .bind(good.unwrap_or(0))
+            .bind(upto)
+            .fetch_all(pool)
+            .await?);
+        let mut distinct: Vec<String> = Vec::new();
+        for build in builds {
+            if !distinct.contains(&build) {
+                distinct.push(build);
+            }
+        }
+        let keep_from = distinct.len().saturating_sub(20);
+        Ok((good, distinct.split_off(keep_from)))
     }
 
     /// The runs `spec` selects for judging `candidate`, oldest first: `last-Nd` the runs started in the N days

@@ -5,8 +5,9 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::outbox::{NewMessage, enqueue_on};
 use super::retry::retry_busy;
-use super::{Store, StoreError, from_millis, on_pool, to_millis};
+use super::{Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
 
 /// An episode as stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -92,39 +93,112 @@ pub enum Acknowledged {
     NotFound,
 }
 
+/// An episode to open.
+#[derive(Debug, Clone)]
+pub struct NewEpisode {
+    /// The scenario it belongs to.
+    pub scenario: String,
+    /// `regression`, `missing_run` or `run_failed`.
+    pub kind: String,
+    /// The run that opened it (none for a missing run).
+    pub run_id: Option<i64>,
+    /// The last run that passed before it; the builds since are the suspects.
+    pub last_good_run_id: Option<i64>,
+    /// What happened, in one line.
+    pub summary: String,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
 impl Store {
-    /// Opens an episode of `kind` for `scenario`, unless one is unresolved already; returns its id.
+    /// Opens an episode unless one of its kind is unresolved for the scenario already, and in the same
+    /// transaction enqueues the alert messages `messages` makes from the new episode's id. Returns that id, or
+    /// `None` when an episode was open already (and nothing was enqueued): a team hears once per episode.
     pub async fn open_episode(
         &self,
-        scenario: &str,
-        kind: &str,
-        run_id: Option<i64>,
-        summary: &str,
-        at: DateTime<Utc>,
-    ) -> Result<i64, StoreError> {
-        let scenario_id = self.ensure_scenario(scenario, at).await?;
+        episode: &NewEpisode,
+        messages: impl Fn(i64) -> Vec<NewMessage>,
+    ) -> Result<Option<i64>, StoreError> {
+        let scenario_id = self.ensure_scenario(&episode.scenario, episode.at).await?;
         let existing = "select id from episodes where scenario_id = $1 and kind = $2 and state <> 'resolved'";
-        let insert = "insert into episodes (scenario_id, kind, state, opened_at, opened_run_id, summary) \
-                      values ($1, $2, 'open', $3, $4, $5) returning id";
-        retry_busy(|| async move {
-            let open: Option<i64> = on_pool!(self, |pool| sqlx::query_scalar(existing)
-                .bind(scenario_id)
-                .bind(kind)
-                .fetch_optional(pool)
-                .await?);
-            if let Some(id) = open {
-                return Ok(id);
+        let insert = "insert into episodes (scenario_id, kind, state, opened_at, opened_run_id, last_good_run_id, \
+                      summary) values ($1, $2, 'open', $3, $4, $5, $6) returning id";
+        let messages = &messages;
+        let opened = retry_busy(|| async move {
+            Ok(in_transaction!(self, |tx| {
+                let open: Option<i64> =
+                    sqlx::query_scalar(existing).bind(scenario_id).bind(&episode.kind).fetch_optional(&mut *tx).await?;
+                if open.is_some() {
+                    None
+                } else {
+                    let id: i64 = sqlx::query_scalar(insert)
+                        .bind(scenario_id)
+                        .bind(&episode.kind)
+                        .bind(to_millis(episode.at))
+                        .bind(episode.run_id)
+                        .bind(episode.last_good_run_id)
+                        .bind(&episode.summary)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    for message in messages(id) {
+                        enqueue_on!(&mut *tx, &message);
+                    }
+                    Some(id)
+                }
+            }))
+        })
+        .await;
+        match opened {
+            // Another degrade instance opened the same episode a moment earlier (PostgreSQL reports the
+            // one-open-episode index; SQLite's write lock never lets both get this far).
+            Err(StoreError::Database(e))
+                if e.as_database_error().is_some_and(sqlx::error::DatabaseError::is_unique_violation) =>
+            {
+                Ok(None)
             }
-            Ok(on_pool!(self, |pool| sqlx::query_scalar(insert)
-                .bind(scenario_id)
-                .bind(kind)
-                .bind(to_millis(at))
-                .bind(run_id)
-                .bind(summary)
-                .fetch_one(pool)
-                .await?))
+            other => other,
+        }
+    }
+
+    /// Resolves the episode `id` by `run_id` and, in the same transaction, enqueues `messages`; `false` when
+    /// it was resolved already (by another degrade instance, say), in which case nothing is enqueued.
+    pub async fn resolve_episode(
+        &self,
+        id: i64,
+        run_id: Option<i64>,
+        at: DateTime<Utc>,
+        messages: &[NewMessage],
+    ) -> Result<bool, StoreError> {
+        let update = "update episodes set state = 'resolved', resolved_at = $1, resolved_run_id = $2 \
+                      where id = $3 and state <> 'resolved'";
+        retry_busy(|| async move {
+            Ok(in_transaction!(self, |tx| {
+                let updated = sqlx::query(update)
+                    .bind(to_millis(at))
+                    .bind(run_id)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                if updated == 1 {
+                    for message in messages {
+                        enqueue_on!(&mut *tx, message);
+                    }
+                }
+                updated == 1
+            }))
         })
         .await
+    }
+
+    /// The scenario's episodes that are not resolved yet.
+    pub async fn unresolved_episodes(&self, scenario: &str) -> Result<Vec<Episode>, StoreError> {
+        let query = "select e.id, s.name as scenario, e.kind, e.state, e.opened_at, e.opened_run_id, e.summary, \
+                     e.acknowledged_at, e.acknowledged_reason, e.resolved_at, e.resolved_run_id \
+                     from episodes e join scenarios s on s.id = e.scenario_id \
+                     where s.name = $1 and e.state <> 'resolved' order by e.id";
+        let rows: Vec<EpisodeRow> = on_pool!(self, |pool| sqlx::query_as(query).bind(scenario).fetch_all(pool).await?);
+        Ok(rows.into_iter().map(Episode::from).collect())
     }
 
     /// Unresolved episodes first (newest first), then the `recent` most recently resolved ones.

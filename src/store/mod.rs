@@ -10,7 +10,9 @@
 
 mod baselines;
 mod episodes;
+mod leases;
 mod model;
+mod outbox;
 mod overview;
 mod retry;
 mod rows;
@@ -28,8 +30,9 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use std::str::FromStr;
 
-pub use episodes::{Acknowledged, Episode};
+pub use episodes::{Acknowledged, Episode, NewEpisode};
 pub use model::*;
+pub use outbox::{NewMessage, OutboxMessage};
 pub use overview::{ScenarioSummary, StatusCount};
 pub use trends::TrendBucket;
 pub use url::DatabaseUrl;

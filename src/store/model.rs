@@ -88,6 +88,8 @@ pub struct NewRun {
     pub scenario_hash: String,
     /// The scenario file's text as run.
     pub scenario_source: Option<String>,
+    /// What the deploy command printed before the run (its end, when long).
+    pub deploy_output: Option<String>,
     /// When the run started.
     pub started_at: DateTime<Utc>,
 }

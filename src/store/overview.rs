@@ -2,6 +2,8 @@
 //! number of its open alert episodes, and the endpoints a scenario's latest run measured.
 
 use super::rows::{RunRow, convert, select_runs};
+use chrono::{DateTime, Utc};
+
 use super::{Run, RunStatus, Store, StoreError, on_pool, to_millis};
 
 /// One scenario as the overview shows it.
@@ -108,6 +110,22 @@ impl Store {
         let source: Option<Option<String>> =
             on_pool!(self, |pool| sqlx::query_scalar(query).bind(run_id).fetch_optional(pool).await?);
         Ok(source.flatten())
+    }
+
+    /// What the deploy command printed before a run, when one ran and succeeded.
+    pub async fn deploy_output(&self, run_id: i64) -> Result<Option<String>, StoreError> {
+        let query = "select deploy_output from runs where id = $1";
+        let output: Option<Option<String>> =
+            on_pool!(self, |pool| sqlx::query_scalar(query).bind(run_id).fetch_optional(pool).await?);
+        Ok(output.flatten())
+    }
+
+    /// When a scenario was first stored (first run, or first scheduled), if it ever was.
+    pub async fn scenario_created_at(&self, scenario: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let query = "select created_at from scenarios where name = $1";
+        let created: Option<i64> =
+            on_pool!(self, |pool| sqlx::query_scalar(query).bind(scenario).fetch_optional(pool).await?);
+        Ok(created.map(super::from_millis))
     }
 
     /// Whether a scenario of this name has ever been stored.

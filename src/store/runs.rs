@@ -55,8 +55,8 @@ impl Store {
     /// Records that a run has started; it stays `running` until [`Store::finish_run`] or [`Store::end_run`].
     pub async fn create_run(&self, run: &NewRun) -> Result<RunId, StoreError> {
         let scenario_id = self.ensure_scenario(&run.scenario, run.started_at).await?;
-        let query = "insert into runs (scenario_id, build_id, status, started_at, scenario_hash, seed, scenario_source) \
-                     values ($1, $2, 'running', $3, $4, $5, $6) returning id";
+        let query = "insert into runs (scenario_id, build_id, status, started_at, scenario_hash, seed, scenario_source, \
+                     deploy_output) values ($1, $2, 'running', $3, $4, $5, $6, $7) returning id";
         retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
                 .bind(scenario_id)
@@ -65,6 +65,7 @@ impl Store {
                 .bind(&run.scenario_hash)
                 .bind(run.seed)
                 .bind(run.scenario_source.as_deref())
+                .bind(run.deploy_output.as_deref())
                 .fetch_one(pool)
                 .await?))
         })
@@ -180,12 +181,15 @@ impl Store {
         }
     }
 
-    /// Marks every run still `running` as `aborted`: called at start-up, when no run of this process can be
-    /// under way, so such runs were cut short by a crash or a kill. Returns their ids.
+    /// Marks every run still `running` whose scenario nobody holds a lease on as `aborted`: called at
+    /// start-up, when no run of this process can be under way, so such runs were cut short by a crash or a
+    /// kill (a run of another degrade sharing the database keeps its lease renewed). Returns their ids.
     pub async fn abort_interrupted_runs(&self, now: DateTime<Utc>) -> Result<Vec<RunId>, StoreError> {
         let query = "update runs set status = 'aborted', finished_at = $1, \
                      failure_reason = 'degrade stopped while the run was under way' \
-                     where status = 'running' returning id";
+                     where status = 'running' \
+                     and scenario_id not in (select scenario_id from scenario_leases where expires_at > $1) \
+                     returning id";
         let mut ids: Vec<RunId> = retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(to_millis(now)).fetch_all(pool).await?))
         })

@@ -26,10 +26,10 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 
 use crate::config::Config;
+use crate::pipeline::Runner;
 use crate::store::Store;
 
 pub use error::WebError;
-pub use trigger::RunsUnderWay;
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -38,18 +38,19 @@ pub struct AppState {
     pub store: Store,
     /// The validated configuration (scenario settings, public URL).
     pub config: Arc<Config>,
-    /// Runs started through the API that are still going.
-    pub runs: RunsUnderWay,
-    /// Becomes true when the server shuts down: runs under way stop and are stored as aborted.
-    pub stop: tokio::sync::watch::Receiver<bool>,
+    /// Starts runs through the whole chain (API triggers; the scheduler shares it).
+    pub runner: Runner,
 }
 
 impl AppState {
-    /// The state for `store` and `config`, with the sender that stops runs under way at shutdown.
+    /// The state for `store` and `config`, with the sender that stops runs under way (they are stored as
+    /// aborted) when the server shuts down.
     #[must_use]
     pub fn new(store: Store, config: Config) -> (Self, tokio::sync::watch::Sender<bool>) {
         let (stop_tx, stop) = tokio::sync::watch::channel(false);
-        (Self { store, config: Arc::new(config), runs: RunsUnderWay::default(), stop }, stop_tx)
+        let config = Arc::new(config);
+        let runner = Runner::new(store.clone(), config.clone(), stop);
+        (Self { store, config, runner }, stop_tx)
     }
 }
 

@@ -1,12 +1,8 @@
-//! `POST /api/v1/scenarios/{name}/runs`: starts a run of a configured scenario now, through the same
-//! pipeline as `degrade run` (deploy, health, build id, load, store), in the background.
+//! `POST /api/v1/scenarios/{name}/runs`: starts a run of a configured scenario now, through the whole
+//! nightly chain (deploy, health, build id, load, store, judge, alerts), in the background.
 //!
-//! One run per scenario at a time in this process: a second trigger while one is under way gets 409, so an
-//! impatient double click cannot halve the load each run sends. (Across several `degrade serve` instances on
-//! one database, the nightly scheduler's lease will hold that line.)
-
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+//! One run per scenario at a time: a second trigger while one is under way, here or in another degrade
+//! sharing the database, gets 409, so an impatient double click cannot halve the load each run sends.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -14,59 +10,37 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{AppState, WebError};
-use crate::pipeline::{self, Job, RunOutcome};
-
-/// The scenarios with a run under way in this process.
-#[derive(Debug, Clone, Default)]
-pub struct RunsUnderWay(Arc<Mutex<HashSet<String>>>);
-
-impl RunsUnderWay {
-    /// Marks `scenario` as running, or `None` if it already is; the mark goes when the guard is dropped.
-    fn start(&self, scenario: &str) -> Option<UnderWay> {
-        let mut running = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        running.insert(scenario.to_owned()).then(|| UnderWay { runs: self.clone(), scenario: scenario.to_owned() })
-    }
-
-    /// How many runs are under way.
-    #[must_use]
-    pub fn count(&self) -> usize {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len()
-    }
-}
-
-struct UnderWay {
-    runs: RunsUnderWay,
-    scenario: String,
-}
-
-impl Drop for UnderWay {
-    fn drop(&mut self) {
-        self.runs.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.scenario);
-    }
-}
+use crate::analysis::baseline::BaselineSpec;
+use crate::pipeline::{ClaimError, Job};
 
 pub(super) async fn trigger(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<Value>), WebError> {
-    if state.config.scenario(&name).is_none() {
+    let Some(scenario) = state.config.scenario(&name) else {
         return Err(WebError::NotFound(format!("No [[scenario]] called `{name}` is configured.")));
-    }
-    let job = Job::find(&state.config, Some(&name)).map_err(|e| WebError::Unprocessable(format!("{e:#}")))?;
-    let Some(under_way) = state.runs.start(&name) else {
-        return Err(WebError::Conflict(format!("A run of `{name}` is already under way; wait for it to finish.")));
     };
-    let (store, stop) = (state.store.clone(), state.stop.clone());
+    let spec: BaselineSpec = scenario.baseline.clone();
+    let job = Job::find(&state.config, Some(&name)).map_err(|e| WebError::Unprocessable(format!("{e:#}")))?;
+    let claim = match state.runner.claim(&name).await {
+        Ok(claim) => claim,
+        Err(busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(_))) => {
+            return Err(WebError::Conflict(format!("{}; wait for it to finish.", capitalised(&busy.to_string()))));
+        }
+        Err(ClaimError::Database(_, e)) => return Err(WebError::Store(e)),
+    };
+    let runner = state.runner.clone();
     tokio::spawn(async move {
-        let _under_way = under_way;
-        match pipeline::run(&store, job, None, stop, |_| {}).await {
-            Ok(RunOutcome::Measured { run_id, measurement, .. }) => {
-                tracing::info!(run_id, status = %measurement.results.status, "triggered run ended");
-            }
-            Ok(RunOutcome::Failed { run_id, reason }) => tracing::warn!(run_id, reason, "triggered run failed"),
-            Err(e) => tracing::error!(error = format!("{e:#}"), "triggered run could not be stored"),
+        match runner.run(claim, job, None, &spec, |_| {}).await {
+            Ok(ended) => tracing::info!(run_id = ended.run_id, status = %ended.status, "triggered run ended"),
+            Err(e) => tracing::error!(error = format!("{e:#}"), "triggered run could not be completed"),
         }
     });
     let runs = format!("/api/v1/scenarios/{name}/runs");
     Ok((StatusCode::ACCEPTED, Json(json!({ "scenario": name, "state": "started", "runs": runs }))))
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }

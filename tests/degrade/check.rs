@@ -42,6 +42,7 @@ async fn store_night(store: &Store, scenario: &str, n: i64, boards_ms: f64, stat
         seed: n,
         scenario_hash: "h".into(),
         scenario_source: None,
+        deploy_output: None,
         started_at: night(n),
     };
     let id = store.create_run(&new).await.unwrap();
@@ -201,6 +202,7 @@ async fn bad_input_gets_a_clear_message_and_the_right_exit_code() {
         seed: 1,
         scenario_hash: "h".into(),
         scenario_source: None,
+        deploy_output: None,
         started_at: night(11),
     };
     let aborted = store.create_run(&run).await.unwrap();

@@ -3,7 +3,8 @@
 use chrono::{Duration, Utc};
 use degrade::config::Config;
 use degrade::store::{
-    EndpointResult, Finding, LoadSummary, NewRun, NewVerdict, OVERALL_ENDPOINT, RunResults, RunStatus, Store,
+    EndpointResult, Finding, LoadSummary, NewEpisode, NewRun, NewVerdict, OVERALL_ENDPOINT, RunResults, RunStatus,
+    Store,
 };
 use degrade::web::AppState;
 
@@ -35,7 +36,7 @@ impl TestApp {
         tokio::spawn(degrade::web::serve(listener, state, async move {
             let _ = stopped.await;
         }));
-        (Self { address, client: reqwest::Client::new(), _shutdown: shutdown, _stop_runs: stop_runs }, store)
+        (Self { address, client: crate::support::http_client(), _shutdown: shutdown, _stop_runs: stop_runs }, store)
     }
 
     /// GETs `path`: the status and the body.
@@ -107,6 +108,7 @@ async fn nights(store: &Store, count: i64) -> i64 {
             seed: n,
             scenario_hash: "h".into(),
             scenario_source: None,
+            deploy_output: None,
             started_at,
         };
         let id = store.create_run(&run).await.unwrap();
@@ -280,10 +282,15 @@ async fn run_page_compare_alerts_and_metrics() {
     assert!(body.contains("GET /boards/{id}: p99 ms per second"), "{body}");
     assert_eq!(app.get("/compare?a=1").await.0, 400);
 
-    let episode = store
-        .open_episode("checkout", "regression", Some(last), "p95 of GET /boards/{id} +35 %", Utc::now())
-        .await
-        .unwrap();
+    let opening = NewEpisode {
+        scenario: "checkout".into(),
+        kind: "regression".into(),
+        run_id: Some(last),
+        last_good_run_id: None,
+        summary: "p95 of GET /boards/{id} +35 %".into(),
+        at: Utc::now(),
+    };
+    let episode = store.open_episode(&opening, |_| Vec::new()).await.unwrap().expect("no episode was open");
     let (status, body) = app.get("/alerts").await;
     assert_eq!(status, 200);
     assert!(

@@ -45,6 +45,7 @@ fn new_run(n: i64) -> NewRun {
         seed: 42 + n,
         scenario_hash: "abc123".into(),
         scenario_source: Some("[load]\nmodel = \"open\"\n".into()),
+        deploy_output: None,
         started_at: night(n),
     }
 }

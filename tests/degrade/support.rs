@@ -143,3 +143,10 @@ pub fn assert_measured(status: degrade::store::RunStatus, reasons: &[String]) {
     let only_speed = reasons.iter().all(|r| r.contains("schedule lag") || r.contains("CPU"));
     assert!(status == RunStatus::Finished || (status == RunStatus::Invalid && only_speed), "{status}: {reasons:?}");
 }
+
+/// An HTTP client for tests. reqwest is built without a TLS crypto provider of its own (degrade hands it
+/// its rustls config), so the process default is installed first; plain HTTP on 127.0.0.1 never uses it.
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}

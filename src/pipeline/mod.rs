@@ -1,9 +1,15 @@
 //! The one place that chains a run: deploy the latest build (if configured) → wait until it is healthy →
-//! learn its build id → run the scenario → store everything. `degrade run`, `degrade check --run-now` and
-//! (later) the nightly scheduler all go through here, so a run means the same thing however it started.
+//! learn its build id → run the scenario → store everything ([`run`]), then judge it ([`judge`]) and open or
+//! resolve episodes with their alerts ([`alerting`]). [`nightly::Runner`] chains all of it behind a claim
+//! ([`claim`]) for the scheduler, the API and `degrade check --run-now`; `degrade run` measures only.
 //!
 //! Every attempt leaves a stored run: one that could not start (deploy failed, target never healthy,
 //! version unknown) is stored as `failed` with the reason, so a missed night is visible, not silent.
+
+pub mod alerting;
+pub mod claim;
+pub mod judge;
+pub mod nightly;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +21,15 @@ use tokio::sync::watch;
 use crate::config::{Config, ScenarioConfig};
 use crate::engine::{self, Measurement, Progress};
 use crate::scenario::{self, Plan};
-use crate::store::{NewRun, RunId, RunStatus, Store};
+use crate::store::{NewRun, RunId, RunStatus, Store, StoreError};
+
+pub use claim::{Claim, ClaimError, RunsUnderWay};
+pub use nightly::{Ended, Runner};
+
+/// Attempts at a database call that failed because the database could not be reached.
+const DATABASE_ATTEMPTS: u32 = 4;
+/// Wait after the first failed attempt; doubled after each further one (2 + 4 + 8 s in all).
+const DATABASE_FIRST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A scenario ready to run: its name (the key of its runs), its plan and its `[[scenario]]` entry, if any.
 pub struct Job {
@@ -105,40 +119,100 @@ pub async fn run(
     let Job { name, plan, scenario } = job;
     let started_at = Utc::now();
     let prepared = prepare(scenario.as_ref(), build).await;
+    let (build_id, deploy_output) = match &prepared {
+        Ok(ready) => (ready.build_id.clone(), ready.deploy_output.clone()),
+        Err(_) => (None, None),
+    };
     let new_run = NewRun {
         scenario: name,
-        build_id: prepared.as_ref().ok().cloned().flatten(),
+        build_id,
+        deploy_output,
         seed: plan.seed.cast_signed(),
         scenario_hash: plan.hash.clone(),
         scenario_source: Some(plan.source_text.clone()),
         started_at,
     };
-    let run_id = store.create_run(&new_run).await.context("cannot record the run's start")?;
+    let run_id = with_database_retry("record the run's start", || store.create_run(&new_run))
+        .await
+        .context("cannot record the run's start")?;
     if let Err(e) = prepared {
         let reason = format!("{e:#}");
         store.end_run(run_id, RunStatus::Failed, &reason, Utc::now()).await?;
         return Ok(RunOutcome::Failed { run_id, reason });
     }
     let measurement = engine::run(Arc::new(plan), stop, on_progress).await;
-    if let Err(e) = store.finish_run(run_id, &measurement.results).await {
+    if let Err(e) = with_database_retry("store the results", || store.finish_run(run_id, &measurement.results)).await {
         let _ = store.end_run(run_id, RunStatus::Failed, &format!("storing the results failed: {e}"), Utc::now()).await;
         return Err(e).context("cannot store the run's results");
     }
     Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement })
 }
 
+/// The build ready to be loaded.
+struct Ready {
+    build_id: Option<String>,
+    deploy_output: Option<String>,
+}
+
 /// Rolls the latest build out and waits for it, then names it: `build` if given, else the version source.
-async fn prepare(scenario: Option<&ScenarioConfig>, build: Option<String>) -> anyhow::Result<Option<String>> {
-    let Some(settings) = scenario.map(|s| &s.build) else { return Ok(build) };
-    if let Some(deploy) = &settings.deploy {
-        crate::build::deploy(deploy).await?;
-    }
+async fn prepare(scenario: Option<&ScenarioConfig>, build: Option<String>) -> anyhow::Result<Ready> {
+    let Some(settings) = scenario.map(|s| &s.build) else { return Ok(Ready { build_id: build, deploy_output: None }) };
+    let deploy_output = match &settings.deploy {
+        Some(deploy) => Some(crate::build::deploy(deploy).await?),
+        None => None,
+    };
     if let Some(health) = &settings.health {
         crate::build::wait_healthy(health).await?;
     }
-    match (build, &settings.version) {
-        (Some(id), _) => Ok(Some(id)),
-        (None, Some(version)) => Ok(Some(crate::build::resolve_version(version).await?)),
-        (None, None) => Ok(None),
+    let build_id = match (build, &settings.version) {
+        (Some(id), _) => Some(id),
+        (None, Some(version)) => Some(crate::build::resolve_version(version).await?),
+        (None, None) => None,
+    };
+    Ok(Ready { build_id, deploy_output })
+}
+
+/// Errors that mean "the database could not be reached", as opposed to a query it refused.
+pub trait Unreachable {
+    /// Whether trying again later may succeed.
+    fn is_unreachable(&self) -> bool;
+}
+
+impl Unreachable for StoreError {
+    fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Database(
+                sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_)
+            )
+        )
     }
+}
+
+impl Unreachable for ClaimError {
+    fn is_unreachable(&self) -> bool {
+        matches!(self, ClaimError::Database(_, e) if e.is_unreachable())
+    }
+}
+
+/// Runs `call` again (after 2, 4 and 8 s) while the database cannot be reached, so a database restart or a
+/// network blip at run time delays the run instead of losing it.
+pub async fn with_database_retry<T, E, F, Fut>(what: &str, mut call: F) -> Result<T, E>
+where
+    E: Unreachable + std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let mut wait = DATABASE_FIRST_WAIT;
+    for attempt in 1.. {
+        match call().await {
+            Err(e) if attempt < DATABASE_ATTEMPTS && e.is_unreachable() => {
+                tracing::warn!(attempt, error = %e, "cannot {what}: the database is unreachable; retrying in {wait:?}");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+            }
+            outcome => return outcome,
+        }
+    }
+    unreachable!("the loop returns on the last attempt")
 }

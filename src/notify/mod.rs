@@ -1,0 +1,178 @@
+//! Alerts: what a team is told when a regression episode opens or resolves, a run is missing or fails, in
+//! Slack's incoming-webhook format or degrade's own JSON, and the courier that delivers them.
+//!
+//! Messages are made when the episode changes and stored in the outbox in the same transaction (see
+//! `store::outbox`); [`courier`] posts them with retries. Each message carries an idempotency key derived
+//! from the episode, the event and the notifier, so the same alert is never enqueued twice and a receiver
+//! can drop a repeat.
+
+pub mod courier;
+mod json;
+mod slack;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::config::{Config, NotifierConfig, NotifyEvent, NotifyKind};
+use crate::store::NewMessage;
+
+pub use courier::Courier;
+
+/// What an alert is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Event {
+    /// A regression episode opened.
+    Regression,
+    /// A regression episode resolved: a run passed again.
+    Recovery,
+    /// A scheduled run did not happen.
+    MissingRun,
+    /// A run could not be done (deploy failed, target unhealthy).
+    RunFailed,
+    /// `degrade notify test`.
+    Test,
+}
+
+impl Event {
+    /// The stored and posted name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Regression => "regression",
+            Self::Recovery => "recovery",
+            Self::MissingRun => "missing_run",
+            Self::RunFailed => "run_failed",
+            Self::Test => "test",
+        }
+    }
+
+    /// Whether `notifier` asked for this event (every notifier gets test messages).
+    fn wanted_by(self, notifier: &NotifierConfig) -> bool {
+        let event = match self {
+            Self::Regression => NotifyEvent::Regression,
+            Self::Recovery => NotifyEvent::Recovery,
+            Self::MissingRun => NotifyEvent::MissingRun,
+            Self::RunFailed => NotifyEvent::RunFailed,
+            Self::Test => return true,
+        };
+        notifier.events.contains(&event)
+    }
+}
+
+/// One endpoint metric that got worse, as an alert lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Worse {
+    /// The step name.
+    pub endpoint: String,
+    /// `p95`, `error_rate`, … or an absolute gate such as `max_p75_ms`.
+    pub metric: String,
+    /// The baseline's level (or the gate's limit), when there is one.
+    pub baseline: Option<f64>,
+    /// Tonight's value.
+    pub tonight: f64,
+    /// Change from the baseline, percent.
+    pub delta_pct: Option<f64>,
+    /// `ms`, `%` or `req/s`.
+    pub unit: &'static str,
+}
+
+/// Everything an alert says, whatever the format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alert {
+    /// What happened.
+    pub event: Event,
+    /// The scenario.
+    pub scenario: String,
+    /// The run it is about (none for a missing run or a test).
+    pub run_id: Option<i64>,
+    /// That run's build.
+    pub build_id: Option<String>,
+    /// The builds tested since the last run that passed, oldest first: the suspects.
+    pub builds_since_last_good: Vec<String>,
+    /// The last run that passed.
+    pub last_good_run_id: Option<i64>,
+    /// One sentence.
+    pub summary: String,
+    /// What got worse (regressions only), worst first.
+    pub worse: Vec<Worse>,
+    /// When it happened.
+    pub at: DateTime<Utc>,
+}
+
+impl Alert {
+    /// An alert about `scenario` with nothing but its summary; set the other fields with struct update syntax.
+    #[must_use]
+    pub fn about(event: Event, scenario: &str, summary: String) -> Self {
+        Self {
+            event,
+            scenario: scenario.to_owned(),
+            run_id: None,
+            build_id: None,
+            builds_since_last_good: Vec::new(),
+            last_good_run_id: None,
+            summary,
+            worse: Vec::new(),
+            at: Utc::now(),
+        }
+    }
+}
+
+/// The unit a metric's values are in.
+#[must_use]
+pub fn unit_of(metric: &str) -> &'static str {
+    match metric {
+        "error_rate" | "max_error_rate_pct" => "%",
+        "throughput" => "req/s",
+        _ => "ms",
+    }
+}
+
+/// One message per notifier that wants `alert` about `episode`.
+#[must_use]
+pub fn messages(config: &Config, alert: &Alert, episode: i64) -> Vec<NewMessage> {
+    config
+        .notifiers
+        .iter()
+        .filter(|n| alert.event.wanted_by(n) && (n.scenarios.is_empty() || n.scenarios.contains(&alert.scenario)))
+        .map(|notifier| {
+            // One episode has at most one message per event and notifier, so this key never repeats.
+            let key = format!("degrade-episode-{episode}-{}-{}", alert.event.as_str(), notifier.name);
+            NewMessage {
+                episode_id: Some(episode),
+                notifier: notifier.name.clone(),
+                event: alert.event.as_str().to_owned(),
+                payload: payload(config, notifier.kind, alert, Some(episode), &key),
+                idempotency_key: key,
+                created_at: alert.at,
+            }
+        })
+        .collect()
+}
+
+/// The JSON body for `kind`.
+#[must_use]
+pub fn payload(config: &Config, kind: NotifyKind, alert: &Alert, episode: Option<i64>, key: &str) -> String {
+    let links = Links::new(config.server.public_url.as_deref(), alert);
+    let value = match kind {
+        NotifyKind::Slack => slack::payload(alert, &links),
+        NotifyKind::Json => json::payload(alert, &links, episode, key),
+    };
+    value.to_string()
+}
+
+/// Links into the dashboard, when `[server] public_url` says where it is.
+struct Links {
+    run: Option<String>,
+    scenario: Option<String>,
+}
+
+impl Links {
+    fn new(public_url: Option<&str>, alert: &Alert) -> Self {
+        let base = public_url.map(|u| u.trim_end_matches('/').to_owned());
+        Self {
+            run: base.as_ref().zip(alert.run_id).map(|(base, id)| format!("{base}/runs/{id}")),
+            scenario: base.map(|base| format!("{base}/scenarios/{}", alert.scenario)),
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Slack incoming-webhook messages: `text` (the notification line, also what clients without blocks show)
+//! plus `blocks` with the scenario, the build, the suspects and each regressed endpoint with baseline →
+//! tonight and the change. Mattermost and Rocket.Chat accept the same body.
+
+use serde_json::{Value, json};
+
+use super::{Alert, Event, Links, Worse};
+use crate::report::{signed_pct, with_unit};
+
+/// Endpoint lines listed before "…and N more": Slack truncates long sections, and ten say enough.
+const LISTED: usize = 10;
+
+pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
+    let scenario = escape(&alert.scenario);
+    let (headline, title) = match alert.event {
+        Event::Regression => {
+            (format!("degrade: {scenario} regressed{}", on_build(alert)), format!("Regression in {scenario}"))
+        }
+        Event::Recovery => {
+            (format!("degrade: {scenario} recovered{}", on_build(alert)), format!("{scenario} recovered"))
+        }
+        Event::MissingRun => (format!("degrade: no recent run of {scenario}"), format!("Missing run of {scenario}")),
+        Event::RunFailed => (format!("degrade: a run of {scenario} failed"), format!("Run of {scenario} failed")),
+        Event::Test => (format!("degrade: test message for {scenario}"), "degrade test message".to_owned()),
+    };
+    let mut blocks = vec![
+        json!({ "type": "header", "text": { "type": "plain_text", "text": title } }),
+        section(&facts(alert, links)),
+    ];
+    if !alert.worse.is_empty() {
+        blocks.push(section(&worse_lines(&alert.worse)));
+    }
+    let mut context = escape(&alert.summary);
+    if let Some(url) = &links.scenario {
+        context.push_str(&format!(" · <{url}|Trend of {scenario}>"));
+    }
+    blocks.push(json!({ "type": "context", "elements": [{ "type": "mrkdwn", "text": context }] }));
+    json!({ "text": headline, "blocks": blocks })
+}
+
+fn on_build(alert: &Alert) -> String {
+    alert.build_id.as_ref().map(|b| format!(" on build {}", escape(b))).unwrap_or_default()
+}
+
+fn section(text: &str) -> Value {
+    json!({ "type": "section", "text": { "type": "mrkdwn", "text": text } })
+}
+
+/// Scenario, run, build and suspects, one per line.
+fn facts(alert: &Alert, links: &Links) -> String {
+    let mut lines = vec![format!("*Scenario* `{}`", escape(&alert.scenario))];
+    if let Some(id) = alert.run_id {
+        let run = links.run.as_ref().map_or_else(|| format!("#{id}"), |url| format!("<{url}|#{id}>"));
+        lines.push(format!("*Run* {run}"));
+    }
+    if let Some(build) = &alert.build_id {
+        lines.push(format!("*Build* `{}`", escape(build)));
+    }
+    if !alert.builds_since_last_good.is_empty() && alert.event == Event::Regression {
+        let since = alert.last_good_run_id.map(|id| format!(" (#{id})")).unwrap_or_default();
+        let builds: Vec<String> = alert.builds_since_last_good.iter().map(|b| format!("`{}`", escape(b))).collect();
+        lines.push(format!("*Builds since the last good run{since}* {}", builds.join(", ")));
+    }
+    lines.join("\n")
+}
+
+/// `• `GET /items/{id}` p95: 120.0 ms → 180.0 ms (+50.0 %)`, worst first.
+fn worse_lines(worse: &[Worse]) -> String {
+    let mut lines: Vec<String> = worse
+        .iter()
+        .take(LISTED)
+        .map(|w| {
+            let tonight = with_unit(&w.metric, w.tonight);
+            let change = match w.baseline {
+                Some(baseline) => {
+                    format!("{} → {tonight} ({})", with_unit(&w.metric, baseline), signed_pct(w.delta_pct))
+                }
+                None => tonight,
+            };
+            format!("• `{}` {}: {change}", escape(&w.endpoint).replace('`', "'"), escape(&w.metric))
+        })
+        .collect();
+    if worse.len() > LISTED {
+        lines.push(format!("…and {} more", worse.len() - LISTED));
+    }
+    lines.join("\n")
+}
+
+/// Slack's mrkdwn treats `&`, `<` and `>` as control characters; everything else is literal.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}

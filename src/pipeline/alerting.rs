@@ -1,0 +1,152 @@
+//! Episodes and their alerts: what each judged, failed or missing run means for the team's attention.
+//!
+//! - regressed → a regression episode opens (one alert); while it stays open, further regressed nights say
+//!   nothing new;
+//! - passed → an open regression episode resolves (one recovery alert);
+//! - a run that could not be done → a run_failed episode opens (one alert) until a run measures again;
+//! - no run for longer than the schedule allows → a missing_run episode opens (one alert) until a run starts.
+//!
+//! Inconclusive verdicts (too little history, an invalid run) neither open nor resolve a regression: they
+//! say nothing about the build. Each episode change and its messages are stored in one transaction.
+
+use chrono::{DateTime, Utc};
+
+use crate::analysis::judge::{Outcome, finding};
+use crate::config::Config;
+use crate::notify::{self, Alert, Event, Worse};
+use crate::report::CheckReport;
+use crate::store::{NewEpisode, RunId, Store, StoreError};
+
+/// Episode kinds, as stored.
+pub mod kind {
+    /// Tonight is worse than the baseline.
+    pub const REGRESSION: &str = "regression";
+    /// A run could not be done.
+    pub const RUN_FAILED: &str = "run_failed";
+    /// No run happened when one was due.
+    pub const MISSING_RUN: &str = "missing_run";
+}
+
+/// Opens or resolves the scenario's episodes after `report` judged a run.
+pub async fn after_judgement(store: &Store, config: &Config, report: &CheckReport) -> Result<(), StoreError> {
+    let scenario = &report.scenario;
+    resolve(store, config, scenario, kind::RUN_FAILED, report.run_id, None).await?;
+    match report.outcome {
+        Outcome::Regressed => {
+            let (last_good, builds) = store.builds_since_last_pass(scenario, report.run_id).await?;
+            let alert = Alert {
+                run_id: Some(report.run_id),
+                build_id: report.build_id.clone(),
+                builds_since_last_good: builds,
+                last_good_run_id: last_good,
+                worse: worse(report),
+                ..Alert::about(Event::Regression, scenario, report.summary.clone())
+            };
+            open(store, config, kind::REGRESSION, Some(report.run_id), last_good, alert).await
+        }
+        Outcome::Passed => {
+            let summary = format!("run #{} passed again: {}", report.run_id, report.summary);
+            let recovery = Alert {
+                run_id: Some(report.run_id),
+                build_id: report.build_id.clone(),
+                ..Alert::about(Event::Recovery, scenario, summary)
+            };
+            resolve(store, config, scenario, kind::REGRESSION, report.run_id, Some(recovery)).await
+        }
+        Outcome::Inconclusive => Ok(()),
+    }
+}
+
+/// Opens a run_failed episode for a run that could not be done.
+pub async fn after_failure(
+    store: &Store,
+    config: &Config,
+    scenario: &str,
+    run_id: RunId,
+    build_id: Option<String>,
+    reason: &str,
+) -> Result<(), StoreError> {
+    let summary = format!("run #{run_id} could not be done: {reason}");
+    let alert = Alert { run_id: Some(run_id), build_id, ..Alert::about(Event::RunFailed, scenario, summary) };
+    open(store, config, kind::RUN_FAILED, Some(run_id), None, alert).await
+}
+
+/// Resolves a missing_run episode: a run has started.
+pub async fn after_start(store: &Store, config: &Config, scenario: &str, run_id: RunId) -> Result<(), StoreError> {
+    resolve(store, config, scenario, kind::MISSING_RUN, run_id, None).await
+}
+
+/// Opens a missing_run episode: no run since `last_run` although one was due at `due`.
+pub async fn missing_run(
+    store: &Store,
+    config: &Config,
+    scenario: &str,
+    last_run: Option<DateTime<Utc>>,
+    due: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let minute = |at: DateTime<Utc>| at.format("%Y-%m-%d %H:%M UTC").to_string();
+    let last =
+        last_run.map_or_else(|| "no run is recorded yet".to_owned(), |at| format!("the last started {}", minute(at)));
+    let summary = format!("a run of {scenario} was due at {} and has not happened; {last}", minute(due));
+    let alert = Alert::about(Event::MissingRun, scenario, summary);
+    open(store, config, kind::MISSING_RUN, None, None, alert).await
+}
+
+async fn open(
+    store: &Store,
+    config: &Config,
+    kind: &str,
+    run_id: Option<RunId>,
+    last_good_run_id: Option<RunId>,
+    alert: Alert,
+) -> Result<(), StoreError> {
+    let episode = NewEpisode {
+        scenario: alert.scenario.clone(),
+        kind: kind.to_owned(),
+        run_id,
+        last_good_run_id,
+        summary: alert.summary.clone(),
+        at: alert.at,
+    };
+    if let Some(id) = store.open_episode(&episode, |id| notify::messages(config, &alert, id)).await? {
+        tracing::warn!(scenario = alert.scenario, kind, episode = id, "episode opened: {}", alert.summary);
+    }
+    Ok(())
+}
+
+/// Resolves the scenario's unresolved episodes of `kind`, enqueuing `alert` for each (if any).
+async fn resolve(
+    store: &Store,
+    config: &Config,
+    scenario: &str,
+    kind: &str,
+    run_id: RunId,
+    alert: Option<Alert>,
+) -> Result<(), StoreError> {
+    for episode in store.unresolved_episodes(scenario).await?.into_iter().filter(|e| e.kind == kind) {
+        let messages = alert.as_ref().map(|a| notify::messages(config, a, episode.id)).unwrap_or_default();
+        if store.resolve_episode(episode.id, Some(run_id), Utc::now(), &messages).await? {
+            tracing::info!(scenario, kind, episode = episode.id, run_id, "episode resolved");
+        }
+    }
+    Ok(())
+}
+
+/// The findings that make the run worse, largest change first.
+fn worse(report: &CheckReport) -> Vec<Worse> {
+    let mut worse: Vec<Worse> = report
+        .findings
+        .iter()
+        .filter(|f| f.outcome == finding::REGRESSION || f.outcome == finding::GATE_BREACHED)
+        .map(|f| Worse {
+            endpoint: f.endpoint.clone(),
+            metric: f.metric.clone(),
+            baseline: f.baseline_value.or(f.limit),
+            tonight: f.candidate_value,
+            delta_pct: f.delta_pct,
+            unit: notify::unit_of(&f.metric),
+        })
+        .collect();
+    worse.sort_by(|a, b| b.delta_pct.unwrap_or(0.0).total_cmp(&a.delta_pct.unwrap_or(0.0)));
+    worse
+}

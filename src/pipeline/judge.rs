@@ -1,0 +1,107 @@
+//! Judging a stored run against its baseline: choose the baseline runs, compare endpoint by endpoint, store
+//! the verdict (which moves the run to `passed` or `regressed`), and return the report. `degrade check` and
+//! the nightly chain both judge through here.
+
+use anyhow::bail;
+use chrono::Utc;
+
+use crate::analysis::baseline::BaselineSpec;
+use crate::analysis::judge::{Comparison, Judgement, Outcome, judge};
+use crate::config::Config;
+use crate::report::{BaselineRun, CheckReport};
+use crate::store::{EndpointResult, NewVerdict, Run, RunStatus, Store};
+
+/// Judges `candidate` against the runs `spec` selects, with the scenario's gates, and stores the verdict.
+pub async fn judge_run(
+    store: &Store,
+    config: &Config,
+    candidate: &Run,
+    spec: &BaselineSpec,
+) -> anyhow::Result<CheckReport> {
+    let gates = config.scenario(&candidate.scenario).map(|s| s.gates.clone()).unwrap_or_default();
+    match candidate.status {
+        RunStatus::Running => bail!("run #{} is still running; check it once it has finished", candidate.id),
+        RunStatus::Failed | RunStatus::Aborted => bail!(
+            "run #{} {}: {}; it measured nothing to judge",
+            candidate.id,
+            candidate.status,
+            candidate.failure_reason.as_deref().unwrap_or("no reason recorded")
+        ),
+        _ => {}
+    }
+    let (baseline, judgement) = if candidate.status == RunStatus::Invalid {
+        (Vec::new(), invalid_run(candidate))
+    } else {
+        let baseline = baseline_runs(store, candidate, spec).await?;
+        let comparison = if matches!(spec, BaselineSpec::Run(_)) { Comparison::OneRun } else { Comparison::Nightly };
+        let tonight = endpoints(store, candidate.id).await?;
+        let judgement = judge(&tonight, &baseline_results(store, &baseline).await?, &gates, comparison);
+        (baseline, judgement)
+    };
+    let verdict = NewVerdict {
+        baseline_spec: spec.to_string(),
+        baseline_run_ids: baseline.iter().map(|r| r.id).collect(),
+        outcome: judgement.outcome.as_str().to_owned(),
+        summary: judgement.summary.clone(),
+        created_at: Utc::now(),
+        findings: judgement.findings.clone(),
+    };
+    store.save_verdict(candidate.id, &verdict).await?;
+    let Judgement { outcome, findings, summary } = judgement;
+    Ok(CheckReport {
+        scenario: candidate.scenario.clone(),
+        run_id: candidate.id,
+        build_id: candidate.build_id.clone(),
+        started_at: candidate.started_at,
+        outcome,
+        summary,
+        baseline_spec: spec.to_string(),
+        baseline: baseline.iter().map(BaselineRun::from).collect(),
+        findings,
+    })
+}
+
+/// The runs `spec` selects; when a `run:ID` baseline selects nothing, says why that run cannot serve.
+async fn baseline_runs(store: &Store, candidate: &Run, spec: &BaselineSpec) -> anyhow::Result<Vec<Run>> {
+    let runs = store.baseline_runs(candidate, spec).await?;
+    if let (BaselineSpec::Run(id), true) = (spec, runs.is_empty()) {
+        let Some(run) = store.find_run(*id).await? else { bail!("baseline run #{id} does not exist") };
+        if run.id == candidate.id {
+            bail!("run #{id} cannot be its own baseline");
+        }
+        if run.scenario != candidate.scenario {
+            bail!("baseline run #{id} belongs to scenario `{}`, not `{}`", run.scenario, candidate.scenario);
+        }
+        if !run.status.is_valid_measurement() {
+            bail!("baseline run #{id} is {}, so its numbers cannot serve as a baseline", run.status);
+        }
+        bail!("baseline run #{id} ran a different version of the scenario file, so its numbers are not comparable");
+    }
+    Ok(runs)
+}
+
+async fn endpoints(store: &Store, id: i64) -> anyhow::Result<Vec<EndpointResult>> {
+    Ok(store.run_detail(id).await?.map(|d| d.endpoints).unwrap_or_default())
+}
+
+async fn baseline_results(store: &Store, runs: &[Run]) -> anyhow::Result<Vec<Vec<EndpointResult>>> {
+    let mut results = Vec::with_capacity(runs.len());
+    for run in runs {
+        results.push(endpoints(store, run.id).await?);
+    }
+    Ok(results)
+}
+
+/// An invalid run says nothing about the build: inconclusive, with the generator's reasons.
+fn invalid_run(run: &Run) -> Judgement {
+    let reasons =
+        if run.validity_reasons.is_empty() { "no reason recorded".to_owned() } else { run.validity_reasons.join("; ") };
+    Judgement {
+        outcome: Outcome::Inconclusive,
+        findings: Vec::new(),
+        summary: format!(
+            "inconclusive: run #{} is invalid, the load generator could not be trusted: {reasons}",
+            run.id
+        ),
+    }
+}

@@ -1,0 +1,121 @@
+//! The whole chain for one scenario: claim it → run it (deploy, health, build id, load, store) → judge the
+//! run against the baseline → open or resolve episodes and enqueue alerts. The scheduler, the API's run
+//! trigger and `degrade check --run-now` all go through [`Runner`], so a run means the same thing however it
+//! was started, and two of them never overlap.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::sync::watch;
+
+use super::claim::{Claim, ClaimError, RunsUnderWay, holder_name};
+use super::{Job, RunOutcome, alerting, judge, with_database_retry};
+use crate::analysis::baseline::BaselineSpec;
+use crate::config::Config;
+use crate::engine::Progress;
+use crate::report::CheckReport;
+use crate::store::{RunId, RunStatus, Store};
+
+/// How a chained run ended.
+#[derive(Debug)]
+pub struct Ended {
+    /// The stored run.
+    pub run_id: RunId,
+    /// Its status after judging.
+    pub status: RunStatus,
+    /// The verdict, when the run measured something to judge.
+    pub report: Option<CheckReport>,
+    /// Why the run could not be done, when it could not.
+    pub failure: Option<String>,
+}
+
+/// Runs scenarios through the chain; cheap to clone.
+#[derive(Clone)]
+pub struct Runner {
+    store: Store,
+    config: Arc<Config>,
+    holder: String,
+    runs: RunsUnderWay,
+    stop: watch::Receiver<bool>,
+}
+
+impl Runner {
+    /// A runner whose runs stop (and are stored as aborted) when `stop` becomes true.
+    #[must_use]
+    pub fn new(store: Store, config: Arc<Config>, stop: watch::Receiver<bool>) -> Self {
+        Self { store, config, holder: holder_name(), runs: RunsUnderWay::default(), stop }
+    }
+
+    /// The runs under way in this process.
+    #[must_use]
+    pub fn runs(&self) -> &RunsUnderWay {
+        &self.runs
+    }
+
+    /// Whether the runner has been told to stop: no new runs start, runs under way end as aborted.
+    #[must_use]
+    pub fn is_stopping(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Claims `scenario` here and in the database; a database that does not answer is asked again a few
+    /// times before giving up.
+    pub async fn claim(&self, scenario: &str) -> Result<Claim, ClaimError> {
+        with_database_retry("take the scenario's lease", || {
+            Claim::take(&self.store, &self.runs, scenario, &self.holder)
+        })
+        .await
+    }
+
+    /// Claims, finds and runs `scenario` with its configured baseline; `None` when it is running already.
+    pub async fn run_scenario(&self, scenario: &str) -> anyhow::Result<Option<Ended>> {
+        if self.is_stopping() {
+            return Ok(None);
+        }
+        let claim = match self.claim(scenario).await {
+            Ok(claim) => claim,
+            Err(busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(_))) => {
+                tracing::info!("not starting a run: {busy}");
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let job = Job::find(&self.config, Some(scenario))?;
+        let spec = self.config.scenario(scenario).map_or(BaselineSpec::LastDays(7), |s| s.baseline.clone());
+        self.run(claim, job, None, &spec, |_| {}).await.map(Some)
+    }
+
+    /// Runs a claimed job (as `build`, if given), judges it against `spec` and updates episodes and alerts.
+    pub async fn run(
+        &self,
+        claim: Claim,
+        job: Job,
+        build: Option<String>,
+        spec: &BaselineSpec,
+        on_progress: impl FnMut(&Progress),
+    ) -> anyhow::Result<Ended> {
+        let scenario = job.name.clone();
+        let outcome = super::run(&self.store, job, build, self.stop.clone(), on_progress).await;
+        claim.release().await;
+        let (store, config) = (&self.store, self.config.as_ref());
+        match outcome? {
+            RunOutcome::Failed { run_id, reason } => {
+                alerting::after_start(store, config, &scenario, run_id).await?;
+                let build_id = store.find_run(run_id).await?.and_then(|r| r.build_id);
+                alerting::after_failure(store, config, &scenario, run_id, build_id, &reason).await?;
+                Ok(Ended { run_id, status: RunStatus::Failed, report: None, failure: Some(reason) })
+            }
+            RunOutcome::Measured { run_id, measurement, .. } => {
+                alerting::after_start(store, config, &scenario, run_id).await?;
+                if measurement.results.status == RunStatus::Aborted {
+                    return Ok(Ended { run_id, status: RunStatus::Aborted, report: None, failure: None });
+                }
+                let run = store.find_run(run_id).await?.context("the run just stored is gone")?;
+                let report = judge::judge_run(store, config, &run, spec).await?;
+                alerting::after_judgement(store, config, &report).await?;
+                let status = store.find_run(run_id).await?.map_or(run.status, |r| r.status);
+                Ok(Ended { run_id, status, report: Some(report), failure: None })
+            }
+        }
+    }
+}
