@@ -9,7 +9,7 @@ use crate::support::{TestDb, degrade, project, text};
 const WOBBLE: [f64; 10] = [1.0, 1.02, 0.98, 1.01, 0.99, 1.015, 0.985, 1.0, 1.01, 0.99];
 
 /// 02:00 UTC on the n-th of twelve recent nights (recent, so `last-7d` windows reach them).
-fn night(n: i64) -> DateTime<Utc> {
+pub(crate) fn night(n: i64) -> DateTime<Utc> {
     let today = Utc::now().date_naive().and_hms_opt(2, 0, 0).unwrap().and_utc();
     today - Duration::days(12) + Duration::days(n)
 }
@@ -35,7 +35,7 @@ fn endpoint(name: &str, p95_ms: f64) -> EndpointResult {
 
 /// Stores one night of `scenario` whose `GET /boards/{id}` p95 is `boards_ms` and whose other endpoint is
 /// steady; returns the run id.
-async fn store_night(store: &Store, scenario: &str, n: i64, boards_ms: f64, status: RunStatus) -> i64 {
+pub(crate) async fn store_night(store: &Store, scenario: &str, n: i64, boards_ms: f64, status: RunStatus) -> i64 {
     let new = NewRun {
         scenario: scenario.into(),
         build_id: Some(format!("1.0.{n}")),

@@ -17,8 +17,11 @@
 mod check;
 mod cli;
 mod config_errors;
+mod alerts;
 mod dashboard;
 mod engine;
+mod nightly;
+mod receiver;
 mod run_cli;
 mod store_story;
 mod support;

@@ -1,0 +1,228 @@
+//! Episodes and alerts on runs stored through the real store, judged by the real judge, delivered over
+//! real HTTP to a stub receiver on 127.0.0.1: once when a regression opens, once when it recovers, never
+//! twice, and not lost when the receiver or degrade is down for a while.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use degrade::analysis::baseline::BaselineSpec;
+use degrade::analysis::judge::Outcome;
+use degrade::config::Config;
+use degrade::notify::Courier;
+use degrade::pipeline::{alerting, judge::judge_run};
+use degrade::store::{RunStatus, Store};
+use serde_json::Value;
+
+use crate::check::{night, store_night};
+use crate::receiver::{Answer, Receiver, unused_address, url_at};
+use crate::support::{TestDb, project};
+
+pub const QUICK_SCENARIO: &str = "[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/fast\"\n\
+    [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 10\n";
+
+/// `degrade.toml` for `checkout` with a Slack webhook in HOOK and a JSON one in OPS (regressions and
+/// recoveries only), plus `extra` lines in the scenario entry.
+pub fn alerting_config(extra: &str) -> String {
+    format!(
+        "[server]\npublic_url = \"https://degrade.example.com/\"\n\
+         [[scenario]]\nname = \"checkout\"\nfile = \"quick.toml\"\n{extra}\n\
+         [[notify]]\nname = \"team\"\nkind = \"slack\"\nurl_env = \"HOOK\"\n\
+         [[notify]]\nname = \"ops\"\nkind = \"json\"\nurl_env = \"OPS\"\nevents = [\"regression\", \"recovery\"]\n"
+    )
+}
+
+/// Loads `config_path` with HOOK and OPS pointing at `hook` and `ops`.
+pub fn load(config_path: &Path, hook: &str, ops: &str) -> Arc<Config> {
+    let env = |name: &str| match name {
+        "HOOK" => Some(hook.to_owned()),
+        "OPS" => Some(ops.to_owned()),
+        _ => None,
+    };
+    Arc::new(Config::load_with_env(config_path, &env).unwrap())
+}
+
+/// Judges the stored run `id` against last-7d and updates episodes, as the nightly chain does.
+async fn judge_night(store: &Store, config: &Config, id: i64) -> Outcome {
+    let run = store.find_run(id).await.unwrap().unwrap();
+    let report = judge_run(store, config, &run, &BaselineSpec::LastDays(7)).await.unwrap();
+    alerting::after_judgement(store, config, &report).await.unwrap();
+    report.outcome
+}
+
+fn texts(value: &Value) -> String {
+    value.to_string()
+}
+
+#[tokio::test]
+async fn a_regression_alerts_once_and_its_recovery_once() {
+    let slack = Receiver::start().await;
+    let json = Receiver::start().await;
+    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, &slack.url(), &json.url());
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let courier = Courier::new(store.clone(), config.clone()).unwrap();
+    // Ten ordinary nights, the later ones judged (and passed) as the nightly service would.
+    for n in 0..10 {
+        let id = store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
+        if n >= 5 {
+            assert_eq!(judge_night(&store, &config, id).await, Outcome::Passed, "night {n}");
+        }
+    }
+    courier.deliver_due().await.unwrap();
+    assert!(slack.posts().is_empty(), "passing nights say nothing: {:?}", slack.posts());
+
+    let regressed = store_night(&store, "checkout", 10, 150.0, RunStatus::Finished).await;
+    assert_eq!(judge_night(&store, &config, regressed).await, Outcome::Regressed);
+    assert_eq!(courier.deliver_due().await.unwrap(), 2, "one message per webhook");
+    let again = store_night(&store, "checkout", 11, 152.0, RunStatus::Finished).await;
+    assert_eq!(judge_night(&store, &config, again).await, Outcome::Regressed);
+    assert_eq!(courier.deliver_due().await.unwrap(), 0, "the episode is open already: no second alert");
+
+    let [message] = slack.delivered().try_into().unwrap();
+    let text = message["text"].as_str().unwrap();
+    assert_eq!(text, "degrade: checkout regressed on build 1.0.10", "{message:#}");
+    let blocks = message["blocks"].as_array().unwrap();
+    assert_eq!(blocks[0]["type"], "header");
+    assert_eq!(blocks[0]["text"]["text"], "Regression in checkout");
+    let facts = blocks[1]["text"]["text"].as_str().unwrap();
+    assert!(facts.contains(&format!("*Run* <https://degrade.example.com/runs/{regressed}|#{regressed}>")), "{facts}");
+    assert!(
+        facts.contains("*Build* `1.0.10`") && facts.contains("*Builds since the last good run (#10)* `1.0.10`"),
+        "{facts}"
+    );
+    let worse = blocks[2]["text"]["text"].as_str().unwrap();
+    assert!(worse.starts_with("• `GET /boards/{id}` p95: 100."), "{worse}");
+    assert!(worse.contains(" ms → 150.0 ms (+4") || worse.contains(" ms → 150.0 ms (+5"), "{worse}");
+    assert!(!worse.contains("POST /cards"), "only what got worse is listed: {worse}");
+    assert_eq!(blocks.last().unwrap()["type"], "context");
+
+    let recovered = store_night(&store, "checkout", 12, 101.0, RunStatus::Finished).await;
+    assert_eq!(judge_night(&store, &config, recovered).await, Outcome::Passed);
+    assert_eq!(courier.deliver_due().await.unwrap(), 2);
+    assert_eq!(courier.deliver_due().await.unwrap(), 0);
+    let slack_messages = slack.delivered();
+    assert_eq!(slack_messages.len(), 2, "{slack_messages:#?}");
+    assert_eq!(slack_messages[1]["text"], "degrade: checkout recovered on build 1.0.12");
+
+    let json_messages = json.delivered();
+    assert_eq!(json_messages.len(), 2);
+    let opened = &json_messages[0];
+    assert_eq!(opened["schema"], "degrade.alert.v1");
+    assert_eq!(opened["event"], "regression");
+    assert_eq!(opened["scenario"], "checkout");
+    assert_eq!(opened["run_id"], regressed);
+    assert_eq!(opened["run_url"], format!("https://degrade.example.com/runs/{regressed}"));
+    assert_eq!(opened["build"], "1.0.10");
+    assert_eq!(opened["builds_since_last_good"], serde_json::json!(["1.0.10"]));
+    assert_eq!(opened["worse"][0]["endpoint"], "GET /boards/{id}");
+    assert_eq!(opened["worse"][0]["unit"], "ms");
+    assert_eq!(json_messages[1]["event"], "recovery");
+    let keys: Vec<Option<String>> = json.posts().into_iter().map(|p| p.key).collect();
+    assert_eq!(keys[0].as_deref(), opened["idempotency_key"].as_str(), "the header carries the body's key");
+    assert_ne!(keys[0], keys[1]);
+
+    let episodes = store.episodes(10).await.unwrap();
+    assert_eq!(episodes.len(), 1);
+    assert_eq!((episodes[0].state.as_str(), episodes[0].resolved_run_id), ("resolved", Some(recovered)));
+}
+
+#[tokio::test]
+async fn a_receiver_that_is_down_gets_the_message_when_it_is_back_and_only_once() {
+    let address = unused_address();
+    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, &url_at(address), &url_at(address));
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    alerting::missing_run(&store, &config, "checkout", Some(night(8)), night(9)).await.unwrap();
+    let courier = Courier::new(store.clone(), config.clone()).unwrap();
+
+    assert_eq!(courier.deliver_due().await.unwrap(), 0);
+    let [pending] = store.recent_messages(10).await.unwrap().try_into().unwrap();
+    let error = pending.last_error.clone().unwrap();
+    assert!(error.starts_with("cannot connect"), "{error}");
+    assert!(!error.contains(&address.port().to_string()), "the webhook URL is a secret: {error}");
+    assert_eq!(pending.state(), "pending");
+
+    let receiver = Receiver::start_on(address).await;
+    receiver.answer(Answer::Fail(500));
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert_eq!(courier.deliver_due().await.unwrap(), 0);
+    let error = store.recent_messages(1).await.unwrap()[0].last_error.clone().unwrap();
+    assert!(error.contains("500"), "{error}");
+
+    receiver.answer(Answer::Accept);
+    assert_eq!(courier.deliver_due().await.unwrap(), 0, "not due yet: the backoff doubled to 4 s");
+    tokio::time::sleep(Duration::from_millis(4100)).await;
+    assert_eq!(courier.deliver_due().await.unwrap(), 1);
+    // A restart of degrade (a new store and courier) finds nothing left to send.
+    let restarted = Store::connect(&db.url).await.unwrap();
+    assert_eq!(Courier::new(restarted.clone(), config.clone()).unwrap().deliver_due().await.unwrap(), 0);
+    let [delivered] = receiver.delivered().try_into().unwrap();
+    assert_eq!(delivered["text"], "degrade: no recent run of checkout", "{delivered:#}");
+    let keys: Vec<Option<String>> = receiver.posts().into_iter().map(|p| p.key).collect();
+    assert!(keys.windows(2).all(|k| k[0] == k[1]), "every attempt carries the same key: {keys:?}");
+    let message = &restarted.recent_messages(1).await.unwrap()[0];
+    assert_eq!((message.state(), message.attempts), ("delivered", 3));
+}
+
+async fn pending_outbox_is_delivered_once_by_two_couriers(db: TestDb) {
+    let receiver = Receiver::start().await;
+    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, &receiver.url(), &receiver.url());
+    let store = Store::connect(&db.url).await.unwrap();
+    alerting::missing_run(&store, &config, "checkout", None, night(9)).await.unwrap();
+    alerting::missing_run(&store, &config, "checkout", None, night(10)).await.unwrap();
+    store.close().await;
+    // Two degrade instances start on the database with the message pending (a restart, or a pair).
+    let (one, two) = (Store::connect(&db.url).await.unwrap(), Store::connect(&db.url).await.unwrap());
+    let (one, two) = (Courier::new(one, config.clone()).unwrap(), Courier::new(two, config.clone()).unwrap());
+    let (a, b) = tokio::join!(one.deliver_due(), two.deliver_due());
+    assert_eq!(a.unwrap() + b.unwrap(), 1, "one episode, one message for the one missing-run webhook");
+    assert_eq!(receiver.delivered().len(), 1);
+    assert_eq!(texts(&receiver.delivered()[0]).matches("Missing run of checkout").count(), 1);
+}
+
+#[tokio::test]
+async fn pending_outbox_is_delivered_once_on_sqlite() {
+    pending_outbox_is_delivered_once_by_two_couriers(TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+async fn pending_outbox_is_delivered_once_on_postgres() {
+    let Some(db) = TestDb::postgres().await else { return };
+    pending_outbox_is_delivered_once_by_two_couriers(db).await;
+}
+
+#[tokio::test]
+async fn a_hanging_receiver_times_out_and_the_message_waits_for_a_retry() {
+    let receiver = Receiver::start().await;
+    receiver.answer(Answer::Hang);
+    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, &receiver.url(), &receiver.url());
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    alerting::missing_run(&store, &config, "checkout", None, night(9)).await.unwrap();
+    let courier = Courier::new(store.clone(), config).unwrap();
+    assert_eq!(courier.deliver_due().await.unwrap(), 0);
+    let message = &store.recent_messages(1).await.unwrap()[0];
+    assert_eq!(message.state(), "pending");
+    assert!(message.last_error.as_deref().unwrap().starts_with("no answer within 10 s"), "{message:?}");
+}
+
+#[tokio::test]
+async fn a_rejected_message_is_given_up_not_retried_forever() {
+    let receiver = Receiver::start().await;
+    receiver.answer(Answer::Fail(404));
+    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, &receiver.url(), &receiver.url());
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    alerting::missing_run(&store, &config, "checkout", None, night(9)).await.unwrap();
+    let courier = Courier::new(store.clone(), config).unwrap();
+    assert_eq!(courier.deliver_due().await.unwrap(), 0);
+    let message = &store.recent_messages(1).await.unwrap()[0];
+    assert_eq!(message.state(), "gave up", "{message:?}");
+    assert!(message.last_error.as_deref().unwrap().contains("404"));
+}

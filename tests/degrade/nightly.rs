@@ -1,0 +1,267 @@
+//! The nightly service: the chain a scheduled run goes through (claim, deploy, load, judge, alerts), the
+//! scheduler in-process and inside the real `degrade serve`, and the lease that keeps two instances on one
+//! PostgreSQL database from running a scenario at the same time. Targets and receivers are real servers on
+//! 127.0.0.1.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use degrade::notify::Courier;
+use degrade::pipeline::Runner;
+use degrade::scheduler::Scheduler;
+use degrade::store::{Run, RunStatus, Store};
+
+use crate::alerts::{QUICK_SCENARIO, alerting_config, load};
+use crate::check::{night, store_night};
+use crate::receiver::Receiver;
+use crate::support::{TestDb, degrade_child, project, text};
+use crate::target::StubTarget;
+
+fn new_runner(store: &Store, config: &Arc<degrade::config::Config>) -> (Runner, tokio::sync::watch::Sender<bool>) {
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    (Runner::new(store.clone(), config.clone(), stop), stop_tx)
+}
+
+/// Polls `store` until `done` holds for the scenario's runs, or fails after `limit`.
+async fn wait_for_runs(store: &Store, limit: Duration, done: impl Fn(&[Run]) -> bool) -> Vec<Run> {
+    let started = Instant::now();
+    loop {
+        let runs = store.last_runs("checkout", 100).await.unwrap();
+        if done(&runs) {
+            return runs;
+        }
+        assert!(started.elapsed() < limit, "gave up waiting; runs so far: {runs:#?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_failed_deploy_alerts_once_and_a_good_run_keeps_the_deploy_output() {
+    let target = StubTarget::start().await;
+    let receiver = Receiver::start().await;
+    let failing = format!(
+        "target = \"{}\"\n[scenario.build]\ndeploy_command = \"echo rolling out 1.4.2; echo image pull failed >&2; exit 3\"\n",
+        target.url()
+    );
+    let (dir, config_path) = project(&alerting_config(&failing), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, &receiver.url(), &receiver.url());
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let (runner, _stop) = new_runner(&store, &config);
+    let courier = Courier::new(store.clone(), config.clone()).unwrap();
+
+    for _ in 0..2 {
+        let ended = runner.run_scenario("checkout").await.unwrap().expect("nothing else is running");
+        assert_eq!(ended.status, RunStatus::Failed);
+        assert!(ended.failure.as_deref().unwrap().contains("image pull failed"), "{ended:?}");
+    }
+    assert_eq!(courier.deliver_due().await.unwrap(), 1, "two failed nights, one run_failed episode, one alert");
+    let [alert] = receiver.delivered().try_into().unwrap();
+    assert_eq!(alert["text"], "degrade: a run of checkout failed");
+    assert!(alert.to_string().contains("deploy_command failed (exit status: 3)"), "{alert:#}");
+
+    let working = format!(
+        "target = \"{}\"\n[scenario.build]\ndeploy_command = \"echo deployed 1.4.3\"\nversion_command = \"echo 1.4.3\"\n",
+        target.url()
+    );
+    let (_dir2, config_path) = project(&alerting_config(&working), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, &receiver.url(), &receiver.url());
+    let (runner, _stop) = new_runner(&store, &config);
+    let ended = runner.run_scenario("checkout").await.unwrap().unwrap();
+    crate::support::assert_measured(ended.status, &[]);
+    assert!(ended.report.is_some(), "a measured run is judged (inconclusive without history)");
+    assert_eq!(store.find_run(ended.run_id).await.unwrap().unwrap().build_id.as_deref(), Some("1.4.3"));
+    assert_eq!(store.deploy_output(ended.run_id).await.unwrap().as_deref(), Some("deployed 1.4.3"));
+    let episodes = store.episodes(10).await.unwrap();
+    assert_eq!((episodes[0].kind.as_str(), episodes[0].state.as_str()), ("run_failed", "resolved"));
+    assert_eq!(courier.deliver_due().await.unwrap(), 0, "a failed run resolving says nothing");
+    drop(dir);
+}
+
+#[tokio::test]
+async fn two_overlapping_triggers_run_once() {
+    let target = StubTarget::start().await;
+    let (_dir, config_path) =
+        project(&alerting_config(&format!("target = \"{}\"", target.url())), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, "http://127.0.0.1:9/hook", "http://127.0.0.1:9/hook");
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let (runner, _stop) = new_runner(&store, &config);
+    let (a, b) = tokio::join!(runner.run_scenario("checkout"), runner.run_scenario("checkout"));
+    let ran: Vec<_> = [a.unwrap(), b.unwrap()].into_iter().flatten().collect();
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    assert_eq!(store.last_runs("checkout", 10).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_missing_run_raises_one_alert_across_restarts() {
+    let receiver = Receiver::start().await;
+    let (_dir, config_path) = project(
+        &alerting_config("schedule = \"0 2 * * *\"\ntimezone = \"Europe/Berlin\""),
+        &[("quick.toml", QUICK_SCENARIO)],
+    );
+    let config = load(&config_path, &receiver.url(), &receiver.url());
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    // The last night that ran was three nights ago.
+    store_night(&store, "checkout", 9, 100.0, RunStatus::Finished).await;
+    for _ in 0..2 {
+        let (runner, _stop) = new_runner(&store, &config);
+        let scheduler = Scheduler::start(runner, store.clone(), config.clone()).await.unwrap();
+        Courier::new(store.clone(), config.clone()).unwrap().deliver_due().await.unwrap();
+        scheduler.stop().await;
+    }
+    let [alert] = receiver.delivered().try_into().unwrap();
+    assert_eq!(alert["text"], "degrade: no recent run of checkout");
+    let summary = alert["blocks"][2]["elements"][0]["text"].as_str().unwrap();
+    assert!(summary.contains("was due at") && summary.contains(&night(9).format("%Y-%m-%d").to_string()), "{summary}");
+    assert_eq!(store.runs_between("checkout", night(0), Utc::now()).await.unwrap().len(), 1, "catch_up is off");
+}
+
+#[tokio::test]
+async fn catch_up_runs_the_night_missed_while_down() {
+    let target = StubTarget::start().await;
+    let extra = format!("target = \"{}\"\nschedule = \"0 2 * * *\"\ncatch_up = true", target.url());
+    let (_dir, config_path) = project(&alerting_config(&extra), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, "http://127.0.0.1:9/hook", "http://127.0.0.1:9/hook");
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    store_night(&store, "checkout", 9, 100.0, RunStatus::Finished).await;
+    let (runner, _stop) = new_runner(&store, &config);
+    let scheduler = Scheduler::start(runner, store.clone(), config.clone()).await.unwrap();
+    let runs =
+        wait_for_runs(&store, Duration::from_secs(30), |runs| runs.len() == 2 && runs[0].status != RunStatus::Running)
+            .await;
+    scheduler.stop().await;
+    assert!(runs[0].started_at > night(11), "{runs:#?}");
+    assert!(store.episodes(10).await.unwrap().is_empty(), "the caught-up run is not missing");
+}
+
+/// Two schedulers with their own pools and lease names on one database, firing every two seconds a
+/// scenario that runs for three: whichever takes the lease runs, the other skips, and no runs overlap.
+async fn two_schedulers_never_overlap(db: TestDb) {
+    let target = StubTarget::start().await;
+    let scenario = QUICK_SCENARIO.replace("duration = \"1s\"", "duration = \"3s\"");
+    let extra = format!("target = \"{}\"\nschedule = \"*/2 * * * * *\"", target.url());
+    let (_dir, config_path) = project(&alerting_config(&extra), &[("quick.toml", &scenario)]);
+    let config = load(&config_path, "http://127.0.0.1:9/hook", "http://127.0.0.1:9/hook");
+    let mut schedulers = Vec::new();
+    let mut stops = Vec::new();
+    for _ in 0..2 {
+        let store = Store::connect(&db.url).await.unwrap();
+        let (runner, stop) = new_runner(&store, &config);
+        schedulers.push((Scheduler::start(runner.clone(), store, config.clone()).await.unwrap(), runner));
+        stops.push(stop);
+    }
+    let store = Store::connect(&db.url).await.unwrap();
+    wait_for_runs(&store, Duration::from_secs(40), |runs| {
+        runs.iter().filter(|r| r.status != RunStatus::Running).count() >= 2
+    })
+    .await;
+    for (scheduler, _) in schedulers {
+        scheduler.stop().await;
+    }
+    let mut runs =
+        wait_for_runs(&store, Duration::from_secs(20), |runs| runs.iter().all(|r| r.status != RunStatus::Running))
+            .await;
+    runs.reverse();
+    for pair in runs.windows(2) {
+        let (earlier, later) = (&pair[0], &pair[1]);
+        assert!(later.started_at >= earlier.finished_at.unwrap(), "runs overlap: {earlier:#?} {later:#?}");
+    }
+}
+
+#[tokio::test]
+async fn two_schedulers_never_overlap_on_sqlite() {
+    two_schedulers_never_overlap(TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+async fn two_schedulers_never_overlap_on_postgres() {
+    let Some(db) = TestDb::postgres().await else { return };
+    two_schedulers_never_overlap(db).await;
+}
+
+#[tokio::test]
+async fn leases_keep_out_other_holders_until_released_or_expired() {
+    let Some(db) = TestDb::postgres().await else { return };
+    let (a, b) = (Store::connect(&db.url).await.unwrap(), Store::connect(&db.url).await.unwrap());
+    let now = Utc::now();
+    let minute = chrono::TimeDelta::minutes(1);
+    assert!(a.acquire_lease("checkout", "a", now, now + minute).await.unwrap());
+    assert!(!b.acquire_lease("checkout", "b", now, now + minute).await.unwrap());
+    assert!(a.acquire_lease("checkout", "a", now, now + minute).await.unwrap(), "the holder renews");
+    a.release_lease("checkout", "a").await.unwrap();
+    assert!(b.acquire_lease("checkout", "b", now, now + minute).await.unwrap());
+    // b crashes; its lease runs out and a takes over.
+    assert!(!a.acquire_lease("checkout", "a", now, now + minute).await.unwrap());
+    assert!(a.acquire_lease("checkout", "a", now + minute, now + minute * 2).await.unwrap());
+}
+
+#[tokio::test]
+async fn serve_runs_the_schedule_and_stops_gracefully() {
+    let target = StubTarget::start().await;
+    let receiver = Receiver::start().await;
+    let db = TestDb::sqlite();
+    let config = format!(
+        "[database]\nurl = \"{}\"\n{}",
+        db.url_string(),
+        alerting_config(&format!("target = \"{}\"\nschedule = \"*/2 * * * * *\"", target.url()))
+    );
+    let (dir, _) = project(&config, &[("quick.toml", QUICK_SCENARIO)]);
+    let hook = receiver.url();
+    let env = [("DEGRADE_SERVER_LISTEN", "127.0.0.1:0"), ("HOOK", hook.as_str()), ("OPS", "http://127.0.0.1:9/x")];
+    // Migrated before the server starts, so the two never race to create the schema.
+    let store = Store::connect(&db.url).await.unwrap();
+    let mut serve = degrade_child(dir.path(), &["serve", "--shutdown-grace", "20s"], &env);
+    let started = Instant::now();
+    let runs = loop {
+        let runs = store.last_runs("checkout", 100).await.unwrap();
+        if runs.iter().any(|r| r.status != RunStatus::Running) {
+            break runs;
+        }
+        if serve.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(60) {
+            serve.start_kill().unwrap();
+            let (stdout, stderr) = text(&serve.wait_with_output().await.unwrap());
+            panic!("no scheduled run finished; runs: {runs:#?}\n{stdout}\n{stderr}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let pid = serve.id().unwrap().to_string();
+    assert!(tokio::process::Command::new("kill").args(["-TERM", &pid]).status().await.unwrap().success());
+    let output = tokio::time::timeout(Duration::from_secs(40), serve.wait_with_output()).await.unwrap().unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("scheduled") && stderr.contains("next_run"), "{stderr}");
+    assert!(!stderr.contains(&receiver.url()), "webhook URLs are secrets: {stderr}");
+    let finished = runs.iter().find(|r| r.status != RunStatus::Running).unwrap();
+    crate::support::assert_measured(finished.status, &finished.validity_reasons);
+    let after = store.last_runs("checkout", 100).await.unwrap();
+    assert!(
+        after.iter().all(|r| r.status != RunStatus::Running),
+        "a run under way finished within the grace: {after:#?}"
+    );
+}
+
+#[tokio::test]
+async fn notify_test_posts_to_every_webhook_and_names_the_ones_that_failed() {
+    let good = Receiver::start().await;
+    let bad = Receiver::start().await;
+    bad.answer(crate::receiver::Answer::Fail(500));
+    let (dir, _) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
+    let db = dir.path().join("degrade.db");
+    let db_url = format!("sqlite://{}", db.display());
+    let env = [("HOOK", good.url()), ("OPS", bad.url()), ("DEGRADE_DATABASE_URL", db_url)];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // A child on this runtime: the receivers answer on it while the binary waits.
+    let output = degrade_child(dir.path(), &["notify", "test"], &env).wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stdout.contains("team: delivered"), "{stdout}");
+    assert!(stdout.contains("ops: not delivered: the receiver answered 500"), "{stdout}");
+    assert!(!stdout.contains(&bad.url()) && !stderr.contains(&bad.url()), "{stdout}{stderr}");
+    let [slack] = good.delivered().try_into().unwrap();
+    assert_eq!(slack["blocks"][0]["text"]["text"], "degrade test message");
+    assert_eq!(bad.posts()[0].body["event"], "test");
+}
