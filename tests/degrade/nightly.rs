@@ -221,7 +221,7 @@ async fn serve_runs_the_schedule_and_stops_gracefully() {
         if runs.iter().any(|r| r.status != RunStatus::Running) {
             break runs;
         }
-        if serve.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_secs(60) {
+        if serve.try_wait().unwrap().is_some() || started.elapsed() > Duration::from_mins(1) {
             serve.start_kill().unwrap();
             let (stdout, stderr) = text(&serve.wait_with_output().await.unwrap());
             panic!("no scheduled run finished; runs: {runs:#?}\n{stdout}\n{stderr}");
