@@ -11,21 +11,33 @@ use serde_json::{Value, json};
 
 use super::error::ApiError;
 use super::{AppState, WebError};
-use crate::store::{Acknowledged, Episode};
+use crate::store::{Acknowledged, Episode, OutboxMessage};
 
 /// How many resolved episodes the page and the API list after the unresolved ones.
 const RECENT_RESOLVED: u32 = 50;
+/// How many alert messages (delivered, pending or given up) the page and the API list, newest first.
+const RECENT_MESSAGES: u32 = 50;
 
 #[derive(Template)]
 #[template(path = "alerts.html")]
 struct AlertsPage {
     episodes: Vec<Episode>,
+    messages: Vec<OutboxMessage>,
+}
+
+// Templates pass every argument by reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+impl AlertsPage {
+    fn when(millis: &i64) -> String {
+        crate::store::from_millis(*millis).format("%Y-%m-%d %H:%M:%S UTC").to_string()
+    }
 }
 
 /// `GET /alerts`.
 pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, WebError> {
     let episodes = state.store.episodes(RECENT_RESOLVED).await?;
-    Ok(Html(AlertsPage { episodes }.render()?))
+    let messages = state.store.recent_messages(RECENT_MESSAGES).await?;
+    Ok(Html(AlertsPage { episodes, messages }.render()?))
 }
 
 /// The acknowledge form, and the API's JSON body.
@@ -46,7 +58,9 @@ pub(super) async fn acknowledge_form(
 
 /// `GET /api/v1/episodes`.
 pub(super) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "episodes": state.store.episodes(RECENT_RESOLVED).await? })))
+    let episodes = state.store.episodes(RECENT_RESOLVED).await?;
+    let messages = state.store.recent_messages(RECENT_MESSAGES).await?;
+    Ok(Json(json!({ "episodes": episodes, "messages": messages })))
 }
 
 /// `POST /api/v1/episodes/{id}/acknowledge` with `{"reason": "…"}`.

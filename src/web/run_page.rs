@@ -28,6 +28,7 @@ struct RunPage {
     verdict: Option<Verdict>,
     timelines: Vec<EndpointTimeline>,
     scenario_source: Option<String>,
+    deploy_output: Option<String>,
 }
 
 // Templates pass every argument by reference.
@@ -59,6 +60,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let timeline = state.store.timeline(id).await?;
     let timelines = timelines(&timeline)?;
     let scenario_source = state.store.scenario_source(id).await?;
+    let deploy_output = state.store.deploy_output(id).await?;
     let duration = run.finished_at.map_or_else(
         || "still running".to_owned(),
         |end| {
@@ -66,7 +68,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
             humantime::format_duration(std::time::Duration::from_secs(seconds)).to_string()
         },
     );
-    Ok(Html(RunPage { run, duration, endpoints, verdict, timelines, scenario_source }.render()?))
+    Ok(Html(RunPage { run, duration, endpoints, verdict, timelines, scenario_source, deploy_output }.render()?))
 }
 
 /// Per endpoint: p50/p99, requests per second, and failures per class, second by second.

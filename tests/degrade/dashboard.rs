@@ -3,8 +3,8 @@
 use chrono::{Duration, Utc};
 use degrade::config::Config;
 use degrade::store::{
-    EndpointResult, Finding, LoadSummary, NewEpisode, NewRun, NewVerdict, OVERALL_ENDPOINT, RunResults, RunStatus,
-    Store,
+    EndpointResult, Finding, LoadSummary, NewEpisode, NewMessage, NewRun, NewVerdict, OVERALL_ENDPOINT, RunResults,
+    RunStatus, Store,
 };
 use degrade::web::AppState;
 
@@ -108,7 +108,7 @@ async fn nights(store: &Store, count: i64) -> i64 {
             seed: n,
             scenario_hash: "h".into(),
             scenario_source: None,
-            deploy_output: None,
+            deploy_output: (n == count - 1).then(|| format!("rolled out 1.0.{n} <3 replicas>")),
             started_at,
         };
         let id = store.create_run(&run).await.unwrap();
@@ -267,6 +267,10 @@ async fn run_page_compare_alerts_and_metrics() {
     let (status, body) = app.get(&format!("/runs/{last}")).await;
     assert_eq!(status, 200);
     assert!(
+        body.contains("<h2>Deploy output</h2>") && body.contains("rolled out 1.0.2 &#60;3 replicas&#62;"),
+        "{body}"
+    );
+    assert!(
         body.contains("GET /boards/{id}: response time per second") && body.contains("errors per second by class"),
         "{body}"
     );
@@ -290,13 +294,25 @@ async fn run_page_compare_alerts_and_metrics() {
         summary: "p95 of GET /boards/{id} +35 %".into(),
         at: Utc::now(),
     };
-    let episode = store.open_episode(&opening, |_| Vec::new()).await.unwrap().expect("no episode was open");
+    let message = |id: i64| {
+        vec![NewMessage {
+            episode_id: Some(id),
+            notifier: "team-slack".into(),
+            event: "regression".into(),
+            payload: "{}".into(),
+            idempotency_key: format!("k-{id}"),
+            created_at: Utc::now(),
+        }]
+    };
+    let episode = store.open_episode(&opening, message).await.unwrap().expect("no episode was open");
     let (status, body) = app.get("/alerts").await;
     assert_eq!(status, 200);
     assert!(
         body.contains("p95 of GET /boards/{id} +35 %") && body.contains(&format!("/alerts/{episode}/acknowledge")),
         "{body}"
     );
+    assert!(body.contains(&format!("<td>team-slack</td>\n<td>regression</td>\n<td>#{episode}</td>")), "{body}");
+    assert!(body.contains("status-pending\">pending"), "{body}");
     let (status, metrics) = app.get("/metrics").await;
     assert_eq!(status, 200);
     assert!(metrics.contains("degrade_runs{scenario=\"checkout\",status=\"finished\"} 2"), "{metrics}");
