@@ -180,12 +180,17 @@ pub trait Unreachable {
 
 impl Unreachable for StoreError {
     fn is_unreachable(&self) -> bool {
-        matches!(
-            self,
-            StoreError::Database(
-                sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_)
-            )
-        )
+        let StoreError::Database(error) = self else { return false };
+        match error {
+            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) => true,
+            // PostgreSQL going away or refusing connections for now: connection exceptions (08…), an
+            // administrator's or a crash's shutdown (57P01-57P03), "not accepting connections" (55000) and
+            // "too many connections" (53300). SQLite cannot open its file (14).
+            sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+                code.starts_with("08") || code.starts_with("57P") || code == "55000" || code == "53300" || code == "14"
+            }),
+            _ => false,
+        }
     }
 }
 

@@ -16,6 +16,8 @@ const SPARKLINE_DAYS: i64 = 30;
 struct ScenarioCard {
     summary: ScenarioSummary,
     sparklines: Vec<(String, String, String)>,
+    /// When the scheduler runs it next, in its own timezone, or why it does not.
+    next_run: String,
 }
 
 /// `/`: every scenario with its latest run, and the last month's p95 of each endpoint.
@@ -37,9 +39,21 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
             let latest = p95.last().map(|v| format!("{v:.1} ms")).unwrap_or_default();
             sparklines.push((endpoint.to_owned(), sparkline_svg(&p95), latest));
         }
-        scenarios.push(ScenarioCard { summary, sparklines });
+        let next_run = next_run(&state, &summary.name, now);
+        scenarios.push(ScenarioCard { summary, sparklines, next_run });
     }
     Ok(Html(OverviewPage { scenarios }.render()?))
+}
+
+/// The scenario's next scheduled run as its timezone's wall clock, e.g. `2026-12-01 02:00 CET`.
+fn next_run(state: &AppState, scenario: &str, now: chrono::DateTime<Utc>) -> String {
+    match state.config.scenario(scenario) {
+        None => "not configured".to_owned(),
+        Some(s) => match s.schedule.as_ref().and_then(|schedule| schedule.next_after(now)) {
+            Some(next) => next.format("%Y-%m-%d %H:%M %Z").to_string(),
+            None => "on demand".to_owned(),
+        },
+    }
 }
 
 /// The endpoints in `buckets` (sorted by endpoint), the whole run first.

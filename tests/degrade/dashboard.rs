@@ -427,4 +427,6 @@ async fn post_runs_starts_a_run_once_and_needs_the_token() {
     };
     crate::support::assert_measured(run.status, &run.validity_reasons);
     assert_eq!(store.run_detail(1).await.unwrap().unwrap().endpoints[1].requests, 40);
+    let (_, overview) = app.get("/").await;
+    assert!(overview.contains("<td>on demand</td>"), "a scenario without a schedule: {overview}");
 }

@@ -43,6 +43,11 @@ impl TestDb {
         Some(Self { url, postgres: Some((server, name)), _dir: None })
     }
 
+    /// The PostgreSQL server URL and this test's database name, for tests that manage the server.
+    pub fn postgres_server(&self) -> Option<(&str, &str)> {
+        self.postgres.as_ref().map(|(server, name)| (server.as_str(), name.as_str()))
+    }
+
     /// The URL as a string, for passing to the binary.
     pub fn url_string(&self) -> String {
         match &self.url {
