@@ -8,11 +8,10 @@
 //! cli ─▶ config ─▶ scenario ─▶ engine ─▶ metrics ─▶ store ─▶ analysis ─▶ report (check)
 //!  │       │                                          └────▶ web (serve: pages, charts, JSON API)
 //!  │       └─ schedules, gates, webhooks, secrets (from the environment only)
-//!  ├─ pipeline: deploy → health → build id → engine → store (run, check --run-now)
+//!  ├─ pipeline: claim → deploy → health → build id → engine → store → judge → episodes (run, check
+//!  │            --run-now, the API, the scheduler) ─▶ notify (outbox → Slack/JSON webhooks)
 //!  └─ one function per subcommand, turned into an exit code (0 ok, 1 regression, 2 error, 3 inconclusive)
 //! ```
-//!
-//! Alerts and the nightly scheduler join this chain as they are built (see DESIGN.md §8 for the whole shape).
 
 /// The command line: parsing arguments and running one subcommand.
 pub mod cli;
@@ -30,7 +29,7 @@ pub mod metrics;
 pub mod store;
 /// Judging runs against earlier ones: baselines, the regression detector, verdicts.
 pub mod analysis;
-/// The one chain every run goes through: deploy, health, build id, load, store.
+/// The one chain every run goes through: claim, deploy, health, build id, load, store, judge, alert episodes.
 pub mod pipeline;
 /// Alerts: Slack and JSON webhook messages, delivered from the outbox with retries.
 pub mod notify;

@@ -29,7 +29,8 @@ pub struct CheckArgs {
     /// Judge this run instead of the scenario's latest completed one.
     #[arg(long, value_name = "ID")]
     pub run: Option<i64>,
-    /// Run the scenario now (deploy, health, build id, load, as configured), then judge that run.
+    /// Run the scenario now (deploy, health, build id, load, as configured), then judge that run; like a
+    /// nightly run, it opens or resolves alert episodes and posts their messages.
     #[arg(long, conflicts_with = "run")]
     pub run_now: bool,
     /// How to print the report.

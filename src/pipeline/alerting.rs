@@ -67,7 +67,14 @@ pub async fn after_failure(
     reason: &str,
 ) -> Result<(), StoreError> {
     let summary = format!("run #{run_id} could not be done: {reason}");
-    let alert = Alert { run_id: Some(run_id), build_id, ..Alert::about(Event::RunFailed, scenario, summary) };
+    let (last_good, builds) = store.builds_since_last_pass(scenario, run_id).await?;
+    let alert = Alert {
+        run_id: Some(run_id),
+        build_id,
+        builds_since_last_good: builds,
+        last_good_run_id: last_good,
+        ..Alert::about(Event::RunFailed, scenario, summary)
+    };
     open(store, config, kind::RUN_FAILED, Some(run_id), None, alert).await
 }
 

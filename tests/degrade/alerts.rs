@@ -195,10 +195,10 @@ async fn pending_outbox_is_delivered_once_on_postgres() {
     pending_outbox_is_delivered_once_by_two_couriers(db).await;
 }
 
-#[tokio::test]
-async fn a_hanging_receiver_times_out_and_the_message_waits_for_a_retry() {
+/// One missing-run message posted once to a receiver that answers `answer`; returns the stored message.
+async fn one_attempt_against(answer: Answer) -> degrade::store::OutboxMessage {
     let receiver = Receiver::start().await;
-    receiver.answer(Answer::Hang);
+    receiver.answer(answer);
     let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
     let config = load(&config_path, &receiver.url(), &receiver.url());
     let db = TestDb::sqlite();
@@ -206,23 +206,19 @@ async fn a_hanging_receiver_times_out_and_the_message_waits_for_a_retry() {
     alerting::missing_run(&store, &config, "checkout", None, night(9)).await.unwrap();
     let courier = Courier::new(store.clone(), config).unwrap();
     assert_eq!(courier.deliver_due().await.unwrap(), 0);
-    let message = &store.recent_messages(1).await.unwrap()[0];
+    store.recent_messages(1).await.unwrap().remove(0)
+}
+
+#[tokio::test]
+async fn a_hanging_receiver_times_out_and_the_message_waits_for_a_retry() {
+    let message = one_attempt_against(Answer::Hang).await;
     assert_eq!(message.state(), "pending");
     assert!(message.last_error.as_deref().unwrap().starts_with("no answer within 10 s"), "{message:?}");
 }
 
 #[tokio::test]
 async fn a_rejected_message_is_given_up_not_retried_forever() {
-    let receiver = Receiver::start().await;
-    receiver.answer(Answer::Fail(404));
-    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
-    let config = load(&config_path, &receiver.url(), &receiver.url());
-    let db = TestDb::sqlite();
-    let store = Store::connect(&db.url).await.unwrap();
-    alerting::missing_run(&store, &config, "checkout", None, night(9)).await.unwrap();
-    let courier = Courier::new(store.clone(), config).unwrap();
-    assert_eq!(courier.deliver_due().await.unwrap(), 0);
-    let message = &store.recent_messages(1).await.unwrap()[0];
+    let message = one_attempt_against(Answer::Fail(404)).await;
     assert_eq!(message.state(), "gave up", "{message:?}");
     assert!(message.last_error.as_deref().unwrap().contains("404"));
 }
