@@ -101,9 +101,10 @@ pub async fn deploy(deploy: &DeployCommand) -> anyhow::Result<String> {
     bail!("deploy_command failed ({}); its last output:\n{}", output.status, last_lines(&text, DEPLOY_OUTPUT_LINES))
 }
 
+/// The last `count` lines of a deploy's output, with passwords in URLs hidden: it is stored and shown.
 fn last_lines(text: &str, count: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(count)..].join("\n")
+    crate::secret::redact_urls_in(&lines[lines.len().saturating_sub(count)..].join("\n"))
 }
 
 /// Polls the health URL until it answers 2xx, or fails after its timeout with the last answer.

@@ -85,6 +85,22 @@ fn redact_query_password(url: &str) -> String {
     format!("{head}{}", pairs.join("&"))
 }
 
+/// `text` (a command's output, say) with the password of every URL in it hidden, and `password=` values of
+/// keyword strings too: a deploy log quoting `https://user:token@registry/…` must not reach a page.
+#[must_use]
+pub fn redact_urls_in(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            let words: Vec<String> = line
+                .split(' ')
+                .map(|word| if word.contains("://") { redact_url(word) } else { word.to_owned() })
+                .collect();
+            redact_keywords(&words.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Whether `url` carries a password, in its user info or its query.
 #[must_use]
 pub fn url_has_password(url: &str) -> bool {
@@ -111,6 +127,15 @@ mod tests {
         for (url, expected) in cases {
             assert_eq!(redact_url(url), expected, "{url}");
         }
+    }
+
+    #[test]
+    fn redacts_urls_inside_command_output() {
+        let log = "pulling https://ci:tok3n@registry.example.com/app:1.4\nconnect host=db password=hunter2 ok\ndone";
+        assert_eq!(
+            redact_urls_in(log),
+            "pulling https://ci:***@registry.example.com/app:1.4\nconnect host=db password=*** ok\ndone"
+        );
     }
 
     #[test]

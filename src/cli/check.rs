@@ -14,7 +14,7 @@ use crate::notify::Courier;
 use crate::pipeline::judge::judge_run;
 use crate::pipeline::{Job, Runner};
 use crate::report::{CheckReport, Format};
-use crate::store::{Run, Store};
+use crate::store::{Run, RunStatus, Store};
 
 /// What to judge and how to say it.
 #[derive(Debug, clap::Args)]
@@ -86,7 +86,10 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
     }
     match (ended.report, ended.failure) {
         (Some(report), _) => Ok(report),
-        (None, Some(reason)) => bail!("run {} failed before any load was sent: {reason}", ended.run_id),
+        (None, Some(reason)) if ended.status == RunStatus::Failed => {
+            bail!("run {} failed before any load was sent: {reason}", ended.run_id)
+        }
+        (None, Some(reason)) => bail!("run {} is stored as {}: {reason}", ended.run_id, ended.status),
         (None, None) => bail!("run {} was stopped before it finished; it is stored as {}", ended.run_id, ended.status),
     }
 }

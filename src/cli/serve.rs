@@ -50,7 +50,8 @@ pub(super) async fn run(source: &ConfigSource, args: ServeArgs) -> anyhow::Resul
     let address = listener.local_addr()?;
     println!("degrade is serving the dashboard at http://{address}/ (database {})", config.database);
     let (state, stop_runs) = AppState::new(store.clone(), config);
-    let runs = state.runner.runs().clone();
+    let runner = state.runner.clone();
+    let runs = runner.runs().clone();
     let (stop_courier, courier_stop) = tokio::sync::watch::channel(false);
     let (scheduler, courier) = if args.no_scheduler {
         (None, None)
@@ -60,6 +61,7 @@ pub(super) async fn run(source: &ConfigSource, args: ServeArgs) -> anyhow::Resul
         (Some(scheduler), Some(tokio::spawn(courier.run(courier_stop))))
     };
     web::serve(listener, state, shutdown_signal()).await?;
+    runner.stop_accepting();
     if let Some(scheduler) = scheduler {
         scheduler.stop().await;
     }

@@ -78,6 +78,7 @@ impl Courier {
             return Ok(());
         }
         let body: String = response.text().await.unwrap_or_default().chars().take(200).collect();
+        let body = without_url(&body, url.expose());
         let permanent = status.is_client_error()
             && status != reqwest::StatusCode::REQUEST_TIMEOUT
             && status != reqwest::StatusCode::TOO_MANY_REQUESTS;
@@ -86,10 +87,11 @@ impl Courier {
 
     /// Delivers every message that is due; returns how many got through.
     pub async fn deliver_due(&self) -> Result<usize, StoreError> {
-        let now = Utc::now();
         let mut delivered = 0;
-        for message in self.store.due_messages(now, BATCH).await? {
-            if self.store.claim_message(&message, now + CLAIM_FOR).await? && self.deliver(&message).await? {
+        for message in self.store.due_messages(Utc::now(), BATCH).await? {
+            // Claimed from the moment of the attempt: a batch behind slow receivers takes minutes.
+            let claimed = self.store.claim_message(&message, Utc::now() + CLAIM_FOR).await?;
+            if claimed && self.deliver(&message).await? {
                 delivered += 1;
             }
         }
@@ -134,11 +136,17 @@ impl Courier {
         }
     }
 
-    /// Delivers due messages until `stop` becomes true.
+    /// Delivers due messages until `stop` becomes true. Stopping does not wait for slow receivers: a post cut
+    /// short stays claimed for a minute and is then retried (with the same idempotency key).
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         while !*stop.borrow() {
-            if let Err(e) = self.deliver_due().await {
-                tracing::error!(error = %e, "cannot read the alert outbox; trying again shortly");
+            tokio::select! {
+                outcome = self.deliver_due() => {
+                    if let Err(e) = outcome {
+                        tracing::error!(error = %e, "cannot read the alert outbox; trying again shortly");
+                    }
+                }
+                _ = stop.changed() => return,
             }
             tokio::select! {
                 () = tokio::time::sleep(POLL_EVERY) => {}
@@ -153,6 +161,24 @@ fn retry_delay(failures: i64) -> chrono::TimeDelta {
     let doublings = u32::try_from(failures.saturating_sub(1)).unwrap_or(u32::MAX).min(16);
     let delay = FIRST_RETRY.saturating_mul(1 << doublings).min(LONGEST_RETRY);
     chrono::TimeDelta::from_std(delay).unwrap_or(GIVE_UP_AFTER)
+}
+
+/// `text` (a receiver's answer, which may quote the request path) with every part of `url` that could be the
+/// secret hidden: the URL itself, its path, and each long path segment (webhook tokens live there).
+fn without_url(text: &str, url: &str) -> String {
+    let mut out = text.replace(url, "[webhook URL]");
+    if let Ok(parsed) = reqwest::Url::parse(url) {
+        if parsed.path().len() > 1 {
+            out = out.replace(parsed.path(), "/[webhook path]");
+        }
+        for segment in parsed.path_segments().into_iter().flatten().filter(|s| s.len() >= 8) {
+            out = out.replace(segment, "***");
+        }
+        if let Some(query) = parsed.query().filter(|q| !q.is_empty()) {
+            out = out.replace(query, "***");
+        }
+    }
+    out
 }
 
 /// What went wrong, with the cause chain but never the URL (reqwest puts it in its message).
@@ -170,6 +196,16 @@ fn describe(error: reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn receiver_answers_never_quote_the_webhook_url() {
+        let url = "https://hooks.example.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX";
+        let answer = "<pre>Cannot POST /services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX</pre> (https://hooks.example.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX)";
+        let shown = without_url(answer, url);
+        assert!(!shown.contains("XXXXXXXX"), "{shown}");
+        assert_eq!(shown, "<pre>Cannot POST /[webhook path]</pre> ([webhook URL])");
+        assert_eq!(without_url("invalid_token", url), "invalid_token");
+    }
 
     #[test]
     fn retries_back_off_exponentially_up_to_five_minutes() {

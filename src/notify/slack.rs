@@ -9,6 +9,10 @@ use crate::report::{signed_pct, with_unit};
 
 /// Endpoint lines listed before "…and N more": Slack truncates long sections, and ten say enough.
 const LISTED: usize = 10;
+/// Slack rejects (400) a header longer than 150 characters and a text object longer than 3000, and a
+/// rejected message is never retried: long scenario names and deploy logs are clipped instead.
+const HEADER_LIMIT: usize = 150;
+const TEXT_LIMIT: usize = 3000;
 
 pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
     let scenario = escape(&alert.scenario);
@@ -24,7 +28,7 @@ pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
         Event::Test => (format!("degrade: test message for {scenario}"), "degrade test message".to_owned()),
     };
     let mut blocks = vec![
-        json!({ "type": "header", "text": { "type": "plain_text", "text": title } }),
+        json!({ "type": "header", "text": { "type": "plain_text", "text": clip(&title, HEADER_LIMIT) } }),
         section(&facts(alert, links)),
     ];
     if !alert.worse.is_empty() {
@@ -34,7 +38,7 @@ pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
     if let Some(url) = &links.scenario {
         context.push_str(&format!(" · <{url}|Trend of {scenario}>"));
     }
-    blocks.push(json!({ "type": "context", "elements": [{ "type": "mrkdwn", "text": context }] }));
+    blocks.push(json!({ "type": "context", "elements": [{ "type": "mrkdwn", "text": clip(&context, TEXT_LIMIT) }] }));
     json!({ "text": headline, "blocks": blocks })
 }
 
@@ -43,7 +47,17 @@ fn on_build(alert: &Alert) -> String {
 }
 
 fn section(text: &str) -> Value {
-    json!({ "type": "section", "text": { "type": "mrkdwn", "text": text } })
+    json!({ "type": "section", "text": { "type": "mrkdwn", "text": clip(text, TEXT_LIMIT) } })
+}
+
+/// `text` cut to at most `limit` characters, ending in `…` when cut.
+fn clip(text: &str, limit: usize) -> String {
+    if text.chars().count() <= limit {
+        return text.to_owned();
+    }
+    let mut clipped: String = text.chars().take(limit - 1).collect();
+    clipped.push('…');
+    clipped
 }
 
 /// Scenario, run, build and suspects, one per line.
@@ -89,4 +103,24 @@ fn worse_lines(worse: &[Worse]) -> String {
 /// Slack's mrkdwn treats `&`, `<` and `>` as control characters; everything else is literal.
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notify::Alert;
+
+    #[test]
+    fn long_texts_are_clipped_to_what_slack_accepts() {
+        let name = "s".repeat(200);
+        let log = "deploy step failed\n".repeat(400);
+        let alert = Alert::about(Event::RunFailed, &name, log);
+        let links = Links { run: None, scenario: Some("https://degrade.example.com/scenarios/x".to_owned()) };
+        let message = payload(&alert, &links);
+        let header = message["blocks"][0]["text"]["text"].as_str().unwrap();
+        let context = message["blocks"][2]["elements"][0]["text"].as_str().unwrap();
+        assert_eq!(header.chars().count(), HEADER_LIMIT);
+        assert_eq!(context.chars().count(), TEXT_LIMIT);
+        assert!(context.ends_with('…'));
+    }
 }

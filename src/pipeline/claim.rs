@@ -59,6 +59,9 @@ pub enum ClaimError {
     /// Another degrade holds the lease.
     #[error("a run of `{0}` is already under way in another degrade sharing this database")]
     RunningElsewhere(String),
+    /// degrade is shutting down and starts no more runs.
+    #[error("degrade is shutting down; it starts no new run of `{0}`")]
+    ShuttingDown(String),
     /// The database could not be asked.
     #[error("cannot take the lease on `{0}`: {1}")]
     Database(String, StoreError),

@@ -99,6 +99,13 @@ pub enum RunOutcome {
         /// Its numbers.
         measurement: Measurement,
     },
+    /// degrade was stopped before the load started; the run is stored as `aborted`.
+    Stopped {
+        /// The stored run.
+        run_id: RunId,
+        /// Why.
+        reason: String,
+    },
     /// The run could not start; it is stored as `failed` with this reason.
     Failed {
         /// The stored run.
@@ -118,7 +125,14 @@ pub async fn run(
 ) -> anyhow::Result<RunOutcome> {
     let Job { name, plan, scenario } = job;
     let started_at = Utc::now();
-    let prepared = prepare(scenario.as_ref(), build).await;
+    // A shutdown during a long deploy or health wait must not be held up by it.
+    let mut stopping = stop.clone();
+    let (prepared, stopped) = tokio::select! {
+        prepared = prepare(scenario.as_ref(), build) => (prepared, false),
+        _ = stopping.wait_for(|stopped| *stopped) => {
+            (Err(anyhow::anyhow!("degrade was stopped before the load started (during deploy or the health wait)")), true)
+        }
+    };
     let (build_id, deploy_output) = match &prepared {
         Ok(ready) => (ready.build_id.clone(), ready.deploy_output.clone()),
         Err(_) => (None, None),
@@ -137,8 +151,13 @@ pub async fn run(
         .context("cannot record the run's start")?;
     if let Err(e) = prepared {
         let reason = format!("{e:#}");
-        store.end_run(run_id, RunStatus::Failed, &reason, Utc::now()).await?;
-        return Ok(RunOutcome::Failed { run_id, reason });
+        let status = if stopped { RunStatus::Aborted } else { RunStatus::Failed };
+        store.end_run(run_id, status, &reason, Utc::now()).await?;
+        return Ok(if stopped {
+            RunOutcome::Stopped { run_id, reason }
+        } else {
+            RunOutcome::Failed { run_id, reason }
+        });
     }
     let measurement = engine::run(Arc::new(plan), stop, on_progress).await;
     if let Err(e) = with_database_retry("store the results", || store.finish_run(run_id, &measurement.results)).await {
@@ -183,14 +202,25 @@ impl Unreachable for StoreError {
         let StoreError::Database(error) = self else { return false };
         match error {
             sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) => true,
-            // PostgreSQL going away or refusing connections for now: connection exceptions (08…), an
-            // administrator's or a crash's shutdown (57P01-57P03), "not accepting connections" (55000) and
-            // "too many connections" (53300). SQLite cannot open its file (14).
-            sqlx::Error::Database(db) => db.code().is_some_and(|code| {
-                code.starts_with("08") || code.starts_with("57P") || code == "55000" || code == "53300" || code == "14"
-            }),
+            // SQLite cannot open its file (SQLITE_CANTOPEN, 14, in any extended form). PostgreSQL going away or
+            // refusing connections for now: connection exceptions (08…), an administrator's or a crash's
+            // shutdown (57P01-57P03), "not accepting connections" (55000) and "too many connections" (53300).
+            sqlx::Error::Database(db) => {
+                let code = db.code().unwrap_or_default();
+                if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                    code.parse::<i64>().is_ok_and(|c| c & 0xff == 14)
+                } else {
+                    code.starts_with("08") || code.starts_with("57P") || code == "55000" || code == "53300"
+                }
+            }
             _ => false,
         }
+    }
+}
+
+impl Unreachable for anyhow::Error {
+    fn is_unreachable(&self) -> bool {
+        self.chain().any(|cause| cause.downcast_ref::<StoreError>().is_some_and(Unreachable::is_unreachable))
     }
 }
 

@@ -4,8 +4,10 @@
 //! was started, and two of them never overlap.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
+use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use super::claim::{Claim, ClaimError, RunsUnderWay, holder_name};
@@ -37,13 +39,16 @@ pub struct Runner {
     holder: String,
     runs: RunsUnderWay,
     stop: watch::Receiver<bool>,
+    /// Cleared at shutdown: claims fail from then on, so nothing starts while runs under way are awaited.
+    accepting: Arc<AtomicBool>,
 }
 
 impl Runner {
     /// A runner whose runs stop (and are stored as aborted) when `stop` becomes true.
     #[must_use]
     pub fn new(store: Store, config: Arc<Config>, stop: watch::Receiver<bool>) -> Self {
-        Self { store, config, holder: holder_name(), runs: RunsUnderWay::default(), stop }
+        let accepting = Arc::new(AtomicBool::new(true));
+        Self { store, config, holder: holder_name(), runs: RunsUnderWay::default(), stop, accepting }
     }
 
     /// The runs under way in this process.
@@ -52,34 +57,54 @@ impl Runner {
         &self.runs
     }
 
-    /// Whether the runner has been told to stop: no new runs start, runs under way end as aborted.
-    #[must_use]
-    pub fn is_stopping(&self) -> bool {
-        *self.stop.borrow()
+    /// Starts no new run from now on (shutdown); runs under way go on until they end or are stopped.
+    pub fn stop_accepting(&self) {
+        self.accepting.store(false, Ordering::SeqCst);
     }
 
     /// Claims `scenario` here and in the database; a database that does not answer is asked again a few
     /// times before giving up.
     pub async fn claim(&self, scenario: &str) -> Result<Claim, ClaimError> {
+        if !self.accepting.load(Ordering::SeqCst) || *self.stop.borrow() {
+            return Err(ClaimError::ShuttingDown(scenario.to_owned()));
+        }
         with_database_retry("take the scenario's lease", || {
             Claim::take(&self.store, &self.runs, scenario, &self.holder)
         })
         .await
     }
 
-    /// Claims, finds and runs `scenario` with its configured baseline; `None` when it is running already.
-    pub async fn run_scenario(&self, scenario: &str) -> anyhow::Result<Option<Ended>> {
-        if self.is_stopping() {
-            return Ok(None);
-        }
+    /// Claims, finds and runs `scenario` with its configured baseline; `None` when it is running already,
+    /// degrade is shutting down, or a run started at or after `not_before` (the fire time a scheduled run is
+    /// for: another degrade on the database may have done it already).
+    pub async fn run_scenario(
+        &self,
+        scenario: &str,
+        not_before: Option<DateTime<Utc>>,
+    ) -> anyhow::Result<Option<Ended>> {
         let claim = match self.claim(scenario).await {
             Ok(claim) => claim,
-            Err(busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(_))) => {
+            Err(
+                busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(_) | ClaimError::ShuttingDown(_)),
+            ) => {
                 tracing::info!("not starting a run: {busy}");
                 return Ok(None);
             }
             Err(e) => return Err(e.into()),
         };
+        if let Some(due) = not_before {
+            let latest = self.store.last_runs(scenario, 1).await?.into_iter().next();
+            if let Some(run) = latest.filter(|run| run.started_at >= due) {
+                tracing::info!(
+                    scenario,
+                    run_id = run.id,
+                    "not starting a run: run #{} was already started for {due}",
+                    run.id
+                );
+                claim.release().await;
+                return Ok(None);
+            }
+        }
         let job = Job::find(&self.config, Some(scenario))?;
         let spec = self.config.scenario(scenario).map_or(BaselineSpec::LastDays(7), |s| s.baseline.clone());
         self.run(claim, job, None, &spec, |_| {}).await.map(Some)
@@ -95,18 +120,32 @@ impl Runner {
         on_progress: impl FnMut(&Progress),
     ) -> anyhow::Result<Ended> {
         let scenario = job.name.clone();
-        let outcome = super::run(&self.store, job, build, self.stop.clone(), on_progress).await;
+        let outcome = super::run(&self.store, job, build, self.stop.clone(), on_progress).await?;
+        // The claim is held until the verdict and the alerts are stored, so a shutdown that waits for runs
+        // under way waits for those too.
+        let ended =
+            with_database_retry("judge the run and update alerts", || self.conclude(&scenario, &outcome, spec)).await;
         claim.release().await;
+        ended
+    }
+
+    /// Judges a stored run and opens or resolves the scenario's episodes; safe to repeat.
+    async fn conclude(&self, scenario: &str, outcome: &RunOutcome, spec: &BaselineSpec) -> anyhow::Result<Ended> {
         let (store, config) = (&self.store, self.config.as_ref());
-        match outcome? {
+        match outcome {
             RunOutcome::Failed { run_id, reason } => {
-                alerting::after_start(store, config, &scenario, run_id).await?;
+                let run_id = *run_id;
+                alerting::after_start(store, config, scenario, run_id).await?;
                 let build_id = store.find_run(run_id).await?.and_then(|r| r.build_id);
-                alerting::after_failure(store, config, &scenario, run_id, build_id, &reason).await?;
-                Ok(Ended { run_id, status: RunStatus::Failed, report: None, failure: Some(reason) })
+                alerting::after_failure(store, config, scenario, run_id, build_id, reason).await?;
+                Ok(Ended { run_id, status: RunStatus::Failed, report: None, failure: Some(reason.clone()) })
+            }
+            RunOutcome::Stopped { run_id, reason } => {
+                Ok(Ended { run_id: *run_id, status: RunStatus::Aborted, report: None, failure: Some(reason.clone()) })
             }
             RunOutcome::Measured { run_id, measurement, .. } => {
-                alerting::after_start(store, config, &scenario, run_id).await?;
+                let run_id = *run_id;
+                alerting::after_start(store, config, scenario, run_id).await?;
                 if measurement.results.status == RunStatus::Aborted {
                     return Ok(Ended { run_id, status: RunStatus::Aborted, report: None, failure: None });
                 }

@@ -23,8 +23,8 @@ use crate::config::{Config, ScenarioConfig, Schedule};
 use crate::pipeline::{Runner, alerting};
 use crate::store::Store;
 
-/// How often overdue runs are looked for.
-const MISSING_RUN_CHECK_EVERY: Duration = Duration::from_mins(1);
+/// How often overdue runs and runs orphaned by a crashed degrade are looked for.
+const WATCH_EVERY: Duration = Duration::from_mins(1);
 
 /// What the scheduler's jobs share.
 struct Shared {
@@ -51,12 +51,12 @@ impl Scheduler {
         }
         catch_up(&shared).await;
         let watch = shared.clone();
-        jobs.add(Job::new_repeated_async(MISSING_RUN_CHECK_EVERY, move |_, _| {
+        jobs.add(Job::new_repeated_async(WATCH_EVERY, move |_, _| {
             let shared = watch.clone();
-            Box::pin(async move { check_missing(&shared).await })
+            Box::pin(async move { look_after(&shared).await })
         })?)
         .await?;
-        check_missing(&shared).await;
+        look_after(&shared).await;
         jobs.start().await.context("cannot start the scheduler")?;
         Ok(Self { jobs })
     }
@@ -104,7 +104,7 @@ fn arm(
                 if let Err(e) = arm(jobs, shared.clone(), scenario.clone(), fire_at).await {
                     tracing::error!(scenario, error = format!("{e:#}"), "cannot schedule the next run");
                 }
-                tokio::spawn(fire(shared, scenario, "scheduled"));
+                tokio::spawn(fire(shared, scenario, "scheduled", fire_at));
             })
         })?;
         jobs.add(job).await?;
@@ -112,10 +112,10 @@ fn arm(
     })
 }
 
-/// Runs the scenario through the whole chain, logging how it ended.
-async fn fire(shared: Arc<Shared>, scenario: String, why: &'static str) {
-    tracing::info!(scenario, why, "starting a run");
-    match shared.runner.run_scenario(&scenario).await {
+/// Runs the scenario through the whole chain for the fire time `due`, logging how it ended.
+async fn fire(shared: Arc<Shared>, scenario: String, why: &'static str, due: DateTime<Utc>) {
+    tracing::info!(scenario, why, %due, "starting a run");
+    match shared.runner.run_scenario(&scenario, Some(due)).await {
         Ok(Some(ended)) => tracing::info!(scenario, run_id = ended.run_id, status = %ended.status, "run ended"),
         Ok(None) => {}
         Err(e) => tracing::error!(scenario, error = format!("{e:#}"), "the run could not be completed"),
@@ -138,12 +138,25 @@ async fn catch_up(shared: &Arc<Shared>) {
             Ok((_, reference)) => {
                 if let Some(missed) = timing::missed_fire(schedule, reference, Utc::now()) {
                     tracing::info!(scenario = scenario.name, %missed, "catching up on a run missed while degrade was down");
-                    tokio::spawn(fire(shared.clone(), scenario.name.clone(), "catch-up"));
+                    tokio::spawn(fire(shared.clone(), scenario.name.clone(), "catch-up", missed));
                 }
             }
             Err(e) => tracing::error!(scenario = scenario.name, error = format!("{e:#}"), "cannot decide on catch-up"),
         }
     }
+}
+
+/// The periodic watch: runs left `running` by a degrade that died (its lease has expired) become
+/// `aborted`, then overdue runs raise their alerts.
+async fn look_after(shared: &Shared) {
+    match shared.store.abort_interrupted_runs(Utc::now()).await {
+        Ok(aborted) if !aborted.is_empty() => {
+            tracing::warn!(?aborted, "runs whose degrade stopped were marked aborted");
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "cannot look for runs orphaned by a stopped degrade"),
+    }
+    check_missing(shared).await;
 }
 
 /// Opens a missing-run episode (and its alert) for each scheduled scenario whose due run has not started.
