@@ -85,13 +85,12 @@ pub async fn deploy(deploy: &DeployCommand) -> anyhow::Result<String> {
     #[cfg(unix)]
     command.process_group(0);
     let child = command.spawn().context("cannot start deploy_command")?;
-    let group = child.id();
+    // Kills what the deploy started if it times out or degrade stops waiting for it (a shutdown).
+    let mut group = ProcessGroup(child.id());
     let Ok(output) = tokio::time::timeout(deploy.timeout, child.wait_with_output()).await else {
-        if let Some(group) = group {
-            let _ = tokio::process::Command::new("kill").args(["-KILL", "--"]).arg(format!("-{group}")).status().await;
-        }
         bail!("deploy_command did not finish within {limit}; it was stopped");
     };
+    group.0 = None;
     let output = output.context("deploy_command failed to run")?;
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));
@@ -99,6 +98,18 @@ pub async fn deploy(deploy: &DeployCommand) -> anyhow::Result<String> {
         return Ok(last_lines(&text, DEPLOY_OUTPUT_KEPT));
     }
     bail!("deploy_command failed ({}); its last output:\n{}", output.status, last_lines(&text, DEPLOY_OUTPUT_LINES))
+}
+
+/// A process group killed when this is dropped, unless its id was taken out first.
+struct ProcessGroup(Option<u32>);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if let Some(group) = self.0 {
+            // `kill` returns at once; blocking for it in a destructor is fine.
+            let _ = std::process::Command::new("kill").args(["-KILL", "--"]).arg(format!("-{group}")).status();
+        }
+    }
 }
 
 /// The last `count` lines of a deploy's output, with passwords in URLs hidden: it is stored and shown.

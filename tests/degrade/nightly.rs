@@ -270,14 +270,19 @@ impl Served {
         }
     }
 
-    /// Sends SIGTERM and returns the exit code and standard error.
-    async fn terminate(self) -> (Option<i32>, String) {
+    /// Sends SIGTERM and returns the exit code and standard error (the database stays for the test to read).
+    async fn terminate(&mut self) -> (Option<i32>, String) {
+        use tokio::io::AsyncReadExt;
+        let mut stderr_pipe = self.child.stderr.take().unwrap();
+        let stderr = tokio::spawn(async move {
+            let mut stderr = String::new();
+            let _ = stderr_pipe.read_to_string(&mut stderr).await;
+            stderr
+        });
         let pid = self.child.id().unwrap().to_string();
         assert!(tokio::process::Command::new("kill").args(["-TERM", &pid]).status().await.unwrap().success());
-        let output =
-            tokio::time::timeout(Duration::from_secs(45), self.child.wait_with_output()).await.unwrap().unwrap();
-        let (_, stderr) = text(&output);
-        (output.status.code(), stderr)
+        let status = tokio::time::timeout(Duration::from_secs(45), self.child.wait()).await.unwrap().unwrap();
+        (status.code(), stderr.await.unwrap())
     }
 }
 
@@ -287,8 +292,8 @@ async fn serve_runs_the_schedule_and_stops_gracefully() {
     let receiver = Receiver::start().await;
     let mut served = Served::start(&target, QUICK_SCENARIO, &receiver.url(), "20s").await;
     let runs = served.wait_until(|runs| runs.iter().any(|r| r.status != RunStatus::Running)).await;
-    let store = served.store.clone();
     let (code, stderr) = served.terminate().await;
+    let store = &served.store;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("scheduled") && stderr.contains("next_run"), "{stderr}");
     assert!(!stderr.contains(&receiver.url()), "webhook URLs are secrets: {stderr}");
@@ -305,8 +310,8 @@ async fn serve_stops_a_run_that_outlasts_the_grace_and_stores_it_as_aborted() {
     let mut served = Served::start(&target, &long, "http://127.0.0.1:9/x", "1s").await;
     served.wait_until(|runs| runs.iter().any(|r| r.status == RunStatus::Running)).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let store = served.store.clone();
     let (code, stderr) = served.terminate().await;
+    let store = &served.store;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("stopping 1 run(s) still under way"), "{stderr}");
     let [run] = store.last_runs("checkout", 100).await.unwrap().try_into().unwrap();
