@@ -4,6 +4,7 @@
 //! [`Exit`], whose codes mean the same thing for every command so CI scripts can rely on them.
 
 mod check;
+mod demo;
 mod detect;
 mod init;
 mod migrate;
@@ -139,6 +140,26 @@ pub enum Command {
         Start a run now: curl -X POST -H \"Authorization: Bearer $DEGRADE_API_TOKEN\" .../api/v1/scenarios/NAME/runs\n\
         Health: /healthz; Prometheus: /metrics. Stops on Ctrl-C or SIGTERM.")]
     Serve(serve::ServeArgs),
+    /// See the whole job on a bundled demo API: nights of history, a regression, the alert, the dashboard.
+    #[command(
+        after_help = "Examples:\n  degrade demo                    tell the story, then serve the dashboard until Ctrl-C\n  \
+        degrade demo --exit             tell it, check it went as planned, exit (0 when it did)\n  \
+        degrade demo --listen 127.0.0.1:8080 --night-length 20s\n\n\
+        Writes degrade-demo/ (degrade.toml, scenarios/demo.toml, degrade-demo.db, alerts.log) in this folder; \
+        the database is started afresh each time. Build 1.1.0 adds --slowdown-ms to GET /boards/{board_id}/cards; \
+        the check must find it there and nowhere else, and the alert must be delivered once."
+    )]
+    Demo(demo::DemoArgs),
+    /// Serve the bundled demo API alone, with knobs that inject a regression.
+    #[command(
+        name = "demo-target",
+        after_help = "Examples:\n  degrade demo-target --port 3000\n  \
+        degrade demo-target --port 3000 --build 1.1.0 --slowdown-ms 50 --slow-route 'GET /search' --error-rate 0.01\n\n\
+        Routes: GET /boards?page&per_page, GET /boards/{board_id}, GET|POST /boards/{board_id}/cards, \
+        GET|PATCH|DELETE /cards/{card_id}, GET /search?q, GET /version, GET /healthz. Its SQLite data is seeded \
+        afresh on every start. The scenario for it: scenarios/demo.toml."
+    )]
+    DemoTarget(demo::DemoTargetArgs),
     /// Work with the [[notify]] webhooks.
     #[command(
         subcommand,
@@ -161,6 +182,8 @@ pub fn run(cli: Cli) -> Exit {
         Command::Check(args) => runtime().and_then(|rt| rt.block_on(check::run(&source, args))),
         Command::Detect(args) => detect::run(&args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(&source, args))),
+        Command::Demo(args) => runtime().and_then(|rt| rt.block_on(demo::demo(args))),
+        Command::DemoTarget(args) => runtime().and_then(|rt| rt.block_on(demo::demo_target(args))),
         Command::Notify(command) => runtime().and_then(|rt| rt.block_on(notify::run(&source, command))),
     };
     outcome.unwrap_or_else(|e| {

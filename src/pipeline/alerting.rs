@@ -116,7 +116,7 @@ async fn open(
         at: alert.at,
     };
     if let Some(id) = store.open_episode(&episode, |id| notify::messages(config, &alert, id)).await? {
-        tracing::warn!(scenario = alert.scenario, kind, episode = id, "episode opened: {}", alert.summary);
+        tracing::info!(scenario = alert.scenario, kind, episode = id, "episode opened: {}", alert.summary);
     }
     Ok(())
 }

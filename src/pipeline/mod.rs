@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use crate::config::{Config, ScenarioConfig};
@@ -39,6 +39,9 @@ pub struct Job {
     pub plan: Plan,
     /// Its degrade.toml entry: target, build settings, gates.
     pub scenario: Option<ScenarioConfig>,
+    /// Record the run as started at this time instead of now: `degrade demo` labels its quick runs as
+    /// consecutive nights. Always `None` for real runs.
+    pub backdate: Option<DateTime<Utc>>,
 }
 
 impl Job {
@@ -80,7 +83,7 @@ impl Job {
             let count = errors.0.len();
             anyhow::anyhow!("{errors}\n{count} problem{} in the scenario", if count == 1 { "" } else { "s" })
         })?;
-        Ok(Self { name, plan, scenario: entry })
+        Ok(Self { name, plan, scenario: entry, backdate: None })
     }
 }
 
@@ -123,8 +126,8 @@ pub async fn run(
     stop: watch::Receiver<bool>,
     on_progress: impl FnMut(&Progress),
 ) -> anyhow::Result<RunOutcome> {
-    let Job { name, plan, scenario } = job;
-    let started_at = Utc::now();
+    let Job { name, plan, scenario, backdate } = job;
+    let started_at = backdate.unwrap_or_else(Utc::now);
     // A shutdown during a long deploy or health wait must not be held up by it.
     let mut stopping = stop.clone();
     let (prepared, stopped) = tokio::select! {
@@ -159,7 +162,10 @@ pub async fn run(
             RunOutcome::Failed { run_id, reason }
         });
     }
-    let measurement = engine::run(Arc::new(plan), stop, on_progress).await;
+    let mut measurement = engine::run(Arc::new(plan), stop, on_progress).await;
+    if backdate.is_some() {
+        measurement.results.finished_at = started_at + (measurement.results.finished_at - measurement.started_at);
+    }
     if let Err(e) = with_database_retry("store the results", || store.finish_run(run_id, &measurement.results)).await {
         let _ = store.end_run(run_id, RunStatus::Failed, &format!("storing the results failed: {e}"), Utc::now()).await;
         return Err(e).context("cannot store the run's results");

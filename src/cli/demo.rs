@@ -1,0 +1,130 @@
+//! `degrade demo` (the whole job on the bundled API) and `degrade demo-target` (that API on its own, with
+//! knobs to inject a regression, for trying degrade by hand).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{Exit, shutdown_signal};
+use crate::demo::story::{self, Options, SLOW_ROUTE};
+use crate::demo::target::{DemoTarget, Knobs};
+
+fn duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// How to tell the demo.
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Tell the story, check it went as planned, and exit (0 when it did) instead of serving until Ctrl-C.
+    #[arg(long)]
+    pub exit: bool,
+    /// Where the dashboard listens (port 0: any free port).
+    #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// The folder for the demo's degrade.toml, scenario, degrade-demo.db and alerts.log.
+    #[arg(long, value_name = "DIR", default_value = "degrade-demo")]
+    pub folder: PathBuf,
+    /// Nights of history before tonight (the judge needs at least 5).
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(5..=30))]
+    pub nights: u32,
+    /// How long each night's run lasts.
+    #[arg(long, value_name = "DURATION", default_value = "8s", value_parser = duration)]
+    pub night_length: Duration,
+    /// Milliseconds build 1.1.0 adds to GET /boards/{board_id}/cards.
+    #[arg(long, value_name = "MS", default_value_t = 80)]
+    pub slowdown_ms: u64,
+}
+
+pub(super) async fn demo(args: DemoArgs) -> anyhow::Result<Exit> {
+    let options = Options {
+        folder: args.folder,
+        listen: args.listen,
+        nights: args.nights,
+        night_length: args.night_length,
+        slowdown_ms: args.slowdown_ms,
+    };
+    let demo = story::tell(&options).await?;
+    let verdict = &demo.verdict;
+    println!();
+    for f in &verdict.found {
+        let baseline = f.baseline_value.map(|v| crate::report::with_unit(&f.metric, v)).unwrap_or_default();
+        let tonight = crate::report::with_unit(&f.metric, f.candidate_value);
+        println!(
+            "  worse: {} {}: {baseline} → {tonight} ({})",
+            f.endpoint,
+            f.metric,
+            crate::report::signed_pct(f.delta_pct)
+        );
+    }
+    for run in &verdict.false_alarms {
+        println!("  unexpected: night run #{run} of build 1.0.x was judged regressed");
+    }
+    for f in &verdict.false_findings {
+        println!("  unexpected: {} {} judged worse: {}", f.endpoint, f.metric, f.reason);
+    }
+    let alert = verdict.alerts.first().and_then(|a| a["text"].as_str()).unwrap_or("none");
+    println!(
+        "  alerts delivered: {} (\"{alert}\"), logged in {}",
+        verdict.alerts.len(),
+        options.folder.join("alerts.log").display()
+    );
+    let d = &demo.dashboard;
+    println!("\nLook at:\n  {d}/                   every scenario, with its latest status");
+    println!("  {d}/scenarios/demo      the trend: {SLOW_ROUTE} jumps at build 1.1.0");
+    println!("  {d}/runs/{}             tonight's verdict, findings and per-second timeline", verdict.run_id);
+    println!("  {d}/alerts              the regression episode and the message sent");
+    println!(
+        "Try the CI gate on the same data: degrade --config {} check",
+        options.folder.join("degrade.toml").display()
+    );
+    let planned = verdict.as_planned();
+    if !planned {
+        eprintln!(
+            "degrade demo: the story did not go as planned (see above); on a busy machine try --night-length 20s"
+        );
+    }
+    if !args.exit {
+        println!("Serving until Ctrl-C.");
+        shutdown_signal().await;
+    }
+    demo.close().await;
+    Ok(if planned { Exit::Ok } else { Exit::Error })
+}
+
+/// The demo API's knobs.
+#[derive(Debug, clap::Args)]
+pub struct DemoTargetArgs {
+    /// The port to listen on (127.0.0.1).
+    #[arg(long, default_value_t = 3000)]
+    pub port: u16,
+    /// Milliseconds added to every request of --slow-route.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub slowdown_ms: u64,
+    /// The route --slowdown-ms slows, as METHOD /template.
+    #[arg(long, value_name = "ROUTE", default_value = SLOW_ROUTE)]
+    pub slow_route: String,
+    /// Share of requests answered 500, from 0 to 1.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
+    pub error_rate: f64,
+    /// The build id /version reports.
+    #[arg(long, value_name = "ID", default_value = "1.0.0")]
+    pub build: String,
+}
+
+pub(super) async fn demo_target(args: DemoTargetArgs) -> anyhow::Result<Exit> {
+    if !(0.0..=1.0).contains(&args.error_rate) {
+        anyhow::bail!("--error-rate {} is not a share between 0 and 1", args.error_rate);
+    }
+    let knobs = Knobs::new(&args.build);
+    knobs.slow_down(&args.slow_route, args.slowdown_ms);
+    knobs.fail(args.error_rate);
+    let target = DemoTarget::start(SocketAddr::from(([127, 0, 0, 1], args.port)), knobs).await?;
+    println!(
+        "the demo API (build {}) is at {}/ — GET /boards, /boards/ID/cards, /search?q=…, /version",
+        args.build,
+        target.url()
+    );
+    shutdown_signal().await;
+    Ok(Exit::Ok)
+}

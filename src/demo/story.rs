@@ -1,0 +1,204 @@
+//! `degrade demo`: the whole job on the bundled API in a couple of minutes. It starts the demo target, the
+//! dashboard and a local alert receiver, runs the demo scenario as several short nights of build 1.0.x
+//! (labelled as consecutive nights so `last-7d` has a history), then one of build 1.1.0 with a slowdown
+//! injected on one route, judges it, and delivers the alert; then it says what to look at.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use chrono::Utc;
+
+use super::receiver::LogReceiver;
+use super::target::{DemoTarget, Knobs};
+use crate::analysis::baseline::BaselineSpec;
+use crate::analysis::judge::{Outcome, finding};
+use crate::config::Config;
+use crate::notify::Courier;
+use crate::pipeline::{Ended, Job, Runner};
+use crate::store::{Finding, OVERALL_ENDPOINT, Store};
+use crate::web::{self, AppState};
+
+/// The demo scenario, also in the repository as `scenarios/demo.toml`.
+pub const DEMO_SCENARIO: &str = include_str!("../../scenarios/demo.toml");
+/// Its search terms feeder.
+pub const DEMO_TERMS: &str = include_str!("../../scenarios/demo-terms.csv");
+/// The route the demo slows down tonight.
+pub const SLOW_ROUTE: &str = "GET /boards/{board_id}/cards";
+const SCENARIO: &str = "demo";
+const WEBHOOK_ENV: &str = "DEGRADE_DEMO_WEBHOOK";
+
+/// How the story is told.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where the config, scenario, database and alert log are written.
+    pub folder: PathBuf,
+    /// Where the dashboard listens.
+    pub listen: SocketAddr,
+    /// Nights of history before tonight (at least 5: the judge's `min_runs`).
+    pub nights: u32,
+    /// How long each night's run lasts.
+    pub night_length: Duration,
+    /// Milliseconds added to [`SLOW_ROUTE`] tonight.
+    pub slowdown_ms: u64,
+}
+
+/// Everything the demo started; it keeps serving until dropped.
+pub struct Demo {
+    /// The dashboard's address.
+    pub dashboard: String,
+    /// What happened, and whether it is what the demo set out to show.
+    pub verdict: StoryVerdict,
+    _target: DemoTarget,
+    _receiver: LogReceiver,
+    _server: tokio::sync::oneshot::Sender<()>,
+    _stop_runs: tokio::sync::watch::Sender<bool>,
+    store: Store,
+}
+
+impl Demo {
+    /// Closes the database (the demo's servers stop when this is dropped).
+    pub async fn close(self) {
+        self.store.close().await;
+    }
+}
+
+/// The outcome of tonight's run, checked against the plan.
+#[derive(Debug)]
+pub struct StoryVerdict {
+    /// Tonight's run.
+    pub run_id: i64,
+    /// Endpoint metrics judged worse, on the slowed route or the whole run.
+    pub found: Vec<Finding>,
+    /// Endpoint metrics judged worse anywhere else: false alarms.
+    pub false_findings: Vec<Finding>,
+    /// Alert messages the local receiver got.
+    pub alerts: Vec<serde_json::Value>,
+    /// Whether it was judged a regression.
+    pub regressed: bool,
+    /// Nights of build 1.0.x judged regressed: false alarms in the history.
+    pub false_alarms: Vec<i64>,
+}
+
+impl StoryVerdict {
+    /// The regression was found on the slowed route only and alerted exactly once.
+    #[must_use]
+    pub fn as_planned(&self) -> bool {
+        self.regressed
+            && self.found.iter().any(|f| f.endpoint == SLOW_ROUTE)
+            && self.false_findings.is_empty()
+            && self.false_alarms.is_empty()
+            && self.alerts.len() == 1
+    }
+}
+
+/// Tells the story and leaves everything running.
+pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
+    std::fs::create_dir_all(options.folder.join("scenarios"))
+        .with_context(|| format!("cannot create {}", options.folder.display()))?;
+    let knobs = Knobs::new("1.0.0");
+    let target = DemoTarget::start("127.0.0.1:0".parse()?, knobs.clone()).await?;
+    let receiver = LogReceiver::start(options.folder.join("alerts.log")).await?;
+    let listener = web::bind(options.listen).await?;
+    let dashboard = format!("http://{}", listener.local_addr()?);
+    let config = Arc::new(write_config(&options.folder, &target.url(), &dashboard, &receiver.url())?);
+    let store = Store::connect(&config.database).await.context("cannot open the demo database")?;
+    let (state, stop_runs) = AppState::new(store.clone(), config.as_ref().clone());
+    let runner = state.runner.clone();
+    let (server, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(web::serve(listener, state, async move {
+        let _ = stopped.await;
+    }));
+    println!("degrade demo: the dashboard is at {dashboard}/ (database {})", config.database);
+    println!("  the demo API (boards and cards, {} boards seeded) is at {}", super::target::BOARDS, target.url());
+    let false_alarms = history(&runner, &config, options, &knobs).await?;
+    knobs.set_build("1.1.0");
+    knobs.slow_down(SLOW_ROUTE, options.slowdown_ms);
+    println!("tonight: build 1.1.0, which adds {} ms to {SLOW_ROUTE}", options.slowdown_ms);
+    let tonight = night(&runner, &config, options, None).await?;
+    Courier::new(store.clone(), config.clone())?.deliver_due().await?;
+    let verdict = StoryVerdict { false_alarms, ..verdict(&tonight, receiver.received())? };
+    Ok(Demo { dashboard, verdict, _target: target, _receiver: receiver, _server: server, _stop_runs: stop_runs, store })
+}
+
+/// Runs the nights of build 1.0.x, each labelled one day after the other, ending yesterday; returns the
+/// runs among them judged regressed (there should be none).
+async fn history(runner: &Runner, config: &Config, options: &Options, knobs: &Knobs) -> anyhow::Result<Vec<i64>> {
+    let today = Utc::now();
+    let mut false_alarms = Vec::new();
+    for n in 0..options.nights {
+        let build = format!("1.0.{n}");
+        knobs.set_build(&build);
+        let when = today - chrono::TimeDelta::days(i64::from(options.nights - n));
+        let ended = night(runner, config, options, Some(when)).await?;
+        let outcome = ended.report.as_ref().map_or("not judged", |r| r.outcome.as_str());
+        if ended.report.as_ref().is_some_and(|r| r.outcome == Outcome::Regressed) {
+            false_alarms.push(ended.run_id);
+        }
+        println!(
+            "  night {}/{} ({}): build {build}, run #{}, {outcome}",
+            n + 1,
+            options.nights,
+            when.format("%Y-%m-%d"),
+            ended.run_id
+        );
+    }
+    Ok(false_alarms)
+}
+
+/// One run of the demo scenario, shortened to the night length, through the whole nightly chain.
+async fn night(
+    runner: &Runner,
+    config: &Config,
+    options: &Options,
+    when: Option<chrono::DateTime<Utc>>,
+) -> anyhow::Result<Ended> {
+    let mut job = Job::find(config, Some(SCENARIO))?;
+    job.plan = job.plan.scaled(Some(options.night_length), 1.0);
+    job.backdate = when;
+    let claim = runner.claim(SCENARIO).await?;
+    runner.run(claim, job, None, &BaselineSpec::LastDays(7), |_| {}).await
+}
+
+fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<StoryVerdict> {
+    let report = tonight.report.as_ref().with_context(|| {
+        format!("tonight's run #{} was not judged: {}", tonight.run_id, tonight.failure.as_deref().unwrap_or("stopped"))
+    })?;
+    let worse =
+        report.findings.iter().filter(|f| f.outcome == finding::REGRESSION || f.outcome == finding::GATE_BREACHED);
+    let (found, false_findings): (Vec<Finding>, Vec<Finding>) =
+        worse.cloned().partition(|f| f.endpoint == SLOW_ROUTE || f.endpoint == OVERALL_ENDPOINT);
+    let regressed = report.outcome == Outcome::Regressed;
+    Ok(StoryVerdict { run_id: report.run_id, found, false_findings, alerts, regressed, false_alarms: Vec::new() })
+}
+
+/// Writes the demo's degrade.toml, scenario and feeder into `folder` and loads the config; an earlier demo's
+/// database is removed, so every demo starts from the same empty history.
+fn write_config(folder: &Path, target: &str, dashboard: &str, webhook: &str) -> anyhow::Result<Config> {
+    for stale in ["degrade-demo.db", "degrade-demo.db-wal", "degrade-demo.db-shm"] {
+        let _ = std::fs::remove_file(folder.join(stale));
+    }
+    std::fs::write(folder.join("scenarios/demo.toml"), DEMO_SCENARIO)?;
+    std::fs::write(folder.join("scenarios/demo-terms.csv"), DEMO_TERMS)?;
+    let config = format!(
+        "# Written by `degrade demo` for the bundled demo API; it is rewritten on every demo.\n\
+         [server]\npublic_url = \"{dashboard}\"\n\n\
+         [database]\nurl = \"sqlite://degrade-demo.db\"\n\n\
+         [[scenario]]\nname = \"{SCENARIO}\"\nfile = \"scenarios/demo.toml\"\ntarget = \"{target}\"\nbaseline = \"last-7d\"\n\n\
+         [scenario.build]\nversion_url = \"{target}/version\"\nversion_pointer = \"/build\"\n\
+         health_url = \"{target}/healthz\"\nhealth_timeout = \"30s\"\n\n\
+         [scenario.gates]\n\
+         # A demo night lasts seconds on a shared machine, where a few ms of jitter swing a p95 of a few ms by\n\
+         # tens of percent; so the demo asks for a doubling. Real nights run for minutes: keep the default 10 %.\n\
+         min_effect_pct = 100\n\
+         # An endpoint with a hundred requests a night has a p99 that is its slowest one or two.\n\
+         metric_min_effect_pct = {{ p99 = 300 }}\n\n\
+         [[notify]]\nname = \"local-log\"\nkind = \"slack\"\nurl_env = \"{WEBHOOK_ENV}\"\n"
+    );
+    let path = folder.join("degrade.toml");
+    std::fs::write(&path, config)?;
+    let env = |name: &str| if name == WEBHOOK_ENV { Some(webhook.to_owned()) } else { std::env::var(name).ok() };
+    Config::load_with_env(&path, &env).map_err(|errors| anyhow::anyhow!("the demo's config does not load: {errors}"))
+}

@@ -1,0 +1,373 @@
+//! The demo target: a small but realistic JSON API, boards with cards, backed by its own SQLite database
+//! seeded with enough rows that requests spread over real data. Its knobs inject a regression: a delay on
+//! one route, a share of 500s, and the build id `/version` reports.
+//!
+//! Routes: `GET /boards?page&per_page`, `GET /boards/{board_id}`, `GET /boards/{board_id}/cards?page&per_page`,
+//! `POST /boards/{board_id}/cards`, `GET|PATCH|DELETE /cards/{card_id}`, `GET /search?q`, `GET /version`,
+//! `GET /healthz`.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+
+/// Boards seeded; each gets [`CARDS_PER_BOARD`] cards, so reads spread over 24,000 rows.
+pub const BOARDS: i64 = 600;
+const CARDS_PER_BOARD: i64 = 40;
+const WORDS: [&str; 16] = [
+    "invoice",
+    "release",
+    "migration",
+    "onboarding",
+    "latency",
+    "billing",
+    "search",
+    "mobile",
+    "payments",
+    "audit",
+    "pricing",
+    "export",
+    "login",
+    "cache",
+    "report",
+    "support",
+];
+
+/// What a user (or the demo) can change while the API runs.
+#[derive(Debug, Default)]
+pub struct Knobs {
+    /// Extra milliseconds on every request to [`Knobs::slow_route`].
+    pub slowdown_ms: AtomicU64,
+    /// The route that is slowed, as `METHOD /template` (e.g. `GET /boards/{board_id}/cards`) or a bare template.
+    pub slow_route: Mutex<String>,
+    /// Share of requests answered 500, in millionths.
+    pub error_ppm: AtomicU64,
+    /// What `/version` reports.
+    pub build: Mutex<String>,
+    served: AtomicU64,
+}
+
+impl Knobs {
+    /// Knobs with `build` and nothing injected.
+    #[must_use]
+    pub fn new(build: &str) -> Arc<Self> {
+        let knobs = Self::default();
+        knobs.set_build(build);
+        Arc::new(knobs)
+    }
+
+    /// Reports `build` from now on.
+    pub fn set_build(&self, build: &str) {
+        build.clone_into(&mut self.build.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    /// Slows `route` by `ms` milliseconds (0 removes the slowdown).
+    pub fn slow_down(&self, route: &str, ms: u64) {
+        route.clone_into(&mut self.slow_route.lock().unwrap_or_else(PoisonError::into_inner));
+        self.slowdown_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Answers this share of requests (0.0 – 1.0) with 500.
+    pub fn fail(&self, share: f64) {
+        self.error_ppm.store((share.clamp(0.0, 1.0) * 1e6) as u64, Ordering::Relaxed);
+    }
+
+    fn delay_for(&self, method: &str, template: &str) -> Duration {
+        let ms = self.slowdown_ms.load(Ordering::Relaxed);
+        let route = self.slow_route.lock().unwrap_or_else(PoisonError::into_inner);
+        let matches = *route == template || *route == format!("{method} {template}");
+        Duration::from_millis(if matches { ms } else { 0 })
+    }
+}
+
+#[derive(Clone)]
+struct Demo {
+    db: SqlitePool,
+    knobs: Arc<Knobs>,
+}
+
+/// The running API: its address; stopped when dropped.
+pub struct DemoTarget {
+    /// Where it listens.
+    pub address: SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+    _db_dir: TempDir,
+}
+
+impl Drop for DemoTarget {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl DemoTarget {
+    /// Seeds a fresh database and serves the API on `address` (port 0 picks a free one).
+    pub async fn start(address: SocketAddr, knobs: Arc<Knobs>) -> anyhow::Result<Self> {
+        let db_dir = TempDir::new()?;
+        let options = SqliteConnectOptions::new()
+            .filename(db_dir.0.join("demo-target.db"))
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(Duration::from_secs(5));
+        let db = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
+        seed(&db).await?;
+        let listener = tokio::net::TcpListener::bind(address).await?;
+        let address = listener.local_addr()?;
+        let app = router(Demo { db, knobs });
+        let server = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "the demo target stopped");
+            }
+        });
+        Ok(Self { address, server, _db_dir: db_dir })
+    }
+
+    /// `http://address`.
+    #[must_use]
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+}
+
+/// A directory under the system's temp dir, removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new() -> std::io::Result<Self> {
+        let path =
+            std::env::temp_dir().join(format!("degrade-demo-target-{}-{}", std::process::id(), rand::random::<u32>()));
+        std::fs::create_dir_all(&path)?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn router(demo: Demo) -> Router {
+    Router::new()
+        .route("/boards", get(list_boards))
+        .route("/boards/{board_id}", get(get_board))
+        .route("/boards/{board_id}/cards", get(list_cards).post(create_card))
+        .route("/cards/{card_id}", get(get_card).patch(update_card).delete(delete_card))
+        .route("/search", get(search))
+        .route("/version", get(version))
+        .route("/healthz", get(|| async { "ok" }))
+        .layer(axum::middleware::from_fn_with_state(demo.clone(), knobs))
+        .with_state(demo)
+}
+
+/// Applies the knobs: the slowdown on the slowed route, then the injected 500s.
+async fn knobs(State(demo): State<Demo>, request: Request, next: Next) -> Response {
+    let template = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_default();
+    let delay = demo.knobs.delay_for(request.method().as_str(), &template);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    let served = demo.knobs.served.fetch_add(1, Ordering::Relaxed);
+    let ppm = demo.knobs.error_ppm.load(Ordering::Relaxed);
+    // Every (1e6 / ppm)-th request fails: the same share every run, without a random source.
+    if ppm > 0 && template != "/version" && template != "/healthz" && served % (1_000_000 / ppm).max(1) == 0 {
+        return (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": "injected failure"}))).into_response();
+    }
+    next.run(request).await
+}
+
+async fn seed(db: &SqlitePool) -> anyhow::Result<()> {
+    let mut tx = db.begin().await?;
+    sqlx::query("create table boards (id integer primary key, title text not null, created_at integer not null)")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "create table cards (id integer primary key, board_id integer not null references boards(id), \
+         title text not null, body text not null, done integer not null default 0)",
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("create index cards_by_board on cards(board_id, id)").execute(&mut *tx).await?;
+    for board in 1..=BOARDS {
+        let title = format!("{} board {board}", WORDS[(board % 16) as usize]);
+        sqlx::query("insert into boards (id, title, created_at) values ($1, $2, $3)")
+            .bind(board)
+            .bind(title)
+            .bind(1_700_000_000 + board * 3600)
+            .execute(&mut *tx)
+            .await?;
+        for n in 0..CARDS_PER_BOARD {
+            let word = WORDS[((board * 7 + n * 3) % 16) as usize];
+            sqlx::query("insert into cards (board_id, title, body, done) values ($1, $2, $3, $4)")
+                .bind(board)
+                .bind(format!("{word} task {n} of board {board}"))
+                .bind(format!("Follow up on the {word} work item; see the board for context."))
+                .bind(i64::from(n % 3 == 0))
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct Page {
+    page: Option<i64>,
+    per_page: Option<i64>,
+}
+
+impl Page {
+    fn limit_offset(&self) -> (i64, i64) {
+        let per_page = self.per_page.unwrap_or(20).clamp(1, 100);
+        (per_page, (self.page.unwrap_or(1).max(1) - 1) * per_page)
+    }
+}
+
+type Answer = Result<Response, (StatusCode, Json<Value>)>;
+
+fn failed(e: &sqlx::Error) -> (StatusCode, Json<Value>) {
+    (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": e.to_string()})))
+}
+
+fn not_found(what: &str) -> Response {
+    (StatusCode::NOT_FOUND, Json(json!({"error": format!("no such {what}")}))).into_response()
+}
+
+async fn list_boards(State(demo): State<Demo>, Query(page): Query<Page>) -> Answer {
+    let (limit, offset) = page.limit_offset();
+    let rows: Vec<(i64, String)> = sqlx::query_as("select id, title from boards order by id limit $1 offset $2")
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(&demo.db)
+        .await
+        .map_err(|e| failed(&e))?;
+    let items: Vec<Value> = rows.into_iter().map(|(id, title)| json!({"id": id, "title": title})).collect();
+    Ok(Json(json!({"items": items, "page": page.page.unwrap_or(1), "total": BOARDS})).into_response())
+}
+
+async fn get_board(State(demo): State<Demo>, Path(id): Path<i64>) -> Answer {
+    let row: Option<(i64, String, i64)> = sqlx::query_as(
+        "select b.id, b.title, (select count(*) from cards c where c.board_id = b.id) from boards b where b.id = $1",
+    )
+    .bind(id)
+    .fetch_optional(&demo.db)
+    .await
+    .map_err(|e| failed(&e))?;
+    let Some((id, title, cards)) = row else { return Ok(not_found("board")) };
+    Ok(Json(json!({"id": id, "title": title, "cards": cards})).into_response())
+}
+
+async fn list_cards(State(demo): State<Demo>, Path(board): Path<i64>, Query(page): Query<Page>) -> Answer {
+    let (limit, offset) = page.limit_offset();
+    let rows: Vec<(i64, String, bool)> =
+        sqlx::query_as("select id, title, done from cards where board_id = $1 order by id limit $2 offset $3")
+            .bind(board)
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&demo.db)
+            .await
+            .map_err(|e| failed(&e))?;
+    let items: Vec<Value> =
+        rows.into_iter().map(|(id, title, done)| json!({"id": id, "title": title, "done": done})).collect();
+    Ok(Json(json!({"board_id": board, "items": items})).into_response())
+}
+
+#[derive(Deserialize)]
+struct NewCard {
+    title: String,
+    body: Option<String>,
+}
+
+async fn create_card(State(demo): State<Demo>, Path(board): Path<i64>, Json(card): Json<NewCard>) -> Answer {
+    if card.title.trim().is_empty() {
+        return Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(json!({"error": "title is empty"}))).into_response());
+    }
+    let id: Option<i64> = sqlx::query_scalar(
+        "insert into cards (board_id, title, body) select id, $2, $3 from boards where id = $1 returning id",
+    )
+    .bind(board)
+    .bind(&card.title)
+    .bind(card.body.unwrap_or_default())
+    .fetch_optional(&demo.db)
+    .await
+    .map_err(|e| failed(&e))?;
+    let Some(id) = id else { return Ok(not_found("board")) };
+    let location = format!("/cards/{id}");
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(json!({"id": id, "board_id": board})))
+        .into_response())
+}
+
+async fn get_card(State(demo): State<Demo>, Path(id): Path<i64>) -> Answer {
+    let row: Option<(i64, i64, String, String, bool)> =
+        sqlx::query_as("select id, board_id, title, body, done from cards where id = $1")
+            .bind(id)
+            .fetch_optional(&demo.db)
+            .await
+            .map_err(|e| failed(&e))?;
+    let Some((id, board, title, body, done)) = row else { return Ok(not_found("card")) };
+    Ok(Json(json!({"id": id, "board_id": board, "title": title, "body": body, "done": done})).into_response())
+}
+
+#[derive(Deserialize)]
+struct CardChange {
+    title: Option<String>,
+    done: Option<bool>,
+}
+
+async fn update_card(State(demo): State<Demo>, Path(id): Path<i64>, Json(change): Json<CardChange>) -> Answer {
+    let updated = sqlx::query("update cards set title = coalesce($2, title), done = coalesce($3, done) where id = $1")
+        .bind(id)
+        .bind(change.title)
+        .bind(change.done.map(i64::from))
+        .execute(&demo.db)
+        .await
+        .map_err(|e| failed(&e))?;
+    if updated.rows_affected() == 0 {
+        return Ok(not_found("card"));
+    }
+    get_card(State(demo), Path(id)).await
+}
+
+async fn delete_card(State(demo): State<Demo>, Path(id): Path<i64>) -> Answer {
+    let deleted =
+        sqlx::query("delete from cards where id = $1").bind(id).execute(&demo.db).await.map_err(|e| failed(&e))?;
+    if deleted.rows_affected() == 0 {
+        return Ok(not_found("card"));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+struct Search {
+    q: Option<String>,
+}
+
+async fn search(State(demo): State<Demo>, Query(search): Query<Search>) -> Answer {
+    let q = search.q.unwrap_or_default();
+    let rows: Vec<(i64, i64, String)> =
+        sqlx::query_as("select id, board_id, title from cards where title like $1 order by id desc limit 20")
+            .bind(format!("%{}%", q.replace(['%', '_'], "")))
+            .fetch_all(&demo.db)
+            .await
+            .map_err(|e| failed(&e))?;
+    let items: Vec<Value> =
+        rows.into_iter().map(|(id, board, title)| json!({"id": id, "board_id": board, "title": title})).collect();
+    Ok(Json(json!({"q": q, "items": items})).into_response())
+}
+
+async fn version(State(demo): State<Demo>) -> Json<Value> {
+    let build = demo.knobs.build.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    Json(json!({"build": build}))
+}
