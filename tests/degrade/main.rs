@@ -19,6 +19,7 @@ mod cli;
 mod config_errors;
 mod alerts;
 mod dashboard;
+mod demo;
 mod engine;
 mod nightly;
 mod receiver;

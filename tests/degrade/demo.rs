@@ -1,0 +1,80 @@
+//! The bundled demo API over real HTTP, its knobs, and the demo scenario (which must always validate).
+//! `degrade demo --exit` itself runs in `.ci/run`, on a release build, as the README's first command.
+
+use std::time::{Duration, Instant};
+
+use degrade::demo::target::{DemoTarget, Knobs};
+use serde_json::{Value, json};
+
+use crate::support::{degrade, http_client, text};
+
+async fn get(client: &reqwest::Client, url: &str) -> (u16, Value) {
+    let response = client.get(url).send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn the_demo_api_serves_boards_and_cards() {
+    let target = DemoTarget::start("127.0.0.1:0".parse().unwrap(), Knobs::new("1.0.7")).await.unwrap();
+    let (client, base) = (http_client(), target.url());
+    let (status, boards) = get(&client, &format!("{base}/boards?page=2&per_page=5")).await;
+    assert_eq!(status, 200);
+    let ids: Vec<i64> = boards["items"].as_array().unwrap().iter().map(|b| b["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, [6, 7, 8, 9, 10]);
+    assert_eq!(get(&client, &format!("{base}/boards/7")).await.1["cards"], 40);
+    assert_eq!(get(&client, &format!("{base}/boards/7/cards")).await.1["items"].as_array().unwrap().len(), 20);
+    assert_eq!(get(&client, &format!("{base}/boards/9999")).await.0, 404);
+
+    let created =
+        client.post(format!("{base}/boards/7/cards")).json(&json!({"title": "nightly"})).send().await.unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    let location = created.headers()["location"].to_str().unwrap().to_owned();
+    let card: Value = created.json().await.unwrap();
+    assert_eq!(location, format!("/cards/{}", card["id"]));
+    let done = client.patch(format!("{base}{location}")).json(&json!({"done": true})).send().await.unwrap();
+    assert_eq!(done.json::<Value>().await.unwrap()["done"], true);
+    assert_eq!(client.delete(format!("{base}{location}")).send().await.unwrap().status().as_u16(), 204);
+    assert_eq!(get(&client, &format!("{base}{location}")).await.0, 404);
+
+    let (status, found) = get(&client, &format!("{base}/search?q=invoice")).await;
+    assert_eq!(status, 200);
+    assert!(found["items"].as_array().unwrap().iter().all(|c| c["title"].as_str().unwrap().contains("invoice")));
+    assert_eq!(found["items"].as_array().unwrap().len(), 20);
+    assert_eq!(get(&client, &format!("{base}/version")).await.1, json!({"build": "1.0.7"}));
+}
+
+#[tokio::test]
+async fn the_demo_api_knobs_slow_one_route_and_fail_requests() {
+    let knobs = Knobs::new("1.0.0");
+    let target = DemoTarget::start("127.0.0.1:0".parse().unwrap(), knobs.clone()).await.unwrap();
+    let (client, base) = (http_client(), target.url());
+    knobs.slow_down("GET /boards/{board_id}/cards", 150);
+    knobs.set_build("1.1.0");
+    let started = Instant::now();
+    assert_eq!(get(&client, &format!("{base}/boards/3/cards")).await.0, 200);
+    assert!(started.elapsed() >= Duration::from_millis(150), "the slowed route waits");
+    assert_eq!(get(&client, &format!("{base}/version")).await.1["build"], "1.1.0");
+
+    knobs.fail(1.0);
+    assert_eq!(get(&client, &format!("{base}/boards")).await.0, 500);
+    assert_eq!(get(&client, &format!("{base}/version")).await.0, 200, "version and health never fail");
+    knobs.fail(0.0);
+    assert_eq!(get(&client, &format!("{base}/boards")).await.0, 200);
+}
+
+#[test]
+fn the_demo_scenario_validates() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let output = degrade(repo, &["validate", "scenarios/demo.toml"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+}
+
+#[test]
+fn demo_target_rejects_an_error_rate_that_is_not_a_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = degrade(dir.path(), &["demo-target", "--port", "0", "--error-rate", "2"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr.contains("--error-rate 2 is not a share between 0 and 1"), "{stderr}");
+}
