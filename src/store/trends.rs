@@ -26,7 +26,8 @@ pub struct TrendBucket {
     pub error_pct: f64,
     /// Mean of the runs' throughput, requests per second.
     pub rate: f64,
-    /// Runs in the bucket judged `regressed` (per-run ranges only; 0 over weekly sums).
+    /// Runs in the bucket judged `regressed` with a finding on this endpoint (per-run ranges only; 0 over
+    /// weekly sums): a regression on one route does not mark every route's chart.
     pub regressed: i64,
     /// Runs in the bucket marked `invalid` (per-run ranges only; 0 over weekly sums).
     pub invalid: i64,
@@ -42,7 +43,9 @@ const PER_RUN: &str = "select r.endpoint, min(runs.started_at) as started_at, co
     cast(avg(r.p50_us) as double precision) as p50_us, cast(avg(r.p95_us) as double precision) as p95_us, \
     cast(avg(r.p99_us) as double precision) as p99_us, cast(avg(r.error_pct) as double precision) as error_pct, \
     cast(avg(r.rate) as double precision) as rate, \
-    sum(case when runs.status = 'regressed' then 1 else 0 end) as regressed, \
+    sum(case when runs.status = 'regressed' and exists (select 1 from findings f \
+        where f.verdict_id = (select max(v.id) from verdicts v where v.run_id = runs.id) \
+        and f.endpoint = r.endpoint and f.outcome in ('regression', 'gate_breached')) then 1 else 0 end) as regressed, \
     sum(case when runs.status = 'invalid' then 1 else 0 end) as invalid, max(runs.build_id) as build_id \
     from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
     where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 \

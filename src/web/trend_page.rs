@@ -122,7 +122,7 @@ fn notes(series: &[&TrendBucket]) -> Vec<String> {
         }
         if bucket.regressed > 0 {
             let build = build.map(|b| format!(" (build {b})")).unwrap_or_default();
-            notes.push(format!("{day}: the run was judged regressed{build}"));
+            notes.push(format!("{day}: judged worse here; the run regressed{build}"));
         }
         if bucket.invalid > 0 {
             notes.push(format!("{day}: invalid run, not used as a baseline"));

@@ -182,7 +182,13 @@ async fn dashboard_story(db: &TestDb) {
         assert!(body.contains("<svg") && body.contains("GET /boards/{id}: response time"), "{range}: {body}");
     }
     let (_, body) = app.get("/scenarios/checkout?range=30d").await;
-    assert!(body.contains(": the run was judged regressed (build 1.0.9)</li>"), "{body}");
+    assert!(body.contains(": judged worse here; the run regressed (build 1.0.9)</li>"), "{body}");
+    let worse = body.find("<h2>GET /boards/{id}</h2>").expect("the boards section");
+    let whole = body.find("<h2>(all)</h2>").expect("the whole-run section, which had no finding");
+    let (marked, steady) =
+        if worse < whole { (&body[worse..whole], &body[whole..]) } else { (&body[worse..], &body[whole..worse]) };
+    assert!(marked.contains("judged worse here"), "the regressed endpoint is marked: {marked}");
+    assert!(!steady.contains("judged worse here"), "the steady endpoint is not: {steady}");
     assert!(body.contains("<li>9 build changes in this range</li>"), "{body}");
     let (_, body) = app.get("/scenarios/checkout?range=7d").await;
     assert!(body.contains(": build 1.0.8 → 1.0.9</li>"), "a few build changes are listed one by one: {body}");
