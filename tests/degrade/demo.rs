@@ -78,3 +78,25 @@ fn demo_target_rejects_an_error_rate_that_is_not_a_share() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr.contains("--error-rate 2 is not a share between 0 and 1"), "{stderr}");
 }
+
+#[tokio::test]
+async fn demo_target_serves_the_api_with_its_knobs_from_the_command_line() {
+    let port = crate::receiver::unused_address().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["demo-target", "--port", port.as_str(), "--build", "2.0.1", "--error-rate", "1"];
+    let mut child = crate::support::degrade_child(dir.path(), &args, &[]);
+    let client = http_client();
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    let version = loop {
+        if let Ok(response) = client.get(format!("{base}/version")).send().await {
+            break response.json::<Value>().await.unwrap();
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "demo-target did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(version["build"], "2.0.1");
+    assert_eq!(get(&client, &format!("{base}/boards")).await.0, 500, "--error-rate 1 fails every request");
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+}

@@ -10,6 +10,10 @@
 //! - `target`: stub targets on 127.0.0.1 (an axum API, raw TCP servers that misbehave).
 //! - `engine`: the load engine against those targets; scenario validation errors.
 //! - `run_cli`: `degrade run` and `validate` of scenarios through the real binary.
+//! - `receiver`: a stub webhook receiver on 127.0.0.1 that accepts, fails or hangs as told.
+//! - `alerts`: episodes, Slack/JSON messages and the outbox courier, on runs judged by the real judge.
+//! - `nightly`: the nightly chain, the scheduler, leases across instances, and `degrade serve` itself.
+//! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
 #![allow(clippy::float_cmp)]
