@@ -341,3 +341,17 @@ async fn notify_test_posts_to_every_webhook_and_names_the_ones_that_failed() {
     assert_eq!(slack["blocks"][0]["text"]["text"], "degrade test message");
     assert_eq!(bad.posts()[0].body["event"], "test");
 }
+
+#[tokio::test]
+async fn notify_test_says_when_no_webhook_is_configured() {
+    let (dir, _) =
+        project("[[scenario]]\nname = \"checkout\"\nfile = \"quick.toml\"\n", &[("quick.toml", QUICK_SCENARIO)]);
+    let db_url = format!("sqlite://{}", dir.path().join("degrade.db").display());
+    let output = degrade_child(dir.path(), &["notify", "test"], &[("DEGRADE_DATABASE_URL", &db_url)])
+        .wait_with_output()
+        .await
+        .unwrap();
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no [[notify]] webhook is configured in degrade.toml"), "{stderr}");
+}
