@@ -45,6 +45,23 @@ pub(super) async fn demo(args: DemoArgs) -> anyhow::Result<Exit> {
         slowdown_ms: args.slowdown_ms,
     };
     let demo = story::tell(&options).await?;
+    print_story(&demo, &options);
+    let planned = demo.verdict.as_planned();
+    if !planned {
+        eprintln!(
+            "degrade demo: the story did not go as planned (see above); on a busy machine try --night-length 20s"
+        );
+    }
+    if !args.exit {
+        println!("Serving until Ctrl-C.");
+        shutdown_signal().await;
+    }
+    demo.close().await;
+    Ok(if planned { Exit::Ok } else { Exit::Error })
+}
+
+/// What tonight's check found, the alert, and where to look.
+fn print_story(demo: &story::Demo, options: &Options) {
     let verdict = &demo.verdict;
     println!();
     for f in &verdict.found {
@@ -78,18 +95,6 @@ pub(super) async fn demo(args: DemoArgs) -> anyhow::Result<Exit> {
         "Try the CI gate on the same data: degrade --config {} check",
         options.folder.join("degrade.toml").display()
     );
-    let planned = verdict.as_planned();
-    if !planned {
-        eprintln!(
-            "degrade demo: the story did not go as planned (see above); on a busy machine try --night-length 20s"
-        );
-    }
-    if !args.exit {
-        println!("Serving until Ctrl-C.");
-        shutdown_signal().await;
-    }
-    demo.close().await;
-    Ok(if planned { Exit::Ok } else { Exit::Error })
 }
 
 /// The demo API's knobs.

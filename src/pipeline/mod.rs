@@ -128,14 +128,7 @@ pub async fn run(
 ) -> anyhow::Result<RunOutcome> {
     let Job { name, plan, scenario, backdate } = job;
     let started_at = backdate.unwrap_or_else(Utc::now);
-    // A shutdown during a long deploy or health wait must not be held up by it.
-    let mut stopping = stop.clone();
-    let (prepared, stopped) = tokio::select! {
-        prepared = prepare(scenario.as_ref(), build) => (prepared, false),
-        _ = stopping.wait_for(|stopped| *stopped) => {
-            (Err(anyhow::anyhow!("degrade was stopped before the load started (during deploy or the health wait)")), true)
-        }
-    };
+    let (prepared, stopped) = prepare_unless_stopped(scenario.as_ref(), build, stop.clone()).await;
     let (build_id, deploy_output) = match &prepared {
         Ok(ready) => (ready.build_id.clone(), ready.deploy_output.clone()),
         Err(_) => (None, None),
@@ -171,6 +164,21 @@ pub async fn run(
         return Err(e).context("cannot store the run's results");
     }
     Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement })
+}
+
+/// [`prepare`], given up when `stop` becomes true: a shutdown during a long deploy or health wait must not be
+/// held up by it. The flag says whether it was stopped.
+async fn prepare_unless_stopped(
+    scenario: Option<&ScenarioConfig>,
+    build: Option<String>,
+    mut stop: watch::Receiver<bool>,
+) -> (anyhow::Result<Ready>, bool) {
+    tokio::select! {
+        prepared = prepare(scenario, build) => (prepared, false),
+        _ = stop.wait_for(|stopped| *stopped) => {
+            (Err(anyhow::anyhow!("degrade was stopped before the load started (during deploy or the health wait)")), true)
+        }
+    }
 }
 
 /// The build ready to be loaded.
