@@ -1,14 +1,11 @@
 //! `degrade notify test`: posts a test message to every configured `[[notify]]` webhook right away, so a
 //! team can see the format in their channel and know the URL works before the first real alert.
 
-use std::sync::Arc;
-
 use anyhow::bail;
 use chrono::Utc;
 
 use super::{ConfigSource, Exit};
-use crate::notify::{self, Alert, Courier, Event};
-use crate::store::Store;
+use crate::notify::{self, Alert, Event, Webhooks};
 
 /// What to do with the webhooks.
 #[derive(Debug, clap::Subcommand)]
@@ -19,13 +16,12 @@ pub enum NotifyCommand {
 
 pub(super) async fn run(source: &ConfigSource, command: NotifyCommand) -> anyhow::Result<Exit> {
     let NotifyCommand::Test = command;
-    let config = Arc::new(source.load_or_defaults()?);
+    let config = source.load_or_defaults()?;
     if config.notifiers.is_empty() {
         bail!("no [[notify]] webhook is configured in {}", config.source.display());
     }
-    // The courier needs a store only for the outbox; a test message is posted directly, not queued.
-    let store = Store::connect(&config.database).await?;
-    let courier = Courier::new(store.clone(), config.clone())?;
+    // Posted directly, not queued: no database is opened (or, for SQLite, created) for a test message.
+    let webhooks = Webhooks::new()?;
     let scenario = config.scenarios.first().map_or("example", |s| s.name.as_str());
     let summary = "This is a test message from degrade: alerts will arrive here.".to_owned();
     let alert = Alert { build_id: Some("test".to_owned()), ..Alert::about(Event::Test, scenario, summary) };
@@ -38,7 +34,7 @@ pub(super) async fn run(source: &ConfigSource, command: NotifyCommand) -> anyhow
         };
         let key = format!("degrade-test-{}-{}", Utc::now().timestamp_millis(), notifier.name);
         let payload = notify::payload(&config, notifier.kind, &alert, None, &key);
-        match courier.post(url, &key, &payload).await {
+        match webhooks.post(url, &key, &payload).await {
             Ok(()) => println!("{}: delivered", notifier.name),
             Err(e) => {
                 println!("{}: not delivered: {}", notifier.name, e.message);
@@ -46,6 +42,5 @@ pub(super) async fn run(source: &ConfigSource, command: NotifyCommand) -> anyhow
             }
         }
     }
-    store.close().await;
     Ok(if failed == 0 { Exit::Ok } else { Exit::Error })
 }

@@ -9,6 +9,7 @@
 pub mod courier;
 mod json;
 mod slack;
+pub mod webhook;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -17,6 +18,7 @@ use crate::config::{Config, NotifierConfig, NotifyEvent, NotifyKind};
 use crate::store::NewMessage;
 
 pub use courier::Courier;
+pub use webhook::Webhooks;
 
 /// What an alert is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
