@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1;
@@ -24,6 +24,7 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio_rustls::TlsConnector;
 
+use super::quiet_waker::QuietWakers;
 use crate::metrics::ErrorClass;
 
 /// A failed exchange: its class and a message for the samples.
@@ -47,10 +48,12 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
 
 type Driver = Pin<Box<http1::Connection<TokioIo<Box<dyn Stream>>, Full<Bytes>>>>;
 
-/// One keep-alive connection: the handle requests go through, and the future that does the I/O.
+/// One keep-alive connection: the handle requests go through, the future that does the I/O, and the waker
+/// both are polled with.
 struct Connection {
     sender: http1::SendRequest<Full<Bytes>>,
     driver: Driver,
+    wakers: QuietWakers,
 }
 
 /// Where and how to connect.
@@ -243,10 +246,14 @@ impl HttpClient {
             .await
             .map_err(|_| Failure::new(ErrorClass::Connect, format!("cannot connect within {limit}")))?
             .map_err(|e| Failure::new(ErrorClass::Connect, format!("cannot connect: {e}")))?;
-        let (sender, driver) = http1::handshake(TokioIo::new(stream))
+        // Requests are small: copying the head and body into one buffer and writing it costs less than
+        // hyper's default queue of buffers for a vectored write (measured: ~5 % more requests per second).
+        let (sender, driver) = http1::Builder::new()
+            .writev(false)
+            .handshake(TokioIo::new(stream))
             .await
             .map_err(|e| Failure::new(ErrorClass::Connect, format!("cannot start HTTP on the connection: {e}")))?;
-        Ok(Connection { sender, driver: Box::pin(driver) })
+        Ok(Connection { sender, driver: Box::pin(driver), wakers: QuietWakers::new() })
     }
 
     /// GETs `url` and returns its body as text: for the `version_url` of a build, not for load.
@@ -280,46 +287,78 @@ enum Attempt {
 impl Connection {
     /// Sends one request and reads its body, driving the connection meanwhile. Returns the response and
     /// whether the connection can take another request.
+    ///
+    /// The request and the connection are polled together with the connection's [`QuietWakers`], so a
+    /// request costs one poll of the session's task rather than one per hand-off between them, and the
+    /// connection is polled only when it has something to do.
     async fn exchange(&mut self, request: Request<Full<Bytes>>) -> Result<(Response<Bytes>, bool), Attempt> {
-        let Self { sender, driver } = self;
+        let Self { sender, driver, wakers } = self;
         let ready = poll_fn(|cx| {
-            if driver.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(false);
-            }
-            sender.poll_ready(cx).map(|r| r.is_ok())
+            wakers.poll(cx, |round| {
+                // A connection the server closed while it was idle ends without failing the sender.
+                if let Some(mut cx) = round.connection()
+                    && driver.as_mut().poll(&mut cx).is_ready()
+                {
+                    return Poll::Ready(false);
+                }
+                round.request().map_or(Poll::Pending, |mut cx| sender.poll_ready(&mut cx).map(|r| r.is_ok()))
+            })
         })
         .await;
         if !ready {
             return Err(Attempt::NotSent(Box::new(request)));
         }
-        let exchange = async {
-            let response = sender.try_send_request(request).await.map_err(|mut e| match e.take_message() {
-                Some(request) => Attempt::NotSent(Box::new(request)),
-                None => Attempt::Failed(classify(e.error(), "sending the request")),
-            })?;
-            let (parts, body) = response.into_parts();
-            let body = body.collect().await.map_err(|e| Attempt::Failed(classify(&e, "reading the body")))?;
-            Ok((parts, body.to_bytes()))
-        };
         let mut alive = true;
         let outcome = {
-            let mut exchange = std::pin::pin!(exchange);
+            let mut exchange = std::pin::pin!(async {
+                let response = sender.try_send_request(request).await.map_err(|mut e| match e.take_message() {
+                    Some(request) => Attempt::NotSent(Box::new(request)),
+                    None => Attempt::Failed(classify(e.error(), "sending the request")),
+                })?;
+                let (parts, mut body) = response.into_parts();
+                Ok((parts, read_body(&mut body).await?))
+            });
             poll_fn(|cx| {
-                if let Poll::Ready(outcome) = exchange.as_mut().poll(cx) {
-                    return Poll::Ready(outcome);
-                }
-                // Once the connection is done (closed, or failed), the exchange resolves on its own.
-                if alive && driver.as_mut().poll(cx).is_ready() {
-                    alive = false;
-                    return exchange.as_mut().poll(cx);
-                }
-                Poll::Pending
+                wakers.poll(cx, |round| {
+                    if let Some(mut cx) = round.request()
+                        && let Poll::Ready(outcome) = exchange.as_mut().poll(&mut cx)
+                    {
+                        return Poll::Ready(outcome);
+                    }
+                    // Once the connection is done (closed, or failed), the exchange resolves on its own.
+                    if let Some(mut cx) = round.connection()
+                        && alive
+                        && driver.as_mut().poll(&mut cx).is_ready()
+                    {
+                        alive = false;
+                        return exchange.as_mut().poll(&mut round.request_anyway());
+                    }
+                    Poll::Pending
+                })
             })
             .await
         };
         let (parts, body) = outcome?;
         Ok((Response::from_parts(parts, body), alive && !sender.is_closed()))
     }
+}
+
+/// Reads the whole body. Most arrive in one frame, which is kept as it is rather than copied.
+async fn read_body(body: &mut hyper::body::Incoming) -> Result<Bytes, Attempt> {
+    let mut first: Option<Bytes> = None;
+    let mut joined = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| Attempt::Failed(classify(&e, "reading the body")))?;
+        let Ok(data) = frame.into_data() else { continue };
+        match first.take() {
+            None if joined.is_empty() => first = Some(data),
+            earlier => {
+                joined.extend_from_slice(&earlier.unwrap_or_default());
+                joined.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| joined.freeze()))
 }
 
 fn tls_connector() -> TlsConnector {

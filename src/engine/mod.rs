@@ -5,10 +5,12 @@
 //! every request to one [`recorder`]. When the plan ends, in-flight requests get until their timeout to
 //! finish; on Ctrl-C they get a short grace, then are cut off and counted as `aborted_at_end`.
 
+mod alarm;
 pub mod client;
 mod cpu;
 mod outcome;
 mod pacer;
+mod quiet_waker;
 mod recorder;
 mod session;
 

@@ -16,6 +16,7 @@ use rand_distr::{Distribution, Exp1};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::alarm::Alarm;
 use super::cpu::timed;
 use super::session::{SessionEnd, Shared, record_dropped, run_session};
 use crate::scenario::plan::Arrivals;
@@ -140,7 +141,10 @@ pub(super) async fn open(
             } else {
                 let shared = Arc::clone(&shared);
                 let measured = stage.measure;
-                sessions.spawn(async move { timed(&shared.busy, run_session(&shared, number, at, measured)).await });
+                sessions.spawn(async move {
+                    let mut alarm = Alarm::new(at + shared.plan.target.timeout);
+                    timed(&shared.busy, run_session(&shared, number, at, measured, &mut alarm)).await
+                });
             }
             shared.busy.add(dispatching.elapsed());
             number += 1;
@@ -195,6 +199,7 @@ pub(super) async fn closed(
 /// the current stage's user count.
 async fn user(shared: &Shared, index: u32, active: &AtomicU32, measured: &AtomicBool) -> SessionEnd {
     let mut next = Instant::now();
+    let mut alarm = Alarm::new(next + shared.plan.target.timeout);
     let mut count = 0_u64;
     while next < shared.deadline && !shared.stopping.load(Ordering::Relaxed) {
         if index >= active.load(Ordering::Relaxed) {
@@ -204,7 +209,7 @@ async fn user(shared: &Shared, index: u32, active: &AtomicU32, measured: &Atomic
             continue;
         }
         let number = (u64::from(index) << 40) | count;
-        match run_session(shared, number, next, measured.load(Ordering::Relaxed)).await {
+        match run_session(shared, number, next, measured.load(Ordering::Relaxed), &mut alarm).await {
             SessionEnd::Next(at) => next = at.max(Instant::now()),
             SessionEnd::OutOfData => return SessionEnd::OutOfData,
         }
