@@ -1,5 +1,5 @@
 //! The HTTP client of the request hot loop: keep-alive HTTP/1.1 connections to one target, over plain TCP
-//! or rustls, and the classification of everything that can go wrong into an [`ErrorClass`].
+//! or rustls. What can go wrong is classified in [`super::failure`].
 //!
 //! Each connection is driven by the task that uses it: hyper's `Connection` future is polled next to the
 //! request instead of on a task of its own, and idle connections wait in a plain stack. That saves two task
@@ -24,23 +24,11 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio_rustls::TlsConnector;
 
+pub use super::failure::Failure;
+pub(crate) use super::failure::chain;
+use super::failure::classify;
 use super::quiet_waker::QuietWakers;
 use crate::metrics::ErrorClass;
-
-/// A failed exchange: its class and a message for the samples.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// Which class it counts in.
-    pub class: ErrorClass,
-    /// What happened, without the URL (which may carry tokens).
-    pub message: String,
-}
-
-impl Failure {
-    pub(crate) fn new(class: ErrorClass, message: impl Into<String>) -> Self {
-        Self { class, message: message.into() }
-    }
-}
 
 /// A byte stream to the target, plain or TLS.
 trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
@@ -376,43 +364,4 @@ pub(crate) fn tls_config() -> rustls::ClientConfig {
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     config
-}
-
-/// Classifies by the most specific cause in the chain: an I/O reset, or hyper's view of the exchange.
-fn classify(error: &hyper::Error, doing: &str) -> Failure {
-    let message = format!("{doing}: {}", chain(error));
-    if error.is_incomplete_message() {
-        return Failure::new(ErrorClass::Reset, message);
-    }
-    if error.is_parse() || error.is_parse_status() {
-        return Failure::new(ErrorClass::Protocol, message);
-    }
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = cause {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
-            if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof) {
-                return Failure::new(ErrorClass::Reset, message);
-            }
-        }
-        cause = e.source();
-    }
-    Failure::new(ErrorClass::Protocol, message)
-}
-
-/// The error and its causes on one line, without repeats.
-pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = String::new();
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = cause {
-        let text = e.to_string();
-        if !out.contains(&text) {
-            if !out.is_empty() {
-                out.push_str(": ");
-            }
-            out.push_str(&text);
-        }
-        cause = e.source();
-    }
-    out
 }

@@ -8,6 +8,7 @@
 mod alarm;
 pub mod client;
 mod cpu;
+mod failure;
 mod outcome;
 mod pacer;
 mod quiet_waker;
