@@ -218,6 +218,16 @@ async fn every_failure_lands_in_its_class_and_never_stops_the_run() {
     hang_up.abort();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_closes_idle_connections_costs_no_errors() {
+    // The next request finds its kept-alive connection closed before it was written, and goes out on a new
+    // one, as a browser's or a service's client would: the target did nothing wrong.
+    let (url, server) = misbehaving_server(Misbehaviour::AnswerThenClose).await;
+    let answered = one_second_of(&url, "", "path = \"/\"", "").await;
+    assert_eq!((answered.requests, answered.errors), (10, 0), "{:?}", answered.error_samples);
+    server.abort();
+}
+
 /// The error for scenario `text`, with the temp folder removed from paths.
 fn scenario_error(text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();

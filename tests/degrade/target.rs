@@ -139,6 +139,9 @@ pub enum Misbehaviour {
     Garbage,
     /// Reads the request, then closes the connection without answering.
     HangUp,
+    /// Answers the first request in full, then closes the connection 20 ms later, as a server does with
+    /// connections that stay idle longer than its keep-alive timeout.
+    AnswerThenClose,
 }
 
 /// A raw TCP server on a free port that misbehaves on every connection; returns its base URL.
@@ -150,8 +153,15 @@ pub async fn misbehaving_server(how: Misbehaviour) -> (String, tokio::task::Join
             tokio::spawn(async move {
                 let mut buffer = [0_u8; 4096];
                 let _ = socket.read(&mut buffer).await;
-                if let Misbehaviour::Garbage = how {
-                    let _ = socket.write_all(b"SURPRISE this is not HTTP\r\n\r\n").await;
+                match how {
+                    Misbehaviour::Garbage => {
+                        let _ = socket.write_all(b"SURPRISE this is not HTTP\r\n\r\n").await;
+                    }
+                    Misbehaviour::AnswerThenClose => {
+                        let _ = socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await;
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    }
+                    Misbehaviour::HangUp => {}
                 }
             });
         }
