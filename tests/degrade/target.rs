@@ -139,7 +139,7 @@ pub enum Misbehaviour {
     Garbage,
     /// Reads the request, then closes the connection without answering.
     HangUp,
-    /// Answers the first request in full, then closes the connection 20 ms later, as a server does with
+    /// Answers the first request in full, then closes the connection 5 ms later, as a server does with
     /// connections that stay idle longer than its keep-alive timeout.
     AnswerThenClose,
 }
@@ -159,7 +159,7 @@ pub async fn misbehaving_server(how: Misbehaviour) -> (String, tokio::task::Join
                     }
                     Misbehaviour::AnswerThenClose => {
                         let _ = socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await;
-                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
                     }
                     Misbehaviour::HangUp => {}
                 }
