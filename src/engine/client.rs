@@ -40,7 +40,8 @@ type Driver = Pin<Box<http1::Connection<TokioIo<Box<dyn Stream>>, Full<Bytes>>>>
 /// both are polled with.
 struct Connection {
     sender: http1::SendRequest<Full<Bytes>>,
-    driver: Driver,
+    /// `None` once it ended: dropped then, so that hyper hands back a request it had not written.
+    driver: Option<Driver>,
     wakers: QuietWakers,
 }
 
@@ -241,7 +242,7 @@ impl HttpClient {
             .handshake(TokioIo::new(stream))
             .await
             .map_err(|e| Failure::new(ErrorClass::Connect, format!("cannot start HTTP on the connection: {e}")))?;
-        Ok(Connection { sender, driver: Box::pin(driver), wakers: QuietWakers::new() })
+        Ok(Connection { sender, driver: Some(Box::pin(driver)), wakers: QuietWakers::new() })
     }
 
     /// GETs `url` and returns its body as text: for the `version_url` of a build, not for load.
@@ -283,20 +284,27 @@ impl Connection {
         let Self { sender, driver, wakers } = self;
         let ready = poll_fn(|cx| {
             wakers.poll(cx, |round| {
-                // A connection the server closed while it was idle ends without failing the sender.
+                // The sender is usually ready at once: the connection asked for the next request as it finished
+                // the last. The connection is then left to the exchange, which polls it once with the request
+                // in it; polled here too, it was one more poll of hyper's connection per request, for nothing.
+                // A connection the server closed while idle is found there, before the request is written.
+                if let Some(mut cx) = round.request()
+                    && let Poll::Ready(ready) = sender.poll_ready(&mut cx)
+                {
+                    return Poll::Ready(ready.is_ok());
+                }
                 if let Some(mut cx) = round.connection()
-                    && driver.as_mut().poll(&mut cx).is_ready()
+                    && driver.as_mut().is_none_or(|driver| driver.as_mut().poll(&mut cx).is_ready())
                 {
                     return Poll::Ready(false);
                 }
-                round.request().map_or(Poll::Pending, |mut cx| sender.poll_ready(&mut cx).map(|r| r.is_ok()))
+                Poll::Pending
             })
         })
         .await;
         if !ready {
             return Err(Attempt::NotSent(Box::new(request)));
         }
-        let mut alive = true;
         let outcome = {
             let mut exchange = std::pin::pin!(async {
                 let response = sender.try_send_request(request).await.map_err(|mut e| match e.take_message() {
@@ -313,12 +321,12 @@ impl Connection {
                     {
                         return Poll::Ready(outcome);
                     }
-                    // Once the connection is done (closed, or failed), the exchange resolves on its own.
+                    // Once the connection is done (closed, or failed), dropping it resolves the exchange: with the
+                    // request handed back if it was not written, with the connection's error if it was.
                     if let Some(mut cx) = round.connection()
-                        && alive
-                        && driver.as_mut().poll(&mut cx).is_ready()
+                        && driver.as_mut().is_some_and(|driver| driver.as_mut().poll(&mut cx).is_ready())
                     {
-                        alive = false;
+                        *driver = None;
                         return exchange.as_mut().poll(&mut round.request_anyway());
                     }
                     Poll::Pending
@@ -327,7 +335,7 @@ impl Connection {
             .await
         };
         let (parts, body) = outcome?;
-        Ok((Response::from_parts(parts, body), alive && !sender.is_closed()))
+        Ok((Response::from_parts(parts, body), driver.is_some() && !sender.is_closed()))
     }
 }
 

@@ -66,8 +66,12 @@ impl Round<'_> {
         Context::from_waker(&self.wakers.request)
     }
 
+    /// Whether `side` was woken before this round or since it began, clearing both: the poll that follows
+    /// sees whatever the wake-up announced. (Left set, a wake-up from earlier in the same round, such as the
+    /// request being handed to the connection, cost one more poll of the connection for nothing.)
     fn take(&mut self, side: u8) -> bool {
-        let woken = self.woken & side != 0;
+        let since = self.wakers.shared.woken.fetch_and(!side, Ordering::SeqCst);
+        let woken = (self.woken | since) & side != 0;
         self.woken &= !side;
         woken
     }
@@ -198,6 +202,25 @@ mod tests {
         })
         .await;
         assert_eq!(rounds, [false, true]);
+    }
+
+    #[tokio::test]
+    async fn a_side_woken_and_then_polled_in_the_same_round_needs_no_round_of_its_own() {
+        let wakers = QuietWakers::new();
+        let connection = wakers.connection.clone();
+        let mut rounds = Vec::new();
+        let polled = poll_fn(|cx| {
+            Poll::Ready(wakers.poll(cx, |round| {
+                // The request hands itself to the connection, which is polled next in this round and takes it.
+                let request = round.request().is_some();
+                connection.wake_by_ref();
+                rounds.push((request, round.connection().is_some()));
+                Poll::<()>::Pending
+            }))
+        })
+        .await;
+        assert!(polled.is_pending());
+        assert_eq!(rounds, [(true, true)]);
     }
 
     #[tokio::test]
