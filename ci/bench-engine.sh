@@ -11,7 +11,8 @@
 #      its request channel, measured with heaptrack), so with 256 the two runs' peaks would differ by how many
 #      connections the VM's hiccups happened to make each of them open, not by how long they ran. The long
 #      run still ends 0.5-1 MB (~3 %) bigger, and not in live data: heaptrack puts both runs' heap peaks at
-#      8.1-8.2 MB. Identical runs differ by up to 1 MB, so read these figures to about a megabyte.
+#      8.1-8.2 MB, and /proc/PID/smaps shows about half of either peak is the binary's own code pages.
+#      Identical runs differ by up to 1 MB, so read these figures to about a megabyte.
 # nginx runs on core 0, the generators on core 1, so neither steals the other's CPU.
 # Usage: bash ci/bench-engine.sh   (ROUNDS=5 by default; installs nginx-light and wrk if missing)
 set -euo pipefail
