@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use chrono::{Duration, Utc};
 use degrade::store::{
-    DatabaseUrl, EndpointResult, LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus, Store, TimelinePoint,
+    DatabaseUrl, EndpointResult, Intervals, LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus, Store,
+    TimelinePoint,
 };
 
 const NIGHTS: i64 = 3 * 365;
@@ -70,6 +71,7 @@ fn endpoint(name: &str, p95_ms: f64) -> EndpointResult {
         mean_us: us as f64 / 1.8,
         errors_by_class: BTreeMap::from([("http_5xx".to_owned(), 2)]),
         error_samples: BTreeMap::new(),
+        intervals: Intervals::default(),
         histogram: vec![0; 64],
     }
 }

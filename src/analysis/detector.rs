@@ -12,22 +12,21 @@
 use serde::Deserialize;
 
 use super::level::{Estimate, Prior, estimate};
+use super::shift::{Shift, shift};
 
-/// One-sided normal quantile for a 1 % false-alarm probability per metric and night.
-const Z_ALPHA: f64 = 2.326;
+/// The false-alarm probability of one series' test, per night.
+const ALPHA: f64 = 0.01;
 /// Log-scale noise below 2 % is not believed: no real service is that steady night to night.
-const LOG_SIGMA_FLOOR: f64 = 0.02;
+pub const LOG_SIGMA_FLOOR: f64 = 0.02;
 /// A weak prior on log-scale noise (10 %, worth one night), so three quiet nights do not make a hair trigger.
-const LOG_PRIOR: Prior = Prior { sigma: 0.10, nights: 1.0 };
+pub const LOG_PRIOR: Prior = Prior { sigma: 0.10, nights: 1.0 };
 /// Error rates: noise floor in percentage points.
 const ERROR_SIGMA_FLOOR: f64 = 0.02;
 /// Error rates: the smallest rise, in percentage points, worth an alert.
-const ERROR_MIN_RISE: f64 = 0.10;
+pub const ERROR_MIN_RISE: f64 = 0.10;
 /// Only the most recent nights are analysed: older ones say little about the current level, and the
 /// change-point search grows with the cube of the history length.
 pub const MAX_HISTORY: usize = 120;
-/// The variance of the median of m normal values is about (π/2)·σ²/m.
-const MEDIAN_VARIANCE_FACTOR: f64 = std::f64::consts::FRAC_PI_2;
 
 /// Which way a metric gets worse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -151,29 +150,17 @@ pub fn detect(question: &Question<'_>) -> Answer {
     let scale = Scale { sign, log: !is_error_rate };
     let y: Vec<f64> = history.iter().map(|v| scale.to_scale(*v)).collect();
     let (floor, prior) = if is_error_rate { (ERROR_SIGMA_FLOOR, None) } else { (LOG_SIGMA_FLOOR, Some(LOG_PRIOR)) };
-    let e = estimate(&y, floor, prior);
+    let e = estimate(&y, &vec![0.0; y.len()], floor, prior);
     decide(&e, candidate, &scale, kind, min_effect_pct / 100.0)
 }
 
 fn decide(e: &Estimate, candidate: f64, scale: &Scale, kind: SeriesKind, min_effect: f64) -> Answer {
-    let yc = scale.to_scale(candidate);
-    let sigma = e.sigma;
-    // Tomorrow's expected value given tonight's residual (AR(1)); with an unsettled tail there is no settled
-    // last night to carry over.
-    let residual = if e.tail.is_some() { 0.0 } else { (e.last - e.level).clamp(-2.0 * sigma, 2.0 * sigma) };
-    let forecast = e.level + e.phi * residual;
-    let level_nights = e.level_nights as f64;
-    let se = sigma * (1.0 - e.phi * e.phi + (1.0 + e.phi) / ((1.0 - e.phi) * level_nights)).sqrt();
-    let mut z = (yc - forecast) / se;
-    let mut baselines = vec![e.level];
-    if let Some((tail_median, tail_nights)) = e.tail {
-        let tail_z = (yc - tail_median) / (sigma * (1.0 + MEDIAN_VARIANCE_FACTOR / tail_nights as f64).sqrt());
-        z = if z >= 0.0 { z.min(tail_z) } else { z.max(tail_z) };
-        baselines.push(tail_median);
-    }
-    let k = student_t_quantile(Z_ALPHA, e.dof);
+    let tonight = shift(e, scale.to_scale(candidate), 0.0);
+    let Shift { z, forecast, se, .. } = tonight;
+    let k = tonight.threshold(ALPHA);
     // Worsening relative to each baseline, in raw units: positive = worse.
-    let worsening: Vec<(f64, f64)> = baselines
+    let worsening: Vec<(f64, f64)> = tonight
+        .baselines
         .iter()
         .map(|&u| {
             let base = scale.to_raw(u);
@@ -241,12 +228,6 @@ fn reason(e: &Estimate, z: f64, k: f64, min_effect: f64, error_rate: bool) -> St
         text += &format!("; the last {nights} nights moved to a new level that is not settled yet");
     }
     text
-}
-
-/// The one-sided Student-t quantile for `dof` degrees of freedom, from the normal quantile `z`
-/// (Cornish-Fisher expansion, two terms): the threshold widens when the noise is estimated from few nights.
-fn student_t_quantile(z: f64, dof: f64) -> f64 {
-    z + (z.powi(3) + z) / (4.0 * dof) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * dof * dof)
 }
 
 #[cfg(test)]

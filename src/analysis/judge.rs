@@ -1,10 +1,13 @@
-//! Judging one run: every endpoint × metric of the candidate against the same figure in the baseline runs,
-//! plus the absolute gates. Pure: results in, findings out.
+//! Judging one run: every endpoint × metric of the candidate against the same figure in the baseline runs
+//! (the nightly family of `nightly`, or one named run), an endpoint that stopped serving, and the absolute
+//! gates. Pure: results in, findings out.
 
 use std::fmt;
 
-use super::detector::{Answer, Change, Direction, Question, SeriesKind, detect};
+use super::detector::{Answer, Change, Direction, Question, SeriesKind};
+use super::nightly::judge_nightly;
 use crate::config::Gates;
+use crate::scenario::LoadModel;
 use crate::store::{EndpointResult, Finding, Metric};
 
 /// What a check concluded about a run.
@@ -47,6 +50,8 @@ pub mod finding {
     pub const NO_CHANGE: &str = "no_change";
     /// Too little history to tell.
     pub const INCONCLUSIVE: &str = "inconclusive";
+    /// The figure rests on too few requests to be judged.
+    pub const TOO_FEW: &str = "too_few";
     /// Over an absolute limit.
     pub const GATE_BREACHED: &str = "gate_breached";
     /// Within an absolute limit.
@@ -64,7 +69,7 @@ pub struct Judgement {
     pub summary: String,
 }
 
-/// The metrics judged against the baseline, with the direction in which they get worse.
+/// The metrics compared with one named run, with the direction in which they get worse.
 const JUDGED: [(Metric, Direction, SeriesKind); 5] = [
     (Metric::P50, Direction::HigherIsWorse, SeriesKind::Latency),
     (Metric::P95, Direction::HigherIsWorse, SeriesKind::Latency),
@@ -82,21 +87,57 @@ pub enum Comparison {
     OneRun,
 }
 
-/// Judges `candidate`'s endpoints against `baseline` (one entry per baseline run, oldest first).
+/// Judges `candidate`'s endpoints against `baseline` (one entry per baseline run, oldest first). Throughput
+/// is judged only for the closed `model`: in the open model the generator sets the rate.
 #[must_use]
 pub fn judge(
     candidate: &[EndpointResult],
     baseline: &[Vec<EndpointResult>],
     gates: &Gates,
     comparison: Comparison,
+    model: LoadModel,
 ) -> Judgement {
     let min_runs = match comparison {
         Comparison::Nightly => gates.min_runs as usize,
         Comparison::OneRun => 1,
     };
+    let judge_throughput = model == LoadModel::Closed;
     let mut findings = missing_endpoints(candidate, baseline);
+    findings.extend(match comparison {
+        Comparison::Nightly => judge_nightly(candidate, baseline, gates, judge_throughput),
+        Comparison::OneRun => one_run_findings(candidate, baseline, gates, judge_throughput),
+    });
+    for endpoint in candidate.iter().filter(|e| e.requests > 0) {
+        findings.extend(gate_findings(endpoint, gates));
+    }
+    // Each endpoint's lines together, in the candidate's order.
+    let position = |name: &str| candidate.iter().position(|e| e.endpoint == name).unwrap_or(usize::MAX);
+    findings.sort_by_key(|f| position(&f.endpoint));
+    let count = |outcome: &str| findings.iter().filter(|f| f.outcome == outcome).count();
+    let outcome = if count(finding::REGRESSION) + count(finding::GATE_BREACHED) > 0 {
+        Outcome::Regressed
+    } else if baseline.len() < min_runs {
+        Outcome::Inconclusive
+    } else {
+        Outcome::Passed
+    };
+    let summary = summarize(outcome, &findings, baseline.len(), min_runs);
+    Judgement { outcome, findings, summary }
+}
+
+/// Every endpoint × metric against one named run.
+fn one_run_findings(
+    candidate: &[EndpointResult],
+    baseline: &[Vec<EndpointResult>],
+    gates: &Gates,
+    judge_throughput: bool,
+) -> Vec<Finding> {
+    let mut findings = Vec::new();
     for endpoint in candidate.iter().filter(|e| e.requests > 0) {
         for (metric, direction, kind) in JUDGED {
+            if metric == Metric::Throughput && !judge_throughput {
+                continue;
+            }
             let history: Vec<f64> = baseline
                 .iter()
                 .filter_map(|run| run.iter().find(|e| e.endpoint == endpoint.endpoint))
@@ -110,26 +151,17 @@ pub fn judge(
                 direction,
                 kind,
                 min_effect_pct,
-                min_runs,
+                min_runs: 1,
             };
-            let answer = match comparison {
-                Comparison::Nightly => detect(&question),
-                Comparison::OneRun => compare_with_one_run(&question),
-            };
-            findings.push(finding_from(&endpoint.endpoint, metric, question.candidate, answer));
+            findings.push(finding_from(
+                &endpoint.endpoint,
+                metric,
+                question.candidate,
+                compare_with_one_run(&question),
+            ));
         }
-        findings.extend(gate_findings(endpoint, gates));
     }
-    let count = |outcome: &str| findings.iter().filter(|f| f.outcome == outcome).count();
-    let outcome = if count(finding::REGRESSION) + count(finding::GATE_BREACHED) > 0 {
-        Outcome::Regressed
-    } else if baseline.len() < min_runs {
-        Outcome::Inconclusive
-    } else {
-        Outcome::Passed
-    };
-    let summary = summarize(outcome, &findings, baseline.len(), min_runs);
-    Judgement { outcome, findings, summary }
+    findings
 }
 
 /// Endpoints the most recent baseline run served but tonight's run did not (absent, or no requests): the
@@ -148,7 +180,9 @@ fn missing_endpoints(candidate: &[EndpointResult], baseline: &[Vec<EndpointResul
             candidate_value: 0.0,
             delta_pct: Some(-100.0),
             limit: None,
-            reason: format!("no requests tonight; the latest baseline run served {}", before.requests),
+            interval: None,
+            p_value: None,
+            reason: format!("no requests tonight; the latest baseline run served {} requests", before.requests),
         })
         .collect()
 }
@@ -204,6 +238,8 @@ fn finding_from(endpoint: &str, metric: Metric, candidate: f64, answer: Answer) 
         candidate_value: candidate,
         delta_pct: answer.delta_pct,
         limit: answer.limit,
+        interval: None,
+        p_value: None,
         reason: answer.reason,
     }
 }
@@ -235,6 +271,8 @@ fn gate_findings(endpoint: &EndpointResult, gates: &Gates) -> Vec<Finding> {
             candidate_value: value,
             delta_pct: None,
             limit: Some(limit),
+            interval: None,
+            p_value: None,
             reason,
         })
     })
@@ -260,6 +298,9 @@ fn summarize(outcome: Outcome, findings: &[Finding], baseline_runs: usize, min_r
     .map(|(outcome, one, many)| counted(count(outcome), one, many))
     .collect();
     parts.push(format!("{} unchanged", count(finding::NO_CHANGE)));
+    if count(finding::TOO_FEW) > 0 {
+        parts.push(format!("{} on too few requests to judge", count(finding::TOO_FEW)));
+    }
     format!("{outcome}: {}", parts.join(", "))
 }
 
@@ -295,7 +336,7 @@ mod tests {
     #[test]
     fn flags_only_the_endpoint_that_regressed() {
         let tonight = [endpoint("GET /a", 140.0, 0), endpoint("GET /b", 40.5, 0)];
-        let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly);
+        let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly, LoadModel::Open);
         assert_eq!(judgement.outcome, Outcome::Regressed);
         let regressions: Vec<_> = judgement
             .findings
@@ -304,21 +345,21 @@ mod tests {
             .map(|f| (f.endpoint.as_str(), f.metric.as_str()))
             .collect();
         assert_eq!(regressions, [("GET /a", "p50"), ("GET /a", "p95"), ("GET /a", "p99")]);
-        assert_eq!(judgement.findings.len(), 10, "5 metrics x 2 endpoints");
-        assert!(judgement.summary.starts_with("regressed: 3 regressions, 7 unchanged"), "{}", judgement.summary);
+        assert_eq!(judgement.findings.len(), 8, "4 metrics x 2 endpoints: throughput is the open model's own");
+        assert!(judgement.summary.starts_with("regressed: 3 regressions, 5 unchanged"), "{}", judgement.summary);
     }
 
     #[test]
     fn a_normal_night_passes() {
         let tonight = [endpoint("GET /a", 101.0, 0), endpoint("GET /b", 39.5, 0)];
-        let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly);
+        let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly, LoadModel::Open);
         assert_eq!(judgement.outcome, Outcome::Passed, "{judgement:?}");
     }
 
     #[test]
     fn too_few_baseline_runs_are_inconclusive_but_gates_still_apply() {
         let tonight = [endpoint("GET /a", 1400.0, 0), endpoint("GET /b", 40.0, 0)];
-        let judgement = judge(&tonight, &nights(3), &Gates::default(), Comparison::Nightly);
+        let judgement = judge(&tonight, &nights(3), &Gates::default(), Comparison::Nightly, LoadModel::Open);
         assert_eq!(judgement.outcome, Outcome::Inconclusive);
         assert!(judgement.summary.contains("3 valid runs in the baseline, at least 5 needed"), "{}", judgement.summary);
 
@@ -330,7 +371,7 @@ mod tests {
             },
             ..Gates::default()
         };
-        let judgement = judge(&tonight, &nights(3), &green_zone, Comparison::Nightly);
+        let judgement = judge(&tonight, &nights(3), &green_zone, Comparison::Nightly, LoadModel::Open);
         assert_eq!(judgement.outcome, Outcome::Regressed);
         let breach = judgement.findings.iter().find(|f| f.outcome == finding::GATE_BREACHED).unwrap();
         assert_eq!(
@@ -348,17 +389,17 @@ mod tests {
             ("p95".to_owned(), 50.0),
             ("p99".to_owned(), 50.0),
         ]);
-        assert_eq!(judge(&tonight, &nights(10), &gates, Comparison::Nightly).outcome, Outcome::Passed);
+        assert_eq!(judge(&tonight, &nights(10), &gates, Comparison::Nightly, LoadModel::Open).outcome, Outcome::Passed);
     }
 
     #[test]
     fn an_endpoint_that_stopped_serving_is_a_regression() {
         let tonight = [endpoint("GET /a", 100.0, 0), EndpointResult { requests: 0, ..endpoint("GET /b", 40.0, 0) }];
-        let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly);
+        let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly, LoadModel::Open);
         assert_eq!(judgement.outcome, Outcome::Regressed);
         let missing = judgement.findings.iter().find(|f| f.metric == "requests").unwrap();
         assert_eq!((missing.endpoint.as_str(), missing.baseline_value), ("GET /b", Some(10_000.0)));
-        let only_a = judge(&tonight[..1], &nights(10), &Gates::default(), Comparison::Nightly);
+        let only_a = judge(&tonight[..1], &nights(10), &Gates::default(), Comparison::Nightly, LoadModel::Open);
         assert!(only_a.findings.iter().any(|f| f.endpoint == "GET /b" && f.outcome == finding::REGRESSION));
     }
 
@@ -366,7 +407,7 @@ mod tests {
     fn one_named_run_is_compared_by_effect_alone() {
         let judge_one = |p95| {
             let tonight = [endpoint("GET /a", p95, 0), endpoint("GET /b", 40.0, 0)];
-            judge(&tonight, &nights(1), &Gates::default(), Comparison::OneRun)
+            judge(&tonight, &nights(1), &Gates::default(), Comparison::OneRun, LoadModel::Open)
         };
         let slower = judge_one(115.0);
         assert_eq!(slower.outcome, Outcome::Regressed);

@@ -2,10 +2,12 @@
 //! around it and its night-to-night autocorrelation. Pure statistics on one series, used by the detector.
 //!
 //! The series is already on the detector's scale (log for latency and throughput, linear for error rates)
-//! and oriented so that larger is worse. Robustness comes from three choices: the segmentation cost is
-//! clipped, so one wild night never becomes a level of its own; noise is measured inside settled segments
-//! only, so a past step change is a new level rather than noise; and nights far from their segment are left
-//! out of the noise and the level.
+//! and oriented so that larger is worse. Each night may carry its own sampling variance (a p99 of a few
+//! hundred requests is uncertain in itself); the noise is split into that sampling part and the
+//! night-to-night part, and never falls below what sampling alone explains. Robustness comes from three
+//! choices: the segmentation cost is clipped, so one wild night never becomes a level of its own; noise is
+//! measured inside settled segments only, so a past step change is a new level rather than noise; and nights
+//! far from their segment are left out of the noise and the level.
 
 /// Converts a median absolute deviation into a normal standard deviation.
 const MAD_TO_SIGMA: f64 = 1.4826;
@@ -31,9 +33,15 @@ pub struct Estimate {
     pub level: f64,
     /// How many nights the level is the mean of.
     pub level_nights: usize,
-    /// Night-to-night noise (one standard deviation).
+    /// Night-to-night variance beyond sampling (after the prior, at least the floor squared).
+    pub night_var: f64,
+    /// Night-to-night variance beyond sampling, from this series alone (no prior, no floor).
+    pub own_night_var: f64,
+    /// The mean sampling variance of the history's nights.
+    pub sampling_var: f64,
+    /// The total noise of one night: √(night_var + sampling_var).
     pub sigma: f64,
-    /// Degrees of freedom behind `sigma`.
+    /// Degrees of freedom behind the noise (the prior's included).
     pub dof: f64,
     /// Lag-1 autocorrelation of the residuals, in `[0, PHI_MAX]`.
     pub phi: f64,
@@ -43,9 +51,19 @@ pub struct Estimate {
     pub tail: Option<(f64, usize)>,
     /// How many segments the series split into.
     pub segments: usize,
+    /// The nights left out of the noise as outliers: their distance from their segment's median. They are
+    /// evidence of a heavy tail: [`super::shift`] never calls tonight a change when earlier nights of the
+    /// same level were as far off.
+    pub outliers: Vec<f64>,
+    /// How many nights the noise was measured on, outliers included.
+    pub noise_nights: usize,
+    /// Residuals of the settled segments' nights from their segment's median, for the autocorrelation.
+    residuals: Vec<Vec<f64>>,
+    /// Degrees of freedom from the series' own nights.
+    own_dof: f64,
 }
 
-/// A weak prior on the noise: `sigma` with the weight of `nights` nights.
+/// A weak prior on the night-to-night noise: `sigma` with the weight of `nights` nights.
 #[derive(Debug, Clone, Copy)]
 pub struct Prior {
     /// The typical noise.
@@ -54,42 +72,76 @@ pub struct Prior {
     pub nights: f64,
 }
 
-/// Estimates the current level and noise of `y` (at least 2 values). `floor` is the smallest noise believed.
+/// Estimates the current level and noise of `y` (at least 2 values), each night with its sampling variance
+/// (`sampling_var`, same length, zeros when unknown). `floor` is the smallest night-to-night noise believed.
 #[must_use]
-pub fn estimate(y: &[f64], floor: f64, prior: Option<Prior>) -> Estimate {
-    let n = y.len();
-    let segments = segment(y, segmentation_scale(y, floor));
+pub fn estimate(y: &[f64], sampling_var: &[f64], floor: f64, prior: Option<Prior>) -> Estimate {
+    let count = y.len();
+    let scale = segmentation_scale(y, floor);
+    let night_scale: Vec<f64> = sampling_var.iter().map(|v| scale.max(v.sqrt())).collect();
+    let segments = segment(y, &night_scale);
     let mut settled: Vec<(usize, usize)> = segments.iter().copied().filter(|(a, b)| b - a >= MIN_SETTLED).collect();
     if settled.is_empty() {
-        settled.push((0, n));
+        settled.push((0, count));
     }
     let medians: Vec<f64> = settled.iter().map(|&(a, b)| median(&y[a..b])).collect();
-    let (mut sigma, mut dof) = noise(y, &settled, &medians, floor);
-    if let Some(prior) = prior {
-        let variance = (dof * sigma * sigma + prior.nights * prior.sigma * prior.sigma) / (dof + prior.nights);
-        dof += prior.nights;
-        sigma = variance.sqrt();
-    }
-    sigma = sigma.max(floor);
-    let phi = autocorrelation(y, &settled, &medians, sigma);
+    let Noise { var: observed_var, dof, outliers } = noise(y, &settled, &medians, floor);
+    let noise_nights = settled.iter().map(|(a, b)| b - a).sum();
+    let sampling = mean(sampling_var);
+    let own = (observed_var - sampling).max(0.0);
+    let residuals = settled.iter().zip(&medians).map(|(&(a, b), m)| y[a..b].iter().map(|v| v - m).collect()).collect();
     let (a, b) = *settled.last().expect("at least one settled segment");
+    let mut e = Estimate {
+        level: 0.0,
+        level_nights: 0,
+        night_var: own,
+        own_night_var: own,
+        sampling_var: sampling,
+        sigma: 0.0,
+        dof,
+        phi: 0.0,
+        last: y[count - 1],
+        tail: (count - b >= TAIL_MIN).then(|| (median(&y[b..]), count - b)),
+        segments: segments.len(),
+        outliers,
+        noise_nights,
+        residuals,
+        own_dof: dof,
+    };
+    e.settle(prior, floor);
     let window = &y[a.max(b.saturating_sub(LEVEL_WINDOW))..b];
     let window_median = median(window);
     let mut inliers: Vec<f64> =
-        window.iter().copied().filter(|v| (v - window_median).abs() <= REJECT_SIGMAS * sigma).collect();
+        window.iter().copied().filter(|v| (v - window_median).abs() <= REJECT_SIGMAS * e.sigma).collect();
     if inliers.is_empty() {
         inliers = window.to_vec();
     }
-    let tail = (n - b >= TAIL_MIN).then(|| (median(&y[b..]), n - b));
-    Estimate {
-        level: mean(&inliers),
-        level_nights: inliers.len(),
-        sigma,
-        dof,
-        phi,
-        last: y[n - 1],
-        tail,
-        segments: segments.len(),
+    e.level = mean(&inliers);
+    e.level_nights = inliers.len();
+    e
+}
+
+impl Estimate {
+    /// The same estimate with `prior` on its night-to-night noise instead of the one it was made with.
+    #[must_use]
+    pub fn with_prior(&self, prior: Prior, floor: f64) -> Self {
+        let mut e = self.clone();
+        e.night_var = e.own_night_var;
+        e.dof = self.own_dof;
+        e.settle(Some(prior), floor);
+        e
+    }
+
+    /// Applies the prior and the floor to the night-to-night noise, then sets sigma and the autocorrelation.
+    fn settle(&mut self, prior: Option<Prior>, floor: f64) {
+        if let Some(prior) = prior {
+            self.night_var =
+                (self.dof * self.night_var + prior.nights * prior.sigma.powi(2)) / (self.dof + prior.nights);
+            self.dof += prior.nights;
+        }
+        self.night_var = self.night_var.max(floor * floor);
+        self.sigma = (self.night_var + self.sampling_var).sqrt();
+        self.phi = autocorrelation(&self.residuals, self.sigma);
     }
 }
 
@@ -107,7 +159,7 @@ fn segmentation_scale(y: &[f64], floor: f64) -> f64 {
 /// Optimal partitioning of `y` into segments `[a, b)`: minimises the clipped squared residuals around each
 /// segment's median plus [`CHANGE_POINT_PENALTY`] per change point (dynamic programming; ties go to the
 /// earliest start).
-fn segment(y: &[f64], scale: f64) -> Vec<(usize, usize)> {
+fn segment(y: &[f64], scale: &[f64]) -> Vec<(usize, usize)> {
     let n = y.len();
     let mut best = vec![f64::INFINITY; n + 1];
     let mut start = vec![0; n + 1];
@@ -121,7 +173,7 @@ fn segment(y: &[f64], scale: f64) -> Vec<(usize, usize)> {
             let position = sorted.partition_point(|v: &f64| *v < y[i]);
             sorted.insert(position, y[i]);
             let m = median_of_sorted(&sorted);
-            costs[i] = y[i..j].iter().map(|v| ((v - m) / scale).powi(2).min(CLIP_SQUARED)).sum();
+            costs[i] = y[i..j].iter().zip(&scale[i..j]).map(|(v, s)| ((v - m) / s).powi(2).min(CLIP_SQUARED)).sum();
         }
         for i in 0..j {
             let penalty = if i > 0 { CHANGE_POINT_PENALTY } else { 0.0 };
@@ -142,13 +194,25 @@ fn segment(y: &[f64], scale: f64) -> Vec<(usize, usize)> {
     segments
 }
 
-/// Noise inside the settled segments, leaving out nights far from their segment: (sigma, dof).
-fn noise(y: &[f64], settled: &[(usize, usize)], medians: &[f64], floor: f64) -> (f64, f64) {
+/// The noise inside the settled segments.
+struct Noise {
+    /// Variance of the inlier nights around their segment's mean.
+    var: f64,
+    /// Its degrees of freedom.
+    dof: f64,
+    /// The nights left out, as distances from their segment's median.
+    outliers: Vec<f64>,
+}
+
+/// Noise inside the settled segments, leaving out nights far from their segment.
+fn noise(y: &[f64], settled: &[(usize, usize)], medians: &[f64], floor: f64) -> Noise {
     let deviations: Vec<f64> =
         settled.iter().zip(medians).flat_map(|(&(a, b), m)| y[a..b].iter().map(move |v| (v - m).abs())).collect();
     let first_guess = (MAD_TO_SIGMA * median(&deviations)).max(floor);
     let (mut squares, mut count) = (0.0, 0.0);
+    let mut outliers = Vec::new();
     for (&(a, b), m) in settled.iter().zip(medians) {
+        outliers.extend(y[a..b].iter().map(|v| v - m).filter(|d| d.abs() > REJECT_SIGMAS * first_guess));
         let mut inliers: Vec<f64> =
             y[a..b].iter().copied().filter(|v| (v - m).abs() <= REJECT_SIGMAS * first_guess).collect();
         if inliers.is_empty() {
@@ -159,14 +223,17 @@ fn noise(y: &[f64], settled: &[(usize, usize)], medians: &[f64], floor: f64) -> 
         count += inliers.len() as f64 - 1.0;
     }
     let dof = count.max(1.0);
-    ((squares / dof).sqrt(), dof)
+    // With a night left out, the inliers' spread never falls below the robust scale of all nights: an
+    // outlier night is left out of the mean, not out of the evidence of how far nights wander.
+    let var = if outliers.is_empty() { squares / dof } else { (squares / dof).max(first_guess * first_guess) };
+    Noise { var, dof, outliers }
 }
 
 /// Lag-1 autocorrelation of the (winsorised) residuals within each settled segment.
-fn autocorrelation(y: &[f64], settled: &[(usize, usize)], medians: &[f64], sigma: f64) -> f64 {
+fn autocorrelation(residuals: &[Vec<f64>], sigma: f64) -> f64 {
     let (mut num, mut den) = (0.0, 0.0);
-    for (&(a, b), m) in settled.iter().zip(medians) {
-        let w: Vec<f64> = y[a..b].iter().map(|v| (v - m).clamp(-2.0 * sigma, 2.0 * sigma)).collect();
+    for segment in residuals {
+        let w: Vec<f64> = segment.iter().map(|v| v.clamp(-2.0 * sigma, 2.0 * sigma)).collect();
         num += w.windows(2).map(|p| p[0] * p[1]).sum::<f64>();
         den += w.iter().map(|v| v * v).sum::<f64>();
     }
@@ -187,7 +254,7 @@ fn median_of_sorted(sorted: &[f64]) -> f64 {
 }
 
 fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len() as f64
+    if values.is_empty() { 0.0 } else { values.iter().sum::<f64>() / values.len() as f64 }
 }
 
 #[cfg(test)]
@@ -198,7 +265,7 @@ mod tests {
     #[test]
     fn a_lone_spike_is_not_a_segment() {
         let y = [1.0, 1.02, 0.98, 1.01, 3.0, 0.99, 1.0, 1.01, 0.98, 1.02];
-        let e = estimate(&y, 0.02, None);
+        let e = estimate(&y, &[0.0; 20][..y.len()], 0.02, None);
         assert_eq!(e.segments, 1);
         assert!((e.level - 1.0).abs() < 0.01, "{e:?}");
         assert!(e.sigma < 0.05, "the spike must not inflate the noise: {e:?}");
@@ -207,7 +274,7 @@ mod tests {
     #[test]
     fn a_step_that_held_is_the_current_level() {
         let y = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.5, 1.49, 1.51, 1.5, 1.52];
-        let e = estimate(&y, 0.02, None);
+        let e = estimate(&y, &[0.0; 20][..y.len()], 0.02, None);
         assert_eq!(e.segments, 2);
         assert!((e.level - 1.5).abs() < 0.02, "{e:?}");
         assert!(e.sigma < 0.05, "the step is not noise: {e:?}");
@@ -216,7 +283,7 @@ mod tests {
     #[test]
     fn two_new_nights_are_an_unsettled_tail() {
         let y = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.01, 1.6, 1.62];
-        let e = estimate(&y, 0.02, None);
+        let e = estimate(&y, &[0.0; 20][..y.len()], 0.02, None);
         assert!((e.level - 1.0).abs() < 0.02, "{e:?}");
         assert_eq!(e.tail.map(|(_, n)| n), Some(2));
     }

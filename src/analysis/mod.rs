@@ -1,10 +1,19 @@
 //! Judging a run against the nights before it. Pure: data in, verdicts out, no I/O and no clock.
 //!
-//! `baseline` names the earlier runs; `level` finds where a nightly series stands and how noisy it is;
-//! `detector` decides whether tonight's value of one metric regressed; `judge` applies that to every
-//! endpoint × metric of a run, plus the absolute gates.
+//! `baseline` names the earlier runs; `sample` reads one night of one endpoint (its histogram, or its
+//! percentile ladder); `level` finds where a nightly series stands and how noisy it is; `shift` tests how far
+//! tonight lies from that level and `counts` how many more requests failed or were slow; `detector` applies
+//! the level and shift to one bare series (`degrade detect`); `nightly` judges every endpoint × metric of a
+//! run as one family with a controlled false-alarm rate; `judge` adds the absolute gates and the verdict.
 
 pub mod baseline;
+pub mod counts;
 pub mod detector;
+mod evidence;
 pub mod judge;
 pub mod level;
+pub mod nightly;
+#[cfg(test)]
+mod run_level_tests;
+pub mod sample;
+pub mod shift;

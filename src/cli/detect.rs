@@ -1,15 +1,18 @@
 //! `degrade detect`: the regression detector on raw series, JSON Lines in, JSON Lines out (DESIGN.md §6).
 //!
 //! Each input line is one metric of one endpoint: its nightly history and tonight's candidate. Each output
-//! line says whether to alert and why. A line that cannot be read (not UTF-8, not JSON, a missing or wrong
-//! field) is reported on standard error with its line number and field, and the command exits 2 after
-//! answering every readable line.
+//! line says whether to alert and why. With `--runs`, each line is a whole run instead (see `detect_runs`),
+//! judged by the same judge as `degrade check`. A line that cannot be read (not UTF-8, not JSON, a missing
+//! or wrong field) is reported on standard error with its line number and field, and the command exits 2
+//! after answering every readable line.
 
 use std::io::{BufRead, Write};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::Exit;
+use super::detect_runs::{RunCase, judge_case};
 use crate::analysis::detector::{Change, Direction, Question, SeriesKind, detect};
 
 /// One input line.
@@ -58,6 +61,11 @@ pub struct DetectArgs {
     /// scenario's `min_runs`, default 5.)
     #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=1000))]
     pub min_runs: u32,
+    /// Judge whole runs instead of single series: each line holds the history nights' and tonight's
+    /// per-endpoint figures, and the answer names the endpoints that regressed. The run's own
+    /// `min_effect_pct` (else --min-effect-pct) and the default gates apply, as in `degrade check`.
+    #[arg(long)]
+    pub runs: bool,
 }
 
 fn positive_pct(text: &str) -> Result<f64, String> {
@@ -68,6 +76,15 @@ fn positive_pct(text: &str) -> Result<f64, String> {
 }
 
 pub(super) fn run(args: &DetectArgs) -> anyhow::Result<Exit> {
+    if args.runs {
+        answer_lines(|case: RunCase| judge_case(case, args.min_effect_pct))
+    } else {
+        answer_lines(|case: Case| answer(case, args))
+    }
+}
+
+/// Reads one `C` per line of standard input and writes one JSON line per case that could be read.
+fn answer_lines<C: DeserializeOwned, A: Serialize>(answer: impl Fn(C) -> A) -> anyhow::Result<Exit> {
     let mut stdin = std::io::stdin().lock();
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let mut bad_lines = 0;
@@ -86,9 +103,9 @@ pub(super) fn run(args: &DetectArgs) -> anyhow::Result<Exit> {
             continue;
         }
         let mut deserializer = serde_json::Deserializer::from_str(line);
-        match serde_path_to_error::deserialize::<_, Case>(&mut deserializer) {
+        match serde_path_to_error::deserialize::<_, C>(&mut deserializer) {
             Ok(case) => {
-                let written = serde_json::to_writer(&mut stdout, &answer(case, args)).map_err(std::io::Error::from);
+                let written = serde_json::to_writer(&mut stdout, &answer(case)).map_err(std::io::Error::from);
                 if let Err(e) = written.and_then(|()| stdout.write_all(b"\n")) {
                     return broken_pipe_is_done(e);
                 }

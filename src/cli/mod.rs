@@ -6,6 +6,7 @@
 mod check;
 mod demo;
 mod detect;
+mod detect_runs;
 mod init;
 mod migrate;
 mod notify;

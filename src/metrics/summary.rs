@@ -10,7 +10,8 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 
 use super::ErrorClass;
-use crate::store::{EndpointResult, TimelinePoint};
+use super::interval::{error_rate_interval, percentile_interval};
+use crate::store::{EndpointResult, Intervals, TimelinePoint};
 
 /// The slowest response a histogram holds, in µs: one hour. Longer values are clamped to it.
 const MAX_US: u64 = 3_600_000_000;
@@ -133,7 +134,19 @@ pub fn endpoint_result(name: &str, record: &EndpointRecord, measured_secs: f64) 
         mean_us: if h.is_empty() { 0.0 } else { h.mean() },
         errors_by_class: record.errors_by_class(),
         error_samples: record.samples.iter().map(|(c, m)| (c.as_str().to_owned(), m.clone())).collect(),
+        intervals: intervals(h, record.error_count(), record.requests),
         histogram,
+    }
+}
+
+/// The 95 % intervals of p50, p95, p99 (from the response times in `h`) and of the error rate.
+#[must_use]
+pub fn intervals(h: &Histogram<u64>, errors: u64, requests: u64) -> Intervals {
+    Intervals {
+        p50_us: percentile_interval(h, 0.5),
+        p95_us: percentile_interval(h, 0.95),
+        p99_us: percentile_interval(h, 0.99),
+        error_pct: error_rate_interval(errors, requests),
     }
 }
 

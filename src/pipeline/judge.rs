@@ -9,6 +9,7 @@ use crate::analysis::baseline::BaselineSpec;
 use crate::analysis::judge::{Comparison, Judgement, Outcome, judge};
 use crate::config::Config;
 use crate::report::{BaselineRun, CheckReport};
+use crate::scenario::LoadModel;
 use crate::store::{EndpointResult, NewVerdict, Run, RunStatus, Store};
 
 /// Judges `candidate` against the runs `spec` selects, with the scenario's gates, and stores the verdict.
@@ -35,7 +36,8 @@ pub async fn judge_run(
         let baseline = baseline_runs(store, candidate, spec).await?;
         let comparison = if matches!(spec, BaselineSpec::Run(_)) { Comparison::OneRun } else { Comparison::Nightly };
         let tonight = endpoints(store, candidate.id).await?;
-        let judgement = judge(&tonight, &baseline_results(store, &baseline).await?, &gates, comparison);
+        let model = candidate.load_summary.as_ref().map_or(LoadModel::Open, |l| LoadModel::from_stored(&l.model));
+        let judgement = judge(&tonight, &baseline_results(store, &baseline).await?, &gates, comparison, model);
         (baseline, judgement)
     };
     let verdict = NewVerdict {

@@ -1,6 +1,6 @@
 //! The terminal rendering: only the findings that need attention, then the baseline and the verdict.
 
-use super::{CheckReport, signed_pct, with_unit};
+use super::{CheckReport, interval_text, signed_pct, with_unit};
 use crate::analysis::judge::finding;
 
 pub(super) fn render(report: &CheckReport) -> String {
@@ -10,17 +10,19 @@ pub(super) fn render(report: &CheckReport) -> String {
             finding::REGRESSION => "REGRESSION",
             finding::GATE_BREACHED => "GATE",
             finding::IMPROVEMENT => "improved",
+            finding::TOO_FEW => "too few",
             _ => continue,
         };
         let limit = f.limit.map(|l| format!(", limit {}", with_unit(&f.metric, l))).unwrap_or_default();
+        let interval = interval_text(f).map(|i| format!(", tonight {i}")).unwrap_or_default();
         let numbers = match f.baseline_value {
             Some(base) => format!(
-                "{} -> {} ({}{limit})",
+                "{} -> {} ({}{interval}{limit})",
                 with_unit(&f.metric, base),
                 with_unit(&f.metric, f.candidate_value),
                 signed_pct(f.delta_pct)
             ),
-            None => format!("{}{limit}", with_unit(&f.metric, f.candidate_value)),
+            None => format!("{}{interval}{limit}", with_unit(&f.metric, f.candidate_value)),
         };
         lines.push(format!("  {label:<10}  {}  {}  {numbers}", f.endpoint, f.metric));
         lines.push(format!("  {:<10}  {}", "", f.reason));

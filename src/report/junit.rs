@@ -1,7 +1,8 @@
 //! The JUnit XML rendering: one test suite per check, one test case per endpoint × metric (and per absolute
-//! gate); regressions and breached gates are failures carrying the numbers, inconclusive lines are skipped.
+//! gate); regressions and breached gates are failures carrying the numbers, inconclusive and too-few lines are
+//! skipped.
 
-use super::{CheckReport, signed_pct, with_unit};
+use super::{CheckReport, interval_text, signed_pct, with_unit};
 use crate::analysis::judge::finding;
 
 pub(super) fn render(report: &CheckReport) -> String {
@@ -10,7 +11,11 @@ pub(super) fn render(report: &CheckReport) -> String {
         .iter()
         .filter(|f| matches!(f.outcome.as_str(), finding::REGRESSION | finding::GATE_BREACHED))
         .count();
-    let skipped = report.findings.iter().filter(|f| f.outcome == finding::INCONCLUSIVE).count();
+    let skipped = report
+        .findings
+        .iter()
+        .filter(|f| matches!(f.outcome.as_str(), finding::INCONCLUSIVE | finding::TOO_FEW))
+        .count();
     let name = escape(&format!("degrade check {} run #{}", report.scenario, report.run_id));
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     out += &format!(
@@ -34,9 +39,10 @@ pub(super) fn render(report: &CheckReport) -> String {
             escape(&f.metric)
         );
         let numbers = format!(
-            "baseline {}, tonight {}, change {}, limit {}",
+            "baseline {}, tonight {}{}, change {}, limit {}",
             f.baseline_value.map_or_else(|| "n/a".to_owned(), |v| with_unit(&f.metric, v)),
             with_unit(&f.metric, f.candidate_value),
+            interval_text(f).map(|i| format!(" ({i})")).unwrap_or_default(),
             signed_pct(f.delta_pct),
             f.limit.map_or_else(|| "n/a".to_owned(), |v| with_unit(&f.metric, v)),
         );
@@ -47,7 +53,7 @@ pub(super) fn render(report: &CheckReport) -> String {
                 f.outcome,
                 escape(&f.reason)
             ),
-            finding::INCONCLUSIVE => {
+            finding::INCONCLUSIVE | finding::TOO_FEW => {
                 format!("{case}>\n      <skipped message=\"{}\"/>\n    </testcase>\n", escape(&f.reason))
             }
             _ => format!(

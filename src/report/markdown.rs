@@ -1,7 +1,7 @@
 //! The Markdown rendering, for a PR comment or a CI job summary: a heading with the verdict, the baseline,
 //! and a table of the findings that need attention (all of them in a collapsed section).
 
-use super::{CheckReport, signed_pct, with_unit};
+use super::{CheckReport, interval_text, signed_pct, with_unit};
 use crate::analysis::judge::{Outcome, finding};
 use crate::store::Finding;
 
@@ -16,7 +16,12 @@ pub(super) fn render(report: &CheckReport) -> String {
     let attention: Vec<&Finding> = report
         .findings
         .iter()
-        .filter(|f| matches!(f.outcome.as_str(), finding::REGRESSION | finding::GATE_BREACHED | finding::IMPROVEMENT))
+        .filter(|f| {
+            matches!(
+                f.outcome.as_str(),
+                finding::REGRESSION | finding::GATE_BREACHED | finding::IMPROVEMENT | finding::TOO_FEW
+            )
+        })
         .collect();
     if !attention.is_empty() {
         out += &table(&attention);
@@ -28,13 +33,14 @@ pub(super) fn render(report: &CheckReport) -> String {
 }
 
 fn table(findings: &[&Finding]) -> String {
-    let mut out = "| Endpoint | Metric | Baseline | Tonight | Change | Limit | Result |\n".to_owned();
-    out += "|---|---|---:|---:|---:|---:|---|\n";
+    let mut out = "| Endpoint | Metric | Baseline | Tonight | 95 % interval | Change | Limit | Result |\n".to_owned();
+    out += "|---|---|---:|---:|---:|---:|---:|---|\n";
     for f in findings {
         let baseline = f.baseline_value.map(|v| with_unit(&f.metric, v)).unwrap_or_default();
         let limit = f.limit.map(|v| with_unit(&f.metric, v)).unwrap_or_default();
+        let interval = interval_text(f).unwrap_or_default();
         out += &format!(
-            "| `{}` | {} | {baseline} | {} | {} | {limit} | {} |\n",
+            "| `{}` | {} | {baseline} | {} | {interval} | {} | {limit} | {} |\n",
             f.endpoint.replace('`', "'"),
             f.metric,
             with_unit(&f.metric, f.candidate_value),

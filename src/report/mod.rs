@@ -115,6 +115,31 @@ pub(crate) fn with_unit(metric: &str, value: f64) -> String {
     }
 }
 
+/// Milliseconds with a precision that fits their size: `0.42 ms`, `8.3 ms`, `1250 ms`.
+pub(crate) fn format_ms(ms: f64) -> String {
+    match ms.abs() {
+        x if x < 10.0 => format!("{ms:.2} ms"),
+        x if x < 100.0 => format!("{ms:.1} ms"),
+        _ => format!("{ms:.0} ms"),
+    }
+}
+
+/// Tonight's 95 % interval of a finding's figure, in its unit: `35.1–44.0 ms`, or `≥ 35.1 ms` when the
+/// requests cannot bound it from above.
+pub(crate) fn interval_text(f: &Finding) -> Option<String> {
+    let interval = f.interval?;
+    Some(match interval.hi {
+        Some(hi) => {
+            let hi = with_unit(&f.metric, hi);
+            let lo = with_unit(&f.metric, interval.lo);
+            // `35.1 ms–44.0 ms` reads worse than `35.1–44.0 ms`: keep the unit once.
+            let lo_number = lo.split(' ').next().unwrap_or(&lo);
+            format!("{lo_number}–{hi}")
+        }
+        None => format!("≥ {}", with_unit(&f.metric, interval.lo)),
+    })
+}
+
 /// A signed percentage: `+31.9 %`.
 pub(crate) fn signed_pct(delta: Option<f64>) -> String {
     delta.map_or_else(|| "n/a".to_owned(), |d| format!("{d:+.1} %"))

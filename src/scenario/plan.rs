@@ -221,6 +221,12 @@ impl LoadModel {
             Self::Closed => "closed",
         }
     }
+
+    /// The model a stored name stands for; anything but `closed` is the open model.
+    #[must_use]
+    pub fn from_stored(name: &str) -> Self {
+        if name == Self::Closed.as_str() { Self::Closed } else { Self::Open }
+    }
 }
 
 /// How open-model arrivals are spaced.

@@ -9,6 +9,8 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+pub use crate::metrics::Interval;
+
 /// A run's database id.
 pub type RunId = i64;
 
@@ -172,9 +174,25 @@ pub struct EndpointResult {
     pub errors_by_class: BTreeMap<String, i64>,
     /// A few sample messages per class.
     pub error_samples: BTreeMap<String, Vec<String>>,
+    /// How sure tonight's p50, p95, p99 and error rate are.
+    pub intervals: Intervals,
     /// The response-time HdrHistogram, V2-serialized.
     #[serde(skip)]
     pub histogram: Vec<u8>,
+}
+
+/// The 95 % intervals of an endpoint's judged figures (see `metrics::interval`). A percentile whose
+/// interval has no upper end rests on too few requests to be judged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Intervals {
+    /// The median, µs.
+    pub p50_us: Option<Interval>,
+    /// The 95th percentile, µs.
+    pub p95_us: Option<Interval>,
+    /// The 99th percentile, µs.
+    pub p99_us: Option<Interval>,
+    /// The error rate, percent.
+    pub error_pct: Option<Interval>,
 }
 
 impl EndpointResult {
@@ -386,7 +404,7 @@ pub struct Finding {
     pub endpoint: String,
     /// `p95`, `error_rate`, … or an absolute gate such as `max_p75_ms`.
     pub metric: String,
-    /// `regression`, `improvement`, `no_change`, `inconclusive` or `gate_breached`.
+    /// `regression`, `improvement`, `no_change`, `too_few`, `inconclusive`, `gate_breached` or `gate_passed`.
     pub outcome: String,
     /// The baseline's level, when there is one.
     pub baseline_value: Option<f64>,
@@ -396,6 +414,10 @@ pub struct Finding {
     pub delta_pct: Option<f64>,
     /// The threshold the candidate was held to.
     pub limit: Option<f64>,
+    /// Tonight's 95 % interval of the figure, in its unit, when the figure has one.
+    pub interval: Option<Interval>,
+    /// The chance of a change at least this large by noise alone, when the figure was tested.
+    pub p_value: Option<f64>,
     /// Why, in words.
     pub reason: String,
 }

@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use hdrhistogram::serialization::Deserializer;
 use serde::de::DeserializeOwned;
 
-use super::{EndpointResult, Finding, Run, RunStatus, StoreError, TimelinePoint, from_millis};
+use super::{EndpointResult, Finding, Interval, Intervals, Run, RunStatus, StoreError, TimelinePoint, from_millis};
 
 pub(super) fn json<T: DeserializeOwned>(column: &str, text: &str) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
@@ -93,12 +94,39 @@ pub(super) struct EndpointRow {
     errors_by_class: String,
     error_samples: String,
     histogram: Vec<u8>,
+    p50_lo_us: Option<i64>,
+    p50_hi_us: Option<i64>,
+    p95_lo_us: Option<i64>,
+    p95_hi_us: Option<i64>,
+    p99_lo_us: Option<i64>,
+    p99_hi_us: Option<i64>,
+    error_pct_lo: Option<f64>,
+    error_pct_hi: Option<f64>,
+}
+
+impl EndpointRow {
+    /// The stored intervals; rows stored before they were kept get them from their histogram.
+    fn intervals(&self) -> Intervals {
+        let us = |lo: Option<i64>, hi: Option<i64>| lo.map(|lo| Interval { lo: lo as f64, hi: hi.map(|hi| hi as f64) });
+        if self.p50_lo_us.is_none() && self.error_pct_lo.is_none() {
+            let histogram = Deserializer::new().deserialize::<u64, _>(&mut self.histogram.as_slice()).ok();
+            let histogram = histogram.unwrap_or_else(crate::metrics::new_histogram);
+            return crate::metrics::intervals(&histogram, self.errors.max(0) as u64, self.requests.max(0) as u64);
+        }
+        Intervals {
+            p50_us: us(self.p50_lo_us, self.p50_hi_us),
+            p95_us: us(self.p95_lo_us, self.p95_hi_us),
+            p99_us: us(self.p99_lo_us, self.p99_hi_us),
+            error_pct: self.error_pct_lo.map(|lo| Interval { lo, hi: self.error_pct_hi }),
+        }
+    }
 }
 
 impl TryFrom<EndpointRow> for EndpointResult {
     type Error = StoreError;
 
     fn try_from(row: EndpointRow) -> Result<Self, StoreError> {
+        let intervals = row.intervals();
         let EndpointRow {
             endpoint,
             requests,
@@ -115,6 +143,7 @@ impl TryFrom<EndpointRow> for EndpointResult {
             errors_by_class,
             error_samples,
             histogram,
+            ..
         } = row;
         Ok(EndpointResult {
             endpoint,
@@ -131,6 +160,7 @@ impl TryFrom<EndpointRow> for EndpointResult {
             mean_us,
             errors_by_class: json("endpoint_results.errors_by_class", &errors_by_class)?,
             error_samples: json("endpoint_results.error_samples", &error_samples)?,
+            intervals,
             histogram,
         })
     }
@@ -167,14 +197,39 @@ pub(super) struct FindingRow {
     candidate_value: f64,
     delta_pct: Option<f64>,
     limit_value: Option<f64>,
+    interval_lo: Option<f64>,
+    interval_hi: Option<f64>,
+    p_value: Option<f64>,
     reason: String,
 }
 
 impl From<FindingRow> for Finding {
     fn from(row: FindingRow) -> Self {
-        let FindingRow { endpoint, metric, outcome, baseline_value, candidate_value, delta_pct, limit_value, reason } =
-            row;
-        Finding { endpoint, metric, outcome, baseline_value, candidate_value, delta_pct, limit: limit_value, reason }
+        let FindingRow {
+            endpoint,
+            metric,
+            outcome,
+            baseline_value,
+            candidate_value,
+            delta_pct,
+            limit_value,
+            interval_lo,
+            interval_hi,
+            p_value,
+            reason,
+        } = row;
+        Finding {
+            endpoint,
+            metric,
+            outcome,
+            baseline_value,
+            candidate_value,
+            delta_pct,
+            limit: limit_value,
+            interval: interval_lo.map(|lo| Interval { lo, hi: interval_hi }),
+            p_value,
+            reason,
+        }
     }
 }
 

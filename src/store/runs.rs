@@ -7,8 +7,8 @@ use sqlx::QueryBuilder;
 use super::retry::retry_busy;
 use super::rows::{EndpointRow, RunRow, TimelineRow, convert, select_runs, to_json};
 use super::{
-    EndpointResult, Metric, NewRun, OVERALL_ENDPOINT, Run, RunDetail, RunId, RunResults, RunStatus, Store, StoreError,
-    TimelinePoint, TrendPoint, from_millis, in_transaction, on_pool, to_millis,
+    EndpointResult, Interval, Metric, NewRun, OVERALL_ENDPOINT, Run, RunDetail, RunId, RunResults, RunStatus, Store,
+    StoreError, TimelinePoint, TrendPoint, from_millis, in_transaction, on_pool, to_millis,
 };
 
 /// The trend query for one stored column.
@@ -83,8 +83,10 @@ impl Store {
         let update = "update runs set status = $1, finished_at = $2, validity_reasons = $3, load_summary = $4 \
                       where id = $5 and status = 'running'";
         let insert_endpoint = "insert into endpoint_results (run_id, endpoint, requests, errors, error_pct, rate, \
-            p50_us, p75_us, p90_us, p95_us, p99_us, p999_us, max_us, mean_us, errors_by_class, error_samples, histogram) \
-            values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+            p50_us, p75_us, p90_us, p95_us, p99_us, p999_us, max_us, mean_us, errors_by_class, error_samples, histogram, \
+            p50_lo_us, p50_hi_us, p95_lo_us, p95_hi_us, p99_lo_us, p99_hi_us, error_pct_lo, error_pct_hi) \
+            values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
+            $23, $24, $25)";
         let run_place = "select scenario_id, started_at from runs where id = $1";
         // Keeps `weekly_results` (the trend pages' long ranges) in step, in the same transaction.
         let add_to_week = "insert into weekly_results (scenario_id, endpoint, week, first_started_at, runs, \
@@ -209,7 +211,8 @@ impl Store {
     pub async fn run_detail(&self, id: RunId) -> Result<Option<RunDetail>, StoreError> {
         let Some(run) = self.find_run(id).await? else { return Ok(None) };
         let query = "select endpoint, requests, errors, rate, p50_us, p75_us, p90_us, p95_us, p99_us, p999_us, max_us, \
-                     mean_us, errors_by_class, error_samples, histogram from endpoint_results where run_id = $1 \
+                     mean_us, errors_by_class, error_samples, histogram, p50_lo_us, p50_hi_us, p95_lo_us, p95_hi_us, \
+                     p99_lo_us, p99_hi_us, error_pct_lo, error_pct_hi from endpoint_results where run_id = $1 \
                      order by endpoint";
         let rows: Vec<EndpointRow> = on_pool!(self, |pool| sqlx::query_as(query).bind(id).fetch_all(pool).await?);
         let mut endpoints: Vec<EndpointResult> = convert(rows)?;
@@ -333,8 +336,17 @@ where
     String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     f64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<f64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'q [u8]: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
+    let us = |interval: Option<Interval>| {
+        (interval.map(|i| i.lo.round() as i64), interval.and_then(|i| i.hi).map(|hi| hi.round() as i64))
+    };
+    let (p50_lo, p50_hi) = us(e.intervals.p50_us);
+    let (p95_lo, p95_hi) = us(e.intervals.p95_us);
+    let (p99_lo, p99_hi) = us(e.intervals.p99_us);
+    let errors = e.intervals.error_pct;
     query
         .bind(e.endpoint.as_str())
         .bind(e.requests)
@@ -352,4 +364,12 @@ where
         .bind(to_json(&e.errors_by_class))
         .bind(to_json(&e.error_samples))
         .bind(e.histogram.as_slice())
+        .bind(p50_lo)
+        .bind(p50_hi)
+        .bind(p95_lo)
+        .bind(p95_hi)
+        .bind(p99_lo)
+        .bind(p99_hi)
+        .bind(errors.map(|i| i.lo))
+        .bind(errors.and_then(|i| i.hi))
 }

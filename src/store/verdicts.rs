@@ -33,6 +33,8 @@ impl Store {
                 (name("baseline value"), f.baseline_value.unwrap_or(0.0)),
                 (name("delta"), f.delta_pct.unwrap_or(0.0)),
                 (name("limit"), f.limit.unwrap_or(0.0)),
+                (name("interval"), f.interval.map_or(0.0, |i| i.lo + i.hi.unwrap_or(0.0))),
+                (name("p-value"), f.p_value.unwrap_or(0.0)),
             ]
         });
         super::ensure_finite(figures)?;
@@ -48,7 +50,8 @@ impl Store {
         let insert = "insert into verdicts (run_id, baseline_spec, baseline_run_ids, outcome, summary, created_at) \
                       values ($1, $2, $3, $4, $5, $6) returning id";
         let insert_finding = "insert into findings (verdict_id, endpoint, metric, outcome, baseline_value, \
-                              candidate_value, delta_pct, limit_value, reason) values ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+                              candidate_value, delta_pct, limit_value, interval_lo, interval_hi, p_value, reason) \
+                              values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
         // Only a run that measured the build validly takes its status from a verdict.
         let update = "update runs set status = $1 where id = $2 and status in ('finished', 'passed', 'regressed')";
         if self.find_run(run_id).await?.is_none() {
@@ -74,6 +77,9 @@ impl Store {
                     .bind(f.candidate_value)
                     .bind(f.delta_pct)
                     .bind(f.limit)
+                    .bind(f.interval.map(|i| i.lo))
+                    .bind(f.interval.and_then(|i| i.hi))
+                    .bind(f.p_value)
                     .bind(&f.reason)
                     .execute(&mut *tx)
                     .await?;
@@ -95,7 +101,8 @@ impl Store {
         let Some(row) = row else { return Ok(None) };
         let VerdictRow { id, run_id, baseline_spec, baseline_run_ids, outcome, summary, created_at } = row;
         let findings_query = "select endpoint, metric, outcome, baseline_value, candidate_value, delta_pct, \
-                              limit_value, reason from findings where verdict_id = $1 order by endpoint, metric";
+                              limit_value, interval_lo, interval_hi, p_value, reason from findings where verdict_id = $1 \
+                              order by endpoint, metric";
         let findings: Vec<FindingRow> =
             on_pool!(self, |pool| sqlx::query_as(findings_query).bind(id).fetch_all(pool).await?);
         Ok(Some(Verdict {

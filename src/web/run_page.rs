@@ -9,7 +9,8 @@ use axum::response::Html;
 
 use super::charts::{Merge, Series, timeline_svg};
 use super::{AppState, WebError, parse_run_id};
-use crate::store::{EndpointResult, Run, RunDetail, TimelinePoint, Verdict};
+use crate::report::interval_text;
+use crate::store::{EndpointResult, Finding, Interval, Run, RunDetail, TimelinePoint, Verdict};
 
 /// One endpoint's timeline charts.
 struct EndpointTimeline {
@@ -44,6 +45,19 @@ impl RunPage {
 
     fn num(value: &f64) -> String {
         format!("{value:.2}")
+    }
+
+    /// A percentile's 95 % interval under its value: `11.8–13.0`, or `≥ 11.8` when too few requests bound it.
+    fn spread(interval: &Option<Interval>) -> String {
+        match interval {
+            Some(Interval { lo, hi: Some(hi) }) => format!("{:.1}–{:.1}", lo / 1000.0, hi / 1000.0),
+            Some(Interval { lo, hi: None }) => format!("≥ {:.1}, too few requests", lo / 1000.0),
+            None => String::new(),
+        }
+    }
+
+    fn finding_interval(finding: &Finding) -> String {
+        interval_text(finding).unwrap_or_default()
     }
 
     fn opt(value: &Option<f64>) -> String {

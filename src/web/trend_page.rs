@@ -14,7 +14,8 @@ use super::charts::{Marks, TrendLine, trend_svg};
 use super::overview_page::endpoint_names;
 use super::range::Range;
 use super::{AppState, WebError, ensure_scenario};
-use crate::analysis::level::{Prior, estimate};
+use crate::analysis::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
+use crate::analysis::level::estimate;
 use crate::store::{Run, TrendBucket};
 
 /// `?range=` of the trend page.
@@ -100,7 +101,7 @@ fn baseline_band(series: &[&TrendBucket]) -> Option<(f64, f64)> {
         return None;
     }
     let logs: Vec<f64> = earlier.iter().map(|b| b.p95_ms.ln()).collect();
-    let level = estimate(&logs, 0.02, Some(Prior { sigma: 0.10, nights: 1.0 }));
+    let level = estimate(&logs, &vec![0.0; logs.len()], LOG_SIGMA_FLOOR, Some(LOG_PRIOR));
     Some(((level.level - 2.0 * level.sigma).exp(), (level.level + 2.0 * level.sigma).exp()))
 }
 

@@ -129,7 +129,8 @@ async fn check_story(db: &TestDb) {
     assert_eq!(code, Some(1));
     let xml = roxmltree::Document::parse(&stdout).expect("JUnit output parses as XML");
     let suite = xml.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
-    assert_eq!(suite.attribute("tests"), Some("15"), "3 endpoints x 5 metrics");
+    // Throughput is judged only under a closed model; these runs carry no load model, so 4 metrics each.
+    assert_eq!(suite.attribute("tests"), Some("12"), "3 endpoints x 4 metrics");
     let failed: Vec<_> = xml
         .descendants()
         .filter(|n| n.has_tag_name("failure"))

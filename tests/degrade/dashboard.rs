@@ -137,6 +137,8 @@ async fn nights(store: &Store, count: i64) -> i64 {
         delta_pct: Some(35.0),
         limit: Some(112.0),
         reason: "7.1 sigma above the level".into(),
+        interval: None,
+        p_value: None,
     };
     let verdict = NewVerdict {
         baseline_spec: "last-7d".into(),

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use degrade::store::{
-    EndpointResult, Finding, LoadSummary, Metric, NewRun, NewVerdict, OVERALL_ENDPOINT, RunResults, RunStatus, Store,
-    StoreError, TimelinePoint,
+    EndpointResult, Finding, Interval, Intervals, LoadSummary, Metric, NewRun, NewVerdict, OVERALL_ENDPOINT,
+    RunResults, RunStatus, Store, StoreError, TimelinePoint,
 };
 
 use crate::support::TestDb;
@@ -68,6 +68,12 @@ fn endpoint(name: &str, p95_ms: i64) -> EndpointResult {
         mean_us: p95 as f64 / 2.5,
         errors_by_class: BTreeMap::from([("http_5xx".into(), 2), ("timeout".into(), 1)]),
         error_samples: BTreeMap::from([("http_5xx".into(), vec!["503 Service Unavailable".into()])]),
+        intervals: Intervals {
+            p50_us: Some(Interval { lo: (p95 / 3 - 10) as f64, hi: Some((p95 / 3 + 12) as f64) }),
+            p95_us: Some(Interval { lo: (p95 - 100) as f64, hi: Some((p95 + 150) as f64) }),
+            p99_us: Some(Interval { lo: (p95 * 2 - 900) as f64, hi: None }),
+            error_pct: Some(Interval { lo: 0.017, hi: Some(0.146) }),
+        },
         histogram: vec![0x1c, 0x84, 0x93, 0x14, n_bytes(p95_ms)],
     }
 }
@@ -240,6 +246,8 @@ async fn verdict_story(store: &Store, run_id: i64) {
         delta_pct: Some(27.3),
         limit: Some(121.0),
         reason: "p95 27.3 % above the baseline (noise ±4 %)".into(),
+        interval: Some(Interval { lo: 131.5, hi: Some(149.0) }),
+        p_value: Some(1.5e-7),
     };
     let verdict = NewVerdict {
         baseline_spec: "last-7d".into(),

@@ -1,0 +1,261 @@
+//! The evidence about one endpoint × metric of a run: what tonight measured, what the baseline nights say,
+//! and the tests that will be put to the run's family (see `nightly`). Gathered here, judged there.
+//!
+//! Latency percentiles are series on the log scale of milliseconds, each night carrying its sampling
+//! variance from the order statistics of its requests. A percentile whose 95 % interval tonight, or on too
+//! many baseline nights, reaches past the slowest request is not judged at all: it rests on too few requests.
+//! The tail percentiles (p95, p99) get a second, distribution-free test: when tonight's value is at least the
+//! minimum effect above the baseline, did more of tonight's requests take that long than on the baseline
+//! nights? Error rates are counts of failed requests. Throughput is judged only in the closed model: in the
+//! open model the generator sets the arrival rate, and sessions cut short show as errors upstream.
+
+use super::counts::{Count, CountHistory, Wobble};
+use super::detector::{ERROR_MIN_RISE, LOG_SIGMA_FLOOR};
+use super::level::{Estimate, estimate, median};
+use super::sample::{Sample, Side};
+use super::shift::Shift;
+use crate::config::Gates;
+use crate::metrics::Interval;
+use crate::metrics::interval::requests_needed;
+use crate::store::{EndpointResult, Metric};
+
+/// The latency percentiles judged, with their quantile levels.
+pub(super) const PERCENTILES: [(Metric, f64); 3] = [(Metric::P50, 0.5), (Metric::P95, 0.95), (Metric::P99, 0.99)];
+
+/// What is known about one endpoint × metric before the family is judged.
+#[derive(Debug, Clone)]
+pub(super) struct Draft {
+    /// The endpoint.
+    pub endpoint: String,
+    /// The metric.
+    pub metric: Metric,
+    /// The smallest change that counts, as a fraction.
+    pub min_effect: f64,
+    /// The evidence.
+    pub evidence: Evidence,
+}
+
+/// The kinds of evidence.
+#[derive(Debug, Clone)]
+pub(super) enum Evidence {
+    /// Too few baseline nights served this endpoint.
+    ShortHistory {
+        /// Nights with requests.
+        nights: usize,
+        /// Nights needed.
+        needed: usize,
+        /// Tonight's value, in the metric's unit.
+        tonight: f64,
+    },
+    /// The percentile rests on too few requests to be bounded.
+    TooFew {
+        /// Tonight's requests.
+        requests: u64,
+        /// Requests a bounded percentile needs.
+        needed: u64,
+        /// Tonight's value, ms.
+        tonight: f64,
+    },
+    /// A series of values: a latency percentile, or closed-model throughput.
+    Value(Box<ValueEvidence>),
+    /// Failed requests.
+    Errors(ErrorEvidence),
+}
+
+/// A value series and tonight's value, on the judging scale: `sign` · ln(value), so larger is worse.
+#[derive(Debug, Clone)]
+pub(super) struct ValueEvidence {
+    /// +1 when higher is worse (latency), −1 when lower is (throughput).
+    pub sign: f64,
+    /// The series' level and noise (its own until the pooled prior is applied).
+    pub estimate: Estimate,
+    /// Tonight, on the judging scale.
+    pub tonight: f64,
+    /// Tonight's sampling variance on the judging scale (how far it may lie above the truth).
+    pub tonight_var: f64,
+    /// Tonight's 95 % interval, in the metric's unit.
+    pub interval: Option<Interval>,
+    /// The share-of-slow-requests test, for p95 and p99.
+    pub slow_share: Option<SlowShare>,
+    /// The test against the level, once the prior is applied.
+    pub shift: Option<Shift>,
+}
+
+impl ValueEvidence {
+    /// A judging-scale value in the metric's unit.
+    pub fn raw(&self, u: f64) -> f64 {
+        (self.sign * u).exp()
+    }
+
+    /// How much worse than each baseline tonight is, at the least, as a fraction.
+    pub fn worse_by(&self) -> f64 {
+        let baselines = self.shift.as_ref().map_or_else(|| vec![self.estimate.level], |s| s.baselines.clone());
+        baselines.iter().map(|b| (self.tonight - b).exp() - 1.0).fold(f64::INFINITY, f64::min)
+    }
+
+    /// How much better than each baseline tonight is, at the least, as a fraction.
+    pub fn better_by(&self) -> f64 {
+        let baselines = self.shift.as_ref().map_or_else(|| vec![self.estimate.level], |s| s.baselines.clone());
+        baselines.iter().map(|b| 1.0 - (self.tonight - b).exp()).fold(f64::INFINITY, f64::min)
+    }
+}
+
+/// Did more of tonight's requests take at least `threshold_ms` than on the baseline nights?
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SlowShare {
+    /// Tonight's percentile value, ms: the threshold.
+    pub threshold_ms: f64,
+    /// The share of tonight's requests at or above it (at the least).
+    pub tonight: f64,
+    /// The share on the baseline nights (at the most), pooled.
+    pub baseline: f64,
+    /// The chance of tonight's share by the baseline's alone; 1 when tonight is not the minimum effect above.
+    pub p: f64,
+}
+
+/// Failed requests tonight and on the baseline nights.
+#[derive(Debug, Clone)]
+pub(super) struct ErrorEvidence {
+    /// The baseline's rate and night-to-night wobble.
+    pub history: CountHistory,
+    /// Tonight's failed requests.
+    pub errors: u64,
+    /// Tonight's requests.
+    pub requests: u64,
+    /// The chance of at least tonight's count by the baseline's rate.
+    pub p: f64,
+    /// Tonight's 95 % interval of the error rate, percent.
+    pub interval: Option<Interval>,
+}
+
+impl ErrorEvidence {
+    /// Tonight's error rate, percent.
+    pub fn tonight_pct(&self) -> f64 {
+        100.0 * self.errors as f64 / self.requests.max(1) as f64
+    }
+
+    /// The rise over the baseline, in percentage points.
+    pub fn rise_pp(&self) -> f64 {
+        self.tonight_pct() - 100.0 * self.history.rate()
+    }
+
+    /// Whether the rise is large enough to count: at least +0.1 pp and the minimum effect.
+    pub fn is_effect(&self, min_effect: f64) -> bool {
+        let base = 100.0 * self.history.rate();
+        self.rise_pp() >= ERROR_MIN_RISE && (base <= 0.0 || self.rise_pp() / base >= min_effect)
+    }
+}
+
+/// Everything known about `endpoint` tonight against the `baseline` nights, one draft per judged metric.
+pub(super) fn endpoint_drafts(
+    endpoint: &EndpointResult,
+    baseline: &[Vec<EndpointResult>],
+    gates: &Gates,
+    judge_throughput: bool,
+) -> Vec<Draft> {
+    let tonight = Sample::from_result(endpoint);
+    let history: Vec<Sample> = baseline
+        .iter()
+        .filter_map(|run| run.iter().find(|e| e.endpoint == endpoint.endpoint && e.requests > 0))
+        .map(Sample::from_result)
+        .collect();
+    let mut metrics: Vec<Metric> = PERCENTILES.iter().map(|(m, _)| *m).collect();
+    metrics.push(Metric::ErrorRate);
+    if judge_throughput {
+        metrics.push(Metric::Throughput);
+    }
+    let needed = (gates.min_runs as usize).max(2);
+    let draft = |metric: Metric, evidence| Draft {
+        endpoint: endpoint.endpoint.clone(),
+        metric,
+        min_effect: gates.metric_min_effect_pct.get(metric.as_str()).copied().unwrap_or(gates.min_effect_pct) / 100.0,
+        evidence,
+    };
+    if history.len() < needed {
+        return metrics
+            .into_iter()
+            .map(|m| draft(m, Evidence::ShortHistory { nights: history.len(), needed, tonight: m.value_of(endpoint) }))
+            .collect();
+    }
+    let mut drafts: Vec<Draft> = Vec::new();
+    for (metric, p) in PERCENTILES {
+        let mut d = draft(metric, Evidence::ShortHistory { nights: 0, needed, tonight: 0.0 });
+        d.evidence = percentile_evidence(&tonight, &history, p, needed, d.min_effect);
+        drafts.push(d);
+    }
+    drafts.push(draft(Metric::ErrorRate, Evidence::Errors(error_evidence(endpoint, &tonight, &history))));
+    if judge_throughput {
+        drafts.push(draft(Metric::Throughput, throughput_evidence(&tonight, &history)));
+    }
+    drafts
+}
+
+fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usize, min_effect: f64) -> Evidence {
+    let now = tonight.percentile(p);
+    let nights: Vec<_> = history.iter().map(|s| s.percentile(p)).filter(|n| n.hi.is_some()).collect();
+    if now.hi.is_none() || nights.len() < needed {
+        return Evidence::TooFew { requests: tonight.timed(), needed: requests_needed(p), tonight: now.value.exp() };
+    }
+    let values: Vec<f64> = nights.iter().map(|n| n.value).collect();
+    let variances: Vec<f64> = nights.iter().map(|n| n.sampling_sd.powi(2)).collect();
+    let slow_share = (p > 0.9).then(|| slow_share(tonight, history, now.value, median(&values), min_effect));
+    Evidence::Value(Box::new(ValueEvidence {
+        sign: 1.0,
+        estimate: estimate(&values, &variances, LOG_SIGMA_FLOOR, None),
+        tonight: now.value,
+        tonight_var: now.sampling_sd_down.powi(2),
+        interval: Some(Interval { lo: now.lo.exp(), hi: now.hi.map(f64::exp) }),
+        slow_share,
+        shift: None,
+    }))
+}
+
+/// The slow-share test at tonight's percentile value `value`, when it lies the minimum effect above `level`.
+fn slow_share(tonight: &Sample, history: &[Sample], value: f64, level: f64, min_effect: f64) -> SlowShare {
+    let share_tonight = tonight.share_at_or_above(value, Side::Low);
+    let counts: Vec<Count> = history
+        .iter()
+        .map(|s| Count { hits: s.share_at_or_above(value, Side::High) * s.timed() as f64, trials: s.timed() as f64 })
+        .collect();
+    let nights = CountHistory::new(&counts, Wobble::Additive);
+    let p = if value >= level + min_effect.ln_1p() {
+        let hits = (share_tonight * tonight.timed() as f64 - 1e-9).ceil().max(0.0) as u64;
+        nights.p_at_least(hits, tonight.timed() as f64)
+    } else {
+        1.0
+    };
+    SlowShare { threshold_ms: value.exp(), tonight: share_tonight, baseline: nights.rate(), p }
+}
+
+fn error_evidence(endpoint: &EndpointResult, tonight: &Sample, history: &[Sample]) -> ErrorEvidence {
+    let counts: Vec<Count> =
+        history.iter().map(|s| Count { hits: s.errors as f64, trials: s.requests as f64 }).collect();
+    let history = CountHistory::new(&counts, Wobble::Multiplicative);
+    ErrorEvidence {
+        p: history.p_at_least(tonight.errors, tonight.requests as f64),
+        history,
+        errors: tonight.errors,
+        requests: tonight.requests,
+        interval: endpoint.intervals.error_pct,
+    }
+}
+
+/// Closed-model throughput: −ln(rate), each night's count Poisson (sampling variance 1/requests).
+fn throughput_evidence(tonight: &Sample, history: &[Sample]) -> Evidence {
+    let judged = |s: &Sample| s.rate > 0.0 && s.requests > 0;
+    let nights: Vec<&Sample> = history.iter().filter(|s| judged(s)).collect();
+    if !judged(tonight) || nights.len() < 2 {
+        return Evidence::TooFew { requests: tonight.requests, needed: 1, tonight: tonight.rate };
+    }
+    let values: Vec<f64> = nights.iter().map(|s| -s.rate.ln()).collect();
+    let variances: Vec<f64> = nights.iter().map(|s| 1.0 / s.requests as f64).collect();
+    Evidence::Value(Box::new(ValueEvidence {
+        sign: -1.0,
+        estimate: estimate(&values, &variances, LOG_SIGMA_FLOOR, None),
+        tonight: -tonight.rate.ln(),
+        tonight_var: 1.0 / tonight.requests as f64,
+        interval: None,
+        slow_share: None,
+        shift: None,
+    }))
+}

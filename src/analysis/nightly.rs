@@ -1,0 +1,293 @@
+//! The nightly judgement of a whole run: every endpoint × metric of tonight against the same figure on the
+//! baseline nights, as one family of tests whose false-alarm rate is controlled for the run as a whole.
+//!
+//! A run is not one test but dozens (every endpoint, and the whole run, × p50, p95, p99, the share of slow
+//! requests behind p95 and p99, and the error rate). Tested one by one at 1 % each, an unchanged night would
+//! page someone one night in two. Here each test yields a p-value, and Holm's step-down procedure keeps the
+//! chance that an unchanged run has any finding at [`RUN_FALSE_ALARM_RATE`], about one false alarm in 100
+//! unchanged nights, whatever the tests' dependence. A regression must also be at least the minimum effect.
+//!
+//! Night-to-night noise is estimated per series from few nights; the other endpoints of the same run are
+//! evidence about it too (they share the machine, the database and the network), so the median of their
+//! noise enters each series as a prior worth [`POOLED_PRIOR_NIGHTS`] nights.
+
+use std::collections::BTreeMap;
+
+use super::counts::CountHistory;
+use super::detector::{ERROR_MIN_RISE, LOG_PRIOR, LOG_SIGMA_FLOOR};
+use super::evidence::{Draft, ErrorEvidence, Evidence, ValueEvidence, endpoint_drafts};
+use super::judge::finding;
+use super::level::{Prior, median};
+use super::shift::shift;
+use crate::config::Gates;
+use crate::metrics::interval::error_rate_interval;
+use crate::store::{EndpointResult, Finding, Metric};
+
+/// The chance, per run, that a night with no change has any regression finding.
+pub const RUN_FALSE_ALARM_RATE: f64 = 0.01;
+/// The other endpoints' night-to-night noise counts as this many nights of evidence about an endpoint's.
+const POOLED_PRIOR_NIGHTS: f64 = 10.0;
+
+/// Which test of a draft.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TestKind {
+    /// The value against its level.
+    Level,
+    /// The share of slow requests behind a tail percentile.
+    SlowShare,
+    /// The count of failed requests.
+    Errors,
+}
+
+/// One test of the family, and what Holm's procedure made of it.
+#[derive(Debug, Clone, Copy)]
+struct Test {
+    draft: usize,
+    kind: TestKind,
+    p: f64,
+    /// The p-value it had to reach at its step.
+    alpha: f64,
+    rejected: bool,
+}
+
+/// The findings of `candidate` against the `baseline` nights (oldest first), in candidate order.
+#[must_use]
+pub fn judge_nightly(
+    candidate: &[EndpointResult],
+    baseline: &[Vec<EndpointResult>],
+    gates: &Gates,
+    judge_throughput: bool,
+) -> Vec<Finding> {
+    let mut drafts: Vec<Draft> = candidate
+        .iter()
+        .filter(|e| e.requests > 0)
+        .flat_map(|e| endpoint_drafts(e, baseline, gates, judge_throughput))
+        .collect();
+    apply_pooled_priors(&mut drafts);
+    let tests = holm(tests_of(&drafts));
+    let family = tests.len();
+    drafts.iter().enumerate().map(|(i, d)| finding_of(d, &drafts, &tests_for(&tests, i), family)).collect()
+}
+
+/// Sets each value series' prior from the other series of the same metric, then tests it against its level.
+fn apply_pooled_priors(drafts: &mut [Draft]) {
+    let mut own: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for d in drafts.iter() {
+        if let Evidence::Value(v) = &d.evidence {
+            own.entry(d.metric.as_str()).or_default().push(v.estimate.own_night_var);
+        }
+    }
+    let priors: BTreeMap<String, Prior> = own
+        .into_iter()
+        .filter(|(_, vars)| vars.len() >= 2)
+        .map(|(metric, vars)| {
+            let sigma = median(&vars).sqrt().max(LOG_SIGMA_FLOOR);
+            (metric.to_owned(), Prior { sigma, nights: POOLED_PRIOR_NIGHTS })
+        })
+        .collect();
+    for d in drafts.iter_mut() {
+        if let Evidence::Value(v) = &mut d.evidence {
+            let prior = priors.get(d.metric.as_str()).copied().unwrap_or(LOG_PRIOR);
+            v.estimate = v.estimate.with_prior(prior, LOG_SIGMA_FLOOR);
+            v.shift = Some(shift(&v.estimate, v.tonight, v.tonight_var));
+        }
+    }
+}
+
+/// Every test the drafts make, each with its p-value; the family's size does not depend on tonight's values.
+fn tests_of(drafts: &[Draft]) -> Vec<Test> {
+    let test = |draft, kind, p: f64| Test { draft, kind, p: p.clamp(0.0, 1.0), alpha: 0.0, rejected: false };
+    let mut tests = Vec::new();
+    for (i, d) in drafts.iter().enumerate() {
+        match &d.evidence {
+            Evidence::Value(v) => {
+                tests.push(test(i, TestKind::Level, v.shift.as_ref().map_or(1.0, |s| s.p_worse)));
+                if let Some(slow) = &v.slow_share {
+                    tests.push(test(i, TestKind::SlowShare, slow.p));
+                }
+            }
+            Evidence::Errors(e) => tests.push(test(i, TestKind::Errors, e.p)),
+            Evidence::ShortHistory { .. } | Evidence::TooFew { .. } => {}
+        }
+    }
+    tests
+}
+
+/// Holm's step-down procedure at [`RUN_FALSE_ALARM_RATE`]: the smallest p-value is held to α/m, the next to
+/// α/(m−1), and so on until one fails; the rest are held to the level at which it failed.
+fn holm(mut tests: Vec<Test>) -> Vec<Test> {
+    let m = tests.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| tests[a].p.total_cmp(&tests[b].p));
+    let mut stopped_at = None;
+    for (rank, &i) in order.iter().enumerate() {
+        let alpha = stopped_at.unwrap_or(RUN_FALSE_ALARM_RATE / (m - rank) as f64);
+        tests[i].alpha = alpha;
+        tests[i].rejected = stopped_at.is_none() && tests[i].p <= alpha;
+        if !tests[i].rejected && stopped_at.is_none() {
+            stopped_at = Some(alpha);
+        }
+    }
+    tests
+}
+
+fn tests_for(tests: &[Test], draft: usize) -> Vec<Test> {
+    tests.iter().filter(|t| t.draft == draft).copied().collect()
+}
+
+/// The finding a draft becomes, given its tests.
+fn finding_of(d: &Draft, all: &[Draft], tests: &[Test], family: usize) -> Finding {
+    let mut f = Finding {
+        endpoint: d.endpoint.clone(),
+        metric: d.metric.as_str().to_owned(),
+        outcome: String::new(),
+        baseline_value: None,
+        candidate_value: 0.0,
+        delta_pct: None,
+        limit: None,
+        interval: None,
+        p_value: tests.iter().map(|t| t.p).reduce(f64::min),
+        reason: String::new(),
+    };
+    let outcome = match &d.evidence {
+        Evidence::ShortHistory { nights, needed, tonight } => {
+            f.candidate_value = *tonight;
+            f.reason = format!(
+                "inconclusive: {nights} night{} of history, at least {needed} needed",
+                if *nights == 1 { "" } else { "s" }
+            );
+            finding::INCONCLUSIVE
+        }
+        Evidence::TooFew { requests, needed, tonight } => {
+            f.candidate_value = *tonight;
+            f.reason = too_few_reason(d, all, *requests, *needed);
+            finding::TOO_FEW
+        }
+        Evidence::Value(v) => value_finding(&mut f, d, v, all, tests, family),
+        Evidence::Errors(e) => error_finding(&mut f, d, e, tests, family),
+    };
+    f.outcome = outcome.to_owned();
+    f
+}
+
+fn too_few_reason(d: &Draft, all: &[Draft], requests: u64, needed: u64) -> String {
+    if d.metric == Metric::Throughput {
+        return "not judged: no requests were counted tonight or on the baseline nights".to_owned();
+    }
+    let judged_instead = all
+        .iter()
+        .filter(|o| o.endpoint == d.endpoint && matches!(o.evidence, Evidence::Value(_)))
+        .map(|o| o.metric)
+        .rfind(|m| matches!(m, Metric::P50 | Metric::P95) && m.as_str() < d.metric.as_str());
+    let instead = judged_instead.map_or_else(|| "nothing judged instead".to_owned(), |m| format!("{m} judged instead"));
+    format!(
+        "{} of {requests} requests: too few to judge (its 95 % interval reaches past the slowest request; about \
+         {needed} are needed); {instead}",
+        d.metric
+    )
+}
+
+/// Fills in a value draft's numbers and reason, and returns its outcome.
+fn value_finding(
+    f: &mut Finding,
+    d: &Draft,
+    v: &ValueEvidence,
+    all: &[Draft],
+    tests: &[Test],
+    family: usize,
+) -> &'static str {
+    let shift = v.shift.as_ref().expect("value drafts are tested");
+    let level_test = tests.iter().find(|t| t.kind == TestKind::Level);
+    let slow_test = tests.iter().find(|t| t.kind == TestKind::SlowShare);
+    let base = v.raw(v.estimate.level);
+    f.candidate_value = v.raw(v.tonight);
+    f.baseline_value = Some(base);
+    f.delta_pct = Some(100.0 * (f.candidate_value - base) / base);
+    f.interval = v.interval;
+    let alpha = level_test.map_or(RUN_FALSE_ALARM_RATE / family.max(1) as f64, |t| t.alpha);
+    let k = shift.threshold(alpha);
+    let effect_bound = v.estimate.level + d.min_effect.ln_1p();
+    f.limit = Some(v.raw((shift.forecast + k * shift.se).max(effect_bound)));
+    let level_says = level_test.is_some_and(|t| t.rejected) && v.worse_by() >= d.min_effect;
+    let slow_says = slow_test.is_some_and(|t| t.rejected);
+    let improved = shift.p_better <= RUN_FALSE_ALARM_RATE / family.max(1) as f64
+        && v.better_by() >= d.min_effect
+        && !(d.metric != Metric::Throughput && errors_rose(all, &d.endpoint));
+    f.reason = value_reason(d, v, k, family, slow_says);
+    if level_says || slow_says {
+        finding::REGRESSION
+    } else if improved {
+        finding::IMPROVEMENT
+    } else {
+        finding::NO_CHANGE
+    }
+}
+
+fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, slow_says: bool) -> String {
+    let shift = v.shift.as_ref().expect("value drafts are tested");
+    let worse = shift.z >= 0.0;
+    let side = if worse == (v.sign > 0.0) { "above" } else { "below" };
+    let tonight_sampling = v.tonight_var.max(v.estimate.sampling_var).sqrt();
+    let mut text = format!(
+        "{:.1} sigma {side} the level of {} nights (night-to-night noise ±{:.1} %, sampling ±{:.1} %); a \
+         regression needs {k:.1} sigma (1 % false alarms over the run's {family} tests) and {:.0} %",
+        shift.z.abs(),
+        v.estimate.level_nights,
+        100.0 * v.estimate.night_var.sqrt(),
+        100.0 * tonight_sampling,
+        100.0 * d.min_effect
+    );
+    if let (Some(slow), true) = (v.slow_share, slow_says) {
+        text += &format!(
+            "; {:.2} % of tonight's requests took {} or longer, against {:.2} % on the baseline nights",
+            100.0 * slow.tonight,
+            crate::report::format_ms(slow.threshold_ms),
+            100.0 * slow.baseline
+        );
+    }
+    if let Some((_, nights)) = v.estimate.tail {
+        text += &format!("; the last {nights} nights moved to a new level that is not settled yet");
+    }
+    text
+}
+
+/// Whether `endpoint`'s error rate rose tonight: its latency is then shaped by failures, never an improvement.
+fn errors_rose(all: &[Draft], endpoint: &str) -> bool {
+    all.iter()
+        .any(|d| d.endpoint == endpoint && matches!(&d.evidence, Evidence::Errors(e) if e.rise_pp() >= ERROR_MIN_RISE))
+}
+
+/// Fills in an error-rate draft's numbers and reason, and returns its outcome.
+fn error_finding(f: &mut Finding, d: &Draft, e: &ErrorEvidence, tests: &[Test], family: usize) -> &'static str {
+    let test = tests.iter().find(|t| t.kind == TestKind::Errors);
+    let alpha = test.map_or(RUN_FALSE_ALARM_RATE / family.max(1) as f64, |t| t.alpha);
+    let base = 100.0 * e.history.rate();
+    f.candidate_value = e.tonight_pct();
+    f.baseline_value = Some(base);
+    f.delta_pct = (base > 0.0).then(|| 100.0 * (f.candidate_value - base) / base);
+    f.interval = e.interval.or_else(|| error_rate_interval(e.errors, e.requests));
+    f.limit = Some(error_limit(&e.history, e.requests, alpha, base, d.min_effect));
+    let regressed = test.is_some_and(|t| t.rejected) && e.is_effect(d.min_effect);
+    let wobble = if e.history.log_wobble_var > 0.0 {
+        format!("the nightly rate varies ×{:.1}", e.history.log_wobble_var.sqrt().exp())
+    } else {
+        "a steady rate".to_owned()
+    };
+    f.reason = format!(
+        "{} of {} requests failed against {base:.3} % over {} nights ({wobble}); chance {:.1e}, a regression needs \
+         {alpha:.1e} (1 % false alarms over the run's {family} tests), +{ERROR_MIN_RISE} pp and {:.0} %",
+        e.errors,
+        e.requests,
+        e.history.nights,
+        e.p,
+        100.0 * d.min_effect
+    );
+    if regressed { finding::REGRESSION } else { finding::NO_CHANGE }
+}
+
+/// The error rate, percent, tonight would have had to reach to be a regression.
+fn error_limit(history: &CountHistory, requests: u64, alpha: f64, base_pct: f64, min_effect: f64) -> f64 {
+    let effect = (base_pct + ERROR_MIN_RISE).max(base_pct * (1.0 + min_effect));
+    let significant = history.hits_needed(requests, alpha).map_or(100.0, |k| 100.0 * k as f64 / requests as f64);
+    effect.max(significant).min(100.0)
+}

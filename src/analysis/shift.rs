@@ -1,0 +1,94 @@
+//! How far tonight lies from where a series stands, in units of the noise, and how likely that is by
+//! chance: the one test both the single-series detector and the run judge make of a figure.
+//!
+//! Tonight is compared with tomorrow's forecast of the level (an AR(1) step from the last night) and, when
+//! the last nights moved to a new level that has not settled yet, with that level too, taking the closer of
+//! the two. The spread of the difference adds tonight's night-to-night noise, tonight's sampling noise (never
+//! less than a history night's: the same workload samples the same way) and the uncertainty of the level.
+//! The noise was estimated from a few nights, so the distance is read on a Student-t distribution with the
+//! estimate's degrees of freedom, not on a normal one.
+
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use super::level::Estimate;
+
+/// The variance of the median of m normal values is about (π/2)·σ²/m.
+const MEDIAN_VARIANCE_FACTOR: f64 = std::f64::consts::FRAC_PI_2;
+
+/// Tonight against the series' level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shift {
+    /// Standardised distance above (positive) or below the level, the closer baseline's when there are two.
+    pub z: f64,
+    /// Degrees of freedom of the noise estimate.
+    pub dof: f64,
+    /// The chance of being at least this far above by noise alone.
+    pub p_worse: f64,
+    /// The chance of being at least this far below by noise alone.
+    pub p_better: f64,
+    /// Tomorrow's expected value given the last night.
+    pub forecast: f64,
+    /// The spread of tonight's distance from the forecast.
+    pub se: f64,
+    /// The levels compared with: the settled level, and the unsettled new one when there is one.
+    pub baselines: Vec<f64>,
+}
+
+impl Shift {
+    /// The distance, in `se`, a value must exceed to have at most `alpha` chance of arising by noise.
+    #[must_use]
+    pub fn threshold(&self, alpha: f64) -> f64 {
+        t_quantile(1.0 - alpha, self.dof)
+    }
+}
+
+/// Tonight's `candidate` (sampling variance `candidate_sampling_var`) against the series described by `e`.
+#[must_use]
+pub fn shift(e: &Estimate, candidate: f64, candidate_sampling_var: f64) -> Shift {
+    let sigma = e.sigma;
+    // Tomorrow's expected value given tonight's residual (AR(1)); with an unsettled tail there is no settled
+    // last night to carry over.
+    let residual = if e.tail.is_some() { 0.0 } else { (e.last - e.level).clamp(-2.0 * sigma, 2.0 * sigma) };
+    let forecast = e.level + e.phi * residual;
+    let tonight_var = e.night_var + candidate_sampling_var.max(e.sampling_var);
+    let level_var = sigma * sigma * (1.0 + e.phi) / ((1.0 - e.phi) * e.level_nights as f64);
+    let se = (tonight_var * (1.0 - e.phi * e.phi) + level_var).sqrt();
+    let mut z = (candidate - forecast) / se;
+    let mut baselines = vec![e.level];
+    if let Some((tail_median, tail_nights)) = e.tail {
+        let tail_z = (candidate - tail_median)
+            / (tonight_var + sigma * sigma * MEDIAN_VARIANCE_FACTOR / tail_nights as f64).sqrt();
+        z = if z >= 0.0 { z.min(tail_z) } else { z.max(tail_z) };
+        baselines.push(tail_median);
+    }
+    let t = students_t(e.dof);
+    Shift { z, dof: e.dof, p_worse: t.sf(z), p_better: t.cdf(z), forecast, se, baselines }
+}
+
+/// The `q` quantile of Student's t with `dof` degrees of freedom.
+#[must_use]
+pub fn t_quantile(q: f64, dof: f64) -> f64 {
+    students_t(dof).inverse_cdf(q.clamp(1e-15, 1.0 - 1e-15))
+}
+
+fn students_t(dof: f64) -> StudentsT {
+    StudentsT::new(0.0, 1.0, dof.max(0.5)).expect("a positive scale and degrees of freedom")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::level::estimate;
+
+    #[test]
+    fn sampling_noise_widens_the_test() {
+        let history = [1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.01, 0.99, 1.0, 1.02];
+        let quiet = estimate(&history, &[0.0; 10], 0.02, None);
+        let sampled = estimate(&history, &[0.05f64.powi(2); 10], 0.02, None);
+        let precise = shift(&quiet, 1.2, 0.0);
+        let uncertain = shift(&sampled, 1.2, 0.05f64.powi(2));
+        assert!(precise.p_worse < 1e-4, "{precise:?}");
+        assert!(uncertain.p_worse > precise.p_worse * 100.0, "{uncertain:?}");
+        assert!((t_quantile(0.99, 1e6) - 2.326).abs() < 0.001);
+    }
+}
