@@ -6,9 +6,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
-use crate::store::{Store, StoreError};
+use crate::store::{Lease, Store, StoreError};
 
 /// How long a lease lasts without renewal: a crashed holder blocks its scenario this long at most.
 const LEASE_FOR: Duration = Duration::from_mins(2);
@@ -57,8 +57,8 @@ pub enum ClaimError {
     #[error("a run of `{0}` is already under way here")]
     RunningHere(String),
     /// Another degrade holds the lease.
-    #[error("a run of `{0}` is already under way in another degrade sharing this database")]
-    RunningElsewhere(String),
+    #[error("a run of `{0}` is already under way in another degrade sharing this database: {1}")]
+    RunningElsewhere(String, HeldBy),
     /// degrade is shutting down and starts no more runs.
     #[error("degrade is shutting down; it starts no new run of `{0}`")]
     ShuttingDown(String),
@@ -67,10 +67,42 @@ pub enum ClaimError {
     Database(String, StoreError),
 }
 
+/// Who holds a lease another degrade asked for, in words: which process, since when, until when, and what to
+/// do if that process is gone.
+#[derive(Debug, Clone)]
+pub struct HeldBy {
+    lease: Option<Lease>,
+    now: DateTime<Utc>,
+}
+
+impl std::fmt::Display for HeldBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(lease) = &self.lease else {
+            return f.write_str("its lease was released a moment ago; try again");
+        };
+        // `host:pid:random` (see `holder_name`); a name in another shape is shown whole.
+        match lease.holder.rsplitn(3, ':').collect::<Vec<_>>()[..] {
+            [_, pid, host] => write!(f, "held by pid {pid} on host {host}")?,
+            _ => write!(f, "held by {}", lease.holder)?,
+        }
+        if let Some(taken_at) = lease.taken_at {
+            write!(f, " since {}", taken_at.format("%Y-%m-%d %H:%M:%S UTC"))?;
+        }
+        let left = (lease.expires_at - self.now).num_seconds().max(0);
+        write!(
+            f,
+            "; its lease expires at {} (in {left} s). If that process is gone, the next run after the expiry \
+             goes ahead; a live one renews its lease every {} s while it runs",
+            lease.expires_at.format("%Y-%m-%d %H:%M:%S UTC"),
+            RENEW_EVERY.as_secs()
+        )
+    }
+}
+
 /// The right to run one scenario, held until dropped.
 pub struct Claim {
     _under_way: UnderWay,
-    renewal: tokio::task::JoinHandle<()>,
+    renewal: Option<tokio::task::JoinHandle<()>>,
     release: Option<(Store, String, String)>,
 }
 
@@ -84,42 +116,66 @@ impl Claim {
             .await
             .map_err(|e| ClaimError::Database(scenario.to_owned(), e))?;
         if !taken {
-            return Err(ClaimError::RunningElsewhere(scenario.to_owned()));
+            // Asked after the refusal, so the holder may have let go in between: the message says so.
+            let lease = store.lease(scenario).await.ok().flatten().filter(|l| l.expires_at > now);
+            return Err(ClaimError::RunningElsewhere(scenario.to_owned(), HeldBy { lease, now }));
         }
         let (store, scenario, holder) = (store.clone(), scenario.to_owned(), holder.to_owned());
-        let renewal = tokio::spawn(renew(store.clone(), scenario.clone(), holder.clone()));
-        Ok(Self { _under_way: under_way, renewal, release: Some((store, scenario, holder)) })
+        let renewal = tokio::spawn(renew(store.clone(), scenario.clone(), holder.clone(), RENEW_EVERY));
+        Ok(Self { _under_way: under_way, renewal: Some(renewal), release: Some((store, scenario, holder)) })
     }
 
-    /// Gives the lease back now (dropping the claim does it in the background).
+    /// Gives the lease back now, once: after the renewal has stopped (dropping the claim does the same in the
+    /// background).
     pub async fn release(mut self) {
-        self.renewal.abort();
-        if let Some((store, scenario, holder)) = self.release.take()
-            && let Err(e) = store.release_lease(&scenario, &holder).await
-        {
-            tracing::warn!(scenario, error = %e, "cannot release the lease; it expires by itself");
+        if let Some((store, scenario, holder)) = self.release.take() {
+            stop_and_release(self.renewal.take(), store, scenario, holder).await;
         }
     }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        self.renewal.abort();
         if let Some((store, scenario, holder)) = self.release.take() {
-            tokio::spawn(async move {
-                let _ = store.release_lease(&scenario, &holder).await;
-            });
+            let renewal = self.renewal.take();
+            if let Some(renewal) = &renewal {
+                renewal.abort();
+            }
+            tokio::spawn(stop_and_release(renewal, store, scenario, holder));
         }
     }
 }
 
-async fn renew(store: Store, scenario: String, holder: String) {
+/// Stops the renewal and waits until it has (an aborted task may be inside a database call), then releases.
+/// Renewals only ever extend a current lease of ours, so even one that lands late cannot bring it back.
+async fn stop_and_release(
+    renewal: Option<tokio::task::JoinHandle<()>>,
+    store: Store,
+    scenario: String,
+    holder: String,
+) {
+    if let Some(renewal) = renewal {
+        renewal.abort();
+        let _ = renewal.await;
+    }
+    if let Err(e) = store.release_lease(&scenario, &holder).await {
+        tracing::warn!(scenario, error = %e, "cannot release the lease; it expires by itself");
+    }
+}
+
+async fn renew(store: Store, scenario: String, holder: String, every: Duration) {
     loop {
-        tokio::time::sleep(RENEW_EVERY).await;
+        tokio::time::sleep(every).await;
         let now = Utc::now();
-        match store.acquire_lease(&scenario, &holder, now, now + LEASE_FOR).await {
+        match store.renew_lease(&scenario, &holder, now, now + LEASE_FOR).await {
             Ok(true) => {}
-            Ok(false) => tracing::error!(scenario, "the lease was taken over by another degrade while running"),
+            Ok(false) => {
+                tracing::error!(
+                    scenario,
+                    "the lease was lost (expired or taken over by another degrade) while running"
+                );
+                return;
+            }
             Err(e) => tracing::warn!(scenario, error = %e, "cannot renew the lease; retrying"),
         }
     }
@@ -130,4 +186,73 @@ async fn renew(store: Store, scenario: String, holder: String) {
 pub fn holder_name() -> String {
     let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_default();
     format!("{}:{}:{:08x}", if host.is_empty() { "degrade" } else { &host }, std::process::id(), rand::random::<u32>())
+}
+
+#[cfg(test)]
+mod tests {
+
+    use super::*;
+    use crate::store::DatabaseUrl;
+
+    async fn store(dir: &tempfile::TempDir) -> Store {
+        Store::connect(&DatabaseUrl::Sqlite(dir.path().join("leases.db"))).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_renewal_that_lands_after_the_release_cannot_bring_the_lease_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir).await;
+        let now = Utc::now();
+        assert!(store.acquire_lease("nightly", "a:1:0", now, now + LEASE_FOR).await.unwrap());
+        store.release_lease("nightly", "a:1:0").await.unwrap();
+        // The order of the race that left leases behind: the release, then a renewal already under way.
+        assert!(!store.renew_lease("nightly", "a:1:0", now, now + LEASE_FOR).await.unwrap());
+        assert_eq!(store.lease("nightly").await.unwrap(), None);
+        assert!(store.acquire_lease("nightly", "b:2:0", now, now + LEASE_FOR).await.unwrap(), "free at once");
+        // Nor can a renewal take over another holder's lease, or revive an expired one of its own.
+        assert!(!store.renew_lease("nightly", "a:1:0", now, now + LEASE_FOR).await.unwrap());
+        let later = now + LEASE_FOR + chrono::Duration::seconds(1);
+        assert!(!store.renew_lease("nightly", "b:2:0", later, later + LEASE_FOR).await.unwrap());
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_claim_released_while_renewing_nonstop_leaves_no_lease() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir).await;
+        let runs = RunsUnderWay::default();
+        for round in 0..20 {
+            let mut claim = Claim::take(&store, &runs, "nightly", "a:1:0").await.unwrap();
+            // Renew as often as the runtime allows, so the release meets a renewal in every state: about to
+            // start, inside its database call, or just done.
+            if let Some(slow) = claim.renewal.take() {
+                slow.abort();
+            }
+            let busy = tokio::spawn(renew(store.clone(), "nightly".into(), "a:1:0".into(), Duration::ZERO));
+            claim.renewal = Some(busy);
+            for _ in 0..round % 4 {
+                tokio::task::yield_now().await;
+            }
+            claim.release().await;
+            assert_eq!(store.lease("nightly").await.unwrap(), None, "round {round}");
+        }
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_refusal_names_the_holder_since_when_and_the_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir).await;
+        let runs_there = RunsUnderWay::default();
+        let _held = Claim::take(&store, &runs_there, "nightly", "build-box:4242:1a2b3c4d").await.unwrap();
+        let Err(refusal) = Claim::take(&store, &RunsUnderWay::default(), "nightly", "ci:7:0").await else {
+            panic!("a second degrade must be refused");
+        };
+        let message = refusal.to_string();
+        assert!(message.starts_with("a run of `nightly` is already under way in another degrade"), "{message}");
+        assert!(message.contains("held by pid 4242 on host build-box since 20"), "{message}");
+        assert!(message.contains("its lease expires at 20") && message.contains(" (in 1"), "{message}");
+        assert!(message.contains("If that process is gone, the next run after the expiry goes ahead"), "{message}");
+        store.close().await;
+    }
 }

@@ -85,7 +85,7 @@ impl Runner {
         let claim = match self.claim(scenario).await {
             Ok(claim) => claim,
             Err(
-                busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(_) | ClaimError::ShuttingDown(_)),
+                busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(..) | ClaimError::ShuttingDown(_)),
             ) => {
                 tracing::info!("not starting a run: {busy}");
                 return Ok(None);

@@ -31,6 +31,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use std::str::FromStr;
 
 pub use episodes::{Acknowledged, Episode, NewEpisode};
+pub use leases::Lease;
 pub use model::*;
 pub use outbox::{NewMessage, OutboxMessage};
 pub use overview::{ScenarioSummary, StatusCount};

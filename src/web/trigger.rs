@@ -24,7 +24,7 @@ pub(super) async fn trigger(
     let job = Job::find(&state.config, Some(&name)).map_err(|e| WebError::Unprocessable(format!("{e:#}")))?;
     let claim = match state.runner.claim(&name).await {
         Ok(claim) => claim,
-        Err(busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(_) | ClaimError::ShuttingDown(_))) => {
+        Err(busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(..) | ClaimError::ShuttingDown(_))) => {
             return Err(WebError::Conflict(format!("{}; wait for it to finish.", capitalised(&busy.to_string()))));
         }
         Err(ClaimError::Database(_, e)) => return Err(WebError::Store(e)),

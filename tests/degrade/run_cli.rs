@@ -202,3 +202,24 @@ fn run_names_what_is_wrong_with_its_arguments() {
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output).1.contains("invalid value 'soon' for '--duration <DURATION>'"), "{}", text(&output).1);
 }
+
+/// Back-to-back runs of one scenario on one database, each a fresh process, as a nightly script does them:
+/// the lease each one takes is gone when it ends, so none is ever refused.
+#[tokio::test]
+async fn fifty_short_runs_in_a_row_are_never_refused() {
+    let target = StubTarget::start().await;
+    let (dir, _) = checkout_project(&target, "");
+    let db = TestDb::sqlite();
+    let url = db.url_string();
+    let env = [("DEGRADE_DATABASE_URL", url.as_str())];
+    for n in 1..=50 {
+        let child = degrade_child(dir.path(), &["run", "--duration", "300ms", "--rate-scale", "0.2"], &env);
+        let output = child.wait_with_output().await.unwrap();
+        let (stdout, stderr) = text(&output);
+        assert!(!stderr.contains("already under way"), "run {n} was refused: {stderr}");
+        assert!(matches!(output.status.code(), Some(0 | 3)), "run {n}: {stdout}\n{stderr}");
+    }
+    let store = Store::connect(&db.url).await.unwrap();
+    assert_eq!(store.lease("checkout").await.unwrap(), None, "the last run left its lease behind");
+    store.close().await;
+}
