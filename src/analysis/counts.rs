@@ -15,6 +15,10 @@ use statrs::distribution::{DiscreteCDF, NegativeBinomial};
 use statrs::function::beta::ln_beta;
 use statrs::function::gamma::ln_gamma;
 
+/// A prior on how much a failure rate wobbles from night to night: by a factor of about 2 either way (the
+/// log-scale standard deviation ln 2), believed as much as two nights of evidence. A few nights cannot show
+/// how flaky an endpoint is; without the prior, five similar nights would make one burst look impossible.
+const FAILURE_WOBBLE_PRIOR: (f64, f64) = (std::f64::consts::LN_2, 2.0);
 /// Points of the normal quadrature over the night-to-night wobble, spanning ±6 standard deviations.
 const QUADRATURE_POINTS: usize = 61;
 
@@ -64,7 +68,12 @@ impl CountHistory {
         let counting_var = nights.iter().map(|n| rate / n.trials).sum::<f64>() / nights.len().max(1) as f64;
         let observed_var = sample_variance(&rates);
         let excess = (observed_var - counting_var).max(0.0);
-        let log_wobble_var = if excess > 0.0 { (excess / (rate * rate)).ln_1p() } else { 0.0 };
+        let mut log_wobble_var = if excess > 0.0 { (excess / (rate * rate)).ln_1p() } else { 0.0 };
+        if wobble == Wobble::Multiplicative {
+            let (sd, weight) = FAILURE_WOBBLE_PRIOR;
+            let dof = nights.len().saturating_sub(1) as f64;
+            log_wobble_var = (dof * log_wobble_var + weight * sd * sd) / (dof + weight);
+        }
         Self { hits, trials, log_wobble_var, wobble_var: excess, wobble, nights: nights.len() }
     }
 
@@ -187,10 +196,16 @@ mod tests {
 
     #[test]
     fn a_flaky_history_excuses_a_bad_night() {
-        let steady = nights(&[(10.0, 1000.0), (11.0, 1000.0), (9.0, 1000.0), (10.0, 1000.0), (10.0, 1000.0)]);
+        let month: Vec<(f64, f64)> = (0..30).map(|n| (f64::from(9 + n % 3), 1000.0)).collect();
+        let steady = nights(&month);
+        let five = nights(&month[..5]);
         let flaky = nights(&[(2.0, 1000.0), (30.0, 1000.0), (5.0, 1000.0), (12.0, 1000.0), (1.0, 1000.0)]);
-        assert!(steady.log_wobble_var < 0.05, "{steady:?}");
-        assert!(steady.p_at_least(40, 1000.0) < 1e-8);
+        assert!(steady.log_wobble_var < 0.05, "a month of steady nights outweighs the prior: {steady:?}");
+        assert!(steady.p_at_least(40, 1000.0) < 1e-6, "four times the steady rate is far past any run-level threshold");
+        assert!(
+            five.p_at_least(40, 1000.0) > 100.0 * steady.p_at_least(40, 1000.0),
+            "five nights prove less: {five:?}"
+        );
         assert!(flaky.p_at_least(40, 1000.0) > 1e-3, "{flaky:?}");
         let needed = steady.hits_needed(1000, 1e-4).unwrap();
         assert!((20..40).contains(&needed), "{needed}");

@@ -103,9 +103,10 @@ pub struct DemoTargetArgs {
     /// The port to listen on (127.0.0.1).
     #[arg(long, default_value_t = 3000)]
     pub port: u16,
-    /// Milliseconds added to every request of --slow-route.
-    #[arg(long, value_name = "MS", default_value_t = 0)]
-    pub slowdown_ms: u64,
+    /// Milliseconds added to every request of --slow-route; fractions are kept to the microsecond (0.25 adds
+    /// 250 µs, spent as work).
+    #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = slowdown_ms)]
+    pub slowdown_ms: f64,
     /// The route --slowdown-ms slows, as METHOD /template.
     #[arg(long, value_name = "ROUTE", default_value = SLOW_ROUTE)]
     pub slow_route: String,
@@ -117,12 +118,20 @@ pub struct DemoTargetArgs {
     pub build: String,
 }
 
+/// A slowdown of 0 to 600,000 ms (ten minutes, past any timeout).
+fn slowdown_ms(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(ms) if ms.is_finite() && (0.0..=600_000.0).contains(&ms) => Ok(ms),
+        _ => Err(format!("`{text}` is not a number of milliseconds from 0 to 600000")),
+    }
+}
+
 pub(super) async fn demo_target(args: DemoTargetArgs) -> anyhow::Result<Exit> {
     if !(0.0..=1.0).contains(&args.error_rate) {
         anyhow::bail!("--error-rate {} is not a share between 0 and 1", args.error_rate);
     }
     let knobs = Knobs::new(&args.build);
-    knobs.slow_down(&args.slow_route, args.slowdown_ms);
+    knobs.slow_down(&args.slow_route, Duration::from_secs_f64(args.slowdown_ms / 1000.0));
     knobs.fail(args.error_rate);
     let target = DemoTarget::start(SocketAddr::from(([127, 0, 0, 1], args.port)), knobs).await?;
     println!(

@@ -3,7 +3,8 @@
 //! Each input line is one scenario's history of nightly runs and tonight's run, every night with the
 //! per-endpoint figures degrade stores (requests, errors, rate and the percentile ladder; no histograms, so
 //! the judge reads the ladder). The format is that of `../shared/detect/README.md`; each answer is
-//! `{"id", "regressed", "endpoints", "summary"}`, the endpoints being those with a regression finding.
+//! `{"id", "regressed", "endpoints", "summary", "findings"}`, the endpoints being those with a regression
+//! finding and the findings those regressions with their reasons.
 
 use serde::{Deserialize, Serialize};
 
@@ -76,6 +77,16 @@ pub(super) struct RunAnswer {
     regressed: bool,
     endpoints: Vec<String>,
     summary: String,
+    /// The regression findings behind the verdict, each with its reason.
+    findings: Vec<FindingAnswer>,
+}
+
+/// One regression finding of an answer.
+#[derive(Debug, Serialize)]
+struct FindingAnswer {
+    endpoint: String,
+    metric: String,
+    reason: String,
 }
 
 /// Judges one case at the default gates, with its minimum effect.
@@ -92,5 +103,17 @@ pub(super) fn judge_case(case: RunCase, default_min_effect_pct: f64) -> RunAnswe
         .map(|f| f.endpoint.clone())
         .collect();
     endpoints.dedup();
-    RunAnswer { id: case.id, regressed: judgement.outcome == Outcome::Regressed, endpoints, summary: judgement.summary }
+    let findings = judgement
+        .findings
+        .iter()
+        .filter(|f| f.outcome == finding::REGRESSION)
+        .map(|f| FindingAnswer { endpoint: f.endpoint.clone(), metric: f.metric.clone(), reason: f.reason.clone() })
+        .collect();
+    RunAnswer {
+        id: case.id,
+        regressed: judgement.outcome == Outcome::Regressed,
+        endpoints,
+        summary: judgement.summary,
+        findings,
+    }
 }

@@ -115,7 +115,7 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     println!("  the demo API (boards and cards, {} boards seeded) is at {}", super::target::BOARDS, target.url());
     let false_alarms = history(&runner, &config, options, &knobs).await?;
     knobs.set_build("1.1.0");
-    knobs.slow_down(SLOW_ROUTE, options.slowdown_ms);
+    knobs.slow_down(SLOW_ROUTE, Duration::from_millis(options.slowdown_ms));
     println!("tonight: build 1.1.0, which adds {} ms to {SLOW_ROUTE}", options.slowdown_ms);
     let tonight = night(&runner, &config, options, None).await?;
     Courier::new(store.clone(), config.clone())?.deliver_due().await?;

@@ -20,7 +20,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::SqlitePool;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 /// Boards seeded; each gets [`CARDS_PER_BOARD`] cards, so reads spread over 24,000 rows.
 pub const BOARDS: i64 = 600;
@@ -44,11 +44,14 @@ const WORDS: [&str; 16] = [
     "support",
 ];
 
+/// Delays shorter than this are spent spinning: tokio's timer has millisecond resolution.
+const TIMER_RESOLUTION: Duration = Duration::from_millis(2);
+
 /// What a user (or the demo) can change while the API runs.
 #[derive(Debug, Default)]
 pub struct Knobs {
-    /// Extra milliseconds on every request to [`Knobs::slow_route`].
-    pub slowdown_ms: AtomicU64,
+    /// Extra microseconds on every request to [`Knobs::slow_route`].
+    pub slowdown_us: AtomicU64,
     /// The route that is slowed, as `METHOD /template` (e.g. `GET /boards/{board_id}/cards`) or a bare template.
     pub slow_route: Mutex<String>,
     /// Share of requests answered 500, in millionths.
@@ -72,10 +75,11 @@ impl Knobs {
         build.clone_into(&mut self.build.lock().unwrap_or_else(PoisonError::into_inner));
     }
 
-    /// Slows `route` by `ms` milliseconds (0 removes the slowdown).
-    pub fn slow_down(&self, route: &str, ms: u64) {
+    /// Slows `route` by `delay` (zero removes the slowdown), to the microsecond.
+    pub fn slow_down(&self, route: &str, delay: Duration) {
         route.clone_into(&mut self.slow_route.lock().unwrap_or_else(PoisonError::into_inner));
-        self.slowdown_ms.store(ms, Ordering::Relaxed);
+        let us = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+        self.slowdown_us.store(us, Ordering::Relaxed);
     }
 
     /// Answers this share of requests (0.0 – 1.0) with 500.
@@ -84,10 +88,10 @@ impl Knobs {
     }
 
     fn delay_for(&self, method: &str, template: &str) -> Duration {
-        let ms = self.slowdown_ms.load(Ordering::Relaxed);
+        let us = self.slowdown_us.load(Ordering::Relaxed);
         let route = self.slow_route.lock().unwrap_or_else(PoisonError::into_inner);
         let matches = *route == template || *route == format!("{method} {template}");
-        Duration::from_millis(if matches { ms } else { 0 })
+        Duration::from_micros(if matches { us } else { 0 })
     }
 }
 
@@ -119,6 +123,10 @@ impl DemoTarget {
             .filename(db_dir.0.join("demo-target.db"))
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
+            // The data is seeded afresh on every start and thrown away after, so nothing is gained by waiting
+            // for the disk: with fsyncs, a shared machine's disk stalls a few writes a night by 50–300 ms,
+            // a heavy tail on the write routes that no build caused.
+            .synchronous(SqliteSynchronous::Off)
             .busy_timeout(Duration::from_secs(5));
         let db = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
         seed(&db).await?;
@@ -175,8 +183,15 @@ fn router(demo: Demo) -> Router {
 async fn knobs(State(demo): State<Demo>, request: Request, next: Next) -> Response {
     let template = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_default();
     let delay = demo.knobs.delay_for(request.method().as_str(), &template);
-    if !delay.is_zero() {
+    if delay >= TIMER_RESOLUTION {
         tokio::time::sleep(delay).await;
+    } else if !delay.is_zero() {
+        // The runtime's timer counts whole milliseconds, so a sub-millisecond slowdown (the size of a real
+        // regression on a sub-millisecond route) is spent as work, the way a slower build would spend it.
+        let until = std::time::Instant::now() + delay;
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
     }
     let served = demo.knobs.served.fetch_add(1, Ordering::Relaxed);
     let ppm = demo.knobs.error_ppm.load(Ordering::Relaxed);

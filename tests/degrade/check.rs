@@ -105,6 +105,9 @@ async fn check_story(db: &TestDb) {
     assert!(!regression_lines.is_empty(), "{stdout}");
     assert!(regression_lines.iter().all(|l| l.contains("GET /boards/{id}")), "only boards regressed: {stdout}");
     assert!(stdout.contains("GET /boards/{id}  p95  ") && stdout.contains("-> 135.0 ms (+3"), "{stdout}");
+    let boards_p95 = stdout.lines().find(|l| l.contains("GET /boards/{id}  p95  ")).unwrap();
+    assert!(boards_p95.contains(", tonight 1") && boards_p95.contains("–1"), "tonight's 95 % interval: {stdout}");
+    assert!(stdout.contains("(1 % false alarms over the run's "), "the reason names the run's family: {stdout}");
     assert!(stdout.lines().last().unwrap().starts_with("verdict: regressed: "), "{stdout}");
     assert_eq!(store.find_run(regressed).await.unwrap().unwrap().status, RunStatus::Regressed);
     let verdict = store.latest_verdict(regressed).await.unwrap().unwrap();
@@ -145,6 +148,48 @@ async fn check_story(db: &TestDb) {
     assert_eq!(code, Some(1));
     assert!(stdout.starts_with("### ❌ degrade: regressed: "), "{stdout}");
     assert!(stdout.contains("| `GET /boards/{id}` | p95 | "), "{stdout}");
+    store.close().await;
+}
+
+/// A night of `checkout` with an admin endpoint of `requests` requests a night next to the busy ones.
+async fn store_thin_night(store: &Store, n: i64, requests: i64) {
+    let new = NewRun {
+        scenario: "checkout".into(),
+        build_id: Some(format!("1.0.{n}")),
+        seed: n,
+        scenario_hash: "h".into(),
+        scenario_source: None,
+        deploy_output: None,
+        started_at: night(n),
+    };
+    let id = store.create_run(&new).await.unwrap();
+    let wobble = WOBBLE[n as usize % WOBBLE.len()];
+    let admin = EndpointResult { requests, ..endpoint("GET /admin/report", 300.0 * wobble) };
+    let results = RunResults {
+        status: RunStatus::Finished,
+        finished_at: night(n) + Duration::minutes(5),
+        validity_reasons: vec![],
+        load_summary: LoadSummary::default(),
+        endpoints: vec![endpoint(OVERALL_ENDPOINT, 80.0 * wobble), endpoint("GET /boards/{id}", 100.0 * wobble), admin],
+        timeline: vec![],
+    };
+    store.finish_run(id, &results).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_percentile_of_too_few_requests_is_named_and_not_judged() {
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    for n in 0..=10 {
+        store_thin_night(&store, n, 200).await;
+    }
+    let (code, stdout, stderr) = check(&db, &[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let too_few = stdout.lines().position(|l| l.contains("too few") && l.contains("GET /admin/report  p99")).unwrap();
+    let reason = stdout.lines().nth(too_few + 1).unwrap();
+    assert!(reason.contains("p99 of 200 requests: too few to judge"), "{stdout}");
+    assert!(reason.contains("are needed); p95 judged instead"), "{stdout}");
+    assert!(stdout.contains("verdict: passed: ") && stdout.contains("1 on too few requests to judge"), "{stdout}");
     store.close().await;
 }
 

@@ -48,11 +48,16 @@ async fn the_demo_api_knobs_slow_one_route_and_fail_requests() {
     let knobs = Knobs::new("1.0.0");
     let target = DemoTarget::start("127.0.0.1:0".parse().unwrap(), knobs.clone()).await.unwrap();
     let (client, base) = (http_client(), target.url());
-    knobs.slow_down("GET /boards/{board_id}/cards", 150);
+    knobs.slow_down("GET /boards/{board_id}/cards", Duration::from_millis(150));
     knobs.set_build("1.1.0");
     let started = Instant::now();
     assert_eq!(get(&client, &format!("{base}/boards/3/cards")).await.0, 200);
     assert!(started.elapsed() >= Duration::from_millis(150), "the slowed route waits");
+    // A slowdown the size of a sub-millisecond route's regression is kept to the microsecond.
+    knobs.slow_down("GET /boards/{board_id}/cards", Duration::from_micros(300));
+    let started = Instant::now();
+    assert_eq!(get(&client, &format!("{base}/boards/3/cards")).await.0, 200);
+    assert!(started.elapsed() >= Duration::from_micros(300), "a sub-millisecond slowdown is spent too");
     assert_eq!(get(&client, &format!("{base}/version")).await.1["build"], "1.1.0");
 
     knobs.fail(1.0);
