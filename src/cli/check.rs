@@ -2,6 +2,7 @@
 //! report, and exits 0 (passed), 1 (regressed) or 3 (inconclusive, 0 unless `--strict`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 
@@ -33,6 +34,14 @@ pub struct CheckArgs {
     /// nightly run, it opens or resolves alert episodes and posts their messages.
     #[arg(long, conflicts_with = "run")]
     pub run_now: bool,
+    /// With --run-now: stretch or shrink the plan to this length, as `degrade run --duration` does. Such a
+    /// run is another workload: it starts its own series and is judged only against runs shaped the same.
+    #[arg(long, value_name = "DURATION", requires = "run_now", value_parser = super::run::duration_arg)]
+    pub duration: Option<Duration>,
+    /// With --run-now: multiply every rate and user count, as `degrade run --rate-scale` does (its own series
+    /// too).
+    #[arg(long, value_name = "FACTOR", requires = "run_now", value_parser = super::run::positive_factor)]
+    pub rate_scale: Option<f64>,
     /// How to print the report.
     #[arg(long, short, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -71,7 +80,13 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
         let candidate = candidate(store, config, args, args.run).await?;
         return judge_run(store, config, &candidate, &spec(config, args, &candidate.scenario)).await;
     }
-    let job = Job::find(config, args.scenario.as_deref())?;
+    let mut job = Job::find(config, args.scenario.as_deref())?;
+    if job.reshape(args.duration, args.rate_scale.unwrap_or(1.0)) {
+        eprintln!(
+            "note: a run reshaped by --duration or --rate-scale is another workload: it starts its own series and \
+             is judged only against runs shaped the same way, never against the nightly ones"
+        );
+    }
     let spec = spec(config, args, &job.name);
     let (live, stop) = Live::start(&job.plan);
     let config = Arc::new(config.clone());
@@ -86,9 +101,7 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
     }
     match (ended.report, ended.failure) {
         (Some(report), _) => Ok(report),
-        (None, Some(reason)) if ended.status == RunStatus::Failed => {
-            bail!("run {} failed before any load was sent: {reason}", ended.run_id)
-        }
+        (None, Some(reason)) if ended.status == RunStatus::Failed => bail!("run {} failed: {reason}", ended.run_id),
         (None, Some(reason)) => bail!("run {} is stored as {}: {reason}", ended.run_id, ended.status),
         (None, None) => bail!("run {} was stopped before it finished; it is stored as {}", ended.run_id, ended.status),
     }

@@ -20,7 +20,7 @@ pub struct RunArgs {
     /// A [[scenario]] name from degrade.toml, or a scenario file's path. Default: the only scenario.
     pub scenario: Option<String>,
     /// Stretch or shrink the whole plan to this length (e.g. 20s for a smoke run); stages keep their shares.
-    #[arg(long, value_name = "DURATION", value_parser = |s: &str| humantime::parse_duration(s).map_err(|e| e.to_string()))]
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub duration: Option<Duration>,
     /// Multiply every rate and user count (e.g. 0.1 for a gentle smoke run).
     #[arg(long, value_name = "FACTOR", default_value_t = 1.0, value_parser = positive_factor)]
@@ -33,7 +33,13 @@ pub struct RunArgs {
     pub format: RunFormat,
 }
 
-fn positive_factor(text: &str) -> Result<f64, String> {
+/// A `--duration` such as `20s` or `2m`.
+pub(super) fn duration_arg(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// A `--rate-scale`: a positive, finite factor.
+pub(super) fn positive_factor(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(f) if f.is_finite() && f > 0.0 => Ok(f),
         _ => Err(format!("`{text}` is not a positive number")),
@@ -43,9 +49,7 @@ fn positive_factor(text: &str) -> Result<f64, String> {
 pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<Exit> {
     let config = source.load_or_defaults()?;
     let mut job = Job::find(&config, args.scenario.as_deref())?;
-    if args.duration.is_some() || (args.rate_scale - 1.0).abs() > f64::EPSILON {
-        job.plan = job.plan.scaled(args.duration, args.rate_scale);
-    }
+    job.reshape(args.duration, args.rate_scale);
     let store = Store::connect(&config.database)
         .await
         .with_context(|| format!("cannot open the database {}", config.database))?;

@@ -82,7 +82,12 @@ impl RunReport {
             }
         }
         out.push('\n');
-        if r.validity_reasons.is_empty() {
+        if r.status == RunStatus::Failed {
+            out.push_str("Failed, so it is never judged and never serves as a baseline:\n");
+            for reason in &r.validity_reasons {
+                out.push_str(&format!("  - {reason}\n"));
+            }
+        } else if r.validity_reasons.is_empty() {
             out.push_str("Valid: the generator delivered the planned load.\n");
         } else {
             out.push_str("Not valid, so it will not serve as a baseline:\n");

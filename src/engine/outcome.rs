@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::pacer::Interruption;
 use super::recorder::Recorder;
-use crate::metrics::{EndpointRecord, Limits, LoadFacts, endpoint_result, validity_reasons};
+use crate::metrics::{EndpointRecord, Limits, LoadFacts, endpoint_result, target_failure, validity_reasons};
 use crate::scenario::Plan;
 use crate::store::{LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus};
 
@@ -87,12 +87,16 @@ pub(super) fn measure(
             }
         }),
     };
-    let validity_reasons = validity_reasons(&facts, &Limits::default());
-    let status = match interruption {
-        Some(Interruption::Stopped) => RunStatus::Aborted,
+    let mut validity_reasons = validity_reasons(&facts, &Limits::default());
+    let target_failed = target_failure(&endpoints[0]);
+    let status = match (interruption, &target_failed) {
+        (Some(Interruption::Stopped), _) => RunStatus::Aborted,
+        (_, Some(_)) => RunStatus::Failed,
         _ if validity_reasons.is_empty() => RunStatus::Finished,
         _ => RunStatus::Invalid,
     };
+    // A down target is the reason that matters; the generator's own figures follow it.
+    validity_reasons.splice(0..0, target_failed);
     let load_summary = LoadSummary {
         model: plan.load.model.as_str().to_owned(),
         target_rate: facts.target_rate,

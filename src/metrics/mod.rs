@@ -3,10 +3,12 @@
 //! No clock and no I/O here: the engine records, this module turns records into the figures that are stored
 //! and judged, so every rule is unit-tested with plain data.
 
+pub mod health;
 pub mod interval;
 mod summary;
 mod validity;
 
+pub use health::target_failure;
 pub use interval::Interval;
 pub use summary::{EndpointRecord, SecondRecord, endpoint_result, intervals, new_histogram, timeline_point};
 pub use validity::{Limits, LoadFacts, validity_reasons};

@@ -26,7 +26,10 @@ pub async fn judge_run(
             "run #{} {}: {}; it measured nothing to judge",
             candidate.id,
             candidate.status,
-            candidate.failure_reason.as_deref().unwrap_or("no reason recorded")
+            candidate.failure_reason.clone().unwrap_or_else(|| match candidate.validity_reasons.join("; ") {
+                reasons if reasons.is_empty() => "no reason recorded".to_owned(),
+                reasons => reasons,
+            })
         ),
         _ => {}
     }

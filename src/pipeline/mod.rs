@@ -45,6 +45,16 @@ pub struct Job {
 }
 
 impl Job {
+    /// Stretches or shrinks the plan to `duration` and scales its rates (`degrade run --duration 20s`, a smoke
+    /// run); `true` when that changed the workload, which then forms a series of its own.
+    pub fn reshape(&mut self, duration: Option<std::time::Duration>, rate_scale: f64) -> bool {
+        let reshaped = duration.is_some() || (rate_scale - 1.0).abs() > f64::EPSILON;
+        if reshaped {
+            self.plan = self.plan.clone().scaled(duration, rate_scale);
+        }
+        reshaped
+    }
+
     /// The job for `wanted`: a `[[scenario]]` name, a scenario file's path, or (when `None`) the only
     /// configured scenario.
     pub fn find(config: &Config, wanted: Option<&str>) -> anyhow::Result<Self> {

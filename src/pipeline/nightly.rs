@@ -149,6 +149,13 @@ impl Runner {
                 if measurement.results.status == RunStatus::Aborted {
                     return Ok(Ended { run_id, status: RunStatus::Aborted, report: None, failure: None });
                 }
+                if measurement.results.status == RunStatus::Failed {
+                    // The target was down: a failed night, alerted as one, never judged.
+                    let reason = measurement.results.validity_reasons.join("; ");
+                    let build_id = store.find_run(run_id).await?.and_then(|r| r.build_id);
+                    alerting::after_failure(store, config, scenario, run_id, build_id, &reason).await?;
+                    return Ok(Ended { run_id, status: RunStatus::Failed, report: None, failure: Some(reason) });
+                }
                 let run = store.find_run(run_id).await?.context("the run just stored is gone")?;
                 let report = judge::judge_run(store, config, &run, spec).await?;
                 alerting::after_judgement(store, config, &report).await?;

@@ -116,6 +116,10 @@ impl Store {
                     sqlx::query_as(run_place).bind(id).fetch_one(&mut *tx).await?;
                 for e in &results.endpoints {
                     bind_endpoint(sqlx::query(insert_endpoint).bind(id), e).execute(&mut *tx).await?;
+                    // A run against a down target measured no build: its fast refusals stay out of the trends.
+                    if results.status == RunStatus::Failed {
+                        continue;
+                    }
                     sqlx::query(add_to_week)
                         .bind(scenario_id)
                         .bind(&e.endpoint)

@@ -7,13 +7,17 @@ use std::time::Duration;
 use degrade::store::{DatabaseUrl, OVERALL_ENDPOINT, RunStatus, Store};
 
 use crate::support::{TestDb, assert_measured, degrade, degrade_child, project, text};
-use crate::target::StubTarget;
+use crate::target::{StubTarget, refused_url};
 
 /// A project whose `checkout` scenario loads `target` at 50 sessions/s: two steps, one warm-up stage.
 fn checkout_project(target: &StubTarget, config_extra: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    checkout_project_at(&target.url(), config_extra)
+}
+
+/// The same project with its target at `url`.
+fn checkout_project_at(url: &str, config_extra: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let config = format!(
-        "[[scenario]]\nname = \"checkout\"\nfile = \"scenarios/checkout.toml\"\ntarget = \"{}\"\n{config_extra}",
-        target.url()
+        "[[scenario]]\nname = \"checkout\"\nfile = \"scenarios/checkout.toml\"\ntarget = \"{url}\"\n{config_extra}"
     );
     let scenario = "[[flow]]\nname = \"buy\"\n[[flow.step]]\npath = \"/fast\"\nextract = { first = \"$.items[0].id\" }\n\
          [[flow.step]]\nmethod = \"POST\"\npath = \"/items\"\njson = { after = \"{{ first }}\" }\n\
@@ -221,5 +225,41 @@ async fn fifty_short_runs_in_a_row_are_never_refused() {
     }
     let store = Store::connect(&db.url).await.unwrap();
     assert_eq!(store.lease("checkout").await.unwrap(), None, "the last run left its lease behind");
+    store.close().await;
+}
+
+/// A stopped target: the night is `failed` with the reason, exits 2 from `run` and `check --run-now`, opens a
+/// run-failed episode, and is never judged (so never a baseline: only measured, valid runs are).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_target_fails_the_night_and_is_never_judged() {
+    let (dir, _) = checkout_project_at(&refused_url().await, "");
+    let run = degrade_child(dir.path(), &["run", "--duration", "1s"], &[]).wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("Run 1 of checkout: failed"), "{stdout}");
+    assert!(stdout.contains("Failed, so it is never judged and never serves as a baseline:"), "{stdout}");
+    assert!(stdout.contains("the target could not be reached: ") && stdout.contains(" connect)"), "{stdout}");
+    assert!(!stdout.contains("Valid: the generator delivered"), "{stdout}");
+
+    let check = degrade_child(dir.path(), &["check"], &[]).wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&check);
+    assert_eq!(check.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("run #1 failed: the target could not be reached"), "{stderr}");
+
+    let args = ["check", "--run-now", "--duration", "1s"];
+    let run_now = degrade_child(dir.path(), &args, &[]).wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&run_now);
+    assert_eq!(run_now.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("run 2 failed: the target could not be reached"), "{stderr}");
+    assert!(stderr.contains("another workload: it starts its own series"), "{stderr}");
+
+    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
+    for id in [1, 2] {
+        let stored = store.find_run(id).await.unwrap().unwrap();
+        assert_eq!(stored.status, RunStatus::Failed, "run {id}");
+        assert!(store.latest_verdict(id).await.unwrap().is_none(), "run {id} was judged");
+    }
+    let episodes = store.unresolved_episodes("checkout").await.unwrap();
+    assert!(episodes.iter().any(|e| e.kind == "run_failed" && e.opened_run_id == Some(2)), "{episodes:?}");
     store.close().await;
 }
