@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Does the gate cry wolf on a real process? Runs short nights of scenarios/demo.toml against `degrade
-# demo-target` at the default gates and judges each with `degrade check`, as a user's CI would:
+# demo-target` at the default gates, each through `degrade check --run-now` as a user's CI step would (so a
+# night judged regressed is rerun at once on the same build, and only a reproduced regression counts):
 #   1. WARMUP unchanged nights to build a history (not counted: fewer than min_runs = 5 are inconclusive);
 #   2. NIGHTS unchanged nights, each judged against the unchanged nights before it; every third one runs with a
 #      busy-loop process on one core (a noisy neighbour);
@@ -43,11 +44,15 @@ url = "sqlite://bench.db"
 name = "demo"
 file = "scenarios/demo.toml"
 target = "http://127.0.0.1:$PORT"
+
+[scenario.build]
+version_url = "http://127.0.0.1:$PORT/version"
+version_pointer = "/build"
 TOML
 
-start_target() { # slowdown in ms (fractions allowed)
+start_target() { # build, slowdown in ms (fractions allowed)
     [ -n "$target_pid" ] && kill "$target_pid" 2>/dev/null && wait "$target_pid" 2>/dev/null || true
-    "$bin" demo-target --port "$PORT" --build 1.0.0 --slowdown-ms "$1" --slow-route "$ROUTE" > "$work/target.log" 2>&1 &
+    "$bin" demo-target --port "$PORT" --build "$1" --slowdown-ms "$2" --slow-route "$ROUTE" > "$work/target.log" 2>&1 &
     target_pid=$!
     for _ in $(seq 1 50); do
         curl -fsS "http://127.0.0.1:$PORT/healthz" > /dev/null 2>&1 && return 0
@@ -58,25 +63,24 @@ start_target() { # slowdown in ms (fractions allowed)
     exit 2
 }
 
-# One night: runs the scenario as build $1, prints the run id.
+# One night through the CI step, judged against the unchanged nights before it; prints "CODE ENDPOINT..."
+# (the endpoints with a regression finding) and keeps the whole report in $work/check.txt.
 night() {
-    (cd "$work" && "$bin" run demo --duration "$NIGHT" --build "$1" --format json > "$work/run.json" 2> "$work/run.err") || {
-        echo "bench-verdicts: the run failed:" >&2
-        cat "$work/run.err" >&2
-        exit 2
-    }
-    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$work/run.json"
-}
-
-# Judges run $1 against the unchanged nights before it; prints "CODE ENDPOINT..." (the endpoints with a
-# regression finding) and keeps the whole report in $work/check.txt.
-judge() {
     local code=0
-    (cd "$work" && "$bin" check --run "$1" --baseline build:1.0.0 > "$work/check.txt" 2>&1) || code=$?
+    (cd "$work" && "$bin" check --run-now --duration "$NIGHT" --baseline build:1.0.0 > "$work/check.txt" 2>&1) || code=$?
+    if [ "$code" -eq 2 ]; then
+        echo "bench-verdicts: the night failed:" >&2
+        cat "$work/check.txt" >&2
+        exit 2
+    fi
     local named
     named=$(grep -E '^  (REGRESSION|GATE)' "$work/check.txt" | sed -E 's/^  (REGRESSION|GATE) +//; s/  (p50|p95|p99|error_rate|throughput|requests|max_[a-z0-9_]+)  .*$//' | sort -u | paste -sd ';' -)
     echo "$code ${named:-}"
 }
+
+# The run id and the confirmation line of the last night's report.
+last_run() { grep -m1 '^degrade check: ' "$work/check.txt" | sed -E 's/.*run #([0-9]+).*/\1/'; }
+confirmation() { grep '^confirmation: ' "$work/check.txt" | cut -c15- || true; }
 
 route_p50_ms() { # the slowed route's p50 over the unchanged nights, ms
     python3 - "$work/bench.db" "$ROUTE" <<'PY'
@@ -91,15 +95,16 @@ print(statistics.median(r[0] for r in rows) / 1000.0)
 PY
 }
 
-start_target 0
+start_target 1.0.0 0
 echo "bench-verdicts: $WARMUP warm-up nights and $NIGHTS judged unchanged nights of $NIGHT each, then 3 slowed nights"
 for i in $(seq 1 "$WARMUP"); do
-    id=$(night 1.0.0)
-    echo "  warm-up night $i: run #$id"
+    night > /dev/null
+    echo "  warm-up night $i: run #$(last_run)"
 done
 
 false_alarms=0
 judged=0
+unconfirmed=0
 for i in $(seq 1 "$NIGHTS"); do
     busy=""
     if [ $((i % 3)) -eq 0 ]; then
@@ -107,22 +112,22 @@ for i in $(seq 1 "$NIGHTS"); do
         busy_pid=$!
         busy=" (one core busy)"
     fi
-    id=$(night 1.0.0)
+    read -r code named <<< "$(night)"
     [ -n "$busy_pid" ] && { kill "$busy_pid"; wait "$busy_pid" 2>/dev/null || true; busy_pid=""; }
-    read -r code named <<< "$(judge "$id")"
-    case "$code" in
-        0) verdict=$(grep '^verdict:' "$work/check.txt" | cut -c10-)
-           if grep -q '^verdict: inconclusive' "$work/check.txt"; then
-               echo "  night $i: run #$id$busy: not judged ($verdict)"
-           else
-               judged=$((judged + 1))
-               echo "  night $i: run #$id$busy: $verdict"
-           fi ;;
-        1) judged=$((judged + 1)); false_alarms=$((false_alarms + 1))
-           echo "  night $i: run #$id$busy: FALSE ALARM on ${named:-?}"
-           grep -E -A1 '^  REGRESSION' "$work/check.txt" | sed 's/^/      /' ;;
-        *) echo "  night $i: run #$id$busy: check exited $code"; cat "$work/check.txt"; exit 2 ;;
-    esac
+    id=$(last_run)
+    said=$(confirmation)
+    [ -n "$said" ] && said=" [$said]"
+    case "$said" in *"not confirmed"*) unconfirmed=$((unconfirmed + 1)) ;; esac
+    if grep -q '^verdict: inconclusive' "$work/check.txt"; then
+        echo "  night $i: run #$id$busy: not judged ($(grep '^verdict:' "$work/check.txt" | cut -c10-))"
+    elif [ "$code" -eq 1 ]; then
+        judged=$((judged + 1)); false_alarms=$((false_alarms + 1))
+        echo "  night $i: run #$id$busy: FALSE ALARM on ${named:-?}$said"
+        grep -E -A1 '^  REGRESSION' "$work/check.txt" | sed 's/^/      /'
+    else
+        judged=$((judged + 1))
+        echo "  night $i: run #$id$busy: $(grep '^verdict:' "$work/check.txt" | cut -c10-)$said"
+    fi
 done
 
 p50=$(route_p50_ms)
@@ -130,19 +135,20 @@ echo "bench-verdicts: $ROUTE p50 over the unchanged nights: $p50 ms"
 caught_summary=""
 for pct in 10 25 50; do
     slowdown=$(python3 -c "print(round($p50 * $pct / 100, 3))")
-    start_target "$slowdown"
-    id=$(night 1.0.0-slow$pct)
-    read -r code named <<< "$(judge "$id")"
+    start_target "1.1.$pct" "$slowdown"
+    read -r code named <<< "$(night)"
     if [ "$code" -eq 1 ]; then
         result="caught, named: ${named:-?}"
         [ "$named" = "$ROUTE" ] && result="$result (the slowed route alone)"
     else
         result="not caught"
     fi
-    echo "  +$pct % (+$slowdown ms on $ROUTE): run #$id: $result"
+    echo "  +$pct % (+$slowdown ms on $ROUTE): run #$(last_run): $result"
     grep -E -A1 '^  REGRESSION' "$work/check.txt" | sed 's/^/      /' || true
+    said=$(confirmation)
+    [ -n "$said" ] && echo "      confirmation: $said"
     caught_summary="$caught_summary +$pct%: $result;"
 done
 
-echo "false alarms: $false_alarms / $judged unchanged nights judged"
+echo "false alarms: $false_alarms / $judged unchanged nights judged ($unconfirmed first runs judged regressed and not confirmed by their rerun)"
 echo "slowdowns:$caught_summary"

@@ -59,10 +59,18 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
     }
     .with_context(|| format!("cannot open the database {}", config.database))?;
     let outcome = run_now_and_check(&store, &config, &args).await;
+    let status = match &outcome {
+        Ok(report) => store.find_run(report.run_id).await.ok().flatten().map(|run| run.status),
+        Err(_) => None,
+    };
     store.close().await;
     let report = outcome?;
     print_stdout(&report.render(args.format))?;
     Ok(match report.outcome {
+        Outcome::Regressed if status == Some(RunStatus::Unconfirmed) => {
+            eprintln!("note: this regression was not confirmed by its rerun on the same build; exiting 0");
+            Exit::Ok
+        }
         Outcome::Regressed => Exit::Regression,
         Outcome::Inconclusive if args.strict => Exit::Inconclusive,
         Outcome::Inconclusive => {

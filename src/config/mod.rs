@@ -144,17 +144,21 @@ pub struct Gates {
     pub metric_min_effect_pct: BTreeMap<String, f64>,
     /// Absolute limits, checked on every endpoint whatever the baseline says.
     pub absolute: AbsoluteGates,
+    /// Rerun a run judged regressed at once, on the same build, before believing it; default true.
+    pub confirm: bool,
 }
 
 impl Default for Gates {
     /// Five runs are the fewest from which night-to-night noise can be estimated at all; ten percent is the
-    /// smallest change worth waking someone for.
+    /// smallest change worth waking someone for; one slow night on a shared machine is the commonest false
+    /// alarm there is, so a regression is confirmed by a rerun before anyone hears of it.
     fn default() -> Self {
         Self {
             min_runs: 5,
             min_effect_pct: 10.0,
             metric_min_effect_pct: BTreeMap::new(),
             absolute: AbsoluteGates::default(),
+            confirm: true,
         }
     }
 }

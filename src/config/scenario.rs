@@ -176,6 +176,7 @@ fn resolve_gates(checker: &mut Checker<'_>, prefix: &str, raw: RawGates) -> Opti
         max_p95_ms,
         max_p99_ms,
         max_error_rate_pct,
+        confirm,
     } = raw;
     let field = |name: &str| format!("{prefix}.gates.{name}");
     let min_runs = match &min_runs {
@@ -220,7 +221,13 @@ fn resolve_gates(checker: &mut Checker<'_>, prefix: &str, raw: RawGates) -> Opti
         max_p99_ms: max_p99_ms?,
         max_error_rate_pct: max_error_rate_pct?,
     };
-    Some(Gates { min_runs: min_runs?, min_effect_pct: min_effect_pct?, metric_min_effect_pct: per_metric, absolute })
+    Some(Gates {
+        min_runs: min_runs?,
+        min_effect_pct: min_effect_pct?,
+        metric_min_effect_pct: per_metric,
+        absolute,
+        confirm: confirm.unwrap_or(Gates::default().confirm),
+    })
 }
 
 fn percentage(value: f64) -> Result<f64, String> {

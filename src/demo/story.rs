@@ -14,11 +14,11 @@ use chrono::Utc;
 use super::receiver::LogReceiver;
 use super::target::{DemoTarget, Knobs};
 use crate::analysis::baseline::BaselineSpec;
-use crate::analysis::judge::{Outcome, finding};
+use crate::analysis::judge::finding;
 use crate::config::Config;
 use crate::notify::Courier;
 use crate::pipeline::{Ended, Job, Runner};
-use crate::store::{Finding, OVERALL_ENDPOINT, Store};
+use crate::store::{Finding, OVERALL_ENDPOINT, RunStatus, Store};
 use crate::web::{self, AppState};
 
 /// The demo scenario, also in the repository as `scenarios/demo.toml`.
@@ -134,11 +134,15 @@ async fn history(runner: &Runner, config: &Config, options: &Options, knobs: &Kn
         let when = today - chrono::TimeDelta::days(i64::from(options.nights - n));
         let ended = night(runner, config, options, Some(when)).await?;
         let outcome = ended.report.as_ref().map_or("not judged", |r| r.outcome.as_str());
-        if ended.report.as_ref().is_some_and(|r| r.outcome == Outcome::Regressed) {
+        if ended.status == RunStatus::Regressed {
             false_alarms.push(ended.run_id);
         }
+        let rerun = ended.confirmation.as_ref().map_or_else(String::new, |c| {
+            let said = if c.confirmed() { "confirmed it" } else { "did not confirm it" };
+            format!(" (run #{} was judged regressed; this rerun {said})", c.first_run)
+        });
         println!(
-            "  night {}/{} ({}): build {build}, run #{}, {outcome}",
+            "  night {}/{} ({}): build {build}, run #{}, {outcome}{rerun}",
             n + 1,
             options.nights,
             when.format("%Y-%m-%d"),
@@ -166,11 +170,21 @@ fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<St
     let report = tonight.report.as_ref().with_context(|| {
         format!("tonight's run #{} was not judged: {}", tonight.run_id, tonight.failure.as_deref().unwrap_or("stopped"))
     })?;
-    let worse =
-        report.findings.iter().filter(|f| f.outcome == finding::REGRESSION || f.outcome == finding::GATE_BREACHED);
+    // With a confirmation rerun, only what both runs found is believed (and alerted).
+    let confirmed = |f: &&Finding| {
+        tonight
+            .confirmation
+            .as_ref()
+            .is_none_or(|c| c.reproduced.iter().any(|(e, m)| *e == f.endpoint && *m == f.metric))
+    };
+    let worse = report
+        .findings
+        .iter()
+        .filter(|f| f.outcome == finding::REGRESSION || f.outcome == finding::GATE_BREACHED)
+        .filter(confirmed);
     let (found, false_findings): (Vec<Finding>, Vec<Finding>) =
         worse.cloned().partition(|f| f.endpoint == SLOW_ROUTE || f.endpoint == OVERALL_ENDPOINT);
-    let regressed = report.outcome == Outcome::Regressed;
+    let regressed = tonight.status == RunStatus::Regressed;
     Ok(StoryVerdict { run_id: report.run_id, found, false_findings, alerts, regressed, false_alarms: Vec::new() })
 }
 

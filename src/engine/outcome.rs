@@ -88,7 +88,9 @@ pub(super) fn measure(
         }),
     };
     let mut validity_reasons = validity_reasons(&facts, &Limits::default());
-    let target_failed = target_failure(&endpoints[0]);
+    // A stopped run is aborted whatever it met; its cut-off requests say nothing about the target.
+    let stopped = matches!(interruption, Some(Interruption::Stopped));
+    let target_failed = if stopped { None } else { target_failure(&endpoints[0]) };
     let status = match (interruption, &target_failed) {
         (Some(Interruption::Stopped), _) => RunStatus::Aborted,
         (_, Some(_)) => RunStatus::Failed,

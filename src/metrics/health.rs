@@ -35,9 +35,12 @@ pub fn target_failure(overall: &EndpointResult) -> Option<String> {
             100.0 * MAX_TRANSPORT_FAILURE_SHARE
         ));
     }
-    if overall.errors >= requests {
+    // Arrivals never sent and requests cut off at the end are the generator's, not the target's answers.
+    let ours = count(ErrorClass::Dropped) + count(ErrorClass::AbortedAtEnd);
+    let sent = requests - ours;
+    if sent > 0 && overall.errors - ours >= sent {
         return Some(format!(
-            "the target answered none of the {requests} requests successfully, so the run measured no build"
+            "the target answered none of the {sent} requests successfully, so the run measured no build"
         ));
     }
     None
@@ -74,5 +77,7 @@ mod tests {
         let all_500 = target_failure(&overall(1000, &[(ErrorClass::Http5xx, 1000)])).unwrap();
         assert!(all_500.contains("answered none of the 1000 requests successfully"), "{all_500}");
         assert!(target_failure(&overall(0, &[])).unwrap().contains("no request was measured"));
+        let cut_off = overall(10, &[(ErrorClass::AbortedAtEnd, 4), (ErrorClass::Dropped, 1)]);
+        assert_eq!(target_failure(&cut_off), None, "the generator's own errors are not the target's");
     }
 }

@@ -53,6 +53,7 @@ pub async fn judge_run(
     };
     store.save_verdict(candidate.id, &verdict).await?;
     let Judgement { outcome, findings, summary } = judgement;
+    let confirmation = super::confirm::note(store, candidate).await?.map(|(text, _)| text);
     Ok(CheckReport {
         scenario: candidate.scenario.clone(),
         run_id: candidate.id,
@@ -63,6 +64,7 @@ pub async fn judge_run(
         baseline_spec: spec.to_string(),
         baseline: baseline.iter().map(BaselineRun::from).collect(),
         findings,
+        confirmation,
     })
 }
 

@@ -8,6 +8,7 @@
 
 pub mod alerting;
 pub mod claim;
+pub mod confirm;
 pub mod judge;
 pub mod nightly;
 
@@ -53,6 +54,16 @@ impl Job {
             self.plan = self.plan.clone().scaled(duration, rate_scale);
         }
         reshaped
+    }
+
+    /// The same job again, to confirm a regression on the build it measured: no deploy (the build is there).
+    #[must_use]
+    pub fn rerun(&self) -> Self {
+        let mut scenario = self.scenario.clone();
+        if let Some(scenario) = &mut scenario {
+            scenario.build.deploy = None;
+        }
+        Self { name: self.name.clone(), plan: self.plan.clone(), scenario, backdate: self.backdate }
     }
 
     /// The job for `wanted`: a `[[scenario]]` name, a scenario file's path, or (when `None`) the only
@@ -126,6 +137,16 @@ pub enum RunOutcome {
         /// Why.
         reason: String,
     },
+}
+
+impl RunOutcome {
+    /// The stored run, however it ended.
+    #[must_use]
+    pub fn run_id(&self) -> RunId {
+        match self {
+            Self::Measured { run_id, .. } | Self::Stopped { run_id, .. } | Self::Failed { run_id, .. } => *run_id,
+        }
+    }
 }
 
 /// Runs `job` end to end: deploy, health, build id (unless `build` names it), load, store.

@@ -1,5 +1,5 @@
 //! The whole chain for one scenario: claim it → run it (deploy, health, build id, load, store) → judge the
-//! run against the baseline → open or resolve episodes and enqueue alerts. The scheduler, the API's run
+//! run against the baseline → confirm a regression with a rerun → open or resolve episodes and enqueue alerts. The scheduler, the API's run
 //! trigger and `degrade check --run-now` all go through [`Runner`], so a run means the same thing however it
 //! was started, and two of them never overlap.
 
@@ -11,9 +11,11 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use super::claim::{Claim, ClaimError, RunsUnderWay, holder_name};
+use super::confirm::{self, Confirmation};
 use super::{Job, RunOutcome, alerting, judge, with_database_retry};
 use crate::analysis::baseline::BaselineSpec;
-use crate::config::Config;
+use crate::analysis::judge::Outcome;
+use crate::config::{Config, Gates};
 use crate::engine::Progress;
 use crate::report::CheckReport;
 use crate::store::{RunId, RunStatus, Store};
@@ -29,6 +31,8 @@ pub struct Ended {
     pub report: Option<CheckReport>,
     /// Why the run could not be done, when it could not.
     pub failure: Option<String>,
+    /// When the run is the rerun that confirmed (or did not confirm) a regression: what it found.
+    pub confirmation: Option<Confirmation>,
 }
 
 /// Runs scenarios through the chain; cheap to clone.
@@ -110,23 +114,80 @@ impl Runner {
         self.run(claim, job, None, &spec, |_| {}).await.map(Some)
     }
 
-    /// Runs a claimed job (as `build`, if given), judges it against `spec` and updates episodes and alerts.
+    /// Runs a claimed job (as `build`, if given), judges it against `spec`, confirms a regression with a rerun
+    /// when the scenario's gates ask for it, and updates episodes and alerts.
     pub async fn run(
         &self,
         claim: Claim,
         job: Job,
         build: Option<String>,
         spec: &BaselineSpec,
-        on_progress: impl FnMut(&Progress),
+        mut on_progress: impl FnMut(&Progress),
     ) -> anyhow::Result<Ended> {
         let scenario = job.name.clone();
-        let outcome = super::run(&self.store, job, build, self.stop.clone(), on_progress).await?;
+        let confirm = self.config.scenario(&scenario).map_or(Gates::default().confirm, |s| s.gates.confirm);
+        let rerun = confirm.then(|| job.rerun());
         // The claim is held until the verdict and the alerts are stored, so a shutdown that waits for runs
         // under way waits for those too.
-        let ended =
-            with_database_retry("judge the run and update alerts", || self.conclude(&scenario, &outcome, spec)).await;
+        let ended = async {
+            // Boxed, as is the rerun's: each run's future holds the whole engine.
+            let outcome = Box::pin(super::run(&self.store, job, build, self.stop.clone(), &mut on_progress)).await?;
+            let first = with_database_retry("judge the run", || self.conclude(&scenario, &outcome, spec)).await?;
+            let ended = match (first.report.as_ref().map(|r| r.outcome), rerun) {
+                (Some(Outcome::Regressed), Some(rerun)) => {
+                    Box::pin(self.confirm(first, rerun, spec, &mut on_progress)).await?
+                }
+                _ => first,
+            };
+            if let Some(report) = ended.report.as_ref().filter(|_| ended.status != RunStatus::Unconfirmed) {
+                with_database_retry("update alerts", || alerting::after_judgement(&self.store, &self.config, report))
+                    .await?;
+            }
+            anyhow::Ok(ended)
+        }
+        .await;
         claim.release().await;
         ended
+    }
+
+    /// Reruns the build `first` was judged regressed on and judges the rerun against the same baseline; the
+    /// night is regressed only when the rerun reproduces a finding (see `confirm`).
+    async fn confirm(
+        &self,
+        first: Ended,
+        job: Job,
+        spec: &BaselineSpec,
+        on_progress: &mut impl FnMut(&Progress),
+    ) -> anyhow::Result<Ended> {
+        let (store, scenario) = (&self.store, job.name.clone());
+        let first_report = first.report.clone().context("a regressed run has its report")?;
+        tracing::info!(scenario, run_id = first.run_id, "judged regressed; rerunning the same build to confirm");
+        // Out of the baseline while its rerun is judged.
+        store.set_confirmed_status(first.run_id, RunStatus::Unconfirmed).await?;
+        let build = first_report.build_id.clone();
+        let outcome = Box::pin(super::run(store, job, build, self.stop.clone(), on_progress)).await?;
+        store.link_confirmation(outcome.run_id(), first.run_id).await?;
+        let mut rerun = with_database_retry("judge the rerun", || self.conclude(&scenario, &outcome, spec)).await?;
+        let Some(report) = rerun.report.as_ref() else {
+            // The rerun measured nothing to judge (the target went down, or degrade was stopped): the first
+            // verdict stands.
+            store.set_confirmed_status(first.run_id, RunStatus::Regressed).await?;
+            return Ok(first);
+        };
+        let confirmation = confirm::compare(&first_report, report);
+        let (first_status, rerun_status) = confirm::statuses(&confirmation, report);
+        store.set_confirmed_status(first.run_id, first_status).await?;
+        if let Some(status) = rerun_status {
+            store.set_confirmed_status(rerun.run_id, status).await?;
+            rerun.status = status;
+        }
+        let said = confirmation.describe(rerun.run_id);
+        tracing::info!(scenario, run_id = rerun.run_id, "{said}");
+        if let Some(report) = rerun.report.as_mut() {
+            report.confirmation = Some(said);
+        }
+        rerun.confirmation = Some(confirmation);
+        Ok(rerun)
     }
 
     /// Judges a stored run and opens or resolves the scenario's episodes; safe to repeat.
@@ -138,29 +199,50 @@ impl Runner {
                 alerting::after_start(store, config, scenario, run_id).await?;
                 let build_id = store.find_run(run_id).await?.and_then(|r| r.build_id);
                 alerting::after_failure(store, config, scenario, run_id, build_id, reason).await?;
-                Ok(Ended { run_id, status: RunStatus::Failed, report: None, failure: Some(reason.clone()) })
+                Ok(Ended {
+                    run_id,
+                    status: RunStatus::Failed,
+                    report: None,
+                    failure: Some(reason.clone()),
+                    confirmation: None,
+                })
             }
-            RunOutcome::Stopped { run_id, reason } => {
-                Ok(Ended { run_id: *run_id, status: RunStatus::Aborted, report: None, failure: Some(reason.clone()) })
-            }
+            RunOutcome::Stopped { run_id, reason } => Ok(Ended {
+                run_id: *run_id,
+                status: RunStatus::Aborted,
+                report: None,
+                failure: Some(reason.clone()),
+                confirmation: None,
+            }),
             RunOutcome::Measured { run_id, measurement, .. } => {
                 let run_id = *run_id;
                 alerting::after_start(store, config, scenario, run_id).await?;
                 if measurement.results.status == RunStatus::Aborted {
-                    return Ok(Ended { run_id, status: RunStatus::Aborted, report: None, failure: None });
+                    return Ok(Ended {
+                        run_id,
+                        status: RunStatus::Aborted,
+                        report: None,
+                        failure: None,
+                        confirmation: None,
+                    });
                 }
                 if measurement.results.status == RunStatus::Failed {
                     // The target was down: a failed night, alerted as one, never judged.
                     let reason = measurement.results.validity_reasons.join("; ");
                     let build_id = store.find_run(run_id).await?.and_then(|r| r.build_id);
                     alerting::after_failure(store, config, scenario, run_id, build_id, &reason).await?;
-                    return Ok(Ended { run_id, status: RunStatus::Failed, report: None, failure: Some(reason) });
+                    return Ok(Ended {
+                        run_id,
+                        status: RunStatus::Failed,
+                        report: None,
+                        failure: Some(reason),
+                        confirmation: None,
+                    });
                 }
                 let run = store.find_run(run_id).await?.context("the run just stored is gone")?;
                 let report = judge::judge_run(store, config, &run, spec).await?;
-                alerting::after_judgement(store, config, &report).await?;
                 let status = store.find_run(run_id).await?.map_or(run.status, |r| r.status);
-                Ok(Ended { run_id, status, report: Some(report), failure: None })
+                Ok(Ended { run_id, status, report: Some(report), failure: None, confirmation: None })
             }
         }
     }

@@ -27,6 +27,9 @@ pub(super) fn render(report: &CheckReport) -> String {
         lines.push(format!("  {label:<10}  {}  {}  {numbers}", f.endpoint, f.metric));
         lines.push(format!("  {:<10}  {}", "", f.reason));
     }
+    if let Some(confirmation) = &report.confirmation {
+        lines.push(format!("confirmation: {confirmation}"));
+    }
     lines.push(format!("verdict: {}", report.summary));
     lines.join("\n") + "\n"
 }

@@ -13,6 +13,9 @@ pub(super) fn render(report: &CheckReport) -> String {
     };
     let mut out = format!("### {icon} degrade: {}\n\n", cell(&report.summary));
     out += &format!("{}  \n{}\n\n", cell(&report.run_line()), cell(&report.baseline_line()));
+    if let Some(confirmation) = &report.confirmation {
+        out += &format!("Confirmation: {}\n\n", cell(confirmation));
+    }
     let attention: Vec<&Finding> = report
         .findings
         .iter()

@@ -62,6 +62,8 @@ pub struct CheckReport {
     pub baseline: Vec<BaselineRun>,
     /// Every endpoint × metric line and every absolute gate.
     pub findings: Vec<Finding>,
+    /// What the confirmation rerun found, when the run was one or had one.
+    pub confirmation: Option<String>,
 }
 
 impl CheckReport {

@@ -10,6 +10,7 @@
 
 mod baselines;
 mod episodes;
+mod confirmations;
 mod leases;
 mod model;
 mod outbox;

@@ -29,6 +29,9 @@ pub enum RunStatus {
     Passed,
     /// Judged: a regression or a breached gate.
     Regressed,
+    /// Judged regressed, but a rerun of the same build at once did not reproduce it: a noisy night, never
+    /// alerted and never part of a baseline.
+    Unconfirmed,
     /// Could not be done: deploy failed, target unhealthy or down.
     Failed,
     /// Measured, but the generator could not keep up, so the numbers say nothing about the build.
@@ -39,8 +42,16 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// Every status, in life order.
-    pub const ALL: [Self; 7] =
-        [Self::Running, Self::Finished, Self::Passed, Self::Regressed, Self::Failed, Self::Invalid, Self::Aborted];
+    pub const ALL: [Self; 8] = [
+        Self::Running,
+        Self::Finished,
+        Self::Passed,
+        Self::Regressed,
+        Self::Unconfirmed,
+        Self::Failed,
+        Self::Invalid,
+        Self::Aborted,
+    ];
 
     /// The stored and displayed name.
     #[must_use]
@@ -50,6 +61,7 @@ impl RunStatus {
             Self::Finished => "finished",
             Self::Passed => "passed",
             Self::Regressed => "regressed",
+            Self::Unconfirmed => "unconfirmed",
             Self::Failed => "failed",
             Self::Invalid => "invalid",
             Self::Aborted => "aborted",

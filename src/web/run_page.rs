@@ -30,6 +30,8 @@ struct RunPage {
     timelines: Vec<EndpointTimeline>,
     scenario_source: Option<String>,
     deploy_output: Option<String>,
+    /// The confirmation rerun's word on this run, and the other run of the pair.
+    confirmation: Option<(String, i64)>,
 }
 
 // Templates pass every argument by reference.
@@ -82,7 +84,9 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
             humantime::format_duration(std::time::Duration::from_secs(seconds)).to_string()
         },
     );
-    Ok(Html(RunPage { run, duration, endpoints, verdict, timelines, scenario_source, deploy_output }.render()?))
+    let confirmation = crate::pipeline::confirm::note(&state.store, &run).await?;
+    let page = RunPage { run, duration, endpoints, verdict, timelines, scenario_source, deploy_output, confirmation };
+    Ok(Html(page.render()?))
 }
 
 /// Per endpoint: p50/p99, requests per second, and failures per class, second by second.

@@ -13,6 +13,7 @@
 //! - `receiver`: a stub webhook receiver on 127.0.0.1 that accepts, fails or hangs as told.
 //! - `alerts`: episodes, Slack/JSON messages and the outbox courier, on runs judged by the real judge.
 //! - `nightly`: the nightly chain, the scheduler, leases across instances, and `degrade serve` itself.
+//! - `confirm`: confirmation reruns of `check --run-now` on a target that is slow for a set number of requests.
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
@@ -21,6 +22,7 @@
 mod check;
 mod cli;
 mod config_errors;
+mod confirm;
 mod alerts;
 mod dashboard;
 mod demo;

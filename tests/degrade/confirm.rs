@@ -1,0 +1,117 @@
+//! Confirmation reruns through the real binary: `check --run-now` against a target that is slow for a set
+//! number of requests, so the first run of a night can be slow while its rerun is not (a noisy night), or
+//! both are (a real regression). Only a confirmed regression alerts.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::routing::get;
+use degrade::store::{DatabaseUrl, RunStatus, Store};
+
+use crate::receiver::Receiver;
+use crate::support::{degrade_child, project, text};
+
+/// A target whose next `slow` requests each take 40 ms longer; the rest answer at once.
+struct SlowFor {
+    address: SocketAddr,
+    slow: Arc<AtomicI64>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SlowFor {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl SlowFor {
+    async fn start() -> Self {
+        let slow = Arc::new(AtomicI64::new(0));
+        let app = Router::new().route("/items", get(items)).with_state(slow.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Self { address, slow, server }
+    }
+
+    /// The next `requests` requests are slow.
+    fn slow_for(&self, requests: i64) {
+        self.slow.store(requests, Ordering::SeqCst);
+    }
+}
+
+async fn items(State(slow): State<Arc<AtomicI64>>) -> &'static str {
+    if slow.fetch_sub(1, Ordering::SeqCst) > 0 {
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    "[]"
+}
+
+/// One scenario, `GET /items` at 40/s for 2 s (80 requests a run), alerting to the webhook in HOOK.
+fn project_for(target: &SlowFor) -> tempfile::TempDir {
+    let config = format!(
+        "[[scenario]]\nname = \"shop\"\nfile = \"scenarios/shop.toml\"\ntarget = \"http://{}\"\n\n\
+         [[notify]]\nname = \"team\"\nkind = \"json\"\nurl_env = \"HOOK\"\n",
+        target.address
+    );
+    let scenario = "[[flow]]\nname = \"list\"\n[[flow.step]]\npath = \"/items\"\n\
+                    [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"2s\"\nrate = 40\n";
+    project(&config, &[("scenarios/shop.toml", scenario)]).0
+}
+
+async fn check_run_now(dir: &tempfile::TempDir, hook: &Receiver) -> (Option<i32>, String) {
+    let url = hook.url();
+    let child = degrade_child(dir.path(), &["check", "--run-now"], &[("HOOK", url.as_str())]);
+    let output = child.wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&output);
+    (output.status.code(), format!("{stdout}{stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
+    let target = SlowFor::start().await;
+    let hook = Receiver::start().await;
+    let dir = project_for(&target);
+    for night in 1..=5 {
+        let (code, output) = check_run_now(&dir, &hook).await;
+        assert!(matches!(code, Some(0 | 3)), "history night {night}: {output}");
+    }
+
+    // A noisy night: the first run is slow throughout, its rerun is not.
+    target.slow_for(80);
+    let (code, output) = check_run_now(&dir, &hook).await;
+    assert_eq!(code, Some(0), "an unconfirmed regression does not fail the gate: {output}");
+    assert!(output.contains("confirmation: not confirmed: run #6 was judged regressed, but rerun #7"), "{output}");
+    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
+    assert_eq!(store.find_run(6).await.unwrap().unwrap().status, RunStatus::Unconfirmed);
+    assert_eq!(store.confirmed_by(7).await.unwrap(), Some(6), "the rerun names the run it confirmed");
+    assert!(hook.delivered().is_empty(), "nothing is alerted: {:?}", hook.delivered());
+
+    // A plain check of the unconfirmed run says so, and does not fail either.
+    let child = degrade_child(dir.path(), &["check", "--run", "6"], &[("HOOK", hook.url().as_str())]);
+    let output = child.wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("confirmation: not confirmed: rerun #7 of the same build"), "{stdout}");
+
+    // A real regression: both runs are slow. One alert, and the gate fails.
+    target.slow_for(1_000_000);
+    let (code, output) = check_run_now(&dir, &hook).await;
+    assert_eq!(code, Some(1), "{output}");
+    assert!(output.contains("confirmation: confirmed: run #8 was judged regressed, and rerun #9"), "{output}");
+    assert!(output.contains("GET /items p50"), "the reproduced findings are named: {output}");
+    assert_eq!(store.find_run(8).await.unwrap().unwrap().status, RunStatus::Regressed);
+    assert_eq!(store.find_run(9).await.unwrap().unwrap().status, RunStatus::Regressed);
+    let delivered = hook.delivered();
+    assert_eq!(delivered.len(), 1, "one alert for the confirmed regression: {delivered:?}");
+    // The unconfirmed run never served as a baseline for the nights after it.
+    let verdict = store.latest_verdict(9).await.unwrap().unwrap();
+    assert!(!verdict.baseline_run_ids.contains(&6) && !verdict.baseline_run_ids.contains(&8), "{verdict:?}");
+    store.close().await;
+}
