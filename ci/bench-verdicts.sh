@@ -74,7 +74,7 @@ night() {
         exit 2
     fi
     local named
-    named=$(grep -E '^  (REGRESSION|GATE)' "$work/check.txt" | sed -E 's/^  (REGRESSION|GATE) +//; s/  (p50|p95|p99|error_rate|throughput|requests|max_[a-z0-9_]+)  .*$//' | sort -u | paste -sd ';' -)
+    named=$(grep -E '^  (REGRESSION|GATE)' "$work/check.txt" | sed -E 's/^  (REGRESSION|GATE) +//; s/  (p50|p95|p99|error_rate|throughput|requests|max_[a-z0-9_]+)  .*$//' | sort -u | paste -sd ';' - || true)
     echo "$code ${named:-}"
 }
 

@@ -194,7 +194,7 @@ fn decide(e: &Estimate, candidate: f64, scale: &Scale, kind: SeriesKind, min_eff
         baseline: Some(baseline),
         delta_pct: (baseline.abs() > 0.0).then(|| 100.0 * (candidate - baseline) / baseline.abs()),
         limit: Some(limit),
-        reason: reason(e, z, k, min_effect, is_error_rate),
+        reason: reason(e, z, k, min_effect, is_error_rate, scale.sign > 0.0),
     }
 }
 
@@ -212,9 +212,10 @@ fn regression_limit(e: &Estimate, forecast: f64, margin: f64, scale: &Scale, min
     bounds.into_iter().max_by(worst_first).expect("two bounds at least")
 }
 
-fn reason(e: &Estimate, z: f64, k: f64, min_effect: f64, error_rate: bool) -> String {
+/// Why, in words; `z` is on the judging scale (positive is worse), so for throughput worse is *below*.
+fn reason(e: &Estimate, z: f64, k: f64, min_effect: f64, error_rate: bool, higher_is_worse: bool) -> String {
     let noise = if error_rate { format!("±{:.3} pp", e.sigma) } else { format!("±{:.1} %", 100.0 * e.sigma) };
-    let side = if z >= 0.0 { "above" } else { "below" };
+    let side = if (z >= 0.0) == higher_is_worse { "above" } else { "below" };
     let mut text = format!(
         "{:.1} sigma {side} the level of {} nights (noise {noise}); a regression needs {k:.1} sigma and {:.0} %",
         z.abs(),
@@ -285,6 +286,7 @@ mod tests {
         assert_eq!(drop.change, Change::Regression);
         assert!(drop.delta_pct.unwrap() < -25.0, "{drop:?}");
         assert!(drop.limit.unwrap() < drop.baseline.unwrap(), "the limit lies below the level: {drop:?}");
+        assert!(drop.reason.contains(" sigma below the level"), "a drop lies below: {}", drop.reason);
         assert_eq!(throughput(130.0).change, Change::Improvement);
         assert_eq!(throughput(0.0).change, Change::Regression);
     }

@@ -92,6 +92,10 @@ fn print_story(demo: &story::Demo, options: &Options) {
     println!("  {d}/runs/{}             tonight's verdict, findings and per-second timeline", verdict.run_id);
     println!("  {d}/alerts              the regression episode and the message sent");
     println!(
+        "  Acknowledge (and the POST API) asks for a login: any user name, password {} (this demo's own token)",
+        demo.token
+    );
+    println!(
         "Try the CI gate on the same data: degrade --config {} check",
         options.folder.join("degrade.toml").display()
     );

@@ -29,6 +29,7 @@ pub const DEMO_TERMS: &str = include_str!("../../scenarios/demo-terms.csv");
 pub const SLOW_ROUTE: &str = "GET /boards/{board_id}/cards";
 const SCENARIO: &str = "demo";
 const WEBHOOK_ENV: &str = "DEGRADE_DEMO_WEBHOOK";
+const TOKEN_ENV: &str = "DEGRADE_DEMO_TOKEN";
 
 /// How the story is told.
 #[derive(Debug, Clone)]
@@ -49,6 +50,8 @@ pub struct Options {
 pub struct Demo {
     /// The dashboard's address.
     pub dashboard: String,
+    /// The API token this demo made up, so its Acknowledge buttons and POST routes work (basic auth password).
+    pub token: String,
     /// What happened, and whether it is what the demo set out to show.
     pub verdict: StoryVerdict,
     _target: DemoTarget,
@@ -103,7 +106,9 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     let receiver = LogReceiver::start(options.folder.join("alerts.log")).await?;
     let listener = web::bind(options.listen).await?;
     let dashboard = format!("http://{}", listener.local_addr()?);
-    let config = Arc::new(write_config(&options.folder, &target.url(), &dashboard, &receiver.url())?);
+    // A token of this demo's own: it lives as long as the demo and guards only this local dashboard.
+    let token = format!("{:032x}", rand::random::<u128>());
+    let config = Arc::new(write_config(&options.folder, &target.url(), &dashboard, &receiver.url(), &token)?);
     let store = Store::connect(&config.database).await.context("cannot open the demo database")?;
     let (state, stop_runs) = AppState::new(store.clone(), config.as_ref().clone());
     let runner = state.runner.clone();
@@ -120,7 +125,16 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     let tonight = night(&runner, &config, options, None).await?;
     Courier::new(store.clone(), config.clone())?.deliver_due().await?;
     let verdict = StoryVerdict { false_alarms, ..verdict(&tonight, receiver.received())? };
-    Ok(Demo { dashboard, verdict, _target: target, _receiver: receiver, _server: server, _stop_runs: stop_runs, store })
+    Ok(Demo {
+        dashboard,
+        token,
+        verdict,
+        _target: target,
+        _receiver: receiver,
+        _server: server,
+        _stop_runs: stop_runs,
+        store,
+    })
 }
 
 /// Runs the nights of build 1.0.x, each labelled one day after the other, ending yesterday; returns the
@@ -190,7 +204,7 @@ fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<St
 
 /// Writes the demo's degrade.toml, scenario and feeder into `folder` and loads the config; an earlier demo's
 /// database is removed, so every demo starts from the same empty history.
-fn write_config(folder: &Path, target: &str, dashboard: &str, webhook: &str) -> anyhow::Result<Config> {
+fn write_config(folder: &Path, target: &str, dashboard: &str, webhook: &str, token: &str) -> anyhow::Result<Config> {
     for stale in ["degrade-demo.db", "degrade-demo.db-wal", "degrade-demo.db-shm"] {
         let _ = std::fs::remove_file(folder.join(stale));
     }
@@ -198,21 +212,21 @@ fn write_config(folder: &Path, target: &str, dashboard: &str, webhook: &str) -> 
     std::fs::write(folder.join("scenarios/demo-terms.csv"), DEMO_TERMS)?;
     let config = format!(
         "# Written by `degrade demo` for the bundled demo API; it is rewritten on every demo.\n\
-         [server]\npublic_url = \"{dashboard}\"\n\n\
+         [server]\npublic_url = \"{dashboard}\"\napi_token_env = \"{TOKEN_ENV}\"\n\n\
          [database]\nurl = \"sqlite://degrade-demo.db\"\n\n\
          [[scenario]]\nname = \"{SCENARIO}\"\nfile = \"scenarios/demo.toml\"\ntarget = \"{target}\"\nbaseline = \"last-7d\"\n\n\
          [scenario.build]\nversion_url = \"{target}/version\"\nversion_pointer = \"/build\"\n\
          health_url = \"{target}/healthz\"\nhealth_timeout = \"30s\"\n\n\
-         [scenario.gates]\n\
-         # A demo night lasts seconds on a shared machine, where a few ms of jitter swing a p95 of a few ms by\n\
-         # tens of percent; so the demo asks for a doubling. Real nights run for minutes: keep the default 10 %.\n\
-         min_effect_pct = 100\n\
-         # An endpoint with a hundred requests a night has a p99 that is its slowest one or two.\n\
-         metric_min_effect_pct = {{ p99 = 300 }}\n\n\
+         # The default gates, as a user gets them: a 10 % minimum effect, 1 % false alarms per run, and a\n\
+         # regression confirmed by a rerun of the same build before it is alerted.\n\n\
          [[notify]]\nname = \"local-log\"\nkind = \"slack\"\nurl_env = \"{WEBHOOK_ENV}\"\n"
     );
     let path = folder.join("degrade.toml");
     std::fs::write(&path, config)?;
-    let env = |name: &str| if name == WEBHOOK_ENV { Some(webhook.to_owned()) } else { std::env::var(name).ok() };
+    let env = |name: &str| match name {
+        WEBHOOK_ENV => Some(webhook.to_owned()),
+        TOKEN_ENV => Some(token.to_owned()),
+        _ => std::env::var(name).ok(),
+    };
     Config::load_with_env(&path, &env).map_err(|errors| anyhow::anyhow!("the demo's config does not load: {errors}"))
 }

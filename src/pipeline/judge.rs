@@ -52,7 +52,10 @@ pub async fn judge_run(
         findings: judgement.findings.clone(),
     };
     store.save_verdict(candidate.id, &verdict).await?;
-    let Judgement { outcome, findings, summary } = judgement;
+    let Judgement { outcome, findings, mut summary } = judgement;
+    if outcome == Outcome::Inconclusive && candidate.status != RunStatus::Invalid {
+        summary += &other_series(store, candidate).await?;
+    }
     let confirmation = super::confirm::note(store, candidate).await?.map(|(text, _)| text);
     Ok(CheckReport {
         scenario: candidate.scenario.clone(),
@@ -111,4 +114,17 @@ fn invalid_run(run: &Run) -> Judgement {
             run.id
         ),
     }
+}
+
+/// Why a baseline may be short although the scenario has runs: they belong to other workload series.
+async fn other_series(store: &Store, candidate: &Run) -> anyhow::Result<String> {
+    let others = store.other_workload_runs(candidate).await?;
+    if others == 0 {
+        return Ok(String::new());
+    }
+    Ok(format!(
+        "; {others} earlier run{} of this scenario used another workload (an edited scenario file, or --duration \
+         or --rate-scale): each workload is a series of its own, so smoke runs never form the nightly baseline",
+        if others == 1 { "" } else { "s" }
+    ))
 }

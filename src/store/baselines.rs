@@ -36,6 +36,20 @@ impl Store {
         row.map(Run::try_from).transpose()
     }
 
+    /// How many measured runs of `candidate`'s scenario before it used another workload (another scenario
+    /// hash: an edited scenario file, or a run reshaped by `--duration` or `--rate-scale`).
+    pub async fn other_workload_runs(&self, candidate: &Run) -> Result<i64, StoreError> {
+        let query = "select count(*) from runs join scenarios on scenarios.id = runs.scenario_id \
+                     where scenarios.name = $1 and runs.scenario_hash <> $2 and runs.started_at < $3 \
+                     and runs.status in ('finished', 'passed', 'regressed')";
+        Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
+            .bind(&candidate.scenario)
+            .bind(&candidate.scenario_hash)
+            .bind(to_millis(candidate.started_at))
+            .fetch_one(pool)
+            .await?))
+    }
+
     /// The last run of `scenario` that passed before run `upto`, and the distinct build ids of the runs after
     /// it up to `upto`, oldest first (at most 20): the builds an alert names as suspects.
     pub async fn builds_since_last_pass(

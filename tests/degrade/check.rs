@@ -33,10 +33,9 @@ fn endpoint(name: &str, p95_ms: f64) -> EndpointResult {
     }
 }
 
-/// Stores one night of `scenario` whose `GET /boards/{id}` p95 is `boards_ms` and whose other endpoint is
-/// steady; returns the run id.
-pub(crate) async fn store_night(store: &Store, scenario: &str, n: i64, boards_ms: f64, status: RunStatus) -> i64 {
-    let new = NewRun {
+/// Night `n` of `scenario` as it starts: build 1.0.n, one workload.
+fn new_run(scenario: &str, n: i64) -> NewRun {
+    NewRun {
         scenario: scenario.into(),
         build_id: Some(format!("1.0.{n}")),
         seed: n,
@@ -44,8 +43,13 @@ pub(crate) async fn store_night(store: &Store, scenario: &str, n: i64, boards_ms
         scenario_source: None,
         deploy_output: None,
         started_at: night(n),
-    };
-    let id = store.create_run(&new).await.unwrap();
+    }
+}
+
+/// Stores one night of `scenario` whose `GET /boards/{id}` p95 is `boards_ms` and whose other endpoint is
+/// steady; returns the run id.
+pub(crate) async fn store_night(store: &Store, scenario: &str, n: i64, boards_ms: f64, status: RunStatus) -> i64 {
+    let id = store.create_run(&new_run(scenario, n)).await.unwrap();
     let wobble = WOBBLE[n as usize % WOBBLE.len()];
     let results = RunResults {
         status,
@@ -153,16 +157,7 @@ async fn check_story(db: &TestDb) {
 
 /// A night of `checkout` with an admin endpoint of `requests` requests a night next to the busy ones.
 async fn store_thin_night(store: &Store, n: i64, requests: i64) {
-    let new = NewRun {
-        scenario: "checkout".into(),
-        build_id: Some(format!("1.0.{n}")),
-        seed: n,
-        scenario_hash: "h".into(),
-        scenario_source: None,
-        deploy_output: None,
-        started_at: night(n),
-    };
-    let id = store.create_run(&new).await.unwrap();
+    let id = store.create_run(&new_run("checkout", n)).await.unwrap();
     let wobble = WOBBLE[n as usize % WOBBLE.len()];
     let admin = EndpointResult { requests, ..endpoint("GET /admin/report", 300.0 * wobble) };
     let results = RunResults {

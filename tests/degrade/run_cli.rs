@@ -263,3 +263,37 @@ async fn a_stopped_target_fails_the_night_and_is_never_judged() {
     assert!(episodes.iter().any(|e| e.kind == "run_failed" && e.opened_run_id == Some(2)), "{episodes:?}");
     store.close().await;
 }
+
+/// A short baseline says why when the scenario's other runs are another workload (smoke runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_baseline_of_smoke_runs_says_they_are_another_series() {
+    let target = StubTarget::start().await;
+    let (dir, _) = checkout_project(&target, "");
+    for _ in 0..2 {
+        let smoke = degrade_child(dir.path(), &["run", "--duration", "1s"], &[]).wait_with_output().await.unwrap();
+        assert!(matches!(smoke.status.code(), Some(0 | 3)), "{}", text(&smoke).1);
+    }
+    let args = ["run", "--duration", "1s", "--rate-scale", "0.5"];
+    let gentler = degrade_child(dir.path(), &args, &[]).wait_with_output().await.unwrap();
+    assert!(matches!(gentler.status.code(), Some(0 | 3)), "{}", text(&gentler).1);
+    let check = degrade_child(dir.path(), &["check"], &[]).wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&check);
+    assert_eq!(check.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("verdict: inconclusive: 0 valid runs in the baseline"), "{stdout}");
+    // A smoke run this machine was too slow for is invalid and not counted: the message counts measured runs.
+    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
+    let mut measured = 0;
+    for id in [1, 2] {
+        measured += i32::from(store.find_run(id).await.unwrap().unwrap().status.is_valid_measurement());
+    }
+    store.close().await;
+    let counted = match measured {
+        0 => None,
+        1 => Some("; 1 earlier run of this scenario used another workload".to_owned()),
+        n => Some(format!("; {n} earlier runs of this scenario used another workload")),
+    };
+    if let Some(counted) = counted {
+        assert!(stdout.contains(&counted), "{stdout}");
+        assert!(stdout.contains("smoke runs never form the nightly baseline"), "{stdout}");
+    }
+}
