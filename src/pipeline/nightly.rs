@@ -165,9 +165,21 @@ impl Runner {
         // Out of the baseline while its rerun is judged.
         store.set_confirmed_status(first.run_id, RunStatus::Unconfirmed).await?;
         let build = first_report.build_id.clone();
-        let outcome = Box::pin(super::run(store, job, build, self.stop.clone(), on_progress)).await?;
-        store.link_confirmation(outcome.run_id(), first.run_id).await?;
-        let mut rerun = with_database_retry("judge the rerun", || self.conclude(&scenario, &outcome, spec)).await?;
+        let rerun = async {
+            let outcome = Box::pin(super::run(store, job, build, self.stop.clone(), on_progress)).await?;
+            store.link_confirmation(outcome.run_id(), first.run_id).await?;
+            with_database_retry("judge the rerun", || self.conclude(&scenario, &outcome, spec)).await
+        }
+        .await;
+        let mut rerun = match rerun {
+            Ok(rerun) => rerun,
+            Err(e) => {
+                // A rerun that could not be done confirms nothing: the first verdict stands and is alerted.
+                tracing::warn!(scenario, error = %e, "the confirmation rerun failed; the first verdict stands");
+                store.set_confirmed_status(first.run_id, RunStatus::Regressed).await?;
+                return Ok(first);
+            }
+        };
         let Some(report) = rerun.report.as_ref() else {
             // The rerun measured nothing to judge (the target went down, or degrade was stopped): the first
             // verdict stands.
