@@ -7,12 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=${1:-20}
-cargo build --release --quiet
+[ -n "${NO_BUILD:-}" ] || cargo build --release --quiet
 bin="${CARGO_TARGET_DIR:-$PWD/target}/release/degrade"
 work="$(mktemp -d)"
 python3 -c 'while True: pass' &
 busy_pid=$!
-trap 'kill "$busy_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill "$busy_pid" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
 passed=0
 times=()

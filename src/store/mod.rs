@@ -18,6 +18,7 @@ mod overview;
 mod retry;
 mod rows;
 mod runs;
+mod series;
 mod trends;
 mod url;
 mod verdicts;
@@ -36,6 +37,7 @@ pub use leases::Lease;
 pub use model::*;
 pub use outbox::{NewMessage, OutboxMessage};
 pub use overview::{ScenarioSummary, StatusCount};
+pub use series::WorkloadSeries;
 pub use trends::TrendBucket;
 pub use url::DatabaseUrl;
 

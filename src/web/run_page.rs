@@ -10,7 +10,7 @@ use axum::response::Html;
 use super::charts::{Merge, Series, timeline_svg};
 use super::{AppState, WebError, parse_run_id};
 use crate::report::interval_text;
-use crate::store::{EndpointResult, Finding, Interval, Run, RunDetail, TimelinePoint, Verdict};
+use crate::store::{EndpointResult, Finding, Interval, Run, RunDetail, TimelinePoint, Verdict, WorkloadSeries};
 
 /// One endpoint's timeline charts.
 struct EndpointTimeline {
@@ -32,6 +32,9 @@ struct RunPage {
     deploy_output: Option<String>,
     /// The confirmation rerun's word on this run, and the other run of the pair.
     confirmation: Option<(String, i64)>,
+    /// The workload series this run belongs to, and how many measured runs the scenario's other series hold.
+    series: Option<WorkloadSeries>,
+    other_series: (usize, i64),
 }
 
 // Templates pass every argument by reference.
@@ -85,7 +88,22 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         },
     );
     let confirmation = crate::pipeline::confirm::note(&state.store, &run).await?;
-    let page = RunPage { run, duration, endpoints, verdict, timelines, scenario_source, deploy_output, confirmation };
+    let (mine, others): (Vec<WorkloadSeries>, Vec<WorkloadSeries>) =
+        state.store.workload_series(&run.scenario).await?.into_iter().partition(|s| s.hash == run.scenario_hash);
+    let other_series = (others.len(), others.iter().map(|s| s.measured_runs).sum());
+    let series = mine.into_iter().next();
+    let page = RunPage {
+        run,
+        duration,
+        endpoints,
+        verdict,
+        timelines,
+        scenario_source,
+        deploy_output,
+        confirmation,
+        series,
+        other_series,
+    };
     Ok(Html(page.render()?))
 }
 

@@ -16,7 +16,7 @@ use super::range::Range;
 use super::{AppState, WebError, ensure_scenario};
 use crate::analysis::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
 use crate::analysis::level::estimate;
-use crate::store::{Run, TrendBucket};
+use crate::store::{Run, TrendBucket, WorkloadSeries};
 
 /// `?range=` of the trend page.
 #[derive(Deserialize)]
@@ -40,6 +40,15 @@ struct ScenarioPage {
     ranges: Vec<(&'static str, bool)>,
     endpoints: Vec<EndpointTrend>,
     runs: Vec<Run>,
+    /// Its workload series, newest first: the first is the one new runs join unless reshaped.
+    series: Vec<WorkloadSeries>,
+}
+
+impl ScenarioPage {
+    /// The short hash of a run's series, for the runs table.
+    fn series_of(run: &Run) -> &str {
+        run.scenario_hash.get(..8).unwrap_or(&run.scenario_hash)
+    }
 }
 
 pub(super) async fn page(
@@ -57,8 +66,9 @@ pub(super) async fn page(
         endpoints.push(endpoint_trend(endpoint, &series)?);
     }
     let runs = state.store.last_runs(&name, 20).await?;
+    let series = state.store.workload_series(&name).await?;
     let ranges = Range::ALL.iter().map(|r| (r.as_str(), *r == range)).collect();
-    Ok(Html(ScenarioPage { name, ranges, endpoints, runs }.render()?))
+    Ok(Html(ScenarioPage { name, ranges, endpoints, runs, series }.render()?))
 }
 
 fn endpoint_trend(endpoint: &str, series: &[&TrendBucket]) -> Result<EndpointTrend, WebError> {

@@ -438,3 +438,56 @@ async fn post_runs_starts_a_run_once_and_needs_the_token() {
     let (_, overview) = app.get("/").await;
     assert!(overview.contains("<td>on demand</td>"), "a scenario without a schedule: {overview}");
 }
+
+/// Smoke runs (another scenario hash) are another workload series: the run page says which series a run
+/// belongs to and that others exist; the scenario page lists every series with its shape.
+#[tokio::test]
+async fn run_and_scenario_pages_name_the_workload_series() {
+    let db = TestDb::sqlite();
+    let (app, store) = TestApp::spawn(&db).await;
+    let last = nights(&store, 3).await;
+    for n in 0..2 {
+        let started_at = Utc::now() - Duration::hours(5 - n);
+        let run = NewRun {
+            scenario: "checkout".into(),
+            build_id: Some("1.0.9".into()),
+            seed: n,
+            scenario_hash: "5m0ke5eries".into(),
+            scenario_source: None,
+            deploy_output: None,
+            started_at,
+        };
+        let id = store.create_run(&run).await.unwrap();
+        let load_summary =
+            LoadSummary { model: "open".into(), target_rate: 60.0, measured_secs: 20.0, ..LoadSummary::default() };
+        let results = RunResults {
+            status: RunStatus::Finished,
+            finished_at: started_at + Duration::seconds(25),
+            validity_reasons: vec![],
+            load_summary,
+            endpoints: vec![endpoint(OVERALL_ENDPOINT, 90.0, 0)],
+            timeline: vec![],
+        };
+        store.finish_run(id, &results).await.unwrap();
+    }
+
+    let (status, body) = app.get(&format!("/runs/{last}")).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("Workload series <code>h</code>: 0 s measured at 0.0 sessions/s, 3 measured runs"), "{body}");
+    assert!(body.contains("this scenario has 1 other series (2 runs: an edited scenario file"), "{body}");
+    let (_, smoke) = app.get(&format!("/runs/{}", last + 2)).await;
+    assert!(smoke.contains("Workload series <code>5m0ke5er</code>: 20 s measured at 60.0 sessions/s, 2"), "{smoke}");
+    assert!(smoke.contains("1 other series (3 runs"), "{smoke}");
+
+    let (status, page) = app.get("/scenarios/checkout").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<h2 id=\"series\">Workload series</h2>"), "{page}");
+    assert!(page.contains("This scenario has 2 workload series (<a href=\"#series\">listed below</a>)"), "{page}");
+    let smoke_row =
+        "<tr><td><code>5m0ke5er</code></td><td>20 s measured at 60.0 sessions/s</td><td class=\"num\">2</td>";
+    assert!(page.contains(smoke_row), "{page}");
+    assert!(
+        page.contains("<tr><td><code>h</code></td><td>0 s measured at 0.0 sessions/s</td><td class=\"num\">3</td>")
+    );
+    assert!(page.find(smoke_row) < page.find("<tr><td><code>h</code>"), "the newest series comes first");
+}
