@@ -217,12 +217,6 @@ fn write_config(folder: &Path, target: &str, dashboard: &str, webhook: &str, tok
          [[scenario]]\nname = \"{SCENARIO}\"\nfile = \"scenarios/demo.toml\"\ntarget = \"{target}\"\nbaseline = \"last-7d\"\n\n\
          [scenario.build]\nversion_url = \"{target}/version\"\nversion_pointer = \"/build\"\n\
          health_url = \"{target}/healthz\"\nhealth_timeout = \"30s\"\n\n\
-         [scenario.gates]\n\
-         # A demo night lasts seconds on a shared machine, where a few ms of jitter swing a p95 of a few ms by\n\
-         # tens of percent; so the demo asks for a doubling. Real nights run for minutes: keep the default 10 %.\n\
-         min_effect_pct = 100\n\
-         # An endpoint with a hundred requests a night has a p99 that is its slowest one or two.\n\
-         metric_min_effect_pct = {{ p99 = 300 }}\n\n\
          [[notify]]\nname = \"local-log\"\nkind = \"slack\"\nurl_env = \"{WEBHOOK_ENV}\"\n"
     );
     let path = folder.join("degrade.toml");
