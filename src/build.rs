@@ -1,6 +1,7 @@
 //! The build under test: rolled out by the scenario's `deploy_command`, awaited on its `health_url`, and
 //! named by its `version_url` or `version_command`, so every run records which build it measured.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -45,13 +46,17 @@ pub async fn resolve_version(source: &VersionSource) -> anyhow::Result<String> {
             .context("cannot start version_command")?;
             if !output.status.success() {
                 let stderr = String::from_utf8_lossy(&output.stderr);
-                bail!("version_command failed ({}): {}", output.status, stderr.trim());
+                bail!(
+                    "version_command failed ({}): {}",
+                    output.status,
+                    crate::outside_text::clipped(stderr.trim(), 500)
+                );
             }
             String::from_utf8_lossy(&output.stdout).trim().to_owned()
         }
     };
-    if id.is_empty() || id.len() > MAX_BUILD_ID || id.contains('\n') {
-        bail!("the version source gave {} characters, not one build id", id.len());
+    if id.is_empty() || id.len() > MAX_BUILD_ID || id.chars().any(char::is_control) {
+        bail!("the version source gave {} characters, not one build id (one line, no control characters)", id.len());
     }
     Ok(id)
 }
@@ -68,9 +73,30 @@ const HEALTH_POLL_EVERY: Duration = Duration::from_millis(500);
 /// How long one health request may take: a target that hangs is as unhealthy as one that answers 503.
 const HEALTH_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Bytes of a deploy's output kept as it runs: the end, where the error is, whatever the deploy prints.
+const DEPLOY_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// How long the output of a deploy that exited is still read: a service it started in the background holds
+/// the pipes open for as long as it runs, and must not hold up the night.
+const OUTPUT_GRACE: Duration = Duration::from_secs(1);
+
+/// A deploy that failed, timed out or could not start, with the end of what it printed.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct DeployFailed {
+    message: String,
+    /// What it printed (the last lines), stored with the failed run.
+    pub output: String,
+}
+
 /// Runs the deploy command and returns the end of what it printed; on failure or timeout, says why with the
-/// end of its output.
-pub async fn deploy(deploy: &DeployCommand) -> anyhow::Result<String> {
+/// end of its output. Done when the command exits: what it started in the background (the service) keeps
+/// running, and its output is not waited for.
+pub async fn deploy(deploy: &DeployCommand) -> Result<String, DeployFailed> {
+    let failed = |message: String, tail: &OutputTail| DeployFailed {
+        output: last_lines(&tail.text(), DEPLOY_OUTPUT_KEPT),
+        message: format!("{message}; its last output:\n{}", last_lines(&tail.text(), DEPLOY_OUTPUT_LINES)),
+    };
     let limit = humantime::format_duration(deploy.timeout);
     let mut command = tokio::process::Command::new("sh");
     command
@@ -84,20 +110,53 @@ pub async fn deploy(deploy: &DeployCommand) -> anyhow::Result<String> {
     // Its own process group, so a timeout stops what the shell started too, not only the shell.
     #[cfg(unix)]
     command.process_group(0);
-    let child = command.spawn().context("cannot start deploy_command")?;
+    let tail = OutputTail::default();
+    let mut child = command.spawn().map_err(|e| failed(format!("cannot start deploy_command: {e}"), &tail))?;
     // Kills what the deploy started if it times out or degrade stops waiting for it (a shutdown).
     let mut group = ProcessGroup(child.id());
-    let Ok(output) = tokio::time::timeout(deploy.timeout, child.wait_with_output()).await else {
-        bail!("deploy_command did not finish within {limit}; it was stopped");
-    };
-    group.0 = None;
-    let output = output.context("deploy_command failed to run")?;
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&output.stderr));
-    if output.status.success() {
-        return Ok(last_lines(&text, DEPLOY_OUTPUT_KEPT));
+    let stdout = child.stdout.take().map(|pipe| tokio::spawn(tail.clone().drain(pipe)));
+    let stderr = child.stderr.take().map(|pipe| tokio::spawn(tail.clone().drain(pipe)));
+    let waited = tokio::time::timeout(deploy.timeout, child.wait()).await;
+    if waited.is_err() {
+        drop(group);
+    } else {
+        group.0 = None;
     }
-    bail!("deploy_command failed ({}); its last output:\n{}", output.status, last_lines(&text, DEPLOY_OUTPUT_LINES))
+    // The readers end when every writer is gone; past the grace they go on draining in the background.
+    let _ = tokio::time::timeout(OUTPUT_GRACE, async {
+        for reader in [stdout, stderr].into_iter().flatten() {
+            let _ = reader.await;
+        }
+    })
+    .await;
+    match waited {
+        Err(_) => Err(failed(format!("deploy_command did not finish within {limit}; it was stopped"), &tail)),
+        Ok(Err(e)) => Err(failed(format!("deploy_command failed to run: {e}"), &tail)),
+        Ok(Ok(status)) if status.success() => Ok(last_lines(&tail.text(), DEPLOY_OUTPUT_KEPT)),
+        Ok(Ok(status)) => Err(failed(format!("deploy_command failed ({status})"), &tail)),
+    }
+}
+
+/// The end of a deploy's stdout and stderr as they arrive, interleaved, at most [`DEPLOY_OUTPUT_BYTES`].
+#[derive(Clone, Default)]
+struct OutputTail(Arc<Mutex<Vec<u8>>>);
+
+impl OutputTail {
+    /// Reads `pipe` to its end into the tail.
+    async fn drain(self, mut pipe: impl tokio::io::AsyncRead + Unpin) {
+        use tokio::io::AsyncReadExt;
+        let mut buffer = [0_u8; 8192];
+        while let Ok(read @ 1..) = pipe.read(&mut buffer).await {
+            let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            kept.extend_from_slice(&buffer[..read]);
+            let over = kept.len().saturating_sub(DEPLOY_OUTPUT_BYTES);
+            kept.drain(..over);
+        }
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
+    }
 }
 
 /// A process group killed when this is dropped, unless its id was taken out first.
@@ -112,10 +171,12 @@ impl Drop for ProcessGroup {
     }
 }
 
-/// The last `count` lines of a deploy's output, with passwords in URLs hidden: it is stored and shown.
+/// The last `count` lines of a deploy's output, with passwords in URLs hidden and control characters
+/// escaped: it is stored and shown.
 fn last_lines(text: &str, count: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
-    crate::secret::redact_urls_in(&lines[lines.len().saturating_sub(count)..].join("\n"))
+    let shown = crate::secret::redact_urls_in(&lines[lines.len().saturating_sub(count)..].join("\n"));
+    crate::outside_text::printable(&shown)
 }
 
 /// Polls the health URL until it answers 2xx, or fails after its timeout with the last answer.

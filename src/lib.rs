@@ -43,3 +43,5 @@ pub mod web;
 pub mod demo;
 /// Secrets that cannot be printed by accident, and URL redaction.
 pub mod secret;
+/// Text from outside (targets, receivers, build ids) made safe for terminals: control characters escaped.
+pub mod outside_text;

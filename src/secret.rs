@@ -54,6 +54,12 @@ pub fn redact_url(url: &str) -> String {
         let userinfo = &out[authority_start..authority_start + at];
         if let Some(colon) = userinfo.find(':') {
             out.replace_range(authority_start + colon + 1..authority_start + at, "***");
+        } else if (url[..scheme_end].eq_ignore_ascii_case("http") || url[..scheme_end].eq_ignore_ascii_case("https"))
+            && !userinfo.contains(['/', '?', '#'])
+        {
+            // An HTTP URL's user name is where tokens go (`https://ghp_…@host/…`): hide it whole. A database
+            // URL's user name is only a name, and is kept.
+            out.replace_range(authority_start..authority_start + at, "***");
         }
     }
     redact_query_password(&out)
@@ -121,6 +127,9 @@ mod tests {
             ("host=db user=app password=s3cret", "host=db user=app password=***"),
             ("postgres://db/degrade?user=app&password=s3cret", "postgres://db/degrade?user=app&password=***"),
             ("postgres://app@db/degrade", "postgres://app@db/degrade"),
+            ("http://ghp_SECRET@host/v", "http://***@host/v"),
+            ("https://x-token:tok@host/v", "https://x-token:***@host/v"),
+            ("https://host/a@b", "https://host/a@b"),
             ("sqlite://degrade.db", "sqlite://degrade.db"),
             ("sqlite:degrade.db?mode=rwc", "sqlite:degrade.db?mode=rwc"),
         ];

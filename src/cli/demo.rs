@@ -10,7 +10,7 @@ use crate::demo::story::{self, Options, SLOW_ROUTE};
 use crate::demo::target::{DemoTarget, Knobs};
 
 fn duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text).map_err(|e| e.to_string())
+    crate::config::durations::parse_positive(text, "8s or 20s")
 }
 
 /// How to tell the demo.

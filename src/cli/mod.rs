@@ -61,7 +61,8 @@ Environment:
   DEGRADE_SERVER_PUBLIC_URL          overrides [server] public_url
   DEGRADE_LOG                        log filter, e.g. debug or degrade=trace
 
-Exit codes: 0 ok or passed, 1 regression or gate breached, 2 error, 3 inconclusive.";
+Exit codes: 0 ok or passed, 1 regression or gate breached, 2 error; 3 inconclusive only with
+`check --strict` (an inconclusive check exits 0 and says so).";
 
 /// The `degrade` command line.
 #[derive(Debug, Parser)]
@@ -81,7 +82,7 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Write a commented degrade.toml to start from.
+    /// Write a commented degrade.toml, and scenarios/example.toml beside it, to start from.
     #[command(after_help = "Example:\n  degrade init && $EDITOR degrade.toml && degrade validate")]
     Init {
         /// Overwrite an existing file.
@@ -136,9 +137,12 @@ pub enum Command {
         Each [[scenario]] with a `schedule` runs at its cron time in its timezone (daylight saving followed), is \
         judged against its `baseline`, and alerts [[notify]] webhooks once when a regression starts and once when \
         it recovers. Several `degrade serve` sharing one PostgreSQL database never run a scenario twice at once.\n\
-        Pages: / (every scenario), /scenarios/NAME?range=7d|30d|90d|1y|all (trends), /runs/ID (one run), /alerts.\n\
-        JSON: /api/v1/scenarios, /api/v1/scenarios/NAME/runs, /api/v1/scenarios/NAME/trend, /api/v1/runs/ID.\n\
-        Start a run now: curl -X POST -H \"Authorization: Bearer $DEGRADE_API_TOKEN\" .../api/v1/scenarios/NAME/runs\n\
+        Pages: / (every scenario), /scenarios/NAME?range=7d|30d|90d|1y|all (trends), /runs/ID (one run), \
+        /compare?a=ID&b=ID (two runs side by side), /alerts.\n\
+        JSON: /api/v1/scenarios, /api/v1/scenarios/NAME/runs, /api/v1/scenarios/NAME/trend, /api/v1/runs/ID, \
+        /api/v1/episodes.\n\
+        Start a run now:\n  \
+        curl -X POST -H \"Authorization: Bearer $DEGRADE_API_TOKEN\" http://HOST/api/v1/scenarios/NAME/runs\n\
         Health: /healthz; Prometheus: /metrics. Stops on Ctrl-C or SIGTERM.")]
     Serve(serve::ServeArgs),
     /// See the whole job on a bundled demo API: nights of history, a regression, the alert, the dashboard.
@@ -294,7 +298,9 @@ pub fn init_logging(verbose: u8, service: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("DEGRADE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Colour only on a terminal: `serve 2> degrade.log` must not fill the log with escape codes.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
 }
 
 /// Completes on Ctrl-C or SIGTERM (what systemd and container runtimes send).

@@ -33,9 +33,9 @@ pub struct RunArgs {
     pub format: RunFormat,
 }
 
-/// A `--duration` such as `20s` or `2m`.
+/// A `--duration` such as `20s` or `2m`: longer than zero (a run of no time measures nothing), at most a week.
 pub(super) fn duration_arg(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text).map_err(|e| e.to_string())
+    crate::config::durations::parse_positive(text, "20s or 2m")
 }
 
 /// A `--rate-scale`: a positive, finite factor.

@@ -27,7 +27,7 @@ pub struct ServeArgs {
     /// On Ctrl-C or SIGTERM, let runs under way finish for this long before stopping them (they are then
     /// stored as aborted). Keep it below your service manager's stop timeout.
     #[arg(long, value_name = "DURATION", default_value = "60s",
-          value_parser = |s: &str| humantime::parse_duration(s).map_err(|e| e.to_string()))]
+          value_parser = |s: &str| crate::config::durations::parse(s, "60s or 5m"))]
     pub shutdown_grace: Duration,
     /// Serve the dashboard only: no scheduled runs, no alert delivery (for a read-only replica).
     #[arg(long)]

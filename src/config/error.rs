@@ -60,10 +60,16 @@ pub struct ConfigError {
 
 impl ConfigError {
     /// A problem at `location` in `field`.
+    /// An error at `location` in `field`. A message that quotes a huge rejected value is cut (a 1 MB value
+    /// must not make a 1 MB line), and control characters in it are shown escaped.
     pub fn new(location: Location, field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { location, field: field.into(), message: message.into() }
+        let message = crate::outside_text::clipped(&message.into(), MAX_MESSAGE_CHARS);
+        Self { location, field: field.into(), message }
     }
 }
+
+/// Characters of one error message at most.
+const MAX_MESSAGE_CHARS: usize = 600;
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

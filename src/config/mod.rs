@@ -5,6 +5,7 @@
 //! the value. Loading is parse-then-validate: [`raw`] mirrors the file, [`resolve`] turns it into [`Config`],
 //! whose fields are already checked, so the rest of degrade never re-checks a string.
 
+pub mod durations;
 mod env;
 mod error;
 mod raw;
@@ -20,7 +21,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use error::{ConfigError, ConfigErrors, Location};
-pub(crate) use resolve::{Checker, http_url, parse_raw};
+pub(crate) use resolve::{Checker, http_url, parse_raw, url_port};
+pub(crate) use scenario::scenario_name;
 pub use schedule::{CronForm, Schedule};
 
 use crate::analysis::baseline::BaselineSpec;

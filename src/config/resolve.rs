@@ -148,12 +148,35 @@ pub(super) fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
     text.parse().map_err(|_| format!("`{text}` is not an address with a port, e.g. `127.0.0.1:8080` or `[::]:8080`"))
 }
 
-/// Accepts `http://host…` and `https://host…` URLs.
+/// Accepts `http://host…` and `https://host…` URLs whose port, if given, is one a socket can use.
 pub(crate) fn http_url(text: &str) -> Result<String, String> {
     let rest = text.strip_prefix("http://").or_else(|| text.strip_prefix("https://"));
     match rest {
-        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(text.trim_end_matches('/').to_owned()),
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => {
+            url_port(rest).map_err(|e| format!("`{}` {e}", crate::secret::redact_url(text)))?;
+            Ok(text.trim_end_matches('/').to_owned())
+        }
         _ => Err(format!("`{}` is not an http:// or https:// URL", crate::secret::redact_url(text))),
+    }
+}
+
+/// The explicit port of a URL's `host[:port]…` part (after the scheme), if it has one. A port past 65535
+/// would otherwise be dropped by the URI parser, and the request would silently go to port 80.
+pub(crate) fn url_port(after_scheme: &str) -> Result<Option<u16>, String> {
+    let authority = after_scheme.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    // An IPv6 host is bracketed, and its colons are not a port's.
+    let after_host = match host_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split_once(']').map_or("", |(_, after)| after),
+        None => host_port,
+    };
+    let Some((_, port)) = after_host.rsplit_once(':') else { return Ok(None) };
+    match port.parse::<u16>() {
+        Ok(0) | Err(_) if !port.is_empty() => {
+            Err(format!("has port `{}`: a port is a number from 1 to 65535", port.chars().take(12).collect::<String>()))
+        }
+        Ok(port) => Ok(Some(port)),
+        Err(_) => Ok(None),
     }
 }
 

@@ -15,7 +15,7 @@ use super::{
 };
 
 fn duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text).map_err(|e| format!("`{text}` is not a duration like 90s, 10m or 25h: {e}"))
+    super::durations::parse(text, "90s, 10m or 25h")
 }
 
 pub(super) fn resolve_scenarios(checker: &mut Checker<'_>, raw: Vec<RawScenario>) -> Vec<ScenarioConfig> {
@@ -38,12 +38,20 @@ pub(super) fn resolve_scenarios(checker: &mut Checker<'_>, raw: Vec<RawScenario>
     scenarios
 }
 
-fn scenario_name(name: &str) -> Result<String, String> {
-    let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+/// A scenario name: letters, digits, `-`, `_` and `.`, not only dots (`..` would walk up a URL), at most
+/// 100 characters. It appears in URLs, file names of reports and alert messages.
+pub(crate) fn scenario_name(name: &str) -> Result<String, String> {
+    let valid = !name.is_empty()
+        && name.len() <= 100
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && !name.chars().all(|c| c == '.');
     if valid {
         Ok(name.to_owned())
     } else {
-        Err(format!("`{name}` is not a scenario name; use letters, digits, `-`, `_` and `.` (it appears in URLs)"))
+        Err(format!(
+            "`{}` is not a scenario name; use letters, digits, `-`, `_` and `.`, at most 100 (it appears in URLs)",
+            crate::outside_text::clipped(name, 40)
+        ))
     }
 }
 
@@ -63,7 +71,11 @@ fn resolve_scenario(checker: &mut Checker<'_>, prefix: &str, raw: RawScenario) -
         (Some(expression), Some(tz)) => {
             checker.check(expression, &field("schedule"), |e| Schedule::parse(e, tz)).map(Some)
         }
-        (Some(_), None) => None,
+        // The timezone is wrong, but the expression is still checked (in UTC), so both mistakes are reported.
+        (Some(expression), None) => {
+            let _ = checker.check(expression, &field("schedule"), |e| Schedule::parse(e, chrono_tz::Tz::UTC));
+            None
+        }
         (None, _) => Some(None),
     };
     let missing_run_grace = match &missing_run_grace {

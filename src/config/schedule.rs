@@ -43,6 +43,7 @@ impl Schedule {
     pub fn parse(expression: &str, timezone: Tz) -> Result<Self, String> {
         let written = expression.trim();
         let (form, six_fields) = normalise(written)?;
+        out_of_range(&six_fields).map_or(Ok(()), |problem| Err(format!("`{written}`: {problem}")))?;
         let cron = CronParser::builder()
             .seconds(Seconds::Required)
             .year(Year::Disallowed)
@@ -106,6 +107,32 @@ fn normalise(written: &str) -> Result<(CronForm, String), String> {
     }
 }
 
+/// Each field of a six-field expression, its name and the numbers it takes.
+const FIELDS: [(&str, u32, u32); 6] = [
+    ("second", 0, 59),
+    ("minute", 0, 59),
+    ("hour", 0, 23),
+    ("day of the month", 1, 31),
+    ("month", 1, 12),
+    ("weekday", 0, 7),
+];
+
+/// The first number outside its field's range, in words (`the hour is 25; it goes from 0 to 23`). Steps
+/// (`*/15`) are counts, not values, and names (`MON`, `JAN`) are left to the parser.
+fn out_of_range(six_fields: &str) -> Option<String> {
+    for (field, (name, low, high)) in six_fields.split_whitespace().zip(FIELDS) {
+        for part in field.split(',') {
+            let values = part.split('/').next().unwrap_or_default();
+            for value in values.split('-').filter_map(|v| v.parse::<u64>().ok()) {
+                if value < u64::from(low) || value > u64::from(high) {
+                    return Some(format!("the {name} is {value}; it goes from {low} to {high}"));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// Parses an IANA timezone name such as `Europe/Berlin` or `UTC`.
 pub fn parse_timezone(name: &str) -> Result<Tz, String> {
     name.parse::<Tz>().map_err(|_| {
@@ -147,7 +174,14 @@ mod tests {
     #[test]
     fn rejects_what_it_cannot_read() {
         assert!(Schedule::parse("0 2 * *", Tz::UTC).unwrap_err().contains("has 4 fields"));
-        assert!(Schedule::parse("0 61 * * *", Tz::UTC).unwrap_err().contains("not a valid cron"));
+        assert_eq!(
+            Schedule::parse("61 2 * * *", Tz::UTC).unwrap_err(),
+            "`61 2 * * *`: the minute is 61; it goes from 0 to 59"
+        );
+        assert!(Schedule::parse("0 25 * * *", Tz::UTC).unwrap_err().contains("the hour is 25; it goes from 0 to 23"));
+        assert!(Schedule::parse("0 2 1-32 * *", Tz::UTC).unwrap_err().contains("the day of the month is 32"));
+        assert!(Schedule::parse("*/15 2 * * MON-FRI", Tz::UTC).is_ok());
+        assert!(Schedule::parse("0 2 * * BLAH", Tz::UTC).unwrap_err().contains("not a valid cron"));
         assert!(Schedule::parse("0 0 30 2 *", Tz::UTC).unwrap_err().contains("never fires"));
         assert!(parse_timezone("Mars/Olympus").unwrap_err().contains("unknown timezone `Mars/Olympus`"));
     }

@@ -62,6 +62,8 @@ pub struct HttpClient {
     host_header: http::HeaderValue,
     /// The base URL's path (without a trailing slash), put before every step's path.
     prefix: Arc<str>,
+    /// Most body bytes read per response (`[target] max_body`).
+    max_body: u64,
 }
 
 /// Connects under way at once, at most. Enough to open a closed model's connections quickly, few enough
@@ -96,8 +98,9 @@ enum Checkout {
 }
 
 impl HttpClient {
-    /// A client for `base_url` (`http(s)://host[:port][/prefix]`).
-    pub fn new(base_url: &str, connect_timeout: Duration) -> Result<Self, String> {
+    /// A client for `base_url` (`http(s)://host[:port][/prefix]`) that reads at most `max_body` bytes of
+    /// each answer.
+    pub fn new(base_url: &str, connect_timeout: Duration, max_body: u64) -> Result<Self, String> {
         // Messages show the URL redacted: a version or health URL may carry credentials.
         let shown = crate::secret::redact_url(base_url);
         let uri: http::Uri = base_url.parse().map_err(|e| format!("`{shown}` is not a URL: {e}"))?;
@@ -108,7 +111,10 @@ impl HttpClient {
         };
         let authority = uri.authority().ok_or_else(|| format!("`{shown}` has no host"))?;
         let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
-        let port = authority.port_u16().unwrap_or(if tls.is_some() { 443 } else { 80 });
+        let after_scheme = base_url.split_once("://").map_or("", |(_, rest)| rest);
+        let port = crate::config::url_port(after_scheme)
+            .map_err(|e| format!("`{shown}` {e}"))?
+            .unwrap_or(if tls.is_some() { 443 } else { 80 });
         // Userinfo (`user:password@`) never goes into the Host header.
         let host_header = http::HeaderValue::from_str(authority.as_str().rsplit('@').next().unwrap_or_default())
             .map_err(|_| format!("`{shown}` has an invalid host"))?;
@@ -118,6 +124,7 @@ impl HttpClient {
             host_header,
             prefix: uri.path().trim_end_matches('/').into(),
             pool: Arc::default(),
+            max_body,
         })
     }
 
@@ -136,7 +143,7 @@ impl HttpClient {
     /// Sends `request` (origin-form URI, `Host` set) and reads the whole body.
     pub async fn send(&self, mut request: Request<Full<Bytes>>) -> Result<Response<Bytes>, Failure> {
         let mut connection = match self.checkout().await {
-            Checkout::Idle(mut connection) => match connection.exchange(request).await {
+            Checkout::Idle(mut connection) => match connection.exchange(request, self.max_body).await {
                 Ok((response, reusable)) => return Ok(self.keep(connection, reusable, response)),
                 // The server closed the idle connection before the request went out: safe to send again.
                 Err(Attempt::NotSent(unsent)) => {
@@ -147,7 +154,7 @@ impl HttpClient {
             },
             Checkout::Connect => self.connect().await?,
         };
-        match connection.exchange(request).await {
+        match connection.exchange(request, self.max_body).await {
             Ok((response, reusable)) => Ok(self.keep(connection, reusable, response)),
             Err(Attempt::NotSent(_)) => Err(Failure::new(ErrorClass::Reset, "the new connection closed at once")),
             Err(Attempt::Failed(failure)) => Err(failure),
@@ -245,9 +252,10 @@ impl HttpClient {
         Ok(Connection { sender, driver: Some(Box::pin(driver)), wakers: QuietWakers::new() })
     }
 
-    /// GETs `url` and returns its body as text: for the `version_url` of a build, not for load.
+    /// GETs `url` and returns its body as text: for the `version_url` of a build, not for load. An answer
+    /// longer than [`MAX_TEXT_BODY`] is an error: a build id or a health answer is a few bytes.
     pub async fn get_text(url: &str, timeout: Duration) -> Result<String, String> {
-        let client = Self::new(url, timeout)?;
+        let client = Self::new(url, timeout, MAX_TEXT_BODY)?;
         let uri: http::Uri = url.parse().map_err(|e| format!("bad URL: {e}"))?;
         let target = uri.path_and_query().map_or("/", http::uri::PathAndQuery::as_str);
         let request = Request::get(target)
@@ -257,13 +265,21 @@ impl HttpClient {
         let response = tokio::time::timeout(timeout, client.send(request))
             .await
             .map_err(|_| format!("no answer within {}", humantime::format_duration(timeout)))?
-            .map_err(|f| f.message)?;
+            .map_err(|f| match f.class {
+                ErrorClass::BodyTooLarge => format!(
+                    "the answer is longer than {MAX_TEXT_BODY} bytes, too long to be a build id or a health answer"
+                ),
+                _ => f.message,
+            })?;
         if !response.status().is_success() {
             return Err(format!("answered {}", response.status()));
         }
         String::from_utf8(response.into_body().to_vec()).map_err(|_| "the answer is not UTF-8 text".to_owned())
     }
 }
+
+/// Most bytes of a version or health answer read.
+pub const MAX_TEXT_BODY: u64 = 64 * 1024;
 
 /// How one attempt on one connection went wrong.
 enum Attempt {
@@ -280,7 +296,11 @@ impl Connection {
     /// The request and the connection are polled together with the connection's [`QuietWakers`], so a
     /// request costs one poll of the session's task rather than one per hand-off between them, and the
     /// connection is polled only when it has something to do.
-    async fn exchange(&mut self, request: Request<Full<Bytes>>) -> Result<(Response<Bytes>, bool), Attempt> {
+    async fn exchange(
+        &mut self,
+        request: Request<Full<Bytes>>,
+        max_body: u64,
+    ) -> Result<(Response<Bytes>, bool), Attempt> {
         let Self { sender, driver, wakers } = self;
         let ready = poll_fn(|cx| {
             wakers.poll(cx, |round| {
@@ -312,7 +332,7 @@ impl Connection {
                     None => Attempt::Failed(classify(e.error(), "sending the request")),
                 })?;
                 let (parts, mut body) = response.into_parts();
-                Ok((parts, read_body(&mut body).await?))
+                Ok((parts, read_body(&mut body, max_body).await?))
             });
             poll_fn(|cx| {
                 wakers.poll(cx, |round| {
@@ -339,13 +359,24 @@ impl Connection {
     }
 }
 
-/// Reads the whole body. Most arrive in one frame, which is kept as it is rather than copied.
-async fn read_body(body: &mut hyper::body::Incoming) -> Result<Bytes, Attempt> {
+/// Reads the whole body, up to `max_body` bytes. Most arrive in one frame, which is kept as it is rather
+/// than copied. Past the limit the body is not read further: the caller drops the connection with it, so an
+/// endless or huge answer costs at most `max_body` of memory.
+async fn read_body(body: &mut hyper::body::Incoming, max_body: u64) -> Result<Bytes, Attempt> {
     let mut first: Option<Bytes> = None;
     let mut joined = BytesMut::new();
+    let mut received: u64 = 0;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| Attempt::Failed(classify(&e, "reading the body")))?;
         let Ok(data) = frame.into_data() else { continue };
+        received = received.saturating_add(data.len() as u64);
+        if received > max_body {
+            let message = format!(
+                "the body passed max_body ({max_body} bytes) after {received} bytes: the rest was not read and \
+                 the connection was dropped"
+            );
+            return Err(Attempt::Failed(Failure::new(ErrorClass::BodyTooLarge, message)));
+        }
         match first.take() {
             None if joined.is_empty() => first = Some(data),
             earlier => {

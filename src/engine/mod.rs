@@ -58,8 +58,8 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     let started_at = chrono::Utc::now();
     let start = Instant::now();
     let planned = plan.load.duration();
-    let client =
-        HttpClient::new(&plan.target.base_url, plan.target.connect_timeout).expect("the scenario checked the base URL");
+    let client = HttpClient::new(&plan.target.base_url, plan.target.connect_timeout, plan.target.max_body)
+        .expect("the scenario checked the base URL");
     let fixed_uris = plan.flows.iter().map(|f| f.steps.iter().map(|s| fixed_uri(&client, s)).collect()).collect();
     let shared = Arc::new(Shared {
         client,

@@ -4,8 +4,11 @@
 //! One mutex, held for a few hundred nanoseconds per request and never across an `.await`: at the rates one
 //! generator machine sends, that costs less than a channel hop and keeps the code one obvious place.
 //! Memory is fixed: per-second histograms are summarised into timeline rows as soon as their second is over.
+//! A report for a second already summarised (after a stall, the backlog of dropped arrivals is recorded at
+//! the times they were due) is kept aside and merged into that second's row at the end: every second is
+//! written once, in the second it belongs to.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -76,6 +79,10 @@ struct Inner {
     endpoints: Vec<EndpointRecord>,
     /// Seconds still open, oldest first: (second, one record per endpoint).
     open: VecDeque<(u64, Vec<SecondRecord>)>,
+    /// Every second before this one is closed: its rows are in `timeline`.
+    closed_before: u64,
+    /// Reports that came after their second was closed, by (second, endpoint), merged in by `finish`.
+    late: BTreeMap<(u64, usize), SecondRecord>,
     timeline: Vec<TimelinePoint>,
     schedule_lag: Histogram<u64>,
     dropped_measured: u64,
@@ -87,6 +94,8 @@ impl Recorder {
         let inner = Inner {
             endpoints: vec![EndpointRecord::default(); names.len()],
             open: VecDeque::new(),
+            closed_before: 0,
+            late: BTreeMap::new(),
             timeline: Vec::new(),
             schedule_lag: new_histogram(),
             dropped_measured: 0,
@@ -144,7 +153,8 @@ impl Recorder {
         if dispatched.is_some() {
             self.in_flight[endpoint][usize::from(measured)].fetch_sub(1, Ordering::Relaxed);
         }
-        let mut inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         if measured {
             if let Some(d) = dispatched {
                 inner.schedule_lag.saturating_record(micros(d.saturating_duration_since(intended)).max(1));
@@ -157,7 +167,12 @@ impl Recorder {
         }
         inner.snapshot.requests += 1;
         inner.snapshot.errors += u64::from(class.is_some());
-        inner.second(second, self.names.len(), &self.names)[endpoint].record(response, class);
+        let record = if second < inner.closed_before {
+            inner.late.entry((second, endpoint)).or_default()
+        } else {
+            &mut inner.second(second, self.names.len(), &self.names)[endpoint]
+        };
+        record.record(response, class);
     }
 
     pub(super) fn snapshot(&self) -> Snapshot {
@@ -170,6 +185,7 @@ impl Recorder {
         while let Some((second, records)) = inner.open.pop_front() {
             inner.close(second, &records, &self.names);
         }
+        inner.merge_late(&self.names);
         Recorded {
             endpoints: std::mem::take(&mut inner.endpoints),
             timeline: std::mem::take(&mut inner.timeline),
@@ -206,7 +222,35 @@ impl Inner {
         &mut self.open[position].1
     }
 
+    /// Adds the late reports to their seconds' rows (or writes the row, if the second had none for that
+    /// endpoint), then puts the timeline back in time order. A late request's response time only raises the
+    /// row's maximum: the percentiles of a closed second are summaries that cannot be reopened.
+    fn merge_late(&mut self, names: &[String]) {
+        if self.late.is_empty() {
+            return;
+        }
+        let rows: HashMap<(i64, String), usize> =
+            self.timeline.iter().enumerate().map(|(i, p)| ((p.elapsed_s, p.endpoint.clone()), i)).collect();
+        for ((second, endpoint), record) in std::mem::take(&mut self.late) {
+            let point = timeline_point(&names[endpoint], second, &record);
+            match rows.get(&(point.elapsed_s, point.endpoint.clone())) {
+                Some(&row) => {
+                    let row = &mut self.timeline[row];
+                    row.requests += point.requests;
+                    row.errors += point.errors;
+                    row.max_us = row.max_us.max(point.max_us);
+                    for (class, count) in point.errors_by_class {
+                        *row.errors_by_class.entry(class).or_default() += count;
+                    }
+                }
+                None => self.timeline.push(point),
+            }
+        }
+        self.timeline.sort_by(|a, b| (a.elapsed_s, &a.endpoint).cmp(&(b.elapsed_s, &b.endpoint)));
+    }
+
     fn close(&mut self, second: u64, records: &[SecondRecord], names: &[String]) {
+        self.closed_before = self.closed_before.max(second + 1);
         let mut all = SecondRecord::default();
         for (name, record) in names.iter().zip(records) {
             if record.requests > 0 {
@@ -217,5 +261,53 @@ impl Inner {
         let p95 = if all.response.is_empty() { 0 } else { all.response.value_at_quantile(0.95) };
         self.snapshot.last_second_rate = all.requests;
         self.snapshot.last_second_p95_us = p95;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(start: Instant, at_s: u64) -> Sample {
+        let end = start + Duration::from_secs(at_s);
+        let sent = start + Duration::from_secs(at_s - 1) + Duration::from_millis(997);
+        Sample {
+            endpoint: 0,
+            intended: sent,
+            dispatched: Some(sent),
+            sent: Some(sent),
+            end,
+            failure: None,
+            measured: true,
+        }
+    }
+
+    fn dropped(start: Instant, due_s: u64) -> Sample {
+        let at = start + Duration::from_secs(due_s);
+        let failure = Some((ErrorClass::Dropped, "over the in-flight cap".to_owned()));
+        Sample { endpoint: 0, intended: at, dispatched: None, sent: None, end: at, failure, measured: true }
+    }
+
+    /// After a stall the backlog of dropped arrivals is recorded at the seconds they were due, which are
+    /// closed by then: each lands in its own second, and no second is written twice.
+    #[test]
+    fn a_stalls_backlog_lands_in_its_seconds_and_no_second_is_written_twice() {
+        let start = Instant::now();
+        let recorder = Recorder::new(start, vec!["GET /a".to_owned()]);
+        for at_s in [1, 5, 10] {
+            recorder.dispatching(0, true);
+            recorder.record(answered(start, at_s));
+        }
+        // Seconds 1 and 5 are closed now (10 is more than two seconds on); these were due in 1, 5 and 6.
+        for due_s in [1, 5, 5, 6] {
+            recorder.record(dropped(start, due_s));
+        }
+        let recorded = recorder.finish();
+        let seconds: Vec<(i64, i64, i64)> =
+            recorded.timeline.iter().map(|p| (p.elapsed_s, p.requests, p.errors)).collect();
+        assert_eq!(seconds, [(1, 2, 1), (5, 3, 2), (6, 1, 1), (10, 1, 0)]);
+        assert_eq!(recorded.timeline[1].errors_by_class["dropped"], 2);
+        assert_eq!(recorded.dropped_measured, 4);
+        assert_eq!(recorded.endpoints[0].requests, 7);
     }
 }

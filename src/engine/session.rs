@@ -284,13 +284,17 @@ fn check_response(step: &Step, response: &Response<Bytes>, variables: &mut [Opti
             _ => ErrorClass::Assertion,
         };
         let body = String::from_utf8_lossy(&response.body()[..response.body().len().min(120)]).into_owned();
-        return Err(Failure::new(class, format!("status {status}: {}", body.trim())));
+        let body = crate::outside_text::printable(body.trim());
+        return Err(Failure::new(class, format!("status {status}: {body}")));
     }
     let needs_json =
         !step.expect.json.is_empty() || step.extract.iter().any(|e| matches!(e.from, ExtractFrom::Json(..)));
     let json: Value = if needs_json {
+        // Only a JSON assertion makes a non-JSON body an assertion failure; a step that only extracts from it
+        // failed to extract.
+        let class = if step.expect.json.is_empty() { ErrorClass::Extraction } else { ErrorClass::Assertion };
         serde_json::from_slice(response.body())
-            .map_err(|e| Failure::new(ErrorClass::Assertion, format!("the body is not JSON: {e}")))?
+            .map_err(|e| Failure::new(class, format!("the body is not JSON: {e}")))?
     } else {
         Value::Null
     };

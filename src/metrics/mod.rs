@@ -34,6 +34,8 @@ pub enum ErrorClass {
     Assertion,
     /// An `extract` found nothing to take.
     Extraction,
+    /// The body passed the target's `max_body`: the rest was not read and the connection was dropped.
+    BodyTooLarge,
     /// An open-model arrival over the in-flight cap: never sent.
     Dropped,
     /// Still in flight when the run ended, and cut off.
@@ -42,7 +44,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class, in the order reports list them.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::Connect,
         Self::Timeout,
         Self::Reset,
@@ -51,6 +53,7 @@ impl ErrorClass {
         Self::Http5xx,
         Self::Assertion,
         Self::Extraction,
+        Self::BodyTooLarge,
         Self::Dropped,
         Self::AbortedAtEnd,
     ];
@@ -67,6 +70,7 @@ impl ErrorClass {
             Self::Http5xx => "http_5xx",
             Self::Assertion => "assertion",
             Self::Extraction => "extraction",
+            Self::BodyTooLarge => "body_too_large",
             Self::Dropped => "dropped",
             Self::AbortedAtEnd => "aborted_at_end",
         }

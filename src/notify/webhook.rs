@@ -53,13 +53,26 @@ impl Webhooks {
         if status.is_success() {
             return Ok(());
         }
-        let body: String = response.text().await.unwrap_or_default().chars().take(200).collect();
-        let body = without_url(&body, url.expose());
+        let body = without_url(&answer_start(response).await, url.expose());
+        let body = crate::outside_text::clipped(&body, 200);
         let permanent = status.is_client_error()
             && status != reqwest::StatusCode::REQUEST_TIMEOUT
             && status != reqwest::StatusCode::TOO_MANY_REQUESTS;
         Err(PostError { message: format!("the receiver answered {status}: {}", body.trim()), permanent })
     }
+}
+
+/// The first few KB of a receiver's answer, as text: enough for its error message, never its whole body.
+async fn answer_start(mut response: reqwest::Response) -> String {
+    const KEPT: usize = 4096;
+    let mut bytes = Vec::new();
+    while bytes.len() < KEPT {
+        match response.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk[..chunk.len().min(KEPT - bytes.len())]),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// `text` (a receiver's answer, which may quote the request path) with every part of `url` that could be the

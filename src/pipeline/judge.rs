@@ -22,15 +22,23 @@ pub async fn judge_run(
     let gates = config.scenario(&candidate.scenario).map(|s| s.gates.clone()).unwrap_or_default();
     match candidate.status {
         RunStatus::Running => bail!("run #{} is still running; check it once it has finished", candidate.id),
-        RunStatus::Failed | RunStatus::Aborted => bail!(
-            "run #{} {}: {}; it measured nothing to judge",
-            candidate.id,
-            candidate.status,
-            candidate.failure_reason.clone().unwrap_or_else(|| match candidate.validity_reasons.join("; ") {
-                reasons if reasons.is_empty() => "no reason recorded".to_owned(),
-                reasons => reasons,
-            })
-        ),
+        RunStatus::Failed => {
+            bail!("run #{} failed: {}; it measured nothing to judge", candidate.id, stop_reason(candidate))
+        }
+        RunStatus::Aborted => {
+            let measured = candidate
+                .load_summary
+                .as_ref()
+                .filter(|l| l.measured_secs > 0.0)
+                .map(|l| format!(" after measuring {:.0} s", l.measured_secs))
+                .unwrap_or_default();
+            bail!(
+                "run #{} was stopped{measured} ({}); a run cut short is never judged, since part of a night says \
+                 nothing about a whole one",
+                candidate.id,
+                stop_reason(candidate)
+            )
+        }
         _ => {}
     }
     let (baseline, judgement) = if candidate.status == RunStatus::Invalid {
@@ -100,6 +108,14 @@ async fn baseline_results(store: &Store, runs: &[Run]) -> anyhow::Result<Vec<Vec
         results.push(endpoints(store, run.id).await?);
     }
     Ok(results)
+}
+
+/// Why a failed or aborted run ended, as stored.
+fn stop_reason(run: &Run) -> String {
+    run.failure_reason.clone().unwrap_or_else(|| match run.validity_reasons.join("; ") {
+        reasons if reasons.is_empty() => "no reason recorded".to_owned(),
+        reasons => reasons,
+    })
 }
 
 /// An invalid run says nothing about the build: inconclusive, with the generator's reasons.

@@ -88,7 +88,14 @@ impl Job {
             (None, Some(path)) if is_scenario_file(Path::new(path)) => {
                 let file = PathBuf::from(path);
                 let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                (stem, file, None)
+                // The file's name becomes the scenario's: it must follow the naming rule like a configured one.
+                let name = crate::config::scenario_name(&stem).map_err(|e| {
+                    anyhow::anyhow!("{path}: the file name is the scenario's name, and {e}; rename the file")
+                })?;
+                (name, file, None)
+            }
+            (None, Some(path)) if Path::new(path).exists() && !Path::new(path).is_file() => {
+                bail!("{path} is not a regular file (a directory or a device); a scenario is a .toml file")
             }
             (None, Some(name)) => {
                 let names: Vec<&str> = config.scenarios.iter().map(|s| s.name.as_str()).collect();
@@ -162,7 +169,8 @@ pub async fn run(
     let (prepared, stopped) = prepare_unless_stopped(scenario.as_ref(), build, stop.clone()).await;
     let (build_id, deploy_output) = match &prepared {
         Ok(ready) => (ready.build_id.clone(), ready.deploy_output.clone()),
-        Err(_) => (None, None),
+        // A failed or hung deploy's output is kept with the failed run: it is where the reason is.
+        Err(e) => (None, e.downcast_ref::<crate::build::DeployFailed>().map(|d| d.output.clone())),
     };
     let new_run = NewRun {
         scenario: name,

@@ -53,7 +53,7 @@ pub enum WhenExhausted {
 impl Feeder {
     /// Reads `path` as CSV (with a header line) or JSON Lines (one object per line), by its extension.
     pub fn load(name: &str, path: &Path, order: Order, when_exhausted: WhenExhausted) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = read_bounded(path)?;
         let is_json_lines = path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson");
         let (columns, rows) = if is_json_lines { json_lines(path, &text)? } else { csv_rows(path, &text)? };
         if rows.is_empty() {
@@ -61,6 +61,36 @@ impl Feeder {
         }
         Ok(Self { name: name.to_owned(), columns, rows: rows.into(), order, when_exhausted })
     }
+}
+
+/// The largest feeder file read: every row is held in memory for the run.
+pub const MAX_FEEDER_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Reads a regular file of at most [`MAX_FEEDER_BYTES`]: a device such as `/dev/zero` or a pipe would be
+/// read forever, and a file past the limit is refused before it is read.
+fn read_bounded(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let shown = path.display();
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let metadata = file.metadata().map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !metadata.is_file() {
+        return Err(format!(
+            "{shown} is not a regular file (a directory, device or pipe); a feeder is a CSV or JSON Lines file"
+        ));
+    }
+    if metadata.len() > MAX_FEEDER_BYTES {
+        return Err(format!(
+            "{shown} is {} MB; a feeder is held in memory and may be at most {} MB",
+            metadata.len() / 1_000_000,
+            MAX_FEEDER_BYTES / 1_000_000
+        ));
+    }
+    let mut text = String::new();
+    // Bounded again while reading: the file may grow after the size was looked at.
+    file.take(MAX_FEEDER_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read {shown} as UTF-8 text: {e}"))?;
+    Ok(text)
 }
 
 fn csv_rows(path: &Path, text: &str) -> Result<(Vec<String>, Vec<Vec<Value>>), String> {

@@ -28,10 +28,30 @@ pub fn load(
     target_override: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, ConfigErrors> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        ConfigError::new(Location::WholeFile(path.to_owned()), "", format!("cannot read the scenario file: {e}"))
-    })?;
+    let text = read_scenario_file(path)
+        .map_err(|message| ConfigError::new(Location::WholeFile(path.to_owned()), "", message))?;
     parse(path, &text, target_override, env)
+}
+
+/// The largest scenario file read: a scenario is a page or two of TOML.
+const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Reads a regular file of at most [`MAX_SCENARIO_BYTES`] (a device such as `/dev/zero` would never end).
+fn read_scenario_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read the scenario file: {e}"))?;
+    let metadata = file.metadata().map_err(|e| format!("cannot read the scenario file: {e}"))?;
+    if !metadata.is_file() {
+        return Err("the scenario file is not a regular file (a directory, device or pipe)".to_owned());
+    }
+    let mut text = String::new();
+    file.take(MAX_SCENARIO_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the scenario file as UTF-8 text: {e}"))?;
+    if text.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(format!("the scenario file is larger than {} MB", MAX_SCENARIO_BYTES / 1024 / 1024));
+    }
+    Ok(text)
 }
 
 /// Checks scenario `text` as if read from `path` (data files are found relative to it).

@@ -49,6 +49,9 @@ pub struct Target {
     /// Connections (so requests in flight) at most; `None` for no limit. Like a browser's six per host, or
     /// the client pool of a service calling this one: beyond it, requests wait for a free connection.
     pub max_connections: Option<usize>,
+    /// Most bytes of a response body that are read; past it the request fails as `body_too_large` and its
+    /// connection is dropped, so no answer can grow the generator's memory.
+    pub max_body: u64,
     /// Sent with every request unless a step sets the same header.
     pub headers: Vec<(HeaderName, Template)>,
 }

@@ -73,7 +73,7 @@ fn resolve_target(
     raw: RawTarget,
     target_override: Option<&str>,
 ) -> Option<Target> {
-    let RawTarget { base_url, timeout, connect_timeout, max_connections, headers } = raw;
+    let RawTarget { base_url, timeout, connect_timeout, max_connections, max_body, headers } = raw;
     let base_url = match (target_override, &base_url) {
         (Some(url), _) => Some(url.trim_end_matches('/').to_owned()),
         (None, Some(url)) => checker.check(url, "target.base_url", |u| {
@@ -102,8 +102,35 @@ fn resolve_target(
             usize::try_from(m).ok().filter(|&m| m > 0).ok_or_else(|| format!("{m} is not a positive count"))
         })
     });
+    let max_body = match &max_body {
+        Some(size) => checker.check(size, "target.max_body", |size| body_size(size)),
+        None => Some(DEFAULT_MAX_BODY),
+    };
     let headers = header_templates(checker, scope, &headers, "target.headers", &[], &[]);
-    Some(Target { base_url: base_url?, timeout: timeout?, connect_timeout: connect_timeout?, max_connections, headers })
+    Some(Target {
+        base_url: base_url?,
+        timeout: timeout?,
+        connect_timeout: connect_timeout?,
+        max_connections,
+        max_body: max_body?,
+        headers,
+    })
+}
+
+/// `[target] max_body` when unset: far above a JSON API's answers, far below what would strain a machine
+/// when many requests read that much at once.
+pub const DEFAULT_MAX_BODY: u64 = 4_000_000;
+
+/// A size such as `4MB`, `512KiB` or `1000000` (bytes), at least one byte.
+fn body_size(text: &str) -> Result<u64, String> {
+    match parse_size::parse_size(text) {
+        Ok(0) => Err("must be at least one byte".to_owned()),
+        Ok(bytes) => Ok(bytes),
+        Err(_) => Err(format!(
+            "`{}` is not a size; write e.g. `4MB`, `512KiB` or a number of bytes",
+            text.chars().take(40).collect::<String>()
+        )),
+    }
 }
 
 fn positive(d: Duration) -> Result<Duration, String> {
@@ -183,6 +210,12 @@ fn resolve_load(checker: &mut Checker<'_>, raw: toml::Spanned<RawLoad>) -> Optio
         checker.error(&spanned, "load.stage", "every stage has `measure = false`; nothing would be measured");
     }
     let stages = stages.into_iter().collect::<Option<Vec<_>>>()?;
+    // Each stage is at most a week, so the sum cannot overflow; a run of more than a week is refused whole.
+    let total: Duration = stages.iter().map(|s| s.duration).sum();
+    if total > crate::config::durations::LONGEST {
+        let spanned = toml::Spanned::new(span, ());
+        checker.error(&spanned, "load.stage", "the stages last more than a week in all; a night's run must end");
+    }
     Some(Load { model, stages, arrivals: arrivals?, max_in_flight: max_in_flight? })
 }
 

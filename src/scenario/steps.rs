@@ -96,13 +96,17 @@ pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, ra
         let extracted: Vec<String> = steps.iter().flat_map(|s| s.extract.keys().cloned()).collect();
         let mut known = Vec::new();
         let mut resolved = Vec::new();
+        let mut extracted_so_far = 0;
         for (i, step) in steps.into_iter().enumerate() {
-            let later = &extracted[known.len()..];
-            let step = resolve_step(checker, scope, &format!("{prefix}.step[{i}]"), step, &known, later);
-            if let Some((step, names)) = step {
-                known.extend(names);
+            let later = &extracted[extracted_so_far..];
+            // A step's names are in scope for the steps after it even when the step itself has an error (a
+            // bad JSONPath, say): one mistake gets one message, not a second, wrong one further down.
+            let names: Vec<usize> = step.extract.keys().map(|name| scope.variable(name)).collect();
+            extracted_so_far += names.len();
+            if let Some(step) = resolve_step(checker, scope, &format!("{prefix}.step[{i}]"), step, &known, later) {
                 resolved.push(step);
             }
+            known.extend(names);
         }
         if let Some(weight) = weight {
             flows.push(Flow { name: name.into_inner(), weight, steps: resolved });
@@ -124,7 +128,7 @@ fn template(
     checker.check(value, field, |text| Template::compile(text, &resolve, scope.env))
 }
 
-/// One step, and the variables it extracts (in scope for later steps).
+/// One step; the variables it extracts are already in `scope`.
 fn resolve_step(
     checker: &mut Checker<'_>,
     scope: &mut Scope<'_>,
@@ -132,7 +136,7 @@ fn resolve_step(
     raw: RawStep,
     known: &[usize],
     later: &[String],
-) -> Option<(Step, Vec<usize>)> {
+) -> Option<Step> {
     let RawStep { name, method, path, query, headers, json, body, expect, extract, think } = raw;
     let field = |f: &str| format!("{prefix}.{f}");
     let method = match &method {
@@ -167,12 +171,9 @@ fn resolve_step(
     };
     let expect = resolve_expect(checker, &field("expect"), expect);
     let mut extractions = Vec::new();
-    let mut names = Vec::new();
     for (var, value) in &extract {
         if let Some(from) = checker.check(value, &field(&format!("extract.{var}")), parse_extract) {
-            let variable = scope.variable(var);
-            names.push(variable);
-            extractions.push(Extraction { variable, from });
+            extractions.push(Extraction { variable: scope.variable(var), from });
         }
     }
     let think = think.and_then(|t| checker.check(&t, &field("think"), parse_think));
@@ -193,7 +194,7 @@ fn resolve_step(
         extract: extractions,
         think,
     };
-    Some((step, names))
+    Some(step)
 }
 
 pub(super) fn header_templates(
@@ -321,7 +322,7 @@ fn parse_extract(value: &toml::Value) -> Result<ExtractFrom, String> {
 }
 
 pub(super) fn duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text).map_err(|e| format!("`{text}` is not a duration like 500ms, 90s or 5m: {e}"))
+    crate::config::durations::parse(text, "500ms, 90s or 5m")
 }
 
 /// `"1s"`, `{ uniform = ["500ms", "2s"] }` or `{ lognormal = { median = "1s", sigma = 0.5 } }`.

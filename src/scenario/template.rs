@@ -254,7 +254,7 @@ fn parse_expr(source: &str, resolve: &Resolver<'_>, env: &dyn Fn(&str) -> Option
     match tokens.as_slice() {
         [] => Err("empty expression".to_owned()),
         [Token::Name(function), Token::Punct('('), args @ .., Token::Punct(')')] => {
-            call(function, &arguments(args)?, env)
+            call(function, &arguments(args, resolve)?, env)
         }
         [Token::Name(first), rest @ ..] => {
             let mut names = vec![first.as_str()];
@@ -270,7 +270,9 @@ fn parse_expr(source: &str, resolve: &Resolver<'_>, env: &dyn Fn(&str) -> Option
     }
 }
 
-fn arguments(tokens: &[Token]) -> Result<Vec<Value>, String> {
+/// A call's arguments: literals, or `[vars]` constants by name (`randint(1, customers)`); a value that
+/// changes per session cannot be an argument, since arguments are checked once, here.
+fn arguments(tokens: &[Token], resolve: &Resolver<'_>) -> Result<Vec<Value>, String> {
     if tokens.is_empty() {
         return Ok(Vec::new());
     }
@@ -278,7 +280,11 @@ fn arguments(tokens: &[Token]) -> Result<Vec<Value>, String> {
         .split(|t| *t == Token::Punct(','))
         .map(|arg| match arg {
             [Token::Literal(value)] => Ok(value.clone()),
-            _ => Err("function arguments must be literal numbers or quoted strings".to_owned()),
+            [Token::Name(name)] => match resolve(&[name.as_str()])? {
+                Expr::Constant(value) => Ok(value),
+                _ => Err(format!("`{name}` changes from session to session; a function argument must be a literal or a [vars] constant")),
+            },
+            _ => Err("function arguments must be literal numbers, quoted strings or [vars] constants".to_owned()),
         })
         .collect()
 }
@@ -329,6 +335,7 @@ mod tests {
         match names {
             ["id"] => Ok(Expr::Variable(0)),
             ["users", "email"] => Ok(Expr::Feeder { feeder: 0, column: 1 }),
+            ["customers"] => Ok(Expr::Constant(Value::from(40))),
             other => Err(format!("unknown variable `{}`", other.join("."))),
         }
     }
@@ -364,6 +371,9 @@ mod tests {
         assert!(error("{{ nope }}").contains("unknown variable `nope`"));
         assert!(error("{{ users.mail }}").contains("unknown variable `users.mail`"));
         assert!(error("{{ uuidx() }}").contains("unknown function `uuidx`"));
+        let n = render("{{ randint(39, customers) }}").as_i64().unwrap();
+        assert!((39..=40).contains(&n), "{n}");
+        assert!(error("{{ randint(1, id) }}").contains("`id` changes from session to session"));
         assert!(error("{{ randint(9, 1) }}").contains("low <= high"));
         assert!(error("{{ env(\"MISSING\") }}").contains("MISSING is not set"));
         assert!(error("/a/{{ id").contains("without a closing"));

@@ -4,6 +4,10 @@
 //! authentication with any user name (browsers, which then prompt for it). Comparison takes the same time
 //! whatever the guess, so the token cannot be found byte by byte. `/healthz` and the stylesheet stay open
 //! for load balancers and the login prompt.
+//!
+//! A browser sends a saved basic-auth login with any request to this host, also a form posted by another
+//! site: so a state-changing request that a browser marks as coming from another site (`Sec-Fetch-Site`, or
+//! an `Origin` that is not this host) is refused whatever it carries. Scripts send neither header.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
@@ -20,7 +24,16 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
     if path == "/healthz" || path.starts_with("/static/") {
         return next.run(request).await;
     }
-    let needs_token = request.method() != Method::GET || state.config.server.pages_require_token;
+    let reads = request.method() == Method::GET || request.method() == Method::HEAD;
+    if !reads && from_another_site(request.headers()) {
+        return (
+            StatusCode::FORBIDDEN,
+            "Refused: this request was sent by a page of another site. Use the dashboard itself, or send the \
+             API token from a script.\n",
+        )
+            .into_response();
+    }
+    let needs_token = !reads || state.config.server.pages_require_token;
     if !needs_token {
         return next.run(request).await;
     }
@@ -41,13 +54,32 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
     }
 }
 
-/// Whether the request carries `token` as a bearer token or a basic-auth password.
+/// Whether a browser says the request comes from a page of another site: `Sec-Fetch-Site` other than
+/// `same-origin` or `none` (typed in the address bar), or else an `Origin` whose host is not the `Host`.
+fn from_another_site(headers: &HeaderMap) -> bool {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = text("sec-fetch-site") {
+        return !matches!(site, "same-origin" | "none");
+    }
+    match (text("origin"), text("host")) {
+        (None, _) => false,
+        (Some(origin), Some(host)) => origin.split_once("://").is_none_or(|(_, authority)| authority != host),
+        (Some(_), None) => true,
+    }
+}
+
+/// Whether the request carries `token` as a bearer token or a basic-auth password (the scheme's name in any
+/// case, as HTTP has it).
 fn presents(headers: &HeaderMap, token: &Secret) -> bool {
     let Some(value) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else { return false };
-    if let Some(bearer) = value.strip_prefix("Bearer ") {
-        return constant_time_eq(bearer.trim().as_bytes(), token.expose().as_bytes());
+    let Some((scheme, credentials)) = value.trim_start().split_once(' ') else { return false };
+    if scheme.eq_ignore_ascii_case("bearer") {
+        return constant_time_eq(credentials.trim().as_bytes(), token.expose().as_bytes());
     }
-    let Some(encoded) = value.strip_prefix("Basic ") else { return false };
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return false;
+    }
+    let encoded = credentials;
     let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) else { return false };
     let password = decoded.iter().position(|b| *b == b':').map_or(&[][..], |colon| &decoded[colon + 1..]);
     constant_time_eq(password, token.expose().as_bytes())
@@ -73,11 +105,32 @@ mod tests {
         let basic =
             |credentials: &str| format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials));
         assert!(with("Bearer s3cret-token"));
+        assert!(with("bearer s3cret-token"));
         assert!(with(&basic("anyone:s3cret-token")));
         assert!(!with("Bearer s3cret-tokem"));
         assert!(!with("Bearer s3cret"));
         assert!(!with(&basic("s3cret-token")));
         assert!(!with("Token s3cret-token"));
         assert!(!presents(&HeaderMap::new(), &token));
+    }
+
+    #[test]
+    fn a_request_a_browser_sent_from_another_site_is_told_apart() {
+        let headers = |pairs: &[(&'static str, &str)]| {
+            let mut headers = HeaderMap::new();
+            for (name, value) in pairs {
+                headers.insert(*name, value.parse().unwrap());
+            }
+            headers
+        };
+        assert!(!from_another_site(&headers(&[])), "a script sends neither header");
+        assert!(!from_another_site(&headers(&[("sec-fetch-site", "same-origin"), ("origin", "http://x")])));
+        assert!(!from_another_site(&headers(&[("sec-fetch-site", "none")])));
+        assert!(from_another_site(&headers(&[("sec-fetch-site", "cross-site")])));
+        assert!(from_another_site(&headers(&[("sec-fetch-site", "same-site")])));
+        let ours = [("origin", "http://127.0.0.1:8080"), ("host", "127.0.0.1:8080")];
+        assert!(!from_another_site(&headers(&ours)));
+        assert!(from_another_site(&headers(&[("origin", "https://evil.example"), ("host", "127.0.0.1:8080")])));
+        assert!(from_another_site(&headers(&[("origin", "null"), ("host", "127.0.0.1:8080")])));
     }
 }

@@ -77,13 +77,49 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves `router` on `listener` until `shutdown` completes.
+/// How long a client may take to send a request's headers. Without a limit, a client that opens
+/// connections and sends half a request keeps each open for good (a thousand of them exhaust the process's
+/// file descriptors); a browser or script sends its headers at once.
+const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves `router` on `listener` until `shutdown` completes, then lets requests under way finish.
+///
+/// This is `axum::serve` written out on hyper's HTTP/1 server, for the one setting it does not offer: the
+/// header-read timeout.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    let app = router(state);
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let socket = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((socket, _)) => socket,
+                // Out of file descriptors and the like: wait a moment rather than spin, as axum::serve does.
+                Err(e) => {
+                    tracing::warn!(error = %e, "the dashboard cannot accept a connection");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let connection = http.serve_connection(hyper_util::rt::TokioIo::new(socket), service);
+        let connection = connections.watch(connection);
+        tokio::spawn(async move {
+            // A client that goes away or is too slow to send its headers ends its own connection: not an error.
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    connections.shutdown().await;
+    Ok(())
 }
 
 /// Binds the listen address, with a message that says what to change when it is taken.

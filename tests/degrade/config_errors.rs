@@ -89,9 +89,18 @@ fn cron_expressions_in_both_forms() {
     assert!(message.starts_with("degrade.toml:4:12: scenario[0].schedule: `0 2 * *` has 4 fields"), "{message}");
     let message = error(&format!("{SCENARIO}schedule = \"0 25 * * *\"\n"));
     assert!(
-        message.starts_with("degrade.toml:4:12: scenario[0].schedule: `0 25 * * *` is not a valid cron"),
+        message
+            .starts_with("degrade.toml:4:12: scenario[0].schedule: `0 25 * * *`: the hour is 25; it goes from 0 to 23"),
         "{message}"
     );
+}
+
+/// A bad schedule and a bad timezone together: both are reported, not only the timezone.
+#[test]
+fn a_bad_schedule_is_reported_with_a_bad_timezone() {
+    let message = error(&format!("{SCENARIO}schedule = \"0 25 * * *\"\ntimezone = \"Mars/Olympus\"\n"));
+    assert!(message.contains("scenario[0].timezone: unknown timezone `Mars/Olympus`"), "{message}");
+    assert!(message.contains("scenario[0].schedule: `0 25 * * *`: the hour is 25"), "{message}");
 }
 
 #[test]

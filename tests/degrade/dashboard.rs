@@ -158,8 +158,9 @@ async fn dashboard_on_sqlite() {
 }
 
 #[tokio::test]
+#[ignore = "needs PostgreSQL: set DEGRADE_TEST_POSTGRES_URL and pass --include-ignored (.ci/run does)"]
 async fn dashboard_on_postgres() {
-    let Some(db) = TestDb::postgres().await else { return };
+    let db = TestDb::postgres().await;
     dashboard_story(&db).await;
 }
 
@@ -490,4 +491,36 @@ async fn run_and_scenario_pages_name_the_workload_series() {
         page.contains("<tr><td><code>h</code></td><td>0 s measured at 0.0 sessions/s</td><td class=\"num\">3</td>")
     );
     assert!(page.find(smoke_row) < page.find("<tr><td><code>h</code>"), "the newest series comes first");
+}
+
+/// A client that sends half a request's headers is cut off (after the 10 s header-read timeout) instead of
+/// holding its connection open for good; HEAD on a public page needs no token; a cross-site POST is refused
+/// even with the token (a browser would send a saved login with it).
+#[tokio::test]
+async fn half_sent_requests_time_out_and_cross_site_posts_are_refused() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let db = TestDb::sqlite();
+    let (app, store) = TestApp::spawn_with(&db, "", Some("t0ken")).await;
+    let last = nights(&store, 1).await;
+    let address = app.address.trim_start_matches("http://").to_owned();
+    let mut slow = tokio::net::TcpStream::connect(&address).await.unwrap();
+    slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+
+    let head = app.client.head(format!("{}/runs/{last}", app.address)).send().await.unwrap();
+    assert_eq!(head.status().as_u16(), 200);
+    let path = format!("{}/api/v1/scenarios/checkout/runs", app.address);
+    let cross_site = app
+        .client
+        .post(&path)
+        .header("Authorization", "bearer t0ken")
+        .header("Origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross_site.status().as_u16(), 403);
+    assert!(cross_site.text().await.unwrap().contains("sent by a page of another site"));
+
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(30), slow.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the half-sent request was still open after 30 s");
 }

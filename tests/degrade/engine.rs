@@ -323,3 +323,21 @@ fn the_example_scenario_validates() {
     assert_eq!(plan.endpoints, ["GET /boards", "GET /boards/{board_id}", "create board", "DELETE /boards/{new_id}"]);
     assert_eq!(plan.load.measured_duration().as_secs(), 300);
 }
+
+/// An endless body is read up to `[target] max_body` and no further: the request fails as `body_too_large`
+/// with the byte count, the connection is dropped, and the run goes on (memory stays bounded; the peak is
+/// measured by `ci/bench-hardening.sh`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_body_is_cut_at_max_body_and_fails_clearly() {
+    let (url, server) = misbehaving_server(Misbehaviour::EndlessBody).await;
+    let steps = "[[flow.step]]\npath = \"/stream\"";
+    let text = open_scenario(&url, "max_body = \"1MB\"\ntimeout = \"5s\"", steps, 4, 2);
+    let measurement = run_scenario(&text, &[]).await;
+    server.abort();
+    let stream = endpoint(&measurement, "GET /stream");
+    assert_eq!((stream.requests, stream.errors), (8, 8), "{:?}", stream.error_samples);
+    assert_eq!(stream.errors_by_class.get("body_too_large"), Some(&8), "{:?}", stream.errors_by_class);
+    let sample = &stream.error_samples["body_too_large"][0];
+    assert!(sample.starts_with("the body passed max_body (1000000 bytes) after "), "{sample}");
+    assert!(sample.ends_with("the rest was not read and the connection was dropped"), "{sample}");
+}

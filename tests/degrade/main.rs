@@ -14,6 +14,7 @@
 //! - `alerts`: episodes, Slack/JSON messages and the outbox courier, on runs judged by the real judge.
 //! - `nightly`: the nightly chain, the scheduler, leases across instances, and `degrade serve` itself.
 //! - `confirm`: confirmation reruns of `check --run-now` on a target that is slow for a set number of requests.
+//! - `hostile_input`: overflowing durations, sizes, ports, devices as files, bad names: refused, never a panic.
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
@@ -27,6 +28,7 @@ mod alerts;
 mod dashboard;
 mod demo;
 mod engine;
+mod hostile_input;
 mod nightly;
 mod receiver;
 mod run_cli;

@@ -75,10 +75,9 @@ async fn a_run_is_printed_and_stored_in_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set DEGRADE_TEST_POSTGRES_URL and pass --include-ignored (.ci/run does)"]
 async fn a_run_is_printed_and_stored_in_postgres() {
-    if let Some(db) = TestDb::postgres().await {
-        run_is_printed_and_stored(db).await;
-    }
+    run_is_printed_and_stored(TestDb::postgres().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,13 +162,38 @@ async fn a_failing_deploy_is_stored_as_a_failed_run_with_its_output() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hanging_deploy_is_stopped_at_its_timeout() {
-    let build = "deploy_command = \"sleep 30\"\ndeploy_timeout = \"1s\"\n";
+async fn a_hanging_deploy_is_stopped_at_its_timeout_and_its_output_kept() {
+    let build = "deploy_command = \"echo pulling image 1.4.3; sleep 30\"\ndeploy_timeout = \"1s\"\n";
     let started = std::time::Instant::now();
-    let (code, _, run) = run_with_build(build, &["run"]).await;
+    let (code, output, run) = run_with_build(build, &["run"]).await;
     assert_eq!(code, Some(2));
     assert!(started.elapsed() < Duration::from_secs(20), "the deploy was not waited for");
-    assert!(run.failure_reason.unwrap().contains("did not finish within 1s"));
+    let reason = run.failure_reason.unwrap();
+    assert!(reason.contains("did not finish within 1s") && reason.contains("pulling image 1.4.3"), "{reason}");
+    assert!(output.contains("pulling image 1.4.3"), "{output}");
+}
+
+/// A deploy script that starts the service in the background (`server &`) is done when the script exits,
+/// although the service still holds its output pipes; the service keeps running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deploy_that_starts_a_service_in_the_background_is_done_when_it_exits() {
+    let build = "deploy_command = \"sleep 60 & echo $! > service.pid; echo service started\"\n\
+                 deploy_timeout = \"20s\"\n";
+    let started = std::time::Instant::now();
+    let target = StubTarget::start().await;
+    let (dir, _) = checkout_project(&target, &format!("[scenario.build]\n{build}"));
+    let args = ["run", "--duration", "2s"];
+    let output = degrade_child(dir.path(), &args, &[]).wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&output);
+    let service = std::fs::read_to_string(dir.path().join("service.pid")).unwrap().trim().to_owned();
+    let alive = std::process::Command::new("kill").args(["-0", &service]).status().unwrap().success();
+    let _ = std::process::Command::new("kill").arg(&service).status();
+    assert!(matches!(output.status.code(), Some(0 | 3)), "{stdout}{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(18), "the deploy was waited for until its timeout");
+    assert!(alive, "the service the deploy started was stopped with it");
+    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
+    assert_eq!(store.deploy_output(1).await.unwrap().as_deref(), Some("service started"));
+    store.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -296,4 +320,42 @@ async fn a_baseline_of_smoke_runs_says_they_are_another_series() {
         assert!(stdout.contains(&counted), "{stdout}");
         assert!(stdout.contains("smoke runs never form the nightly baseline"), "{stdout}");
     }
+}
+
+/// A generator stopped for 2 s (a VM pause, `kill -STOP`) mid-run at 1,500 arrivals/s with 10 in flight at
+/// most: the backlog of dropped arrivals is recorded in the seconds they were due, and the run is stored
+/// (invalid, since the stall cut its load), with one timeline row per endpoint and second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_generator_still_stores_its_run() {
+    let target = StubTarget::start().await;
+    let config = format!("[[scenario]]\nname = \"burst\"\nfile = \"burst.toml\"\ntarget = \"{}\"\n", target.url());
+    let scenario = "[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/echo\"\n\
+                    [load]\nmodel = \"open\"\nmax_in_flight = 10\n[[load.stage]]\nduration = \"5s\"\nrate = 1500\n";
+    let (dir, _) = project(&config, &[("burst.toml", scenario)]);
+    let child = degrade_child(dir.path(), &["run"], &[]);
+    let started = std::time::Instant::now();
+    while target.counters.echoed.lock().unwrap().len() < 500 {
+        assert!(started.elapsed() < Duration::from_secs(20), "no load arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = child.id().unwrap().to_string();
+    assert!(tokio::process::Command::new("kill").args(["-STOP", &pid]).status().await.unwrap().success());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(tokio::process::Command::new("kill").args(["-CONT", &pid]).status().await.unwrap().success());
+    let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await.unwrap().unwrap();
+    let (stdout, stderr) = text(&output);
+    assert!(!stderr.contains("cannot store"), "{stdout}\n{stderr}");
+    assert!(matches!(output.status.code(), Some(0 | 3)), "{stdout}\n{stderr}");
+    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
+    let detail = store.run_detail(1).await.unwrap().unwrap();
+    assert!(matches!(detail.run.status, RunStatus::Invalid | RunStatus::Finished), "{:?}", detail.run);
+    let timeline = store.timeline(1).await.unwrap();
+    let mut seconds: Vec<(String, i64)> = timeline.iter().map(|p| (p.endpoint.clone(), p.elapsed_s)).collect();
+    let rows = seconds.len();
+    seconds.dedup();
+    assert_eq!(seconds.len(), rows, "a second was written twice");
+    let dropped: i64 = timeline.iter().filter_map(|p| p.errors_by_class.get("dropped")).sum();
+    let recorded: i64 = timeline.iter().map(|p| p.requests).sum();
+    assert!(dropped > 0 && recorded > 5000, "{dropped} dropped of {recorded}: the stall's backlog is missing");
+    store.close().await;
 }

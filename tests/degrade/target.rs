@@ -142,6 +142,9 @@ pub enum Misbehaviour {
     /// Answers the first request in full, then closes the connection 5 ms later, as a server does with
     /// connections that stay idle longer than its keep-alive timeout.
     AnswerThenClose,
+    /// Answers 200 with a chunked body that never ends: 64 KB chunks for as long as the client reads, for
+    /// at most 30 s or 4 GB.
+    EndlessBody,
 }
 
 /// A raw TCP server on a free port that misbehaves on every connection; returns its base URL.
@@ -162,11 +165,28 @@ pub async fn misbehaving_server(how: Misbehaviour) -> (String, tokio::task::Join
                         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
                     }
                     Misbehaviour::HangUp => {}
+                    Misbehaviour::EndlessBody => endless_body(&mut socket).await,
                 }
             });
         }
     });
     (url, server)
+}
+
+async fn endless_body(socket: &mut tokio::net::TcpStream) {
+    let head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+    if socket.write_all(head).await.is_err() {
+        return;
+    }
+    let mut chunk = format!("{:x}\r\n", 65_536).into_bytes();
+    chunk.extend(std::iter::repeat_n(b'x', 65_536));
+    chunk.extend_from_slice(b"\r\n");
+    let until = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    for _ in 0..65_536 {
+        if tokio::time::Instant::now() > until || socket.write_all(&chunk).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// A base URL where nothing listens: the port was free a moment ago.

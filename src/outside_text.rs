@@ -1,0 +1,54 @@
+//! Text that comes from outside degrade (a target's answers, a webhook receiver's reply, a build id, a
+//! deploy's output) made safe to print and store: control characters, and so terminal escape sequences,
+//! are shown as `\u{1b}`-style escapes, and a long value is cut at a character boundary.
+
+/// `text` with every control character but newline and tab written out as `\u{…}`, so a terminal never
+/// acts on it (a target could otherwise move the cursor, retitle the window, or hide lines of a report).
+#[must_use]
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(is_unsafe) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_unsafe(c) {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`printable`], cut to at most `max_chars` characters with `…` marking the cut.
+#[must_use]
+pub fn clipped(text: &str, max_chars: usize) -> String {
+    let mut shown: String = text.chars().take(max_chars).collect();
+    if text.chars().nth(max_chars).is_some() {
+        shown.push('…');
+    }
+    printable(&shown)
+}
+
+fn is_unsafe(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_written_out_and_plain_text_is_kept() {
+        assert_eq!(printable("\u{1b}[2J\u{1b}]0;pwned\u{7}ok"), "\\u{1b}[2J\\u{1b}]0;pwned\\u{7}ok");
+        assert_eq!(printable("line one\nline\ttwo é"), "line one\nline\ttwo é");
+        assert_eq!(printable("\r\u{9b}31m"), "\\u{d}\\u{9b}31m");
+    }
+
+    #[test]
+    fn clipping_counts_characters_and_marks_the_cut() {
+        assert_eq!(clipped("ééééé", 3), "ééé…");
+        assert_eq!(clipped("abc", 3), "abc");
+        assert_eq!(clipped("\u{1b}[31mred", 4), "\\u{1b}[31…");
+    }
+}

@@ -1,0 +1,154 @@
+//! Input meant to break degrade: durations that overflow, sizes and ports out of range, files that never
+//! end, names that walk up URLs, terminal escapes. Nothing may panic; every refusal names the field.
+
+use std::path::Path;
+
+use degrade::config::durations::LONGEST;
+use degrade::scenario;
+
+use crate::support::{degrade, project, text};
+
+/// A scenario with one value replaced, at a known field.
+fn scenario_with(field: &str, value: &str) -> String {
+    let mut target = "base_url = \"http://127.0.0.1:9\"\n".to_owned();
+    let mut step = "path = \"/a\"\n".to_owned();
+    let mut stages = "[[load.stage]]\nduration = \"10s\"\nrate = 5\n".to_owned();
+    match field {
+        "target.timeout" | "target.connect_timeout" | "target.max_body" => {
+            target.push_str(&format!("{} = \"{value}\"\n", field.trim_start_matches("target.")));
+        }
+        "target.base_url" => target = format!("base_url = \"{value}\"\n"),
+        "think" => step.push_str(&format!("think = \"{value}\"\n")),
+        "think.uniform" => step.push_str(&format!("think = {{ uniform = [\"1s\", \"{value}\"] }}\n")),
+        "think.lognormal" => step.push_str(&format!("think = {{ lognormal = {{ median = \"{value}\" }} }}\n")),
+        "stage" => stages = format!("[[load.stage]]\nduration = \"{value}\"\nrate = 5\n"),
+        "two stages" => stages = format!("[[load.stage]]\nduration = \"{value}\"\nrate = 5\n").repeat(2),
+        other => panic!("no field {other}"),
+    }
+    format!("[target]\n{target}[[flow]]\nname = \"f\"\n[[flow.step]]\n{step}[load]\nmodel = \"open\"\n{stages}")
+}
+
+/// Every field that takes a duration, size or URL, with values past every limit: parsing never panics, a
+/// refusal names the field, and what is accepted stays inside the bounds the engine relies on.
+#[test]
+fn overflowing_values_are_refused_by_field_and_never_panic() {
+    let durations = [
+        "18446744073709551615s",
+        "99999999999999999999999s",
+        "584942417355years",
+        "10000000h",
+        "8days",
+        "7days",
+        "0s",
+        "1ns",
+        "-1s",
+        "",
+        "1e9s",
+        "\\u001b[2J",
+    ];
+    let fields = [
+        "target.timeout",
+        "target.connect_timeout",
+        "think",
+        "think.uniform",
+        "think.lognormal",
+        "stage",
+        "two stages",
+    ];
+    for field in fields {
+        for value in durations {
+            check_parse(field, value);
+        }
+    }
+    for size in ["18446744073709551616", "0", "1EB", "-1MB", "4MB", "1 KiB", "x".repeat(10_000).as_str()] {
+        check_parse("target.max_body", size);
+    }
+    for url in ["http://127.0.0.1:99999", "http://127.0.0.1:0", "http://[::1]:70000/x", "http://127.0.0.1:65535"] {
+        check_parse("target.base_url", url);
+    }
+}
+
+fn check_parse(field: &str, value: &str) {
+    let text = scenario_with(field, value);
+    match scenario::parse(Path::new("hostile.toml"), &text, None, &|_| None) {
+        Ok(plan) => {
+            assert!(plan.load.duration() <= LONGEST, "{field} = {value:?}: a run of {:?}", plan.load.duration());
+            assert!(plan.target.timeout <= LONGEST && plan.target.max_body > 0, "{field} = {value:?}");
+        }
+        Err(errors) => {
+            let shown = errors.to_string();
+            let named = field.split(['.', ' ']).next().unwrap_or(field);
+            assert!(shown.contains(named) || shown.contains("stage"), "{field} = {value:?}: {shown}");
+            assert!(shown.len() < 2_000, "{field}: the error repeats the whole value: {} bytes", shown.len());
+            assert!(!shown.contains('\u{1b}'), "{field}: a raw escape reached the message: {shown:?}");
+        }
+    }
+}
+
+#[test]
+fn a_port_past_65535_is_refused_not_sent_to_port_80() {
+    let errors = scenario::parse(
+        Path::new("p.toml"),
+        &scenario_with("target.base_url", "http://127.0.0.1:99999"),
+        None,
+        &|_| None,
+    )
+    .expect_err("port 99999 was accepted");
+    assert!(errors.to_string().contains("has port `99999`: a port is a number from 1 to 65535"), "{errors}");
+}
+
+/// The command line's durations too: `--duration` of zero measures nothing, one past a week overflows.
+#[test]
+fn run_durations_on_the_command_line_are_bounded() {
+    let (dir, _) = project("", &[("s.toml", &scenario_with("stage", "10s"))]);
+    for (value, said) in [("18446744073709551615s", "longer than a week"), ("0s", "must be longer than zero")] {
+        let output = degrade(dir.path(), &["run", "s.toml", "--duration", value], &[]);
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(2), "--duration {value}: {stdout}{stderr}");
+        assert!(stderr.contains(said), "--duration {value}: {stderr}");
+    }
+    let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output).1);
+}
+
+/// A feeder or scenario that is a device, not a file, is refused at once instead of read forever.
+#[test]
+fn devices_and_directories_are_not_read_as_files() {
+    let feeder = "[[data]]\nname = \"d\"\nfile = \"/dev/zero\"\n";
+    let (dir, _) = project("", &[("s.toml", &format!("{feeder}{}", scenario_with("stage", "10s")))]);
+    let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("/dev/zero is not a regular file"), "{stderr}");
+    std::fs::create_dir(dir.path().join("folder.toml")).unwrap();
+    let output = degrade(dir.path(), &["run", "folder.toml"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("folder.toml is not a regular file"), "{stderr}");
+}
+
+/// A scenario named after its file follows the naming rule: `h#x?y` and `..` would break dashboard links.
+#[test]
+fn scenario_names_from_file_names_follow_the_naming_rule() {
+    let scenario = scenario_with("stage", "10s");
+    let (dir, _) = project("", &[("h#x?y.toml", &scenario), ("....toml", &scenario)]);
+    for file in ["h#x?y.toml", "....toml"] {
+        let output = degrade(dir.path(), &["run", file, "--duration", "1s"], &[]);
+        let (_, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{file}: {stderr}");
+        assert!(stderr.contains("is not a scenario name") && stderr.contains("rename the file"), "{file}: {stderr}");
+    }
+}
+
+/// A bad JSONPath in an earlier step's `extract` is one error, not also "extracted by a later step" where a
+/// later step uses the name.
+#[test]
+fn a_bad_extraction_is_one_error_not_two() {
+    let text = "[target]\nbase_url = \"http://127.0.0.1:9\"\n[[flow]]\nname = \"f\"\n\
+                [[flow.step]]\npath = \"/boards\"\nextract = { board_id = \"$.items[\" }\n\
+                [[flow.step]]\npath = \"/boards/{{ board_id }}\"\n\
+                [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"10s\"\nrate = 5\n";
+    let errors = scenario::parse(Path::new("s.toml"), text, None, &|_| None).expect_err("a bad JSONPath passed");
+    assert_eq!(errors.0.len(), 1, "{errors}");
+    assert!(errors.to_string().contains("flow[0].step[0].extract.board_id"), "{errors}");
+}
