@@ -51,7 +51,7 @@ pub struct CheckArgs {
 }
 
 pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit> {
-    let config = source.load_or_defaults()?;
+    let config = source.load_or_defaults(super::Uses::Alerts)?;
     let store = if args.run_now {
         Store::connect(&config.database).await
     } else {
@@ -89,6 +89,9 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
         return judge_run(store, config, &candidate, &spec(config, args, &candidate.scenario)).await;
     }
     let mut job = Job::find(config, args.scenario.as_deref())?;
+    for warning in &job.plan.warnings {
+        eprintln!("warning: {warning}");
+    }
     if job.reshape(args.duration, args.rate_scale.unwrap_or(1.0)) {
         eprintln!(
             "note: a run reshaped by --duration or --rate-scale is another workload: it starts its own series and \

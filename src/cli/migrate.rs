@@ -6,7 +6,7 @@ use super::{ConfigSource, Exit, print_stdout};
 use crate::store::Store;
 
 pub(super) async fn run(source: &ConfigSource) -> anyhow::Result<Exit> {
-    let config = source.load_or_defaults()?;
+    let config = source.load_or_defaults(super::Uses::NoAlerts)?;
     let store = Store::connect(&config.database)
         .await
         .with_context(|| format!("cannot open the database {}", config.database))?;

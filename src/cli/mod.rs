@@ -247,28 +247,40 @@ impl ConfigSource {
     }
 
     /// The configuration for commands that can work on defaults alone (`migrate`, and later `serve`).
-    pub(crate) fn load_or_defaults(&self) -> anyhow::Result<Config> {
+    /// `uses` says whether the command delivers alerts: only then is an unset webhook variable worth a warning.
+    pub(crate) fn load_or_defaults(&self, uses: Uses) -> anyhow::Result<Config> {
         match self {
             Self::Default(path) if !path.exists() => {
                 eprintln!("note: no {} here; using the defaults (`degrade init` writes one)", path.display());
-                report(Config::parse_with_env(path, "", &|name| std::env::var(name).ok()))
+                report(Config::parse_with_env(path, "", &|name| std::env::var(name).ok()), uses)
             }
-            _ => load_config(self.path()),
+            _ => report(Config::load(self.path()), uses),
         }
     }
 }
 
-/// Reads the config, printing every problem; `Err` carries a one-line summary for the caller to print.
-pub(crate) fn load_config(path: &Path) -> anyhow::Result<Config> {
-    report(Config::load(path))
+/// What a command does with the config, for the warnings it prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Uses {
+    /// It may deliver alerts: an unset webhook variable means a webhook is skipped.
+    Alerts,
+    /// It never sends an alert (`migrate`, `run`).
+    NoAlerts,
 }
 
-fn report(loaded: Result<Config, crate::config::ConfigErrors>) -> anyhow::Result<Config> {
+/// Reads the config, printing every problem; `Err` carries a one-line summary for the caller to print.
+pub(crate) fn load_config(path: &Path) -> anyhow::Result<Config> {
+    report(Config::load(path), Uses::Alerts)
+}
+
+fn report(loaded: Result<Config, crate::config::ConfigErrors>, uses: Uses) -> anyhow::Result<Config> {
     let config = loaded.map_err(|errors| {
         let count = errors.0.len();
         anyhow::anyhow!("{errors}\n{count} problem{} in the configuration", if count == 1 { "" } else { "s" })
     })?;
-    for warning in &config.warnings {
+    let concerns =
+        |w: &&crate::config::ConfigWarning| uses == Uses::Alerts || w.kind != crate::config::WarningKind::UnsetWebhook;
+    for warning in config.warnings.iter().filter(concerns) {
         eprintln!("warning: {warning}");
     }
     Ok(config)

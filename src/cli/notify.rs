@@ -16,7 +16,7 @@ pub enum NotifyCommand {
 
 pub(super) async fn run(source: &ConfigSource, command: NotifyCommand) -> anyhow::Result<Exit> {
     let NotifyCommand::Test = command;
-    let config = source.load_or_defaults()?;
+    let config = source.load_or_defaults(super::Uses::Alerts)?;
     if config.notifiers.is_empty() {
         bail!("no [[notify]] webhook is configured in {}", config.source.display());
     }

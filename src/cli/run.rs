@@ -47,8 +47,11 @@ pub(super) fn positive_factor(text: &str) -> Result<f64, String> {
 }
 
 pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<Exit> {
-    let config = source.load_or_defaults()?;
+    let config = source.load_or_defaults(super::Uses::NoAlerts)?;
     let mut job = Job::find(&config, args.scenario.as_deref())?;
+    for warning in &job.plan.warnings {
+        eprintln!("warning: {warning}");
+    }
     job.reshape(args.duration, args.rate_scale);
     let store = Store::connect(&config.database)
         .await

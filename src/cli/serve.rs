@@ -38,7 +38,7 @@ pub struct ServeArgs {
 const STOPPED_RUNS_STORE_WITHIN: Duration = Duration::from_secs(30);
 
 pub(super) async fn run(source: &ConfigSource, args: ServeArgs) -> anyhow::Result<Exit> {
-    let config = source.load_or_defaults()?;
+    let config = source.load_or_defaults(super::Uses::Alerts)?;
     let store = Store::connect(&config.database)
         .await
         .with_context(|| format!("cannot open the database {}", config.database))?;

@@ -59,7 +59,8 @@ pub(super) fn secret(env: Env<'_>, var: &str) -> Option<Secret> {
 pub(super) fn webhook_url(checker: &mut Checker<'_>, env: Env<'_>, var: &str, field: &str) -> Option<Secret> {
     // Unset is a warning, not an error: only `serve` and `notify test` need the URL.
     let Some(url) = secret(env, var) else {
-        checker.warnings.push(format!("{field}: environment variable {var} is not set; this webhook is skipped"));
+        let message = format!("{field}: environment variable {var} is not set; this webhook is skipped");
+        checker.warnings.push(super::ConfigWarning::new(super::WarningKind::UnsetWebhook, message));
         return None;
     };
     if http_url(url.expose()).is_err() {

@@ -51,7 +51,43 @@ pub struct Config {
     pub notifiers: Vec<NotifierConfig>,
     /// Problems that do not stop degrade from working but that the user should hear about (an unset
     /// secret variable, for example, matters only to the command that needs it).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<ConfigWarning>,
+}
+
+/// Something valid in the config that the user should hear about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigWarning {
+    /// What it is about, so a command can leave out what does not concern it.
+    pub kind: WarningKind,
+    /// What to tell the user.
+    pub message: String,
+}
+
+/// What a [`ConfigWarning`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarningKind {
+    /// A webhook whose URL variable is unset: it matters only to commands that deliver alerts.
+    UnsetWebhook,
+    /// A setting that has no effect as written.
+    Setting,
+}
+
+impl ConfigWarning {
+    pub(crate) fn new(kind: WarningKind, message: String) -> Self {
+        Self { kind, message }
+    }
+}
+
+impl std::fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl PartialEq<&str> for ConfigWarning {
+    fn eq(&self, other: &&str) -> bool {
+        self.message == *other
+    }
 }
 
 /// `[server]`.

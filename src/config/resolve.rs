@@ -39,7 +39,7 @@ pub(crate) struct Checker<'a> {
     path: &'a Path,
     text: &'a str,
     pub(crate) errors: Vec<ConfigError>,
-    pub(crate) warnings: Vec<String>,
+    pub(crate) warnings: Vec<super::ConfigWarning>,
 }
 
 impl<'a> Checker<'a> {
@@ -136,10 +136,11 @@ fn resolve_server(
     let api_token = token_var.as_deref().and_then(|var| env::secret(env, var));
     let pages_require_token = pages_require_token.unwrap_or(false);
     if pages_require_token && api_token.is_none() {
-        checker.warnings.push(format!(
+        let message = format!(
             "server.pages_require_token is set but {} is not: the dashboard would be unreachable",
             token_var.as_deref().unwrap_or("the token variable")
-        ));
+        );
+        checker.warnings.push(super::ConfigWarning::new(super::WarningKind::Setting, message));
     }
     Some(ServerConfig { listen: listen?, public_url, api_token, pages_require_token })
 }

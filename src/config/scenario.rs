@@ -150,7 +150,8 @@ fn resolve_build(checker: &mut Checker<'_>, prefix: &str, raw: RawBuild) -> Opti
     ];
     for (orphan, name, needs) in orphans {
         if orphan {
-            checker.warnings.push(format!("{}: ignored without {needs}", field(name)));
+            let message = format!("{}: ignored without {needs}", field(name));
+            checker.warnings.push(super::ConfigWarning::new(super::WarningKind::Setting, message));
         }
     }
     let deploy_timeout = timeout_or(checker, deploy_timeout, &field("deploy_timeout"), 600);

@@ -35,6 +35,8 @@ pub struct Plan {
     pub variables: Vec<String>,
     /// How much load, in which shape.
     pub load: Load,
+    /// What is valid but probably not meant (two different requests measured as one endpoint, say).
+    pub warnings: Vec<String>,
 }
 
 /// `[target]`.

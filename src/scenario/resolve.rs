@@ -31,8 +31,14 @@ pub(super) fn resolve(
     let constants: BTreeMap<String, Value> =
         vars.into_iter().map(|(k, v)| (k, serde_json::to_value(v.into_inner()).unwrap_or(Value::Null))).collect();
     let feeders = resolve_feeders(&mut checker, feeders);
-    let mut scope =
-        Scope { constants: &constants, feeders: &feeders, env, variables: Vec::new(), endpoints: Vec::new() };
+    let mut scope = Scope {
+        constants: &constants,
+        feeders: &feeders,
+        env,
+        variables: Vec::new(),
+        endpoints: Vec::new(),
+        queries: BTreeMap::new(),
+    };
     let target = resolve_target(&mut checker, &scope, target, target_override);
     let flows = resolve_flows(&mut checker, &mut scope, flows);
     if flows.is_empty() && checker.errors.is_empty() {
@@ -62,6 +68,7 @@ pub(super) fn resolve(
             endpoints,
             variables,
             load,
+            warnings: checker.warnings.into_iter().map(|w| w.message).collect(),
         }),
         _ => Err(ConfigErrors(checker.errors)),
     }

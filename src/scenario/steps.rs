@@ -30,6 +30,10 @@ pub(super) struct Scope<'a> {
     pub variables: Vec<String>,
     /// Metric keys; a step refers to one by index.
     pub endpoints: Vec<String>,
+    /// Per metric key named after its method and path, the first step that made it and the queries seen, as
+    /// written: another step with the same key but a new query is measured as the same endpoint, which is
+    /// worth a warning.
+    pub queries: BTreeMap<String, (String, Vec<String>)>,
 }
 
 impl Scope<'_> {
@@ -178,9 +182,13 @@ fn resolve_step(
     }
     let think = think.and_then(|t| checker.check(&t, &field("think"), parse_think));
     let (method, path_template) = (method?, path_template?);
-    let endpoint_name = match &name {
-        Some(name) => name.get_ref().clone(),
-        None => format!("{method} {}", path_template.route(&|e| expr_name(scope, e))),
+    let endpoint_name = if let Some(name) = &name {
+        name.get_ref().clone()
+    } else {
+        let endpoint = format!("{method} {}", path_template.route(&|e| expr_name(scope, e)));
+        let written: Vec<String> = query.iter().map(|(k, v)| format!("{k}={}", v.get_ref())).collect();
+        warn_if_merged(checker, scope, prefix, &endpoint, written.join("&"));
+        endpoint
     };
     let endpoint = scope.endpoint(&endpoint_name);
     let step = Step {
@@ -195,6 +203,26 @@ fn resolve_step(
         think,
     };
     Some(step)
+}
+
+/// Warns when `endpoint` (a method and path) was made by an earlier step with another query: both are
+/// measured as one endpoint, which is right for `?page=1` and `?page=2` but not for two different searches.
+fn warn_if_merged(checker: &mut Checker<'_>, scope: &mut Scope<'_>, step: &str, endpoint: &str, query: String) {
+    match scope.queries.get_mut(endpoint) {
+        None => {
+            scope.queries.insert(endpoint.to_owned(), (step.to_owned(), vec![query]));
+        }
+        Some((first, seen)) if !seen.contains(&query) => {
+            let message = format!(
+                "{step} and {first} are both `{endpoint}` with different queries (`{query}` and `{}`), so they \
+                 are measured as one endpoint; give one of them a `name` to measure them apart",
+                seen[0]
+            );
+            checker.warnings.push(crate::config::ConfigWarning::new(crate::config::WarningKind::Setting, message));
+            seen.push(query);
+        }
+        Some(_) => {}
+    }
 }
 
 pub(super) fn header_templates(

@@ -152,3 +152,24 @@ fn a_bad_extraction_is_one_error_not_two() {
     assert_eq!(errors.0.len(), 1, "{errors}");
     assert!(errors.to_string().contains("flow[0].step[0].extract.board_id"), "{errors}");
 }
+
+/// Two steps with the same method and path but different queries are one endpoint: valid, but `validate`
+/// warns, naming both steps.
+#[test]
+fn two_requests_measured_as_one_endpoint_are_warned_about() {
+    let steps = "[[flow.step]]\npath = \"/search\"\nquery = { q = \"shoes\" }\n\
+                 [[flow.step]]\npath = \"/search\"\nquery = { q = \"hats\", sort = \"price\" }\n\
+                 [[flow.step]]\npath = \"/search\"\nquery = { q = \"hats\", sort = \"price\" }\n";
+    let scenario = format!(
+        "[target]\nbase_url = \"http://127.0.0.1:9\"\n[[flow]]\nname = \"f\"\n{steps}\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"10s\"\nrate = 5\n"
+    );
+    let (dir, _) = project("", &[("s.toml", &scenario)]);
+    let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let warning = "warning   flow[0].step[1] and flow[0].step[0] are both `GET /search` with different queries \
+                   (`q=hats&sort=price` and `q=shoes`)";
+    assert!(stdout.contains(warning), "{stdout}");
+    assert_eq!(stdout.matches("warning").count(), 1, "the third step repeats the second: {stdout}");
+}
