@@ -20,12 +20,19 @@ use crate::store::{Run, RunStatus, Store};
 /// What to judge and how to say it.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
+    /// `--config` after the subcommand.
+    #[command(flatten)]
+    pub config: super::ConfigArg,
     /// Which earlier runs to compare with: last-7d (days), last-10 (runs), run:ID or build:ID.
     /// Default: the scenario's `baseline` in degrade.toml, else last-7d.
     #[arg(long, short, value_name = "SPEC", value_parser = |s: &str| s.parse::<BaselineSpec>())]
     pub baseline: Option<BaselineSpec>,
-    /// The scenario; needed only when several are configured or stored.
-    #[arg(long, short, value_name = "NAME")]
+    /// The scenario, as `degrade run` takes it (`degrade check checkout`); needed only when several are
+    /// configured or stored.
+    #[arg(value_name = "SCENARIO")]
+    pub scenario_name: Option<String>,
+    /// The scenario, named as an option (the same as SCENARIO).
+    #[arg(long, short, value_name = "NAME", conflicts_with = "scenario_name")]
     pub scenario: Option<String>,
     /// Judge this run instead of the scenario's latest completed one.
     #[arg(long, value_name = "ID")]
@@ -48,6 +55,13 @@ pub struct CheckArgs {
     /// Exit 3 when the verdict is inconclusive (too few baseline runs, invalid run) instead of 0.
     #[arg(long)]
     pub strict: bool,
+}
+
+impl CheckArgs {
+    /// The scenario named positionally or with `--scenario`.
+    fn scenario(&self) -> Option<&str> {
+        self.scenario_name.as_deref().or(self.scenario.as_deref())
+    }
 }
 
 pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit> {
@@ -88,7 +102,7 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
         let candidate = candidate(store, config, args, args.run).await?;
         return judge_run(store, config, &candidate, &spec(config, args, &candidate.scenario)).await;
     }
-    let mut job = Job::find(config, args.scenario.as_deref())?;
+    let mut job = Job::find(config, args.scenario())?;
     for warning in &job.plan.warnings {
         eprintln!("warning: {warning}");
     }
@@ -130,12 +144,12 @@ fn spec(config: &Config, args: &CheckArgs, scenario: &str) -> BaselineSpec {
 async fn candidate(store: &Store, config: &Config, args: &CheckArgs, run: Option<i64>) -> anyhow::Result<Run> {
     if let Some(id) = run {
         let Some(run) = store.find_run(id).await? else { bail!("run #{id} does not exist") };
-        if let Some(scenario) = args.scenario.as_ref().filter(|s| **s != run.scenario) {
+        if let Some(scenario) = args.scenario().filter(|s| *s != run.scenario) {
             bail!("run #{id} belongs to scenario `{}`, not `{scenario}`", run.scenario);
         }
         return Ok(run);
     }
-    let scenario = scenario_name(store, config, args.scenario.as_deref()).await?;
+    let scenario = scenario_name(store, config, args.scenario()).await?;
     store.latest_completed_run(&scenario).await?.with_context(|| {
         format!("scenario `{scenario}` has no completed runs yet; run it first (degrade run {scenario})")
     })

@@ -68,8 +68,8 @@ Exit codes: 0 ok or passed, 1 regression or gate breached, 2 error; 3 inconclusi
 #[derive(Debug, Parser)]
 #[command(name = "degrade", version, about = ABOUT, after_help = EXAMPLES, max_term_width = 110)]
 pub struct Cli {
-    /// The config file [default: degrade.toml].
-    #[arg(long, short, global = true, env = "DEGRADE_CONFIG", value_name = "FILE")]
+    /// The config file [default: degrade.toml]. Also accepted after the subcommands that read one.
+    #[arg(long, short, env = "DEGRADE_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Log more (-v: debug, -vv: trace). DEGRADE_LOG sets a filter instead.
     #[arg(long, short, global = true, action = clap::ArgAction::Count)]
@@ -79,12 +79,24 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `--config` after a subcommand that reads a config (`degrade check --config ci/degrade.toml`). Not a global
+/// option: `demo`, `demo-target` and `detect` read none, and their help must not offer it.
+#[derive(Debug, Default, clap::Args)]
+pub struct ConfigArg {
+    /// The config file [default: degrade.toml, or DEGRADE_CONFIG].
+    #[arg(long, short, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Write a commented degrade.toml, and scenarios/example.toml beside it, to start from.
     #[command(after_help = "Example:\n  degrade init && $EDITOR degrade.toml && degrade validate")]
     Init {
+        /// `--config` after the subcommand.
+        #[command(flatten)]
+        config: ConfigArg,
         /// Overwrite an existing file.
         #[arg(long)]
         force: bool,
@@ -94,6 +106,9 @@ pub enum Command {
         degrade validate scenarios/checkout.toml\n\n\
         Prints how each schedule was understood and when it fires next. Exits 2 on any error.")]
     Validate {
+        /// `--config` after the subcommand.
+        #[command(flatten)]
+        config: ConfigArg,
         /// Check this scenario file alone, without a degrade.toml.
         #[arg(value_name = "SCENARIO_FILE")]
         scenario: Option<PathBuf>,
@@ -103,7 +118,7 @@ pub enum Command {
         after_help = "Examples:\n  degrade migrate\n  DEGRADE_DATABASE_URL=postgres://degrade@db.internal/degrade degrade migrate\n\n\
         Every command migrates on connect; run this to prepare a shared PostgreSQL database up front."
     )]
-    Migrate,
+    Migrate(ConfigArg),
     /// Run a scenario now against its target, store the run, and print the numbers.
     #[command(
         after_help = "Examples:\n  degrade run                          the only [[scenario]] in degrade.toml\n  \
@@ -159,7 +174,8 @@ pub enum Command {
     #[command(
         name = "demo-target",
         after_help = "Examples:\n  degrade demo-target --port 3000\n  \
-        degrade demo-target --port 3000 --build 1.1.0 --slowdown-ms 50 --slow-route 'GET /search' --error-rate 0.01\n\n\
+        degrade demo-target --build 1.1.0 --slowdown-ms 50 --slow-route 'GET /search'\n  \
+        degrade demo-target --build 1.2.0 --error-rate 0.01\n\n\
         Routes: GET /boards?page&per_page, GET /boards/{board_id}, GET|POST /boards/{board_id}/cards, \
         GET|PATCH|DELETE /cards/{card_id}, GET /search?q, GET /version, GET /healthz. Its SQLite data is seeded \
         afresh on every start. The scenario for it: scenarios/demo.toml."
@@ -178,11 +194,12 @@ pub enum Command {
 #[must_use]
 pub fn run(cli: Cli) -> Exit {
     let Cli { config, verbose: _, command } = cli;
-    let source = ConfigSource::from(config);
+    // After the subcommand wins over before it (and over DEGRADE_CONFIG, which fills the one before it).
+    let source = ConfigSource::from(command.config().or(config));
     let outcome = match command {
-        Command::Init { force } => init::run(source.path(), force),
-        Command::Validate { scenario } => validate::run(source.path(), scenario.as_deref()),
-        Command::Migrate => runtime().and_then(|rt| rt.block_on(migrate::run(&source))),
+        Command::Init { force, .. } => init::run(source.path(), force),
+        Command::Validate { scenario, .. } => validate::run(source.path(), scenario.as_deref()),
+        Command::Migrate(_) => runtime().and_then(|rt| rt.block_on(migrate::run(&source))),
         Command::Run(args) => runtime().and_then(|rt| rt.block_on(run::run(&source, args))),
         Command::Check(args) => runtime().and_then(|rt| rt.block_on(check::run(&source, args))),
         Command::Detect(args) => detect::run(&args),
@@ -195,6 +212,23 @@ pub fn run(cli: Cli) -> Exit {
         eprintln!("error: {}", error_chain(&e));
         Exit::Error
     })
+}
+
+impl Command {
+    /// The `--config` given after the subcommand, if it takes one.
+    fn config(&self) -> Option<PathBuf> {
+        let arg = match self {
+            Self::Init { config, .. }
+            | Self::Validate { config, .. }
+            | Self::Migrate(config)
+            | Self::Notify(notify::NotifyCommand::Test(config)) => config,
+            Self::Run(args) => &args.config,
+            Self::Check(args) => &args.config,
+            Self::Serve(args) => &args.config,
+            Self::Detect(_) | Self::Demo(_) | Self::DemoTarget(_) => return None,
+        };
+        arg.config.clone()
+    }
 }
 
 /// The error and its causes on one line, skipping a cause whose text its parent already quoted (many

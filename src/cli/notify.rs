@@ -11,11 +11,11 @@ use crate::notify::{self, Alert, Event, Webhooks};
 #[derive(Debug, clap::Subcommand)]
 pub enum NotifyCommand {
     /// Send a test message to every [[notify]] webhook and say which got through.
-    Test,
+    Test(super::ConfigArg),
 }
 
 pub(super) async fn run(source: &ConfigSource, command: NotifyCommand) -> anyhow::Result<Exit> {
-    let NotifyCommand::Test = command;
+    let NotifyCommand::Test(_) = command;
     let config = source.load_or_defaults(super::Uses::Alerts)?;
     if config.notifiers.is_empty() {
         bail!("no [[notify]] webhook is configured in {}", config.source.display());

@@ -17,6 +17,9 @@ use crate::store::{RunStatus, Store};
 /// What to run and how.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
+    /// `--config` after the subcommand.
+    #[command(flatten)]
+    pub config: super::ConfigArg,
     /// A [[scenario]] name from degrade.toml, or a scenario file's path. Default: the only scenario.
     pub scenario: Option<String>,
     /// Stretch or shrink the whole plan to this length (e.g. 20s for a smoke run); stages keep their shares.

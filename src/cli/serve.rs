@@ -21,6 +21,9 @@ use crate::web::{self, AppState};
 /// Where to listen, and how long shutdown waits.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
+    /// `--config` after the subcommand.
+    #[command(flatten)]
+    pub config: super::ConfigArg,
     /// Listen on this address instead of [server] listen (e.g. 0.0.0.0:8080, or 127.0.0.1:0 for any free port).
     #[arg(long, value_name = "ADDRESS")]
     pub listen: Option<SocketAddr>,

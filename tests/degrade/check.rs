@@ -218,9 +218,11 @@ async fn bad_input_gets_a_clear_message_and_the_right_exit_code() {
 
     ten_nights(&store).await;
 
-    let cases: [(&[&str], i32, &str); 4] = [
+    let cases: [(&[&str], i32, &str); 6] = [
         (&["--baseline", "last-week"], 2, "unknown baseline `last-week`; use last-7d"),
         (&["--scenario", "search"], 2, "unknown scenario `search`"),
+        (&["search"], 2, "unknown scenario `search`"),
+        (&["search", "--scenario", "checkout"], 2, "cannot be used with"),
         (&["--run", "4242"], 2, "run #4242 does not exist"),
         (&["--baseline", "run:4242"], 2, "baseline run #4242 does not exist"),
     ];

@@ -86,9 +86,30 @@ fn a_malformed_config_exits_2_with_the_place_and_field() {
     assert!(stderr.contains("1 problem in the configuration"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 
-    let output = degrade(dir.path(), &["--config", "elsewhere.toml", "validate"], &[]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(text(&output).1.contains("elsewhere.toml: no such file; run `degrade init`"));
+    for args in [["--config", "elsewhere.toml", "validate"], ["validate", "--config", "elsewhere.toml"]] {
+        let output = degrade(dir.path(), &args, &[]);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(text(&output).1.contains("elsewhere.toml: no such file; run `degrade init`"), "{args:?}");
+    }
+    let output =
+        degrade(dir.path(), &["validate", "--config", "elsewhere.toml"], &[("DEGRADE_CONFIG", "degrade.toml")]);
+    assert!(text(&output).1.contains("elsewhere.toml: no such file"), "the option after the subcommand wins");
+}
+
+/// `--config` is offered only where a config is read: not by `demo`, `demo-target` or `detect`.
+#[test]
+fn config_is_offered_only_where_it_means_something() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["demo", "demo-target", "detect"] {
+        let help = text(&degrade(dir.path(), &[command, "--help"], &[])).0;
+        assert!(!help.contains("--config"), "{command} --help offers --config:\n{help}");
+        let refused = degrade(dir.path(), &[command, "--config", "x.toml"], &[]);
+        assert_eq!(refused.status.code(), Some(2), "{command}");
+    }
+    for command in ["init", "validate", "migrate", "run", "check", "serve"] {
+        let help = text(&degrade(dir.path(), &[command, "--help"], &[])).0;
+        assert!(help.contains("--config <FILE>"), "{command} --help:\n{help}");
+    }
 }
 
 #[tokio::test]
