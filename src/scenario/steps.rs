@@ -213,10 +213,12 @@ fn warn_if_merged(checker: &mut Checker<'_>, scope: &mut Scope<'_>, step: &str, 
             scope.queries.insert(endpoint.to_owned(), (step.to_owned(), vec![query]));
         }
         Some((first, seen)) if !seen.contains(&query) => {
+            let shown = |q: &str| if q.is_empty() { "no query".to_owned() } else { format!("`?{q}`") };
             let message = format!(
-                "{step} and {first} are both `{endpoint}` with different queries (`{query}` and `{}`), so they \
-                 are measured as one endpoint; give one of them a `name` to measure them apart",
-                seen[0]
+                "{step} and {first} are both `{endpoint}` with different queries ({} and {}), so they are \
+                 measured as one endpoint; give one of them a `name` to measure them apart",
+                shown(&query),
+                shown(&seen[0])
             );
             checker.warnings.push(crate::config::ConfigWarning::new(crate::config::WarningKind::Setting, message));
             seen.push(query);

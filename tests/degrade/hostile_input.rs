@@ -169,7 +169,7 @@ fn two_requests_measured_as_one_endpoint_are_warned_about() {
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let warning = "warning   flow[0].step[1] and flow[0].step[0] are both `GET /search` with different queries \
-                   (`q=hats&sort=price` and `q=shoes`)";
+                   (`?q=hats&sort=price` and `?q=shoes`)";
     assert!(stdout.contains(warning), "{stdout}");
     assert_eq!(stdout.matches("warning").count(), 1, "the third step repeats the second: {stdout}");
 }
