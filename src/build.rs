@@ -1,7 +1,6 @@
 //! The build under test: rolled out by the scenario's `deploy_command`, awaited on its `health_url`, and
 //! named by its `version_url` or `version_command`, so every run records which build it measured.
 
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -73,12 +72,8 @@ const HEALTH_POLL_EVERY: Duration = Duration::from_millis(500);
 /// How long one health request may take: a target that hangs is as unhealthy as one that answers 503.
 const HEALTH_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Bytes of a deploy's output kept as it runs: the end, where the error is, whatever the deploy prints.
-const DEPLOY_OUTPUT_BYTES: usize = 64 * 1024;
-
-/// How long the output of a deploy that exited is still read: a service it started in the background holds
-/// the pipes open for as long as it runs, and must not hold up the night.
-const OUTPUT_GRACE: Duration = Duration::from_secs(1);
+/// Bytes of a deploy's output read back: the end, where the error is, however much the deploy printed.
+const DEPLOY_OUTPUT_BYTES: u64 = 64 * 1024;
 
 /// A deploy that failed, timed out or could not start, with the end of what it printed.
 #[derive(Debug, thiserror::Error)]
@@ -91,72 +86,62 @@ pub struct DeployFailed {
 
 /// Runs the deploy command and returns the end of what it printed; on failure or timeout, says why with the
 /// end of its output. Done when the command exits: what it started in the background (the service) keeps
-/// running, and its output is not waited for.
+/// running.
+///
+/// The output goes to a temporary file, not to pipes. A service started in the background (`./server &`)
+/// inherits it and may write to it for as long as it runs: a pipe would make degrade read the service's logs
+/// during the load, and once degrade exits the service's next write would kill it (SIGPIPE). The file is
+/// removed when the deploy is done; its space is freed when the last process writing to it exits.
 pub async fn deploy(deploy: &DeployCommand) -> Result<String, DeployFailed> {
-    let failed = |message: String, tail: &OutputTail| DeployFailed {
-        output: last_lines(&tail.text(), DEPLOY_OUTPUT_KEPT),
-        message: format!("{message}; its last output:\n{}", last_lines(&tail.text(), DEPLOY_OUTPUT_LINES)),
+    let failed = |message: String, output: &str| DeployFailed {
+        output: last_lines(output, DEPLOY_OUTPUT_KEPT),
+        message: format!("{message}; its last output:\n{}", last_lines(output, DEPLOY_OUTPUT_LINES)),
     };
+    let cannot_start = |e: std::io::Error| failed(format!("cannot start deploy_command: {e}"), "");
+    let log = tempfile::NamedTempFile::new().map_err(cannot_start)?;
+    // The command writes through a file description of its own, so reading the log back never moves the
+    // position it writes at.
+    let writes = log.reopen().map_err(cannot_start)?;
     let limit = humantime::format_duration(deploy.timeout);
     let mut command = tokio::process::Command::new("sh");
     command
         .arg("-c")
         .arg(&deploy.command)
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::from(writes.try_clone().map_err(cannot_start)?))
+        .stderr(std::process::Stdio::from(writes))
         // A timed-out deploy must not keep running behind the next night's run.
         .kill_on_drop(true);
     // Its own process group, so a timeout stops what the shell started too, not only the shell.
     #[cfg(unix)]
     command.process_group(0);
-    let tail = OutputTail::default();
-    let mut child = command.spawn().map_err(|e| failed(format!("cannot start deploy_command: {e}"), &tail))?;
+    let mut child = command.spawn().map_err(cannot_start)?;
     // Kills what the deploy started if it times out or degrade stops waiting for it (a shutdown).
     let mut group = ProcessGroup(child.id());
-    let stdout = child.stdout.take().map(|pipe| tokio::spawn(tail.clone().drain(pipe)));
-    let stderr = child.stderr.take().map(|pipe| tokio::spawn(tail.clone().drain(pipe)));
     let waited = tokio::time::timeout(deploy.timeout, child.wait()).await;
     if waited.is_err() {
         drop(group);
     } else {
         group.0 = None;
     }
-    // The readers end when every writer is gone; past the grace they go on draining in the background.
-    let _ = tokio::time::timeout(OUTPUT_GRACE, async {
-        for reader in [stdout, stderr].into_iter().flatten() {
-            let _ = reader.await;
-        }
-    })
-    .await;
+    let output = tail_of(log.as_file());
     match waited {
-        Err(_) => Err(failed(format!("deploy_command did not finish within {limit}; it was stopped"), &tail)),
-        Ok(Err(e)) => Err(failed(format!("deploy_command failed to run: {e}"), &tail)),
-        Ok(Ok(status)) if status.success() => Ok(last_lines(&tail.text(), DEPLOY_OUTPUT_KEPT)),
-        Ok(Ok(status)) => Err(failed(format!("deploy_command failed ({status})"), &tail)),
+        Err(_) => Err(failed(format!("deploy_command did not finish within {limit}; it was stopped"), &output)),
+        Ok(Err(e)) => Err(failed(format!("deploy_command failed to run: {e}"), &output)),
+        Ok(Ok(status)) if status.success() => Ok(last_lines(&output, DEPLOY_OUTPUT_KEPT)),
+        Ok(Ok(status)) => Err(failed(format!("deploy_command failed ({status})"), &output)),
     }
 }
 
-/// The end of a deploy's stdout and stderr as they arrive, interleaved, at most [`DEPLOY_OUTPUT_BYTES`].
-#[derive(Clone, Default)]
-struct OutputTail(Arc<Mutex<Vec<u8>>>);
-
-impl OutputTail {
-    /// Reads `pipe` to its end into the tail.
-    async fn drain(self, mut pipe: impl tokio::io::AsyncRead + Unpin) {
-        use tokio::io::AsyncReadExt;
-        let mut buffer = [0_u8; 8192];
-        while let Ok(read @ 1..) = pipe.read(&mut buffer).await {
-            let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            kept.extend_from_slice(&buffer[..read]);
-            let over = kept.len().saturating_sub(DEPLOY_OUTPUT_BYTES);
-            kept.drain(..over);
-        }
+/// The last [`DEPLOY_OUTPUT_BYTES`] of the deploy's log, as text.
+fn tail_of(mut log: &std::fs::File) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let length = log.seek(SeekFrom::End(0)).unwrap_or(0);
+    let mut bytes = Vec::new();
+    if log.seek(SeekFrom::Start(length.saturating_sub(DEPLOY_OUTPUT_BYTES))).is_ok() {
+        let _ = log.take(DEPLOY_OUTPUT_BYTES).read_to_end(&mut bytes);
     }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
-    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A process group killed when this is dropped, unless its id was taken out first.

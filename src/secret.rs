@@ -48,15 +48,20 @@ pub fn redact_url(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return redact_keywords(url);
     };
+    // The scheme is the run of scheme characters before `://` (in command output a URL may follow `'` or `=`).
+    let scheme = url[..scheme_end].rsplit(|c: char| !(c.is_ascii_alphanumeric() || "+.-".contains(c))).next();
+    let is_http = scheme.is_some_and(|s| s.eq_ignore_ascii_case("http") || s.eq_ignore_ascii_case("https"));
     let mut out = url.to_owned();
     let authority_start = scheme_end + 3;
-    if let Some(at) = out[authority_start..].rfind('@') {
+    // In an HTTP URL the user info is looked for within the authority first (its path or query may hold an
+    // `@`, as in `/users/a@b.c`); else, and in database URLs, up to the last `@`.
+    let authority_end = out[authority_start..].find(['/', '?', '#']).map_or(out.len(), |end| authority_start + end);
+    let within_authority = if is_http { out[authority_start..authority_end].rfind('@') } else { None };
+    if let Some(at) = within_authority.or_else(|| out[authority_start..].rfind('@')) {
         let userinfo = &out[authority_start..authority_start + at];
         if let Some(colon) = userinfo.find(':') {
             out.replace_range(authority_start + colon + 1..authority_start + at, "***");
-        } else if (url[..scheme_end].eq_ignore_ascii_case("http") || url[..scheme_end].eq_ignore_ascii_case("https"))
-            && !userinfo.contains(['/', '?', '#'])
-        {
+        } else if is_http && !userinfo.contains(['/', '?', '#']) {
             // An HTTP URL's user name is where tokens go (`https://ghp_…@host/…`): hide it whole. A database
             // URL's user name is only a name, and is kept.
             out.replace_range(authority_start..authority_start + at, "***");
@@ -130,6 +135,9 @@ mod tests {
             ("http://ghp_SECRET@host/v", "http://***@host/v"),
             ("https://x-token:tok@host/v", "https://x-token:***@host/v"),
             ("https://host/a@b", "https://host/a@b"),
+            ("https://ghp_TOKEN@api.x/v1/users/a@b.c", "https://***@api.x/v1/users/a@b.c"),
+            ("https://ghp_TOKEN@api.x/v1?email=a@b", "https://***@api.x/v1?email=a@b"),
+            ("https://u:pa/ss@host/x", "https://u:***@host/x"),
             ("sqlite://degrade.db", "sqlite://degrade.db"),
             ("sqlite:degrade.db?mode=rwc", "sqlite:degrade.db?mode=rwc"),
         ];
@@ -145,6 +153,8 @@ mod tests {
             redact_urls_in(log),
             "pulling https://ci:***@registry.example.com/app:1.4\nconnect host=db password=*** ok\ndone"
         );
+        let quoted = "fatal: repository 'https://ghp_TOKEN@host/r/' not found; url=https://ghp_TOKEN@h";
+        assert_eq!(redact_urls_in(quoted), "fatal: repository 'https://***@host/r/' not found; url=https://***@h");
     }
 
     #[test]

@@ -58,8 +58,17 @@ pub struct CheckArgs {
 }
 
 impl CheckArgs {
-    /// The scenario named positionally or with `--scenario`.
+    /// The scenario named positionally or with `--scenario`. A scenario file's path, as `degrade run` takes
+    /// it, names the scenario after the file, as `run` stored it.
     fn scenario(&self) -> Option<&str> {
+        let named = self.scenario_as_given()?;
+        let path = std::path::Path::new(named);
+        let is_file = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml")) && path.is_file();
+        if is_file { path.file_stem().and_then(|s| s.to_str()) } else { Some(named) }
+    }
+
+    /// The scenario as given, a name or a scenario file's path (what `--run-now` runs).
+    fn scenario_as_given(&self) -> Option<&str> {
         self.scenario_name.as_deref().or(self.scenario.as_deref())
     }
 }
@@ -102,7 +111,7 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
         let candidate = candidate(store, config, args, args.run).await?;
         return judge_run(store, config, &candidate, &spec(config, args, &candidate.scenario)).await;
     }
-    let mut job = Job::find(config, args.scenario())?;
+    let mut job = Job::find(config, args.scenario_as_given())?;
     for warning in &job.plan.warnings {
         eprintln!("warning: {warning}");
     }

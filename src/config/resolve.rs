@@ -155,7 +155,11 @@ pub(crate) fn http_url(text: &str) -> Result<String, String> {
     match rest {
         Some(rest) if !rest.is_empty() && !rest.starts_with('/') => {
             url_port(rest).map_err(|e| format!("`{}` {e}", crate::secret::redact_url(text)))?;
-            Ok(text.trim_end_matches('/').to_owned())
+            // What the load engine's client will parse (`HttpClient::new`), checked here once for every URL.
+            match text.parse::<http::Uri>() {
+                Ok(uri) if uri.host().is_some_and(|h| !h.is_empty()) => Ok(text.trim_end_matches('/').to_owned()),
+                _ => Err(format!("`{}` is not a valid URL", crate::secret::redact_url(text))),
+            }
         }
         _ => Err(format!("`{}` is not an http:// or https:// URL", crate::secret::redact_url(text))),
     }

@@ -105,6 +105,8 @@ fn existing_file(folder: &Path, file: &str) -> Result<PathBuf, String> {
     let path = folder.join(file);
     if path.is_file() {
         Ok(path)
+    } else if path.exists() {
+        Err(format!("scenario file `{file}` is not a regular file (a directory, device or pipe)"))
     } else {
         Err(format!("scenario file `{file}` does not exist (looked for {})", path.display()))
     }

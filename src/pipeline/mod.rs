@@ -166,12 +166,15 @@ pub async fn run(
 ) -> anyhow::Result<RunOutcome> {
     let Job { name, plan, scenario, backdate } = job;
     let started_at = backdate.unwrap_or_else(Utc::now);
-    let (prepared, stopped) = prepare_unless_stopped(scenario.as_ref(), build, stop.clone()).await;
-    let (build_id, deploy_output) = match &prepared {
-        Ok(ready) => (ready.build_id.clone(), ready.deploy_output.clone()),
-        // A failed or hung deploy's output is kept with the failed run: it is where the reason is.
-        Err(e) => (None, e.downcast_ref::<crate::build::DeployFailed>().map(|d| d.output.clone())),
-    };
+    let mut deploy_output = None;
+    let (prepared, stopped) = prepare_unless_stopped(scenario.as_ref(), build, &mut deploy_output, stop.clone()).await;
+    // A failed or hung deploy's output is kept with the failed run: it is where the reason is.
+    if let Err(e) = &prepared
+        && let Some(failed) = e.downcast_ref::<crate::build::DeployFailed>()
+    {
+        deploy_output = Some(failed.output.clone());
+    }
+    let build_id = prepared.as_ref().ok().and_then(Clone::clone);
     let new_run = NewRun {
         scenario: name,
         build_id,
@@ -210,10 +213,11 @@ pub async fn run(
 async fn prepare_unless_stopped(
     scenario: Option<&ScenarioConfig>,
     build: Option<String>,
+    deploy_output: &mut Option<String>,
     mut stop: watch::Receiver<bool>,
-) -> (anyhow::Result<Ready>, bool) {
+) -> (anyhow::Result<Option<String>>, bool) {
     tokio::select! {
-        prepared = prepare(scenario, build) => (prepared, false),
+        prepared = prepare(scenario, build, deploy_output) => (prepared, false),
         _ = stop.wait_for(|stopped| *stopped) => {
             (Err(anyhow::anyhow!("degrade was stopped before the load started (during deploy or the health wait)")), true)
         }
@@ -221,18 +225,18 @@ async fn prepare_unless_stopped(
 }
 
 /// The build ready to be loaded.
-struct Ready {
-    build_id: Option<String>,
-    deploy_output: Option<String>,
-}
-
 /// Rolls the latest build out and waits for it, then names it: `build` if given, else the version source.
-async fn prepare(scenario: Option<&ScenarioConfig>, build: Option<String>) -> anyhow::Result<Ready> {
-    let Some(settings) = scenario.map(|s| &s.build) else { return Ok(Ready { build_id: build, deploy_output: None }) };
-    let deploy_output = match &settings.deploy {
-        Some(deploy) => Some(crate::build::deploy(deploy).await?),
-        None => None,
-    };
+/// What a successful deploy printed is put in `deploy_output` at once, so it is kept with the run when the
+/// health check or the build id fails after it (it often says why the service did not come up).
+async fn prepare(
+    scenario: Option<&ScenarioConfig>,
+    build: Option<String>,
+    deploy_output: &mut Option<String>,
+) -> anyhow::Result<Option<String>> {
+    let Some(settings) = scenario.map(|s| &s.build) else { return Ok(build) };
+    if let Some(deploy) = &settings.deploy {
+        *deploy_output = Some(crate::build::deploy(deploy).await?);
+    }
     if let Some(health) = &settings.health {
         crate::build::wait_healthy(health).await?;
     }
@@ -241,7 +245,7 @@ async fn prepare(scenario: Option<&ScenarioConfig>, build: Option<String>) -> an
         (None, Some(version)) => Some(crate::build::resolve_version(version).await?),
         (None, None) => None,
     };
-    Ok(Ready { build_id, deploy_output })
+    Ok(build_id)
 }
 
 /// Errors that mean "the database could not be reached", as opposed to a query it refused.

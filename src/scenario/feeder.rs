@@ -71,8 +71,8 @@ pub const MAX_FEEDER_BYTES: u64 = 256 * 1024 * 1024;
 fn read_bounded(path: &Path) -> Result<String, String> {
     use std::io::Read;
     let shown = path.display();
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let metadata = file.metadata().map_err(|e| format!("cannot read {shown}: {e}"))?;
+    // Looked at before opening: opening a named pipe would wait for a writer.
+    let metadata = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
     if !metadata.is_file() {
         return Err(format!(
             "{shown} is not a regular file (a directory, device or pipe); a feeder is a CSV or JSON Lines file"
@@ -85,12 +85,14 @@ fn read_bounded(path: &Path) -> Result<String, String> {
             MAX_FEEDER_BYTES / 1_000_000
         ));
     }
-    let mut text = String::new();
-    // Bounded again while reading: the file may grow after the size was looked at.
-    file.take(MAX_FEEDER_BYTES)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read {shown} as UTF-8 text: {e}"))?;
-    Ok(text)
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    // Bounded again while reading: the file may have grown since its size was looked at.
+    let mut bytes = Vec::new();
+    file.take(MAX_FEEDER_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if bytes.len() as u64 > MAX_FEEDER_BYTES {
+        return Err(format!("{shown} grew past {} MB while it was read", MAX_FEEDER_BYTES / 1_000_000));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("{shown} is not UTF-8 text: {e}"))
 }
 
 fn csv_rows(path: &Path, text: &str) -> Result<(Vec<String>, Vec<Vec<Value>>), String> {

@@ -39,19 +39,20 @@ const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
 /// Reads a regular file of at most [`MAX_SCENARIO_BYTES`] (a device such as `/dev/zero` would never end).
 fn read_scenario_file(path: &Path) -> Result<String, String> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read the scenario file: {e}"))?;
-    let metadata = file.metadata().map_err(|e| format!("cannot read the scenario file: {e}"))?;
+    // Looked at before opening: opening a named pipe would wait for a writer.
+    let metadata = std::fs::metadata(path).map_err(|e| format!("cannot read the scenario file: {e}"))?;
     if !metadata.is_file() {
         return Err("the scenario file is not a regular file (a directory, device or pipe)".to_owned());
     }
-    let mut text = String::new();
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read the scenario file: {e}"))?;
+    let mut bytes = Vec::new();
     file.take(MAX_SCENARIO_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read the scenario file as UTF-8 text: {e}"))?;
-    if text.len() as u64 > MAX_SCENARIO_BYTES {
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the scenario file: {e}"))?;
+    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
         return Err(format!("the scenario file is larger than {} MB", MAX_SCENARIO_BYTES / 1024 / 1024));
     }
-    Ok(text)
+    String::from_utf8(bytes).map_err(|e| format!("the scenario file is not UTF-8 text: {e}"))
 }
 
 /// Checks scenario `text` as if read from `path` (data files are found relative to it).

@@ -25,7 +25,7 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
         return next.run(request).await;
     }
     let reads = request.method() == Method::GET || request.method() == Method::HEAD;
-    if !reads && from_another_site(request.headers()) {
+    if !reads && from_another_site(request.headers(), state.config.server.public_url.as_deref()) {
         return (
             StatusCode::FORBIDDEN,
             "Refused: this request was sent by a page of another site. Use the dashboard itself, or send the \
@@ -55,17 +55,21 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
 }
 
 /// Whether a browser says the request comes from a page of another site: `Sec-Fetch-Site` other than
-/// `same-origin` or `none` (typed in the address bar), or else an `Origin` whose host is not the `Host`.
-fn from_another_site(headers: &HeaderMap) -> bool {
+/// `same-origin` or `none` (typed in the address bar), or else an `Origin` that is neither the `Host` nor
+/// `[server] public_url` (behind a proxy that rewrites `Host`, the public URL is what the browser shows).
+fn from_another_site(headers: &HeaderMap, public_url: Option<&str>) -> bool {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(site) = text("sec-fetch-site") {
         return !matches!(site, "same-origin" | "none");
     }
-    match (text("origin"), text("host")) {
-        (None, _) => false,
-        (Some(origin), Some(host)) => origin.split_once("://").is_none_or(|(_, authority)| authority != host),
-        (Some(_), None) => true,
-    }
+    let Some(origin) = text("origin") else { return false };
+    let public_origin = public_url.map(|url| {
+        let authority_start = url.find("://").map_or(0, |s| s + 3);
+        let end = url[authority_start..].find('/').map_or(url.len(), |e| authority_start + e);
+        &url[..end]
+    });
+    let same_host = origin.split_once("://").is_some_and(|(_, authority)| text("host") == Some(authority));
+    !same_host && public_origin.is_none_or(|public| !public.eq_ignore_ascii_case(origin))
 }
 
 /// Whether the request carries `token` as a bearer token or a basic-auth password (the scheme's name in any
@@ -114,6 +118,10 @@ mod tests {
         assert!(!presents(&HeaderMap::new(), &token));
     }
 
+    fn from_another_site_here(headers: &HeaderMap) -> bool {
+        from_another_site(headers, Some("https://degrade.example.com/"))
+    }
+
     #[test]
     fn a_request_a_browser_sent_from_another_site_is_told_apart() {
         let headers = |pairs: &[(&'static str, &str)]| {
@@ -123,14 +131,17 @@ mod tests {
             }
             headers
         };
-        assert!(!from_another_site(&headers(&[])), "a script sends neither header");
-        assert!(!from_another_site(&headers(&[("sec-fetch-site", "same-origin"), ("origin", "http://x")])));
-        assert!(!from_another_site(&headers(&[("sec-fetch-site", "none")])));
-        assert!(from_another_site(&headers(&[("sec-fetch-site", "cross-site")])));
-        assert!(from_another_site(&headers(&[("sec-fetch-site", "same-site")])));
+        assert!(!from_another_site_here(&headers(&[])), "a script sends neither header");
+        assert!(!from_another_site_here(&headers(&[("sec-fetch-site", "same-origin"), ("origin", "http://x")])));
+        assert!(!from_another_site_here(&headers(&[("sec-fetch-site", "none")])));
+        assert!(from_another_site_here(&headers(&[("sec-fetch-site", "cross-site")])));
+        assert!(from_another_site_here(&headers(&[("sec-fetch-site", "same-site")])));
         let ours = [("origin", "http://127.0.0.1:8080"), ("host", "127.0.0.1:8080")];
-        assert!(!from_another_site(&headers(&ours)));
-        assert!(from_another_site(&headers(&[("origin", "https://evil.example"), ("host", "127.0.0.1:8080")])));
-        assert!(from_another_site(&headers(&[("origin", "null"), ("host", "127.0.0.1:8080")])));
+        assert!(!from_another_site_here(&headers(&ours)));
+        assert!(from_another_site_here(&headers(&[("origin", "https://evil.example"), ("host", "127.0.0.1:8080")])));
+        assert!(from_another_site_here(&headers(&[("origin", "null"), ("host", "127.0.0.1:8080")])));
+        // Behind a proxy that rewrites Host, the browser's origin is the public URL's.
+        let proxied = [("origin", "https://degrade.example.com"), ("host", "127.0.0.1:8080")];
+        assert!(!from_another_site_here(&headers(&proxied)));
     }
 }

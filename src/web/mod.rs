@@ -82,6 +82,9 @@ pub fn router(state: AppState) -> Router {
 /// file descriptors); a browser or script sends its headers at once.
 const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How long open connections may take to finish once the dashboard stops.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Serves `router` on `listener` until `shutdown` completes, then lets requests under way finish.
 ///
 /// This is `axum::serve` written out on hyper's HTTP/1 server, for the one setting it does not offer: the
@@ -118,7 +121,11 @@ pub async fn serve(
         });
     }
     drop(listener);
-    connections.shutdown().await;
+    // Requests under way may finish, but a client that stops reading must not hold the shutdown up (the
+    // runs' own grace period comes after this).
+    if tokio::time::timeout(SHUTDOWN_WAIT, connections.shutdown()).await.is_err() {
+        tracing::warn!("connections still open after {} s were closed", SHUTDOWN_WAIT.as_secs());
+    }
     Ok(())
 }
 

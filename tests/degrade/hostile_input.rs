@@ -120,6 +120,16 @@ fn devices_and_directories_are_not_read_as_files() {
     let (_, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("/dev/zero is not a regular file"), "{stderr}");
+    // A named pipe is refused without being opened (opening one waits for a writer).
+    let fifo = std::process::Command::new("mkfifo").arg(dir.path().join("pipe.toml")).status().unwrap();
+    assert!(fifo.success());
+    let config = "[[scenario]]\nname = \"p\"\nfile = \"pipe.toml\"\ntarget = \"http://127.0.0.1:9\"\n";
+    std::fs::write(dir.path().join("degrade.toml"), config).unwrap();
+    let output = degrade(dir.path(), &["validate"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    std::fs::write(dir.path().join("degrade.toml"), "").unwrap();
     std::fs::create_dir(dir.path().join("folder.toml")).unwrap();
     let output = degrade(dir.path(), &["run", "folder.toml"], &[]);
     let (_, stderr) = text(&output);
@@ -172,4 +182,18 @@ fn two_requests_measured_as_one_endpoint_are_warned_about() {
                    (`?q=hats&sort=price` and `?q=shoes`)";
     assert!(stdout.contains(warning), "{stdout}");
     assert_eq!(stdout.matches("warning").count(), 1, "the third step repeats the second: {stdout}");
+}
+
+/// A `[[scenario]] target` in degrade.toml is checked like a scenario's own base URL: a host with a space
+/// is refused by validate instead of reaching the engine.
+#[test]
+fn a_configured_target_that_is_not_a_url_is_refused() {
+    let config = "[[scenario]]\nname = \"s\"\nfile = \"s.toml\"\ntarget = \"http://ho st\"\n";
+    let (dir, _) = project(config, &[("s.toml", &scenario_with("stage", "10s"))]);
+    for args in [&["validate"][..], &["run", "--duration", "1s"]] {
+        let output = degrade(dir.path(), args, &[]);
+        let (_, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("scenario[0].target: `http://ho st` is not a valid URL"), "{args:?}: {stderr}");
+    }
 }

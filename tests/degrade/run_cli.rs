@@ -205,6 +205,25 @@ async fn an_unhealthy_target_fails_the_run_after_the_health_timeout() {
     assert!(reason.contains("not healthy within 1s") && reason.contains("503"), "{reason}");
 }
 
+/// A deploy that succeeded before the health check failed: its output is kept with the failed run, since it
+/// often says why the service did not come up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deploys_output_is_kept_when_the_health_check_fails_after_it() {
+    let target = StubTarget::start().await;
+    let build = format!(
+        "[scenario.build]\ndeploy_command = \"echo started 1.4.4; echo missing DATABASE_URL >&2\"\n\
+         health_url = \"{}/status/503\"\nhealth_timeout = \"1s\"\n",
+        target.url()
+    );
+    let (dir, _) = checkout_project(&target, &build);
+    let output = degrade_child(dir.path(), &["run"], &[]).wait_with_output().await.unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output).1);
+    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
+    let kept = store.deploy_output(1).await.unwrap().unwrap_or_default();
+    assert!(kept.contains("started 1.4.4") && kept.contains("missing DATABASE_URL"), "{kept:?}");
+    store.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_run_now_waits_for_health_names_the_build_runs_and_judges() {
     let build = "health_url = \"TARGET/fast\"\nversion_url = \"TARGET/json\"\nversion_pointer = \"/count\"\n";
