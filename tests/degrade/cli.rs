@@ -145,3 +145,18 @@ fn an_unreachable_database_exits_2_without_the_password() {
     assert!(stderr.contains("cannot open the database postgres://app:***@127.0.0.1:9/degrade"), "{stderr}");
     assert!(!stderr.contains("hunter2"), "{stderr}");
 }
+
+/// An unset webhook variable is worth a warning only to commands that deliver alerts: `validate` and
+/// `check` say so, `migrate` (which sends nothing) does not.
+#[test]
+fn only_commands_that_alert_warn_about_an_unset_webhook() {
+    let config = "[[notify]]\nname = \"team\"\nkind = \"slack\"\nurl_env = \"TEAM_HOOK_UNSET\"\n";
+    let (dir, _) = project(config, &[]);
+    let warning = "environment variable TEAM_HOOK_UNSET is not set; this webhook is skipped";
+    let migrate = degrade(dir.path(), &["migrate"], &[]);
+    let (stdout, stderr) = text(&migrate);
+    assert_eq!(migrate.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(!stderr.contains(warning), "{stderr}");
+    let validate = degrade(dir.path(), &["validate"], &[]);
+    assert!(text(&validate).1.contains(warning), "{}", text(&validate).1);
+}

@@ -300,6 +300,7 @@ async fn serve_runs_the_schedule_and_stops_gracefully() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("scheduled") && stderr.contains("next_run"), "{stderr}");
     assert!(!stderr.contains(&receiver.url()), "webhook URLs are secrets: {stderr}");
+    assert!(!stderr.contains('\u{1b}'), "a log that is not a terminal gets no colour codes: {stderr:?}");
     let finished = runs.iter().find(|r| r.status != RunStatus::Running).unwrap();
     crate::support::assert_measured(finished.status, &finished.validity_reasons);
     let after = store.last_runs("checkout", 100).await.unwrap();
