@@ -63,8 +63,7 @@ impl CheckArgs {
     fn scenario(&self) -> Option<&str> {
         let named = self.scenario_as_given()?;
         let path = std::path::Path::new(named);
-        let is_file = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml")) && path.is_file();
-        if is_file { path.file_stem().and_then(|s| s.to_str()) } else { Some(named) }
+        if crate::pipeline::is_scenario_file(path) { path.file_stem().and_then(|s| s.to_str()) } else { Some(named) }
     }
 
     /// The scenario as given, a name or a scenario file's path (what `--run-now` runs).

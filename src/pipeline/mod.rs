@@ -115,7 +115,8 @@ impl Job {
     }
 }
 
-fn is_scenario_file(path: &Path) -> bool {
+/// Whether `path` names a scenario file (an existing `.toml` file) rather than a configured scenario.
+pub(crate) fn is_scenario_file(path: &Path) -> bool {
     path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml")) && path.is_file()
 }
 

@@ -14,6 +14,8 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use serde_json::Value;
 
+use super::bounded_file::FileProblem;
+
 /// A loaded data file.
 #[derive(Debug, Clone)]
 pub struct Feeder {
@@ -53,7 +55,13 @@ pub enum WhenExhausted {
 impl Feeder {
     /// Reads `path` as CSV (with a header line) or JSON Lines (one object per line), by its extension.
     pub fn load(name: &str, path: &Path, order: Order, when_exhausted: WhenExhausted) -> Result<Self, String> {
-        let text = read_bounded(path)?;
+        let text = super::bounded_file::read_text(path, MAX_FEEDER_BYTES).map_err(|problem| match problem {
+            FileProblem::Unreadable(_) => problem.about(&path.display().to_string()),
+            _ => format!(
+                "{}; a feeder is a CSV or JSON Lines file, held in memory",
+                problem.about(&path.display().to_string())
+            ),
+        })?;
         let is_json_lines = path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson");
         let (columns, rows) = if is_json_lines { json_lines(path, &text)? } else { csv_rows(path, &text)? };
         if rows.is_empty() {
@@ -64,36 +72,7 @@ impl Feeder {
 }
 
 /// The largest feeder file read: every row is held in memory for the run.
-pub const MAX_FEEDER_BYTES: u64 = 256 * 1024 * 1024;
-
-/// Reads a regular file of at most [`MAX_FEEDER_BYTES`]: a device such as `/dev/zero` or a pipe would be
-/// read forever, and a file past the limit is refused before it is read.
-fn read_bounded(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let shown = path.display();
-    // Looked at before opening: opening a named pipe would wait for a writer.
-    let metadata = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if !metadata.is_file() {
-        return Err(format!(
-            "{shown} is not a regular file (a directory, device or pipe); a feeder is a CSV or JSON Lines file"
-        ));
-    }
-    if metadata.len() > MAX_FEEDER_BYTES {
-        return Err(format!(
-            "{shown} is {} MB; a feeder is held in memory and may be at most {} MB",
-            metadata.len() / 1_000_000,
-            MAX_FEEDER_BYTES / 1_000_000
-        ));
-    }
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    // Bounded again while reading: the file may have grown since its size was looked at.
-    let mut bytes = Vec::new();
-    file.take(MAX_FEEDER_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if bytes.len() as u64 > MAX_FEEDER_BYTES {
-        return Err(format!("{shown} grew past {} MB while it was read", MAX_FEEDER_BYTES / 1_000_000));
-    }
-    String::from_utf8(bytes).map_err(|e| format!("{shown} is not UTF-8 text: {e}"))
-}
+pub const MAX_FEEDER_BYTES: u64 = 256_000_000;
 
 fn csv_rows(path: &Path, text: &str) -> Result<(Vec<String>, Vec<Vec<Value>>), String> {
     let mut reader = csv::Reader::from_reader(text.as_bytes());

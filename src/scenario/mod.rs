@@ -3,6 +3,7 @@
 //! Parse, then validate into a different type: [`raw`] mirrors the file, [`resolve`] and [`steps`] check it
 //! and build a [`Plan`], which is all the engine sees. Every error names file, line, column and field.
 
+mod bounded_file;
 pub mod feeder;
 pub mod json_template;
 pub mod plan;
@@ -28,32 +29,14 @@ pub fn load(
     target_override: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, ConfigErrors> {
-    let text = read_scenario_file(path)
-        .map_err(|message| ConfigError::new(Location::WholeFile(path.to_owned()), "", message))?;
+    let text = bounded_file::read_text(path, MAX_SCENARIO_BYTES).map_err(|problem| {
+        ConfigError::new(Location::WholeFile(path.to_owned()), "", problem.about("the scenario file"))
+    })?;
     parse(path, &text, target_override, env)
 }
 
 /// The largest scenario file read: a scenario is a page or two of TOML.
-const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
-
-/// Reads a regular file of at most [`MAX_SCENARIO_BYTES`] (a device such as `/dev/zero` would never end).
-fn read_scenario_file(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    // Looked at before opening: opening a named pipe would wait for a writer.
-    let metadata = std::fs::metadata(path).map_err(|e| format!("cannot read the scenario file: {e}"))?;
-    if !metadata.is_file() {
-        return Err("the scenario file is not a regular file (a directory, device or pipe)".to_owned());
-    }
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read the scenario file: {e}"))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SCENARIO_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read the scenario file: {e}"))?;
-    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
-        return Err(format!("the scenario file is larger than {} MB", MAX_SCENARIO_BYTES / 1024 / 1024));
-    }
-    String::from_utf8(bytes).map_err(|e| format!("the scenario file is not UTF-8 text: {e}"))
-}
+const MAX_SCENARIO_BYTES: u64 = 4_000_000;
 
 /// Checks scenario `text` as if read from `path` (data files are found relative to it).
 pub fn parse(
