@@ -6,7 +6,7 @@
 //! The current level and noise come from [`super::level::estimate`]. A regression must pass three tests:
 //! significance (a one-sided test at 1 % false alarms, widened for the uncertainty of the level and of the
 //! noise estimate itself, and for autocorrelated nights), effect size (at least `min_effect_pct` worse than
-//! the level, and than an unsettled new level if the last nights moved), and for error rates an absolute
+//! tonight's forecast of the level, and than an unsettled new level if the last nights moved), and for error rates an absolute
 //! floor of +0.1 percentage points, so 0.001 % blips never page anyone.
 
 use serde::Deserialize;
@@ -188,7 +188,7 @@ fn decide(e: &Estimate, candidate: f64, scale: &Scale, kind: SeriesKind, min_eff
         Change::NoChange
     };
     let baseline = scale.to_raw(e.level);
-    let limit = regression_limit(e, forecast, se * k, scale, min_effect, is_error_rate);
+    let limit = regression_limit(forecast, se * k, scale, min_effect, is_error_rate);
     Answer {
         change,
         baseline: Some(baseline),
@@ -200,9 +200,10 @@ fn decide(e: &Estimate, candidate: f64, scale: &Scale, kind: SeriesKind, min_eff
 
 /// The raw value beyond which tonight would be a regression (ignoring an unsettled tail): past both the
 /// significance bound and the minimum effect.
-fn regression_limit(e: &Estimate, forecast: f64, margin: f64, scale: &Scale, min_effect: f64, error_rate: bool) -> f64 {
+fn regression_limit(forecast: f64, margin: f64, scale: &Scale, min_effect: f64, error_rate: bool) -> f64 {
     let significant = scale.to_raw(forecast + margin);
-    let level = scale.to_raw(e.level);
+    // The minimum effect is measured from what tonight was expected to be, as the test is.
+    let level = scale.to_raw(forecast);
     let effect = if scale.sign > 0.0 { level * (1.0 + min_effect) } else { level * (1.0 - min_effect) };
     let mut bounds = vec![significant, effect];
     if error_rate {

@@ -30,7 +30,8 @@ pub struct Shift {
     pub forecast: f64,
     /// The spread of tonight's distance from the forecast.
     pub se: f64,
-    /// The levels compared with: the settled level, and the unsettled new one when there is one.
+    /// The levels the minimum effect is measured from: the forecast (where the settled level was expected to
+    /// be tonight), and the unsettled new level when there is one.
     pub baselines: Vec<f64>,
 }
 
@@ -54,7 +55,7 @@ pub fn shift(e: &Estimate, candidate: f64, candidate_sampling_var: f64) -> Shift
     let level_var = sigma * sigma * (1.0 + e.phi) / ((1.0 - e.phi) * e.level_nights as f64);
     let se = (tonight_var * (1.0 - e.phi * e.phi) + level_var).sqrt();
     let mut z = (candidate - forecast) / se;
-    let mut baselines = vec![e.level];
+    let mut baselines = vec![forecast];
     if let Some((tail_median, tail_nights)) = e.tail {
         let tail_z = (candidate - tail_median)
             / (tonight_var + sigma * sigma * MEDIAN_VARIANCE_FACTOR / tail_nights as f64).sqrt();
