@@ -187,10 +187,12 @@ async fn knobs(State(demo): State<Demo>, request: Request, next: Next) -> Respon
         tokio::time::sleep(delay).await;
     } else if !delay.is_zero() {
         // The runtime's timer counts whole milliseconds, so a sub-millisecond slowdown (the size of a real
-        // regression on a sub-millisecond route) is spent as work, the way a slower build would spend it.
+        // regression on a sub-millisecond route) is waited out in steps that hand the worker back between
+        // them, the way a slower query is awaited: the slowed route is slower, and requests of the other
+        // routes are not held up behind it on the same worker thread (a busy loop would slow them too).
         let until = std::time::Instant::now() + delay;
         while std::time::Instant::now() < until {
-            std::hint::spin_loop();
+            tokio::task::yield_now().await;
         }
     }
     let served = demo.knobs.served.fetch_add(1, Ordering::Relaxed);
