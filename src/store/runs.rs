@@ -90,7 +90,8 @@ impl Store {
         let run_place = "select scenario_id, started_at from runs where id = $1";
         // Keeps `weekly_results` (the trend pages' long ranges) in step, in the same transaction.
         let add_to_week = "insert into weekly_results (scenario_id, endpoint, week, first_started_at, runs, \
-            sum_p50_us, sum_p95_us, sum_p99_us, sum_error_pct, sum_rate) values ($1, $2, $3, $4, 1, $5, $6, $7, $8, $9) \
+            sum_p50_us, sum_p95_us, sum_p99_us, sum_error_pct, sum_rate, max_p95_us, min_p95_us, max_p99_us, \
+            max_error_pct) values ($1, $2, $3, $4, 1, $5, $6, $7, $8, $9, $6, $6, $7, $8) \
             on conflict (scenario_id, endpoint, week) do update set runs = weekly_results.runs + 1, \
             first_started_at = case when excluded.first_started_at < weekly_results.first_started_at \
               then excluded.first_started_at else weekly_results.first_started_at end, \
@@ -98,7 +99,15 @@ impl Store {
             sum_p95_us = weekly_results.sum_p95_us + excluded.sum_p95_us, \
             sum_p99_us = weekly_results.sum_p99_us + excluded.sum_p99_us, \
             sum_error_pct = weekly_results.sum_error_pct + excluded.sum_error_pct, \
-            sum_rate = weekly_results.sum_rate + excluded.sum_rate";
+            sum_rate = weekly_results.sum_rate + excluded.sum_rate, \
+            max_p95_us = case when excluded.max_p95_us > weekly_results.max_p95_us \
+              then excluded.max_p95_us else weekly_results.max_p95_us end, \
+            min_p95_us = case when excluded.min_p95_us < weekly_results.min_p95_us \
+              then excluded.min_p95_us else weekly_results.min_p95_us end, \
+            max_p99_us = case when excluded.max_p99_us > weekly_results.max_p99_us \
+              then excluded.max_p99_us else weekly_results.max_p99_us end, \
+            max_error_pct = case when excluded.max_error_pct > weekly_results.max_error_pct \
+              then excluded.max_error_pct else weekly_results.max_error_pct end";
         let timeline_head = "insert into timeline (run_id, endpoint, elapsed_s, requests, errors, p50_us, p99_us, \
                              max_us, errors_by_class) ";
         let updated = in_transaction!(self, |tx| {

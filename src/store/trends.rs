@@ -1,140 +1,264 @@
-//! Trend pages in one query: every endpoint of a scenario over a time range, merged in the database into at
-//! most a fixed number of time buckets. Ranges over 120 days read `weekly_results` (kept up to date by
-//! `finish_run`), so a page over three years reads about as few rows as one over three months.
+//! Trend pages in one query: every endpoint of a scenario over a time range. A range of at most
+//! [`MAX_RUN_POINTS`] runs comes back one point per run, so several runs a day (one per deploy) stay apart;
+//! a longer one is merged in the database into time buckets that keep their worst run beside their mean,
+//! so a one-night spike is never averaged away. Ranges over 120 days read `weekly_results` (kept up to date
+//! by `finish_run`), so a page over three years reads about as few rows as one over three months.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::{Store, StoreError, from_millis, on_pool, to_millis};
+use super::{RunId, RunStatus, Store, StoreError, from_millis, on_pool, to_millis};
 
-/// The runs of one endpoint that started within one time bucket, averaged. Latencies are in milliseconds.
+/// One point of an endpoint's trend: one run, or the runs that started within one time bucket. Latencies
+/// are in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TrendBucket {
+pub struct ChartPoint {
     /// Step name, or `(all)`.
     pub endpoint: String,
-    /// When the bucket's first run started.
+    /// When the point's (first) run started.
     pub started_at: DateTime<Utc>,
-    /// How many runs the bucket holds (one, for ranges shorter than the bucket count in nights).
+    /// How many runs the point holds.
     pub runs: i64,
-    /// Mean of the runs' p50, ms.
+    /// The run, when the point is a single run: a chart links the point to it.
+    pub run_id: Option<RunId>,
+    /// The run's status, when the point is a single run.
+    pub status: Option<RunStatus>,
+    /// p50, ms (the mean over a bucket's runs).
     pub p50_ms: f64,
-    /// Mean of the runs' p95, ms.
+    /// p95, ms (the mean over a bucket's runs).
     pub p95_ms: f64,
-    /// Mean of the runs' p99, ms.
+    /// p99, ms (the mean over a bucket's runs).
     pub p99_ms: f64,
-    /// Mean of the runs' error rates, percent.
+    /// Error rate, percent (the mean over a bucket's runs).
     pub error_pct: f64,
-    /// Mean of the runs' throughput, requests per second.
+    /// Throughput, requests per second (the mean over a bucket's runs).
     pub rate: f64,
-    /// Runs in the bucket judged `regressed` with a finding on this endpoint (per-run ranges only; 0 over
-    /// weekly sums): a regression on one route does not mark every route's chart.
+    /// The bucket's lowest and highest p95: its spread, drawn as a whisker.
+    pub p95_range_ms: (f64, f64),
+    /// The bucket's worst p99.
+    pub p99_max_ms: f64,
+    /// The bucket's worst error rate.
+    pub error_pct_max: f64,
+    /// Runs judged `regressed` with a finding on this endpoint (0 over weekly sums): a regression on one
+    /// route does not mark every route's chart.
     pub regressed: i64,
-    /// Runs in the bucket marked `invalid` (per-run ranges only; 0 over weekly sums).
+    /// Runs marked `invalid` (0 over weekly sums).
     pub invalid: i64,
-    /// The newest build in the bucket (per-run ranges only).
+    /// The newest build among the runs (none over weekly sums).
     pub build_id: Option<String>,
 }
+
+/// Up to this many runs in a range, every run is a point of its own (about one a night for a year, or a
+/// few a day for three months): past it a chart's points would be narrower than a pixel.
+pub const MAX_RUN_POINTS: i64 = 400;
 
 /// Ranges longer than this read the weekly sums instead of every run.
 const WEEKLY_FROM: Duration = Duration::days(120);
 
-/// Every run's figures in the range, averaged per bucket.
-const PER_RUN: &str = "select r.endpoint, min(runs.started_at) as started_at, count(*) as runs, \
-    cast(avg(r.p50_us) as double precision) as p50_us, cast(avg(r.p95_us) as double precision) as p95_us, \
-    cast(avg(r.p99_us) as double precision) as p99_us, cast(avg(r.error_pct) as double precision) as error_pct, \
-    cast(avg(r.rate) as double precision) as rate, \
-    sum(case when runs.status = 'regressed' and exists (select 1 from findings f \
-        where f.verdict_id = (select max(v.id) from verdicts v where v.run_id = runs.id) \
-        and f.endpoint = r.endpoint and f.outcome in ('regression', 'gate_breached')) then 1 else 0 end) as regressed, \
-    sum(case when runs.status = 'invalid' then 1 else 0 end) as invalid, max(runs.build_id) as build_id \
-    from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
-    where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 \
-    group by r.endpoint, (runs.started_at - $2) / $4 order by r.endpoint, started_at";
+/// Whether the run was judged regressed with a finding on this endpoint, as 0 or 1 (a macro, so the queries
+/// that use it stay `&'static str`).
+macro_rules! regressed_here {
+    () => {
+        "case when runs.status = 'regressed' and exists (select 1 from findings f \
+    where f.verdict_id = (select max(v.id) from verdicts v where v.run_id = runs.id) \
+    and f.endpoint = r.endpoint and f.outcome in ('regression', 'gate_breached')) then 1 else 0 end"
+    };
+}
 
-/// The weekly sums in the range, merged per bucket (weighted by their run counts).
+/// The runs of one series (`$4`) in the range: their count decides between [`PER_RUN`] and [`BUCKETED`].
+const COUNT_RUNS: &str = "select count(*) from runs join scenarios on scenarios.id = runs.scenario_id \
+    where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.scenario_hash = $4 \
+    and runs.status <> 'failed'";
+
+/// Every run of one series in the range, one row per run and endpoint.
+const PER_RUN: &str = concat!(
+    "select r.endpoint, runs.started_at, cast(1 as bigint) as runs, runs.id as run_id, runs.status, \
+         cast(r.p50_us as double precision) as p50_us, cast(r.p95_us as double precision) as p95_us, \
+         cast(r.p99_us as double precision) as p99_us, r.error_pct, r.rate, \
+         cast(r.p95_us as double precision) as min_p95_us, cast(r.p95_us as double precision) as max_p95_us, \
+         cast(r.p99_us as double precision) as max_p99_us, r.error_pct as max_error_pct, \
+         cast(",
+    regressed_here!(),
+    " as bigint) as regressed, \
+         cast(case when runs.status = 'invalid' then 1 else 0 end as bigint) as invalid, runs.build_id \
+         from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
+         where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.scenario_hash = $4 \
+    and runs.status <> 'failed' \
+         order by r.endpoint, runs.started_at, runs.id"
+);
+
+/// The runs of one series in the range merged into time buckets `$5` ms wide: means, and the spread.
+const BUCKETED: &str = concat!(
+    "select r.endpoint, min(runs.started_at) as started_at, count(*) as runs, \
+         cast(null as bigint) as run_id, cast(null as text) as status, \
+         cast(avg(r.p50_us) as double precision) as p50_us, cast(avg(r.p95_us) as double precision) as p95_us, \
+         cast(avg(r.p99_us) as double precision) as p99_us, cast(avg(r.error_pct) as double precision) as error_pct, \
+         cast(avg(r.rate) as double precision) as rate, \
+         cast(min(r.p95_us) as double precision) as min_p95_us, cast(max(r.p95_us) as double precision) as max_p95_us, \
+         cast(max(r.p99_us) as double precision) as max_p99_us, \
+         cast(max(r.error_pct) as double precision) as max_error_pct, \
+         cast(sum(",
+    regressed_here!(),
+    ") as bigint) as regressed, \
+         cast(sum(case when runs.status = 'invalid' then 1 else 0 end) as bigint) as invalid, \
+         max(runs.build_id) as build_id \
+         from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
+         where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.scenario_hash = $4 \
+    and runs.status <> 'failed' \
+         group by r.endpoint, (runs.started_at - $2) / $5 order by r.endpoint, started_at"
+);
+
+/// The weekly sums in the range, merged per bucket (weighted by their run counts). They hold every
+/// workload series of the scenario: weeks are summed as runs are stored, whatever their series.
 const WEEKLY: &str = "select w.endpoint, min(w.first_started_at) as started_at, cast(sum(w.runs) as bigint) as runs, \
+    cast(null as bigint) as run_id, cast(null as text) as status, \
     cast(sum(w.sum_p50_us) / sum(w.runs) as double precision) as p50_us, \
     cast(sum(w.sum_p95_us) / sum(w.runs) as double precision) as p95_us, \
     cast(sum(w.sum_p99_us) / sum(w.runs) as double precision) as p99_us, \
     cast(sum(w.sum_error_pct) / sum(w.runs) as double precision) as error_pct, \
     cast(sum(w.sum_rate) / sum(w.runs) as double precision) as rate, \
+    cast(min(w.min_p95_us) as double precision) as min_p95_us, cast(max(w.max_p95_us) as double precision) as max_p95_us, \
+    cast(max(w.max_p99_us) as double precision) as max_p99_us, \
+    cast(max(w.max_error_pct) as double precision) as max_error_pct, \
     cast(0 as bigint) as regressed, cast(0 as bigint) as invalid, cast(null as text) as build_id \
     from weekly_results w join scenarios on scenarios.id = w.scenario_id \
     where scenarios.name = $1 and w.first_started_at >= $2 and w.first_started_at < $3 \
     group by w.endpoint, (w.first_started_at - $2) / $4 order by w.endpoint, started_at";
 
 #[derive(sqlx::FromRow)]
-struct BucketRow {
+struct PointRow {
     endpoint: String,
     started_at: i64,
     runs: i64,
+    run_id: Option<i64>,
+    status: Option<String>,
     p50_us: f64,
     p95_us: f64,
     p99_us: f64,
     error_pct: f64,
     rate: f64,
+    min_p95_us: f64,
+    max_p95_us: f64,
+    max_p99_us: f64,
+    max_error_pct: f64,
     regressed: i64,
     invalid: i64,
     build_id: Option<String>,
 }
 
+impl TryFrom<PointRow> for ChartPoint {
+    type Error = StoreError;
+
+    fn try_from(row: PointRow) -> Result<Self, StoreError> {
+        let status = row.status.map(|s| s.parse::<RunStatus>().map_err(StoreError::Corrupt)).transpose()?;
+        Ok(Self {
+            endpoint: row.endpoint,
+            started_at: from_millis(row.started_at),
+            runs: row.runs,
+            run_id: row.run_id,
+            status,
+            p50_ms: row.p50_us / 1000.0,
+            p95_ms: row.p95_us / 1000.0,
+            p99_ms: row.p99_us / 1000.0,
+            error_pct: row.error_pct,
+            rate: row.rate,
+            p95_range_ms: (row.min_p95_us / 1000.0, row.max_p95_us / 1000.0),
+            p99_max_ms: row.max_p99_us / 1000.0,
+            error_pct_max: row.max_error_pct,
+            regressed: row.regressed,
+            invalid: row.invalid,
+            build_id: row.build_id,
+        })
+    }
+}
+
+/// What a trend covers: the scenario, its workload series, and the time range.
+#[derive(Debug, Clone, Copy)]
+pub struct TrendSpan<'a> {
+    /// The scenario's name.
+    pub scenario: &'a str,
+    /// The full hash of the workload series shown (weekly sums over long ranges hold every series).
+    pub series: &'a str,
+    /// Start of the range.
+    pub from: DateTime<Utc>,
+    /// End of the range (exclusive).
+    pub to: DateTime<Utc>,
+    /// How many time buckets a range of more than [`MAX_RUN_POINTS`] runs is merged into.
+    pub buckets: u32,
+}
+
+/// A trend: its points, and whether they come from the weekly sums (which hold every workload series).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trend {
+    /// By endpoint, then time.
+    pub points: Vec<ChartPoint>,
+    /// The range was long enough to be read from the weekly sums, so every series of the scenario is in it.
+    pub every_series: bool,
+}
+
 impl Store {
-    /// Every endpoint of `scenario` in `[from, to)`, in at most `buckets` equal time buckets per endpoint,
-    /// by endpoint then time. Runs of every status that stored results are included.
-    pub async fn trend_buckets(
-        &self,
-        scenario: &str,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        buckets: u32,
-    ) -> Result<Vec<TrendBucket>, StoreError> {
+    /// Whether any run of `scenario` measured `endpoint`.
+    pub async fn endpoint_exists(&self, scenario: &str, endpoint: &str) -> Result<bool, StoreError> {
+        let query = "select count(*) from endpoint_results r join runs on runs.id = r.run_id \
+                     join scenarios on scenarios.id = runs.scenario_id where scenarios.name = $1 and r.endpoint = $2";
+        let found: i64 =
+            on_pool!(self, |pool| sqlx::query_scalar(query).bind(scenario).bind(endpoint).fetch_one(pool).await?);
+        Ok(found > 0)
+    }
+
+    /// Every endpoint of the span's scenario and series in `[from, to)`, by endpoint then time: a point per
+    /// run when the range holds at most [`MAX_RUN_POINTS`] runs, else at most `buckets` time buckets. Runs
+    /// of every status that stored results are included, but failed ones: a down target measured
+    /// no build, and its fast refusals would read as a faster night.
+    pub async fn trend_points(&self, span: TrendSpan<'_>) -> Result<Trend, StoreError> {
         let first = "select min(runs.started_at) from runs join scenarios on scenarios.id = runs.scenario_id \
                      where scenarios.name = $1";
+        let scenario = span.scenario;
         let first: Option<i64> =
             on_pool!(self, |pool| sqlx::query_scalar(first).bind(scenario).fetch_one(pool).await?);
-        let Some(first) = first else { return Ok(Vec::new()) };
+        let Some(first) = first else { return Ok(Trend { points: Vec::new(), every_series: false }) };
         // The range starts no earlier than the first run, so "all" is split over the real history.
-        let from = to_millis(from).max(first);
-        let to = to_millis(to);
-        let width = ((to - from) / i64::from(buckets.max(1))).max(Duration::minutes(1).num_milliseconds());
-        let query = if to - from > WEEKLY_FROM.num_milliseconds() { WEEKLY } else { PER_RUN };
-        let rows: Vec<BucketRow> = on_pool!(self, |pool| sqlx::query_as(query)
-            .bind(scenario)
-            .bind(from)
-            .bind(to)
-            .bind(width)
-            .fetch_all(pool)
-            .await?);
-        Ok(rows
-            .into_iter()
-            .map(|row| {
-                let BucketRow {
-                    endpoint,
-                    started_at,
-                    runs,
-                    p50_us,
-                    p95_us,
-                    p99_us,
-                    error_pct,
-                    rate,
-                    regressed,
-                    invalid,
-                    build_id,
-                } = row;
-                TrendBucket {
-                    endpoint,
-                    started_at: from_millis(started_at),
-                    runs,
-                    p50_ms: p50_us / 1000.0,
-                    p95_ms: p95_us / 1000.0,
-                    p99_ms: p99_us / 1000.0,
-                    error_pct,
-                    rate,
-                    regressed,
-                    invalid,
-                    build_id,
-                }
-            })
-            .collect())
+        let from = to_millis(span.from).max(first);
+        let to = to_millis(span.to);
+        let width = ((to - from) / i64::from(span.buckets.max(1))).max(Duration::minutes(1).num_milliseconds());
+        let series = span.series;
+        let every_series = to - from > WEEKLY_FROM.num_milliseconds();
+        let rows: Vec<PointRow> = if every_series {
+            on_pool!(self, |pool| sqlx::query_as(WEEKLY)
+                .bind(scenario)
+                .bind(from)
+                .bind(to)
+                .bind(width)
+                .fetch_all(pool)
+                .await?)
+        } else {
+            let runs: i64 = on_pool!(self, |pool| sqlx::query_scalar(COUNT_RUNS)
+                .bind(scenario)
+                .bind(from)
+                .bind(to)
+                .bind(series)
+                .fetch_one(pool)
+                .await?);
+            if runs <= MAX_RUN_POINTS {
+                on_pool!(self, |pool| sqlx::query_as(PER_RUN)
+                    .bind(scenario)
+                    .bind(from)
+                    .bind(to)
+                    .bind(series)
+                    .fetch_all(pool)
+                    .await?)
+            } else {
+                on_pool!(self, |pool| sqlx::query_as(BUCKETED)
+                    .bind(scenario)
+                    .bind(from)
+                    .bind(to)
+                    .bind(series)
+                    .bind(width)
+                    .fetch_all(pool)
+                    .await?)
+            }
+        };
+        let points = rows.into_iter().map(ChartPoint::try_from).collect::<Result<_, _>>()?;
+        Ok(Trend { points, every_series })
     }
 }

@@ -78,10 +78,10 @@ async fn acknowledge(state: &AppState, id: &str, reason: Option<&str>) -> Result
     let reason = reason
         .map(str::trim)
         .filter(|r| !r.is_empty())
-        .ok_or_else(|| WebError::BadRequest("a reason is required to acknowledge an alert".to_owned()))?;
+        .ok_or_else(|| WebError::BadRequest("A reason is required to acknowledge an alert.".to_owned()))?;
     match state.store.acknowledge_episode(id, reason, Utc::now()).await? {
         Acknowledged::Done => Ok(id),
-        Acknowledged::NotOpen => Err(WebError::BadRequest(format!("episode #{id} is not open"))),
+        Acknowledged::NotOpen => Err(WebError::BadRequest(format!("Episode #{id} is not open."))),
         Acknowledged::NotFound => Err(WebError::NotFound(format!("There is no episode #{id}."))),
     }
 }

@@ -62,7 +62,7 @@ pub(super) async fn runs(
 pub(super) async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     let id = parse_run_id(&id)?;
     let detail =
-        state.store.run_detail(id).await?.ok_or_else(|| WebError::NotFound(format!("there is no run #{id}")))?;
+        state.store.run_detail(id).await?.ok_or_else(|| WebError::NotFound(format!("There is no run #{id}.")))?;
     let verdict = state.store.latest_verdict(id).await?;
     Ok(Json(json!({ "run": detail.run, "endpoints": detail.endpoints, "verdict": verdict })))
 }
@@ -84,6 +84,9 @@ pub(super) async fn trend(
     let range = Range::parse(query.range.as_deref())?;
     let endpoint = query.endpoint.unwrap_or_else(|| OVERALL_ENDPOINT.to_owned());
     ensure_scenario(&state, &name).await?;
+    if !state.store.endpoint_exists(&name, &endpoint).await? {
+        return Err(WebError::NotFound(format!("Scenario `{name}` has no endpoint `{endpoint}`.")).into());
+    }
     let (from, to) = range.window(Utc::now());
     let points = state.store.trend(&name, &endpoint, metric, from, to).await?;
     Ok(Json(json!({

@@ -12,10 +12,10 @@
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use base64::Engine;
 
-use super::AppState;
+use super::{AppState, WebError};
 use crate::secret::Secret;
 
 /// Lets a request through, or answers 401/403 in its place.
@@ -25,33 +25,45 @@ pub(super) async fn guard(State(state): State<AppState>, request: Request, next:
         return next.run(request).await;
     }
     let reads = request.method() == Method::GET || request.method() == Method::HEAD;
+    let path = path.to_owned();
     if !reads && from_another_site(request.headers(), state.config.server.public_url.as_deref()) {
-        return (
-            StatusCode::FORBIDDEN,
+        return WebError::Forbidden(
             "Refused: this request was sent by a page of another site. Use the dashboard itself, or send the \
-             API token from a script.\n",
+             API token from a script."
+                .into(),
         )
-            .into_response();
+        .answer_for(&path);
     }
     let needs_token = !reads || state.config.server.pages_require_token;
     if !needs_token {
         return next.run(request).await;
     }
-    match &state.config.server.api_token {
-        None => (
-            StatusCode::FORBIDDEN,
+    let refusal = match &state.config.server.api_token {
+        None => WebError::Forbidden(
             "This degrade has no API token configured; set the variable named by [server] api_token_env \
-             (default DEGRADE_API_TOKEN) to allow this.\n",
-        )
-            .into_response(),
-        Some(token) if presents(request.headers(), token) => next.run(request).await,
-        Some(_) => (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Basic realm=\"degrade\", charset=\"UTF-8\"")],
-            "Send the API token as `Authorization: Bearer <token>`, or as the password of basic auth.\n",
-        )
-            .into_response(),
+             (default DEGRADE_API_TOKEN) to allow this."
+                .into(),
+        ),
+        Some(token) => match presents(request.headers(), token) {
+            Presented::Token => return next.run(request).await,
+            Presented::Nothing => WebError::Unauthorized(
+                "This needs the API token: send it as `Authorization: Bearer <token>`, or as the password of \
+                 basic auth."
+                    .into(),
+            ),
+            Presented::Other => WebError::Unauthorized(
+                "The token sent is not the API token; check the value of the variable named by [server] \
+                 api_token_env."
+                    .into(),
+            ),
+        },
+    };
+    let mut response = refusal.answer_for(&path);
+    if response.status() == StatusCode::UNAUTHORIZED {
+        let challenge = header::HeaderValue::from_static("Basic realm=\"degrade\", charset=\"UTF-8\"");
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
     }
+    response
 }
 
 /// Whether a browser says the request comes from a page of another site: `Sec-Fetch-Site` other than
@@ -72,10 +84,24 @@ fn from_another_site(headers: &HeaderMap, public_url: Option<&str>) -> bool {
     !same_host && public_origin.is_none_or(|public| !public.eq_ignore_ascii_case(origin))
 }
 
-/// Whether the request carries `token` as a bearer token or a basic-auth password (the scheme's name in any
-/// case, as HTTP has it).
-fn presents(headers: &HeaderMap, token: &Secret) -> bool {
-    let Some(value) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else { return false };
+/// What a request's `Authorization` header holds.
+#[derive(Debug, PartialEq, Eq)]
+enum Presented {
+    /// No credentials at all.
+    Nothing,
+    /// Credentials, but not the token.
+    Other,
+    /// The token, as a bearer token or a basic-auth password (the scheme's name in any case, as HTTP has it).
+    Token,
+}
+
+fn presents(headers: &HeaderMap, token: &Secret) -> Presented {
+    let Some(value) = headers.get(header::AUTHORIZATION) else { return Presented::Nothing };
+    let matches = value.to_str().ok().is_some_and(|value| carries(value, token));
+    if matches { Presented::Token } else { Presented::Other }
+}
+
+fn carries(value: &str, token: &Secret) -> bool {
     let Some((scheme, credentials)) = value.trim_start().split_once(' ') else { return false };
     if scheme.eq_ignore_ascii_case("bearer") {
         return constant_time_eq(credentials.trim().as_bytes(), token.expose().as_bytes());
@@ -83,8 +109,7 @@ fn presents(headers: &HeaderMap, token: &Secret) -> bool {
     if !scheme.eq_ignore_ascii_case("basic") {
         return false;
     }
-    let encoded = credentials;
-    let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) else { return false };
+    let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(credentials.trim()) else { return false };
     let password = decoded.iter().position(|b| *b == b':').map_or(&[][..], |colon| &decoded[colon + 1..]);
     constant_time_eq(password, token.expose().as_bytes())
 }
@@ -104,7 +129,7 @@ mod tests {
         let with = |value: &str| {
             let mut headers = HeaderMap::new();
             headers.insert(header::AUTHORIZATION, value.parse().unwrap());
-            presents(&headers, &token)
+            presents(&headers, &token) == Presented::Token
         };
         let basic =
             |credentials: &str| format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials));
@@ -115,7 +140,10 @@ mod tests {
         assert!(!with("Bearer s3cret"));
         assert!(!with(&basic("s3cret-token")));
         assert!(!with("Token s3cret-token"));
-        assert!(!presents(&HeaderMap::new(), &token));
+        assert_eq!(presents(&HeaderMap::new(), &token), Presented::Nothing);
+        let mut wrong = HeaderMap::new();
+        wrong.insert(header::AUTHORIZATION, "Bearer nope".parse().unwrap());
+        assert_eq!(presents(&wrong, &token), Presented::Other);
     }
 
     fn from_another_site_here(headers: &HeaderMap) -> bool {

@@ -1,6 +1,6 @@
-//! The one error type at the HTTP edge: semantic cases become 404 and 400 pages (or JSON under `/api`),
-//! everything else is logged with its detail and answered with a generic 500, so no internal message (which
-//! could name a database host) reaches a browser.
+//! The one error type at the HTTP edge: semantic cases become 4xx pages, or under `/api/v1` JSON of one
+//! shape, `{"error": {"code": "not_found", "message": "…"}}`; everything else is logged with its detail and
+//! answered with a generic 500, so no internal message (which could name a database host) reaches a browser.
 
 use askama::Template;
 use axum::Json;
@@ -24,6 +24,12 @@ pub enum WebError {
     /// The request is fine but what it names cannot be done as configured (a scenario file with problems).
     #[error("{0}")]
     Unprocessable(String),
+    /// The request needs the API token and did not send it, or sent another.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The request is refused whatever it sends (no token configured, or sent by another site's page).
+    #[error("{0}")]
+    Forbidden(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -54,6 +60,8 @@ impl WebError {
             Self::BadRequest(message) => (StatusCode::BAD_REQUEST, message.clone()),
             Self::Conflict(message) => (StatusCode::CONFLICT, message.clone()),
             Self::Unprocessable(message) => (StatusCode::UNPROCESSABLE_ENTITY, message.clone()),
+            Self::Unauthorized(message) => (StatusCode::UNAUTHORIZED, message.clone()),
+            Self::Forbidden(message) => (StatusCode::FORBIDDEN, message.clone()),
             Self::Store(_) | Self::Render(_) => {
                 tracing::error!(error = %self, "request failed");
                 (
@@ -64,11 +72,31 @@ impl WebError {
         }
     }
 
+    /// The error's kind for scripts, stable across wordings.
+    fn code(&self) -> &'static str {
+        match self {
+            Self::NotFound(_) => "not_found",
+            Self::BadRequest(_) => "bad_request",
+            Self::Conflict(_) => "conflict",
+            Self::Unprocessable(_) => "unprocessable",
+            Self::Unauthorized(_) => "unauthorized",
+            Self::Forbidden(_) => "forbidden",
+            Self::Store(_) | Self::Render(_) => "internal",
+        }
+    }
+
     /// The same error as JSON, for `/api/v1` routes.
     #[must_use]
     pub fn into_json(self) -> Response {
+        let code = self.code();
         let (status, message) = self.status_and_message();
-        (status, Json(serde_json::json!({ "error": message }))).into_response()
+        (status, Json(serde_json::json!({ "error": { "code": code, "message": message } }))).into_response()
+    }
+
+    /// As JSON under `/api/`, else as a page.
+    #[must_use]
+    pub fn answer_for(self, path: &str) -> Response {
+        if path.starts_with("/api/") { self.into_json() } else { self.into_response() }
     }
 }
 

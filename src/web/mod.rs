@@ -7,6 +7,7 @@
 mod alerts;
 mod api;
 mod auth;
+mod changes;
 mod charts;
 mod compare;
 mod error;
@@ -14,6 +15,9 @@ mod metrics;
 mod overview_page;
 mod range;
 mod run_page;
+mod sparkline;
+mod svg;
+mod trend_chart;
 mod trend_page;
 mod trigger;
 
@@ -166,6 +170,6 @@ async fn stylesheet() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../../static/style.css"))
 }
 
-async fn not_found(uri: axum::http::Uri) -> WebError {
-    WebError::NotFound(format!("There is no page at {}.", uri.path()))
+async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
+    WebError::NotFound(format!("There is no page at {}.", uri.path())).answer_for(uri.path())
 }

@@ -1,21 +1,27 @@
-//! `/`: every scenario with its latest run, open alerts, and a p95 sparkline per endpoint.
+//! `/`: every scenario with its latest run, what its latest verdict found, open alerts, and a p95 sparkline
+//! per endpoint on one shared relative scale (so 1.5 ms of jitter on a fast route never looks like a
+//! regression on a slow one).
+
+use std::collections::BTreeSet;
 
 use askama::Template;
 use axum::extract::State;
 use axum::response::Html;
 use chrono::Utc;
 
-use super::charts::sparkline_svg;
+use super::changes::Changes;
+use super::sparkline::{Sparkline, relative_to_level};
 use super::{AppState, WebError};
-use crate::store::{OVERALL_ENDPOINT, ScenarioSummary, TrendBucket};
+use crate::store::{ChartPoint, OVERALL_ENDPOINT, ScenarioSummary, TrendSpan};
 
 /// How many days of p95 the overview's sparklines show.
 const SPARKLINE_DAYS: i64 = 30;
 
-/// One scenario on the overview: its summary and a p95 sparkline per endpoint.
+/// One scenario on the overview: its summary, its latest verdict's changes and a sparkline per endpoint.
 struct ScenarioCard {
     summary: ScenarioSummary,
-    sparklines: Vec<(String, String, String)>,
+    changes: Option<Changes>,
+    sparklines: Vec<Sparkline>,
     /// When the scheduler runs it next, in its own timezone, or why it does not.
     next_run: String,
 }
@@ -31,16 +37,22 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
     let now = Utc::now();
     let mut scenarios = Vec::new();
     for summary in state.store.scenario_summaries().await? {
-        let from = now - chrono::Duration::days(SPARKLINE_DAYS);
-        let buckets = state.store.trend_buckets(&summary.name, from, now, SPARKLINE_DAYS as u32).await?;
+        let changes = Changes::latest(&state.store, &summary.name).await?;
+        let regressed: BTreeSet<&str> =
+            changes.iter().flat_map(|c| c.rows.iter().filter(|r| r.worse).map(|r| r.endpoint.as_str())).collect();
+        let series = state.store.workload_series(&summary.name).await?;
         let mut sparklines = Vec::new();
-        for endpoint in endpoint_names(&buckets) {
-            let p95: Vec<f64> = buckets.iter().filter(|b| b.endpoint == endpoint).map(|b| b.p95_ms).collect();
-            let latest = p95.last().map(|v| format!("{v:.1} ms")).unwrap_or_default();
-            sparklines.push((endpoint.to_owned(), sparkline_svg(&p95), latest));
+        if let Some(newest) = series.first() {
+            let from = now - chrono::Duration::days(SPARKLINE_DAYS);
+            let span = TrendSpan { scenario: &summary.name, series: &newest.hash, from, to: now, buckets: 60 };
+            let trend = state.store.trend_points(span).await?;
+            for endpoint in endpoint_names(&trend.points) {
+                let p95: Vec<f64> = trend.points.iter().filter(|p| p.endpoint == endpoint).map(|p| p.p95_ms).collect();
+                sparklines.push(relative_to_level(endpoint, &p95, regressed.contains(endpoint)));
+            }
         }
         let next_run = next_run(&state, &summary.name, now);
-        scenarios.push(ScenarioCard { summary, sparklines, next_run });
+        scenarios.push(ScenarioCard { summary, changes, sparklines, next_run });
     }
     Ok(Html(OverviewPage { scenarios }.render()?))
 }
@@ -56,9 +68,9 @@ fn next_run(state: &AppState, scenario: &str, now: chrono::DateTime<Utc>) -> Str
     }
 }
 
-/// The endpoints in `buckets` (sorted by endpoint), the whole run first.
-pub(super) fn endpoint_names(buckets: &[TrendBucket]) -> Vec<&str> {
-    let mut names: Vec<&str> = buckets.iter().map(|b| b.endpoint.as_str()).collect();
+/// The endpoints in `points` (sorted by endpoint), the whole run first.
+pub(super) fn endpoint_names(points: &[ChartPoint]) -> Vec<&str> {
+    let mut names: Vec<&str> = points.iter().map(|p| p.endpoint.as_str()).collect();
     names.dedup();
     names.sort_by_key(|n| (*n != OVERALL_ENDPOINT, *n));
     names

@@ -1,27 +1,36 @@
-//! `/scenarios/{name}?range=…`: per endpoint, p50/p95/p99, the error rate and throughput over time.
+//! `/scenarios/{name}`: what the latest verdict found, then per endpoint p50/p95/p99, the error rate (when
+//! there were errors) and throughput over time, for one workload series.
 //!
-//! The p95 line carries the baseline band (the level the detector sees, ± 2 sigma of night-to-night noise)
-//! and a marker on each regressed run; under the charts, regressed and invalid runs and build changes are
-//! listed in words. Long ranges show time buckets averaged by the database, where markers are not kept.
+//! Query: `range=7d|30d|90d|1y|all`, or a zoom `from=YYYY-MM-DD&to=YYYY-MM-DD`; `scale=log`; `series=HASH`
+//! (a prefix is enough; the newest series by default). The p95 line carries the baseline band (the level the
+//! detector sees, ± 2 sigma of night-to-night noise), the `[scenario.gates]` limit as a red zone, and a pin
+//! on each run where this endpoint regressed; under the charts, regressed and invalid runs and build changes
+//! are listed in words.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
-use chrono::Utc;
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 
-use super::charts::{Marks, TrendLine, trend_svg};
+use super::changes::Changes;
 use super::overview_page::endpoint_names;
 use super::range::Range;
+use super::trend_chart::{Line, Scale, TrendChart};
 use super::{AppState, WebError, ensure_scenario};
 use crate::analysis::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
 use crate::analysis::level::estimate;
-use crate::store::{Run, TrendBucket, WorkloadSeries};
+use crate::config::AbsoluteGates;
+use crate::store::{ChartPoint, Run, TrendSpan, WorkloadSeries};
 
-/// `?range=` of the trend page.
+/// The query of the trend page.
 #[derive(Deserialize)]
 pub(super) struct TrendQuery {
     range: Option<String>,
+    scale: Option<String>,
+    series: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
 }
 
 /// One endpoint's charts and notes.
@@ -37,11 +46,20 @@ struct EndpointTrend {
 #[template(path = "scenario.html")]
 struct ScenarioPage {
     name: String,
-    ranges: Vec<(&'static str, bool)>,
+    /// Each range's link (keeping scale and series) and whether it is the one shown.
+    ranges: Vec<(&'static str, String, bool)>,
+    /// The other scale's link and name.
+    other_scale: (String, &'static str),
+    /// The dates shown, when zoomed.
+    zoom: Option<(String, String)>,
+    changes: Option<Changes>,
     endpoints: Vec<EndpointTrend>,
     runs: Vec<Run>,
-    /// Its workload series, newest first: the first is the one new runs join unless reshaped.
+    /// Its workload series, newest first, and the one the charts show.
     series: Vec<WorkloadSeries>,
+    shown_series: Option<String>,
+    /// The range is read from weekly sums, which hold every series.
+    every_series: bool,
 }
 
 impl ScenarioPage {
@@ -51,66 +69,155 @@ impl ScenarioPage {
     }
 }
 
+/// What one page shows: the window, the scale and the series, parsed from the query.
+struct View {
+    range: Range,
+    window: (DateTime<Utc>, DateTime<Utc>),
+    zoom: Option<(String, String)>,
+    scale: Scale,
+}
+
+impl View {
+    fn parse(query: &TrendQuery, now: DateTime<Utc>) -> Result<Self, WebError> {
+        let range = Range::parse(query.range.as_deref())?;
+        let scale = match query.scale.as_deref() {
+            None | Some("linear") => Scale::Linear,
+            Some("log") => Scale::Log,
+            Some(other) => return Err(WebError::BadRequest(format!("unknown scale `{other}`; use linear or log"))),
+        };
+        let (window, zoom) = match (&query.from, &query.to) {
+            (None, None) => (range.window(now), None),
+            (from, to) => {
+                let day = |text: &str, field: &str| {
+                    NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| {
+                        WebError::BadRequest(format!("`{field}` must be a date like 2026-11-30, not `{text}`"))
+                    })
+                };
+                let from = from.as_deref().map(|t| day(t, "from")).transpose()?;
+                let to = to.as_deref().map(|t| day(t, "to")).transpose()?.unwrap_or_else(|| now.date_naive());
+                let from = from.unwrap_or(to - chrono::Duration::days(30));
+                if from > to {
+                    return Err(WebError::BadRequest(format!("`from` ({from}) is after `to` ({to})")));
+                }
+                let start = from.and_time(chrono::NaiveTime::MIN).and_utc();
+                let end = (to + chrono::Duration::days(1)).and_time(chrono::NaiveTime::MIN).and_utc();
+                ((start, end), Some((from.to_string(), to.to_string())))
+            }
+        };
+        Ok(Self { range, window, zoom, scale })
+    }
+
+    /// The page's link with `range` and `scale` replaced, keeping the series.
+    fn link(range: &str, scale: Scale, series: Option<&str>) -> String {
+        let mut link = format!("?range={range}");
+        if scale == Scale::Log {
+            link.push_str("&scale=log");
+        }
+        if let Some(series) = series {
+            link.push_str(&format!("&series={}", series.get(..8).unwrap_or(series)));
+        }
+        link
+    }
+}
+
 pub(super) async fn page(
     State(state): State<AppState>,
     Path(name): Path<String>,
     Query(query): Query<TrendQuery>,
 ) -> Result<Html<String>, WebError> {
-    let range = Range::parse(query.range.as_deref())?;
+    let view = View::parse(&query, Utc::now())?;
     ensure_scenario(&state, &name).await?;
-    let (from, to) = range.window(Utc::now());
-    let buckets = state.store.trend_buckets(&name, from, to, range.points()).await?;
-    let mut endpoints = Vec::new();
-    for endpoint in endpoint_names(&buckets) {
-        let series: Vec<&TrendBucket> = buckets.iter().filter(|b| b.endpoint == endpoint).collect();
-        endpoints.push(endpoint_trend(endpoint, &series)?);
-    }
-    let runs = state.store.last_runs(&name, 20).await?;
     let series = state.store.workload_series(&name).await?;
-    let ranges = Range::ALL.iter().map(|r| (r.as_str(), *r == range)).collect();
-    Ok(Html(ScenarioPage { name, ranges, endpoints, runs, series }.render()?))
-}
-
-fn endpoint_trend(endpoint: &str, series: &[&TrendBucket]) -> Result<EndpointTrend, WebError> {
-    let latency: [TrendLine; 3] = [("p50 ms", |b| b.p50_ms), ("p95 ms", |b| b.p95_ms), ("p99 ms", |b| b.p99_ms)];
-    let regressed: Vec<usize> = series.iter().enumerate().filter(|(_, b)| b.regressed > 0).map(|(i, _)| i).collect();
-    let invalid: Vec<usize> = series.iter().enumerate().filter(|(_, b)| b.invalid > 0).map(|(i, _)| i).collect();
-    let builds = build_changes(series);
-    let p95_marks = Marks { on: 1, band: baseline_band(series), points: regressed, builds: builds.clone(), invalid };
-    let plain = Marks { builds, ..Marks::default() };
-    Ok(EndpointTrend {
-        latency_svg: trend_svg(&format!("{endpoint}: response time"), series, &latency, &p95_marks)?,
-        error_svg: trend_svg(&format!("{endpoint}: error rate"), series, &[("errors %", |b| b.error_pct)], &plain)?,
-        rate_svg: trend_svg(&format!("{endpoint}: throughput"), series, &[("requests/s", |b| b.rate)], &plain)?,
-        notes: notes(series),
-        name: endpoint.to_owned(),
-    })
-}
-
-/// The points where the build differs from the one before, with `before → now`.
-fn build_changes(series: &[&TrendBucket]) -> Vec<(usize, String)> {
-    let mut changes = Vec::new();
-    let mut previous: Option<&str> = None;
-    for (index, bucket) in series.iter().enumerate() {
-        let build = bucket.build_id.as_deref();
-        if let (Some(before), Some(now)) = (previous, build)
-            && before != now
-        {
-            changes.push((index, format!("{before} → {now}")));
+    let shown = match &query.series {
+        None => series.first(),
+        Some(wanted) => Some(
+            series
+                .iter()
+                .find(|s| s.hash.starts_with(wanted.as_str()))
+                .ok_or_else(|| WebError::NotFound(format!("Scenario `{name}` has no workload series `{wanted}`.")))?,
+        ),
+    };
+    let shown_series = shown.map(|s| s.hash.clone());
+    let mut endpoints = Vec::new();
+    let mut every_series = false;
+    if let Some(hash) = &shown_series {
+        let (from, to) = view.window;
+        let span = TrendSpan { scenario: &name, series: hash, from, to, buckets: view.range.points() };
+        let trend = state.store.trend_points(span).await?;
+        every_series = trend.every_series;
+        let gates = state.config.scenario(&name).map(|s| s.gates.absolute.clone()).unwrap_or_default();
+        for endpoint in endpoint_names(&trend.points) {
+            let points: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == endpoint).collect();
+            endpoints.push(endpoint_trend(endpoint, &points, view.scale, &gates));
         }
-        previous = build.or(previous);
     }
-    changes
+    let keep = shown_series.as_deref().filter(|_| query.series.is_some());
+    let ranges = Range::ALL
+        .iter()
+        .map(|r| (r.as_str(), View::link(r.as_str(), view.scale, keep), *r == view.range && view.zoom.is_none()))
+        .collect();
+    let other = if view.scale == Scale::Log { Scale::Linear } else { Scale::Log };
+    let other_scale =
+        (View::link(view.range.as_str(), other, keep), if other == Scale::Log { "log" } else { "linear" });
+    let page = ScenarioPage {
+        changes: Changes::latest(&state.store, &name).await?,
+        runs: state.store.last_runs(&name, 20).await?,
+        name,
+        ranges,
+        other_scale,
+        zoom: view.zoom,
+        endpoints,
+        series,
+        shown_series,
+        every_series,
+    };
+    Ok(Html(page.render()?))
+}
+
+const LATENCY: [Line; 3] = [
+    Line { name: "p95", colour: "#2f6fd0", value: |p| p.p95_ms },
+    Line { name: "p50", colour: "#8fb3e8", value: |p| p.p50_ms },
+    Line { name: "p99", colour: "#7a4fc0", value: |p| p.p99_ms },
+];
+const ERRORS: [Line; 1] = [Line { name: "errors", colour: "#b9770e", value: |p| p.error_pct }];
+const THROUGHPUT: [Line; 1] = [Line { name: "throughput", colour: "#4a8f6a", value: |p| p.rate }];
+
+fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], scale: Scale, gates: &AbsoluteGates) -> EndpointTrend {
+    let chart = |title: &str, unit: &'static str, lines: &'static [Line]| TrendChart {
+        title: format!("{endpoint}: {title}"),
+        unit,
+        lines,
+        spread: None,
+        band: None,
+        limit: None,
+        scale,
+    };
+    let latency = TrendChart {
+        spread: Some(|p| p.p95_range_ms),
+        band: baseline_band(points),
+        limit: gates.max_p95_ms,
+        ..chart("response time", "ms", &LATENCY)
+    };
+    // An endpoint that never failed in the range gets no all-zero error chart.
+    let had_errors = points.iter().any(|p| p.error_pct_max > 0.0);
+    let errors = TrendChart { limit: gates.max_error_rate_pct, ..chart("error rate", "%", &ERRORS) };
+    EndpointTrend {
+        latency_svg: latency.render(points),
+        error_svg: if had_errors { errors.render(points) } else { String::new() },
+        rate_svg: chart("throughput", "req/s", &THROUGHPUT).render(points),
+        notes: notes(points),
+        name: endpoint.to_owned(),
+    }
 }
 
 /// The p95 band a normal night falls in: the current level of all points but the newest (as the detector
 /// finds it, on the log scale), ± 2 sigma of noise. None with fewer than five earlier points.
-fn baseline_band(series: &[&TrendBucket]) -> Option<(f64, f64)> {
-    let earlier = &series[..series.len().saturating_sub(1)];
-    if earlier.len() < 5 || earlier.iter().any(|b| b.p95_ms <= 0.0) {
+fn baseline_band(points: &[&ChartPoint]) -> Option<(f64, f64)> {
+    let earlier = &points[..points.len().saturating_sub(1)];
+    if earlier.len() < 5 || earlier.iter().any(|p| p.p95_ms <= 0.0) {
         return None;
     }
-    let logs: Vec<f64> = earlier.iter().map(|b| b.p95_ms.ln()).collect();
+    let logs: Vec<f64> = earlier.iter().map(|p| p.p95_ms.ln()).collect();
     let level = estimate(&logs, &vec![0.0; logs.len()], LOG_SIGMA_FLOOR, Some(LOG_PRIOR));
     Some(((level.level - 2.0 * level.sigma).exp(), (level.level + 2.0 * level.sigma).exp()))
 }
@@ -119,24 +226,25 @@ fn baseline_band(series: &[&TrendBucket]) -> Option<(f64, f64)> {
 const LISTED_BUILD_CHANGES: usize = 8;
 
 /// Regressed and invalid runs and build changes, in words, oldest first.
-fn notes(series: &[&TrendBucket]) -> Vec<String> {
+fn notes(points: &[&ChartPoint]) -> Vec<String> {
     let mut notes = Vec::new();
     let mut builds = Vec::new();
     let mut previous_build: Option<&str> = None;
-    for bucket in series {
-        let day = bucket.started_at.format("%Y-%m-%d");
-        let build = bucket.build_id.as_deref();
+    for point in points {
+        let when = point.started_at.format("%Y-%m-%d %H:%M");
+        let run = point.run_id.map_or_else(|| format!("{} runs", point.runs), |id| format!("run #{id}"));
+        let build = point.build_id.as_deref();
         if let (Some(before), Some(now)) = (previous_build, build)
             && before != now
         {
-            builds.push(format!("{day}: build {before} → {now}"));
+            builds.push(format!("{when}: build {before} → {now}"));
         }
-        if bucket.regressed > 0 {
-            let build = build.map(|b| format!(" (build {b})")).unwrap_or_default();
-            notes.push(format!("{day}: judged worse here; the run regressed{build}"));
+        if point.regressed > 0 {
+            let build = build.map(|b| format!(", build {b}")).unwrap_or_default();
+            notes.push(format!("{when}: regressed here ({run}{build})"));
         }
-        if bucket.invalid > 0 {
-            notes.push(format!("{day}: invalid run, not used as a baseline"));
+        if point.invalid > 0 {
+            notes.push(format!("{when}: invalid ({run}), not used as a baseline"));
         }
         previous_build = build.or(previous_build);
     }

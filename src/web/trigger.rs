@@ -9,6 +9,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
+use super::error::ApiError;
 use super::{AppState, WebError};
 use crate::analysis::baseline::BaselineSpec;
 use crate::pipeline::{ClaimError, Job};
@@ -16,18 +17,20 @@ use crate::pipeline::{ClaimError, Job};
 pub(super) async fn trigger(
     State(state): State<AppState>,
     Path(name): Path<String>,
-) -> Result<(StatusCode, Json<Value>), WebError> {
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     let Some(scenario) = state.config.scenario(&name) else {
-        return Err(WebError::NotFound(format!("No [[scenario]] called `{name}` is configured.")));
+        return Err(WebError::NotFound(format!("No [[scenario]] called `{name}` is configured.")).into());
     };
     let spec: BaselineSpec = scenario.baseline.clone();
     let job = Job::find(&state.config, Some(&name)).map_err(|e| WebError::Unprocessable(format!("{e:#}")))?;
     let claim = match state.runner.claim(&name).await {
         Ok(claim) => claim,
         Err(busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(..) | ClaimError::ShuttingDown(_))) => {
-            return Err(WebError::Conflict(format!("{}; wait for it to finish.", capitalised(&busy.to_string()))));
+            return Err(
+                WebError::Conflict(format!("{}; wait for it to finish.", capitalised(&busy.to_string()))).into()
+            );
         }
-        Err(ClaimError::Database(_, e)) => return Err(WebError::Store(e)),
+        Err(ClaimError::Database(_, e)) => return Err(WebError::Store(e).into()),
     };
     let runner = state.runner.clone();
     tokio::spawn(async move {

@@ -178,6 +178,12 @@ async fn dashboard_story(db: &TestDb) {
         body.contains(&format!("#{last}")) && body.contains("status-regressed") && body.contains("1.0.9"),
         "{body}"
     );
+    assert!(
+        body.contains(r#"<tr class="worse"><td>GET /boards/{id}</td>"#)
+            && body.contains(r#"<span class="endpoint">GET /boards/{id}</span>"#)
+            && body.contains(r#"<strong class="alarm">regressed</strong>"#),
+        "the overview names the regressed endpoint: {body}"
+    );
 
     for range in ["7d", "30d", "all"] {
         let (status, body) = app.get(&format!("/scenarios/checkout?range={range}")).await;
@@ -185,13 +191,29 @@ async fn dashboard_story(db: &TestDb) {
         assert!(body.contains("<svg") && body.contains("GET /boards/{id}: response time"), "{range}: {body}");
     }
     let (_, body) = app.get("/scenarios/checkout?range=30d").await;
-    assert!(body.contains(": judged worse here; the run regressed (build 1.0.9)</li>"), "{body}");
+    assert!(body.contains(&format!(": regressed here (run #{last}, build 1.0.9)</li>")), "{body}");
+    // The summary at the top says what regressed, by how much, before any chart.
+    let summary = body.find(r#"<tr class="worse"><td>GET /boards/{id}</td><td>p95</td>"#).expect("the summary row");
+    assert!(summary < body.find("<svg").unwrap(), "the summary comes first");
+    assert!(body[summary..].contains("+35.0 %"), "{body}");
+    // Every point is a way in: a dot linked to its run, with the numbers in its tooltip.
+    assert!(body.contains(&format!(r#"<a href="/runs/{last}"><circle class="point""#)), "{body}");
+    assert!(body.contains(&format!("<title>run #{last}, ")) && body.contains("build 1.0.9: p95 135 ms"), "{body}");
+    // Error charts only for endpoints that had errors.
+    assert!(body.contains("GET /boards/{id}: error rate"), "{body}");
+    assert!(!body.contains("alert(1)&lt;/script&gt;: error rate"), "no all-zero error chart: {body}");
     let worse = body.find("<h2>GET /boards/{id}</h2>").expect("the boards section");
     let whole = body.find("<h2>(all)</h2>").expect("the whole-run section, which had no finding");
     let (marked, steady) =
         if worse < whole { (&body[worse..whole], &body[whole..]) } else { (&body[worse..], &body[whole..worse]) };
-    assert!(marked.contains("judged worse here"), "the regressed endpoint is marked: {marked}");
-    assert!(!steady.contains("judged worse here"), "the steady endpoint is not: {steady}");
+    assert!(
+        marked.contains("regressed here") && marked.contains(r#"class="pin""#),
+        "the regressed endpoint is marked: {marked}"
+    );
+    assert!(
+        !steady.contains("regressed here") && !steady.contains(r#"class="pin""#),
+        "the steady endpoint is not: {steady}"
+    );
     assert!(body.contains("<li>9 build changes in this range</li>"), "{body}");
     let (_, body) = app.get("/scenarios/checkout?range=7d").await;
     assert!(body.contains(": build 1.0.8 → 1.0.9</li>"), "a few build changes are listed one by one: {body}");
@@ -248,14 +270,26 @@ async fn not_found_and_bad_requests() {
     let db = TestDb::sqlite();
     let (app, store) = TestApp::spawn(&db).await;
     nights(&store, 2).await;
-    let pages: [(&str, u16, &str); 7] = [
+    let pages: [(&str, u16, &str); 10] = [
         ("/runs/424242", 404, "There is no run #424242."),
         ("/runs/abc", 400, "`abc` is not a run id"),
         ("/scenarios/search", 404, "No scenario is called `search`."),
         ("/scenarios/checkout?range=2w", 400, "unknown range `2w`; use 7d, 30d, 90d, 1y or all"),
         ("/nothing/here", 404, "There is no page at /nothing/here."),
-        ("/api/v1/runs/424242", 404, r#"{"error":"there is no run #424242"}"#),
-        ("/api/v1/scenarios/checkout/runs?limit=0", 400, r#"{"error":"limit `0` is not a number from 1 to 500"}"#),
+        // The API answers every error as JSON of one shape, also for paths it does not have.
+        ("/api/v1/runs/424242", 404, r#"{"error":{"code":"not_found","message":"There is no run #424242."}}"#),
+        (
+            "/api/v1/scenarios/checkout/runs?limit=0",
+            400,
+            r#"{"error":{"code":"bad_request","message":"limit `0` is not a number from 1 to 500"}}"#,
+        ),
+        ("/api/v1/nothing", 404, r#"{"error":{"code":"not_found","message":"There is no page at /api/v1/nothing."}}"#),
+        (
+            "/api/v1/scenarios/checkout/trend?endpoint=nope",
+            404,
+            r#"{"error":{"code":"not_found","message":"Scenario `checkout` has no endpoint `nope`."}}"#,
+        ),
+        ("/scenarios/checkout?scale=loud", 400, "unknown scale `loud`; use linear or log"),
     ];
     for (path, status, message) in pages {
         let (actual, body) = app.get(path).await;
@@ -264,7 +298,8 @@ async fn not_found_and_bad_requests() {
     }
     let (status, json) = app.get_json("/api/v1/scenarios/checkout/trend?metric=p42").await;
     assert_eq!(status, 400);
-    assert!(json["error"].as_str().unwrap().starts_with("unknown metric `p42`"), "{json}");
+    assert_eq!(json["error"]["code"], "bad_request");
+    assert!(json["error"]["message"].as_str().unwrap().starts_with("unknown metric `p42`"), "{json}");
 }
 
 #[tokio::test]
@@ -335,7 +370,7 @@ async fn run_page_compare_alerts_and_metrics() {
     assert_eq!(app.post_json(&path, reason.clone(), None).await.0, 401);
     assert_eq!(app.post_json(&path, reason.clone(), Some("Bearer wrong")).await.0, 401);
     let (status, body) = app.post_json(&path, serde_json::json!({ "reason": " " }), Some("Bearer t0ken")).await;
-    assert_eq!((status, body.contains("a reason is required")), (400, true), "{body}");
+    assert_eq!((status, body.contains("A reason is required")), (400, true), "{body}");
     let (status, body) = app.post_json(&path, reason.clone(), Some("Bearer t0ken")).await;
     assert_eq!(status, 200, "{body}");
     let (status, body) = app.post_json(&path, reason, Some("Bearer t0ken")).await;
@@ -417,8 +452,21 @@ async fn post_runs_starts_a_run_once_and_needs_the_token() {
     let db = TestDb::sqlite();
     let (app, store) = TestApp::spawn_with(&db, &config, Some("s3cret")).await;
     let path = "/api/v1/scenarios/quick/runs";
-    assert_eq!(app.post_json(path, serde_json::json!({}), None).await.0, 401);
-    assert_eq!(app.post_json("/api/v1/scenarios/nope/runs", serde_json::json!({}), Some("Bearer s3cret")).await.0, 404);
+    // Errors are JSON, and a missing token is told apart from a wrong one.
+    let (status, missing) = app.post_json(path, serde_json::json!({}), None).await;
+    assert_eq!(status, 401);
+    let missing: serde_json::Value = serde_json::from_str(&missing).unwrap();
+    assert_eq!(missing["error"]["code"], "unauthorized");
+    assert!(missing["error"]["message"].as_str().unwrap().starts_with("This needs the API token"), "{missing}");
+    let (status, wrong) = app.post_json(path, serde_json::json!({}), Some("Bearer guess")).await;
+    assert_eq!(status, 401);
+    assert!(wrong.contains("The token sent is not the API token"), "{wrong}");
+    let (status, unknown) =
+        app.post_json("/api/v1/scenarios/nope/runs", serde_json::json!({}), Some("Bearer s3cret")).await;
+    assert_eq!(
+        (status, unknown.as_str()),
+        (404, r#"{"error":{"code":"not_found","message":"No [[scenario]] called `nope` is configured."}}"#)
+    );
 
     let (status, body) = app.post_json(path, serde_json::json!({}), Some("Bearer s3cret")).await;
     assert_eq!(status, 202, "{body}");
@@ -437,7 +485,7 @@ async fn post_runs_starts_a_run_once_and_needs_the_token() {
     crate::support::assert_measured(run.status, &run.validity_reasons);
     assert_eq!(store.run_detail(1).await.unwrap().unwrap().endpoints[1].requests, 40);
     let (_, overview) = app.get("/").await;
-    assert!(overview.contains("<td>on demand</td>"), "a scenario without a schedule: {overview}");
+    assert!(overview.contains("<dd>on demand</dd>"), "a scenario without a schedule: {overview}");
 }
 
 /// Smoke runs (another scenario hash) are another workload series: the run page says which series a run
@@ -483,14 +531,24 @@ async fn run_and_scenario_pages_name_the_workload_series() {
     let (status, page) = app.get("/scenarios/checkout").await;
     assert_eq!(status, 200);
     assert!(page.contains("<h2 id=\"series\">Workload series</h2>"), "{page}");
-    assert!(page.contains("This scenario has 2 workload series (<a href=\"#series\">listed below</a>)"), "{page}");
-    let smoke_row =
-        "<tr><td><code>5m0ke5er</code></td><td>20 s measured at 60.0 sessions/s</td><td class=\"num\">2</td>";
+    // The charts show one series, the newest, and link to the others.
+    assert!(
+        page.contains("Workload series shown: <strong><code>5m0ke5er</code></strong> <a href=\"?series=h\">"),
+        "{page}"
+    );
+    let smoke_row = "<tr><td><a href=\"?series=5m0ke5er\"><code>5m0ke5er</code></a></td><td>20 s measured at 60.0 \
+                     sessions/s</td><td class=\"num\">2</td>";
     assert!(page.contains(smoke_row), "{page}");
     assert!(
-        page.contains("<tr><td><code>h</code></td><td>0 s measured at 0.0 sessions/s</td><td class=\"num\">3</td>")
+        page.contains(
+            "<tr><td><a href=\"?series=h\"><code>h</code></a></td><td>0 s measured at 0.0 sessions/s</td><td class=\"num\">3</td>"
+        )
     );
-    assert!(page.find(smoke_row) < page.find("<tr><td><code>h</code>"), "the newest series comes first");
+    assert!(page.find(smoke_row) < page.find("<tr><td><a href=\"?series=h\">"), "the newest series comes first");
+    let (_, older) = app.get("/scenarios/checkout?series=h").await;
+    assert!(older.contains("Workload series shown: <a href=\"?series=5m0ke5er\">"), "{older}");
+    assert!(older.contains(&format!("<a href=\"/runs/{last}\"><circle")), "the older series' runs are drawn: {older}");
+    assert_eq!(app.get("/scenarios/checkout?series=nope").await.0, 404);
 }
 
 /// A client that sends half a request's headers is cut off (after the 10 s header-read timeout) instead of

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use degrade::store::{
     EndpointResult, Finding, Interval, Intervals, LoadSummary, Metric, NewRun, NewVerdict, OVERALL_ENDPOINT,
-    RunResults, RunStatus, Store, StoreError, TimelinePoint,
+    RunResults, RunStatus, Store, StoreError, TimelinePoint, TrendSpan,
 };
 
 use crate::support::TestDb;
@@ -374,16 +374,94 @@ async fn long_trends(db: &TestDb) {
         store.finish_run(id, &stored).await.unwrap();
     }
     let end = night(nights);
-    let weekly = store.trend_buckets("checkout", first, end, 20).await.unwrap();
-    let boards: Vec<_> = weekly.iter().filter(|b| b.endpoint == "GET /boards/{id}").collect();
+    let span = |from, buckets| TrendSpan { scenario: "checkout", series: "abc123", from, to: end, buckets };
+    let weekly = store.trend_points(span(first, 20)).await.unwrap();
+    assert!(weekly.every_series, "a range over 120 days is read from the weekly sums");
+    let boards: Vec<_> = weekly.points.iter().filter(|b| b.endpoint == "GET /boards/{id}").collect();
     assert!(boards.len() <= 21 && boards.len() >= 15, "{} buckets", boards.len());
     assert_eq!(boards.iter().map(|b| b.runs).sum::<i64>(), nights, "every run is in some bucket");
     let total: f64 = boards.iter().map(|b| b.p95_ms * b.runs as f64).sum();
     assert!((total / nights as f64 - 110.0).abs() < 1e-6, "weighted mean {}", total / nights as f64);
     assert!(boards.iter().all(|b| (100.0..=120.0).contains(&b.p95_ms)));
-    // A short range reads every run: one bucket per night.
-    let recent = store.trend_buckets("checkout", night(190), end, 60).await.unwrap();
-    let recent: Vec<_> = recent.iter().filter(|b| b.endpoint == "GET /boards/{id}").map(|b| b.p95_ms).collect();
-    assert_eq!(recent, [100.0, 120.0, 100.0, 120.0, 100.0, 120.0, 100.0, 120.0, 100.0, 120.0]);
+    // A bucket keeps its spread: the mean never hides the worst night.
+    assert!(boards.iter().filter(|b| b.runs > 1).all(|b| b.p95_range_ms == (100.0, 120.0)), "{boards:?}");
+    // A short range reads every run: one point per night, linked to its run.
+    let recent = store.trend_points(span(night(190), 60)).await.unwrap();
+    assert!(!recent.every_series);
+    let recent: Vec<_> = recent.points.iter().filter(|b| b.endpoint == "GET /boards/{id}").collect();
+    let p95: Vec<f64> = recent.iter().map(|b| b.p95_ms).collect();
+    assert_eq!(p95, [100.0, 120.0, 100.0, 120.0, 100.0, 120.0, 100.0, 120.0, 100.0, 120.0]);
+    assert!(recent.iter().all(|b| b.runs == 1 && b.run_id.is_some() && b.status == Some(RunStatus::Finished)));
+    store.close().await;
+}
+
+#[tokio::test]
+async fn runs_an_hour_apart_are_points_of_their_own_on_sqlite() {
+    runs_an_hour_apart(&TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set DEGRADE_TEST_POSTGRES_URL and pass --include-ignored (.ci/run does)"]
+async fn runs_an_hour_apart_are_points_of_their_own_on_postgres() {
+    let db = TestDb::postgres().await;
+    runs_an_hour_apart(&db).await;
+}
+
+/// Ten runs within one hour (a deploy each), one of them regressed on one endpoint, and one run of another
+/// workload series: on a 7-day range the series' runs are ten points, each naming its run, and only the
+/// regressed run's endpoint is marked.
+async fn runs_an_hour_apart(db: &TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let start = night(0);
+    let mut ids = Vec::new();
+    for n in 0..10 {
+        let started_at = start + Duration::minutes(6 * n);
+        let id = store.create_run(&NewRun { started_at, ..new_run(n) }).await.unwrap();
+        let stored = results(0, if n == 7 { 32 } else { 5 }, RunStatus::Finished, &[]);
+        store.finish_run(id, &RunResults { finished_at: started_at + Duration::minutes(5), ..stored }).await.unwrap();
+        ids.push(id);
+    }
+    let smoke = NewRun { scenario_hash: "smoke-run".into(), started_at: start + Duration::minutes(3), ..new_run(0) };
+    let smoke = store.create_run(&smoke).await.unwrap();
+    store.finish_run(smoke, &results(0, 900, RunStatus::Finished, &[])).await.unwrap();
+    let finding = Finding {
+        endpoint: "GET /boards/{id}".into(),
+        metric: "p95".into(),
+        outcome: "regression".into(),
+        baseline_value: Some(5.0),
+        candidate_value: 32.0,
+        delta_pct: Some(540.0),
+        limit: Some(5.6),
+        interval: None,
+        p_value: Some(1e-9),
+        reason: "far above the level".into(),
+    };
+    let verdict = NewVerdict {
+        baseline_spec: "last-7d".into(),
+        baseline_run_ids: ids[..7].to_vec(),
+        outcome: "regressed".into(),
+        summary: "regressed".into(),
+        created_at: start + Duration::minutes(45),
+        findings: vec![finding],
+    };
+    store.save_verdict(ids[7], &verdict).await.unwrap();
+
+    let span = TrendSpan {
+        scenario: "checkout",
+        series: "abc123",
+        from: start - Duration::days(6),
+        to: start + Duration::days(1),
+        buckets: 60,
+    };
+    let trend = store.trend_points(span).await.unwrap();
+    let boards: Vec<_> = trend.points.iter().filter(|p| p.endpoint == "GET /boards/{id}").collect();
+    let runs: Vec<i64> = boards.iter().map(|p| p.run_id.unwrap()).collect();
+    assert_eq!(runs, ids, "ten runs are ten points, oldest first, and the smoke run's series is not among them");
+    assert_eq!(boards[7].p95_ms, 32.0, "the regressed run is its own point, not averaged into an hour's bucket");
+    assert_eq!(boards[7].status, Some(RunStatus::Regressed));
+    let marked: Vec<usize> = boards.iter().enumerate().filter(|(_, p)| p.regressed > 0).map(|(i, _)| i).collect();
+    assert_eq!(marked, [7]);
+    let cards: Vec<_> = trend.points.iter().filter(|p| p.endpoint == "POST /cards").collect();
+    assert!(cards.iter().all(|p| p.regressed == 0), "an endpoint without a finding is not marked");
     store.close().await;
 }

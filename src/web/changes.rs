@@ -1,0 +1,87 @@
+//! "What changed": the latest judged run of a scenario, its findings that say something (regressions and
+//! breached gates first, worst change first, then improvements), with baseline → tonight in their units and
+//! the signed change. It heads the scenario page and each scenario on the overview, so nobody has to read
+//! 27 charts to learn which route regressed.
+
+use std::cmp::Ordering;
+
+use super::WebError;
+use crate::analysis::judge::finding;
+use crate::report::{signed_pct, with_unit};
+use crate::store::{Finding, Run, Store};
+
+/// How many of a scenario's newest runs are searched for the latest one with a verdict.
+const RUNS_SEARCHED: u32 = 10;
+
+/// One line of the summary.
+pub struct ChangeRow {
+    /// Step name, or `(all)`.
+    pub endpoint: String,
+    /// `p95`, `error_rate`, or a gate such as `max_p95_ms`.
+    pub metric: String,
+    /// The baseline's level with its unit, or empty for a gate.
+    pub baseline: String,
+    /// Tonight's value with its unit.
+    pub tonight: String,
+    /// The change, signed: `+31.9 %`.
+    pub delta: String,
+    /// Worse (red) or better (green).
+    pub worse: bool,
+    /// The judge's reason in words: how many sigma, against what.
+    pub reason: String,
+}
+
+/// The latest verdict of a scenario, summarised.
+pub struct Changes {
+    /// The judged run.
+    pub run: Run,
+    /// The findings worth a line, most severe first.
+    pub rows: Vec<ChangeRow>,
+    /// Tests that found nothing.
+    pub unchanged: usize,
+    /// Figures on too few requests to judge.
+    pub too_few: usize,
+}
+
+impl Changes {
+    /// The latest run of `scenario` that has a verdict, summarised; none when no run was judged yet.
+    pub async fn latest(store: &Store, scenario: &str) -> Result<Option<Self>, WebError> {
+        for run in store.last_runs(scenario, RUNS_SEARCHED).await? {
+            if let Some(verdict) = store.latest_verdict(run.id).await? {
+                let count = |outcome: &str| verdict.findings.iter().filter(|f| f.outcome == outcome).count();
+                let (unchanged, too_few) =
+                    (count(finding::NO_CHANGE) + count(finding::GATE_PASSED), count(finding::TOO_FEW));
+                return Ok(Some(Self { run, rows: rows(&verdict.findings), unchanged, too_few }));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Regressions and breached gates first, then improvements; within each, the largest change first.
+fn rows(findings: &[Finding]) -> Vec<ChangeRow> {
+    let mut shown: Vec<(&Finding, bool)> = findings
+        .iter()
+        .filter_map(|f| match f.outcome.as_str() {
+            finding::REGRESSION | finding::GATE_BREACHED => Some((f, true)),
+            finding::IMPROVEMENT => Some((f, false)),
+            _ => None,
+        })
+        .collect();
+    shown.sort_by(|(a, a_worse), (b, b_worse)| {
+        let size = |f: &Finding| f.delta_pct.map_or(f64::INFINITY, f64::abs);
+        b_worse.cmp(a_worse).then_with(|| size(b).partial_cmp(&size(a)).unwrap_or(Ordering::Equal))
+    });
+    shown
+        .into_iter()
+        .map(|(f, worse)| ChangeRow {
+            endpoint: f.endpoint.clone(),
+            metric: f.metric.clone(),
+            baseline: f.baseline_value.map(|v| with_unit(&f.metric, v)).unwrap_or_default(),
+            tonight: with_unit(&f.metric, f.candidate_value),
+            delta: if f.delta_pct.is_some() { signed_pct(f.delta_pct) } else { String::new() },
+            worse,
+            reason: f.reason.clone(),
+        })
+        .collect()
+}

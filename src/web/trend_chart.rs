@@ -1,0 +1,492 @@
+//! Trend charts, drawn as SVG here rather than by charts-rs, because every point must be a way in: each run
+//! is a dot with a tooltip (`<title>`: run, build, time, value with its unit, verdict) and a link to its run,
+//! regressed runs carry a pin in the one alarm colour, a bucket of many runs shows its spread as a whisker,
+//! and build changes are labelled ticks on the time axis. Points are spaced one slot per point, not by
+//! time, so ten runs within an hour stay ten dots. Text and axes use the page's colour and font, so the
+//! chart reads the same as the page in light and dark mode.
+
+use std::fmt::Write as _;
+
+use super::svg::{escape, nice_ticks};
+use crate::store::{ChartPoint, RunStatus};
+
+/// The colour of anything that means "regressed", on every chart and page.
+pub const ALARM: &str = "#d92d20";
+/// Fonts named on the chart: the page's own stack, ending in fonts that exist on a bare Linux box.
+const FONTS: &str = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', 'DejaVu Sans', sans-serif";
+const WIDTH: f64 = 720.0;
+const HEIGHT: f64 = 290.0;
+const LEFT: f64 = 62.0;
+const RIGHT: f64 = 14.0;
+const TOP: f64 = 52.0;
+/// The plot's bottom edge; below it, date labels and then build labels.
+const BOTTOM: f64 = 236.0;
+/// Date labels on the time axis, at most.
+const DATE_LABELS: usize = 6;
+/// Build labels closer than this to the previous one are left to their tick's tooltip.
+const BUILD_LABEL_GAP: f64 = 64.0;
+
+/// The value axis: linear from zero, or logarithmic (`?scale=log`), where a big jump does not flatten the
+/// normal range into the axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// From zero up.
+    Linear,
+    /// Powers of ten, around the values.
+    Log,
+}
+
+/// A bucket's spread on a chart's first line: its lowest and highest value.
+pub type Spread = fn(&ChartPoint) -> (f64, f64);
+
+/// One line of a chart.
+pub struct Line {
+    /// Legend text, also used in tooltips: `p95`.
+    pub name: &'static str,
+    /// Stroke colour.
+    pub colour: &'static str,
+    /// The figure of a point it draws.
+    pub value: fn(&ChartPoint) -> f64,
+}
+
+/// A chart of one endpoint's figures across runs.
+pub struct TrendChart<'a> {
+    /// Above the plot.
+    pub title: String,
+    /// Of every line's values: `ms`, `%`, `req/s`.
+    pub unit: &'static str,
+    /// The lines, drawn in order; the first carries dots, links, pins, whiskers and the band.
+    pub lines: &'a [Line],
+    /// A bucket's spread on the first line (lowest, highest), drawn as a whisker.
+    pub spread: Option<Spread>,
+    /// The range a normal night falls in on the first line, shaded.
+    pub band: Option<(f64, f64)>,
+    /// An absolute gate on the first line: above it is the red zone.
+    pub limit: Option<f64>,
+    /// The value axis.
+    pub scale: Scale,
+}
+
+/// Where values land on the plot.
+struct Axis {
+    low: f64,
+    high: f64,
+    scale: Scale,
+}
+
+impl Axis {
+    fn y(&self, value: f64) -> f64 {
+        let (v, low, high) = match self.scale {
+            Scale::Linear => (value, self.low, self.high),
+            Scale::Log => (value.max(self.low).ln(), self.low.ln(), self.high.ln()),
+        };
+        BOTTOM - (v - low) / (high - low) * (BOTTOM - TOP)
+    }
+}
+
+fn slot_x(index: usize, count: usize) -> f64 {
+    LEFT + (WIDTH - LEFT - RIGHT) * (index as f64 + 0.5) / count as f64
+}
+
+impl TrendChart<'_> {
+    /// The chart as inline SVG; empty when there are no points.
+    #[must_use]
+    pub fn render(&self, points: &[&ChartPoint]) -> String {
+        if points.is_empty() || self.lines.is_empty() {
+            return String::new();
+        }
+        let (axis, ticks) = self.axis(points);
+        let mut svg = format!(
+            "<svg class=\"trend\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" \
+             width=\"{WIDTH}\" height=\"{HEIGHT}\" role=\"img\" aria-label=\"{title}\" font-family=\"{FONTS}\" \
+             font-size=\"12\" fill=\"currentColor\"><text class=\"title\" x=\"{LEFT}\" y=\"16\" \
+             font-size=\"14\" font-weight=\"600\">{title}</text>",
+            title = escape(&self.title)
+        );
+        self.legend(&mut svg);
+        self.grid(&mut svg, &axis, &ticks);
+        self.zones(&mut svg, &axis);
+        self.draw_lines(&mut svg, &axis, points);
+        time_axis(&mut svg, points);
+        self.dots(&mut svg, &axis, points);
+        svg.push_str("</svg>");
+        svg
+    }
+
+    /// The value axis covering every value, the band and the limit, and its tick values.
+    fn axis(&self, points: &[&ChartPoint]) -> (Axis, Vec<f64>) {
+        let mut values: Vec<f64> =
+            self.lines.iter().flat_map(|line| points.iter().map(move |p| (line.value)(p))).collect();
+        if let Some(spread) = self.spread {
+            values.extend(points.iter().map(|p| spread(p).1));
+        }
+        values.extend(self.band.iter().flat_map(|(low, high)| [*low, *high]));
+        values.extend(self.limit);
+        values.retain(|v| v.is_finite());
+        let max = values.iter().copied().fold(0.0_f64, f64::max);
+        match self.scale {
+            Scale::Linear => {
+                let ticks = nice_ticks(0.0, if max > 0.0 { max * 1.05 } else { 1.0 });
+                let high = ticks.last().copied().unwrap_or(1.0);
+                (Axis { low: 0.0, high, scale: self.scale }, ticks)
+            }
+            Scale::Log => {
+                let min = values.iter().copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+                let (low, high) = if min.is_finite() { (min / 1.25, max * 1.25) } else { (0.1, 1.0) };
+                let ticks = log_ticks(low, high);
+                (Axis { low, high, scale: self.scale }, ticks)
+            }
+        }
+    }
+
+    /// The legend, on its own row under the title, so a long endpoint name never runs into it; spaced for
+    /// text up to 1.5 times its size (narrow screens enlarge chart text).
+    fn legend(&self, svg: &mut String) {
+        let mut x = LEFT;
+        for line in self.lines {
+            let _ = write!(
+                svg,
+                "<rect x=\"{x}\" y=\"26\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"35\">{}</text>",
+                line.colour,
+                x + 14.0,
+                line.name
+            );
+            x += 30.0 + 11.0 * line.name.len() as f64;
+        }
+    }
+
+    fn grid(&self, svg: &mut String, axis: &Axis, ticks: &[f64]) {
+        for tick in ticks {
+            let y = axis.y(*tick);
+            let _ = write!(
+                svg,
+                "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"currentColor\" \
+                 stroke-opacity=\"0.15\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                WIDTH - RIGHT,
+                LEFT - 6.0,
+                y + 4.0,
+                tick_label(*tick)
+            );
+        }
+        let _ = write!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-weight=\"600\">{}</text>",
+            LEFT - 6.0,
+            TOP - 8.0,
+            self.unit
+        );
+    }
+
+    /// The usual range (shaded in the first line's colour) and the gate's red zone.
+    fn zones(&self, svg: &mut String, axis: &Axis) {
+        let width = WIDTH - LEFT - RIGHT;
+        let first = &self.lines[0];
+        if let Some((low, high)) = self.band {
+            let (top, bottom) = (axis.y(high), axis.y(low));
+            let _ = write!(
+                svg,
+                "<rect class=\"band\" x=\"{LEFT}\" y=\"{top:.1}\" width=\"{width}\" height=\"{:.1}\" fill=\"{}\" \
+                 fill-opacity=\"0.14\"><title>usual {} range: {} to {}</title></rect>",
+                (bottom - top).max(1.0),
+                first.colour,
+                first.name,
+                format_value(low, self.unit),
+                format_value(high, self.unit)
+            );
+        }
+        if let Some(limit) = self.limit {
+            let y = axis.y(limit);
+            let _ = write!(
+                svg,
+                "<rect class=\"gate-zone\" x=\"{LEFT}\" y=\"{TOP}\" width=\"{width}\" height=\"{:.1}\" fill=\"{ALARM}\" \
+                 fill-opacity=\"0.07\"/><line class=\"gate\" x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" \
+                 stroke=\"{ALARM}\" stroke-dasharray=\"6 4\"><title>gate: {} at most {}</title></line>",
+                (y - TOP).max(0.0),
+                WIDTH - RIGHT,
+                first.name,
+                format_value(limit, self.unit)
+            );
+        }
+    }
+
+    fn draw_lines(&self, svg: &mut String, axis: &Axis, points: &[&ChartPoint]) {
+        let count = points.len();
+        if let Some(spread) = self.spread {
+            for (i, point) in points.iter().enumerate().filter(|(_, p)| p.runs > 1) {
+                let (low, high) = spread(point);
+                let x = slot_x(i, count);
+                let _ = write!(
+                    svg,
+                    "<line class=\"whisker\" x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"{}\" \
+                     stroke-opacity=\"0.55\" stroke-width=\"2\"/>",
+                    axis.y(high),
+                    axis.y(low),
+                    self.lines[0].colour
+                );
+            }
+        }
+        for line in self.lines.iter().rev() {
+            let coordinates: Vec<String> = points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("{:.1},{:.1}", slot_x(i, count), axis.y((line.value)(p))))
+                .collect();
+            let _ = write!(
+                svg,
+                "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" points=\"{}\"/>",
+                line.colour,
+                coordinates.join(" ")
+            );
+        }
+    }
+
+    /// A dot per point of the first line with its tooltip and link; pins on regressed runs, rings on
+    /// unconfirmed ones, crosses under invalid ones.
+    fn dots(&self, svg: &mut String, axis: &Axis, points: &[&ChartPoint]) {
+        let count = points.len();
+        let radius = if count > 120 { 2.5 } else { 4.0 };
+        let first = &self.lines[0];
+        for (i, point) in points.iter().enumerate() {
+            let (x, y) = (slot_x(i, count), axis.y((first.value)(point)));
+            let title = escape(&self.tooltip(point));
+            let regressed = point.regressed > 0;
+            let (fill, r) = if regressed { (ALARM, radius + 1.5) } else { (first.colour, radius) };
+            let mut mark = format!(
+                "<circle class=\"point\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{r}\" fill=\"{fill}\"><title>{title}</title></circle>"
+            );
+            if regressed {
+                let _ = write!(
+                    mark,
+                    "<path class=\"pin\" d=\"M {x:.1} {:.1} l -5 -9 h 10 z\" fill=\"{ALARM}\"><title>{title}</title></path>",
+                    y - r - 2.0
+                );
+            }
+            if point.status == Some(RunStatus::Unconfirmed) {
+                let _ = write!(
+                    mark,
+                    "<circle class=\"unconfirmed\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{}\" fill=\"none\" stroke=\"#b9770e\" \
+                     stroke-width=\"1.5\"><title>{title}</title></circle>",
+                    r + 3.0
+                );
+            }
+            if point.invalid > 0 {
+                let _ = write!(
+                    mark,
+                    "<text class=\"invalid-run\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"14\" \
+                     fill=\"#8a8f98\">×<title>{title}</title></text>",
+                    BOTTOM - 4.0
+                );
+            }
+            match point.run_id {
+                Some(id) => {
+                    let _ = write!(svg, "<a href=\"/runs/{id}\">{mark}</a>");
+                }
+                None => svg.push_str(&mark),
+            }
+        }
+    }
+
+    /// What hovering a point says: the run (or the bucket), its build and time, the value with its unit, and
+    /// the verdict.
+    fn tooltip(&self, point: &ChartPoint) -> String {
+        let when = point.started_at.format("%Y-%m-%d %H:%M UTC");
+        let values: Vec<String> =
+            self.lines.iter().map(|l| format!("{} {}", l.name, format_value((l.value)(point), self.unit))).collect();
+        let mut text = match point.run_id {
+            Some(id) => format!("run #{id}, {when}"),
+            None => format!("{} runs from {when}", point.runs),
+        };
+        if let Some(build) = &point.build_id {
+            let _ = write!(text, ", build {build}");
+        }
+        let _ = write!(text, ": {}", values.join(", "));
+        if let (Some(spread), true) = (self.spread, point.runs > 1) {
+            let (low, high) = spread(point);
+            let _ = write!(
+                text,
+                " ({} {} to {})",
+                self.lines[0].name,
+                format_value(low, self.unit),
+                format_value(high, self.unit)
+            );
+        }
+        if let Some(status) = point.status {
+            let _ = write!(text, "; {status}");
+        }
+        if point.regressed > 0 {
+            text.push_str("; this endpoint regressed");
+        }
+        text
+    }
+}
+
+/// Dates under evenly spaced points, and a labelled tick wherever the build changed.
+fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
+    let count = points.len();
+    let _ = write!(
+        svg,
+        "<line x1=\"{LEFT}\" y1=\"{BOTTOM}\" x2=\"{}\" y2=\"{BOTTOM}\" stroke=\"currentColor\" stroke-opacity=\"0.5\"/>",
+        WIDTH - RIGHT
+    );
+    let labels = DATE_LABELS.min(count);
+    let same_day =
+        points.first().map(|p| p.started_at.date_naive()) == points.last().map(|p| p.started_at.date_naive());
+    let format = if same_day { "%H:%M" } else { "%m-%d" };
+    for k in 0..labels {
+        let index = if labels == 1 { 0 } else { k * (count - 1) / (labels - 1) };
+        let _ = write!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" fill-opacity=\"0.8\">{}</text>",
+            slot_x(index, count),
+            BOTTOM + 16.0,
+            points[index].started_at.format(format)
+        );
+    }
+    let mut last_label = f64::NEG_INFINITY;
+    let mut previous: Option<&str> = None;
+    for (i, point) in points.iter().enumerate() {
+        let build = point.build_id.as_deref();
+        if let (Some(before), Some(now)) = (previous, build)
+            && before != now
+        {
+            let x = slot_x(i, count);
+            let change = escape(&format!("build {before} → {now}"));
+            let _ = write!(
+                svg,
+                "<line class=\"build-change\" x1=\"{x:.1}\" y1=\"{BOTTOM}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"currentColor\" \
+                 stroke-width=\"2\"><title>{change}</title></line>",
+                BOTTOM + 24.0
+            );
+            if x - last_label >= BUILD_LABEL_GAP {
+                let label: String = now.chars().take(10).collect();
+                let _ = write!(
+                    svg,
+                    "<text class=\"build-label\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}<title>{change}</title></text>",
+                    BOTTOM + 38.0,
+                    escape(&label)
+                );
+                last_label = x;
+            }
+        }
+        previous = build.or(previous);
+    }
+}
+
+/// Ticks at 1, 2 and 5 times powers of ten within `[low, high]`.
+fn log_ticks(low: f64, high: f64) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    let mut decade = 10f64.powf(low.log10().floor());
+    while decade <= high && ticks.len() < 16 {
+        for step in [1.0, 2.0, 5.0] {
+            let tick = decade * step;
+            if tick >= low && tick <= high {
+                ticks.push(tick);
+            }
+        }
+        decade *= 10.0;
+    }
+    ticks
+}
+
+/// A tick's text: no more digits than it needs.
+fn tick_label(value: f64) -> String {
+    let text = format!("{value:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// A value with its unit, to a sensible precision: `12.3 ms`, `0.25 %`, `41.0 req/s`.
+#[must_use]
+pub fn format_value(value: f64, unit: &str) -> String {
+    let digits = match value.abs() {
+        v if v >= 100.0 => 0,
+        v if v >= 10.0 => 1,
+        _ => 2,
+    };
+    let separator = if unit == "%" { "" } else { " " };
+    format!("{value:.digits$}{separator}{unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    fn point(hour: u32, p95: f64, build: &str) -> ChartPoint {
+        ChartPoint {
+            endpoint: "GET /x".into(),
+            started_at: chrono::Utc.with_ymd_and_hms(2026, 11, 30, hour, 0, 0).unwrap(),
+            runs: 1,
+            run_id: Some(i64::from(hour) + 1),
+            status: Some(RunStatus::Passed),
+            p50_ms: p95 / 2.0,
+            p95_ms: p95,
+            p99_ms: p95 * 1.5,
+            error_pct: 0.0,
+            rate: 10.0,
+            p95_range_ms: (p95, p95),
+            p99_max_ms: p95 * 1.5,
+            error_pct_max: 0.0,
+            regressed: 0,
+            invalid: 0,
+            build_id: Some(build.to_owned()),
+        }
+    }
+
+    const P95: [Line; 1] = [Line { name: "p95", colour: "#1e8449", value: |p| p.p95_ms }];
+
+    fn chart(scale: Scale) -> TrendChart<'static> {
+        TrendChart {
+            title: "GET /x <p95>".into(),
+            unit: "ms",
+            lines: &P95,
+            spread: None,
+            band: None,
+            limit: None,
+            scale,
+        }
+    }
+
+    #[test]
+    fn every_run_is_a_linked_dot_with_its_numbers() {
+        let mut points: Vec<ChartPoint> = (0..10).map(|h| point(h, 5.0, "1.0.0")).collect();
+        points[9].p95_ms = 32.0;
+        points[9].regressed = 1;
+        points[9].status = Some(RunStatus::Regressed);
+        points[9].build_id = Some("1.1.0".into());
+        let refs: Vec<&ChartPoint> = points.iter().collect();
+        let svg = chart(Scale::Linear).render(&refs);
+        assert_eq!(svg.matches("<circle class=\"point\"").count(), 10, "ten runs in one day are ten dots");
+        assert_eq!(svg.matches("<a href=\"/runs/").count(), 10);
+        assert!(
+            svg.contains("run #10, 2026-11-30 09:00 UTC, build 1.1.0: p95 32.0 ms; regressed; this endpoint regressed"),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("class=\"pin\"").count(), 1);
+        assert!(svg.contains(&format!("fill=\"{ALARM}\"")));
+        assert_eq!(svg.matches("class=\"build-change\"").count(), 1, "a tick only where the build changed");
+        assert!(svg.contains("build 1.0.0 → 1.1.0"));
+        assert!(svg.contains("GET /x &lt;p95&gt;"), "titles are escaped");
+    }
+
+    #[test]
+    fn a_log_axis_keeps_the_normal_range_readable() {
+        let mut points: Vec<ChartPoint> = (0..6).map(|h| point(h, 1.0 + f64::from(h) * 0.1, "1")).collect();
+        points[5].p95_ms = 80.0;
+        let refs: Vec<&ChartPoint> = points.iter().collect();
+        let linear = chart(Scale::Linear).axis(&refs).0;
+        let log = chart(Scale::Log).axis(&refs).0;
+        let spread = |axis: &Axis| axis.y(1.0) - axis.y(1.4);
+        assert!(spread(&log) > 10.0 * spread(&linear), "log {} vs linear {}", spread(&log), spread(&linear));
+        assert_eq!(log_ticks(0.8, 120.0), [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
+    }
+
+    #[test]
+    fn values_carry_their_units() {
+        assert_eq!(format_value(12.345, "ms"), "12.3 ms");
+        assert_eq!(format_value(0.25, "%"), "0.25%");
+        assert_eq!(format_value(412.0, "req/s"), "412 req/s");
+        assert_eq!(tick_label(2.5), "2.5");
+        assert_eq!(tick_label(20.0), "20");
+    }
+}
