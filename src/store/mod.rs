@@ -10,6 +10,7 @@
 
 mod baselines;
 mod episodes;
+mod grid;
 mod confirmations;
 mod leases;
 mod model;
@@ -33,6 +34,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use std::str::FromStr;
 
 pub use episodes::{Acknowledged, Episode, NewEpisode};
+pub use grid::{GridFinding, GridRun};
 pub use leases::Lease;
 pub use model::*;
 pub use outbox::{NewMessage, OutboxMessage};

@@ -11,6 +11,7 @@ mod changes;
 mod charts;
 mod compare;
 mod error;
+mod grid;
 mod metrics;
 mod overview_page;
 mod range;

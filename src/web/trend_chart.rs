@@ -65,6 +65,8 @@ pub struct TrendChart<'a> {
     pub limit: Option<f64>,
     /// The value axis.
     pub scale: Scale,
+    /// Whether regressed runs get the alarm pin here (on one chart of an endpoint, not on every one).
+    pub pins: bool,
 }
 
 /// Where values land on the plot.
@@ -249,7 +251,7 @@ impl TrendChart<'_> {
         for (i, point) in points.iter().enumerate() {
             let (x, y) = (slot_x(i, count), axis.y((first.value)(point)));
             let title = escape(&self.tooltip(point));
-            let regressed = point.regressed > 0;
+            let regressed = self.pins && point.regressed > 0;
             let (fill, r) = if regressed { (ALARM, radius + 1.5) } else { (first.colour, radius) };
             let mut mark = format!(
                 "<circle class=\"point\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{r}\" fill=\"{fill}\"><title>{title}</title></circle>"
@@ -353,16 +355,17 @@ fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
             let change = escape(&format!("build {before} → {now}"));
             let _ = write!(
                 svg,
-                "<line class=\"build-change\" x1=\"{x:.1}\" y1=\"{BOTTOM}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"currentColor\" \
+                "<line class=\"build-change\" x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"currentColor\" \
                  stroke-width=\"2\"><title>{change}</title></line>",
-                BOTTOM + 24.0
+                BOTTOM - 5.0,
+                BOTTOM + 5.0
             );
             if x - last_label >= BUILD_LABEL_GAP {
                 let label: String = now.chars().take(10).collect();
                 let _ = write!(
                     svg,
                     "<text class=\"build-label\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}<title>{change}</title></text>",
-                    BOTTOM + 38.0,
+                    BOTTOM + 36.0,
                     escape(&label)
                 );
                 last_label = x;
@@ -444,6 +447,7 @@ mod tests {
             band: None,
             limit: None,
             scale,
+            pins: true,
         }
     }
 

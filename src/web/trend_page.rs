@@ -14,6 +14,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 
 use super::changes::Changes;
+use super::grid::{GRID_NIGHTS, Grid};
 use super::overview_page::endpoint_names;
 use super::range::Range;
 use super::trend_chart::{Line, Scale, TrendChart};
@@ -53,6 +54,8 @@ struct ScenarioPage {
     /// The dates shown, when zoomed.
     zoom: Option<(String, String)>,
     changes: Option<Changes>,
+    /// Endpoints × the series' last nights.
+    grid: Option<Grid>,
     endpoints: Vec<EndpointTrend>,
     runs: Vec<Run>,
     /// Its workload series, newest first, and the one the charts show.
@@ -140,7 +143,11 @@ pub(super) async fn page(
     let shown_series = shown.map(|s| s.hash.clone());
     let mut endpoints = Vec::new();
     let mut every_series = false;
+    let mut grid = None;
     if let Some(hash) = &shown_series {
+        let min_effect = state.config.scenario(&name).map_or(10.0, |s| s.gates.min_effect_pct);
+        let nights = state.store.regression_grid(&name, hash, GRID_NIGHTS).await?;
+        grid = Some(Grid::new(&nights, min_effect)).filter(|g| !g.rows.is_empty());
         let (from, to) = view.window;
         let span = TrendSpan { scenario: &name, series: hash, from, to, buckets: view.range.points() };
         let trend = state.store.trend_points(span).await?;
@@ -166,6 +173,7 @@ pub(super) async fn page(
         ranges,
         other_scale,
         zoom: view.zoom,
+        grid,
         endpoints,
         series,
         shown_series,
@@ -191,11 +199,13 @@ fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], scale: Scale, gates: &
         band: None,
         limit: None,
         scale,
+        pins: false,
     };
     let latency = TrendChart {
         spread: Some(|p| p.p95_range_ms),
         band: baseline_band(points),
         limit: gates.max_p95_ms,
+        pins: true,
         ..chart("response time", "ms", &LATENCY)
     };
     // An endpoint that never failed in the range gets no all-zero error chart.

@@ -11,8 +11,8 @@ use degrade::web::AppState;
 use crate::support::TestDb;
 
 /// The real app serving a test database; dropped with the test.
-struct TestApp {
-    address: String,
+pub(crate) struct TestApp {
+    pub(crate) address: String,
     client: reqwest::Client,
     _shutdown: tokio::sync::oneshot::Sender<()>,
     /// Stops runs triggered through the API when the test ends.
@@ -20,7 +20,7 @@ struct TestApp {
 }
 
 impl TestApp {
-    async fn spawn(db: &TestDb) -> (Self, Store) {
+    pub(crate) async fn spawn(db: &TestDb) -> (Self, Store) {
         Self::spawn_with(db, "", None).await
     }
 
@@ -98,7 +98,7 @@ fn timeline() -> Vec<degrade::store::TimelinePoint> {
 }
 
 /// Stores nights 0..count of `checkout`; the last one regressed on `GET /boards/{id}` with a stored verdict.
-async fn nights(store: &Store, count: i64) -> i64 {
+pub(crate) async fn nights(store: &Store, count: i64) -> i64 {
     let mut last = 0;
     for n in 0..count {
         let started_at = Utc::now() - Duration::days(count - n);
@@ -179,7 +179,7 @@ async fn dashboard_story(db: &TestDb) {
         "{body}"
     );
     assert!(
-        body.contains(r#"<tr class="worse"><td>GET /boards/{id}</td>"#)
+        body.contains(r#"<tr class="worse"><td><span class="endpoint">GET /boards/{id}</span>"#)
             && body.contains(r#"<span class="endpoint">GET /boards/{id}</span>"#)
             && body.contains(r#"<strong class="alarm">regressed</strong>"#),
         "the overview names the regressed endpoint: {body}"
@@ -193,12 +193,16 @@ async fn dashboard_story(db: &TestDb) {
     let (_, body) = app.get("/scenarios/checkout?range=30d").await;
     assert!(body.contains(&format!(": regressed here (run #{last}, build 1.0.9)</li>")), "{body}");
     // The summary at the top says what regressed, by how much, before any chart.
-    let summary = body.find(r#"<tr class="worse"><td>GET /boards/{id}</td><td>p95</td>"#).expect("the summary row");
+    let summary = body
+        .find(r#"<tr class="worse"><td><span class="endpoint">GET /boards/{id}</span> <strong>p95</strong></td>"#)
+        .expect("the summary row");
     assert!(summary < body.find("<svg").unwrap(), "the summary comes first");
     assert!(body[summary..].contains("+35.0 %"), "{body}");
     // Every point is a way in: a dot linked to its run, with the numbers in its tooltip.
     assert!(body.contains(&format!(r#"<a href="/runs/{last}"><circle class="point""#)), "{body}");
     assert!(body.contains(&format!("<title>run #{last}, ")) && body.contains("build 1.0.9: p95 135 ms"), "{body}");
+    // The grid: the regressed endpoint's cell on the last night is red and links to the run.
+    assert!(body.contains(&format!(r#"<td class="regressed"><a href="/runs/{last}" title="run #{last}, "#)), "{body}");
     // Error charts only for endpoints that had errors.
     assert!(body.contains("GET /boards/{id}: error rate"), "{body}");
     assert!(!body.contains("alert(1)&lt;/script&gt;: error rate"), "no all-zero error chart: {body}");
@@ -400,40 +404,6 @@ async fn posts_need_a_configured_token_and_pages_can_require_it() {
     assert_eq!(with_bearer.status().as_u16(), 200);
     let challenge = locked.client.get(format!("{}/", locked.address)).send().await.unwrap();
     assert_eq!(challenge.headers()["www-authenticate"], "Basic realm=\"degrade\", charset=\"UTF-8\"");
-}
-
-/// The trend page in a real browser: headless Chromium renders it to a screenshot. `.ci/run` installs
-/// Debian's chromium; elsewhere the test is skipped when no browser is installed.
-#[tokio::test]
-async fn a_browser_renders_the_trend_page() {
-    let Some(chromium) =
-        ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| std::path::Path::new(p).exists())
-    else {
-        assert!(std::env::var("CI").is_err(), "CI must have chromium: .ci/run installs it");
-        eprintln!("skipped: no chromium installed");
-        return;
-    };
-    let db = TestDb::sqlite();
-    let (app, store) = TestApp::spawn(&db).await;
-    nights(&store, 10).await;
-    let dir = tempfile::tempdir().unwrap();
-    let shot = dir.path().join("trend.png");
-    let url = format!("{}/scenarios/checkout?range=30d", app.address);
-    let mut browser = tokio::process::Command::new(chromium);
-    browser
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
-        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
-        .args(["--window-size=1200,1600", "--hide-scrollbars"])
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(&url)
-        .kill_on_drop(true);
-    let output = tokio::time::timeout(std::time::Duration::from_mins(2), browser.output()).await.unwrap().unwrap();
-    assert!(output.status.success(), "chromium failed: {}", String::from_utf8_lossy(&output.stderr));
-    let png = std::fs::read(&shot).unwrap();
-    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG file");
-    // A blank 1200x1600 page compresses to a few KB; charts, tables and text make it far larger.
-    assert!(png.len() > 40_000, "the screenshot looks empty: {} bytes", png.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,6 +6,7 @@
 //! - `config_errors`: every config mistake gets file:line:column and the field.
 //! - `cli`: `degrade --help`, `init`, `validate`, `migrate` through the real binary.
 //! - `dashboard`: the pages and JSON API over real HTTP, on SQLite and PostgreSQL.
+//! - `browser`: the pages in headless Chromium at 1400 and 400 px: screenshots, overflow, links.
 //! - `check`: the CI gate and `degrade detect` through the real binary, on runs stored through the store.
 //! - `target`: stub targets on 127.0.0.1 (an axum API, raw TCP servers that misbehave).
 //! - `engine`: the load engine against those targets; scenario validation errors.
@@ -25,6 +26,7 @@ mod cli;
 mod config_errors;
 mod confirm;
 mod alerts;
+mod browser;
 mod dashboard;
 mod demo;
 mod engine;

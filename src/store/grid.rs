@@ -1,0 +1,97 @@
+//! The regression grid's data: the last nights of one workload series, and for each run the findings of its
+//! latest verdict, so a page can colour endpoints × nights by how each night compared with its baseline.
+
+use chrono::{DateTime, Utc};
+
+use super::{RunId, Store, StoreError, from_millis, on_pool};
+
+/// One run of the grid, oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GridRun {
+    /// The run.
+    pub id: RunId,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// Its build, when known.
+    pub build_id: Option<String>,
+    /// Its status, as stored.
+    pub status: String,
+    /// The findings of its latest verdict (none when it was never judged).
+    pub findings: Vec<GridFinding>,
+}
+
+/// What a verdict said about one endpoint × metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GridFinding {
+    /// Step name, or `(all)`.
+    pub endpoint: String,
+    /// `p95`, `error_rate`, or a gate.
+    pub metric: String,
+    /// The finding's outcome, as stored.
+    pub outcome: String,
+    /// Change from the baseline, percent.
+    pub delta_pct: Option<f64>,
+}
+
+#[derive(sqlx::FromRow)]
+struct RunRow {
+    id: i64,
+    started_at: i64,
+    build_id: Option<String>,
+    status: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct FindingRow {
+    run_id: i64,
+    endpoint: String,
+    metric: String,
+    outcome: String,
+    delta_pct: Option<f64>,
+}
+
+/// The newest measured runs of one series, newest first.
+const RUNS: &str = "select runs.id, runs.started_at, runs.build_id, runs.status from runs \
+    join scenarios on scenarios.id = runs.scenario_id where scenarios.name = $1 and runs.scenario_hash = $2 \
+    and runs.status not in ('running', 'failed', 'aborted') order by runs.started_at desc, runs.id desc limit $3";
+
+/// The findings of the latest verdict of every run of the series since `$3`.
+const FINDINGS: &str = "select v.run_id, f.endpoint, f.metric, f.outcome, f.delta_pct from findings f \
+    join verdicts v on v.id = f.verdict_id join runs on runs.id = v.run_id \
+    join scenarios on scenarios.id = runs.scenario_id \
+    where scenarios.name = $1 and runs.scenario_hash = $2 and runs.started_at >= $3 \
+    and v.id = (select max(v2.id) from verdicts v2 where v2.run_id = v.run_id)";
+
+impl Store {
+    /// The last `nights` measured runs of `scenario`'s series `series`, oldest first, with their findings.
+    pub async fn regression_grid(&self, scenario: &str, series: &str, nights: u32) -> Result<Vec<GridRun>, StoreError> {
+        let limit = i64::from(nights);
+        let rows: Vec<RunRow> =
+            on_pool!(self, |pool| sqlx::query_as(RUNS).bind(scenario).bind(series).bind(limit).fetch_all(pool).await?);
+        let Some(oldest) = rows.last().map(|r| r.started_at) else { return Ok(Vec::new()) };
+        let findings: Vec<FindingRow> = on_pool!(self, |pool| sqlx::query_as(FINDINGS)
+            .bind(scenario)
+            .bind(series)
+            .bind(oldest)
+            .fetch_all(pool)
+            .await?);
+        let mut runs: Vec<GridRun> = rows
+            .into_iter()
+            .rev()
+            .map(|r| GridRun {
+                id: r.id,
+                started_at: from_millis(r.started_at),
+                build_id: r.build_id,
+                status: r.status,
+                findings: Vec::new(),
+            })
+            .collect();
+        for f in findings {
+            if let Some(run) = runs.iter_mut().find(|r| r.id == f.run_id) {
+                let FindingRow { endpoint, metric, outcome, delta_pct, .. } = f;
+                run.findings.push(GridFinding { endpoint, metric, outcome, delta_pct });
+            }
+        }
+        Ok(runs)
+    }
+}

@@ -1,0 +1,168 @@
+//! The regression grid of the scenario page: endpoints × the last nights of one workload series, each cell
+//! coloured by what that night's verdict said of the endpoint — the alarm colour for a regression or a
+//! breached gate, green for an improvement, and otherwise a tint that grows with the p95 change against the
+//! baseline — with the numbers on hover and the run a click away. One glance shows which route started
+//! degrading on which night, and whether it was one route or all of them.
+
+use std::collections::BTreeSet;
+
+use crate::analysis::judge::finding;
+use crate::store::{GridFinding, GridRun, OVERALL_ENDPOINT};
+
+/// How many nights the grid shows.
+pub const GRID_NIGHTS: u32 = 30;
+
+/// One cell: its CSS class and inline tint, its text, tooltip and run.
+pub struct Cell {
+    /// `regressed`, `improved`, `steady` or `unjudged`.
+    pub class: &'static str,
+    /// A background tint for steady cells, by how far p95 moved.
+    pub style: String,
+    /// The signed change shown in the cell, rounded: `+12`.
+    pub text: String,
+    /// What hovering says.
+    pub title: String,
+    /// The run the cell links to.
+    pub run_id: i64,
+}
+
+/// The grid: column heads (run, short date, tooltip) and one row of cells per endpoint.
+pub struct Grid {
+    /// Per night: the run, its date as `MM-DD`, and a tooltip (build, status).
+    pub nights: Vec<(i64, String, String)>,
+    /// Per endpoint, the whole run first: its name and cells, one per night.
+    pub rows: Vec<(String, Vec<Cell>)>,
+}
+
+impl Grid {
+    /// The grid of `runs` (oldest first); `min_effect_pct` scales the tint: a steady cell at the minimum
+    /// effect is as strong as a tint gets.
+    #[must_use]
+    pub fn new(runs: &[GridRun], min_effect_pct: f64) -> Self {
+        let mut endpoints: Vec<&str> = runs
+            .iter()
+            .flat_map(|r| r.findings.iter().map(|f| f.endpoint.as_str()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        endpoints.sort_by_key(|n| (*n != OVERALL_ENDPOINT, *n));
+        let nights = runs
+            .iter()
+            .map(|r| {
+                let build = r.build_id.as_deref().map(|b| format!(", build {b}")).unwrap_or_default();
+                let tip = format!("run #{}, {}{build}: {}", r.id, r.started_at.format("%Y-%m-%d %H:%M UTC"), r.status);
+                (r.id, r.started_at.format("%m-%d").to_string(), tip)
+            })
+            .collect();
+        let rows = endpoints
+            .iter()
+            .map(|endpoint| {
+                ((*endpoint).to_owned(), runs.iter().map(|run| cell(run, endpoint, min_effect_pct)).collect())
+            })
+            .collect();
+        Self { nights, rows }
+    }
+}
+
+fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
+    let mine: Vec<&GridFinding> = run.findings.iter().filter(|f| f.endpoint == endpoint).collect();
+    let delta = |f: &&GridFinding| f.delta_pct.unwrap_or(0.0);
+    let worst = |outcomes: &[&str]| {
+        mine.iter()
+            .copied()
+            .filter(|f| outcomes.contains(&f.outcome.as_str()))
+            .max_by(|a, b| delta(a).abs().total_cmp(&delta(b).abs()))
+    };
+    let when = run.started_at.format("%Y-%m-%d %H:%M UTC");
+    let described = |f: &GridFinding| match f.delta_pct {
+        Some(d) => format!("{endpoint} {} {d:+.1} % ({})", f.metric, f.outcome),
+        None => format!("{endpoint} {} ({})", f.metric, f.outcome),
+    };
+    let title = |what: String| format!("run #{}, {when}: {what}", run.id);
+    let signed = |f: &GridFinding| f.delta_pct.map(|d| format!("{d:+.0}")).unwrap_or_default();
+    if let Some(f) = worst(&[finding::REGRESSION, finding::GATE_BREACHED]) {
+        return Cell {
+            class: "regressed",
+            style: String::new(),
+            text: signed(f),
+            title: title(described(f)),
+            run_id: run.id,
+        };
+    }
+    if let Some(f) = worst(&[finding::IMPROVEMENT]) {
+        return Cell {
+            class: "improved",
+            style: String::new(),
+            text: signed(f),
+            title: title(described(f)),
+            run_id: run.id,
+        };
+    }
+    match mine.iter().find(|f| f.metric == "p95" && f.delta_pct.is_some()) {
+        Some(p95) => {
+            let d = p95.delta_pct.unwrap_or(0.0);
+            // Up to 45 % opacity at the minimum effect: a steady cell never looks like a regressed one.
+            let strength = (d.abs() / min_effect_pct.max(1.0)).min(1.0) * 0.45;
+            let rgb = if d > 0.0 { "217, 45, 32" } else { "30, 132, 73" };
+            Cell {
+                class: "steady",
+                style: format!("background: rgba({rgb}, {strength:.2})"),
+                text: String::new(),
+                title: title(described(p95)),
+                run_id: run.id,
+            }
+        }
+        None => Cell {
+            class: "unjudged",
+            style: String::new(),
+            text: String::new(),
+            title: title(format!("{endpoint}: not judged ({})", run.status)),
+            run_id: run.id,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    fn run(id: i64, findings: &[(&str, &str, &str, f64)]) -> GridRun {
+        GridRun {
+            id,
+            started_at: chrono::Utc.with_ymd_and_hms(2026, 11, 20 + id as u32, 2, 0, 0).unwrap(),
+            build_id: Some(format!("1.0.{id}")),
+            status: "passed".into(),
+            findings: findings
+                .iter()
+                .map(|(endpoint, metric, outcome, delta)| GridFinding {
+                    endpoint: (*endpoint).into(),
+                    metric: (*metric).into(),
+                    outcome: (*outcome).into(),
+                    delta_pct: Some(*delta),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn one_route_that_started_degrading_stands_out() {
+        let runs = [
+            run(1, &[("GET /a", "p95", "no_change", 2.0), ("GET /b", "p95", "no_change", -1.0)]),
+            run(2, &[("GET /a", "p95", "regression", 35.0), ("GET /b", "p95", "no_change", 1.0)]),
+            run(3, &[]),
+        ];
+        let grid = Grid::new(&runs, 10.0);
+        assert_eq!(grid.nights.len(), 3);
+        assert_eq!(grid.nights[1].1, "11-22");
+        let (name, cells) = &grid.rows[0];
+        assert_eq!(name, "GET /a");
+        let classes: Vec<&str> = cells.iter().map(|c| c.class).collect();
+        assert_eq!(classes, ["steady", "regressed", "unjudged"]);
+        assert_eq!(cells[1].text, "+35");
+        assert_eq!(cells[1].title, "run #2, 2026-11-22 02:00 UTC: GET /a p95 +35.0 % (regression)");
+        assert_eq!(cells[0].style, "background: rgba(217, 45, 32, 0.09)");
+        assert!(grid.rows[1].1.iter().all(|c| c.class != "regressed"), "the other route stays calm");
+    }
+}
