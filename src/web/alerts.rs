@@ -9,6 +9,7 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::changes::{ChangeRow, rows};
 use super::error::ApiError;
 use super::{AppState, WebError};
 use crate::store::{Acknowledged, Episode, OutboxMessage};
@@ -21,7 +22,8 @@ const RECENT_MESSAGES: u32 = 50;
 #[derive(Template)]
 #[template(path = "alerts.html")]
 struct AlertsPage {
-    episodes: Vec<Episode>,
+    /// Each episode with what its opening run's verdict found worse (empty for missed or failed runs).
+    episodes: Vec<(Episode, Vec<ChangeRow>)>,
     messages: Vec<OutboxMessage>,
 }
 
@@ -31,11 +33,38 @@ impl AlertsPage {
     fn when(millis: &i64) -> String {
         crate::store::from_millis(*millis).format("%Y-%m-%d %H:%M:%S UTC").to_string()
     }
+
+    /// The message as it was sent: a Slack message's blocks as their text, one per line; any other body as
+    /// its JSON, pretty-printed.
+    fn as_sent(message: &OutboxMessage) -> String {
+        let Ok(json) = serde_json::from_str::<Value>(&message.payload) else { return message.payload.clone() };
+        let Some(blocks) = json.get("blocks").and_then(Value::as_array) else {
+            return serde_json::to_string_pretty(&json).unwrap_or_else(|_| message.payload.clone());
+        };
+        let text = |v: &Value| {
+            v.get("text").and_then(|t| t.get("text").or(Some(t))).and_then(Value::as_str).map(str::to_owned)
+        };
+        let lines = blocks.iter().flat_map(|block| {
+            let own = text(block);
+            let elements = block.get("elements").and_then(Value::as_array).into_iter().flatten().filter_map(text);
+            own.into_iter().chain(elements)
+        });
+        lines.collect::<Vec<_>>().join("\n")
+    }
 }
 
 /// `GET /alerts`.
 pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, WebError> {
-    let episodes = state.store.episodes(RECENT_RESOLVED).await?;
+    let mut episodes = Vec::new();
+    for episode in state.store.episodes(RECENT_RESOLVED).await? {
+        let verdict = match episode.opened_run_id {
+            Some(run) => state.store.latest_verdict(run).await?,
+            None => None,
+        };
+        let worse: Vec<ChangeRow> =
+            verdict.map(|v| rows(&v.findings).into_iter().filter(|r| r.worse).collect()).unwrap_or_default();
+        episodes.push((episode, worse));
+    }
     let messages = state.store.recent_messages(RECENT_MESSAGES).await?;
     Ok(Html(AlertsPage { episodes, messages }.render()?))
 }

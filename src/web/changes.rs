@@ -59,7 +59,7 @@ impl Changes {
 }
 
 /// Regressions and breached gates first, then improvements; within each, the largest change first.
-fn rows(findings: &[Finding]) -> Vec<ChangeRow> {
+pub fn rows(findings: &[Finding]) -> Vec<ChangeRow> {
     let mut shown: Vec<(&Finding, bool)> = findings
         .iter()
         .filter_map(|f| match f.outcome.as_str() {

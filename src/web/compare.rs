@@ -1,4 +1,6 @@
 //! `/compare?a=ID&b=ID`: two runs side by side per endpoint with deltas, and their p99 timelines overlaid.
+//! Endpoints come most-worsened first; a change of at least [`COLOURED_FROM_PCT`] is red when worse and
+//! green when better (worse is higher for latency and errors, lower for throughput).
 
 use askama::Template;
 use axum::extract::{Query, State};
@@ -15,12 +17,19 @@ pub(super) struct CompareQuery {
     b: Option<String>,
 }
 
+/// Changes at least this large are coloured: the default minimum effect of the gate.
+const COLOURED_FROM_PCT: f64 = 10.0;
+
 /// One metric of one endpoint in both runs.
 struct Cell {
     metric: &'static str,
     a: String,
     b: String,
     delta: String,
+    /// `worse`, `better` or empty.
+    class: &'static str,
+    /// How much worse B is, in percent (negative: better).
+    worsening: f64,
 }
 
 /// One endpoint's row, and its overlaid timeline.
@@ -28,6 +37,13 @@ struct EndpointComparison {
     endpoint: String,
     cells: Vec<Cell>,
     timeline_svg: String,
+}
+
+impl EndpointComparison {
+    /// The largest worsening of any of its metrics, for the order of the page.
+    fn worst(&self) -> f64 {
+        self.cells.iter().map(|c| c.worsening).fold(f64::NEG_INFINITY, f64::max)
+    }
 }
 
 #[derive(Template)]
@@ -61,6 +77,7 @@ pub(super) async fn page(
         let timeline_svg = overlay_svg(&title, ("run A", &sa), ("run B", &sb), |p| p.p99_us as f64 / 1000.0)?;
         endpoints.push(EndpointComparison { endpoint: ea.endpoint.clone(), cells: cells(ea, eb), timeline_svg });
     }
+    endpoints.sort_by(|x, y| y.worst().total_cmp(&x.worst()));
     Ok(Html(ComparePage { a: a.run, b: b.run, endpoints }.render()?))
 }
 
@@ -73,8 +90,15 @@ fn cells(a: &EndpointResult, b: &EndpointResult) -> Vec<Cell> {
         .iter()
         .map(|(metric, name)| {
             let (va, vb) = (metric.value_of(a), metric.value_of(b));
-            let delta = if va.abs() > 0.0 { format!("{:+.1} %", 100.0 * (vb - va) / va) } else { String::new() };
-            Cell { metric: name, a: format!("{va:.2}"), b: format!("{vb:.2}"), delta }
+            let change = (va.abs() > 0.0).then(|| 100.0 * (vb - va) / va);
+            let worsening = change.map_or(0.0, |c| if *metric == Metric::Throughput { -c } else { c });
+            let class = match worsening {
+                w if w >= COLOURED_FROM_PCT => "worse",
+                w if w <= -COLOURED_FROM_PCT => "better",
+                _ => "",
+            };
+            let delta = change.map(|c| format!("{c:+.1} %")).unwrap_or_default();
+            Cell { metric: name, a: format!("{va:.2}"), b: format!("{vb:.2}"), delta, class, worsening }
         })
         .collect()
 }

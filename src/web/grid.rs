@@ -79,7 +79,7 @@ fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
         None => format!("{endpoint} {} ({})", f.metric, f.outcome),
     };
     let title = |what: String| format!("run #{}, {when}: {what}", run.id);
-    let signed = |f: &GridFinding| f.delta_pct.map(|d| format!("{d:+.0}")).unwrap_or_default();
+    let signed = |f: &GridFinding| f.delta_pct.map(short_change).unwrap_or_default();
     if let Some(f) = worst(&[finding::REGRESSION, finding::GATE_BREACHED]) {
         return Cell {
             class: "regressed",
@@ -119,6 +119,16 @@ fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
             title: title(format!("{endpoint}: not judged ({})", run.status)),
             run_id: run.id,
         },
+    }
+}
+
+/// A change that fits a cell: `+35` (percent) up to a doubling, then the factor: `×3.6`, `×45`.
+fn short_change(delta_pct: f64) -> String {
+    let factor = 1.0 + delta_pct / 100.0;
+    match factor {
+        f if f >= 10.0 => format!("×{f:.0}"),
+        f if f >= 2.0 => format!("×{f:.1}"),
+        _ => format!("{delta_pct:+.0}"),
     }
 }
 
@@ -164,5 +174,6 @@ mod tests {
         assert_eq!(cells[1].title, "run #2, 2026-11-22 02:00 UTC: GET /a p95 +35.0 % (regression)");
         assert_eq!(cells[0].style, "background: rgba(217, 45, 32, 0.09)");
         assert!(grid.rows[1].1.iter().all(|c| c.class != "regressed"), "the other route stays calm");
+        assert_eq!([short_change(-12.4), short_change(260.0), short_change(4404.0)], ["-12", "×3.6", "×45"]);
     }
 }

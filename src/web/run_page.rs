@@ -9,8 +9,12 @@ use axum::response::Html;
 
 use super::charts::{Merge, Series, timeline_svg};
 use super::{AppState, WebError, parse_run_id};
-use crate::report::interval_text;
+use crate::analysis::judge::finding;
+use crate::report::{interval_text, signed_pct, with_unit};
 use crate::store::{EndpointResult, Finding, Interval, Run, RunDetail, TimelinePoint, Verdict, WorkloadSeries};
+
+/// How many of the scenario's newest runs are searched for the one before this run.
+const PREVIOUS_SEARCHED: u32 = 200;
 
 /// One endpoint's timeline charts.
 struct EndpointTimeline {
@@ -35,6 +39,8 @@ struct RunPage {
     /// The workload series this run belongs to, and how many measured runs the scenario's other series hold.
     series: Option<WorkloadSeries>,
     other_series: (usize, i64),
+    /// The run of the same scenario before this one, for "compare with the previous run".
+    previous: Option<i64>,
 }
 
 // Templates pass every argument by reference.
@@ -65,8 +71,26 @@ impl RunPage {
         interval_text(finding).unwrap_or_default()
     }
 
-    fn opt(value: &Option<f64>) -> String {
-        value.map_or_else(String::new, |v| format!("{v:.2}"))
+    /// A finding's figure with its unit (`12.3 ms`, `0.520 %`), empty when it has none.
+    fn value(finding: &Finding, value: &Option<f64>) -> String {
+        value.map_or_else(String::new, |v| with_unit(&finding.metric, v))
+    }
+
+    fn tonight(finding: &Finding) -> String {
+        with_unit(&finding.metric, finding.candidate_value)
+    }
+
+    fn signed(delta: &Option<f64>) -> String {
+        if delta.is_some() { signed_pct(*delta) } else { String::new() }
+    }
+
+    /// `worse`, `better` or nothing, for the finding's row colour.
+    fn direction(finding: &Finding) -> &'static str {
+        match finding.outcome.as_str() {
+            finding::REGRESSION | finding::GATE_BREACHED => "worse",
+            finding::IMPROVEMENT => "better",
+            _ => "",
+        }
     }
 }
 
@@ -92,6 +116,13 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         state.store.workload_series(&run.scenario).await?.into_iter().partition(|s| s.hash == run.scenario_hash);
     let other_series = (others.len(), others.iter().map(|s| s.measured_runs).sum());
     let series = mine.into_iter().next();
+    let previous = state
+        .store
+        .last_runs(&run.scenario, PREVIOUS_SEARCHED)
+        .await?
+        .into_iter()
+        .find(|other| other.id != run.id && (other.started_at, other.id) < (run.started_at, run.id))
+        .map(|other| other.id);
     let page = RunPage {
         run,
         duration,
@@ -103,6 +134,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         confirmation,
         series,
         other_series,
+        previous,
     };
     Ok(Html(page.render()?))
 }

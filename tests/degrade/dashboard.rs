@@ -181,54 +181,13 @@ async fn dashboard_story(db: &TestDb) {
     assert!(
         body.contains(r#"<tr class="worse"><td><span class="endpoint">GET /boards/{id}</span>"#)
             && body.contains(r#"<span class="endpoint">GET /boards/{id}</span>"#)
-            && body.contains(r#"<strong class="alarm">regressed</strong>"#),
+            && body.contains(r#"<strong class="alarm small">regressed</strong>"#),
         "the overview names the regressed endpoint: {body}"
     );
 
-    for range in ["7d", "30d", "all"] {
-        let (status, body) = app.get(&format!("/scenarios/checkout?range={range}")).await;
-        assert_eq!(status, 200, "{range}");
-        assert!(body.contains("<svg") && body.contains("GET /boards/{id}: response time"), "{range}: {body}");
-    }
-    let (_, body) = app.get("/scenarios/checkout?range=30d").await;
-    assert!(body.contains(&format!(": regressed here (run #{last}, build 1.0.9)</li>")), "{body}");
-    // The summary at the top says what regressed, by how much, before any chart.
-    let summary = body
-        .find(r#"<tr class="worse"><td><span class="endpoint">GET /boards/{id}</span> <strong>p95</strong></td>"#)
-        .expect("the summary row");
-    assert!(summary < body.find("<svg").unwrap(), "the summary comes first");
-    assert!(body[summary..].contains("+35.0 %"), "{body}");
-    // Every point is a way in: a dot linked to its run, with the numbers in its tooltip.
-    assert!(body.contains(&format!(r#"<a href="/runs/{last}"><circle class="point""#)), "{body}");
-    assert!(body.contains(&format!("<title>run #{last}, ")) && body.contains("build 1.0.9: p95 135 ms"), "{body}");
-    // The grid: the regressed endpoint's cell on the last night is red and links to the run.
-    assert!(body.contains(&format!(r#"<td class="regressed"><a href="/runs/{last}" title="run #{last}, "#)), "{body}");
-    // Error charts only for endpoints that had errors.
-    assert!(body.contains("GET /boards/{id}: error rate"), "{body}");
-    assert!(!body.contains("alert(1)&lt;/script&gt;: error rate"), "no all-zero error chart: {body}");
-    let worse = body.find("<h2>GET /boards/{id}</h2>").expect("the boards section");
-    let whole = body.find("<h2>(all)</h2>").expect("the whole-run section, which had no finding");
-    let (marked, steady) =
-        if worse < whole { (&body[worse..whole], &body[whole..]) } else { (&body[worse..], &body[whole..worse]) };
-    assert!(
-        marked.contains("regressed here") && marked.contains(r#"class="pin""#),
-        "the regressed endpoint is marked: {marked}"
-    );
-    assert!(
-        !steady.contains("regressed here") && !steady.contains(r#"class="pin""#),
-        "the steady endpoint is not: {steady}"
-    );
-    assert!(body.contains("<li>9 build changes in this range</li>"), "{body}");
-    let (_, body) = app.get("/scenarios/checkout?range=7d").await;
-    assert!(body.contains(": build 1.0.8 → 1.0.9</li>"), "a few build changes are listed one by one: {body}");
-    assert!(body.contains(r#"class="build-change""#) && body.contains("<title>build 1.0.8 → 1.0.9</title>"), "{body}");
-
-    let (status, body) = app.get(&format!("/runs/{last}")).await;
-    assert_eq!(status, 200);
-    for expected in ["Verdict: regressed", "135.00", "35.00", "112.00", "<td class=\"num\">135.0</td>", "16.50"] {
-        assert!(body.contains(expected), "run page lacks {expected:?}: {body}");
-    }
-
+    trend_page_story(&app, last).await;
+    run_page_story(&app, last).await;
+    let (_, body) = app.get(&format!("/runs/{last}")).await;
     // Names that come from scenario files are text, never markup.
     assert!(!body.contains("<script>alert(1)</script>"), "{body}");
     assert!(body.contains("&#60;script&#62;alert(1)&#60;/script&#62;") || body.contains("&lt;script&gt;"), "{body}");
@@ -267,6 +226,69 @@ async fn dashboard_story(db: &TestDb) {
     let (status, json) = app.get_json("/api/v1/scenarios").await;
     assert_eq!((status, json["scenarios"][0]["name"].as_str()), (200, Some("checkout")));
     assert_eq!(app.get("/healthz").await, (200, "ok\n".to_owned()));
+}
+
+/// The trend page of the stored nights: summary, grid, linked points, pins and notes.
+async fn trend_page_story(app: &TestApp, last: i64) {
+    for range in ["7d", "30d", "all"] {
+        let (status, body) = app.get(&format!("/scenarios/checkout?range={range}")).await;
+        assert_eq!(status, 200, "{range}");
+        assert!(body.contains("<svg") && body.contains("GET /boards/{id}: response time"), "{range}: {body}");
+    }
+    let (_, body) = app.get("/scenarios/checkout?range=30d").await;
+    assert!(body.contains(&format!(": regressed here (run #{last}, build 1.0.9)</li>")), "{body}");
+    // The summary at the top says what regressed, by how much, before any chart.
+    let summary = body
+        .find(r#"<tr class="worse"><td><span class="endpoint">GET /boards/{id}</span> <strong>p95</strong></td>"#)
+        .expect("the summary row");
+    assert!(summary < body.find("<svg").unwrap(), "the summary comes first");
+    assert!(body[summary..].contains("+35.0 %"), "{body}");
+    // Every point is a way in: a dot linked to its run, with the numbers in its tooltip.
+    assert!(body.contains(&format!(r#"<a href="/runs/{last}"><circle class="point""#)), "{body}");
+    assert!(body.contains(&format!("<title>run #{last}, ")) && body.contains("build 1.0.9: p95 135 ms"), "{body}");
+    // The grid: the regressed endpoint's cell on the last night is red and links to the run.
+    assert!(body.contains(&format!(r#"<td class="regressed"><a href="/runs/{last}" title="run #{last}, "#)), "{body}");
+    // Error charts only for endpoints that had errors.
+    assert!(body.contains("GET /boards/{id}: error rate"), "{body}");
+    assert!(!body.contains("alert(1)&lt;/script&gt;: error rate"), "no all-zero error chart: {body}");
+    let worse = body.find("<h2>GET /boards/{id}</h2>").expect("the boards section");
+    let whole = body.find("<h2>(all)</h2>").expect("the whole-run section, which had no finding");
+    let (marked, steady) =
+        if worse < whole { (&body[worse..whole], &body[whole..]) } else { (&body[worse..], &body[whole..worse]) };
+    assert!(
+        marked.contains("regressed here") && marked.contains(r#"class="pin""#),
+        "the regressed endpoint is marked: {marked}"
+    );
+    assert!(
+        !steady.contains("regressed here") && !steady.contains(r#"class="pin""#),
+        "the steady endpoint is not: {steady}"
+    );
+    assert!(body.contains("<li>9 build changes in this range</li>"), "{body}");
+    let (_, body) = app.get("/scenarios/checkout?range=7d").await;
+    assert!(body.contains(": build 1.0.8 → 1.0.9</li>"), "a few build changes are listed one by one: {body}");
+    assert!(body.contains(r#"class="build-change""#) && body.contains("<title>build 1.0.8 → 1.0.9</title>"), "{body}");
+}
+
+/// The run page of the regressed night: the verdict with units and signs, and links to compare.
+async fn run_page_story(app: &TestApp, last: i64) {
+    let (status, body) = app.get(&format!("/runs/{last}")).await;
+    assert_eq!(status, 200);
+    let verdict_row = r#"<tr class="worse"><td>GET /boards/{id}</td><td>p95</td><td class="num">100.0 ms</td>"#;
+    let linked = format!(r#"<a href="/compare?a={}&amp;b={last}">Compare with the baseline</a>"#, last - 1);
+    let previous = format!(r#"<a href="/compare?a={}&amp;b={last}">Compare with the previous run</a>"#, last - 1);
+    for expected in [
+        "Verdict: regressed",
+        verdict_row,
+        "135.0 ms",
+        "+35.0 %",
+        "112.0 ms",
+        "<td class=\"num\">135.0</td>",
+        "16.50",
+        &linked,
+        &previous,
+    ] {
+        assert!(body.contains(expected), "run page lacks {expected:?}: {body}");
+    }
 }
 
 #[tokio::test]
@@ -327,7 +349,7 @@ async fn run_page_compare_alerts_and_metrics() {
     assert_eq!(status, 200, "{body}");
     assert!(
         body.contains(
-            "<td>p95 ms</td><td class=\"num\">100.00</td><td class=\"num\">135.00</td><td class=\"num\">+35.0 %</td>"
+            "<tr class=\"worse\"><td>p95 ms</td><td class=\"num\">100.00</td><td class=\"num\">135.00</td><td class=\"num change\">+35.0 %</td>"
         ),
         "{body}"
     );
@@ -347,7 +369,7 @@ async fn run_page_compare_alerts_and_metrics() {
             episode_id: Some(id),
             notifier: "team-slack".into(),
             event: "regression".into(),
-            payload: "{}".into(),
+            payload: r#"{"text":"checkout regressed","blocks":[{"type":"section","text":{"type":"mrkdwn","text":"*GET /boards/{id}* p95 100 ms -> 135 ms"}}]}"#.into(),
             idempotency_key: format!("k-{id}"),
             created_at: Utc::now(),
         }]
@@ -360,6 +382,9 @@ async fn run_page_compare_alerts_and_metrics() {
         "{body}"
     );
     assert!(body.contains(&format!("<td>team-slack</td>\n<td>regression</td>\n<td>#{episode}</td>")), "{body}");
+    // The alert names the endpoints and numbers of its run, and shows the message as it was sent.
+    assert!(body.contains(r#"<li><span class="endpoint">GET /boards/{id}</span> <strong>p95</strong>"#), "{body}");
+    assert!(body.contains("<pre class=\"message\">*GET /boards/{id}* p95 100 ms -&#62; 135 ms</pre>"), "{body}");
     assert!(body.contains("status-pending\">pending"), "{body}");
     let (status, metrics) = app.get("/metrics").await;
     assert_eq!(status, 200);
