@@ -270,6 +270,15 @@ impl Store {
         convert(rows)
     }
 
+    /// The run of the same scenario that started just before run `id`, if any.
+    pub async fn previous_run(&self, id: RunId) -> Result<Option<RunId>, StoreError> {
+        let query = "select earlier.id from runs earlier join runs this on this.scenario_id = earlier.scenario_id \
+                     where this.id = $1 and (earlier.started_at < this.started_at \
+                     or (earlier.started_at = this.started_at and earlier.id < this.id)) \
+                     order by earlier.started_at desc, earlier.id desc limit 1";
+        Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(id).fetch_optional(pool).await?))
+    }
+
     /// The names of every scenario that has been run, alphabetically.
     pub async fn scenario_names(&self) -> Result<Vec<String>, StoreError> {
         let query = "select name from scenarios order by name";

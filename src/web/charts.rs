@@ -5,6 +5,7 @@
 use charts_rs::LineChart;
 
 use super::WebError;
+use super::trend_chart::colour;
 use crate::store::TimelinePoint;
 
 /// Lines with more points than this are drawn without a dot on each point.
@@ -34,8 +35,10 @@ impl Merge {
     }
 }
 
-/// One line of a chart: legend, values at full resolution, and how buckets merge them.
+/// One line of a chart: legend, colour, values at full resolution, and how buckets merge them.
 pub struct Series {
+    /// Stroke colour (see [`super::trend_chart::colour`], so p99 is the same colour on every chart).
+    pub colour: &'static str,
     /// Legend text.
     pub name: String,
     /// One value per run or per second.
@@ -60,16 +63,22 @@ fn line_svg(title: &str, labels: Vec<String>, series: &[Series], bucket: usize) 
 }
 
 /// The chart of `series` (full resolution) merged into buckets of `bucket` values, one label per bucket.
-fn line_chart(title: &str, labels: Vec<String>, series: &[Series], bucket: usize) -> LineChart {
-    let series: Vec<charts_rs::Series> = series
+fn line_chart(title: &str, labels: Vec<String>, lines: &[Series], bucket: usize) -> LineChart {
+    let series: Vec<charts_rs::Series> = lines
         .iter()
         .map(|s| {
             let merged: Vec<f32> = s.values.chunks(bucket).map(|c| s.merge.apply(c) as f32).collect();
             (s.name.as_str(), merged).into()
         })
         .collect();
+    let colours = lines.iter().map(|s| charts_rs::Color::from(s.colour)).collect();
     let points = series.first().map_or(0, |s| s.data.len());
     let mut chart = LineChart::new(series, labels);
+    chart.series.colors = colours;
+    // The page's fonts, with fallbacks that exist everywhere (charts-rs names one font, which renders in a
+    // serif face where it is missing).
+    super::trend_chart::FONTS.clone_into(&mut chart.font_family);
+    chart.compact = true;
     title.clone_into(&mut chart.title.text);
     if points > SYMBOLS_UP_TO {
         // A dot per point only clutters a long line, and doubles the SVG's size.
@@ -93,11 +102,13 @@ pub fn overlay_svg(
     }
     let bucket = longest.div_ceil(MAX_POINTS);
     let labels = (0..longest).step_by(bucket).map(|s| format!("{s}s")).collect();
-    let line = |(name, points): (&str, &[&TimelinePoint])| Series {
+    let line = |(name, points): (&str, &[&TimelinePoint]), colour| Series {
+        colour,
         name: name.to_owned(),
         values: points.iter().map(|p| value(p)).collect(),
         merge: Merge::Max,
     };
-    let series = [line(a), line(b)];
+    // A in the median's pale blue, B (usually the newer run) in the p95 colour.
+    let series = [line(a, colour::P50), line(b, colour::P95)];
     line_svg(title, labels, &series, bucket)
 }

@@ -8,13 +8,14 @@ use axum::extract::{Path, State};
 use axum::response::Html;
 
 use super::charts::{Merge, Series, timeline_svg};
+use super::trend_chart::colour;
 use super::{AppState, WebError, parse_run_id};
 use crate::analysis::judge::finding;
 use crate::report::{interval_text, signed_pct, with_unit};
 use crate::store::{EndpointResult, Finding, Interval, Run, RunDetail, TimelinePoint, Verdict, WorkloadSeries};
 
-/// How many of the scenario's newest runs are searched for the one before this run.
-const PREVIOUS_SEARCHED: u32 = 200;
+/// Error classes on the errors-per-second chart: the errors' amber first, then colours no other figure uses.
+const ERROR_CLASS_COLOURS: [&str; 4] = [colour::ERRORS, "#c0392b", "#6d4c41", "#e67e22"];
 
 /// One endpoint's timeline charts.
 struct EndpointTimeline {
@@ -116,13 +117,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         state.store.workload_series(&run.scenario).await?.into_iter().partition(|s| s.hash == run.scenario_hash);
     let other_series = (others.len(), others.iter().map(|s| s.measured_runs).sum());
     let series = mine.into_iter().next();
-    let previous = state
-        .store
-        .last_runs(&run.scenario, PREVIOUS_SEARCHED)
-        .await?
-        .into_iter()
-        .find(|other| other.id != run.id && (other.started_at, other.id) < (run.started_at, run.id))
-        .map(|other| other.id);
+    let previous = state.store.previous_run(run.id).await?;
     let page = RunPage {
         run,
         duration,
@@ -146,21 +141,24 @@ fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError
     for name in names {
         let seconds: Vec<&TimelinePoint> = points.iter().filter(|p| p.endpoint == name).collect();
         // Spikes must survive merging into buckets: p99 and errors take the bucket's maximum.
-        let series = |name: &str, merge, f: fn(&TimelinePoint) -> f64| Series {
+        let series = |name: &str, colour, merge, f: fn(&TimelinePoint) -> f64| Series {
+            colour,
             name: name.to_owned(),
             values: seconds.iter().map(|p| f(p)).collect(),
             merge,
         };
         let latency = [
-            series("p50 ms", Merge::Median, |p| p.p50_us as f64 / 1000.0),
-            series("p99 ms", Merge::Max, |p| p.p99_us as f64 / 1000.0),
+            series("p50 ms", colour::P50, Merge::Median, |p| p.p50_us as f64 / 1000.0),
+            series("p99 ms", colour::P99, Merge::Max, |p| p.p99_us as f64 / 1000.0),
         ];
-        let rate = [series("requests/s", Merge::Mean, |p| p.requests as f64)];
+        let rate = [series("requests/s", colour::THROUGHPUT, Merge::Mean, |p| p.requests as f64)];
         let classes: BTreeSet<&str> =
             seconds.iter().flat_map(|p| p.errors_by_class.keys().map(String::as_str)).collect();
         let errors: Vec<Series> = classes
             .into_iter()
-            .map(|class| Series {
+            .zip(ERROR_CLASS_COLOURS.iter().cycle())
+            .map(|(class, colour)| Series {
+                colour,
                 name: class.to_owned(),
                 values: seconds.iter().map(|p| p.errors_by_class.get(class).copied().unwrap_or(0) as f64).collect(),
                 merge: Merge::Max,

@@ -4,7 +4,17 @@
 /// Text safe inside SVG (and HTML) markup, in text and in attribute values.
 #[must_use]
 pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// Four to eight round tick values (steps of 1, 2, 2.5 or 5 times a power of ten) from `low` up to the first

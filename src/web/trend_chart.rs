@@ -12,8 +12,22 @@ use crate::store::{ChartPoint, RunStatus};
 
 /// The colour of anything that means "regressed", on every chart and page.
 pub const ALARM: &str = "#d92d20";
+/// The colour of each figure, the same on every chart: trends, run timelines, comparisons.
+pub mod colour {
+    /// The median.
+    pub const P50: &str = "#8fb3e8";
+    /// The 95th percentile, the figure a trend chart's dots, band and pins sit on.
+    pub const P95: &str = "#2f6fd0";
+    /// The 99th percentile.
+    pub const P99: &str = "#7a4fc0";
+    /// Errors.
+    pub const ERRORS: &str = "#b9770e";
+    /// Requests per second.
+    pub const THROUGHPUT: &str = "#4a8f6a";
+}
+
 /// Fonts named on the chart: the page's own stack, ending in fonts that exist on a bare Linux box.
-const FONTS: &str = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', 'DejaVu Sans', sans-serif";
+pub const FONTS: &str = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', 'DejaVu Sans', sans-serif";
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 290.0;
 const LEFT: f64 = 62.0;
@@ -83,6 +97,19 @@ impl Axis {
             Scale::Log => (value.max(self.low).ln(), self.low.ln(), self.high.ln()),
         };
         BOTTOM - (v - low) / (high - low) * (BOTTOM - TOP)
+    }
+}
+
+/// A coordinate written to a tenth of a unit with integer formatting: a trend page writes tens of thousands
+/// of them, and exact float formatting was most of its cost.
+#[derive(Clone, Copy)]
+struct Px(f64);
+
+impl std::fmt::Display for Px {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tenths = (self.0 * 10.0).round() as i64;
+        let sign = if tenths < 0 { "-" } else { "" };
+        write!(f, "{sign}{}.{}", (tenths / 10).abs(), (tenths % 10).abs())
     }
 }
 
@@ -228,17 +255,12 @@ impl TrendChart<'_> {
             }
         }
         for line in self.lines.iter().rev() {
-            let coordinates: Vec<String> = points
-                .iter()
-                .enumerate()
-                .map(|(i, p)| format!("{:.1},{:.1}", slot_x(i, count), axis.y((line.value)(p))))
-                .collect();
-            let _ = write!(
-                svg,
-                "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" points=\"{}\"/>",
-                line.colour,
-                coordinates.join(" ")
-            );
+            let _ = write!(svg, "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" points=\"", line.colour);
+            for (i, p) in points.iter().enumerate() {
+                let separator = if i == 0 { "" } else { " " };
+                let _ = write!(svg, "{separator}{},{}", Px(slot_x(i, count)), Px(axis.y((line.value)(p))));
+            }
+            svg.push_str("\"/>");
         }
     }
 
@@ -250,11 +272,12 @@ impl TrendChart<'_> {
         let first = &self.lines[0];
         for (i, point) in points.iter().enumerate() {
             let (x, y) = (slot_x(i, count), axis.y((first.value)(point)));
+            let (px, py) = (Px(x), Px(y));
             let title = escape(&self.tooltip(point));
             let regressed = self.pins && point.regressed > 0;
             let (fill, r) = if regressed { (ALARM, radius + 1.5) } else { (first.colour, radius) };
             let mut mark = format!(
-                "<circle class=\"point\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{r}\" fill=\"{fill}\"><title>{title}</title></circle>"
+                "<circle class=\"point\" cx=\"{px}\" cy=\"{py}\" r=\"{r}\" fill=\"{fill}\"><title>{title}</title></circle>"
             );
             if regressed {
                 let _ = write!(

@@ -17,7 +17,7 @@ use super::changes::Changes;
 use super::grid::{GRID_NIGHTS, Grid};
 use super::overview_page::endpoint_names;
 use super::range::Range;
-use super::trend_chart::{Line, Scale, TrendChart};
+use super::trend_chart::{Line, Scale, TrendChart, colour};
 use super::{AppState, WebError, ensure_scenario};
 use crate::analysis::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
 use crate::analysis::level::estimate;
@@ -183,12 +183,12 @@ pub(super) async fn page(
 }
 
 const LATENCY: [Line; 3] = [
-    Line { name: "p95", colour: "#2f6fd0", value: |p| p.p95_ms },
-    Line { name: "p50", colour: "#8fb3e8", value: |p| p.p50_ms },
-    Line { name: "p99", colour: "#7a4fc0", value: |p| p.p99_ms },
+    Line { name: "p95", colour: colour::P95, value: |p| p.p95_ms },
+    Line { name: "p50", colour: colour::P50, value: |p| p.p50_ms },
+    Line { name: "p99", colour: colour::P99, value: |p| p.p99_ms },
 ];
-const ERRORS: [Line; 1] = [Line { name: "errors", colour: "#b9770e", value: |p| p.error_pct }];
-const THROUGHPUT: [Line; 1] = [Line { name: "throughput", colour: "#4a8f6a", value: |p| p.rate }];
+const ERRORS: [Line; 1] = [Line { name: "errors", colour: colour::ERRORS, value: |p| p.error_pct }];
+const THROUGHPUT: [Line; 1] = [Line { name: "throughput", colour: colour::THROUGHPUT, value: |p| p.rate }];
 
 fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], scale: Scale, gates: &AbsoluteGates) -> EndpointTrend {
     let chart = |title: &str, unit: &'static str, lines: &'static [Line]| TrendChart {
@@ -220,10 +220,15 @@ fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], scale: Scale, gates: &
     }
 }
 
-/// The p95 band a normal night falls in: the current level of all points but the newest (as the detector
+/// The band is read from at most this many points before the newest: a month of nightly runs says where the
+/// series stands, and the change-point search costs the cube of the points it reads.
+const BAND_POINTS: usize = 30;
+
+/// The p95 band a normal night falls in: the current level of the points before the newest (as the detector
 /// finds it, on the log scale), ± 2 sigma of noise. None with fewer than five earlier points.
 fn baseline_band(points: &[&ChartPoint]) -> Option<(f64, f64)> {
     let earlier = &points[..points.len().saturating_sub(1)];
+    let earlier = &earlier[earlier.len().saturating_sub(BAND_POINTS)..];
     if earlier.len() < 5 || earlier.iter().any(|p| p.p95_ms <= 0.0) {
         return None;
     }
