@@ -3,6 +3,7 @@
 
 use askama::Template;
 use axum::Json;
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use chrono::Utc;
@@ -96,8 +97,12 @@ pub(super) async fn list(State(state): State<AppState>) -> Result<Json<Value>, A
 pub(super) async fn acknowledge_json(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Json(body): Json<Acknowledgement>,
+    body: Result<Json<Acknowledgement>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    // A body that is not JSON gets the API's JSON error too, not axum's plain-text rejection.
+    let Json(body) = body.map_err(|rejection| {
+        WebError::BadRequest(format!("the body must be JSON like {{\"reason\": \"…\"}}: {}", rejection.body_text()))
+    })?;
     let id = acknowledge(&state, &id, body.reason.as_deref()).await?;
     Ok(Json(json!({ "acknowledged": id })))
 }

@@ -398,6 +398,11 @@ async fn run_page_compare_alerts_and_metrics() {
     let reason = serde_json::json!({ "reason": "known slow index, fix in 1.1" });
     assert_eq!(app.post_json(&path, reason.clone(), None).await.0, 401);
     assert_eq!(app.post_json(&path, reason.clone(), Some("Bearer wrong")).await.0, 401);
+    let not_json = app.client.post(format!("{}{path}", app.address)).bearer_auth("t0ken").body("reason=x").send();
+    let not_json = not_json.await.unwrap();
+    assert_eq!(not_json.status().as_u16(), 400);
+    let not_json: serde_json::Value = not_json.json().await.unwrap();
+    assert!(not_json["error"]["message"].as_str().unwrap().starts_with("the body must be JSON"), "{not_json}");
     let (status, body) = app.post_json(&path, serde_json::json!({ "reason": " " }), Some("Bearer t0ken")).await;
     assert_eq!((status, body.contains("A reason is required")), (400, true), "{body}");
     let (status, body) = app.post_json(&path, reason.clone(), Some("Bearer t0ken")).await;
