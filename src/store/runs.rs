@@ -125,8 +125,9 @@ impl Store {
                     sqlx::query_as(run_place).bind(id).fetch_one(&mut *tx).await?;
                 for e in &results.endpoints {
                     bind_endpoint(sqlx::query(insert_endpoint).bind(id), e).execute(&mut *tx).await?;
-                    // A run against a down target measured no build: its fast refusals stay out of the trends.
-                    if results.status == RunStatus::Failed {
+                    // A run against a down target measured no build: its fast refusals stay out of the trends;
+                    // so do a stopped run's cut-off requests.
+                    if matches!(results.status, RunStatus::Failed | RunStatus::Aborted) {
                         continue;
                     }
                     sqlx::query(add_to_week)
@@ -270,10 +271,12 @@ impl Store {
         convert(rows)
     }
 
-    /// The run of the same scenario that started just before run `id`, if any.
+    /// The measured run of the same scenario and workload series that started just before run `id`, if any.
     pub async fn previous_run(&self, id: RunId) -> Result<Option<RunId>, StoreError> {
         let query = "select earlier.id from runs earlier join runs this on this.scenario_id = earlier.scenario_id \
-                     where this.id = $1 and (earlier.started_at < this.started_at \
+                     and this.scenario_hash = earlier.scenario_hash \
+                     where this.id = $1 and earlier.status not in ('running', 'failed', 'aborted') \
+                     and (earlier.started_at < this.started_at \
                      or (earlier.started_at = this.started_at and earlier.id < this.id)) \
                      order by earlier.started_at desc, earlier.id desc limit 1";
         Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(id).fetch_optional(pool).await?))

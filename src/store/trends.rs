@@ -44,7 +44,7 @@ pub struct ChartPoint {
     pub regressed: i64,
     /// Runs marked `invalid` (0 over weekly sums).
     pub invalid: i64,
-    /// The newest build among the runs (none over weekly sums).
+    /// The build of a single run; over a bucket the highest build id in text order (none over weekly sums).
     pub build_id: Option<String>,
 }
 
@@ -68,7 +68,7 @@ macro_rules! regressed_here {
 /// The runs of one series (`$4`) in the range: their count decides between [`PER_RUN`] and [`BUCKETED`].
 const COUNT_RUNS: &str = "select count(*) from runs join scenarios on scenarios.id = runs.scenario_id \
     where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.scenario_hash = $4 \
-    and runs.status <> 'failed'";
+    and runs.status not in ('failed', 'aborted')";
 
 /// Every run of one series in the range, one row per run and endpoint.
 const PER_RUN: &str = concat!(
@@ -83,7 +83,7 @@ const PER_RUN: &str = concat!(
          cast(case when runs.status = 'invalid' then 1 else 0 end as bigint) as invalid, runs.build_id \
          from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
          where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.scenario_hash = $4 \
-    and runs.status <> 'failed' \
+    and runs.status not in ('failed', 'aborted') \
          order by r.endpoint, runs.started_at, runs.id"
 );
 
@@ -104,7 +104,7 @@ const BUCKETED: &str = concat!(
          max(runs.build_id) as build_id \
          from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
          where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.scenario_hash = $4 \
-    and runs.status <> 'failed' \
+    and runs.status not in ('failed', 'aborted') \
          group by r.endpoint, (runs.started_at - $2) / $5 order by r.endpoint, started_at"
 );
 
@@ -208,8 +208,9 @@ impl Store {
 
     /// Every endpoint of the span's scenario and series in `[from, to)`, by endpoint then time: a point per
     /// run when the range holds at most [`MAX_RUN_POINTS`] runs, else at most `buckets` time buckets. Runs
-    /// of every status that stored results are included, but failed ones: a down target measured
-    /// no build, and its fast refusals would read as a faster night.
+    /// of every status that stored results are included but failed and aborted ones: a down target
+    /// measured no build (its fast refusals would read as a faster night), and a stopped run's cut-off
+    /// requests say nothing about the target.
     pub async fn trend_points(&self, span: TrendSpan<'_>) -> Result<Trend, StoreError> {
         let first = "select min(runs.started_at) from runs join scenarios on scenarios.id = runs.scenario_id \
                      where scenarios.name = $1";

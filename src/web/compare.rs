@@ -91,13 +91,23 @@ fn cells(a: &EndpointResult, b: &EndpointResult) -> Vec<Cell> {
         .map(|(metric, name)| {
             let (va, vb) = (metric.value_of(a), metric.value_of(b));
             let change = (va.abs() > 0.0).then(|| 100.0 * (vb - va) / va);
-            let worsening = change.map_or(0.0, |c| if *metric == Metric::Throughput { -c } else { c });
+            let worsening = match change {
+                Some(c) if *metric == Metric::Throughput => -c,
+                Some(c) => c,
+                // From nothing to something (errors appearing) is as worse as it gets.
+                None if vb > 0.0 && *metric != Metric::Throughput => f64::INFINITY,
+                None => 0.0,
+            };
             let class = match worsening {
                 w if w >= COLOURED_FROM_PCT => "worse",
                 w if w <= -COLOURED_FROM_PCT => "better",
                 _ => "",
             };
-            let delta = change.map(|c| format!("{c:+.1} %")).unwrap_or_default();
+            let delta = match change {
+                Some(c) => format!("{c:+.1} %"),
+                None if worsening.is_infinite() => "from 0".to_owned(),
+                None => String::new(),
+            };
             Cell { metric: name, a: format!("{va:.2}"), b: format!("{vb:.2}"), delta, class, worsening }
         })
         .collect()

@@ -416,7 +416,9 @@ fn log_ticks(low: f64, high: f64) -> Vec<f64> {
 
 /// A tick's text: no more digits than it needs.
 fn tick_label(value: f64) -> String {
-    let text = format!("{value:.3}");
+    // Enough decimals for the tick's own size: 0.0002 % on a log axis must not read 0.
+    let decimals = if value > 0.0 && value < 1.0 { (-value.log10().floor()) as usize + 2 } else { 3 };
+    let text = format!("{value:.decimals$}");
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 

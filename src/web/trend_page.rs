@@ -53,6 +53,8 @@ struct ScenarioPage {
     other_scale: (String, &'static str),
     /// The dates shown, when zoomed.
     zoom: Option<(String, String)>,
+    /// The chart scale is logarithmic (the zoom form keeps it).
+    log_scale: bool,
     changes: Option<Changes>,
     /// Endpoints × the series' last nights.
     grid: Option<Grid>,
@@ -98,12 +100,17 @@ impl View {
                 };
                 let from = from.as_deref().map(|t| day(t, "from")).transpose()?;
                 let to = to.as_deref().map(|t| day(t, "to")).transpose()?.unwrap_or_else(|| now.date_naive());
-                let from = from.unwrap_or(to - chrono::Duration::days(30));
+                let out_of_range = || WebError::BadRequest("the zoom's dates are out of range".to_owned());
+                let from = match from {
+                    Some(from) => from,
+                    None => to.checked_sub_days(chrono::Days::new(30)).ok_or_else(out_of_range)?,
+                };
                 if from > to {
                     return Err(WebError::BadRequest(format!("`from` ({from}) is after `to` ({to})")));
                 }
                 let start = from.and_time(chrono::NaiveTime::MIN).and_utc();
-                let end = (to + chrono::Duration::days(1)).and_time(chrono::NaiveTime::MIN).and_utc();
+                let end = to.checked_add_days(chrono::Days::new(1)).ok_or_else(out_of_range)?;
+                let end = end.and_time(chrono::NaiveTime::MIN).and_utc();
                 ((start, end), Some((from.to_string(), to.to_string())))
             }
         };
@@ -164,14 +171,19 @@ pub(super) async fn page(
         .map(|r| (r.as_str(), View::link(r.as_str(), view.scale, keep), *r == view.range && view.zoom.is_none()))
         .collect();
     let other = if view.scale == Scale::Log { Scale::Linear } else { Scale::Log };
-    let other_scale =
-        (View::link(view.range.as_str(), other, keep), if other == Scale::Log { "log" } else { "linear" });
+    // The scale toggle keeps a zoom; the range links leave it.
+    let mut toggle = View::link(view.range.as_str(), other, keep);
+    if let Some((from, to)) = &view.zoom {
+        toggle.push_str(&format!("&from={from}&to={to}"));
+    }
+    let other_scale = (toggle, if other == Scale::Log { "log" } else { "linear" });
     let page = ScenarioPage {
         changes: Changes::latest(&state.store, &name).await?,
         runs: state.store.last_runs(&name, 20).await?,
         name,
         ranges,
         other_scale,
+        log_scale: view.scale == Scale::Log,
         zoom: view.zoom,
         grid,
         endpoints,

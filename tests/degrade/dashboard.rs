@@ -230,6 +230,14 @@ async fn dashboard_story(db: &TestDb) {
 
 /// The trend page of the stored nights: summary, grid, linked points, pins and notes.
 async fn trend_page_story(app: &TestApp, last: i64) {
+    // A zoom to the last two days shows only the runs started in them, and the scale toggle keeps it.
+    let from = (Utc::now() - Duration::days(2)).format("%Y-%m-%d");
+    let (status, zoomed) = app.get(&format!("/scenarios/checkout?from={from}")).await;
+    assert_eq!(status, 200, "{zoomed}");
+    let charts = zoomed.split("<h2>GET /boards/{id}</h2>").nth(1).unwrap().split("<h2>").next().unwrap();
+    assert!(charts.contains(&format!("<title>run #{last}, ")), "{charts}");
+    assert!(!charts.contains(&format!("<title>run #{}, ", last - 5)), "an older run is outside the zoom: {charts}");
+    assert!(zoomed.contains(&format!("scale=log&#38;from={from}&#38;to=")), "{zoomed}");
     for range in ["7d", "30d", "all"] {
         let (status, body) = app.get(&format!("/scenarios/checkout?range={range}")).await;
         assert_eq!(status, 200, "{range}");
@@ -296,7 +304,7 @@ async fn not_found_and_bad_requests() {
     let db = TestDb::sqlite();
     let (app, store) = TestApp::spawn(&db).await;
     nights(&store, 2).await;
-    let pages: [(&str, u16, &str); 10] = [
+    let pages: [(&str, u16, &str); 12] = [
         ("/runs/424242", 404, "There is no run #424242."),
         ("/runs/abc", 400, "`abc` is not a run id"),
         ("/scenarios/search", 404, "No scenario is called `search`."),
@@ -316,6 +324,8 @@ async fn not_found_and_bad_requests() {
             r#"{"error":{"code":"not_found","message":"Scenario `checkout` has no endpoint `nope`."}}"#,
         ),
         ("/scenarios/checkout?scale=loud", 400, "unknown scale `loud`; use linear or log"),
+        ("/scenarios/checkout?to=%2B262142-12-31", 400, "the zoom&#39;s dates are out of range"),
+        ("/scenarios/checkout?from=2026-12-01&to=2026-11-01", 400, "`from` (2026-12-01) is after `to` (2026-11-01)"),
     ];
     for (path, status, message) in pages {
         let (actual, body) = app.get(path).await;
