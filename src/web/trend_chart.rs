@@ -7,6 +7,8 @@
 
 use std::fmt::Write as _;
 
+use chrono::{Datelike, Timelike};
+
 use super::svg::{escape, nice_ticks};
 use crate::store::{ChartPoint, RunStatus};
 
@@ -314,7 +316,15 @@ impl TrendChart<'_> {
     /// What hovering a point says: the run (or the bucket), its build and time, the value with its unit, and
     /// the verdict.
     fn tooltip(&self, point: &ChartPoint) -> String {
-        let when = point.started_at.format("%Y-%m-%d %H:%M UTC");
+        let time = point.started_at.naive_utc();
+        let when = format!(
+            "{}-{:02}-{:02} {:02}:{:02} UTC",
+            time.year(),
+            time.month(),
+            time.day(),
+            time.hour(),
+            time.minute()
+        );
         let values: Vec<String> =
             self.lines.iter().map(|l| format!("{} {}", l.name, format_value((l.value)(point), self.unit))).collect();
         let mut text = match point.run_id {
@@ -431,7 +441,19 @@ pub fn format_value(value: f64, unit: &str) -> String {
         _ => 2,
     };
     let separator = if unit == "%" { "" } else { " " };
-    format!("{value:.digits$}{separator}{unit}")
+    // Integer formatting: a trend page writes thousands of these, and exact float formatting is slow.
+    let scale = 10_i64.pow(digits);
+    let scaled = (value * scale as f64).round();
+    if !scaled.is_finite() || scaled.abs() >= 9e15 {
+        return format!("{value:.0}{separator}{unit}");
+    }
+    let scaled = scaled as i64;
+    let sign = if scaled < 0 { "-" } else { "" };
+    let (whole, fraction) = ((scaled / scale).abs(), (scaled % scale).abs());
+    match digits {
+        0 => format!("{sign}{whole}{separator}{unit}"),
+        _ => format!("{sign}{whole}.{fraction:0width$}{separator}{unit}", width = digits as usize),
+    }
 }
 
 #[cfg(test)]
@@ -515,6 +537,9 @@ mod tests {
         assert_eq!(format_value(12.345, "ms"), "12.3 ms");
         assert_eq!(format_value(0.25, "%"), "0.25%");
         assert_eq!(format_value(412.0, "req/s"), "412 req/s");
+        assert_eq!(format_value(-0.05, "ms"), "-0.05 ms");
+        assert_eq!(format_value(9.996, "ms"), "10.00 ms");
+        assert_eq!(format_value(0.0, "%"), "0.00%");
         assert_eq!(tick_label(2.5), "2.5");
         assert_eq!(tick_label(20.0), "20");
     }
