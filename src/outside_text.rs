@@ -1,6 +1,7 @@
 //! Text that comes from outside degrade (a target's answers, a webhook receiver's reply, a build id, a
 //! deploy's output) made safe to print and store: control characters, and so terminal escape sequences,
-//! are shown as `\u{1b}`-style escapes, and a long value is cut at a character boundary.
+//! are shown as `\u{1b}`-style escapes, and a long value is cut at a character boundary; text bound for
+//! markup is escaped.
 
 /// `text` with every control character but newline and tab written out as `\u{…}`, so a terminal never
 /// acts on it (a target could otherwise move the cursor, retitle the window, or hide lines of a report).
@@ -30,6 +31,26 @@ pub fn clipped(text: &str, max_chars: usize) -> String {
     printable(&shown)
 }
 
+/// Text safe inside XML and HTML markup (JUnit reports, the dashboard's SVG), in content and in attribute
+/// values; drops the control characters XML 1.0 cannot hold.
+#[must_use]
+pub fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn is_unsafe(c: char) -> bool {
     c.is_control() && c != '\n' && c != '\t'
 }
@@ -37,6 +58,14 @@ fn is_unsafe(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xml_escape_escapes_markup_and_drops_control_characters() {
+        assert_eq!(
+            xml_escape("GET /a?b=1&c=<x> \"q\" 'y'\u{1}"),
+            "GET /a?b=1&amp;c=&lt;x&gt; &quot;q&quot; &apos;y&apos;"
+        );
+    }
 
     #[test]
     fn escapes_are_written_out_and_plain_text_is_kept() {

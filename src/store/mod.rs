@@ -40,7 +40,7 @@ pub use model::*;
 pub use outbox::{NewMessage, OutboxMessage};
 pub use overview::{ScenarioSummary, StatusCount};
 pub use series::WorkloadSeries;
-pub use trends::{ChartPoint, MAX_RUN_POINTS, Trend, TrendSpan};
+pub use trends::{ChartPoint, Trend, TrendSpan};
 pub use url::DatabaseUrl;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");

@@ -3,9 +3,9 @@
 //! top, the level itself on the middle line), so a glance compares routes fairly: 1.5 ms of jitter on a
 //! 5 ms route and an 80 ms regression on the same route look as different as they are.
 
-use super::svg::escape;
 use super::trend_chart::{ALARM, format_value};
 use crate::analysis::level::median;
+use crate::outside_text::xml_escape;
 
 const WIDTH: f64 = 120.0;
 const HEIGHT: f64 = 28.0;
@@ -57,7 +57,7 @@ fn draw(endpoint: &str, values: &[f64], level: f64, regressed: bool) -> String {
          level {level} (middle line); top: twice the level, bottom: half</title><line x1=\"0\" y1=\"{mid}\" \
          x2=\"{WIDTH}\" y2=\"{mid}\" stroke=\"currentColor\" stroke-opacity=\"0.25\" stroke-dasharray=\"2 2\"/>\
          <polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"1.5\" points=\"{points}\"/></svg>",
-        label = escape(endpoint),
+        label = xml_escape(endpoint),
         level = format_value(level, "ms"),
         mid = HEIGHT / 2.0,
         points = points.join(" ")

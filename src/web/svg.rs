@@ -1,20 +1,17 @@
-//! Small pieces every hand-drawn SVG of the dashboard needs: text made safe inside markup, and round
-//! numbers for an axis.
+//! Numbers for the dashboard's hand-drawn SVG: coordinates written cheaply, and round tick values for a
+//! linear or a logarithmic axis, labelled with no more digits than they need.
 
-/// Text safe inside SVG (and HTML) markup, in text and in attribute values.
-#[must_use]
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            _ => out.push(c),
-        }
+/// A coordinate written to a tenth of a unit with integer formatting: a trend page writes tens of thousands
+/// of them, and exact float formatting was most of its cost.
+#[derive(Clone, Copy)]
+pub struct Px(pub f64);
+
+impl std::fmt::Display for Px {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tenths = (self.0 * 10.0).round() as i64;
+        let sign = if tenths < 0 { "-" } else { "" };
+        write!(f, "{sign}{}.{}", (tenths / 10).abs(), (tenths % 10).abs())
     }
-    out
 }
 
 /// Four to eight round tick values (steps of 1, 2, 2.5 or 5 times a power of ten) from `low` up to the first
@@ -38,6 +35,32 @@ pub fn nice_ticks(low: f64, high: f64) -> Vec<f64> {
     }
 }
 
+/// Ticks at 1, 2 and 5 times powers of ten within `[low, high]`.
+#[must_use]
+pub fn log_ticks(low: f64, high: f64) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    let mut decade = 10f64.powf(low.log10().floor());
+    while decade <= high && ticks.len() < 16 {
+        for step in [1.0, 2.0, 5.0] {
+            let tick = decade * step;
+            if tick >= low && tick <= high {
+                ticks.push(tick);
+            }
+        }
+        decade *= 10.0;
+    }
+    ticks
+}
+
+/// A tick's text: no more digits than it needs.
+#[must_use]
+pub fn tick_label(value: f64) -> String {
+    // Enough decimals for the tick's own size: 0.0002 % on a log axis must not read 0.
+    let decimals = if value > 0.0 && value < 1.0 { (-value.log10().floor()) as usize + 2 } else { 3 };
+    let text = format!("{value:.decimals$}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,6 +70,11 @@ mod tests {
         assert_eq!(nice_ticks(0.0, 33.0), [0.0, 10.0, 20.0, 30.0, 40.0]);
         assert_eq!(nice_ticks(0.0, 4.2), [0.0, 2.0, 4.0, 6.0]);
         assert_eq!(nice_ticks(0.0, 0.9), [0.0, 0.25, 0.5, 0.75, 1.0]);
-        assert_eq!(escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+        assert_eq!(log_ticks(0.8, 120.0), [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
+        assert_eq!(tick_label(2.5), "2.5");
+        assert_eq!(tick_label(20.0), "20");
+        assert_eq!(tick_label(0.0002), "0.0002");
+        assert_eq!(Px(-3.04).to_string(), "-3.0");
+        assert_eq!(Px(12.36).to_string(), "12.4");
     }
 }

@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 
 use chrono::{Datelike, Timelike};
 
-use super::svg::{escape, nice_ticks};
+use super::svg::{Px, log_ticks, nice_ticks, tick_label};
+use crate::outside_text::xml_escape;
 use crate::store::{ChartPoint, RunStatus};
 
 /// The colour of anything that means "regressed", on every chart and page.
@@ -102,19 +103,6 @@ impl Axis {
     }
 }
 
-/// A coordinate written to a tenth of a unit with integer formatting: a trend page writes tens of thousands
-/// of them, and exact float formatting was most of its cost.
-#[derive(Clone, Copy)]
-struct Px(f64);
-
-impl std::fmt::Display for Px {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let tenths = (self.0 * 10.0).round() as i64;
-        let sign = if tenths < 0 { "-" } else { "" };
-        write!(f, "{sign}{}.{}", (tenths / 10).abs(), (tenths % 10).abs())
-    }
-}
-
 fn slot_x(index: usize, count: usize) -> f64 {
     LEFT + (WIDTH - LEFT - RIGHT) * (index as f64 + 0.5) / count as f64
 }
@@ -132,7 +120,7 @@ impl TrendChart<'_> {
              width=\"{WIDTH}\" height=\"{HEIGHT}\" role=\"img\" aria-label=\"{title}\" font-family=\"{FONTS}\" \
              font-size=\"12\" fill=\"currentColor\"><text class=\"title\" x=\"{LEFT}\" y=\"16\" \
              font-size=\"14\" font-weight=\"600\">{title}</text>",
-            title = escape(&self.title)
+            title = xml_escape(&self.title)
         );
         self.legend(&mut svg);
         self.grid(&mut svg, &axis, &ticks);
@@ -275,7 +263,7 @@ impl TrendChart<'_> {
         for (i, point) in points.iter().enumerate() {
             let (x, y) = (slot_x(i, count), axis.y((first.value)(point)));
             let (px, py) = (Px(x), Px(y));
-            let title = escape(&self.tooltip(point));
+            let title = xml_escape(&self.tooltip(point));
             let regressed = self.pins && point.regressed > 0;
             let (fill, r) = if regressed { (ALARM, radius + 1.5) } else { (first.colour, radius) };
             let mut mark = format!(
@@ -385,7 +373,7 @@ fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
             && before != now
         {
             let x = slot_x(i, count);
-            let change = escape(&format!("build {before} → {now}"));
+            let change = xml_escape(&format!("build {before} → {now}"));
             let _ = write!(
                 svg,
                 "<line class=\"build-change\" x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"currentColor\" \
@@ -399,37 +387,13 @@ fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
                     svg,
                     "<text class=\"build-label\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}<title>{change}</title></text>",
                     BOTTOM + 36.0,
-                    escape(&label)
+                    xml_escape(&label)
                 );
                 last_label = x;
             }
         }
         previous = build.or(previous);
     }
-}
-
-/// Ticks at 1, 2 and 5 times powers of ten within `[low, high]`.
-fn log_ticks(low: f64, high: f64) -> Vec<f64> {
-    let mut ticks = Vec::new();
-    let mut decade = 10f64.powf(low.log10().floor());
-    while decade <= high && ticks.len() < 16 {
-        for step in [1.0, 2.0, 5.0] {
-            let tick = decade * step;
-            if tick >= low && tick <= high {
-                ticks.push(tick);
-            }
-        }
-        decade *= 10.0;
-    }
-    ticks
-}
-
-/// A tick's text: no more digits than it needs.
-fn tick_label(value: f64) -> String {
-    // Enough decimals for the tick's own size: 0.0002 % on a log axis must not read 0.
-    let decimals = if value > 0.0 && value < 1.0 { (-value.log10().floor()) as usize + 2 } else { 3 };
-    let text = format!("{value:.decimals$}");
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// A value with its unit, to a sensible precision: `12.3 ms`, `0.25 %`, `41.0 req/s`.
@@ -529,7 +493,6 @@ mod tests {
         let log = chart(Scale::Log).axis(&refs).0;
         let spread = |axis: &Axis| axis.y(1.0) - axis.y(1.4);
         assert!(spread(&log) > 10.0 * spread(&linear), "log {} vs linear {}", spread(&log), spread(&linear));
-        assert_eq!(log_ticks(0.8, 120.0), [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
     }
 
     #[test]
@@ -540,7 +503,5 @@ mod tests {
         assert_eq!(format_value(-0.05, "ms"), "-0.05 ms");
         assert_eq!(format_value(9.996, "ms"), "10.00 ms");
         assert_eq!(format_value(0.0, "%"), "0.00%");
-        assert_eq!(tick_label(2.5), "2.5");
-        assert_eq!(tick_label(20.0), "20");
     }
 }

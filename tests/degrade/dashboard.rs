@@ -558,7 +558,9 @@ async fn run_and_scenario_pages_name_the_workload_series() {
     let (_, older) = app.get("/scenarios/checkout?series=h").await;
     assert!(older.contains("Workload series shown: <a href=\"?series=5m0ke5er\">"), "{older}");
     assert!(older.contains(&format!("<a href=\"/runs/{last}\"><circle")), "the older series' runs are drawn: {older}");
-    assert_eq!(app.get("/scenarios/checkout?series=nope").await.0, 404);
+    let (status, unknown) = app.get("/scenarios/checkout?series=nope").await;
+    assert_eq!(status, 404);
+    assert!(unknown.contains("Scenario `checkout` has no workload series `nope`."), "{unknown}");
 }
 
 /// A client that sends half a request's headers is cut off (after the 10 s header-read timeout) instead of
