@@ -7,6 +7,7 @@
 //! run as one family with a controlled false-alarm rate; `judge` adds the absolute gates and the verdict.
 
 pub mod baseline;
+pub mod contention;
 pub mod counts;
 pub mod detector;
 mod evidence;

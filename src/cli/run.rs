@@ -65,7 +65,7 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
         (_, RunOutcome::Failed { run_id, reason }) => bail!("run {run_id} failed before any load was sent: {reason}"),
         (_, RunOutcome::Stopped { run_id, reason }) => bail!("run {run_id} is stored as aborted: {reason}"),
         (scenario, RunOutcome::Measured { run_id, build_id, measurement }) => {
-            RunReport { id: run_id, scenario, build_id, status: measurement.results.status, measurement }
+            RunReport { id: run_id, scenario, build_id, status: measurement.results.status, measurement: *measurement }
         }
     };
     print_stdout(&report.render(args.format))?;

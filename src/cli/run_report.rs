@@ -47,13 +47,14 @@ impl RunReport {
         };
         out.push_str(&format!(
             "Load: {} model, {planned}{:.1} achieved over {:.0} s measured, {} dropped, schedule lag p99 {} ms, \
-             generator CPU {:.0} %\n\n",
+             generator CPU {:.0} %{}\n\n",
             load.model,
             load.achieved_rate,
             load.measured_secs,
             load.dropped,
             ms(load.schedule_lag_p99_us),
-            load.generator_cpu_pct
+            load.generator_cpu_pct,
+            load.machine_cpu_busy_pct.map_or(String::new(), |b| format!(", machine CPU {b:.0} % busy"))
         ));
         let width = r.endpoints.iter().map(|e| e.endpoint.chars().count()).max().unwrap_or(8).max(8);
         out.push_str(&format!(

@@ -184,12 +184,16 @@ pub struct Gates {
     pub absolute: AbsoluteGates,
     /// Rerun a run judged regressed at once, on the same build, before believing it; default true.
     pub confirm: bool,
+    /// A latency regression on every endpoint measured while the machine was far busier than on the baseline
+    /// nights is inconclusive (`analysis::contention`); default true.
+    pub busy_machine_inconclusive: bool,
 }
 
 impl Default for Gates {
     /// Five runs are the fewest from which night-to-night noise can be estimated at all; ten percent is the
     /// smallest change worth waking someone for; one slow night on a shared machine is the commonest false
-    /// alarm there is, so a regression is confirmed by a rerun before anyone hears of it.
+    /// alarm there is, so a regression is confirmed by a rerun before anyone hears of it; a slow night on a
+    /// machine kept busy by someone else lasts through the rerun, so it is not blamed on the build either.
     fn default() -> Self {
         Self {
             min_runs: 5,
@@ -197,6 +201,7 @@ impl Default for Gates {
             metric_min_effect_pct: BTreeMap::new(),
             absolute: AbsoluteGates::default(),
             confirm: true,
+            busy_machine_inconclusive: true,
         }
     }
 }

@@ -85,6 +85,7 @@ pub struct RawGates {
     pub max_p99_ms: Option<Spanned<f64>>,
     pub max_error_rate_pct: Option<Spanned<f64>>,
     pub confirm: Option<bool>,
+    pub busy_machine_inconclusive: Option<bool>,
 }
 
 /// One `[[notify]]` webhook.

@@ -192,6 +192,7 @@ fn resolve_gates(checker: &mut Checker<'_>, prefix: &str, raw: RawGates) -> Opti
         max_p99_ms,
         max_error_rate_pct,
         confirm,
+        busy_machine_inconclusive,
     } = raw;
     let field = |name: &str| format!("{prefix}.gates.{name}");
     let min_runs = match &min_runs {
@@ -242,6 +243,7 @@ fn resolve_gates(checker: &mut Checker<'_>, prefix: &str, raw: RawGates) -> Opti
         metric_min_effect_pct: per_metric,
         absolute,
         confirm: confirm.unwrap_or(Gates::default().confirm),
+        busy_machine_inconclusive: busy_machine_inconclusive.unwrap_or(Gates::default().busy_machine_inconclusive),
     })
 }
 

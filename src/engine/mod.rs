@@ -8,6 +8,7 @@
 mod alarm;
 pub mod client;
 mod cpu;
+mod machine_load;
 mod failure;
 mod outcome;
 mod pacer;
@@ -57,6 +58,7 @@ pub struct Progress {
 pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: impl FnMut(&Progress)) -> Measurement {
     let started_at = chrono::Utc::now();
     let start = Instant::now();
+    let machine_at_start = machine_load::MachineSample::now();
     let planned = plan.load.duration();
     let client = HttpClient::new(&plan.target.base_url, plan.target.connect_timeout, plan.target.max_body)
         .expect("the scenario checked the base URL");
@@ -94,9 +96,14 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     let grace = if interruption == Some(Interruption::Stopped) { STOP_GRACE } else { plan.target.timeout };
     drain(sessions, grace, &shared.recorder).await;
     on_progress(&progress(&plan, &shared, start));
-    let busy = shared.busy.total();
+    let cpu = outcome::GeneratorCpu {
+        busy: shared.busy.total(),
+        machine_busy_pct: machine_at_start
+            .zip(machine_load::MachineSample::now())
+            .and_then(|(first, last)| last.busy_pct_since(first)),
+    };
     let wall = start.elapsed();
-    outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, busy, interruption.as_ref())
+    outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, &cpu, interruption.as_ref())
 }
 
 fn progress(plan: &Plan, shared: &Shared, start: Instant) -> Progress {

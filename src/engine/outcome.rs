@@ -33,6 +33,15 @@ pub struct ServiceTimes {
     pub p99_us: u64,
 }
 
+/// What the generator's CPU, and the machine's, did during the run.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GeneratorCpu {
+    /// Time spent polling sessions and dispatching arrivals.
+    pub busy: Duration,
+    /// The whole machine's busy share of its CPU time, percent (Linux only).
+    pub machine_busy_pct: Option<f64>,
+}
+
 /// Seconds of measured stages within the first `ran` of the run.
 fn measured_secs(plan: &Plan, ran: Duration) -> f64 {
     let mut start = Duration::ZERO;
@@ -53,7 +62,7 @@ pub(super) fn measure(
     started_at: DateTime<Utc>,
     paced_for: Duration,
     wall: Duration,
-    busy: Duration,
+    cpu: &GeneratorCpu,
     interruption: Option<&Interruption>,
 ) -> Measurement {
     let recorded = recorder.finish();
@@ -78,7 +87,7 @@ pub(super) fn measure(
         planned_arrivals: plan.load.target_rate() * plan.load.measured_duration().as_secs_f64(),
         dropped: recorded.dropped_measured,
         schedule_lag_p99_us: if lag.is_empty() { 0 } else { lag.value_at_quantile(0.99) },
-        cpu_pct: busy.as_secs_f64() * 100.0 / wall.as_secs_f64().max(1e-9),
+        cpu_pct: cpu.busy.as_secs_f64() * 100.0 / wall.as_secs_f64().max(1e-9),
         cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         stopped_early: interruption.map(|i| match i {
             Interruption::Stopped => format!("stopped after {:.1} s of the planned run", paced_for.as_secs_f64()),
@@ -106,6 +115,7 @@ pub(super) fn measure(
         dropped: facts.dropped as i64,
         schedule_lag_p99_us: facts.schedule_lag_p99_us as i64,
         generator_cpu_pct: facts.cpu_pct,
+        machine_cpu_busy_pct: cpu.machine_busy_pct,
         measured_secs: measured,
     };
     let results = RunResults {

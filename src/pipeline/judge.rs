@@ -6,6 +6,7 @@ use anyhow::bail;
 use chrono::Utc;
 
 use crate::analysis::baseline::BaselineSpec;
+use crate::analysis::contention::{busier_machine, not_blamed_on_the_build};
 use crate::analysis::judge::{Comparison, Judgement, Outcome, judge};
 use crate::config::Config;
 use crate::report::{BaselineRun, CheckReport};
@@ -49,6 +50,11 @@ pub async fn judge_run(
         let tonight = endpoints(store, candidate.id).await?;
         let model = candidate.load_summary.as_ref().map_or(LoadModel::Open, |l| LoadModel::from_stored(&l.model));
         let judgement = judge(&tonight, &baseline_results(store, &baseline).await?, &gates, comparison, model);
+        let judgement = if gates.busy_machine_inconclusive {
+            excuse_a_busier_machine(judgement, candidate, &baseline)
+        } else {
+            judgement
+        };
         (baseline, judgement)
     };
     let verdict = NewVerdict {
@@ -108,6 +114,17 @@ async fn baseline_results(store: &Store, runs: &[Run]) -> anyhow::Result<Vec<Vec
         results.push(endpoints(store, run.id).await?);
     }
     Ok(results)
+}
+
+/// A latency regression measured while the machine was busier than on the baseline nights is inconclusive
+/// (see `analysis::contention`).
+fn excuse_a_busier_machine(judgement: Judgement, candidate: &Run, baseline: &[Run]) -> Judgement {
+    let machine_busy = |run: &Run| run.load_summary.as_ref().and_then(|l| l.machine_cpu_busy_pct);
+    let usual: Vec<Option<f64>> = baseline.iter().map(machine_busy).collect();
+    match busier_machine(machine_busy(candidate), &usual) {
+        Some(busier) => not_blamed_on_the_build(judgement, &busier),
+        None => judgement,
+    }
 }
 
 /// Why a failed or aborted run ended, as stored.

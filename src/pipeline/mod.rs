@@ -128,8 +128,8 @@ pub enum RunOutcome {
         run_id: RunId,
         /// The build it measured, when known.
         build_id: Option<String>,
-        /// Its numbers.
-        measurement: Measurement,
+        /// Its numbers (boxed: far larger than the other variants).
+        measurement: Box<Measurement>,
     },
     /// degrade was stopped before the load started; the run is stored as `aborted`.
     Stopped {
@@ -206,7 +206,7 @@ pub async fn run(
         let _ = store.end_run(run_id, RunStatus::Failed, &format!("storing the results failed: {e}"), Utc::now()).await;
         return Err(e).context("cannot store the run's results");
     }
-    Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement })
+    Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement: Box::new(measurement) })
 }
 
 /// [`prepare`], given up when `stop` becomes true: a shutdown during a long deploy or health wait must not be

@@ -151,6 +151,10 @@ pub struct LoadSummary {
     pub schedule_lag_p99_us: i64,
     /// Time the generator spent busy (polling sessions, dispatching arrivals) as a percentage of one core.
     pub generator_cpu_pct: f64,
+    /// The generator's whole machine, all processes: the share of its CPU time that was busy during the run,
+    /// percent. `None` where the kernel publishes no such figure, and for runs stored before it was measured.
+    #[serde(default)]
+    pub machine_cpu_busy_pct: Option<f64>,
     /// Length of the measured stages in seconds.
     pub measured_secs: f64,
 }

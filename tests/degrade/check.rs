@@ -49,13 +49,25 @@ fn new_run(scenario: &str, n: i64) -> NewRun {
 /// Stores one night of `scenario` whose `GET /boards/{id}` p95 is `boards_ms` and whose other endpoint is
 /// steady; returns the run id.
 pub(crate) async fn store_night(store: &Store, scenario: &str, n: i64, boards_ms: f64, status: RunStatus) -> i64 {
+    store_night_under(store, scenario, n, boards_ms, status, LoadSummary::default()).await
+}
+
+/// `store_night`, with the load generator's figures given.
+async fn store_night_under(
+    store: &Store,
+    scenario: &str,
+    n: i64,
+    boards_ms: f64,
+    status: RunStatus,
+    load_summary: LoadSummary,
+) -> i64 {
     let id = store.create_run(&new_run(scenario, n)).await.unwrap();
     let wobble = WOBBLE[n as usize % WOBBLE.len()];
     let results = RunResults {
         status,
         finished_at: night(n) + Duration::minutes(5),
         validity_reasons: if status == RunStatus::Invalid { vec!["dropped 12 % of arrivals".into()] } else { vec![] },
-        load_summary: LoadSummary::default(),
+        load_summary,
         endpoints: vec![
             endpoint(OVERALL_ENDPOINT, 80.0 * wobble),
             endpoint("GET /boards/{id}", boards_ms),
@@ -186,6 +198,43 @@ async fn a_percentile_of_too_few_requests_is_named_and_not_judged() {
     assert!(reason.contains("p99 of 200 requests: too few to judge"), "{stdout}");
     assert!(reason.contains("are needed); p95 judged instead"), "{stdout}");
     assert!(stdout.contains("verdict: passed: ") && stdout.contains("1 on too few requests to judge"), "{stdout}");
+    store.close().await;
+}
+
+#[tokio::test]
+async fn a_slowdown_on_a_busier_machine_is_not_blamed_on_the_build() {
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let busy = |pct: f64| LoadSummary { machine_cpu_busy_pct: Some(pct), ..LoadSummary::default() };
+    for n in 0..10 {
+        let boards_ms = 100.0 * WOBBLE[n as usize];
+        store_night_under(&store, "checkout", n, boards_ms, RunStatus::Finished, busy(5.0 + n as f64 % 3.0)).await;
+    }
+    // Night 10: GET /boards/{id} twice as slow, while something else kept half the machine busy.
+    store_night_under(&store, "checkout", 10, 200.0, RunStatus::Finished, busy(55.0)).await;
+    let (code, stdout, stderr) = check(&db, &[]);
+    assert_eq!(code, Some(0), "inconclusive exits 0 without --strict: {stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "verdict: inconclusive: the machine was busier than on the baseline nights (its CPU was 55 % busy \
+             during the run, against 6 % on the median of 7 baseline nights); a \
+             slowdown measured on a busier machine is not blamed on the build, so the 3 latency regressions below \
+             are not counted"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("REGRESSION  GET /boards/{id}  p95"), "the findings stay visible: {stdout}");
+    assert_eq!(check(&db, &["--strict"]).0, Some(3));
+
+    // The same slowdown on a machine as quiet as usual is a regression.
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    for n in 0..10 {
+        store_night_under(&store, "checkout", n, 100.0 * WOBBLE[n as usize], RunStatus::Finished, busy(6.0)).await;
+    }
+    store_night_under(&store, "checkout", 10, 200.0, RunStatus::Finished, busy(20.0)).await;
+    let (code, stdout, _) = check(&db, &[]);
+    assert_eq!(code, Some(1), "{stdout}");
     store.close().await;
 }
 

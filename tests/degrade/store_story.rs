@@ -115,6 +115,7 @@ fn results(n: i64, p95_ms: i64, status: RunStatus, reasons: &[&str]) -> RunResul
             dropped: 0,
             schedule_lag_p99_us: 800,
             generator_cpu_pct: 31.5,
+            machine_cpu_busy_pct: Some(12.5),
             measured_secs: 600.0,
         },
         endpoints: vec![
