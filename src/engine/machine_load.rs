@@ -13,6 +13,8 @@
 pub(super) struct MachineSample {
     idle: u64,
     total: u64,
+    /// The cores the counters cover (`cpuN` lines).
+    pub(super) cores: u32,
 }
 
 impl MachineSample {
@@ -40,7 +42,9 @@ fn parse(stat: &str) -> Option<MachineSample> {
     let [user, nice, system, idle, iowait, irq, softirq, steal] = fields[..] else { return None };
     let total =
         [user, nice, system, idle, iowait, irq, softirq, steal].iter().try_fold(0_u64, |sum, v| sum.checked_add(*v))?;
-    Some(MachineSample { idle: idle.checked_add(iowait)?, total })
+    let is_core = |l: &&str| l.strip_prefix("cpu").is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit()));
+    let cores = u32::try_from(stat.lines().filter(is_core).count()).ok()?.max(1);
+    Some(MachineSample { idle: idle.checked_add(iowait)?, total, cores })
 }
 
 #[cfg(test)]
@@ -50,7 +54,7 @@ mod tests {
     #[test]
     fn reads_the_cpu_line_with_iowait_as_idle_and_steal_as_busy() {
         let stat = "cpu  100 0 50 800 40 5 5 10 0 0\ncpu0 50 0 25 400 20 2 3 5 0 0\nintr 1 2 3\n";
-        assert_eq!(parse(stat), Some(MachineSample { idle: 840, total: 1010 }));
+        assert_eq!(parse(stat), Some(MachineSample { idle: 840, total: 1010, cores: 1 }));
         assert_eq!(parse("cpu  1 2 3\n"), None, "too few fields");
         assert_eq!(parse("intr 1 2\n"), None);
         assert_eq!(parse("cpu  a b c d e f g h\n"), None);
@@ -58,7 +62,7 @@ mod tests {
 
     #[test]
     fn the_busy_share_is_of_the_ticks_in_between() {
-        let at = |idle, total| MachineSample { idle, total };
+        let at = |idle, total| MachineSample { idle, total, cores: 2 };
         assert_eq!(at(1_150, 2_000).busy_pct_since(at(1_000, 1_200)), Some(81.25));
         assert_eq!(at(1_000, 1_200).busy_pct_since(at(1_000, 1_200)), None);
     }

@@ -98,9 +98,9 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     on_progress(&progress(&plan, &shared, start));
     let cpu = outcome::GeneratorCpu {
         busy: shared.busy.total(),
-        machine_busy_pct: machine_at_start
+        machine: machine_at_start
             .zip(machine_load::MachineSample::now())
-            .and_then(|(first, last)| last.busy_pct_since(first)),
+            .and_then(|(first, last)| Some((last.busy_pct_since(first)?, last.cores))),
     };
     let wall = start.elapsed();
     outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, &cpu, interruption.as_ref())

@@ -38,8 +38,8 @@ pub struct ServiceTimes {
 pub(super) struct GeneratorCpu {
     /// Time spent polling sessions and dispatching arrivals.
     pub busy: Duration,
-    /// The whole machine's busy share of its CPU time, percent (Linux only).
-    pub machine_busy_pct: Option<f64>,
+    /// The whole machine's busy share of its CPU time, percent, and its cores (Linux only).
+    pub machine: Option<(f64, u32)>,
 }
 
 /// Seconds of measured stages within the first `ran` of the run.
@@ -115,7 +115,8 @@ pub(super) fn measure(
         dropped: facts.dropped as i64,
         schedule_lag_p99_us: facts.schedule_lag_p99_us as i64,
         generator_cpu_pct: facts.cpu_pct,
-        machine_cpu_busy_pct: cpu.machine_busy_pct,
+        machine_cpu_busy_pct: cpu.machine.map(|(busy, _)| busy),
+        machine_cores: cpu.machine.map(|(_, cores)| cores),
         measured_secs: measured,
     };
     let results = RunResults {

@@ -6,7 +6,7 @@ use anyhow::bail;
 use chrono::Utc;
 
 use crate::analysis::baseline::BaselineSpec;
-use crate::analysis::contention::{busier_machine, not_blamed_on_the_build};
+use crate::analysis::contention::{MachineLoad, busier_machine, not_blamed_on_the_build};
 use crate::analysis::judge::{Comparison, Judgement, Outcome, judge};
 use crate::config::Config;
 use crate::report::{BaselineRun, CheckReport};
@@ -49,9 +49,10 @@ pub async fn judge_run(
         let comparison = if matches!(spec, BaselineSpec::Run(_)) { Comparison::OneRun } else { Comparison::Nightly };
         let tonight = endpoints(store, candidate.id).await?;
         let model = candidate.load_summary.as_ref().map_or(LoadModel::Open, |l| LoadModel::from_stored(&l.model));
-        let judgement = judge(&tonight, &baseline_results(store, &baseline).await?, &gates, comparison, model);
+        let before = baseline_results(store, &baseline).await?;
+        let judgement = judge(&tonight, &before, &gates, comparison, model);
         let judgement = if gates.busy_machine_inconclusive {
-            excuse_a_busier_machine(judgement, candidate, &baseline)
+            excuse_a_busier_machine(judgement, candidate, &tonight, &baseline, &before)
         } else {
             judgement
         };
@@ -116,15 +117,39 @@ async fn baseline_results(store: &Store, runs: &[Run]) -> anyhow::Result<Vec<Vec
     Ok(results)
 }
 
-/// A latency regression measured while the machine was busier than on the baseline nights is inconclusive
-/// (see `analysis::contention`).
-fn excuse_a_busier_machine(judgement: Judgement, candidate: &Run, baseline: &[Run]) -> Judgement {
+/// A latency regression measured while the machine was busier than on the baseline nights, beyond what the
+/// slower requests could have burnt themselves, is inconclusive (see `analysis::contention`).
+fn excuse_a_busier_machine(
+    judgement: Judgement,
+    candidate: &Run,
+    tonight: &[EndpointResult],
+    baseline: &[Run],
+    before: &[Vec<EndpointResult>],
+) -> Judgement {
     let machine_busy = |run: &Run| run.load_summary.as_ref().and_then(|l| l.machine_cpu_busy_pct);
     let usual: Vec<Option<f64>> = baseline.iter().map(machine_busy).collect();
-    match busier_machine(machine_busy(candidate), &usual) {
-        Some(busier) => not_blamed_on_the_build(judgement, &busier),
-        None => judgement,
-    }
+    let load = candidate.load_summary.as_ref().and_then(|l| {
+        Some(MachineLoad { busy_pct: l.machine_cpu_busy_pct?, cores: l.machine_cores?, secs: l.measured_secs })
+    });
+    let Some(busier) = busier_machine(load, &usual) else { return judgement };
+    not_blamed_on_the_build(judgement, &busier, load.map_or(1, |l| l.cores), |endpoint| {
+        added_secs(endpoint, tonight, before)
+    })
+}
+
+/// How much longer an endpoint's requests took tonight, together, than at the baseline nights' median mean.
+fn added_secs(endpoint: &str, tonight: &[EndpointResult], before: &[Vec<EndpointResult>]) -> f64 {
+    let Some(now) = tonight.iter().find(|e| e.endpoint == endpoint) else { return 0.0 };
+    let mut means: Vec<f64> = before
+        .iter()
+        .flatten()
+        .filter(|e| e.endpoint == endpoint)
+        .map(|e| e.mean_us)
+        .filter(|m| m.is_finite())
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let usual = means.get(means.len() / 2).copied().unwrap_or(0.0);
+    (now.mean_us - usual).max(0.0) / 1e6 * now.requests.max(0) as f64
 }
 
 /// Why a failed or aborted run ended, as stored.

@@ -155,6 +155,9 @@ pub struct LoadSummary {
     /// percent. `None` where the kernel publishes no such figure, and for runs stored before it was measured.
     #[serde(default)]
     pub machine_cpu_busy_pct: Option<f64>,
+    /// The cores that share covers (`None` as above).
+    #[serde(default)]
+    pub machine_cores: Option<u32>,
     /// Length of the measured stages in seconds.
     pub measured_secs: f64,
 }

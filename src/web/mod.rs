@@ -19,6 +19,7 @@ mod run_page;
 mod sparkline;
 mod svg;
 mod trend_chart;
+mod trend_time_axis;
 mod trend_page;
 mod trigger;
 

@@ -3,7 +3,8 @@
 //! top, the level itself on the middle line), so a glance compares routes fairly: 1.5 ms of jitter on a
 //! 5 ms route and an 80 ms regression on the same route look as different as they are.
 
-use super::trend_chart::{ALARM, format_value};
+use super::svg::format_value;
+use super::trend_chart::ALARM;
 use crate::analysis::level::median;
 use crate::outside_text::xml_escape;
 

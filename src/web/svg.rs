@@ -1,5 +1,5 @@
 //! Numbers for the dashboard's hand-drawn SVG: coordinates written cheaply, and round tick values for a
-//! linear or a logarithmic axis, labelled with no more digits than they need.
+//! linear or a logarithmic axis, labelled with no more digits than they need; values with their units.
 
 /// A coordinate written to a tenth of a unit with integer formatting: a trend page writes tens of thousands
 /// of them, and exact float formatting was most of its cost.
@@ -61,9 +61,43 @@ pub fn tick_label(value: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
+/// A value with its unit, to a sensible precision: `12.3 ms`, `0.25 %`, `41.0 req/s`.
+#[must_use]
+pub fn format_value(value: f64, unit: &str) -> String {
+    let digits = match value.abs() {
+        v if v >= 100.0 => 0,
+        v if v >= 10.0 => 1,
+        _ => 2,
+    };
+    let separator = if unit == "%" { "" } else { " " };
+    // Integer formatting: a trend page writes thousands of these, and exact float formatting is slow.
+    let scale = 10_i64.pow(digits);
+    let scaled = (value * scale as f64).round();
+    if !scaled.is_finite() || scaled.abs() >= 9e15 {
+        return format!("{value:.0}{separator}{unit}");
+    }
+    let scaled = scaled as i64;
+    let sign = if scaled < 0 { "-" } else { "" };
+    let (whole, fraction) = ((scaled / scale).abs(), (scaled % scale).abs());
+    match digits {
+        0 => format!("{sign}{whole}{separator}{unit}"),
+        _ => format!("{sign}{whole}.{fraction:0width$}{separator}{unit}", width = digits as usize),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_carry_their_units() {
+        assert_eq!(format_value(12.345, "ms"), "12.3 ms");
+        assert_eq!(format_value(0.25, "%"), "0.25%");
+        assert_eq!(format_value(412.0, "req/s"), "412 req/s");
+        assert_eq!(format_value(-0.05, "ms"), "-0.05 ms");
+        assert_eq!(format_value(9.996, "ms"), "10.00 ms");
+        assert_eq!(format_value(0.0, "%"), "0.00%");
+    }
 
     #[test]
     fn ticks_are_round_and_cover_the_range() {

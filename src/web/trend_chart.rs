@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 
 use chrono::{Datelike, Timelike};
 
-use super::svg::{Px, log_ticks, nice_ticks, tick_label};
+use super::svg::{Px, format_value, log_ticks, nice_ticks, tick_label};
+use super::trend_time_axis::time_axis;
 use crate::outside_text::xml_escape;
 use crate::store::{ChartPoint, RunStatus};
 
@@ -31,17 +32,13 @@ pub mod colour {
 
 /// Fonts named on the chart: the page's own stack, ending in fonts that exist on a bare Linux box.
 pub const FONTS: &str = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', 'DejaVu Sans', sans-serif";
-const WIDTH: f64 = 720.0;
+pub(super) const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 290.0;
-const LEFT: f64 = 62.0;
-const RIGHT: f64 = 14.0;
+pub(super) const LEFT: f64 = 62.0;
+pub(super) const RIGHT: f64 = 14.0;
 const TOP: f64 = 52.0;
 /// The plot's bottom edge; below it, date labels and then build labels.
-const BOTTOM: f64 = 236.0;
-/// Date labels on the time axis, at most.
-const DATE_LABELS: usize = 6;
-/// Build labels closer than this to the previous one are left to their tick's tooltip.
-const BUILD_LABEL_GAP: f64 = 64.0;
+pub(super) const BOTTOM: f64 = 236.0;
 
 /// The value axis: linear from zero, or logarithmic (`?scale=log`), where a big jump does not flatten the
 /// normal range into the axis.
@@ -103,7 +100,8 @@ impl Axis {
     }
 }
 
-fn slot_x(index: usize, count: usize) -> f64 {
+/// The centre of point `index` of `count`, one slot each.
+pub(super) fn slot_x(index: usize, count: usize) -> f64 {
     LEFT + (WIDTH - LEFT - RIGHT) * (index as f64 + 0.5) / count as f64
 }
 
@@ -343,83 +341,6 @@ impl TrendChart<'_> {
     }
 }
 
-/// Dates under evenly spaced points, and a labelled tick wherever the build changed.
-fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
-    let count = points.len();
-    let _ = write!(
-        svg,
-        "<line x1=\"{LEFT}\" y1=\"{BOTTOM}\" x2=\"{}\" y2=\"{BOTTOM}\" stroke=\"currentColor\" stroke-opacity=\"0.5\"/>",
-        WIDTH - RIGHT
-    );
-    let labels = DATE_LABELS.min(count);
-    let same_day =
-        points.first().map(|p| p.started_at.date_naive()) == points.last().map(|p| p.started_at.date_naive());
-    let format = if same_day { "%H:%M" } else { "%m-%d" };
-    for k in 0..labels {
-        let index = if labels == 1 { 0 } else { k * (count - 1) / (labels - 1) };
-        let _ = write!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" fill-opacity=\"0.8\">{}</text>",
-            slot_x(index, count),
-            BOTTOM + 16.0,
-            points[index].started_at.format(format)
-        );
-    }
-    let mut last_label = f64::NEG_INFINITY;
-    let mut previous: Option<&str> = None;
-    for (i, point) in points.iter().enumerate() {
-        let build = point.build_id.as_deref();
-        if let (Some(before), Some(now)) = (previous, build)
-            && before != now
-        {
-            let x = slot_x(i, count);
-            let change = xml_escape(&format!("build {before} → {now}"));
-            let _ = write!(
-                svg,
-                "<line class=\"build-change\" x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"currentColor\" \
-                 stroke-width=\"2\"><title>{change}</title></line>",
-                BOTTOM - 5.0,
-                BOTTOM + 5.0
-            );
-            if x - last_label >= BUILD_LABEL_GAP {
-                let label: String = now.chars().take(10).collect();
-                let _ = write!(
-                    svg,
-                    "<text class=\"build-label\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}<title>{change}</title></text>",
-                    BOTTOM + 36.0,
-                    xml_escape(&label)
-                );
-                last_label = x;
-            }
-        }
-        previous = build.or(previous);
-    }
-}
-
-/// A value with its unit, to a sensible precision: `12.3 ms`, `0.25 %`, `41.0 req/s`.
-#[must_use]
-pub fn format_value(value: f64, unit: &str) -> String {
-    let digits = match value.abs() {
-        v if v >= 100.0 => 0,
-        v if v >= 10.0 => 1,
-        _ => 2,
-    };
-    let separator = if unit == "%" { "" } else { " " };
-    // Integer formatting: a trend page writes thousands of these, and exact float formatting is slow.
-    let scale = 10_i64.pow(digits);
-    let scaled = (value * scale as f64).round();
-    if !scaled.is_finite() || scaled.abs() >= 9e15 {
-        return format!("{value:.0}{separator}{unit}");
-    }
-    let scaled = scaled as i64;
-    let sign = if scaled < 0 { "-" } else { "" };
-    let (whole, fraction) = ((scaled / scale).abs(), (scaled % scale).abs());
-    match digits {
-        0 => format!("{sign}{whole}{separator}{unit}"),
-        _ => format!("{sign}{whole}.{fraction:0width$}{separator}{unit}", width = digits as usize),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
@@ -493,15 +414,5 @@ mod tests {
         let log = chart(Scale::Log).axis(&refs).0;
         let spread = |axis: &Axis| axis.y(1.0) - axis.y(1.4);
         assert!(spread(&log) > 10.0 * spread(&linear), "log {} vs linear {}", spread(&log), spread(&linear));
-    }
-
-    #[test]
-    fn values_carry_their_units() {
-        assert_eq!(format_value(12.345, "ms"), "12.3 ms");
-        assert_eq!(format_value(0.25, "%"), "0.25%");
-        assert_eq!(format_value(412.0, "req/s"), "412 req/s");
-        assert_eq!(format_value(-0.05, "ms"), "-0.05 ms");
-        assert_eq!(format_value(9.996, "ms"), "10.00 ms");
-        assert_eq!(format_value(0.0, "%"), "0.00%");
     }
 }

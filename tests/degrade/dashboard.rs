@@ -281,7 +281,7 @@ async fn trend_page_story(app: &TestApp, last: i64) {
 async fn run_page_story(app: &TestApp, last: i64) {
     let (status, body) = app.get(&format!("/runs/{last}")).await;
     assert_eq!(status, 200);
-    let verdict_row = r#"<tr class="worse"><td>GET /boards/{id}</td><td>p95</td><td class="num">100.0 ms</td>"#;
+    let verdict_row = r#"<tr class="worse"><td data-label="Endpoint">GET /boards/{id}</td><td data-label="Metric">p95</td><td data-label="Baseline" class="num">100.0 ms</td>"#;
     let linked = format!(r#"<a href="/compare?a={}&amp;b={last}">Compare with the baseline</a>"#, last - 1);
     let previous = format!(r#"<a href="/compare?a={}&amp;b={last}">Compare with the previous run</a>"#, last - 1);
     for expected in [
@@ -391,7 +391,13 @@ async fn run_page_compare_alerts_and_metrics() {
         body.contains("p95 of GET /boards/{id} +35 %") && body.contains(&format!("/alerts/{episode}/acknowledge")),
         "{body}"
     );
-    assert!(body.contains(&format!("<td>team-slack</td>\n<td>regression</td>\n<td>#{episode}</td>")), "{body}");
+    assert!(
+        body.contains(&format!(
+            "<td data-label=\"Webhook\">team-slack</td>\n<td data-label=\"Event\">regression</td>\n<td \
+             data-label=\"Episode\">#{episode}</td>"
+        )),
+        "{body}"
+    );
     // The alert names the endpoints and numbers of its run, and shows the message as it was sent.
     assert!(body.contains(r#"<li><span class="endpoint">GET /boards/{id}</span> <strong>p95</strong>"#), "{body}");
     assert!(body.contains("<pre class=\"message\">*GET /boards/{id}* p95 100 ms -&#62; 135 ms</pre>"), "{body}");

@@ -1,0 +1,66 @@
+//! The time axis under a trend chart: dates under evenly spaced points (runs are slots, not times), and a
+//! labelled tick wherever the build changed, never a line per night.
+
+use std::fmt::Write as _;
+
+use super::trend_chart::{BOTTOM, LEFT, RIGHT, WIDTH, slot_x};
+use crate::outside_text::xml_escape;
+use crate::store::ChartPoint;
+
+/// Date labels on the time axis, at most.
+const DATE_LABELS: usize = 6;
+/// Build labels closer than this to the previous one are left to their tick's tooltip.
+const BUILD_LABEL_GAP: f64 = 64.0;
+
+/// Dates under evenly spaced points, and a labelled tick wherever the build changed.
+pub(super) fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
+    let count = points.len();
+    let _ = write!(
+        svg,
+        "<line x1=\"{LEFT}\" y1=\"{BOTTOM}\" x2=\"{}\" y2=\"{BOTTOM}\" stroke=\"currentColor\" stroke-opacity=\"0.5\"/>",
+        WIDTH - RIGHT
+    );
+    let labels = DATE_LABELS.min(count);
+    let same_day =
+        points.first().map(|p| p.started_at.date_naive()) == points.last().map(|p| p.started_at.date_naive());
+    let format = if same_day { "%H:%M" } else { "%m-%d" };
+    for k in 0..labels {
+        let index = if labels == 1 { 0 } else { k * (count - 1) / (labels - 1) };
+        let _ = write!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" fill-opacity=\"0.8\">{}</text>",
+            slot_x(index, count),
+            BOTTOM + 16.0,
+            points[index].started_at.format(format)
+        );
+    }
+    let mut last_label = f64::NEG_INFINITY;
+    let mut previous: Option<&str> = None;
+    for (i, point) in points.iter().enumerate() {
+        let build = point.build_id.as_deref();
+        if let (Some(before), Some(now)) = (previous, build)
+            && before != now
+        {
+            let x = slot_x(i, count);
+            let change = xml_escape(&format!("build {before} → {now}"));
+            let _ = write!(
+                svg,
+                "<line class=\"build-change\" x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"currentColor\" \
+                 stroke-width=\"2\"><title>{change}</title></line>",
+                BOTTOM - 5.0,
+                BOTTOM + 5.0
+            );
+            if x - last_label >= BUILD_LABEL_GAP {
+                let label: String = now.chars().take(10).collect();
+                let _ = write!(
+                    svg,
+                    "<text class=\"build-label\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}<title>{change}</title></text>",
+                    BOTTOM + 36.0,
+                    xml_escape(&label)
+                );
+                last_label = x;
+            }
+        }
+        previous = build.or(previous);
+    }
+}
