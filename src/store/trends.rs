@@ -87,9 +87,11 @@ const PER_RUN: &str = concat!(
          order by r.endpoint, runs.started_at, runs.id"
 );
 
-/// The runs of one series in the range merged into time buckets `$5` ms wide: means, and the spread.
+/// The runs of one series in the range merged into time buckets `$5` ms wide: means, the spread, and the build
+/// of the bucket's newest run (build ids are not ordered as text: `1.10.0` is newer than `1.9.0`).
 const BUCKETED: &str = concat!(
-    "select r.endpoint, min(runs.started_at) as started_at, count(*) as runs, \
+    "select g.*, newest.build_id from (select r.endpoint, max(runs.id) as newest_run_id, \
+         min(runs.started_at) as started_at, count(*) as runs, \
          cast(null as bigint) as run_id, cast(null as text) as status, \
          cast(avg(r.p50_us) as double precision) as p50_us, cast(avg(r.p95_us) as double precision) as p95_us, \
          cast(avg(r.p99_us) as double precision) as p99_us, cast(avg(r.error_pct) as double precision) as error_pct, \
@@ -100,12 +102,12 @@ const BUCKETED: &str = concat!(
          cast(sum(",
     regressed_here!(),
     ") as bigint) as regressed, \
-         cast(sum(case when runs.status = 'invalid' then 1 else 0 end) as bigint) as invalid, \
-         max(runs.build_id) as build_id \
+         cast(sum(case when runs.status = 'invalid' then 1 else 0 end) as bigint) as invalid \
          from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
          where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.scenario_hash = $4 \
     and runs.status not in ('failed', 'aborted') \
-         group by r.endpoint, (runs.started_at - $2) / $5 order by r.endpoint, started_at"
+         group by r.endpoint, (runs.started_at - $2) / $5) g join runs newest on newest.id = g.newest_run_id \
+         order by g.endpoint, g.started_at"
 );
 
 /// The weekly sums in the range, merged per bucket (weighted by their run counts). They hold every

@@ -467,3 +467,48 @@ async fn runs_an_hour_apart(db: &TestDb) {
     assert!(cards.iter().all(|p| p.regressed == 0), "an endpoint without a finding is not marked");
     store.close().await;
 }
+
+#[tokio::test]
+async fn a_bucket_names_the_build_of_its_newest_run_on_sqlite() {
+    bucket_builds(&TestDb::sqlite()).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set DEGRADE_TEST_POSTGRES_URL and pass --include-ignored (.ci/run does)"]
+async fn a_bucket_names_the_build_of_its_newest_run_on_postgres() {
+    let db = TestDb::postgres().await;
+    bucket_builds(&db).await;
+}
+
+/// More runs than a chart shows one by one (every six hours for 105 days) are merged into buckets; each bucket
+/// is labelled with the build of its newest run, which text order would get wrong (`1.0.10` after `1.0.9`).
+async fn bucket_builds(db: &TestDb) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let runs = 420;
+    let start = night(0);
+    for n in 0..runs {
+        let started_at = start + Duration::hours(6 * n);
+        let id = store.create_run(&NewRun { started_at, ..new_run(n) }).await.unwrap();
+        let mut stored = results(0, 5, RunStatus::Finished, &[]);
+        stored.timeline.clear();
+        store.finish_run(id, &RunResults { finished_at: started_at + Duration::minutes(5), ..stored }).await.unwrap();
+    }
+    let span = TrendSpan {
+        scenario: "checkout",
+        series: "abc123",
+        from: start,
+        to: start + Duration::hours(6 * runs),
+        buckets: 60,
+    };
+    let trend = store.trend_points(span).await.unwrap();
+    let boards: Vec<_> = trend.points.iter().filter(|p| p.endpoint == "GET /boards/{id}").collect();
+    assert!(boards.len() <= 61 && boards.iter().all(|p| p.run_id.is_none()), "{} points", boards.len());
+    let mut seen = 0;
+    for bucket in boards {
+        seen += bucket.runs;
+        let newest = format!("1.0.{}", seen - 1);
+        assert_eq!(bucket.build_id.as_deref(), Some(newest.as_str()), "the bucket ending with run {seen}");
+    }
+    assert_eq!(seen, runs, "every run is in some bucket");
+    store.close().await;
+}
