@@ -12,6 +12,7 @@
 use super::counts::{Count, CountHistory, Wobble};
 use super::detector::{ERROR_MIN_RISE, LOG_SIGMA_FLOOR};
 use super::level::{Estimate, estimate, median};
+use super::relative::RelativeEvidence;
 use super::sample::{Sample, Side};
 use super::shift::Shift;
 use crate::config::Gates;
@@ -79,6 +80,8 @@ pub(super) struct ValueEvidence {
     pub slow_share: Option<SlowShare>,
     /// The test against the level, once the prior is applied.
     pub shift: Option<Shift>,
+    /// The same percentile as a ratio to the run's other endpoints (see `relative`), when there are enough.
+    pub relative: Option<Box<RelativeEvidence>>,
 }
 
 impl ValueEvidence {
@@ -207,6 +210,7 @@ fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usi
         interval: Some(Interval { lo: now.lo.exp(), hi: now.hi.map(f64::exp) }),
         slow_share,
         shift: None,
+        relative: None,
     }))
 }
 
@@ -257,5 +261,6 @@ fn throughput_evidence(tonight: &Sample, history: &[Sample]) -> Evidence {
         interval: None,
         slow_share: None,
         shift: None,
+        relative: None,
     }))
 }

@@ -4,7 +4,8 @@
 //! percentile ladder); `level` finds where a nightly series stands and how noisy it is; `shift` tests how far
 //! tonight lies from that level and `counts` how many more requests failed or were slow; `detector` applies
 //! the level and shift to one bare series (`degrade detect`); `nightly` judges every endpoint × metric of a
-//! run as one family with a controlled false-alarm rate; `judge` adds the absolute gates and the verdict.
+//! run as one family with a controlled false-alarm rate, `relative` adding each endpoint's latency as a ratio to
+//! the run's other endpoints; `judge` adds the absolute gates and the verdict.
 
 pub mod baseline;
 pub mod contention;
@@ -14,6 +15,7 @@ mod evidence;
 pub mod judge;
 pub mod level;
 pub mod nightly;
+mod relative;
 #[cfg(test)]
 mod run_level_tests;
 pub mod sample;

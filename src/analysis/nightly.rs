@@ -15,13 +15,14 @@ use std::collections::BTreeMap;
 
 use super::counts::CountHistory;
 use super::detector::{ERROR_MIN_RISE, LOG_PRIOR, LOG_SIGMA_FLOOR};
-use super::evidence::{Draft, ErrorEvidence, Evidence, ValueEvidence, endpoint_drafts};
+use super::evidence::{Draft, ErrorEvidence, Evidence, PERCENTILES, ValueEvidence, endpoint_drafts};
 use super::judge::finding;
 use super::level::{Prior, median};
+use super::relative::{MIN_CONTROLS, Nights, RelativeEvidence, Table};
 use super::shift::shift;
 use crate::config::Gates;
 use crate::metrics::interval::error_rate_interval;
-use crate::store::{EndpointResult, Finding, Metric};
+use crate::store::{EndpointResult, Finding, Metric, OVERALL_ENDPOINT};
 
 /// The chance, per run, that a night with no change has any regression finding.
 pub const RUN_FALSE_ALARM_RATE: f64 = 0.01;
@@ -35,6 +36,8 @@ enum TestKind {
     Level,
     /// The share of slow requests behind a tail percentile.
     SlowShare,
+    /// The value as a ratio to the run's other endpoints.
+    Relative,
     /// The count of failed requests.
     Errors,
 }
@@ -63,35 +66,70 @@ pub fn judge_nightly(
         .filter(|e| e.requests > 0)
         .flat_map(|e| endpoint_drafts(e, baseline, gates, judge_throughput))
         .collect();
+    attach_ratios(&mut drafts, candidate, baseline, (gates.min_runs as usize).max(2));
     apply_pooled_priors(&mut drafts);
     let tests = holm(tests_of(&drafts));
     let family = tests.len();
     drafts.iter().enumerate().map(|(i, d)| finding_of(d, &drafts, &tests_for(&tests, i), family)).collect()
 }
 
-/// Sets each value series' prior from the other series of the same metric, then tests it against its level.
+/// Gives each latency percentile of a named endpoint its ratio to the run's other endpoints, where at least
+/// [`MIN_CONTROLS`] others and `needed` baseline nights make one.
+fn attach_ratios(drafts: &mut [Draft], candidate: &[EndpointResult], baseline: &[Vec<EndpointResult>], needed: usize) {
+    let named = candidate.iter().filter(|e| e.endpoint != OVERALL_ENDPOINT && e.requests > 0).count();
+    if named <= MIN_CONTROLS {
+        return;
+    }
+    let nights = Nights::new(candidate, baseline);
+    for (metric, p) in PERCENTILES {
+        let table = Table::new(&nights, p);
+        for d in drafts.iter_mut().filter(|d| d.metric == metric) {
+            if let Evidence::Value(v) = &mut d.evidence {
+                v.relative = table.ratio(&d.endpoint, needed).map(|ratio| Box::new(ratio.into()));
+            }
+        }
+    }
+}
+
+/// Sets each value series' prior from the other series of the same metric (ratios from the other ratios),
+/// then tests it against its level.
 fn apply_pooled_priors(drafts: &mut [Draft]) {
+    let absolute = pooled_priors(drafts, |v| Some(v));
+    let relative = pooled_priors(drafts, |v| v.relative.as_deref().map(|r| &r.value));
+    for d in drafts.iter_mut() {
+        if let Evidence::Value(v) = &mut d.evidence {
+            settle(v, absolute.get(d.metric.as_str()));
+            if let Some(r) = v.relative.as_deref_mut() {
+                settle(&mut r.value, relative.get(d.metric.as_str()));
+            }
+        }
+    }
+}
+
+/// Per metric, the prior the series `select` picks give each other: the median of their own noise.
+fn pooled_priors(drafts: &[Draft], select: fn(&ValueEvidence) -> Option<&ValueEvidence>) -> BTreeMap<String, Prior> {
     let mut own: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for d in drafts.iter() {
-        if let Evidence::Value(v) = &d.evidence {
+    for d in drafts {
+        if let Some(v) = match &d.evidence {
+            Evidence::Value(v) => select(v),
+            _ => None,
+        } {
             own.entry(d.metric.as_str()).or_default().push(v.estimate.own_night_var);
         }
     }
-    let priors: BTreeMap<String, Prior> = own
-        .into_iter()
+    own.into_iter()
         .filter(|(_, vars)| vars.len() >= 2)
         .map(|(metric, vars)| {
             let sigma = median(&vars).sqrt().max(LOG_SIGMA_FLOOR);
             (metric.to_owned(), Prior { sigma, nights: POOLED_PRIOR_NIGHTS })
         })
-        .collect();
-    for d in drafts.iter_mut() {
-        if let Evidence::Value(v) = &mut d.evidence {
-            let prior = priors.get(d.metric.as_str()).copied().unwrap_or(LOG_PRIOR);
-            v.estimate = v.estimate.with_prior(prior, LOG_SIGMA_FLOOR);
-            v.shift = Some(shift(&v.estimate, v.tonight, v.tonight_var));
-        }
-    }
+        .collect()
+}
+
+/// Applies `prior` (the generic one without) to a series and tests tonight against its level.
+fn settle(v: &mut ValueEvidence, prior: Option<&Prior>) {
+    v.estimate = v.estimate.with_prior(prior.copied().unwrap_or(LOG_PRIOR), LOG_SIGMA_FLOOR);
+    v.shift = Some(shift(&v.estimate, v.tonight, v.tonight_var));
 }
 
 /// Every test the drafts make, each with its p-value; the family's size does not depend on tonight's values.
@@ -102,6 +140,9 @@ fn tests_of(drafts: &[Draft]) -> Vec<Test> {
         match &d.evidence {
             Evidence::Value(v) => {
                 tests.push(test(i, TestKind::Level, v.shift.as_ref().map_or(1.0, |s| s.p_worse)));
+                if let Some(r) = &v.relative {
+                    tests.push(test(i, TestKind::Relative, r.value.shift.as_ref().map_or(1.0, |s| s.p_worse)));
+                }
                 if let Some(slow) = &v.slow_share {
                     tests.push(test(i, TestKind::SlowShare, slow.p));
                 }
@@ -207,14 +248,29 @@ fn value_finding(
     let alpha = level_test.map_or(RUN_FALSE_ALARM_RATE / family.max(1) as f64, |t| t.alpha);
     let k = shift.threshold(alpha);
     let effect_bound = v.estimate.level + d.min_effect.ln_1p();
-    f.limit = Some(v.raw((shift.forecast + k * shift.se).max(effect_bound)));
+    let mut limit = (shift.forecast + k * shift.se).max(effect_bound);
+    if let (Some(r), Some(t)) = (&v.relative, tests.iter().find(|t| t.kind == TestKind::Relative)) {
+        // The value at which the ratio test fires tonight, given tonight's common factor: the lower of the two
+        // is where tonight's value becomes a regression.
+        limit = limit.min(relative_limit(r, t.alpha, d.min_effect).max(effect_bound));
+    }
+    f.limit = Some(v.raw(limit));
     let level_says = level_test.is_some_and(|t| t.rejected) && v.worse_by() >= d.min_effect;
     let slow_says = slow_test.is_some_and(|t| t.rejected);
+    // Slower than the other endpoints by the minimum effect, and slower than its own baseline by it too: a
+    // night when everything else sped up does not make an unchanged endpoint a regression.
+    let relative_says = tests.iter().find(|t| t.kind == TestKind::Relative).is_some_and(|t| t.rejected)
+        && v.relative.as_ref().is_some_and(|r| r.value.worse_by() >= d.min_effect)
+        && v.worse_by() >= d.min_effect;
     let improved = shift.p_better <= RUN_FALSE_ALARM_RATE / family.max(1) as f64
         && v.better_by() >= d.min_effect
         && !(d.metric != Metric::Throughput && errors_rose(all, &d.endpoint));
     f.reason = value_reason(d, v, k, family, slow_says);
-    if level_says || slow_says {
+    if let (Some(r), Some(t), true) = (&v.relative, tests.iter().find(|t| t.kind == TestKind::Relative), relative_says)
+    {
+        f.reason += &relative_reason(r, t.alpha);
+    }
+    if level_says || slow_says || relative_says {
         finding::REGRESSION
     } else if improved {
         finding::IMPROVEMENT
@@ -249,6 +305,27 @@ fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, slow_says: 
         text += &format!("; the last {nights} nights moved to a new level that is not settled yet");
     }
     text
+}
+
+/// The log value tonight's ratio test needs, given tonight's common factor.
+fn relative_limit(r: &RelativeEvidence, alpha: f64, min_effect: f64) -> f64 {
+    let shift = r.value.shift.as_ref().expect("ratios are tested");
+    let needed = (shift.forecast + shift.threshold(alpha) * shift.se).max(r.value.estimate.level + min_effect.ln_1p());
+    needed + r.common
+}
+
+/// What the ratio test found, when it found a regression.
+fn relative_reason(r: &RelativeEvidence, alpha: f64) -> String {
+    let shift = r.value.shift.as_ref().expect("ratios are tested");
+    format!(
+        "; against the run's {} other endpoints, which were {:+.1} % off their usual values tonight, it is {:.1} \
+         sigma above its usual share (noise ±{:.1} %; {:.1} needed)",
+        r.controls,
+        100.0 * r.common.exp_m1(),
+        shift.z,
+        100.0 * r.value.estimate.night_var.sqrt(),
+        shift.threshold(alpha)
+    )
 }
 
 /// Whether `endpoint`'s error rate rose tonight: its latency is then shaped by failures, never an improvement.

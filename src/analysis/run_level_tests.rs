@@ -162,3 +162,75 @@ fn twenty_unchanged_endpoints_stay_quiet_across_many_seeded_nights() {
     }
     assert!(regressed.len() <= 3, "{} of 100 unchanged runs regressed: {regressed:?}", regressed.len());
 }
+
+/// `count` nights of each route: every night shifts all routes by a shared factor (σ `shared`, ln units) and
+/// each by its own (σ `own`); tonight the shared factor is `tonight_shared` and the first route is also
+/// slower by `tonight_first`.
+fn shared_nights(
+    routes: &[Route],
+    count: usize,
+    (shared, own): (f64, f64),
+    tonight: (f64, f64),
+) -> Vec<Vec<EndpointResult>> {
+    let mut rng = StdRng::seed_from_u64(7);
+    let shared_z = Normal::new(0.0, shared).expect("positive spread");
+    let own_z = Normal::new(0.0, own).expect("positive spread");
+    (0..count)
+        .map(|n| {
+            let last = n + 1 == count;
+            let factor = if last { tonight.0 } else { shared_z.sample(&mut rng) };
+            routes
+                .iter()
+                .enumerate()
+                .map(|(i, route)| {
+                    let extra = if last && i == 0 { tonight.1 } else { 0.0 };
+                    let shift = factor + own_z.sample(&mut rng) + extra;
+                    night(&format!("GET /r{i}"), *route, shift, (0.0, 1.0), &mut rng)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Six sub-millisecond routes on a machine whose speed varies ±12 % from night to night, each route on its
+/// own by ±2 %: the shared part hides a 30 % slower route from its own history, not from the other routes.
+const SHARED_MACHINE: (f64, f64) = (0.12, 0.02);
+const SUB_MS: Route = Route { median_ms: 0.5, spread: 0.4, requests: 5_000, error_rate: 0.0 };
+
+#[test]
+fn one_route_slower_than_the_rest_of_its_run_is_caught_against_them() {
+    let all = shared_nights(&[SUB_MS; 6], 12, SHARED_MACHINE, (0.0, 1.3f64.ln()));
+    let judgement = judge_last(&all, LoadModel::Open);
+    assert_eq!(judgement.outcome, Outcome::Regressed, "{}", judgement.summary);
+    let p50 = finding_of(&judgement, "GET /r0", "p50");
+    assert_eq!(p50.outcome, finding::REGRESSION, "{p50:?}");
+    assert!(p50.reason.contains("against the run's 5 other endpoints"), "{}", p50.reason);
+    let named: Vec<&str> =
+        judgement.findings.iter().filter(|f| f.outcome == finding::REGRESSION).map(|f| f.endpoint.as_str()).collect();
+    assert!(named.iter().all(|e| *e == "GET /r0"), "only the slowed route is named: {named:?}");
+}
+
+#[test]
+fn a_night_when_every_route_is_slower_is_not_pinned_on_one_of_them() {
+    // Everything 25 % slower: every ratio stays where it was, and ±12 % nights make 25 % no regression.
+    let all = shared_nights(&[SUB_MS; 6], 12, SHARED_MACHINE, (0.25f64.ln_1p(), 0.0));
+    let judgement = judge_last(&all, LoadModel::Open);
+    assert_ne!(judgement.outcome, Outcome::Regressed, "{}", judgement.summary);
+    assert!(judgement.findings.iter().all(|f| !f.reason.contains("other endpoints")), "{:?}", judgement.findings);
+}
+
+#[test]
+fn a_route_that_stayed_put_while_the_rest_sped_up_is_no_regression() {
+    // The others 25 % faster, the first route 30 % slower than they are: about where it always was.
+    let all = shared_nights(&[SUB_MS; 6], 12, SHARED_MACHINE, (-(0.25f64.ln_1p()), 1.3f64.ln()));
+    let judgement = judge_last(&all, LoadModel::Open);
+    let p50 = finding_of(&judgement, "GET /r0", "p50");
+    assert_ne!(p50.outcome, finding::REGRESSION, "{p50:?}");
+}
+
+#[test]
+fn three_routes_are_too_few_to_be_each_other_s_control() {
+    let all = shared_nights(&[SUB_MS; 3], 12, SHARED_MACHINE, (0.0, 1.3f64.ln()));
+    let judgement = judge_last(&all, LoadModel::Open);
+    assert!(judgement.findings.iter().all(|f| !f.reason.contains("other endpoints")), "{:?}", judgement.findings);
+}
