@@ -85,6 +85,19 @@ impl RunPage {
         if delta.is_some() { signed_pct(*delta) } else { String::new() }
     }
 
+    /// A finding's outcome in words (`too few requests`, not the stored `too_few`).
+    fn result(finding: &Finding) -> &'static str {
+        match finding.outcome.as_str() {
+            finding::REGRESSION => "regression",
+            finding::GATE_BREACHED => "gate breached",
+            finding::IMPROVEMENT => "improvement",
+            finding::TOO_FEW => "too few requests",
+            finding::INCONCLUSIVE => "inconclusive",
+            finding::GATE_PASSED => "gate passed",
+            _ => "no change",
+        }
+    }
+
     /// `worse`, `better` or nothing, for the finding's row colour.
     fn direction(finding: &Finding) -> &'static str {
         match finding.outcome.as_str() {
