@@ -85,7 +85,7 @@ fn attach_ratios(drafts: &mut [Draft], candidate: &[EndpointResult], baseline: &
         let table = Table::new(&nights, p);
         for d in drafts.iter_mut().filter(|d| d.metric == metric) {
             if let Evidence::Value(v) = &mut d.evidence {
-                v.relative = table.ratio(&d.endpoint, needed).map(|ratio| Box::new(ratio.into()));
+                v.relative = table.ratio(&d.endpoint, needed).map(Box::new);
             }
         }
     }
@@ -240,6 +240,7 @@ fn value_finding(
     let shift = v.shift.as_ref().expect("value drafts are tested");
     let level_test = tests.iter().find(|t| t.kind == TestKind::Level);
     let slow_test = tests.iter().find(|t| t.kind == TestKind::SlowShare);
+    let relative = v.relative.as_deref().zip(tests.iter().find(|t| t.kind == TestKind::Relative));
     let base = v.raw(v.estimate.level);
     f.candidate_value = v.raw(v.tonight);
     f.baseline_value = Some(base);
@@ -249,7 +250,7 @@ fn value_finding(
     let k = shift.threshold(alpha);
     let effect_bound = v.estimate.level + d.min_effect.ln_1p();
     let mut limit = (shift.forecast + k * shift.se).max(effect_bound);
-    if let (Some(r), Some(t)) = (&v.relative, tests.iter().find(|t| t.kind == TestKind::Relative)) {
+    if let Some((r, t)) = relative {
         // The value at which the ratio test fires tonight, given tonight's common factor: the lower of the two
         // is where tonight's value becomes a regression.
         limit = limit.min(relative_limit(r, t.alpha, d.min_effect).max(effect_bound));
@@ -259,15 +260,13 @@ fn value_finding(
     let slow_says = slow_test.is_some_and(|t| t.rejected);
     // Slower than the other endpoints by the minimum effect, and slower than its own baseline by it too: a
     // night when everything else sped up does not make an unchanged endpoint a regression.
-    let relative_says = tests.iter().find(|t| t.kind == TestKind::Relative).is_some_and(|t| t.rejected)
-        && v.relative.as_ref().is_some_and(|r| r.value.worse_by() >= d.min_effect)
-        && v.worse_by() >= d.min_effect;
+    let relative_says =
+        relative.is_some_and(|(r, t)| t.rejected && r.value.worse_by() >= d.min_effect) && v.worse_by() >= d.min_effect;
     let improved = shift.p_better <= RUN_FALSE_ALARM_RATE / family.max(1) as f64
         && v.better_by() >= d.min_effect
         && !(d.metric != Metric::Throughput && errors_rose(all, &d.endpoint));
     f.reason = value_reason(d, v, k, family, slow_says);
-    if let (Some(r), Some(t), true) = (&v.relative, tests.iter().find(|t| t.kind == TestKind::Relative), relative_says)
-    {
+    if let (Some((r, t)), true) = (relative, relative_says) {
         f.reason += &relative_reason(r, t.alpha);
     }
     if level_says || slow_says || relative_says {

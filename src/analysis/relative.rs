@@ -24,23 +24,6 @@ use crate::store::{EndpointResult, OVERALL_ENDPOINT};
 /// noise would be the factor.
 pub(super) const MIN_CONTROLS: usize = 3;
 
-/// One endpoint's percentile over the run's other endpoints, night by night.
-#[derive(Debug, Clone)]
-pub(super) struct Ratio {
-    /// The ratio on the baseline nights where it could be formed, ln, oldest first.
-    pub history: Vec<f64>,
-    /// Those nights' sampling variances (the endpoint's own; the factor's error is part of the noise).
-    pub history_var: Vec<f64>,
-    /// Tonight's ratio, ln.
-    pub tonight: f64,
-    /// Tonight's sampling variance, ln.
-    pub tonight_var: f64,
-    /// Tonight's common factor, ln: how far the other endpoints stood from their usual values.
-    pub common: f64,
-    /// The other endpoints that made tonight's factor.
-    pub controls: usize,
-}
-
 /// One night's bounded percentile of one endpoint: ln ms and its sampling variance.
 type Night = Option<(f64, f64)>;
 
@@ -96,8 +79,9 @@ impl Table {
         Self { endpoints, nights: count }
     }
 
-    /// `endpoint`'s ratio to the others, when tonight and at least `needed` baseline nights have a factor.
-    pub fn ratio(&self, endpoint: &str, needed: usize) -> Option<Ratio> {
+    /// `endpoint`'s ratio to the others, when tonight and at least `needed` baseline nights have a factor. The
+    /// ratio's sampling variances are the endpoint's own: the factor's error is part of the ratio's noise.
+    pub fn ratio(&self, endpoint: &str, needed: usize) -> Option<RelativeEvidence> {
         let (_, own) = self.endpoints.iter().find(|(name, _)| name == endpoint)?;
         let tonight = self.nights.checked_sub(1)?;
         // Controls: the others measured tonight and on enough nights to have a usual value.
@@ -127,14 +111,20 @@ impl Table {
         }
         let (value, tonight_var) = own[tonight]?;
         let factor = common(tonight)?;
-        (history.len() >= needed).then_some(Ratio {
-            history,
-            history_var,
+        if history.len() < needed {
+            return None;
+        }
+        let value = ValueEvidence {
+            sign: 1.0,
+            estimate: estimate(&history, &history_var, LOG_SIGMA_FLOOR, None),
             tonight: value - factor,
             tonight_var,
-            common: factor,
-            controls: controls.len(),
-        })
+            interval: None,
+            slow_share: None,
+            shift: None,
+            relative: None,
+        };
+        Some(RelativeEvidence { value, common: factor, controls: controls.len() })
     }
 }
 
@@ -143,24 +133,8 @@ impl Table {
 pub(super) struct RelativeEvidence {
     /// The ratio series and tonight's ratio, tested once the pooled prior is applied.
     pub value: ValueEvidence,
-    /// Tonight's common factor, ln.
+    /// Tonight's common factor, ln: how far the other endpoints stood from their usual values.
     pub common: f64,
     /// The other endpoints that made it.
     pub controls: usize,
-}
-
-impl From<Ratio> for RelativeEvidence {
-    fn from(ratio: Ratio) -> Self {
-        let value = ValueEvidence {
-            sign: 1.0,
-            estimate: estimate(&ratio.history, &ratio.history_var, LOG_SIGMA_FLOOR, None),
-            tonight: ratio.tonight,
-            tonight_var: ratio.tonight_var,
-            interval: None,
-            slow_share: None,
-            shift: None,
-            relative: None,
-        };
-        Self { value, common: ratio.common, controls: ratio.controls }
-    }
 }
