@@ -13,6 +13,7 @@
 # the scenario's plan (NIGHT long).
 #   bash ci/bench-verdicts.sh                 # 20 judged nights of 30 s: about 20 minutes
 #   NIGHTS=5 NIGHT=20s bash ci/bench-verdicts.sh
+#   KEEP_DB=/tmp/verdicts.db bash ci/bench-verdicts.sh   # keeps the nights' database for a closer look
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +31,7 @@ busy_pid=""
 cleanup() {
     [ -n "$busy_pid" ] && kill "$busy_pid" 2>/dev/null || true
     [ -n "$target_pid" ] && kill "$target_pid" 2>/dev/null || true
+    [ -n "${KEEP_DB:-}" ] && cp "$work/bench.db" "$KEEP_DB"
     rm -rf "$work"
 }
 trap cleanup EXIT

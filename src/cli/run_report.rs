@@ -27,6 +27,15 @@ fn ms(us: i64) -> String {
     format!("{:.1}", us as f64 / 1000.0)
 }
 
+/// ", machine CPU 9 % busy (0.3 % stolen by its host)", where the kernel published the figures.
+fn machine_figures(load: &crate::store::LoadSummary) -> String {
+    let Some(busy) = load.machine_cpu_busy_pct else { return String::new() };
+    match load.machine_cpu_stolen_pct {
+        Some(stolen) if stolen > 0.0 => format!(", machine CPU {busy:.0} % busy ({stolen:.1} % stolen by its host)"),
+        _ => format!(", machine CPU {busy:.0} % busy"),
+    }
+}
+
 impl RunReport {
     pub(super) fn render(&self, format: RunFormat) -> String {
         match format {
@@ -54,7 +63,7 @@ impl RunReport {
             load.dropped,
             ms(load.schedule_lag_p99_us),
             load.generator_cpu_pct,
-            load.machine_cpu_busy_pct.map_or(String::new(), |b| format!(", machine CPU {b:.0} % busy"))
+            machine_figures(load)
         ));
         let width = r.endpoints.iter().map(|e| e.endpoint.chars().count()).max().unwrap_or(8).max(8);
         out.push_str(&format!(

@@ -100,7 +100,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         busy: shared.busy.total(),
         machine: machine_at_start
             .zip(machine_load::MachineSample::now())
-            .and_then(|(first, last)| Some((last.busy_pct_since(first)?, last.cores))),
+            .and_then(|(first, last)| last.use_since(first)),
     };
     let wall = start.elapsed();
     outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, &cpu, interruption.as_ref())

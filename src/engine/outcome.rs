@@ -38,8 +38,8 @@ pub struct ServiceTimes {
 pub(super) struct GeneratorCpu {
     /// Time spent polling sessions and dispatching arrivals.
     pub busy: Duration,
-    /// The whole machine's busy share of its CPU time, percent, and its cores (Linux only).
-    pub machine: Option<(f64, u32)>,
+    /// How the whole machine's CPU time was spent (Linux only).
+    pub machine: Option<super::machine_load::MachineUse>,
 }
 
 /// Seconds of measured stages within the first `ran` of the run.
@@ -115,8 +115,9 @@ pub(super) fn measure(
         dropped: facts.dropped as i64,
         schedule_lag_p99_us: facts.schedule_lag_p99_us as i64,
         generator_cpu_pct: facts.cpu_pct,
-        machine_cpu_busy_pct: cpu.machine.map(|(busy, _)| busy),
-        machine_cores: cpu.machine.map(|(_, cores)| cores),
+        machine_cpu_busy_pct: cpu.machine.map(|m| m.busy_pct),
+        machine_cpu_stolen_pct: cpu.machine.map(|m| m.stolen_pct),
+        machine_cores: cpu.machine.map(|m| m.cores),
         measured_secs: measured,
     };
     let results = RunResults {

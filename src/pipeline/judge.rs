@@ -6,7 +6,7 @@ use anyhow::bail;
 use chrono::Utc;
 
 use crate::analysis::baseline::BaselineSpec;
-use crate::analysis::contention::{MachineLoad, busier_machine, not_blamed_on_the_build};
+use crate::analysis::contention::{MachineLoad, UsualMachine, contention, not_blamed_on_the_build};
 use crate::analysis::judge::{Comparison, Judgement, Outcome, judge};
 use crate::config::Config;
 use crate::report::{BaselineRun, CheckReport};
@@ -52,7 +52,7 @@ pub async fn judge_run(
         let before = baseline_results(store, &baseline).await?;
         let judgement = judge(&tonight, &before, &gates, comparison, model);
         let judgement = if gates.busy_machine_inconclusive {
-            excuse_a_busier_machine(judgement, candidate, &tonight, &baseline, &before)
+            excuse_a_held_back_machine(judgement, candidate, &tonight, &baseline, &before)
         } else {
             judgement
         };
@@ -117,22 +117,33 @@ async fn baseline_results(store: &Store, runs: &[Run]) -> anyhow::Result<Vec<Vec
     Ok(results)
 }
 
-/// A latency regression measured while the machine was busier than on the baseline nights, beyond what the
-/// slower requests could have burnt themselves, is inconclusive (see `analysis::contention`).
-fn excuse_a_busier_machine(
+/// A latency regression measured while the machine was busier than on the baseline nights (beyond what the
+/// slower requests could have burnt themselves), or held back by its host, is inconclusive (see
+/// `analysis::contention`).
+fn excuse_a_held_back_machine(
     judgement: Judgement,
     candidate: &Run,
     tonight: &[EndpointResult],
     baseline: &[Run],
     before: &[Vec<EndpointResult>],
 ) -> Judgement {
-    let machine_busy = |run: &Run| run.load_summary.as_ref().and_then(|l| l.machine_cpu_busy_pct);
-    let usual: Vec<Option<f64>> = baseline.iter().map(machine_busy).collect();
+    let usual_machine = |run: &Run| {
+        run.load_summary.as_ref().map_or_else(UsualMachine::default, |l| UsualMachine {
+            busy_pct: l.machine_cpu_busy_pct,
+            stolen_pct: l.machine_cpu_stolen_pct,
+        })
+    };
+    let usual: Vec<UsualMachine> = baseline.iter().map(usual_machine).collect();
     let load = candidate.load_summary.as_ref().and_then(|l| {
-        Some(MachineLoad { busy_pct: l.machine_cpu_busy_pct?, cores: l.machine_cores?, secs: l.measured_secs })
+        Some(MachineLoad {
+            busy_pct: l.machine_cpu_busy_pct?,
+            stolen_pct: l.machine_cpu_stolen_pct,
+            cores: l.machine_cores?,
+            secs: l.measured_secs,
+        })
     });
-    let Some(busier) = busier_machine(load, &usual) else { return judgement };
-    not_blamed_on_the_build(judgement, &busier, load.map_or(1, |l| l.cores), |endpoint| {
+    let Some(contention) = contention(load, &usual) else { return judgement };
+    not_blamed_on_the_build(judgement, &contention, load.map_or(1, |l| l.cores), |endpoint| {
         added_secs(endpoint, tonight, before)
     })
 }

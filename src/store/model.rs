@@ -155,6 +155,10 @@ pub struct LoadSummary {
     /// percent. `None` where the kernel publishes no such figure, and for runs stored before it was measured.
     #[serde(default)]
     pub machine_cpu_busy_pct: Option<f64>,
+    /// The share of the same time its hypervisor kept from it (inside the busy share; 0 on bare metal),
+    /// percent. `None` as above.
+    #[serde(default)]
+    pub machine_cpu_stolen_pct: Option<f64>,
     /// The cores that share covers (`None` as above).
     #[serde(default)]
     pub machine_cores: Option<u32>,

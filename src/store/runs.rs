@@ -344,6 +344,7 @@ fn ensure_finite_results(results: &RunResults) -> Result<(), StoreError> {
         ("load_summary.generator_cpu_pct".to_owned(), summary.generator_cpu_pct),
         ("load_summary.measured_secs".to_owned(), summary.measured_secs),
         ("load_summary.machine_cpu_busy_pct".to_owned(), summary.machine_cpu_busy_pct.unwrap_or(0.0)),
+        ("load_summary.machine_cpu_stolen_pct".to_owned(), summary.machine_cpu_stolen_pct.unwrap_or(0.0)),
     ];
     for e in &results.endpoints {
         figures.push((format!("{} rate", e.endpoint), e.rate));

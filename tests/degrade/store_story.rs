@@ -116,6 +116,7 @@ fn results(n: i64, p95_ms: i64, status: RunStatus, reasons: &[&str]) -> RunResul
             schedule_lag_p99_us: 800,
             generator_cpu_pct: 31.5,
             machine_cpu_busy_pct: Some(12.5),
+            machine_cpu_stolen_pct: Some(0.4),
             machine_cores: Some(2),
             measured_secs: 600.0,
         },
