@@ -31,7 +31,8 @@ busy_pid=""
 cleanup() {
     [ -n "$busy_pid" ] && kill "$busy_pid" 2>/dev/null || true
     [ -n "$target_pid" ] && kill "$target_pid" 2>/dev/null || true
-    [ -n "${KEEP_DB:-}" ] && cp "$work/bench.db" "$KEEP_DB"
+    # SQLite's own backup, so the write-ahead log's pages come along.
+    [ -n "${KEEP_DB:-}" ] && { python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))' "$work/bench.db" "$KEEP_DB" || true; }
     rm -rf "$work"
 }
 trap cleanup EXIT

@@ -1,6 +1,6 @@
 //! Whether tonight's machine was held back, against the baseline nights: busier with other work (the share
 //! of all its cores' time that was busy, `LoadSummary::machine_cpu_busy_pct`), or kept waiting by its host
-//! (the share its hypervisor stole, `LoadSummary::machine_cpu_stolen_pct`).
+//! (the share its hypervisor stole, `LoadSummary::machine_cpu_stolen_pct`; the rule is in `host`).
 //!
 //! A noisy neighbour that lasts (another job, a busy loop on one core, another guest on the same host) slows
 //! every endpoint in a run and in its confirmation rerun alike, so the rerun cannot tell it from a
@@ -13,7 +13,11 @@
 //! nights, 55 % with a busy loop on one core; 0.1–0.5 % of the cores' time stolen on ordinary nights, 2–3 %
 //! in a spell that slowed every endpoint's p50 by 20–29 %.
 
+mod host;
+
 use std::collections::BTreeSet;
+
+pub use host::{HeldBack, held_back_by_host};
 
 use super::judge::{Judgement, Outcome, finding};
 use crate::store::{Finding, Metric, OVERALL_ENDPOINT};
@@ -24,15 +28,6 @@ use crate::store::{Finding, Metric, OVERALL_ENDPOINT};
 const BUSIER_POINTS: f64 = 25.0;
 /// The usual figure needs a few nights behind it, like any baseline (a median of one or two is a guess).
 const MIN_NIGHTS: usize = 3;
-/// Stolen by the hypervisor: at least this many percentage points of the machine's CPU time more than on
-/// the usual night. A hundredth of every core's time is enough to matter: it is not spread evenly, but
-/// taken in slices of milliseconds during which every request in flight waits.
-const STOLEN_POINTS: f64 = 1.0;
-/// ... and at least this many times the usual share of the CPU time the machine asked for (busy, stolen
-/// included). A build that burns more CPU asks for more and, from a host as busy as usual, has more stolen
-/// in proportion; only a busier host takes a larger share of it.
-const STOLEN_FACTOR: f64 = 2.0;
-
 /// Tonight's machine, as the run stored it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MachineLoad {
@@ -72,34 +67,6 @@ impl BusierMachine {
     }
 }
 
-/// More of tonight's machine time taken by its host than on the baseline nights.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HeldBack {
-    /// Tonight's stolen share of all cores' time, percent.
-    pub tonight_pct: f64,
-    /// The baseline nights' median of the same, percent.
-    pub usual_pct: f64,
-    /// Tonight's stolen share of the time the machine asked for (busy), percent.
-    pub tonight_of_busy_pct: f64,
-    /// The baseline nights' median of the same, percent.
-    pub usual_of_busy_pct: f64,
-    /// How many baseline nights had the figures.
-    pub nights: usize,
-}
-
-impl HeldBack {
-    /// One clause for people.
-    #[must_use]
-    pub fn describe(&self) -> String {
-        format!(
-            "the machine's host held it back more than on the baseline nights (its hypervisor kept {:.1} % of \
-             the CPU time from it during the run, {:.0} % of what it asked for, against {:.1} % and {:.0} % on the \
-             median of {} baseline nights)",
-            self.tonight_pct, self.tonight_of_busy_pct, self.usual_pct, self.usual_of_busy_pct, self.nights
-        )
-    }
-}
-
 /// What held tonight's machine back.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Contention {
@@ -129,33 +96,16 @@ pub fn contention(tonight: Option<MachineLoad>, baseline: &[UsualMachine]) -> Op
     held_back_by_host(tonight, baseline).map(Contention::HeldBack)
 }
 
-/// Compares tonight's stolen share with the baseline nights'; `None` when the host took no more than
-/// usual, or when the figures are missing.
-#[must_use]
-pub fn held_back_by_host(tonight: Option<MachineLoad>, baseline: &[UsualMachine]) -> Option<HeldBack> {
-    let tonight = tonight.filter(|t| t.busy_pct.is_finite() && t.busy_pct > 0.0)?;
-    let tonight_pct = tonight.stolen_pct.filter(|s| s.is_finite())?;
-    let nights: Vec<(f64, f64)> = baseline
-        .iter()
-        .filter_map(|n| Some((n.stolen_pct?, n.busy_pct?)))
-        .filter(|(stolen, busy)| stolen.is_finite() && busy.is_finite() && *busy > 0.0)
-        .collect();
-    let usual_pct = median(nights.iter().map(|(stolen, _)| *stolen))?;
-    let usual_of_busy_pct = median(nights.iter().map(|(stolen, busy)| stolen / busy * 100.0))?;
-    let tonight_of_busy_pct = tonight_pct / tonight.busy_pct * 100.0;
-    let more = tonight_pct - usual_pct >= STOLEN_POINTS && tonight_of_busy_pct >= STOLEN_FACTOR * usual_of_busy_pct;
-    more.then_some(HeldBack { tonight_pct, usual_pct, tonight_of_busy_pct, usual_of_busy_pct, nights: nights.len() })
-}
-
-/// The median of at least `MIN_NIGHTS` figures.
-fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
+/// The median of the finite figures, and how many there were: at least `MIN_NIGHTS`.
+fn median(values: impl Iterator<Item = f64>) -> Option<(f64, usize)> {
     let mut values: Vec<f64> = values.filter(|v| v.is_finite()).collect();
     if values.len() < MIN_NIGHTS {
         return None;
     }
     values.sort_by(f64::total_cmp);
     let middle = values.len() / 2;
-    Some(if values.len() % 2 == 1 { values[middle] } else { f64::midpoint(values[middle - 1], values[middle]) })
+    let value = if values.len() % 2 == 1 { values[middle] } else { f64::midpoint(values[middle - 1], values[middle]) };
+    Some((value, values.len()))
 }
 
 /// Compares tonight's busy share with the baseline nights'; `None` when the machine was as quiet as usual, or
@@ -163,12 +113,12 @@ fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
 #[must_use]
 pub fn busier_machine(tonight: Option<MachineLoad>, baseline: &[Option<f64>]) -> Option<BusierMachine> {
     let tonight = tonight.filter(|t| t.busy_pct.is_finite() && t.secs.is_finite())?;
-    let usual_pct = median(baseline.iter().flatten().copied())?;
+    let (usual_pct, nights) = median(baseline.iter().flatten().copied())?;
     let extra_pct = tonight.busy_pct - usual_pct;
     (extra_pct >= BUSIER_POINTS).then(|| BusierMachine {
         tonight_pct: tonight.busy_pct,
         usual_pct,
-        nights: baseline.iter().flatten().filter(|v| v.is_finite()).count(),
+        nights,
         extra_core_secs: extra_pct / 100.0 * f64::from(tonight.cores) * tonight.secs.max(0.0),
     })
 }
@@ -183,7 +133,8 @@ pub fn busier_machine(tonight: Option<MachineLoad>, baseline: &[Option<f64>]) ->
 /// (requests × the rise of their mean), and cannot have burnt more CPU than that on every core at once;
 /// when the machine's extra CPU time is beyond even that, it came from somewhere else. `added_secs` gives
 /// that figure for an endpoint. Time stolen by the host was burnt by no process of the machine, so it has
-/// no such budget (`held_back_by_host` rules out a hungrier build by the stolen share of what it asked for).
+/// no such budget (`held_back_by_host` rules out a hungrier build by its own work and by the stolen share of
+/// what it asked for).
 #[must_use]
 pub fn not_blamed_on_the_build(
     judgement: Judgement,
@@ -200,7 +151,7 @@ pub fn not_blamed_on_the_build(
     if judgement.outcome != Outcome::Regressed || !only_latency {
         return judgement;
     }
-    let (why, on) = match contention {
+    let (why, on, quieter) = match contention {
         Contention::Busier(busier) => {
             let budget = most_cpu_the_slowdown_could_burn(&failing, cores, added_secs);
             if busier.extra_core_secs <= budget {
@@ -208,14 +159,14 @@ pub fn not_blamed_on_the_build(
             }
             let why =
                 format!("{}, while the slower requests could account for at most {budget:.1})", busier.describe());
-            (why, "on a busier machine")
+            (why, "on a busier machine", "the machine")
         }
-        Contention::HeldBack(held) => (held.describe(), "while the host held the machine back"),
+        Contention::HeldBack(held) => (held.describe(), "while the host held the machine back", "its host"),
     };
     let n = failing.len();
     let summary = format!(
         "inconclusive: {why}; a slowdown measured {on} is not blamed on the build, so the {n} latency \
-         regression{} below {} not counted; run it again when the machine is quieter",
+         regression{} below {} not counted; run it again when {quieter} is quieter",
         if n == 1 { "" } else { "s" },
         if n == 1 { "is" } else { "are" }
     );
@@ -338,62 +289,23 @@ mod tests {
         assert_eq!(busier_machine(Some(tonight(f64::NAN)), &QUIET_VM), None);
     }
 
-    /// Ordinary nights of a `bench-verdicts` run on a 2-core VM: about 9 % busy, 0.1–0.4 % stolen.
-    fn ordinary_vm() -> Vec<UsualMachine> {
-        [(9.6, 0.32), (9.2, 0.32), (8.2, 0.13), (8.9, 0.20), (58.2, 0.12), (9.4, 0.34), (9.0, 0.17)]
-            .map(|(busy, stolen)| UsualMachine { busy_pct: Some(busy), stolen_pct: Some(stolen) })
-            .to_vec()
-    }
-
-    fn stolen(busy_pct: f64, stolen_pct: f64) -> MachineLoad {
-        MachineLoad { stolen_pct: Some(stolen_pct), ..tonight(busy_pct) }
-    }
-
     #[test]
-    fn a_host_spell_holds_the_machine_back() {
-        // Night 16 of that run: every endpoint's p50 +24 %, the guest quiet, 3.2 % of its time stolen.
-        let Some(Contention::HeldBack(held)) = contention(Some(stolen(14.1, 3.16)), &ordinary_vm()) else {
-            panic!("the host took ten times its usual share")
-        };
-        assert_eq!((held.usual_pct, held.nights), (0.2, 7));
-        assert!(
-            held.describe().contains(
-                "kept 3.2 % of the CPU time from it during the run, 22 % of what it asked for, \
-                                      against 0.2 % and 2 % on the median of 7 baseline nights"
-            ),
-            "{}",
-            held.describe()
-        );
-        let judged = not_blamed_on_the_build(
-            regressed(&[("p50", finding::REGRESSION), ("p95", finding::REGRESSION)]),
-            &Contention::HeldBack(held),
-            2,
-            |_| 1_000.0,
-        );
+    fn latency_regressions_while_the_host_held_the_machine_back_are_inconclusive() {
+        let held = held_back_by_host(Some(host::tests::stolen(14.1, 3.16)), &host::tests::ordinary_vm()).unwrap();
+        let lines = [("p50", finding::REGRESSION), ("p95", finding::REGRESSION)];
+        let judged = not_blamed_on_the_build(regressed(&lines), &Contention::HeldBack(held), 2, |_| 1_000.0);
         assert_eq!(judged.outcome, Outcome::Inconclusive, "no CPU budget: stolen time was burnt by nobody here");
         assert!(
-            judged.summary.contains("measured while the host held the machine back is not blamed"),
+            judged.summary.contains("measured while the host held the machine back is not blamed on the build"),
             "{}",
             judged.summary
         );
-    }
-
-    #[test]
-    fn the_usual_theft_and_a_hungrier_guest_are_not_a_busier_host() {
-        assert_eq!(held_back_by_host(Some(stolen(9.8, 1.19)), &ordinary_vm()), None, "less than a point more");
-        // A build that keeps the guest six times as busy has six times as much stolen by the same host.
-        assert_eq!(
-            held_back_by_host(Some(stolen(60.0, 1.5)), &ordinary_vm()),
-            None,
-            "about the usual share of its asking"
-        );
-        assert_eq!(held_back_by_host(Some(stolen(14.1, 3.16)), &ordinary_vm()[..2]), None, "two nights are too few");
-        assert_eq!(held_back_by_host(Some(tonight(14.1)), &ordinary_vm()), None, "not measured tonight");
-        assert_eq!(held_back_by_host(Some(stolen(14.1, f64::NAN)), &ordinary_vm()), None);
+        assert!(judged.summary.ends_with("run it again when its host is quieter"), "{}", judged.summary);
     }
 
     #[test]
     fn a_busier_machine_is_named_before_its_host() {
-        assert!(matches!(contention(Some(stolen(58.0, 3.0)), &ordinary_vm()), Some(Contention::Busier(_))));
+        let tonight = Some(host::tests::stolen(58.0, 3.0));
+        assert!(matches!(contention(tonight, &host::tests::ordinary_vm()), Some(Contention::Busier(_))));
     }
 }

@@ -30,6 +30,7 @@ mod browser;
 mod dashboard;
 mod demo;
 mod engine;
+mod held_back_machine;
 mod hostile_input;
 mod nightly;
 mod receiver;
