@@ -14,7 +14,8 @@
 #      8.1-8.2 MB, and /proc/PID/smaps shows about half of either peak is the binary's own code pages.
 #      Identical runs differ by up to 1 MB, so read these figures to about a megabyte.
 # nginx runs on core 0, the generators on core 1, so neither steals the other's CPU.
-# Usage: bash ci/bench-engine.sh   (ROUNDS=5 by default; installs nginx-light and wrk if missing)
+# Usage: bash ci/bench-engine.sh   (ROUNDS=5 by default; installs nginx-light and wrk if missing; builds the
+#        `dist` profile, or measures DEGRADE=path/to/degrade)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,8 +27,11 @@ if ! command -v wrk >/dev/null || ! [ -x /usr/sbin/nginx ]; then
     echo "installing nginx-light and wrk..."
     apt-get install -y -q nginx-light wrk >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light wrk >/dev/null; }
 fi
-cargo build --release --quiet
-DEGRADE=$PWD/target/release/degrade
+# The fully optimised profile (Cargo.toml's `dist`); DEGRADE=path measures another build instead.
+if [ -z "${DEGRADE:-}" ]; then
+    cargo build --profile dist --quiet
+    DEGRADE=${CARGO_TARGET_DIR:-$PWD/target}/dist/degrade
+fi
 
 work=$(mktemp -d)
 echo "work folder: $work (kept with KEEP=1)"
