@@ -18,6 +18,7 @@ use super::detector::LOG_SIGMA_FLOOR;
 use super::evidence::ValueEvidence;
 use super::level::{estimate, median};
 use super::sample::Sample;
+use super::shift::shift;
 use crate::store::{EndpointResult, OVERALL_ENDPOINT};
 
 /// The fewest other endpoints whose values make a night's common factor: with fewer, one endpoint's own
@@ -102,11 +103,12 @@ impl Table {
                 controls.iter().filter_map(|(usual, nights)| nights[night].map(|(value, _)| value - usual)).collect();
             (offsets.len() >= MIN_CONTROLS).then(|| median(&offsets))
         };
-        let (mut history, mut history_var) = (Vec::new(), Vec::new());
+        let (mut history, mut history_var, mut factors) = (Vec::new(), Vec::new(), Vec::new());
         for (night, own_night) in own[..tonight].iter().enumerate() {
             if let (Some((value, var)), Some(factor)) = (*own_night, common(night)) {
                 history.push(value - factor);
                 history_var.push(var);
+                factors.push(factor);
             }
         }
         let (value, tonight_var) = own[tonight]?;
@@ -114,6 +116,8 @@ impl Table {
         if history.len() < needed {
             return None;
         }
+        let factors = estimate(&factors, &vec![0.0; factors.len()], LOG_SIGMA_FLOOR, None);
+        let faster_chance = shift(&factors, factor, 0.0).p_better;
         let value = ValueEvidence {
             sign: 1.0,
             estimate: estimate(&history, &history_var, LOG_SIGMA_FLOOR, None),
@@ -124,9 +128,14 @@ impl Table {
             shift: None,
             relative: None,
         };
-        Some(RelativeEvidence { value, common: factor, controls: controls.len() })
+        Some(RelativeEvidence { value, common: factor, faster_chance, controls: controls.len() })
     }
 }
+
+/// The others count as faster than usual tonight when a night as fast comes less than once in 20 by their
+/// usual wobble. A generous test on purpose: it guards against calling an unchanged route slower because the
+/// rest of the run got faster, so a doubt costs only the ratio test's head start, never a false alarm.
+const OTHERS_FASTER_ALPHA: f64 = 0.05;
 
 /// The ratio test's evidence: the ratio as a series like any other, and what made tonight's factor.
 #[derive(Debug, Clone)]
@@ -135,6 +144,17 @@ pub(super) struct RelativeEvidence {
     pub value: ValueEvidence,
     /// Tonight's common factor, ln: how far the other endpoints stood from their usual values.
     pub common: f64,
+    /// The chance of a factor at least this far below the usual ones by their night-to-night wobble alone
+    /// (the baseline nights' factors as a series, tested like any other).
+    pub faster_chance: f64,
     /// The other endpoints that made it.
     pub controls: usize,
+}
+
+impl RelativeEvidence {
+    /// Whether the other endpoints were faster tonight, by at least `min_effect` or by more than their usual
+    /// wobble explains: then a higher ratio may be their improvement rather than this endpoint's loss.
+    pub fn others_faster(&self, min_effect: f64) -> bool {
+        self.common <= -min_effect.ln_1p() || self.faster_chance <= OTHERS_FASTER_ALPHA
+    }
 }

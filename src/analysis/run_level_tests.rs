@@ -229,6 +229,17 @@ fn a_route_that_stayed_put_while_the_rest_sped_up_is_no_regression() {
 }
 
 #[test]
+fn a_slower_route_on_a_quicker_night_is_caught_against_the_rest() {
+    // The machine quicker than on its usual night (within its ±12 %), the first route 15 % slower than the
+    // rest: against its own history it reads under the minimum effect, against the others' +15 %.
+    let all = shared_nights(&[SUB_MS; 6], 12, SHARED_MACHINE, (-(0.12f64.ln_1p()), 1.15f64.ln()));
+    let judgement = judge_last(&all, LoadModel::Open);
+    let p50 = finding_of(&judgement, "GET /r0", "p50");
+    assert_eq!(p50.outcome, finding::REGRESSION, "{p50:?}");
+    assert!(p50.reason.contains("against the run's 5 other endpoints"), "{}", p50.reason);
+}
+
+#[test]
 fn three_routes_are_too_few_to_be_each_other_s_control() {
     let all = shared_nights(&[SUB_MS; 3], 12, SHARED_MACHINE, (0.0, 1.3f64.ln()));
     let judgement = judge_last(&all, LoadModel::Open);
