@@ -51,9 +51,9 @@ pub struct Estimate {
     pub tail: Option<(f64, usize)>,
     /// How many segments the series split into.
     pub segments: usize,
-    /// The nights left out of the noise as outliers: their distance from their segment's median. They are
-    /// evidence of a heavy tail: [`super::shift`] never calls tonight a change when earlier nights of the
-    /// same level were as far off.
+    /// The nights left out of the level's mean as outliers: their distance from their segment's median. They
+    /// still count as evidence of a heavy tail: with one left out, the noise never falls below the robust
+    /// scale of all nights (see `noise`).
     pub outliers: Vec<f64>,
     /// How many nights the noise was measured on, outliers included.
     pub noise_nights: usize,
