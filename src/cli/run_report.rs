@@ -27,13 +27,21 @@ fn ms(us: i64) -> String {
     format!("{:.1}", us as f64 / 1000.0)
 }
 
-/// ", machine CPU 9 % busy (0.3 % stolen by its host)", where the kernel published the figures.
+/// ", machine CPU 9 % busy (0.3 % stolen by its host), loopback echo 58/87 µs (p50/p90)", where the kernel
+/// published the figures and the probe ran.
 fn machine_figures(load: &crate::store::LoadSummary) -> String {
-    let Some(busy) = load.machine_cpu_busy_pct else { return String::new() };
-    match load.machine_cpu_stolen_pct {
-        Some(stolen) if stolen > 0.0 => format!(", machine CPU {busy:.0} % busy ({stolen:.1} % stolen by its host)"),
-        _ => format!(", machine CPU {busy:.0} % busy"),
-    }
+    let cpu = match (load.machine_cpu_busy_pct, load.machine_cpu_stolen_pct) {
+        (None, _) => String::new(),
+        (Some(busy), Some(stolen)) if stolen > 0.0 => {
+            format!(", machine CPU {busy:.0} % busy ({stolen:.1} % stolen by its host)")
+        }
+        (Some(busy), _) => format!(", machine CPU {busy:.0} % busy"),
+    };
+    let echo = match (load.machine_echo_p50_us, load.machine_echo_p90_us) {
+        (Some(p50), Some(p90)) => format!(", loopback echo {p50:.0}/{p90:.0} µs (p50/p90)"),
+        _ => String::new(),
+    };
+    cpu + &echo
 }
 
 impl RunReport {

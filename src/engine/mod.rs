@@ -8,6 +8,7 @@
 mod alarm;
 pub mod client;
 mod cpu;
+mod echo_probe;
 mod machine_load;
 mod failure;
 mod outcome;
@@ -59,6 +60,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     let started_at = chrono::Utc::now();
     let start = Instant::now();
     let machine_at_start = machine_load::MachineSample::now();
+    let echo = echo_probe::EchoProbe::start();
     let planned = plan.load.duration();
     let client = HttpClient::new(&plan.target.base_url, plan.target.connect_timeout, plan.target.max_body)
         .expect("the scenario checked the base URL");
@@ -101,6 +103,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         machine: machine_at_start
             .zip(machine_load::MachineSample::now())
             .and_then(|(first, last)| last.use_since(first)),
+        echo: echo.and_then(echo_probe::EchoProbe::finish),
     };
     let wall = start.elapsed();
     outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, &cpu, interruption.as_ref())

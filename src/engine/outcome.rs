@@ -40,6 +40,8 @@ pub(super) struct GeneratorCpu {
     pub busy: Duration,
     /// How the whole machine's CPU time was spent (Linux only).
     pub machine: Option<super::machine_load::MachineUse>,
+    /// The loopback echo's round trips: how fast the machine itself was.
+    pub echo: Option<super::echo_probe::EchoFigures>,
 }
 
 /// Seconds of measured stages within the first `ran` of the run.
@@ -118,6 +120,8 @@ pub(super) fn measure(
         machine_cpu_busy_pct: cpu.machine.map(|m| m.busy_pct),
         machine_cpu_stolen_pct: cpu.machine.map(|m| m.stolen_pct),
         machine_cores: cpu.machine.map(|m| m.cores),
+        machine_echo_p50_us: cpu.echo.map(|e| e.p50_us),
+        machine_echo_p90_us: cpu.echo.map(|e| e.p90_us),
         measured_secs: measured,
     };
     let results = RunResults {

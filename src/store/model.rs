@@ -162,6 +162,13 @@ pub struct LoadSummary {
     /// The cores that share covers (`None` as above).
     #[serde(default)]
     pub machine_cores: Option<u32>,
+    /// The median round trip of a loopback echo between two threads of the generator, µs: how fast the
+    /// machine itself was (`engine::echo_probe`). `None` for runs stored before it was measured.
+    #[serde(default)]
+    pub machine_echo_p50_us: Option<f64>,
+    /// The 90th percentile of the same, µs.
+    #[serde(default)]
+    pub machine_echo_p90_us: Option<f64>,
     /// Length of the measured stages in seconds.
     pub measured_secs: f64,
 }

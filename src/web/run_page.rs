@@ -59,6 +59,11 @@ impl RunPage {
         format!("{value:.2}")
     }
 
+    /// Microseconds, whole.
+    fn us(value: &f64) -> String {
+        format!("{value:.0}")
+    }
+
     /// A percentile's 95 % interval under its value: `11.8–13.0`, or `≥ 11.8` when too few requests bound it.
     fn spread(interval: &Option<Interval>) -> String {
         match interval {

@@ -39,6 +39,8 @@ async fn run_is_printed_and_stored(db: TestDb) {
     assert!(stdout.contains("Run 1 of checkout (build 1.4.2): "), "{stdout}");
     assert!(stdout.contains("GET /fast") && stdout.contains("POST /items"), "{stdout}");
     assert!(stdout.contains("Valid: the generator delivered") || stdout.contains("Not valid, so"), "{stdout}");
+    // How fast the machine itself was: a loopback echo, whatever this machine's speed.
+    assert!(stdout.contains(" µs (p50/p90)") && stdout.contains("loopback echo "), "{stdout}");
 
     let store = Store::connect(&db.url).await.unwrap();
     let detail = store.run_detail(1).await.unwrap().unwrap();
@@ -48,6 +50,9 @@ async fn run_is_printed_and_stored(db: TestDb) {
     assert!(source.contains("[[flow.step]]"), "{source}");
     let names: Vec<&str> = detail.endpoints.iter().map(|e| e.endpoint.as_str()).collect();
     assert_eq!(names, [OVERALL_ENDPOINT, "GET /fast", "POST /items"]);
+    let load = detail.run.load_summary.as_ref().expect("a load summary");
+    let echo = load.machine_echo_p50_us.zip(load.machine_echo_p90_us);
+    assert!(echo.is_some_and(|(p50, p90)| p50 >= 1.0 && p50 <= p90), "the echo is stored: {load:?}");
     // 2 s stretched from 35 s: the measured stage is 30/35 of it, at 50/s.
     let fast = &detail.endpoints[1];
     assert!((80..=90).contains(&fast.requests), "{fast:?}");

@@ -118,6 +118,8 @@ fn results(n: i64, p95_ms: i64, status: RunStatus, reasons: &[&str]) -> RunResul
             machine_cpu_busy_pct: Some(12.5),
             machine_cpu_stolen_pct: Some(0.4),
             machine_cores: Some(2),
+            machine_echo_p50_us: Some(41.0),
+            machine_echo_p90_us: Some(63.0),
             measured_secs: 600.0,
         },
         endpoints: vec![
