@@ -1,5 +1,5 @@
 //! `/api/v1`: the dashboard's data as JSON, for scripts and other tools. Errors answer as
-//! `{"error": "…"}` with the matching status code.
+//! `{"error": {"code": "not_found", "message": "…"}}` with the matching status code (`super::error`).
 
 use axum::Json;
 use axum::extract::{Path, Query, State};

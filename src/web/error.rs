@@ -24,6 +24,9 @@ pub enum WebError {
     /// The request is fine but what it names cannot be done as configured (a scenario file with problems).
     #[error("{0}")]
     Unprocessable(String),
+    /// The path exists but does not take the request's method.
+    #[error("{0}")]
+    MethodNotAllowed(String),
     /// The request needs the API token and did not send it, or sent another.
     #[error("{0}")]
     Unauthorized(String),
@@ -59,6 +62,7 @@ impl WebError {
             Self::NotFound(message) => (StatusCode::NOT_FOUND, message.clone()),
             Self::BadRequest(message) => (StatusCode::BAD_REQUEST, message.clone()),
             Self::Conflict(message) => (StatusCode::CONFLICT, message.clone()),
+            Self::MethodNotAllowed(message) => (StatusCode::METHOD_NOT_ALLOWED, message.clone()),
             Self::Unprocessable(message) => (StatusCode::UNPROCESSABLE_ENTITY, message.clone()),
             Self::Unauthorized(message) => (StatusCode::UNAUTHORIZED, message.clone()),
             Self::Forbidden(message) => (StatusCode::FORBIDDEN, message.clone()),
@@ -78,6 +82,7 @@ impl WebError {
             Self::NotFound(_) => "not_found",
             Self::BadRequest(_) => "bad_request",
             Self::Conflict(_) => "conflict",
+            Self::MethodNotAllowed(_) => "method_not_allowed",
             Self::Unprocessable(_) => "unprocessable",
             Self::Unauthorized(_) => "unauthorized",
             Self::Forbidden(_) => "forbidden",

@@ -79,6 +79,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .route("/static/style.css", get(stylesheet))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard))
         .with_state(state)
 }
@@ -174,4 +175,10 @@ async fn stylesheet() -> impl IntoResponse {
 
 async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
     WebError::NotFound(format!("There is no page at {}.", uri.path())).answer_for(uri.path())
+}
+
+/// A path that exists, asked with a method it does not take: 405 in the API's JSON under `/api/` (axum adds
+/// the `Allow` header naming the methods it does take).
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> axum::response::Response {
+    WebError::MethodNotAllowed(format!("{} does not take {method}.", uri.path())).answer_for(uri.path())
 }

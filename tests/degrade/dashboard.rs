@@ -339,6 +339,25 @@ async fn not_found_and_bad_requests() {
 }
 
 #[tokio::test]
+async fn a_method_an_api_path_does_not_take_is_answered_in_the_api_s_json() {
+    let db = TestDb::sqlite();
+    let (app, store) = TestApp::spawn_with(&db, "", Some("t0ken")).await;
+    nights(&store, 1).await;
+    let response = app
+        .client
+        .delete(format!("{}/api/v1/runs/1", app.address))
+        .header("Authorization", "Bearer t0ken")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 405);
+    let allow = response.headers().get("allow").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    assert_eq!(allow.as_deref(), Some("GET,HEAD"), "the methods it does take");
+    let body = response.text().await.unwrap();
+    assert_eq!(body, r#"{"error":{"code":"method_not_allowed","message":"/api/v1/runs/1 does not take DELETE."}}"#);
+}
+
+#[tokio::test]
 async fn run_page_compare_alerts_and_metrics() {
     let db = TestDb::sqlite();
     let (app, store) = TestApp::spawn_with(&db, "", Some("t0ken")).await;
