@@ -50,6 +50,9 @@ pub mod finding {
     pub const NO_CHANGE: &str = "no_change";
     /// Too little history to tell.
     pub const INCONCLUSIVE: &str = "inconclusive";
+    /// Worse, but measured on a held-back machine and no worse than the rest of the run went through: not
+    /// blamed on the build (`analysis::contention`).
+    pub const EXCUSED: &str = "excused";
     /// The figure rests on too few requests to be judged.
     pub const TOO_FEW: &str = "too_few";
     /// Over an absolute limit.
@@ -280,14 +283,21 @@ fn gate_findings(endpoint: &EndpointResult, gates: &Gates) -> Vec<Finding> {
 }
 
 fn summarize(outcome: Outcome, findings: &[Finding], baseline_runs: usize, min_runs: usize) -> String {
-    let count = |outcome: &str| findings.iter().filter(|f| f.outcome == outcome).count();
-    let counted = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     if outcome == Outcome::Inconclusive {
         return format!(
-            "inconclusive: {} in the baseline, at least {min_runs} needed to judge against night-to-night noise",
-            counted(baseline_runs, "valid run", "valid runs")
+            "inconclusive: {baseline_runs} valid run{} in the baseline, at least {min_runs} needed to judge against \
+             night-to-night noise",
+            if baseline_runs == 1 { "" } else { "s" }
         );
     }
+    counted_findings(outcome, findings)
+}
+
+/// "regressed: 2 regressions, 40 unchanged": the outcome and how many findings ended how.
+#[must_use]
+pub fn counted_findings(outcome: Outcome, findings: &[Finding]) -> String {
+    let count = |outcome: &str| findings.iter().filter(|f| f.outcome == outcome).count();
+    let counted = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut parts: Vec<String> = [
         (finding::REGRESSION, "regression", "regressions"),
         (finding::GATE_BREACHED, "gate breached", "gates breached"),
@@ -297,6 +307,9 @@ fn summarize(outcome: Outcome, findings: &[Finding], baseline_runs: usize, min_r
     .filter(|(outcome, _, _)| count(outcome) > 0)
     .map(|(outcome, one, many)| counted(count(outcome), one, many))
     .collect();
+    if count(finding::EXCUSED) > 0 {
+        parts.push(format!("{} excused", count(finding::EXCUSED)));
+    }
     parts.push(format!("{} unchanged", count(finding::NO_CHANGE)));
     if count(finding::TOO_FEW) > 0 {
         parts.push(format!("{} on too few requests to judge", count(finding::TOO_FEW)));

@@ -80,6 +80,9 @@ fn print_story(demo: &story::Demo, options: &Options) {
     for f in &verdict.false_findings {
         println!("  unexpected: {} {} judged worse: {}", f.endpoint, f.metric, f.reason);
     }
+    if !verdict.as_planned() {
+        println!("  tonight's run #{}: {}", verdict.run_id, verdict.summary);
+    }
     let alert = verdict.alerts.first().and_then(|a| a["text"].as_str()).unwrap_or("none");
     println!(
         "  alerts delivered: {} (\"{alert}\"), logged in {}",

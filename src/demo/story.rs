@@ -83,6 +83,8 @@ pub struct StoryVerdict {
     pub regressed: bool,
     /// Nights of build 1.0.x judged regressed: false alarms in the history.
     pub false_alarms: Vec<i64>,
+    /// Tonight's verdict in a sentence, with what its confirmation rerun found.
+    pub summary: String,
 }
 
 impl StoryVerdict {
@@ -199,7 +201,19 @@ fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<St
     let (found, false_findings): (Vec<Finding>, Vec<Finding>) =
         worse.cloned().partition(|f| f.endpoint == SLOW_ROUTE || f.endpoint == OVERALL_ENDPOINT);
     let regressed = tonight.status == RunStatus::Regressed;
-    Ok(StoryVerdict { run_id: report.run_id, found, false_findings, alerts, regressed, false_alarms: Vec::new() })
+    let summary = match &report.confirmation {
+        Some(confirmation) => format!("{}; {confirmation}", report.summary),
+        None => report.summary.clone(),
+    };
+    Ok(StoryVerdict {
+        run_id: report.run_id,
+        found,
+        false_findings,
+        alerts,
+        regressed,
+        false_alarms: Vec::new(),
+        summary,
+    })
 }
 
 /// Writes the demo's degrade.toml, scenario and feeder into `folder` and loads the config; an earlier demo's

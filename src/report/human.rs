@@ -11,6 +11,7 @@ pub(super) fn render(report: &CheckReport) -> String {
             finding::GATE_BREACHED => "GATE",
             finding::IMPROVEMENT => "improved",
             finding::TOO_FEW => "too few",
+            finding::EXCUSED => "excused",
             _ => continue,
         };
         let limit = f.limit.map(|l| format!(", limit {}", with_unit(&f.metric, l))).unwrap_or_default();

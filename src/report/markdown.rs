@@ -22,7 +22,11 @@ pub(super) fn render(report: &CheckReport) -> String {
         .filter(|f| {
             matches!(
                 f.outcome.as_str(),
-                finding::REGRESSION | finding::GATE_BREACHED | finding::IMPROVEMENT | finding::TOO_FEW
+                finding::REGRESSION
+                    | finding::GATE_BREACHED
+                    | finding::IMPROVEMENT
+                    | finding::TOO_FEW
+                    | finding::EXCUSED
             )
         })
         .collect();

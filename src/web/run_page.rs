@@ -98,6 +98,7 @@ impl RunPage {
             finding::IMPROVEMENT => "improvement",
             finding::TOO_FEW => "too few requests",
             finding::INCONCLUSIVE => "inconclusive",
+            finding::EXCUSED => "excused: held-back machine",
             finding::GATE_PASSED => "gate passed",
             _ => "no change",
         }

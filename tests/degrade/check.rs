@@ -14,7 +14,7 @@ pub(crate) fn night(n: i64) -> DateTime<Utc> {
     today - Duration::days(12) + Duration::days(n)
 }
 
-fn endpoint(name: &str, p95_ms: f64) -> EndpointResult {
+pub(crate) fn endpoint(name: &str, p95_ms: f64) -> EndpointResult {
     let us = (p95_ms * 1000.0) as i64;
     EndpointResult {
         endpoint: name.into(),
@@ -34,7 +34,7 @@ fn endpoint(name: &str, p95_ms: f64) -> EndpointResult {
 }
 
 /// Night `n` of `scenario` as it starts: build 1.0.n, one workload.
-fn new_run(scenario: &str, n: i64) -> NewRun {
+pub(crate) fn new_run(scenario: &str, n: i64) -> NewRun {
     NewRun {
         scenario: scenario.into(),
         build_id: Some(format!("1.0.{n}")),

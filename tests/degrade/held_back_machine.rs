@@ -1,9 +1,11 @@
 //! `degrade check` on nights whose machine was held back: busier with other work, or kept waiting by its
-//! host. The verdict is inconclusive for latency, with the findings shown.
+//! host. The verdict is inconclusive for latency, with the findings shown, except for a route slowed far
+//! beyond what every other route went through.
 
-use degrade::store::{LoadSummary, RunStatus, Store};
+use chrono::Duration;
+use degrade::store::{LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus, Store};
 
-use crate::check::{WOBBLE, check, store_night_under};
+use crate::check::{WOBBLE, check, endpoint, new_run, night, store_night_under};
 use crate::support::TestDb;
 
 /// The generator's machine during a 300 s night on two cores: `busy` % busy, `stolen` % of it stolen.
@@ -46,7 +48,7 @@ async fn a_slowdown_on_a_busier_machine_is_not_blamed_on_the_build() {
         ),
         "{stdout}"
     );
-    assert!(stdout.contains("REGRESSION  GET /boards/{id}  p95"), "the findings stay visible: {stdout}");
+    assert!(stdout.contains("excused     GET /boards/{id}  p95"), "the findings stay visible: {stdout}");
     assert_eq!(check(&db, &["--strict"]).0, Some(3));
 
     // The same slowdown on a machine as quiet as usual is a regression.
@@ -74,10 +76,56 @@ async fn a_slowdown_while_the_host_held_the_machine_back_is_not_blamed_on_the_bu
         ),
         "{stdout}"
     );
-    assert!(stdout.contains("REGRESSION  GET /boards/{id}  p95"), "the findings stay visible: {stdout}");
+    assert!(stdout.contains("excused     GET /boards/{id}  p95"), "the findings stay visible: {stdout}");
 
     // The same theft while the machine's own work doubled: a hungrier build on a capped host, judged.
     let db = TestDb::sqlite();
     fast_route_doubles_under(&db, machine(15.0, 3.0)).await;
     assert_eq!(check(&db, &[]).0, Some(1));
+}
+
+/// Night `n` of `checkout` with five routes whose p95s are `p95_ms`, the machine as `load` says.
+async fn store_five_routes(store: &Store, n: i64, p95_ms: [f64; 5], load: LoadSummary) {
+    let names = ["GET /boards/{id}", "POST /cards", "GET /search", "GET /cards/{id}", "PATCH /cards/{id}"];
+    let mut endpoints = vec![endpoint(OVERALL_ENDPOINT, p95_ms.iter().sum::<f64>() / 5.0)];
+    endpoints.extend(names.iter().zip(p95_ms).map(|(name, ms)| endpoint(name, ms)));
+    let id = store.create_run(&new_run("checkout", n)).await.unwrap();
+    let results = RunResults {
+        status: RunStatus::Finished,
+        finished_at: night(n) + Duration::minutes(5),
+        validity_reasons: vec![],
+        load_summary: load,
+        endpoints,
+        timeline: vec![],
+    };
+    store.finish_run(id, &results).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_route_slowed_far_beyond_the_rest_of_a_held_back_run_is_still_the_build_s() {
+    // The demo's story on a CI box whose host stole time tonight: the build adds 80 ms to a 1 ms route, and
+    // the spell slows every route by 20-30 %.
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let usual = [1.0, 60.0, 20.0, 5.0, 8.0];
+    for n in 0..10 {
+        let wobble = |i: usize| WOBBLE[(n as usize + 3 * i) % WOBBLE.len()];
+        let night = std::array::from_fn(|i| usual[i] * wobble(i));
+        store_five_routes(&store, n, night, machine(5.0 + n as f64 % 3.0, 0.1 + (n % 3) as f64 / 10.0)).await;
+    }
+    let tonight = [81.0, 60.0 * 1.3, 20.0 * 1.25, 5.0 * 1.2, 8.0 * 1.3];
+    store_five_routes(&store, 10, tonight, machine(9.0, 3.0)).await;
+    store.close().await;
+    let (code, stdout, stderr) = check(&db, &[]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("REGRESSION  GET /boards/{id}  p95"), "{stdout}");
+    assert!(stdout.contains("excused     POST /cards  p95"), "the host's share is not the build's: {stdout}");
+    assert!(
+        stdout.contains(
+            "not blamed on the build: measured while the host held the machine back (another endpoint moved \
+             +8001.6 %, and this one not beyond that by its limit); judged alone it was"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("verdict: regressed: 5 regressions, 6 excused, 13 unchanged; the excused"), "{stdout}");
 }
