@@ -5,11 +5,11 @@
 use anyhow::bail;
 use chrono::Utc;
 
+use super::held_back::{excuse_a_held_back_machine, without_held_back_nights};
 use crate::analysis::baseline::BaselineSpec;
-use crate::analysis::contention::{MachineLoad, UsualMachine, contention, not_blamed_on_the_build};
 use crate::analysis::judge::{Comparison, Judgement, Outcome, judge};
-use crate::config::Config;
-use crate::report::{BaselineRun, CheckReport};
+use crate::config::{Config, Gates};
+use crate::report::{BaselineRun, CheckReport, LeftOut};
 use crate::scenario::LoadModel;
 use crate::store::{EndpointResult, NewVerdict, Run, RunStatus, Store};
 
@@ -42,21 +42,10 @@ pub async fn judge_run(
         }
         _ => {}
     }
-    let (baseline, judgement) = if candidate.status == RunStatus::Invalid {
-        (Vec::new(), invalid_run(candidate))
+    let (baseline, left_out, judgement) = if candidate.status == RunStatus::Invalid {
+        (Vec::new(), Vec::new(), invalid_run(candidate))
     } else {
-        let baseline = baseline_runs(store, candidate, spec).await?;
-        let comparison = if matches!(spec, BaselineSpec::Run(_)) { Comparison::OneRun } else { Comparison::Nightly };
-        let tonight = endpoints(store, candidate.id).await?;
-        let model = candidate.load_summary.as_ref().map_or(LoadModel::Open, |l| LoadModel::from_stored(&l.model));
-        let before = baseline_results(store, &baseline).await?;
-        let judgement = judge(&tonight, &before, &gates, comparison, model);
-        let judgement = if gates.busy_machine_inconclusive {
-            excuse_a_held_back_machine(judgement, candidate, &tonight, &baseline, &before)
-        } else {
-            judgement
-        };
-        (baseline, judgement)
+        judge_against_nights(store, candidate, spec, &gates).await?
     };
     let verdict = NewVerdict {
         baseline_spec: spec.to_string(),
@@ -81,9 +70,42 @@ pub async fn judge_run(
         summary,
         baseline_spec: spec.to_string(),
         baseline: baseline.iter().map(BaselineRun::from).collect(),
+        left_out,
         findings,
         confirmation,
     })
+}
+
+/// Judges a valid run against the runs `spec` selects, less the nights whose machine was held back (see
+/// `held_back`); returns the baseline as used, the nights left out, and the judgement.
+async fn judge_against_nights(
+    store: &Store,
+    candidate: &Run,
+    spec: &BaselineSpec,
+    gates: &Gates,
+) -> anyhow::Result<(Vec<Run>, Vec<LeftOut>, Judgement)> {
+    let baseline = baseline_runs(store, candidate, spec).await?;
+    let comparison = if matches!(spec, BaselineSpec::Run(_)) { Comparison::OneRun } else { Comparison::Nightly };
+    let mind_the_machine = gates.busy_machine_inconclusive;
+    // A named run is the user's choice; a window's nights are ours to sift.
+    let (baseline, left_out) = if mind_the_machine && comparison == Comparison::Nightly {
+        without_held_back_nights(baseline, gates.min_runs as usize)
+    } else {
+        (baseline, Vec::new())
+    };
+    let tonight = endpoints(store, candidate.id).await?;
+    let model = candidate.load_summary.as_ref().map_or(LoadModel::Open, |l| LoadModel::from_stored(&l.model));
+    let before = baseline_results(store, &baseline).await?;
+    let mut judgement = judge(&tonight, &before, gates, comparison, model);
+    if mind_the_machine {
+        judgement = excuse_a_held_back_machine(judgement, candidate, &tonight, &baseline, &before);
+    }
+    if !left_out.is_empty() {
+        let ids: Vec<String> = left_out.iter().map(|l| format!("#{}", l.id)).collect();
+        let (nights, their) = if ids.len() == 1 { ("night", "its") } else { ("nights", "their") };
+        judgement.summary += &format!("; baseline {nights} {} left out, {their} machine held back", ids.join(", "));
+    }
+    Ok((baseline, left_out, judgement))
 }
 
 /// The runs `spec` selects; when a `run:ID` baseline selects nothing, says why that run cannot serve.
@@ -115,52 +137,6 @@ async fn baseline_results(store: &Store, runs: &[Run]) -> anyhow::Result<Vec<Vec
         results.push(endpoints(store, run.id).await?);
     }
     Ok(results)
-}
-
-/// A latency regression measured while the machine was busier than on the baseline nights (beyond what the
-/// slower requests could have burnt themselves), or held back by its host, is inconclusive (see
-/// `analysis::contention`).
-fn excuse_a_held_back_machine(
-    judgement: Judgement,
-    candidate: &Run,
-    tonight: &[EndpointResult],
-    baseline: &[Run],
-    before: &[Vec<EndpointResult>],
-) -> Judgement {
-    let usual_machine = |run: &Run| {
-        run.load_summary.as_ref().map_or_else(UsualMachine::default, |l| UsualMachine {
-            busy_pct: l.machine_cpu_busy_pct,
-            stolen_pct: l.machine_cpu_stolen_pct,
-        })
-    };
-    let usual: Vec<UsualMachine> = baseline.iter().map(usual_machine).collect();
-    let load = candidate.load_summary.as_ref().and_then(|l| {
-        Some(MachineLoad {
-            busy_pct: l.machine_cpu_busy_pct?,
-            stolen_pct: l.machine_cpu_stolen_pct,
-            cores: l.machine_cores?,
-            secs: l.measured_secs,
-        })
-    });
-    let Some(contention) = contention(load, &usual) else { return judgement };
-    not_blamed_on_the_build(judgement, &contention, load.map_or(1, |l| l.cores), |endpoint| {
-        added_secs(endpoint, tonight, before)
-    })
-}
-
-/// How much longer an endpoint's requests took tonight, together, than at the baseline nights' median mean.
-fn added_secs(endpoint: &str, tonight: &[EndpointResult], before: &[Vec<EndpointResult>]) -> f64 {
-    let Some(now) = tonight.iter().find(|e| e.endpoint == endpoint) else { return 0.0 };
-    let mut means: Vec<f64> = before
-        .iter()
-        .flatten()
-        .filter(|e| e.endpoint == endpoint)
-        .map(|e| e.mean_us)
-        .filter(|m| m.is_finite())
-        .collect();
-    means.sort_by(f64::total_cmp);
-    let usual = means.get(means.len() / 2).copied().unwrap_or(0.0);
-    (now.mean_us - usual).max(0.0) / 1e6 * now.requests.max(0) as f64
 }
 
 /// Why a failed or aborted run ended, as stored.

@@ -9,6 +9,7 @@
 pub mod alerting;
 pub mod claim;
 pub mod confirm;
+pub mod held_back;
 pub mod judge;
 pub mod nightly;
 

@@ -41,6 +41,15 @@ impl From<&Run> for BaselineRun {
     }
 }
 
+/// A baseline run left out because its machine was held back (`pipeline::held_back`), and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LeftOut {
+    /// The run.
+    pub id: i64,
+    /// Why, in a few words: `its host stole 3.1 % of the CPU time, against 0.2 % usually`.
+    pub why: String,
+}
+
 /// Everything one check concluded.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CheckReport {
@@ -60,6 +69,8 @@ pub struct CheckReport {
     pub baseline_spec: String,
     /// The runs that formed the baseline, oldest first.
     pub baseline: Vec<BaselineRun>,
+    /// The runs the baseline spec selected but whose machine was held back, oldest first.
+    pub left_out: Vec<LeftOut>,
     /// Every endpoint × metric line and every absolute gate.
     pub findings: Vec<Finding>,
     /// What the confirmation rerun found, when the run was one or had one.
@@ -90,11 +101,16 @@ impl CheckReport {
             .collect();
         let count = runs.len();
         let noun = if count == 1 { "run" } else { "runs" };
-        if runs.is_empty() {
+        let mut line = if runs.is_empty() {
             format!("baseline {}: no valid runs", self.baseline_spec)
         } else {
             format!("baseline {}: {count} {noun}: {}", self.baseline_spec, runs.join(", "))
+        };
+        if !self.left_out.is_empty() {
+            let left: Vec<String> = self.left_out.iter().map(|l| format!("#{} ({})", l.id, l.why)).collect();
+            line += &format!("; left out, their machine held back: {}", left.join(", "));
         }
+        line
     }
 
     fn run_line(&self) -> String {

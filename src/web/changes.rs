@@ -41,6 +41,8 @@ pub struct Changes {
     pub unchanged: usize,
     /// Figures on too few requests to judge.
     pub too_few: usize,
+    /// Latency regressions measured on a held-back machine and not blamed on the build.
+    pub excused: usize,
 }
 
 impl Changes {
@@ -51,7 +53,8 @@ impl Changes {
                 let count = |outcome: &str| verdict.findings.iter().filter(|f| f.outcome == outcome).count();
                 let (unchanged, too_few) =
                     (count(finding::NO_CHANGE) + count(finding::GATE_PASSED), count(finding::TOO_FEW));
-                return Ok(Some(Self { run, rows: rows(&verdict.findings), unchanged, too_few }));
+                let excused = count(finding::EXCUSED);
+                return Ok(Some(Self { run, rows: rows(&verdict.findings), unchanged, too_few, excused }));
             }
         }
         Ok(None)
