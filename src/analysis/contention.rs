@@ -1,6 +1,7 @@
 //! Whether tonight's machine was held back, against the baseline nights: busier with other work (the share
-//! of all its cores' time that was busy, `LoadSummary::machine_cpu_busy_pct`), or kept waiting by its host
-//! (the share its hypervisor stole, `LoadSummary::machine_cpu_stolen_pct`; the rule is in `host`).
+//! of all its cores' time that was busy, `LoadSummary::machine_cpu_busy_pct`), kept waiting by its host
+//! (the share its hypervisor stole, `LoadSummary::machine_cpu_stolen_pct`; the rule is in `host`), or slower
+//! in itself (the generator's loopback echo, `LoadSummary::machine_echo_p50_us`; the rule is in `echo`).
 //!
 //! A noisy neighbour that lasts (another job, a busy loop on one core, another guest on the same host) slows
 //! every endpoint in a run and in its confirmation rerun alike, so the rerun cannot tell it from a
@@ -14,11 +15,13 @@
 //! nights, 55 % with a busy loop on one core; 0.1–0.5 % of the cores' time stolen on ordinary nights, 2–3 %
 //! in a spell that slowed every endpoint's p50 by 20–29 %.
 
+mod echo;
 mod host;
 mod standout;
 
 use std::collections::BTreeSet;
 
+pub use echo::{SlowerMachine, slower_machine};
 pub use host::{HeldBack, held_back_by_host};
 
 use super::judge::{Judgement, Outcome, counted_findings, finding};
@@ -42,6 +45,9 @@ pub struct MachineLoad {
     pub cores: u32,
     /// How long the run measured, seconds.
     pub secs: f64,
+    /// The median loopback echo round trip between two generator threads, µs; `None` for runs stored
+    /// before it was measured.
+    pub echo_p50_us: Option<f64>,
 }
 
 /// A busier machine tonight than on the baseline nights.
@@ -76,6 +82,8 @@ pub enum Contention {
     Busier(BusierMachine),
     /// Its host, taking CPU time for other guests.
     HeldBack(HeldBack),
+    /// The machine slower in itself, by its loopback echo.
+    Slower(SlowerMachine),
 }
 
 /// One baseline night's machine figures, as stored (`None` where not measured).
@@ -85,6 +93,8 @@ pub struct UsualMachine {
     pub busy_pct: Option<f64>,
     /// Stolen share of all cores' time, percent.
     pub stolen_pct: Option<f64>,
+    /// The median loopback echo round trip, µs.
+    pub echo_p50_us: Option<f64>,
 }
 
 /// What held tonight's machine back, if anything did: other work first (its excuse is the stricter one,
@@ -95,7 +105,10 @@ pub fn contention(tonight: Option<MachineLoad>, baseline: &[UsualMachine]) -> Op
     if let Some(busier) = busier_machine(tonight, &busy) {
         return Some(Contention::Busier(busier));
     }
-    held_back_by_host(tonight, baseline).map(Contention::HeldBack)
+    if let Some(held) = held_back_by_host(tonight, baseline) {
+        return Some(Contention::HeldBack(held));
+    }
+    slower_machine(tonight, baseline).map(Contention::Slower)
 }
 
 /// The median of the finite figures, and how many there were: at least `MIN_NIGHTS`.
@@ -165,6 +178,7 @@ pub fn not_blamed_on_the_build(
             (why, "on a busier machine", "the machine")
         }
         Contention::HeldBack(held) => (held.describe(), "while the host held the machine back", "its host"),
+        Contention::Slower(slower) => (slower.describe(), "on a slower machine", "the machine"),
     };
     let blamed = standout::standing_out(&judgement.findings);
     let (findings, excused) = standout::excuse_the_rest(judgement.findings, &blamed, on);
@@ -281,7 +295,7 @@ mod tests {
     const QUIET_VM: [Option<f64>; 5] = [Some(6.0), Some(5.5), Some(7.0), None, Some(6.5)];
 
     fn tonight(busy_pct: f64) -> MachineLoad {
-        MachineLoad { busy_pct, stolen_pct: None, cores: 2, secs: 30.0 }
+        MachineLoad { busy_pct, stolen_pct: None, cores: 2, secs: 30.0, echo_p50_us: None }
     }
 
     #[test]

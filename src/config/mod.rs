@@ -184,8 +184,9 @@ pub struct Gates {
     pub absolute: AbsoluteGates,
     /// Rerun a run judged regressed at once, on the same build, before believing it; default true.
     pub confirm: bool,
-    /// A latency regression on every endpoint measured while the machine was far busier than on the baseline
-    /// nights is inconclusive (`analysis::contention`); default true.
+    /// A latency regression measured while the machine was held back (far busier, its host stealing time, or
+    /// slower in itself by its loopback echo) is excused unless it stands out from the rest of the run, and
+    /// such nights leave the baseline (`analysis::contention`, `pipeline::held_back`); default true.
     pub busy_machine_inconclusive: bool,
 }
 

@@ -18,6 +18,7 @@ fn usual_machine(run: &Run) -> UsualMachine {
     run.load_summary.as_ref().map_or_else(UsualMachine::default, |l| UsualMachine {
         busy_pct: l.machine_cpu_busy_pct,
         stolen_pct: l.machine_cpu_stolen_pct,
+        echo_p50_us: l.machine_echo_p50_us,
     })
 }
 
@@ -28,6 +29,7 @@ fn machine_load(run: &Run) -> Option<MachineLoad> {
         stolen_pct: l.machine_cpu_stolen_pct,
         cores: l.machine_cores?,
         secs: l.measured_secs,
+        echo_p50_us: l.machine_echo_p50_us,
     })
 }
 
@@ -61,6 +63,9 @@ fn in_a_few_words(contention: &Contention) -> String {
         }
         Contention::HeldBack(h) => {
             format!("its host stole {:.1} % of the CPU time, against {:.1} % usually", h.tonight_pct, h.usual_pct)
+        }
+        Contention::Slower(s) => {
+            format!("its loopback echo took {:.0} µs, against {:.0} µs usually", s.tonight_us, s.usual_us)
         }
     }
 }

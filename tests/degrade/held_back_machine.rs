@@ -24,7 +24,10 @@ fn machine(busy: f64, stolen: f64) -> LoadSummary {
 async fn fast_route_doubles_under(db: &TestDb, tonight: LoadSummary) {
     let store = Store::connect(&db.url).await.unwrap();
     for n in 0..10 {
-        let usual = machine(5.0 + n as f64 % 3.0, 0.1 + (n % 3) as f64 / 10.0);
+        let usual = LoadSummary {
+            machine_echo_p50_us: Some(24.0 + (n % 4) as f64),
+            ..machine(5.0 + n as f64 % 3.0, 0.1 + (n % 3) as f64 / 10.0)
+        };
         store_night_under(&store, "checkout", n, WOBBLE[n as usize], RunStatus::Finished, usual).await;
     }
     store_night_under(&store, "checkout", 10, 2.0, RunStatus::Finished, tonight).await;
@@ -82,6 +85,23 @@ async fn a_slowdown_while_the_host_held_the_machine_back_is_not_blamed_on_the_bu
     let db = TestDb::sqlite();
     fast_route_doubles_under(&db, machine(15.0, 3.0)).await;
     assert_eq!(check(&db, &[]).0, Some(1));
+}
+
+#[tokio::test]
+async fn a_slowdown_on_a_machine_slower_in_itself_is_not_blamed_on_the_build() {
+    // Nothing stolen, the guest as quiet as usual, but its own loopback round trip took 40 µs against 25.
+    let db = TestDb::sqlite();
+    fast_route_doubles_under(&db, LoadSummary { machine_echo_p50_us: Some(40.0), ..machine(7.0, 0.2) }).await;
+    let (code, stdout, stderr) = check(&db, &["--strict"]);
+    assert_eq!(code, Some(3), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "verdict: inconclusive: the machine itself was slower than on the baseline nights (a loopback round \
+             trip between two of the generator's threads took 40 µs at the median, against 25 µs on the median of \
+             7 baseline nights); a slowdown measured on a slower machine is not blamed on the build"
+        ),
+        "{stdout}"
+    );
 }
 
 /// Night `n` of `checkout` with five routes whose p95s are `p95_ms`, the machine as `load` says.

@@ -21,7 +21,7 @@ const STOLEN_FACTOR: f64 = 2.0;
 /// answers more demand with a larger stolen share, so a build that burns more CPU could look like a busier
 /// host; a twentieth of the machine is more than its own work varies from night to night (±2 points on the
 /// VM above).
-const OWN_WORK_POINTS: f64 = 5.0;
+pub(super) const OWN_WORK_POINTS: f64 = 5.0;
 
 /// More of tonight's machine time taken by its host than on the baseline nights.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,12 +80,12 @@ pub(super) mod tests {
     /// 0.1–0.4 % stolen.
     pub(in crate::analysis::contention) fn ordinary_vm() -> Vec<UsualMachine> {
         [(9.6, 0.32), (9.2, 0.32), (8.2, 0.13), (8.9, 0.20), (58.2, 0.12), (9.4, 0.34), (9.0, 0.17)]
-            .map(|(busy, stolen)| UsualMachine { busy_pct: Some(busy), stolen_pct: Some(stolen) })
+            .map(|(busy, stolen)| UsualMachine { busy_pct: Some(busy), stolen_pct: Some(stolen), echo_p50_us: None })
             .to_vec()
     }
 
     pub(in crate::analysis::contention) fn stolen(busy_pct: f64, stolen_pct: f64) -> MachineLoad {
-        MachineLoad { busy_pct, stolen_pct: Some(stolen_pct), cores: 2, secs: 30.0 }
+        MachineLoad { busy_pct, stolen_pct: Some(stolen_pct), cores: 2, secs: 30.0, echo_p50_us: None }
     }
 
     #[test]
