@@ -4,8 +4,8 @@
 //! Query: `range=7d|30d|90d|1y|all`, or a zoom `from=YYYY-MM-DD&to=YYYY-MM-DD`; `scale=log`; `series=HASH`
 //! (a prefix is enough; the newest series by default). The p95 line carries the baseline band (the level the
 //! detector sees, ± 2 sigma of night-to-night noise), the `[scenario.gates]` limit as a red zone, and a pin
-//! on each run where this endpoint regressed; under the charts, regressed and invalid runs and build changes
-//! are listed in words.
+//! on each run where this endpoint regressed, listed in words under its charts; build changes and invalid
+//! runs are listed once, above every endpoint's charts.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -22,7 +22,7 @@ use super::{AppState, WebError, ensure_scenario};
 use crate::analysis::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
 use crate::analysis::level::estimate;
 use crate::config::AbsoluteGates;
-use crate::store::{ChartPoint, Run, TrendSpan, WorkloadSeries};
+use crate::store::{ChartPoint, OVERALL_ENDPOINT, Run, TrendSpan, WorkloadSeries};
 
 /// The query of the trend page.
 #[derive(Deserialize)]
@@ -34,7 +34,7 @@ pub(super) struct TrendQuery {
     to: Option<String>,
 }
 
-/// One endpoint's charts and notes.
+/// One endpoint's charts and the runs in which it regressed.
 struct EndpointTrend {
     name: String,
     latency_svg: String,
@@ -59,6 +59,8 @@ struct ScenarioPage {
     /// Endpoints × the series' last nights.
     grid: Option<Grid>,
     endpoints: Vec<EndpointTrend>,
+    /// Build changes and invalid runs in the range, said once for every endpoint.
+    run_notes: Vec<String>,
     runs: Vec<Run>,
     /// Its workload series, newest first, and the one the charts show.
     series: Vec<WorkloadSeries>,
@@ -151,6 +153,7 @@ pub(super) async fn page(
     let mut endpoints = Vec::new();
     let mut every_series = false;
     let mut grid = None;
+    let mut notes = Vec::new();
     if let Some(hash) = &shown_series {
         let min_effect = state.config.scenario(&name).map_or(10.0, |s| s.gates.min_effect_pct);
         let nights = state.store.regression_grid(&name, hash, GRID_NIGHTS).await?;
@@ -160,6 +163,9 @@ pub(super) async fn page(
         let trend = state.store.trend_points(span).await?;
         every_series = trend.every_series;
         let gates = state.config.scenario(&name).map(|s| s.gates.absolute.clone()).unwrap_or_default();
+        // Every run has the whole-run row, so its points carry every run's build and validity.
+        let whole: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == OVERALL_ENDPOINT).collect();
+        notes = run_notes(&whole);
         for endpoint in endpoint_names(&trend.points) {
             let points: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == endpoint).collect();
             endpoints.push(endpoint_trend(endpoint, &points, view.scale, &gates));
@@ -187,6 +193,7 @@ pub(super) async fn page(
         zoom: view.zoom,
         grid,
         endpoints,
+        run_notes: notes,
         series,
         shown_series,
         every_series,
@@ -227,7 +234,7 @@ fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], scale: Scale, gates: &
         latency_svg: latency.render(points),
         error_svg: if had_errors { errors.render(points) } else { String::new() },
         rate_svg: chart("throughput", "req/s", &THROUGHPUT).render(points),
-        notes: notes(points),
+        notes: regression_notes(points),
         name: endpoint.to_owned(),
     }
 }
@@ -252,26 +259,33 @@ fn baseline_band(points: &[&ChartPoint]) -> Option<(f64, f64)> {
 /// Build changes listed one by one up to this many; past it (nightly builds change every night) only counted.
 const LISTED_BUILD_CHANGES: usize = 8;
 
-/// Regressed and invalid runs and build changes, in words, oldest first.
-fn notes(points: &[&ChartPoint]) -> Vec<String> {
+/// The runs in which this endpoint regressed, in words, oldest first.
+fn regression_notes(points: &[&ChartPoint]) -> Vec<String> {
+    points
+        .iter()
+        .filter(|p| p.regressed > 0)
+        .map(|p| {
+            let build = p.build_id.as_deref().map(|b| format!(", build {b}")).unwrap_or_default();
+            format!("{}: regressed here ({}{build})", p.started_at.format("%Y-%m-%d %H:%M"), run_words(p))
+        })
+        .collect()
+}
+
+/// What holds for every endpoint, said once above the charts: invalid runs and build changes, oldest first.
+fn run_notes(points: &[&ChartPoint]) -> Vec<String> {
     let mut notes = Vec::new();
     let mut builds = Vec::new();
     let mut previous_build: Option<&str> = None;
     for point in points {
         let when = point.started_at.format("%Y-%m-%d %H:%M");
-        let run = point.run_id.map_or_else(|| format!("{} runs", point.runs), |id| format!("run #{id}"));
         let build = point.build_id.as_deref();
         if let (Some(before), Some(now)) = (previous_build, build)
             && before != now
         {
             builds.push(format!("{when}: build {before} → {now}"));
         }
-        if point.regressed > 0 {
-            let build = build.map(|b| format!(", build {b}")).unwrap_or_default();
-            notes.push(format!("{when}: regressed here ({run}{build})"));
-        }
         if point.invalid > 0 {
-            notes.push(format!("{when}: invalid ({run}), not used as a baseline"));
+            notes.push(format!("{when}: invalid ({}), not used as a baseline", run_words(point)));
         }
         previous_build = build.or(previous_build);
     }
@@ -281,4 +295,9 @@ fn notes(points: &[&ChartPoint]) -> Vec<String> {
         notes.extend(builds);
     }
     notes
+}
+
+/// `run #12`, or `7 runs` for a time bucket.
+fn run_words(point: &ChartPoint) -> String {
+    point.run_id.map_or_else(|| format!("{} runs", point.runs), |id| format!("run #{id}"))
 }

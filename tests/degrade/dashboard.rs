@@ -271,9 +271,17 @@ async fn trend_page_story(app: &TestApp, last: i64) {
         !steady.contains("regressed here") && !steady.contains(r#"class="pin""#),
         "the steady endpoint is not: {steady}"
     );
-    assert!(body.contains("<li>9 build changes in this range</li>"), "{body}");
+    assert_eq!(body.matches("<li>9 build changes in this range</li>").count(), 1, "{body}");
     let (_, body) = app.get("/scenarios/checkout?range=7d").await;
-    assert!(body.contains(": build 1.0.8 → 1.0.9</li>"), "a few build changes are listed one by one: {body}");
+    assert_eq!(
+        body.matches(": build 1.0.8 → 1.0.9</li>").count(),
+        1,
+        "a few build changes are listed one by one, once for every endpoint: {body}"
+    );
+    assert!(
+        body.find(": build 1.0.8 → 1.0.9</li>") < body.find("<h2>GET /boards/{id}</h2>"),
+        "above the charts: {body}"
+    );
     assert!(body.contains(r#"class="build-change""#) && body.contains("<title>build 1.0.8 → 1.0.9</title>"), "{body}");
 }
 
