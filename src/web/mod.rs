@@ -21,6 +21,7 @@ mod svg;
 mod trend_chart;
 mod trend_time_axis;
 mod trend_page;
+mod trend_view;
 mod trigger;
 
 use std::net::SocketAddr;

@@ -46,9 +46,10 @@ impl Range {
         }
     }
 
-    /// How many points a trend line over this range holds at most: every run up to 90 days, weekly over a
-    /// year, and about monthly over everything, which keeps the longest page within about twice the cost
-    /// of the shortest (measured by `ci/bench-dashboard.sh`).
+    /// How many time buckets a trend line over this range is merged into when it holds more than
+    /// `store::trends::MAX_RUN_POINTS` runs (up to that, every run is a point of its own): a few a day over a
+    /// month, about daily over a quarter, weekly over a year and about monthly over everything, so the longest
+    /// page stays within a few times the cost of the shortest (measured by `ci/bench-dashboard.sh`).
     #[must_use]
     pub fn points(self) -> u32 {
         match self {

@@ -1,7 +1,8 @@
 //! `/scenarios/{name}`: what the latest verdict found, then per endpoint p50/p95/p99, the error rate (when
 //! there were errors) and throughput over time, for one workload series.
 //!
-//! Query: `range=7d|30d|90d|1y|all`, or a zoom `from=YYYY-MM-DD&to=YYYY-MM-DD`; `scale=log`; `series=HASH`
+//! Query (`trend_view`): `range=7d|30d|90d|1y|all`, or a zoom `from=YYYY-MM-DD&to=YYYY-MM-DD` or
+//! `from_run=ID&to_run=ID`; `scale=log`; `series=HASH`
 //! (a prefix is enough; the newest series by default). The p95 line carries the baseline band (the level the
 //! detector sees, ± 2 sigma of night-to-night noise), the `[scenario.gates]` limit as a red zone, and a pin
 //! on each run where this endpoint regressed, listed in words under its charts; build changes and invalid
@@ -10,29 +11,19 @@
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
-use chrono::{DateTime, NaiveDate, Utc};
-use serde::Deserialize;
+use chrono::Utc;
 
 use super::changes::Changes;
 use super::grid::{GRID_NIGHTS, Grid};
 use super::overview_page::endpoint_names;
 use super::range::Range;
 use super::trend_chart::{Line, Scale, TrendChart, colour};
+use super::trend_view::{TrendQuery, View, Zoom};
 use super::{AppState, WebError, ensure_scenario};
 use crate::analysis::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
 use crate::analysis::level::estimate;
 use crate::config::AbsoluteGates;
 use crate::store::{ChartPoint, OVERALL_ENDPOINT, Run, TrendSpan, WorkloadSeries};
-
-/// The query of the trend page.
-#[derive(Deserialize)]
-pub(super) struct TrendQuery {
-    range: Option<String>,
-    scale: Option<String>,
-    series: Option<String>,
-    from: Option<String>,
-    to: Option<String>,
-}
 
 /// One endpoint's charts and the runs in which it regressed.
 struct EndpointTrend {
@@ -51,8 +42,10 @@ struct ScenarioPage {
     ranges: Vec<(&'static str, String, bool)>,
     /// The other scale's link and name.
     other_scale: (String, &'static str),
-    /// The dates shown, when zoomed.
-    zoom: Option<(String, String)>,
+    /// The dates shown, when zoomed by dates.
+    zoom_dates: Option<(String, String)>,
+    /// The runs shown, when zoomed by runs.
+    zoom_runs: Option<(i64, i64)>,
     /// The chart scale is logarithmic (the zoom form keeps it).
     log_scale: bool,
     changes: Option<Changes>,
@@ -76,69 +69,13 @@ impl ScenarioPage {
     }
 }
 
-/// What one page shows: the window, the scale and the series, parsed from the query.
-struct View {
-    range: Range,
-    window: (DateTime<Utc>, DateTime<Utc>),
-    zoom: Option<(String, String)>,
-    scale: Scale,
-}
-
-impl View {
-    fn parse(query: &TrendQuery, now: DateTime<Utc>) -> Result<Self, WebError> {
-        let range = Range::parse(query.range.as_deref())?;
-        let scale = match query.scale.as_deref() {
-            None | Some("linear") => Scale::Linear,
-            Some("log") => Scale::Log,
-            Some(other) => return Err(WebError::BadRequest(format!("unknown scale `{other}`; use linear or log"))),
-        };
-        let (window, zoom) = match (&query.from, &query.to) {
-            (None, None) => (range.window(now), None),
-            (from, to) => {
-                let day = |text: &str, field: &str| {
-                    NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| {
-                        WebError::BadRequest(format!("`{field}` must be a date like 2026-11-30, not `{text}`"))
-                    })
-                };
-                let from = from.as_deref().map(|t| day(t, "from")).transpose()?;
-                let to = to.as_deref().map(|t| day(t, "to")).transpose()?.unwrap_or_else(|| now.date_naive());
-                let out_of_range = || WebError::BadRequest("the zoom's dates are out of range".to_owned());
-                let from = match from {
-                    Some(from) => from,
-                    None => to.checked_sub_days(chrono::Days::new(30)).ok_or_else(out_of_range)?,
-                };
-                if from > to {
-                    return Err(WebError::BadRequest(format!("`from` ({from}) is after `to` ({to})")));
-                }
-                let start = from.and_time(chrono::NaiveTime::MIN).and_utc();
-                let end = to.checked_add_days(chrono::Days::new(1)).ok_or_else(out_of_range)?;
-                let end = end.and_time(chrono::NaiveTime::MIN).and_utc();
-                ((start, end), Some((from.to_string(), to.to_string())))
-            }
-        };
-        Ok(Self { range, window, zoom, scale })
-    }
-
-    /// The page's link with `range` and `scale` replaced, keeping the series.
-    fn link(range: &str, scale: Scale, series: Option<&str>) -> String {
-        let mut link = format!("?range={range}");
-        if scale == Scale::Log {
-            link.push_str("&scale=log");
-        }
-        if let Some(series) = series {
-            link.push_str(&format!("&series={}", series.get(..8).unwrap_or(series)));
-        }
-        link
-    }
-}
-
 pub(super) async fn page(
     State(state): State<AppState>,
     Path(name): Path<String>,
     Query(query): Query<TrendQuery>,
 ) -> Result<Html<String>, WebError> {
-    let view = View::parse(&query, Utc::now())?;
     ensure_scenario(&state, &name).await?;
+    let view = View::parse(&query, Utc::now(), &state.store, &name).await?;
     let series = state.store.workload_series(&name).await?;
     let shown = match &query.series {
         None => series.first(),
@@ -179,8 +116,8 @@ pub(super) async fn page(
     let other = if view.scale == Scale::Log { Scale::Linear } else { Scale::Log };
     // The scale toggle keeps a zoom; the range links leave it.
     let mut toggle = View::link(view.range.as_str(), other, keep);
-    if let Some((from, to)) = &view.zoom {
-        toggle.push_str(&format!("&from={from}&to={to}"));
+    if let Some(zoom) = &view.zoom {
+        toggle.push_str(&zoom.query());
     }
     let other_scale = (toggle, if other == Scale::Log { "log" } else { "linear" });
     let page = ScenarioPage {
@@ -190,7 +127,14 @@ pub(super) async fn page(
         ranges,
         other_scale,
         log_scale: view.scale == Scale::Log,
-        zoom: view.zoom,
+        zoom_dates: match &view.zoom {
+            Some(Zoom::Dates(from, to)) => Some((from.clone(), to.clone())),
+            _ => None,
+        },
+        zoom_runs: match view.zoom {
+            Some(Zoom::Runs(from, to)) => Some((from, to)),
+            _ => None,
+        },
         grid,
         endpoints,
         run_notes: notes,

@@ -238,6 +238,18 @@ async fn trend_page_story(app: &TestApp, last: i64) {
     assert!(charts.contains(&format!("<title>run #{last}, ")), "{charts}");
     assert!(!charts.contains(&format!("<title>run #{}, ", last - 5)), "an older run is outside the zoom: {charts}");
     assert!(zoomed.contains(&format!("scale=log&#38;from={from}&#38;to=")), "{zoomed}");
+    // A zoom by runs, as a CI log or an alert names them: both ends in, nothing outside; the form keeps it
+    // and its empty date fields are ignored.
+    let (status, by_runs) =
+        app.get(&format!("/scenarios/checkout?from=&to=&from_run={}&to_run={last}", last - 1)).await;
+    assert_eq!(status, 200, "{by_runs}");
+    let charts = by_runs.split("<h2>GET /boards/{id}</h2>").nth(1).unwrap().split("<h2>").next().unwrap();
+    for inside in [last - 1, last] {
+        assert!(charts.contains(&format!("<title>run #{inside}, ")), "run #{inside} is in the zoom: {charts}");
+    }
+    assert!(!charts.contains(&format!("<title>run #{}, ", last - 2)), "an older run is outside the zoom: {charts}");
+    assert!(by_runs.contains(&format!(r#"name="to_run" min="1" class="run-id" aria-label="to run" value="{last}""#)));
+    assert!(by_runs.contains(&format!("&#38;from_run={}&#38;to_run={last}", last - 1)), "the scale toggle keeps it");
     for range in ["7d", "30d", "all"] {
         let (status, body) = app.get(&format!("/scenarios/checkout?range={range}")).await;
         assert_eq!(status, 200, "{range}");
@@ -312,7 +324,7 @@ async fn not_found_and_bad_requests() {
     let db = TestDb::sqlite();
     let (app, store) = TestApp::spawn(&db).await;
     nights(&store, 2).await;
-    let pages: [(&str, u16, &str); 12] = [
+    let pages: [(&str, u16, &str); 15] = [
         ("/runs/424242", 404, "There is no run #424242."),
         ("/runs/abc", 400, "`abc` is not a run id"),
         ("/scenarios/search", 404, "No scenario is called `search`."),
@@ -334,6 +346,9 @@ async fn not_found_and_bad_requests() {
         ("/scenarios/checkout?scale=loud", 400, "unknown scale `loud`; use linear or log"),
         ("/scenarios/checkout?to=%2B262142-12-31", 400, "the zoom&#39;s dates are out of range"),
         ("/scenarios/checkout?from=2026-12-01&to=2026-11-01", 400, "`from` (2026-12-01) is after `to` (2026-11-01)"),
+        ("/scenarios/checkout?from_run=x", 400, "`from_run` must be a run number like 42, not `x`"),
+        ("/scenarios/checkout?from_run=999999", 404, "Scenario `checkout` has no run #999999."),
+        ("/scenarios/checkout?from=2026-12-01&to_run=3", 400, "zoom by dates (`from`, `to`) or by runs"),
     ];
     for (path, status, message) in pages {
         let (actual, body) = app.get(path).await;
