@@ -75,8 +75,9 @@ pub struct TrendChart<'a> {
     pub spread: Option<Spread>,
     /// The range a normal night falls in on the first line, shaded.
     pub band: Option<(f64, f64)>,
-    /// An absolute gate on the first line: above it is the red zone.
-    pub limit: Option<f64>,
+    /// The absolute gates of `[scenario.gates]` on this chart, as (figure, limit): each is a dashed line with
+    /// a faint red zone above it (where two overlap, the zone above both is the deeper red).
+    pub limits: Vec<(&'static str, f64)>,
     /// The value axis.
     pub scale: Scale,
     /// Whether regressed runs get the alarm pin here (on one chart of an endpoint, not on every one).
@@ -138,7 +139,7 @@ impl TrendChart<'_> {
             values.extend(points.iter().map(|p| spread(p).1));
         }
         values.extend(self.band.iter().flat_map(|(low, high)| [*low, *high]));
-        values.extend(self.limit);
+        values.extend(self.limits.iter().map(|(_, limit)| *limit));
         values.retain(|v| v.is_finite());
         let max = values.iter().copied().fold(0.0_f64, f64::max);
         match self.scale {
@@ -194,7 +195,7 @@ impl TrendChart<'_> {
         );
     }
 
-    /// The usual range (shaded in the first line's colour) and the gate's red zone.
+    /// The usual range (shaded in the first line's colour) and the gates' red zones.
     fn zones(&self, svg: &mut String, axis: &Axis) {
         let width = WIDTH - LEFT - RIGHT;
         let first = &self.lines[0];
@@ -211,8 +212,8 @@ impl TrendChart<'_> {
                 format_value(high, self.unit)
             );
         }
-        if let Some(limit) = self.limit {
-            let y = axis.y(limit);
+        for (figure, limit) in &self.limits {
+            let y = axis.y(*limit);
             let _ = write!(
                 svg,
                 "<rect class=\"gate-zone\" x=\"{LEFT}\" y=\"{TOP}\" width=\"{width}\" height=\"{:.1}\" fill=\"{ALARM}\" \
@@ -220,8 +221,8 @@ impl TrendChart<'_> {
                  stroke=\"{ALARM}\" stroke-dasharray=\"6 4\"><title>gate: {} at most {}</title></line>",
                 (y - TOP).max(0.0),
                 WIDTH - RIGHT,
-                first.name,
-                format_value(limit, self.unit)
+                figure,
+                format_value(*limit, self.unit)
             );
         }
     }
@@ -377,7 +378,7 @@ mod tests {
             lines: &P95,
             spread: None,
             band: None,
-            limit: None,
+            limits: Vec::new(),
             scale,
             pins: true,
         }
@@ -403,6 +404,19 @@ mod tests {
         assert_eq!(svg.matches("class=\"build-change\"").count(), 1, "a tick only where the build changed");
         assert!(svg.contains("build 1.0.0 → 1.1.0"));
         assert!(svg.contains("GET /x &lt;p95&gt;"), "titles are escaped");
+    }
+
+    #[test]
+    fn every_configured_gate_is_a_line_with_its_zone() {
+        let points: Vec<ChartPoint> = (0..6).map(|h| point(h, 5.0, "1")).collect();
+        let refs: Vec<&ChartPoint> = points.iter().collect();
+        let gated = TrendChart { limits: vec![("p95", 20.0), ("p99", 60.0)], ..chart(Scale::Linear) };
+        let svg = gated.render(&refs);
+        assert_eq!(svg.matches("class=\"gate-zone\"").count(), 2, "{svg}");
+        assert!(svg.contains("<title>gate: p95 at most 20.0 ms</title>"), "{svg}");
+        assert!(svg.contains("<title>gate: p99 at most 60.0 ms</title>"), "{svg}");
+        assert!(gated.axis(&refs).0.high >= 60.0, "the axis reaches the highest gate");
+        assert!(!chart(Scale::Linear).render(&refs).contains("gate-zone"), "no gate, no zone");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! Query (`trend_view`): `range=7d|30d|90d|1y|all`, or a zoom `from=YYYY-MM-DD&to=YYYY-MM-DD` or
 //! `from_run=ID&to_run=ID`; `scale=log`; `series=HASH`
 //! (a prefix is enough; the newest series by default). The p95 line carries the baseline band (the level the
-//! detector sees, ± 2 sigma of night-to-night noise), the `[scenario.gates]` limit as a red zone, and a pin
+//! detector sees, ± 2 sigma of night-to-night noise), each `[scenario.gates]` limit (p75, p95, p99; the error rate on its chart) as a red zone, and a pin
 //! on each run where this endpoint regressed, listed in words under its charts; build changes and invalid
 //! runs are listed once, above every endpoint's charts.
 
@@ -160,20 +160,26 @@ fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], scale: Scale, gates: &
         lines,
         spread: None,
         band: None,
-        limit: None,
+        limits: Vec::new(),
         scale,
         pins: false,
     };
     let latency = TrendChart {
         spread: Some(|p| p.p95_range_ms),
         band: baseline_band(points),
-        limit: gates.max_p95_ms,
+        limits: [("p75", gates.max_p75_ms), ("p95", gates.max_p95_ms), ("p99", gates.max_p99_ms)]
+            .into_iter()
+            .filter_map(|(figure, limit)| Some((figure, limit?)))
+            .collect(),
         pins: true,
         ..chart("response time", "ms", &LATENCY)
     };
     // An endpoint that never failed in the range gets no all-zero error chart.
     let had_errors = points.iter().any(|p| p.error_pct_max > 0.0);
-    let errors = TrendChart { limit: gates.max_error_rate_pct, ..chart("error rate", "%", &ERRORS) };
+    let errors = TrendChart {
+        limits: gates.max_error_rate_pct.map(|limit| ("error rate", limit)).into_iter().collect(),
+        ..chart("error rate", "%", &ERRORS)
+    };
     EndpointTrend {
         latency_svg: latency.render(points),
         error_svg: if had_errors { errors.render(points) } else { String::new() },
