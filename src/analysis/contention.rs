@@ -397,8 +397,8 @@ mod tests {
         );
         assert!(
             judged.findings[1].reason.starts_with(
-                "not blamed on the build: measured while the host held the machine back (another endpoint moved \
-                 +14.3 %, and this one not beyond that by its limit); judged alone it was 4.6 sigma"
+                "not blamed on the build: measured while the host held the machine back (other endpoints moved up \
+                 to +14.3 % and +0.10 ms, and this one not beyond both by its limit); judged alone it was 4.6 sigma"
             ),
             "{}",
             judged.findings[1].reason
