@@ -250,6 +250,9 @@ async fn trend_page_story(app: &TestApp, last: i64) {
     assert!(!charts.contains(&format!("<title>run #{}, ", last - 2)), "an older run is outside the zoom: {charts}");
     assert!(by_runs.contains(&format!(r#"name="to_run" min="1" class="run-id" aria-label="to run" value="{last}""#)));
     assert!(by_runs.contains(&format!("&#38;from_run={}&#38;to_run={last}", last - 1)), "the scale toggle keeps it");
+    let (status, reversed) = app.get(&format!("/scenarios/checkout?from_run={last}&to_run={}", last - 1)).await;
+    assert_eq!(status, 400, "{reversed}");
+    assert!(reversed.contains(&format!("run #{last} started after run #{}", last - 1)), "{reversed}");
     for range in ["7d", "30d", "all"] {
         let (status, body) = app.get(&format!("/scenarios/checkout?range={range}")).await;
         assert_eq!(status, 200, "{range}");
