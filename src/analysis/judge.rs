@@ -53,6 +53,9 @@ pub mod finding {
     /// Worse, but measured on a held-back machine and no worse than the rest of the run went through: not
     /// blamed on the build (`analysis::contention`).
     pub const EXCUSED: &str = "excused";
+    /// Worse in a confirmation rerun but not in the night's first run of the same build: seen once, so not
+    /// blamed on the build (`pipeline::confirm`).
+    pub const UNCONFIRMED: &str = "unconfirmed";
     /// The figure rests on too few requests to be judged.
     pub const TOO_FEW: &str = "too_few";
     /// Over an absolute limit.
@@ -307,8 +310,10 @@ pub fn counted_findings(outcome: Outcome, findings: &[Finding]) -> String {
     .filter(|(outcome, _, _)| count(outcome) > 0)
     .map(|(outcome, one, many)| counted(count(outcome), one, many))
     .collect();
-    if count(finding::EXCUSED) > 0 {
-        parts.push(format!("{} excused", count(finding::EXCUSED)));
+    for (outcome, words) in [(finding::EXCUSED, "excused"), (finding::UNCONFIRMED, "not reproduced")] {
+        if count(outcome) > 0 {
+            parts.push(format!("{} {words}", count(outcome)));
+        }
     }
     parts.push(format!("{} unchanged", count(finding::NO_CHANGE)));
     if count(finding::TOO_FEW) > 0 {

@@ -186,18 +186,10 @@ fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<St
     let report = tonight.report.as_ref().with_context(|| {
         format!("tonight's run #{} was not judged: {}", tonight.run_id, tonight.failure.as_deref().unwrap_or("stopped"))
     })?;
-    // With a confirmation rerun, only what both runs found is believed (and alerted).
-    let confirmed = |f: &&Finding| {
-        tonight
-            .confirmation
-            .as_ref()
-            .is_none_or(|c| c.reproduced.iter().any(|(e, m)| *e == f.endpoint && *m == f.metric))
-    };
-    let worse = report
-        .findings
-        .iter()
-        .filter(|f| f.outcome == finding::REGRESSION || f.outcome == finding::GATE_BREACHED)
-        .filter(confirmed);
+    // After a confirmation rerun, what it alone found is `unconfirmed` in its report: only what both runs found
+    // still counts (and is alerted).
+    let worse =
+        report.findings.iter().filter(|f| f.outcome == finding::REGRESSION || f.outcome == finding::GATE_BREACHED);
     let (found, false_findings): (Vec<Finding>, Vec<Finding>) =
         worse.cloned().partition(|f| f.endpoint == SLOW_ROUTE || f.endpoint == OVERALL_ENDPOINT);
     let regressed = tonight.status == RunStatus::Regressed;

@@ -100,6 +100,10 @@ async fn judge_against_nights(
     if mind_the_machine {
         judgement = excuse_a_held_back_machine(judgement, candidate, &tonight, &baseline, &before);
     }
+    if let Some(first) = store.confirmed_by(candidate.id).await? {
+        let first_findings = store.latest_verdict(first).await?.map(|v| v.findings).unwrap_or_default();
+        judgement = super::confirm::only_what_reproduced(judgement, first, &first_findings);
+    }
     if !left_out.is_empty() {
         let ids: Vec<String> = left_out.iter().map(|l| format!("#{}", l.id)).collect();
         let (nights, their) = if ids.len() == 1 { ("night", "its") } else { ("nights", "their") };

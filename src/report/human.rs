@@ -12,6 +12,7 @@ pub(super) fn render(report: &CheckReport) -> String {
             finding::IMPROVEMENT => "improved",
             finding::TOO_FEW => "too few",
             finding::EXCUSED => "excused",
+            finding::UNCONFIRMED => "unconfirmed",
             _ => continue,
         };
         let limit = f.limit.map(|l| format!(", limit {}", with_unit(&f.metric, l))).unwrap_or_default();

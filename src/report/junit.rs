@@ -15,7 +15,12 @@ pub(super) fn render(report: &CheckReport) -> String {
     let skipped = report
         .findings
         .iter()
-        .filter(|f| matches!(f.outcome.as_str(), finding::INCONCLUSIVE | finding::TOO_FEW | finding::EXCUSED))
+        .filter(|f| {
+            matches!(
+                f.outcome.as_str(),
+                finding::INCONCLUSIVE | finding::TOO_FEW | finding::EXCUSED | finding::UNCONFIRMED
+            )
+        })
         .count();
     let name = xml_escape(&format!("degrade check {} run #{}", report.scenario, report.run_id));
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -54,7 +59,7 @@ pub(super) fn render(report: &CheckReport) -> String {
                 f.outcome,
                 xml_escape(&f.reason)
             ),
-            finding::INCONCLUSIVE | finding::TOO_FEW | finding::EXCUSED => {
+            finding::INCONCLUSIVE | finding::TOO_FEW | finding::EXCUSED | finding::UNCONFIRMED => {
                 format!("{case}>\n      <skipped message=\"{}\"/>\n    </testcase>\n", xml_escape(&f.reason))
             }
             _ => format!(

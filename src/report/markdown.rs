@@ -27,6 +27,7 @@ pub(super) fn render(report: &CheckReport) -> String {
                     | finding::IMPROVEMENT
                     | finding::TOO_FEW
                     | finding::EXCUSED
+                    | finding::UNCONFIRMED
             )
         })
         .collect();

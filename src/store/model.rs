@@ -434,8 +434,8 @@ pub struct Finding {
     pub endpoint: String,
     /// `p95`, `error_rate`, … or an absolute gate such as `max_p75_ms`.
     pub metric: String,
-    /// `regression`, `improvement`, `no_change`, `too_few`, `inconclusive`, `excused`, `gate_breached` or
-    /// `gate_passed` (`analysis::judge::finding`).
+    /// `regression`, `improvement`, `no_change`, `too_few`, `inconclusive`, `excused`, `unconfirmed`,
+    /// `gate_breached` or `gate_passed` (`analysis::judge::finding`).
     pub outcome: String,
     /// The baseline's level, when there is one.
     pub baseline_value: Option<f64>,

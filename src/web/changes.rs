@@ -43,6 +43,8 @@ pub struct Changes {
     pub too_few: usize,
     /// Latency regressions measured on a held-back machine and not blamed on the build.
     pub excused: usize,
+    /// Regressions a confirmation rerun saw and the night's first run did not.
+    pub unconfirmed: usize,
 }
 
 impl Changes {
@@ -53,8 +55,9 @@ impl Changes {
                 let count = |outcome: &str| verdict.findings.iter().filter(|f| f.outcome == outcome).count();
                 let (unchanged, too_few) =
                     (count(finding::NO_CHANGE) + count(finding::GATE_PASSED), count(finding::TOO_FEW));
-                let excused = count(finding::EXCUSED);
-                return Ok(Some(Self { run, rows: rows(&verdict.findings), unchanged, too_few, excused }));
+                let (excused, unconfirmed) = (count(finding::EXCUSED), count(finding::UNCONFIRMED));
+                let rows = rows(&verdict.findings);
+                return Ok(Some(Self { run, rows, unchanged, too_few, excused, unconfirmed }));
             }
         }
         Ok(None)

@@ -99,6 +99,7 @@ impl RunPage {
             finding::TOO_FEW => "too few requests",
             finding::INCONCLUSIVE => "inconclusive",
             finding::EXCUSED => "excused: held-back machine",
+            finding::UNCONFIRMED => "unconfirmed: not reproduced",
             finding::GATE_PASSED => "gate passed",
             _ => "no change",
         }
