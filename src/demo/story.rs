@@ -17,6 +17,7 @@ use crate::analysis::baseline::BaselineSpec;
 use crate::analysis::judge::finding;
 use crate::config::Config;
 use crate::notify::Courier;
+use crate::pipeline::confirm::Rerun;
 use crate::pipeline::{Ended, Job, Runner};
 use crate::store::{Finding, OVERALL_ENDPOINT, RunStatus, Store};
 use crate::web::{self, AppState};
@@ -154,7 +155,11 @@ async fn history(runner: &Runner, config: &Config, options: &Options, knobs: &Kn
             false_alarms.push(ended.run_id);
         }
         let rerun = ended.confirmation.as_ref().map_or_else(String::new, |c| {
-            let said = if c.confirmed() { "confirmed it" } else { "did not confirm it" };
+            let said = match c.rerun {
+                Rerun::Reproduced(_) => "confirmed it",
+                Rerun::NotReproduced => "did not confirm it",
+                Rerun::Undecided => "could not be judged, so it neither confirmed nor refuted it",
+            };
             format!(" (run #{} was judged regressed; this rerun {said})", c.first_run)
         });
         println!(

@@ -4,6 +4,8 @@
 //! regressed only when at least one of the same endpoint × metric findings regresses again; otherwise the first
 //! run is stored as `unconfirmed` (never alerted, never a baseline) and the rerun is the night's result. Either
 //! way, what the rerun alone found is `unconfirmed` too: a finding seen once is not believed, whichever run saw it.
+//! A rerun that cannot be judged (measured on a held-back machine, or invalid) neither confirms nor refutes:
+//! the first run stays `unconfirmed` and the night is inconclusive, never "not reproduced".
 
 use std::collections::BTreeSet;
 
@@ -13,37 +15,54 @@ use crate::store::{Finding, Run, RunId, RunStatus, Store, StoreError};
 
 /// What a rerun made of a regression.
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rerun {
+    /// These findings (endpoint, metric) regressed in both runs.
+    Reproduced(Vec<(String, String)>),
+    /// The rerun was judged, and none of the first run's findings regressed again.
+    NotReproduced,
+    /// The rerun's verdict is inconclusive (a held-back machine, an invalid run): it says nothing either way.
+    Undecided,
+}
+
+/// A rerun's word on the run it was asked to confirm.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confirmation {
     /// The run that was judged regressed first.
     pub first_run: RunId,
-    /// The findings (endpoint, metric) that regressed in both runs; empty when the rerun did not reproduce it.
-    pub reproduced: Vec<(String, String)>,
+    /// What the rerun made of it.
+    pub rerun: Rerun,
 }
 
 impl Confirmation {
     /// Whether the rerun reproduced the regression.
     #[must_use]
     pub fn confirmed(&self) -> bool {
-        !self.reproduced.is_empty()
+        matches!(self.rerun, Rerun::Reproduced(_))
     }
 
     /// One line for people: what the rerun found.
     #[must_use]
     pub fn describe(&self, rerun: RunId) -> String {
-        if self.confirmed() {
-            let named: Vec<String> = self.reproduced.iter().map(|(e, m)| format!("{e} {m}")).collect();
-            format!(
-                "confirmed: run #{} was judged regressed, and rerun #{rerun} of the same build regressed again on {}",
-                self.first_run,
-                named.join(", ")
-            )
-        } else {
-            format!(
-                "not confirmed: run #{} was judged regressed, but rerun #{rerun} of the same build did not reproduce \
-                 it, so run #{} is stored as unconfirmed (never alerted, never a baseline) and the rerun is the \
-                 night's result",
-                self.first_run, self.first_run
-            )
+        let first = self.first_run;
+        match &self.rerun {
+            Rerun::Reproduced(reproduced) => {
+                let named: Vec<String> = reproduced.iter().map(|(e, m)| format!("{e} {m}")).collect();
+                format!(
+                    "confirmed: run #{first} was judged regressed, and rerun #{rerun} of the same build regressed \
+                     again on {}",
+                    named.join(", ")
+                )
+            }
+            Rerun::NotReproduced => format!(
+                "not confirmed: run #{first} was judged regressed, but rerun #{rerun} of the same build did not \
+                 reproduce it, so run #{first} is stored as unconfirmed (never alerted, never a baseline) and the \
+                 rerun is the night's result"
+            ),
+            Rerun::Undecided => format!(
+                "undecided: run #{first} was judged regressed, but rerun #{rerun} of the same build could not be \
+                 judged, so it neither confirms nor refutes it: run #{first} is stored as unconfirmed (never \
+                 alerted, never a baseline) and the night is inconclusive; run it again when the machine is quieter"
+            ),
         }
     }
 }
@@ -61,21 +80,27 @@ fn regressions(findings: &[Finding]) -> BTreeSet<(String, String)> {
 #[must_use]
 pub fn compare(first: &CheckReport, rerun: &CheckReport) -> Confirmation {
     let again = regressions(&rerun.findings);
-    let reproduced = regressions(&first.findings).into_iter().filter(|f| again.contains(f)).collect();
-    Confirmation { first_run: first.run_id, reproduced }
+    let reproduced: Vec<(String, String)> =
+        regressions(&first.findings).into_iter().filter(|f| again.contains(f)).collect();
+    let rerun = match (rerun.outcome, reproduced.is_empty()) {
+        (Outcome::Inconclusive, _) => Rerun::Undecided,
+        (_, true) => Rerun::NotReproduced,
+        (_, false) => Rerun::Reproduced(reproduced),
+    };
+    Confirmation { first_run: first.run_id, rerun }
 }
 
 /// The statuses the first run and the rerun end with, given what the rerun found.
 #[must_use]
 pub fn statuses(confirmation: &Confirmation, rerun: &CheckReport) -> (RunStatus, Option<RunStatus>) {
-    if confirmation.confirmed() {
-        (RunStatus::Regressed, None)
-    } else if rerun.findings.iter().any(|f| f.outcome == finding::UNCONFIRMED) {
+    match confirmation.rerun {
+        Rerun::Reproduced(_) => (RunStatus::Regressed, None),
         // The rerun regressed elsewhere: seen once, like the first run's findings, so not believed either; nor
         // is the run a baseline, whose figures it would skew.
-        (RunStatus::Unconfirmed, Some(RunStatus::Unconfirmed))
-    } else {
-        (RunStatus::Unconfirmed, None)
+        Rerun::NotReproduced if rerun.findings.iter().any(|f| f.outcome == finding::UNCONFIRMED) => {
+            (RunStatus::Unconfirmed, Some(RunStatus::Unconfirmed))
+        }
+        Rerun::NotReproduced | Rerun::Undecided => (RunStatus::Unconfirmed, None),
     }
 }
 
@@ -112,23 +137,36 @@ pub fn only_what_reproduced(judgement: Judgement, first_run: RunId, first: &[Fin
 /// confirmed it, or which run it was the rerun of.
 pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, StoreError> {
     if let Some(rerun) = store.rerun_of(run.id).await? {
-        let text = if run.status == RunStatus::Unconfirmed {
-            format!(
+        let text = match (run.status, undecided(store, rerun).await?) {
+            (RunStatus::Unconfirmed, true) => format!(
+                "undecided: rerun #{rerun} of the same build could not be judged, so it neither confirms nor \
+                 refutes this regression; run #{} is stored as unconfirmed (never alerted, never a baseline)",
+                run.id
+            ),
+            (RunStatus::Unconfirmed, false) => format!(
                 "not confirmed: rerun #{rerun} of the same build did not reproduce this regression, so run #{} is \
                  stored as unconfirmed (never alerted, never a baseline)",
                 run.id
-            )
-        } else {
-            format!("confirmed by rerun #{rerun} of the same build")
+            ),
+            _ => format!("confirmed by rerun #{rerun} of the same build"),
         };
         return Ok(Some((text, rerun)));
     }
     let Some(first) = store.confirmed_by(run.id).await? else { return Ok(None) };
-    let text = match store.find_run(first).await?.map(|r| r.status) {
-        Some(RunStatus::Regressed) => format!("this run is the rerun that confirmed run #{first}'s regression"),
-        _ => format!("this run is the rerun of run #{first}, whose regression it did not reproduce"),
+    let text = match (store.find_run(first).await?.map(|r| r.status), undecided(store, run.id).await?) {
+        (Some(RunStatus::Regressed), _) => format!("this run is the rerun that confirmed run #{first}'s regression"),
+        (_, true) => format!(
+            "this run is the rerun of run #{first} and could not be judged, so it neither confirms nor refutes \
+             that run's regression"
+        ),
+        (_, false) => format!("this run is the rerun of run #{first}, whose regression it did not reproduce"),
     };
     Ok(Some((text, first)))
+}
+
+/// Whether a rerun's latest verdict is inconclusive, so it confirmed nothing either way.
+async fn undecided(store: &Store, rerun: RunId) -> Result<bool, StoreError> {
+    Ok(store.latest_verdict(rerun).await?.is_some_and(|v| v.outcome == Outcome::Inconclusive.as_str()))
 }
 
 #[cfg(test)]
@@ -183,22 +221,44 @@ mod tests {
         let judged = only_what_reproduced(rerun, 7, &first);
         assert_eq!(judged.outcome, Outcome::Passed);
         assert_eq!(judged.summary, "passed: 1 not reproduced, 1 unchanged");
-        let report = CheckReport {
+        let rerun = report(8, judged);
+        let confirmation = Confirmation { first_run: 7, rerun: Rerun::NotReproduced };
+        let ended = statuses(&confirmation, &rerun);
+        assert_eq!(ended, (RunStatus::Unconfirmed, Some(RunStatus::Unconfirmed)));
+    }
+
+    fn report(run_id: RunId, judgement: Judgement) -> CheckReport {
+        CheckReport {
             scenario: "shop".into(),
-            run_id: 8,
+            run_id,
             build_id: None,
             started_at: chrono::DateTime::UNIX_EPOCH,
-            outcome: judged.outcome,
-            summary: judged.summary,
+            outcome: judgement.outcome,
+            summary: judgement.summary,
             baseline_spec: "last-7d".into(),
             baseline: Vec::new(),
             left_out: Vec::new(),
-            findings: judged.findings,
+            findings: judgement.findings,
             confirmation: None,
+        }
+    }
+
+    #[test]
+    fn a_rerun_that_could_not_be_judged_neither_confirms_nor_refutes() {
+        let first = report(7, judged(vec![found("GET /a", "p50", finding::REGRESSION)]));
+        // Measured on a held-back machine: the same slowdown, excused, and the verdict inconclusive.
+        let held_back = Judgement {
+            outcome: Outcome::Inconclusive,
+            findings: vec![found("GET /a", "p50", finding::EXCUSED)],
+            summary: "inconclusive: the machine's host held it back".into(),
         };
-        let confirmation = Confirmation { first_run: 7, reproduced: Vec::new() };
-        let ended = statuses(&confirmation, &report);
-        assert_eq!(ended, (RunStatus::Unconfirmed, Some(RunStatus::Unconfirmed)));
+        let confirmation = compare(&first, &report(8, held_back.clone()));
+        assert_eq!(confirmation.rerun, Rerun::Undecided);
+        assert!(!confirmation.confirmed());
+        assert!(confirmation.describe(8).starts_with("undecided: run #7 was judged regressed, but rerun #8"));
+        assert_eq!(statuses(&confirmation, &report(8, held_back)), (RunStatus::Unconfirmed, None));
+        let again = report(8, judged(vec![found("GET /a", "p50", finding::REGRESSION)]));
+        assert_eq!(compare(&first, &again).rerun, Rerun::Reproduced(vec![("GET /a".into(), "p50".into())]));
     }
 
     #[test]
