@@ -2,7 +2,8 @@
 //! [`MAX_RUN_POINTS`] runs comes back one point per run, so several runs a day (one per deploy) stay apart;
 //! a longer one is merged in the database into time buckets that keep their worst run beside their mean,
 //! so a one-night spike is never averaged away. Ranges over 120 days read `weekly_results` (kept up to date
-//! by `finish_run`), so a page over three years reads about as few rows as one over three months.
+//! by `finish_run`), so a page over three years reads about as few rows as one over three months; the few
+//! regressed runs in such a range are read one by one, so its buckets still carry their pins.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -39,8 +40,8 @@ pub struct ChartPoint {
     pub p99_max_ms: f64,
     /// The bucket's worst error rate.
     pub error_pct_max: f64,
-    /// Runs judged `regressed` with a finding on this endpoint (0 over weekly sums): a regression on one
-    /// route does not mark every route's chart.
+    /// Runs judged `regressed` with a finding on this endpoint: a regression on one route does not mark every
+    /// route's chart.
     pub regressed: i64,
     /// Runs marked `invalid` (0 over weekly sums).
     pub invalid: i64,
@@ -64,6 +65,14 @@ macro_rules! regressed_here {
     and f.endpoint = r.endpoint and f.outcome in ('regression', 'gate_breached')) then 1 else 0 end"
     };
 }
+
+/// The regressed runs of a scenario in the range, once per endpoint with a regression or a breached gate in
+/// the run's latest verdict. Regressions are rare, so this stays short over years.
+const REGRESSED_RUNS: &str = "select distinct f.endpoint, runs.id, runs.started_at from runs \
+    join scenarios on scenarios.id = runs.scenario_id \
+    join findings f on f.verdict_id = (select max(v.id) from verdicts v where v.run_id = runs.id) \
+    where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.status = 'regressed' \
+    and f.outcome in ('regression', 'gate_breached')";
 
 /// The runs of one series (`$4`) in the range: their count decides between [`PER_RUN`] and [`BUCKETED`].
 const COUNT_RUNS: &str = "select count(*) from runs join scenarios on scenarios.id = runs.scenario_id \
@@ -227,13 +236,20 @@ impl Store {
         let series = span.series;
         let every_series = to - from > WEEKLY_FROM.num_milliseconds();
         let rows: Vec<PointRow> = if every_series {
-            on_pool!(self, |pool| sqlx::query_as(WEEKLY)
+            let rows: Vec<PointRow> = on_pool!(self, |pool| sqlx::query_as(WEEKLY)
                 .bind(scenario)
                 .bind(from)
                 .bind(to)
                 .bind(width)
                 .fetch_all(pool)
-                .await?)
+                .await?);
+            let regressed: Vec<(String, i64, i64)> = on_pool!(self, |pool| sqlx::query_as(REGRESSED_RUNS)
+                .bind(scenario)
+                .bind(from)
+                .bind(to)
+                .fetch_all(pool)
+                .await?);
+            pin_regressed_runs(rows, &regressed)
         } else {
             let runs: i64 = on_pool!(self, |pool| sqlx::query_scalar(COUNT_RUNS)
                 .bind(scenario)
@@ -264,4 +280,19 @@ impl Store {
         let points = rows.into_iter().map(ChartPoint::try_from).collect::<Result<_, _>>()?;
         Ok(Trend { points, every_series })
     }
+}
+
+/// Weekly sums know nothing of verdicts: each regressed run `(endpoint, run id, started at)` is counted in the
+/// last bucket of its endpoint that starts no later than it.
+fn pin_regressed_runs(mut rows: Vec<PointRow>, regressed: &[(String, i64, i64)]) -> Vec<PointRow> {
+    for (endpoint, _, started_at) in regressed {
+        let bucket = rows
+            .iter_mut()
+            .filter(|row| row.endpoint == *endpoint && row.started_at <= *started_at)
+            .max_by_key(|row| row.started_at);
+        if let Some(row) = bucket {
+            row.regressed += 1;
+        }
+    }
+    rows
 }

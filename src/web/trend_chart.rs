@@ -53,10 +53,21 @@ pub enum Scale {
 /// A bucket's spread on a chart's first line: its lowest and highest value.
 pub type Spread = fn(&ChartPoint) -> (f64, f64);
 
+/// What a line shows over a bucket of several runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverBuckets {
+    /// The mean of the runs (the first line also shows their spread as a whisker).
+    Mean,
+    /// The worst run: a tail or an error spike of one night is never averaged away.
+    Worst,
+}
+
 /// One line of a chart.
 pub struct Line {
     /// Legend text, also used in tooltips: `p95`.
     pub name: &'static str,
+    /// What the line shows over a bucket, said in its tooltip.
+    pub over_buckets: OverBuckets,
     /// Stroke colour.
     pub colour: &'static str,
     /// The figure of a point it draws.
@@ -82,6 +93,9 @@ pub struct TrendChart<'a> {
     pub scale: Scale,
     /// Whether regressed runs get the alarm pin here (on one chart of an endpoint, not on every one).
     pub pins: bool,
+    /// The page's link keeping its scale and series (`?range=all&scale=log`): a bucket's dot adds its dates to
+    /// it, so a click zooms in on the bucket's runs. None: buckets link nowhere.
+    pub zoom: Option<String>,
 }
 
 /// Where values land on the plot.
@@ -104,6 +118,16 @@ impl Axis {
 /// The centre of point `index` of `count`, one slot each.
 pub(super) fn slot_x(index: usize, count: usize) -> f64 {
     LEFT + (WIDTH - LEFT - RIGHT) * (index as f64 + 0.5) / count as f64
+}
+
+/// Where a bucket's dot leads: the page zoomed from the bucket's first day to the day the next bucket starts
+/// (both included, so a run near the edge is never lost), or to today for the last bucket.
+fn bucket_zoom(page: &str, bucket: &ChartPoint, next: Option<&ChartPoint>) -> String {
+    let mut link = format!("{page}&from={}", bucket.started_at.format("%Y-%m-%d"));
+    if let Some(next) = next {
+        let _ = write!(link, "&to={}", next.started_at.format("%Y-%m-%d"));
+    }
+    link
 }
 
 impl TrendChart<'_> {
@@ -291,11 +315,15 @@ impl TrendChart<'_> {
                     BOTTOM - 4.0
                 );
             }
-            match point.run_id {
-                Some(id) => {
+            match (point.run_id, &self.zoom) {
+                (Some(id), _) => {
                     let _ = write!(svg, "<a href=\"/runs/{id}\">{mark}</a>");
                 }
-                None => svg.push_str(&mark),
+                (None, Some(zoom)) => {
+                    let href = xml_escape(&bucket_zoom(zoom, point, points.get(i + 1).copied()));
+                    let _ = write!(svg, "<a href=\"{href}\">{mark}</a>");
+                }
+                (None, None) => svg.push_str(&mark),
             }
         }
     }
@@ -312,8 +340,18 @@ impl TrendChart<'_> {
             time.hour(),
             time.minute()
         );
-        let values: Vec<String> =
-            self.lines.iter().map(|l| format!("{} {}", l.name, format_value((l.value)(point), self.unit))).collect();
+        let values: Vec<String> = self
+            .lines
+            .iter()
+            .map(|l| {
+                let over = match (point.runs > 1, l.over_buckets) {
+                    (false, _) => "",
+                    (true, OverBuckets::Mean) => " mean",
+                    (true, OverBuckets::Worst) => " worst",
+                };
+                format!("{}{over} {}", l.name, format_value((l.value)(point), self.unit))
+            })
+            .collect();
         let mut text = match point.run_id {
             Some(id) => format!("run #{id}, {when}"),
             None => format!("{} runs from {when}", point.runs),
@@ -335,8 +373,15 @@ impl TrendChart<'_> {
         if let Some(status) = point.status {
             let _ = write!(text, "; {status}");
         }
-        if point.regressed > 0 {
-            text.push_str("; this endpoint regressed");
+        match (point.regressed, point.runs) {
+            (0, _) => {}
+            (_, 1) => text.push_str("; this endpoint regressed"),
+            (n, _) => {
+                let _ = write!(text, "; this endpoint regressed in {n} of them");
+            }
+        }
+        if point.run_id.is_none() && self.zoom.is_some() {
+            text.push_str("; click to zoom in");
         }
         text
     }
@@ -369,7 +414,8 @@ mod tests {
         }
     }
 
-    const P95: [Line; 1] = [Line { name: "p95", colour: "#1e8449", value: |p| p.p95_ms }];
+    const P95: [Line; 1] =
+        [Line { name: "p95", over_buckets: OverBuckets::Mean, colour: "#1e8449", value: |p| p.p95_ms }];
 
     fn chart(scale: Scale) -> TrendChart<'static> {
         TrendChart {
@@ -381,6 +427,7 @@ mod tests {
             limits: Vec::new(),
             scale,
             pins: true,
+            zoom: None,
         }
     }
 
@@ -404,6 +451,46 @@ mod tests {
         assert_eq!(svg.matches("class=\"build-change\"").count(), 1, "a tick only where the build changed");
         assert!(svg.contains("build 1.0.0 → 1.1.0"));
         assert!(svg.contains("GET /x &lt;p95&gt;"), "titles are escaped");
+    }
+
+    #[test]
+    fn a_bucket_shows_its_worst_tail_and_zooms_in_on_its_days() {
+        const TAIL: [Line; 2] = [
+            Line { name: "p95", over_buckets: OverBuckets::Mean, colour: "#1e8449", value: |p| p.p95_ms },
+            Line { name: "p99", over_buckets: OverBuckets::Worst, colour: "#7d3c98", value: |p| p.p99_max_ms },
+        ];
+        let buckets: Vec<ChartPoint> = [1, 12, 23]
+            .into_iter()
+            .map(|day| ChartPoint {
+                started_at: chrono::Utc.with_ymd_and_hms(2026, 10, day, 2, 0, 0).unwrap(),
+                runs: 11,
+                run_id: None,
+                status: None,
+                p95_range_ms: (4.0, 9.0),
+                p99_max_ms: 80.0,
+                regressed: i64::from(day == 12),
+                ..point(0, 5.0, "1.0.0")
+            })
+            .collect();
+        let refs: Vec<&ChartPoint> = buckets.iter().collect();
+        let zoomed = TrendChart {
+            lines: &TAIL,
+            spread: Some(|p| p.p95_range_ms),
+            zoom: Some("?range=all&scale=log".into()),
+            ..chart(Scale::Linear)
+        };
+        let svg = zoomed.render(&refs);
+        assert!(svg.contains("<a href=\"?range=all&amp;scale=log&amp;from=2026-10-12&amp;to=2026-10-23\">"), "{svg}");
+        assert!(svg.contains("<a href=\"?range=all&amp;scale=log&amp;from=2026-10-23\">"), "the last runs to today");
+        assert!(
+            svg.contains(
+                "11 runs from 2026-10-12 02:00 UTC, build 1.0.0: p95 mean 5.00 ms, p99 worst 80.0 ms (p95 4.00 ms \
+                 to 9.00 ms); this endpoint regressed in 1 of them; click to zoom in"
+            ),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("class=\"pin\"").count(), 1);
+        assert!(!chart(Scale::Linear).render(&refs).contains("<a href"), "without a page to zoom, no link");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::changes::Changes;
 use super::grid::{GRID_NIGHTS, Grid};
 use super::overview_page::endpoint_names;
 use super::range::Range;
-use super::trend_chart::{Line, Scale, TrendChart, colour};
+use super::trend_chart::{Line, OverBuckets, Scale, TrendChart, colour};
 use super::trend_view::{TrendQuery, View, Zoom};
 use super::{AppState, WebError, ensure_scenario};
 use crate::analysis::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
@@ -87,6 +87,7 @@ pub(super) async fn page(
         ),
     };
     let shown_series = shown.map(|s| s.hash.clone());
+    let keep = shown_series.as_deref().filter(|_| query.series.is_some());
     let mut endpoints = Vec::new();
     let mut every_series = false;
     let mut grid = None;
@@ -100,15 +101,15 @@ pub(super) async fn page(
         let trend = state.store.trend_points(span).await?;
         every_series = trend.every_series;
         let gates = state.config.scenario(&name).map(|s| s.gates.absolute.clone()).unwrap_or_default();
+        let zoom = View::link(view.range.as_str(), view.scale, keep);
         // Every run has the whole-run row, so its points carry every run's build and validity.
         let whole: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == OVERALL_ENDPOINT).collect();
         notes = run_notes(&whole);
         for endpoint in endpoint_names(&trend.points) {
             let points: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == endpoint).collect();
-            endpoints.push(endpoint_trend(endpoint, &points, view.scale, &gates));
+            endpoints.push(endpoint_trend(endpoint, &points, &gates, view.scale, &zoom));
         }
     }
-    let keep = shown_series.as_deref().filter(|_| query.series.is_some());
     let ranges = Range::ALL
         .iter()
         .map(|r| (r.as_str(), View::link(r.as_str(), view.scale, keep), *r == view.range && view.zoom.is_none()))
@@ -145,15 +146,26 @@ pub(super) async fn page(
     Ok(Html(page.render()?))
 }
 
+// Over a bucket p95 is the mean with its spread as a whisker, p99 and the error rate the worst run's (a single
+// run's figures are both at once).
 const LATENCY: [Line; 3] = [
-    Line { name: "p95", colour: colour::P95, value: |p| p.p95_ms },
-    Line { name: "p50", colour: colour::P50, value: |p| p.p50_ms },
-    Line { name: "p99", colour: colour::P99, value: |p| p.p99_ms },
+    Line { name: "p95", over_buckets: OverBuckets::Mean, colour: colour::P95, value: |p| p.p95_ms },
+    Line { name: "p50", over_buckets: OverBuckets::Mean, colour: colour::P50, value: |p| p.p50_ms },
+    Line { name: "p99", over_buckets: OverBuckets::Worst, colour: colour::P99, value: |p| p.p99_max_ms },
 ];
-const ERRORS: [Line; 1] = [Line { name: "errors", colour: colour::ERRORS, value: |p| p.error_pct }];
-const THROUGHPUT: [Line; 1] = [Line { name: "throughput", colour: colour::THROUGHPUT, value: |p| p.rate }];
+const ERRORS: [Line; 1] =
+    [Line { name: "errors", over_buckets: OverBuckets::Worst, colour: colour::ERRORS, value: |p| p.error_pct_max }];
+const THROUGHPUT: [Line; 1] =
+    [Line { name: "throughput", over_buckets: OverBuckets::Mean, colour: colour::THROUGHPUT, value: |p| p.rate }];
 
-fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], scale: Scale, gates: &AbsoluteGates) -> EndpointTrend {
+/// One endpoint's charts; `zoom` is the page's link, to which a bucket's dot adds its dates.
+fn endpoint_trend(
+    endpoint: &str,
+    points: &[&ChartPoint],
+    gates: &AbsoluteGates,
+    scale: Scale,
+    zoom: &str,
+) -> EndpointTrend {
     let chart = |title: &str, unit: &'static str, lines: &'static [Line]| TrendChart {
         title: format!("{endpoint}: {title}"),
         unit,
@@ -163,6 +175,7 @@ fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], scale: Scale, gates: &
         limits: Vec::new(),
         scale,
         pins: false,
+        zoom: Some(zoom.to_owned()),
     };
     let latency = TrendChart {
         spread: Some(|p| p.p95_range_ms),

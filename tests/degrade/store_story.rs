@@ -377,12 +377,20 @@ async fn long_trends(db: &TestDb) {
         let mut stored = results(n, 100 + (n % 2) * 20, RunStatus::Finished, &[]);
         stored.timeline.clear();
         store.finish_run(id, &stored).await.unwrap();
+        if n == 150 {
+            store.save_verdict(id, &regressed_on("GET /boards/{id}", night(n))).await.unwrap();
+        }
     }
     let end = night(nights);
     let span = |from, buckets| TrendSpan { scenario: "checkout", series: "abc123", from, to: end, buckets };
     let weekly = store.trend_points(span(first, 20)).await.unwrap();
     assert!(weekly.every_series, "a range over 120 days is read from the weekly sums");
     let boards: Vec<_> = weekly.points.iter().filter(|b| b.endpoint == "GET /boards/{id}").collect();
+    // Weekly sums know no verdicts, yet the bucket holding night 150 carries its pin, on that endpoint alone.
+    let pinned: Vec<_> = boards.iter().filter(|b| b.regressed > 0).collect();
+    assert_eq!(pinned.len(), 1, "{boards:?}");
+    assert!(pinned[0].started_at <= night(150) && night(150) - pinned[0].started_at < Duration::days(12));
+    assert!(weekly.points.iter().filter(|b| b.endpoint != "GET /boards/{id}").all(|b| b.regressed == 0));
     assert!(boards.len() <= 21 && boards.len() >= 15, "{} buckets", boards.len());
     assert_eq!(boards.iter().map(|b| b.runs).sum::<i64>(), nights, "every run is in some bucket");
     let total: f64 = boards.iter().map(|b| b.p95_ms * b.runs as f64).sum();
@@ -410,6 +418,30 @@ async fn runs_an_hour_apart_are_points_of_their_own_on_sqlite() {
 async fn runs_an_hour_apart_are_points_of_their_own_on_postgres() {
     let db = TestDb::postgres().await;
     runs_an_hour_apart(&db).await;
+}
+
+/// A verdict of one regression, on `endpoint`'s p95.
+fn regressed_on(endpoint: &str, at: DateTime<Utc>) -> NewVerdict {
+    let finding = Finding {
+        endpoint: endpoint.into(),
+        metric: "p95".into(),
+        outcome: "regression".into(),
+        baseline_value: Some(100.0),
+        candidate_value: 180.0,
+        delta_pct: Some(80.0),
+        limit: Some(112.0),
+        interval: None,
+        p_value: Some(1e-9),
+        reason: "far above the level".into(),
+    };
+    NewVerdict {
+        baseline_spec: "last-7d".into(),
+        baseline_run_ids: Vec::new(),
+        outcome: "regressed".into(),
+        summary: "regressed: 1 regression".into(),
+        created_at: at,
+        findings: vec![finding],
+    }
 }
 
 /// Ten runs within one hour (a deploy each), one of them regressed on one endpoint, and one run of another
