@@ -1,5 +1,6 @@
 //! The regression grid's data: the last nights of one workload series, and for each run the findings of its
-//! latest verdict, so a page can colour endpoints × nights by how each night compared with its baseline.
+//! latest verdict that a cell shows, so a page can colour endpoints × nights by how each night compared with
+//! its baseline.
 
 use chrono::{DateTime, Utc};
 
@@ -16,7 +17,8 @@ pub struct GridRun {
     pub build_id: Option<String>,
     /// Its status, as stored.
     pub status: String,
-    /// The findings of its latest verdict (none when it was never judged).
+    /// The findings of its latest verdict a cell can show: every p95, every change (none when it was never
+    /// judged).
     pub findings: Vec<GridFinding>,
 }
 
@@ -55,11 +57,14 @@ const RUNS: &str = "select runs.id, runs.started_at, runs.build_id, runs.status 
     join scenarios on scenarios.id = runs.scenario_id where scenarios.name = $1 and runs.scenario_hash = $2 \
     and runs.status not in ('running', 'failed', 'aborted') order by runs.started_at desc, runs.id desc limit $3";
 
-/// The findings of the latest verdict of every run of the series since `$3`.
+/// The findings of the latest verdict of every run of the series since `$3` that a cell can show: changes,
+/// and the p95 that shades a steady cell. The rest (most of a verdict: p50, p99, error rates unchanged) are
+/// left in the database, each row read costing a page as much as drawing it.
 const FINDINGS: &str = "select v.run_id, f.endpoint, f.metric, f.outcome, f.delta_pct from findings f \
     join verdicts v on v.id = f.verdict_id join runs on runs.id = v.run_id \
     join scenarios on scenarios.id = runs.scenario_id \
     where scenarios.name = $1 and runs.scenario_hash = $2 and runs.started_at >= $3 \
+    and (f.metric = 'p95' or f.outcome in ('regression', 'gate_breached', 'improvement')) \
     and v.id = (select max(v2.id) from verdicts v2 where v2.run_id = v.run_id)";
 
 impl Store {

@@ -166,25 +166,32 @@ impl TryFrom<EndpointRow> for EndpointResult {
     }
 }
 
+/// One endpoint's timeline as `Store::timeline` reads it: a line per second, `elapsed requests errors p50 p99
+/// max {errors by class}`.
 #[derive(sqlx::FromRow)]
-pub(super) struct TimelineRow {
+pub(super) struct TimelineSeconds {
     endpoint: String,
-    elapsed_s: i64,
-    requests: i64,
-    errors: i64,
-    p50_us: i64,
-    p99_us: i64,
-    max_us: i64,
-    errors_by_class: String,
+    seconds: String,
 }
 
-impl TryFrom<TimelineRow> for TimelinePoint {
-    type Error = StoreError;
-
-    fn try_from(row: TimelineRow) -> Result<Self, StoreError> {
-        let TimelineRow { endpoint, elapsed_s, requests, errors, p50_us, p99_us, max_us, errors_by_class } = row;
-        let errors_by_class: BTreeMap<String, i64> = json("timeline.errors_by_class", &errors_by_class)?;
-        Ok(TimelinePoint { endpoint, elapsed_s, requests, errors, p50_us, p99_us, max_us, errors_by_class })
+impl TimelineSeconds {
+    /// The endpoint's seconds, in order.
+    pub(super) fn points(self) -> Result<Vec<TimelinePoint>, StoreError> {
+        let Self { endpoint, seconds } = self;
+        let corrupt = |line: &str| StoreError::Corrupt(format!("timeline of `{endpoint}`: unreadable second `{line}`"));
+        seconds
+            .split('\n')
+            .map(|line| {
+                let mut fields = line.splitn(7, ' ');
+                let mut number = || fields.next().and_then(|f| f.parse::<i64>().ok()).ok_or_else(|| corrupt(line));
+                let (elapsed_s, requests, errors) = (number()?, number()?, number()?);
+                let (p50_us, p99_us, max_us) = (number()?, number()?, number()?);
+                let classes = fields.next().ok_or_else(|| corrupt(line))?;
+                let errors_by_class: BTreeMap<String, i64> = json("timeline.errors_by_class", classes)?;
+                let endpoint = endpoint.clone();
+                Ok(TimelinePoint { endpoint, elapsed_s, requests, errors, p50_us, p99_us, max_us, errors_by_class })
+            })
+            .collect()
     }
 }
 

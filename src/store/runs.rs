@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
 use super::retry::retry_busy;
-use super::rows::{EndpointRow, RunRow, TimelineRow, convert, select_runs, to_json};
+use super::rows::{EndpointRow, RunRow, TimelineSeconds, convert, select_runs, to_json};
 use super::{
     EndpointResult, Interval, Metric, NewRun, OVERALL_ENDPOINT, Run, RunDetail, RunId, RunResults, RunStatus, Store,
     StoreError, TimelinePoint, TrendPoint, from_millis, in_transaction, on_pool, to_millis,
@@ -234,12 +234,18 @@ impl Store {
         Ok(Some(RunDetail { run, endpoints }))
     }
 
-    /// A run's per-second timeline, by endpoint then second.
+    /// A run's per-second timeline, by endpoint then second. It is read as one row per endpoint, its seconds
+    /// joined into one text in the database: the SQLite driver hands every row across threads, and the 12,000
+    /// rows of a 10-minute run of 20 endpoints took 80–150 ms a page that way, against a few ms for 20 rows.
     pub async fn timeline(&self, id: RunId) -> Result<Vec<TimelinePoint>, StoreError> {
-        let query = "select endpoint, elapsed_s, requests, errors, p50_us, p99_us, max_us, errors_by_class \
-                     from timeline where run_id = $1 order by endpoint, elapsed_s";
-        let rows: Vec<TimelineRow> = on_pool!(self, |pool| sqlx::query_as(query).bind(id).fetch_all(pool).await?);
-        convert(rows)
+        // One line per second, fields split by spaces, the JSON of error classes last (it may hold spaces, never
+        // a raw line break). `string_agg` with its own order is the same in both databases.
+        let query = "select endpoint, string_agg(cast(elapsed_s as text) || ' ' || cast(requests as text) || ' ' \
+                     || cast(errors as text) || ' ' || cast(p50_us as text) || ' ' || cast(p99_us as text) || ' ' \
+                     || cast(max_us as text) || ' ' || errors_by_class, '\n' order by elapsed_s) as seconds \
+                     from timeline where run_id = $1 group by endpoint order by endpoint";
+        let rows: Vec<TimelineSeconds> = on_pool!(self, |pool| sqlx::query_as(query).bind(id).fetch_all(pool).await?);
+        Ok(rows.into_iter().map(TimelineSeconds::points).collect::<Result<Vec<_>, _>>()?.concat())
     }
 
     /// Runs of `scenario` that started in `[from, to)`, oldest first, whatever their status.
