@@ -24,8 +24,12 @@ macro_rules! trend_query {
     };
 }
 
-/// `weekly_results.week` is the run's start divided by this.
+/// A week, the unit of `rollups.weeks`.
 pub(super) const MILLIS_PER_WEEK: i64 = 7 * 24 * 3600 * 1000;
+
+/// The lengths of the periods every run is summed into, in weeks, longest first (`rollups.period` is the run's
+/// start divided by `weeks` weeks): a trend page over years reads the longest that fits its buckets.
+pub(super) const ROLLUP_WEEKS: [i64; 3] = [16, 4, 1];
 
 /// Rows of the timeline written per statement: 9 binds each stays far below both backends' bind limits, and
 /// a statement this size prepares in little memory (a 1,000-row one made peak memory grow with run length).
@@ -88,26 +92,26 @@ impl Store {
             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
             $23, $24, $25)";
         let run_place = "select scenario_id, started_at from runs where id = $1";
-        // Keeps `weekly_results` (the trend pages' long ranges) in step, in the same transaction.
-        let add_to_week = "insert into weekly_results (scenario_id, endpoint, week, first_started_at, runs, \
+        // Keeps `rollups` (the trend pages' long ranges) in step, in the same transaction.
+        let add_to_period = "insert into rollups (scenario_id, endpoint, weeks, period, first_started_at, runs, \
             sum_p50_us, sum_p95_us, sum_p99_us, sum_error_pct, sum_rate, max_p95_us, min_p95_us, max_p99_us, \
-            max_error_pct) values ($1, $2, $3, $4, 1, $5, $6, $7, $8, $9, $6, $6, $7, $8) \
-            on conflict (scenario_id, endpoint, week) do update set runs = weekly_results.runs + 1, \
-            first_started_at = case when excluded.first_started_at < weekly_results.first_started_at \
-              then excluded.first_started_at else weekly_results.first_started_at end, \
-            sum_p50_us = weekly_results.sum_p50_us + excluded.sum_p50_us, \
-            sum_p95_us = weekly_results.sum_p95_us + excluded.sum_p95_us, \
-            sum_p99_us = weekly_results.sum_p99_us + excluded.sum_p99_us, \
-            sum_error_pct = weekly_results.sum_error_pct + excluded.sum_error_pct, \
-            sum_rate = weekly_results.sum_rate + excluded.sum_rate, \
-            max_p95_us = case when excluded.max_p95_us > weekly_results.max_p95_us \
-              then excluded.max_p95_us else weekly_results.max_p95_us end, \
-            min_p95_us = case when excluded.min_p95_us < weekly_results.min_p95_us \
-              then excluded.min_p95_us else weekly_results.min_p95_us end, \
-            max_p99_us = case when excluded.max_p99_us > weekly_results.max_p99_us \
-              then excluded.max_p99_us else weekly_results.max_p99_us end, \
-            max_error_pct = case when excluded.max_error_pct > weekly_results.max_error_pct \
-              then excluded.max_error_pct else weekly_results.max_error_pct end";
+            max_error_pct) values ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $10, $7, $7, $8, $9) \
+            on conflict (scenario_id, endpoint, weeks, period) do update set runs = rollups.runs + 1, \
+            first_started_at = case when excluded.first_started_at < rollups.first_started_at \
+              then excluded.first_started_at else rollups.first_started_at end, \
+            sum_p50_us = rollups.sum_p50_us + excluded.sum_p50_us, \
+            sum_p95_us = rollups.sum_p95_us + excluded.sum_p95_us, \
+            sum_p99_us = rollups.sum_p99_us + excluded.sum_p99_us, \
+            sum_error_pct = rollups.sum_error_pct + excluded.sum_error_pct, \
+            sum_rate = rollups.sum_rate + excluded.sum_rate, \
+            max_p95_us = case when excluded.max_p95_us > rollups.max_p95_us \
+              then excluded.max_p95_us else rollups.max_p95_us end, \
+            min_p95_us = case when excluded.min_p95_us < rollups.min_p95_us \
+              then excluded.min_p95_us else rollups.min_p95_us end, \
+            max_p99_us = case when excluded.max_p99_us > rollups.max_p99_us \
+              then excluded.max_p99_us else rollups.max_p99_us end, \
+            max_error_pct = case when excluded.max_error_pct > rollups.max_error_pct \
+              then excluded.max_error_pct else rollups.max_error_pct end";
         let timeline_head = "insert into timeline (run_id, endpoint, elapsed_s, requests, errors, p50_us, p99_us, \
                              max_us, errors_by_class) ";
         let updated = in_transaction!(self, |tx| {
@@ -130,18 +134,21 @@ impl Store {
                     if matches!(results.status, RunStatus::Failed | RunStatus::Aborted) {
                         continue;
                     }
-                    sqlx::query(add_to_week)
-                        .bind(scenario_id)
-                        .bind(&e.endpoint)
-                        .bind(started_at / MILLIS_PER_WEEK)
-                        .bind(started_at)
-                        .bind(e.p50_us as f64)
-                        .bind(e.p95_us as f64)
-                        .bind(e.p99_us as f64)
-                        .bind(e.error_pct())
-                        .bind(e.rate)
-                        .execute(&mut *tx)
-                        .await?;
+                    for weeks in ROLLUP_WEEKS {
+                        sqlx::query(add_to_period)
+                            .bind(scenario_id)
+                            .bind(&e.endpoint)
+                            .bind(weeks)
+                            .bind(started_at / (weeks * MILLIS_PER_WEEK))
+                            .bind(started_at)
+                            .bind(e.p50_us as f64)
+                            .bind(e.p95_us as f64)
+                            .bind(e.p99_us as f64)
+                            .bind(e.error_pct())
+                            .bind(e.rate)
+                            .execute(&mut *tx)
+                            .await?;
+                    }
                 }
                 for chunk in results.timeline.chunks(TIMELINE_ROWS_PER_INSERT) {
                     let mut insert = QueryBuilder::new(timeline_head);

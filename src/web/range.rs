@@ -48,14 +48,15 @@ impl Range {
 
     /// How many time buckets a trend line over this range is merged into when it holds more than
     /// `store::trends::MAX_RUN_POINTS` runs (up to that, every run is a point of its own): a few a day over a
-    /// month, about daily over a quarter, weekly over a year and about monthly over everything, so the longest
-    /// page stays within a few times the cost of the shortest (measured by `ci/bench-dashboard.sh`).
+    /// month, about daily over a quarter, weekly over a year (its 365 days and the day ahead are 52.3 weeks)
+    /// and about monthly over everything, so the longest page stays within a few times the cost of the
+    /// shortest (measured by `ci/bench-dashboard.sh`).
     #[must_use]
     pub fn points(self) -> u32 {
         match self {
             Self::Week | Self::Month => 60,
             Self::Quarter => 90,
-            Self::Year => 52,
+            Self::Year => 53,
             Self::All => 40,
         }
     }

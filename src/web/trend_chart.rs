@@ -11,7 +11,7 @@ use chrono::{Datelike, Timelike};
 
 use super::svg::{Px, format_value, log_ticks, nice_ticks, tick_label};
 use super::trend_time_axis::time_axis;
-use crate::outside_text::xml_escape;
+use crate::outside_text::{push_xml_escaped, xml_escape};
 use crate::store::{ChartPoint, RunStatus};
 
 /// The colour of anything that means "regressed", on every chart and page.
@@ -123,9 +123,11 @@ pub(super) fn slot_x(index: usize, count: usize) -> f64 {
 /// Where a bucket's dot leads: the page zoomed from the bucket's first day to the day the next bucket starts
 /// (both included, so a run near the edge is never lost), or to today for the last bucket.
 fn bucket_zoom(page: &str, bucket: &ChartPoint, next: Option<&ChartPoint>) -> String {
-    let mut link = format!("{page}&from={}", bucket.started_at.format("%Y-%m-%d"));
+    let mut link = format!("{page}&from=");
+    push_date(&mut link, bucket);
     if let Some(next) = next {
-        let _ = write!(link, "&to={}", next.started_at.format("%Y-%m-%d"));
+        link.push_str("&to=");
+        push_date(&mut link, next);
     }
     link
 }
@@ -277,89 +279,95 @@ impl TrendChart<'_> {
         }
     }
 
-    /// A dot per point of the first line with its tooltip and link; pins on regressed runs, rings on
-    /// unconfirmed ones, crosses under invalid ones.
+    /// A dot per point of the first line, in a link to its run (or its bucket's days) that carries the
+    /// tooltip once for every mark of the point: pins on regressed runs, rings on unconfirmed ones, crosses
+    /// under invalid ones.
     fn dots(&self, svg: &mut String, axis: &Axis, points: &[&ChartPoint]) {
         let count = points.len();
         let radius = if count > 120 { 2.5 } else { 4.0 };
         let first = &self.lines[0];
+        // One buffer for every tooltip: a long range draws thousands of them.
+        let mut tooltip = String::new();
         for (i, point) in points.iter().enumerate() {
             let (x, y) = (slot_x(i, count), axis.y((first.value)(point)));
             let (px, py) = (Px(x), Px(y));
-            let title = xml_escape(&self.tooltip(point));
+            let close = match (point.run_id, &self.zoom) {
+                (Some(id), _) => {
+                    let _ = write!(svg, "<a href=\"/runs/{id}\">");
+                    "</a>"
+                }
+                (None, Some(zoom)) => {
+                    svg.push_str("<a href=\"");
+                    push_xml_escaped(svg, &bucket_zoom(zoom, point, points.get(i + 1).copied()));
+                    svg.push_str("\">");
+                    "</a>"
+                }
+                (None, None) => {
+                    svg.push_str("<g>");
+                    "</g>"
+                }
+            };
+            tooltip.clear();
+            self.tooltip(&mut tooltip, point);
+            svg.push_str("<title>");
+            push_xml_escaped(svg, &tooltip);
+            svg.push_str("</title>");
             let regressed = self.pins && point.regressed > 0;
             let (fill, r) = if regressed { (ALARM, radius + 1.5) } else { (first.colour, radius) };
-            let mut mark = format!(
-                "<circle class=\"point\" cx=\"{px}\" cy=\"{py}\" r=\"{r}\" fill=\"{fill}\"><title>{title}</title></circle>"
-            );
+            let _ = write!(svg, "<circle class=\"point\" cx=\"{px}\" cy=\"{py}\" r=\"{r}\" fill=\"{fill}\"/>");
             if regressed {
                 let _ = write!(
-                    mark,
-                    "<path class=\"pin\" d=\"M {x:.1} {:.1} l -5 -9 h 10 z\" fill=\"{ALARM}\"><title>{title}</title></path>",
-                    y - r - 2.0
+                    svg,
+                    "<path class=\"pin\" d=\"M {px} {} l -5 -9 h 10 z\" fill=\"{ALARM}\"/>",
+                    Px(y - r - 2.0)
                 );
             }
             if point.status == Some(RunStatus::Unconfirmed) {
                 let _ = write!(
-                    mark,
-                    "<circle class=\"unconfirmed\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{}\" fill=\"none\" stroke=\"#b9770e\" \
-                     stroke-width=\"1.5\"><title>{title}</title></circle>",
+                    svg,
+                    "<circle class=\"unconfirmed\" cx=\"{px}\" cy=\"{py}\" r=\"{}\" fill=\"none\" stroke=\"#b9770e\" \
+                     stroke-width=\"1.5\"/>",
                     r + 3.0
                 );
             }
             if point.invalid > 0 {
                 let _ = write!(
-                    mark,
-                    "<text class=\"invalid-run\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"14\" \
-                     fill=\"#8a8f98\">×<title>{title}</title></text>",
+                    svg,
+                    "<text class=\"invalid-run\" x=\"{px}\" y=\"{}\" text-anchor=\"middle\" font-size=\"14\" \
+                     fill=\"#8a8f98\">×</text>",
                     BOTTOM - 4.0
                 );
             }
-            match (point.run_id, &self.zoom) {
-                (Some(id), _) => {
-                    let _ = write!(svg, "<a href=\"/runs/{id}\">{mark}</a>");
-                }
-                (None, Some(zoom)) => {
-                    let href = xml_escape(&bucket_zoom(zoom, point, points.get(i + 1).copied()));
-                    let _ = write!(svg, "<a href=\"{href}\">{mark}</a>");
-                }
-                (None, None) => svg.push_str(&mark),
-            }
+            svg.push_str(close);
         }
     }
 
-    /// What hovering a point says: the run (or the bucket), its build and time, the value with its unit, and
-    /// the verdict.
-    fn tooltip(&self, point: &ChartPoint) -> String {
+    /// What hovering a point says, written onto `text`: the run (or the bucket), its build and time, the
+    /// values with their unit, and the verdict.
+    fn tooltip(&self, text: &mut String, point: &ChartPoint) {
+        match point.run_id {
+            Some(id) => {
+                let _ = write!(text, "run #{id}, ");
+            }
+            None => {
+                let _ = write!(text, "{} runs from ", point.runs);
+            }
+        }
         let time = point.started_at.naive_utc();
-        let when = format!(
-            "{}-{:02}-{:02} {:02}:{:02} UTC",
-            time.year(),
-            time.month(),
-            time.day(),
-            time.hour(),
-            time.minute()
-        );
-        let values: Vec<String> = self
-            .lines
-            .iter()
-            .map(|l| {
-                let over = match (point.runs > 1, l.over_buckets) {
-                    (false, _) => "",
-                    (true, OverBuckets::Mean) => " mean",
-                    (true, OverBuckets::Worst) => " worst",
-                };
-                format!("{}{over} {}", l.name, format_value((l.value)(point), self.unit))
-            })
-            .collect();
-        let mut text = match point.run_id {
-            Some(id) => format!("run #{id}, {when}"),
-            None => format!("{} runs from {when}", point.runs),
-        };
+        push_date(text, point);
+        let _ = write!(text, " {:02}:{:02} UTC", time.hour(), time.minute());
         if let Some(build) = &point.build_id {
             let _ = write!(text, ", build {build}");
         }
-        let _ = write!(text, ": {}", values.join(", "));
+        for (k, line) in self.lines.iter().enumerate() {
+            let over = match (point.runs > 1, line.over_buckets) {
+                (false, _) => "",
+                (true, OverBuckets::Mean) => " mean",
+                (true, OverBuckets::Worst) => " worst",
+            };
+            let separator = if k == 0 { ": " } else { ", " };
+            let _ = write!(text, "{separator}{}{over} {}", line.name, format_value((line.value)(point), self.unit));
+        }
         if let (Some(spread), true) = (self.spread, point.runs > 1) {
             let (low, high) = spread(point);
             let _ = write!(
@@ -383,8 +391,13 @@ impl TrendChart<'_> {
         if point.run_id.is_none() && self.zoom.is_some() {
             text.push_str("; click to zoom in");
         }
-        text
     }
+}
+
+/// The point's UTC day as `2026-11-30`, written without chrono's format parser (thousands per page).
+fn push_date(text: &mut String, point: &ChartPoint) {
+    let day = point.started_at.date_naive();
+    let _ = write!(text, "{}-{:02}-{:02}", day.year(), day.month(), day.day());
 }
 
 #[cfg(test)]

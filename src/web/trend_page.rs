@@ -58,7 +58,7 @@ struct ScenarioPage {
     /// Its workload series, newest first, and the one the charts show.
     series: Vec<WorkloadSeries>,
     shown_series: Option<String>,
-    /// The range is read from weekly sums, which hold every series.
+    /// The range is read from period sums, which hold every series.
     every_series: bool,
 }
 

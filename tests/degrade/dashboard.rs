@@ -267,8 +267,8 @@ async fn trend_page_story(app: &TestApp, last: i64) {
     assert!(summary < body.find("<svg").unwrap(), "the summary comes first");
     assert!(body[summary..].contains("+35.0 %"), "{body}");
     // Every point is a way in: a dot linked to its run, with the numbers in its tooltip.
-    assert!(body.contains(&format!(r#"<a href="/runs/{last}"><circle class="point""#)), "{body}");
-    assert!(body.contains(&format!("<title>run #{last}, ")) && body.contains("build 1.0.9: p95 135 ms"), "{body}");
+    assert!(body.contains(&format!(r#"<a href="/runs/{last}"><title>run #{last}, "#)), "{body}");
+    assert!(body.contains("build 1.0.9: p95 135 ms") && body.contains(r#"</title><circle class="point""#), "{body}");
     // The grid: the regressed endpoint's cell on the last night is red and links to the run.
     assert!(body.contains(&format!(r#"<td class="regressed"><a href="/runs/{last}" title="run #{last}, "#)), "{body}");
     // Error charts only for endpoints that had errors.
@@ -608,7 +608,10 @@ async fn run_and_scenario_pages_name_the_workload_series() {
     assert!(page.find(smoke_row) < page.find("<tr><td><a href=\"?series=h\">"), "the newest series comes first");
     let (_, older) = app.get("/scenarios/checkout?series=h").await;
     assert!(older.contains("Workload series shown: <a href=\"?series=5m0ke5er\">"), "{older}");
-    assert!(older.contains(&format!("<a href=\"/runs/{last}\"><circle")), "the older series' runs are drawn: {older}");
+    assert!(
+        older.contains(&format!("<a href=\"/runs/{last}\"><title>run #{last}, ")),
+        "the older series' runs are drawn: {older}"
+    );
     let (status, unknown) = app.get("/scenarios/checkout?series=nope").await;
     assert_eq!(status, 404);
     assert!(unknown.contains("Scenario `checkout` has no workload series `nope`."), "{unknown}");
