@@ -246,13 +246,19 @@ impl Store {
     /// rows of a 10-minute run of 20 endpoints took 80–150 ms a page that way, against a few ms for 20 rows.
     pub async fn timeline(&self, id: RunId) -> Result<Vec<TimelinePoint>, StoreError> {
         // One line per second, fields split by spaces, the JSON of error classes last (it may hold spaces, never
-        // a raw line break). `string_agg` with its own order is the same in both databases.
+        // a raw line break). The seconds are put in order here: an `order by` inside `string_agg` made SQLite
+        // sort every endpoint's seconds through a temporary b-tree, a third of a comparison page's time.
         let query = "select endpoint, string_agg(cast(elapsed_s as text) || ' ' || cast(requests as text) || ' ' \
                      || cast(errors as text) || ' ' || cast(p50_us as text) || ' ' || cast(p99_us as text) || ' ' \
-                     || cast(max_us as text) || ' ' || errors_by_class, '\n' order by elapsed_s) as seconds \
+                     || cast(max_us as text) || ' ' || errors_by_class, '\n') as seconds \
                      from timeline where run_id = $1 group by endpoint order by endpoint";
         let rows: Vec<TimelineSeconds> = on_pool!(self, |pool| sqlx::query_as(query).bind(id).fetch_all(pool).await?);
-        Ok(rows.into_iter().map(TimelineSeconds::points).collect::<Result<Vec<_>, _>>()?.concat())
+        let mut endpoints = rows.into_iter().map(TimelineSeconds::points).collect::<Result<Vec<_>, _>>()?;
+        // Usually in order already (the primary key's), which a stable sort only checks.
+        for seconds in &mut endpoints {
+            seconds.sort_by_key(|p| p.elapsed_s);
+        }
+        Ok(endpoints.concat())
     }
 
     /// Runs of `scenario` that started in `[from, to)`, oldest first, whatever their status.
