@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use chrono::{Duration, Utc};
 use degrade::store::{
-    DatabaseUrl, EndpointResult, Finding, Intervals, LoadSummary, NewEpisode, NewRun, NewVerdict, OVERALL_ENDPOINT,
-    RunResults, RunStatus, Store, TimelinePoint,
+    DatabaseUrl, EndpointResult, Finding, FindingOutcome, Intervals, LoadSummary, NewEpisode, NewRun, NewVerdict,
+    OVERALL_ENDPOINT, RunResults, RunStatus, Store, TimelinePoint,
 };
 
 const NIGHTS: i64 = 3 * 365;
@@ -92,7 +92,7 @@ fn verdict(names: &[String], regressed: Option<usize>, at: chrono::DateTime<Utc>
                 Finding {
                     endpoint: name.clone(),
                     metric: metric.into(),
-                    outcome: if worse { "regression" } else { "no_change" }.into(),
+                    outcome: if worse { FindingOutcome::Regression } else { FindingOutcome::NoChange },
                     baseline_value: Some(20.0),
                     candidate_value: if worse { 30.0 } else { 20.2 },
                     delta_pct: Some(if worse { 50.0 } else { 1.0 }),

@@ -19,12 +19,13 @@ mod echo;
 mod host;
 mod standout;
 
+use crate::store::FindingOutcome;
 use std::collections::BTreeSet;
 
 pub use echo::{SlowerMachine, slower_machine};
 pub use host::{HeldBack, held_back_by_host};
 
-use super::judge::{Judgement, Outcome, counted_findings, finding};
+use super::judge::{Judgement, Outcome, counted_findings};
 use crate::store::{Finding, Metric, OVERALL_ENDPOINT};
 
 /// Busier by at least this many percentage points of the machine's CPU than the usual night: a quarter of
@@ -158,12 +159,8 @@ pub fn not_blamed_on_the_build(
     cores: u32,
     added_secs: impl Fn(&str) -> f64,
 ) -> Judgement {
-    let failing: Vec<&Finding> = judgement
-        .findings
-        .iter()
-        .filter(|f| f.outcome == finding::REGRESSION || f.outcome == finding::GATE_BREACHED)
-        .collect();
-    let only_latency = failing.iter().all(|f| f.outcome == finding::REGRESSION && is_latency(f));
+    let failing: Vec<&Finding> = judgement.findings.iter().filter(|f| f.outcome.is_failure()).collect();
+    let only_latency = failing.iter().all(|f| f.outcome == FindingOutcome::Regression && is_latency(f));
     if judgement.outcome != Outcome::Regressed || !only_latency {
         return judgement;
     }
@@ -221,17 +218,17 @@ fn most_cpu_the_slowdown_could_burn(failing: &[&Finding], cores: u32, added_secs
 mod tests {
     use super::*;
 
-    fn regressed(metrics: &[(&str, &str)]) -> Judgement {
+    fn regressed(metrics: &[(&str, FindingOutcome)]) -> Judgement {
         regressed_on(&metrics.iter().map(|(m, o)| ("GET /a", *m, *o)).collect::<Vec<_>>())
     }
 
-    fn regressed_on(lines: &[(&str, &str, &str)]) -> Judgement {
+    fn regressed_on(lines: &[(&str, &str, FindingOutcome)]) -> Judgement {
         let findings = lines
             .iter()
             .map(|(endpoint, metric, outcome)| Finding {
                 endpoint: (*endpoint).into(),
                 metric: (*metric).into(),
-                outcome: (*outcome).into(),
+                outcome: *outcome,
                 baseline_value: Some(1.0),
                 candidate_value: 2.0,
                 delta_pct: Some(100.0),
@@ -258,7 +255,11 @@ mod tests {
     fn latency_regressions_on_a_busier_machine_are_inconclusive() {
         // 1 ms more on 1000 requests burns at most 2 core-seconds on two cores; the machine spent 29 more.
         let judged = not_blamed_on_the_build(
-            regressed(&[("p95", finding::REGRESSION), ("p99", finding::REGRESSION), ("p50", finding::NO_CHANGE)]),
+            regressed(&[
+                ("p95", FindingOutcome::Regression),
+                ("p99", FindingOutcome::Regression),
+                ("p50", FindingOutcome::NoChange),
+            ]),
             &busy(),
             2,
             thousand,
@@ -276,18 +277,20 @@ mod tests {
     #[test]
     fn a_slowdown_that_could_have_burnt_the_extra_cpu_is_blamed_on_the_build() {
         // 1 ms more on 20,000 requests of one route: up to 40 core-seconds, more than the machine's extra 29.
-        let lines = [("GET /heavy", "p50", finding::REGRESSION), ("(all)", "p50", finding::REGRESSION)];
+        let lines = [("GET /heavy", "p50", FindingOutcome::Regression), ("(all)", "p50", FindingOutcome::Regression)];
         let judged = not_blamed_on_the_build(regressed_on(&lines), &busy(), 2, |_| 20.0);
         assert_eq!(judged.outcome, Outcome::Regressed);
     }
 
     #[test]
     fn errors_throughput_and_gates_are_not_excused() {
-        for kept in
-            [("error_rate", finding::REGRESSION), ("throughput", finding::REGRESSION), ("p95", finding::GATE_BREACHED)]
-        {
+        for kept in [
+            ("error_rate", FindingOutcome::Regression),
+            ("throughput", FindingOutcome::Regression),
+            ("p95", FindingOutcome::GateBreached),
+        ] {
             let judged =
-                not_blamed_on_the_build(regressed(&[("p95", finding::REGRESSION), kept]), &busy(), 2, thousand);
+                not_blamed_on_the_build(regressed(&[("p95", FindingOutcome::Regression), kept]), &busy(), 2, thousand);
             assert_eq!(judged.outcome, Outcome::Regressed, "{kept:?}");
         }
     }
@@ -323,7 +326,7 @@ mod tests {
     #[test]
     fn latency_regressions_while_the_host_held_the_machine_back_are_inconclusive() {
         let held = held_back_by_host(Some(host::tests::stolen(14.1, 3.16)), &host::tests::ordinary_vm()).unwrap();
-        let lines = [("p50", finding::REGRESSION), ("p95", finding::REGRESSION)];
+        let lines = [("p50", FindingOutcome::Regression), ("p95", FindingOutcome::Regression)];
         let judged = not_blamed_on_the_build(regressed(&lines), &Contention::HeldBack(held), 2, |_| 1_000.0);
         assert_eq!(judged.outcome, Outcome::Inconclusive, "no CPU budget: stolen time was burnt by nobody here");
         assert!(
@@ -339,7 +342,7 @@ mod tests {
         Finding {
             endpoint: endpoint.into(),
             metric: "p50".into(),
-            outcome: (if tonight > base * 1.15 { finding::REGRESSION } else { finding::NO_CHANGE }).into(),
+            outcome: if tonight > base * 1.15 { FindingOutcome::Regression } else { FindingOutcome::NoChange },
             baseline_value: Some(base),
             candidate_value: tonight,
             delta_pct: None,
@@ -383,16 +386,16 @@ mod tests {
         let judgement = Judgement { outcome: Outcome::Regressed, findings, summary: String::new() };
         let judged = not_blamed_on_the_build(judgement, &host_spell(), 2, |_| 0.0);
         assert_eq!(judged.outcome, Outcome::Regressed);
-        let outcomes: Vec<&str> = judged.findings.iter().map(|f| f.outcome.as_str()).collect();
+        let outcomes: Vec<FindingOutcome> = judged.findings.iter().map(|f| f.outcome).collect();
         assert_eq!(
             outcomes,
             [
-                finding::REGRESSION,
-                finding::EXCUSED,
-                finding::REGRESSION,
-                finding::NO_CHANGE,
-                finding::NO_CHANGE,
-                finding::NO_CHANGE
+                FindingOutcome::Regression,
+                FindingOutcome::Excused,
+                FindingOutcome::Regression,
+                FindingOutcome::NoChange,
+                FindingOutcome::NoChange,
+                FindingOutcome::NoChange
             ]
         );
         assert!(

@@ -2,6 +2,7 @@
 //! (the nightly family of `nightly`, or one named run), an endpoint that stopped serving, and the absolute
 //! gates. Pure: results in, findings out.
 
+use crate::store::FindingOutcome;
 use std::fmt;
 
 use super::detector::{Answer, Change, Direction, Question, SeriesKind};
@@ -38,30 +39,6 @@ impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// Finding outcomes, as stored.
-pub mod finding {
-    /// Worse than the baseline by more than noise and the minimum effect.
-    pub const REGRESSION: &str = "regression";
-    /// Better than the baseline by more than noise and the minimum effect.
-    pub const IMPROVEMENT: &str = "improvement";
-    /// Within the baseline's noise or below the minimum effect.
-    pub const NO_CHANGE: &str = "no_change";
-    /// Too little history to tell.
-    pub const INCONCLUSIVE: &str = "inconclusive";
-    /// Worse, but measured on a held-back machine and no worse than the rest of the run went through: not
-    /// blamed on the build (`analysis::contention`).
-    pub const EXCUSED: &str = "excused";
-    /// Worse in a confirmation rerun but not in the night's first run of the same build: seen once, so not
-    /// blamed on the build (`pipeline::confirm`).
-    pub const UNCONFIRMED: &str = "unconfirmed";
-    /// The figure rests on too few requests to be judged.
-    pub const TOO_FEW: &str = "too_few";
-    /// Over an absolute limit.
-    pub const GATE_BREACHED: &str = "gate_breached";
-    /// Within an absolute limit.
-    pub const GATE_PASSED: &str = "gate_passed";
 }
 
 /// The result of judging a run.
@@ -119,8 +96,7 @@ pub fn judge(
     // Each endpoint's lines together, in the candidate's order.
     let position = |name: &str| candidate.iter().position(|e| e.endpoint == name).unwrap_or(usize::MAX);
     findings.sort_by_key(|f| position(&f.endpoint));
-    let count = |outcome: &str| findings.iter().filter(|f| f.outcome == outcome).count();
-    let outcome = if count(finding::REGRESSION) + count(finding::GATE_BREACHED) > 0 {
+    let outcome = if findings.iter().any(|f| f.outcome.is_failure()) {
         Outcome::Regressed
     } else if baseline.len() < min_runs {
         Outcome::Inconclusive
@@ -181,7 +157,7 @@ fn missing_endpoints(candidate: &[EndpointResult], baseline: &[Vec<EndpointResul
         .map(|before| Finding {
             endpoint: before.endpoint.clone(),
             metric: "requests".to_owned(),
-            outcome: finding::REGRESSION.to_owned(),
+            outcome: FindingOutcome::Regression,
             baseline_value: Some(before.requests as f64),
             candidate_value: 0.0,
             delta_pct: Some(-100.0),
@@ -231,15 +207,15 @@ fn compare_with_one_run(question: &Question<'_>) -> Answer {
 
 fn finding_from(endpoint: &str, metric: Metric, candidate: f64, answer: Answer) -> Finding {
     let outcome = match answer.change {
-        Change::Regression => finding::REGRESSION,
-        Change::Improvement => finding::IMPROVEMENT,
-        Change::NoChange => finding::NO_CHANGE,
-        Change::Inconclusive => finding::INCONCLUSIVE,
+        Change::Regression => FindingOutcome::Regression,
+        Change::Improvement => FindingOutcome::Improvement,
+        Change::NoChange => FindingOutcome::NoChange,
+        Change::Inconclusive => FindingOutcome::Inconclusive,
     };
     Finding {
         endpoint: endpoint.to_owned(),
         metric: metric.as_str().to_owned(),
-        outcome: outcome.to_owned(),
+        outcome,
         baseline_value: answer.baseline,
         candidate_value: candidate,
         delta_pct: answer.delta_pct,
@@ -272,7 +248,7 @@ fn gate_findings(endpoint: &EndpointResult, gates: &Gates) -> Vec<Finding> {
         Some(Finding {
             endpoint: endpoint.endpoint.clone(),
             metric: gate.to_owned(),
-            outcome: (if breached { finding::GATE_BREACHED } else { finding::GATE_PASSED }).to_owned(),
+            outcome: if breached { FindingOutcome::GateBreached } else { FindingOutcome::GatePassed },
             baseline_value: None,
             candidate_value: value,
             delta_pct: None,
@@ -299,25 +275,25 @@ fn summarize(outcome: Outcome, findings: &[Finding], baseline_runs: usize, min_r
 /// "regressed: 2 regressions, 40 unchanged": the outcome and how many findings ended how.
 #[must_use]
 pub fn counted_findings(outcome: Outcome, findings: &[Finding]) -> String {
-    let count = |outcome: &str| findings.iter().filter(|f| f.outcome == outcome).count();
+    let count = |outcome: FindingOutcome| findings.iter().filter(|f| f.outcome == outcome).count();
     let counted = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut parts: Vec<String> = [
-        (finding::REGRESSION, "regression", "regressions"),
-        (finding::GATE_BREACHED, "gate breached", "gates breached"),
-        (finding::IMPROVEMENT, "improvement", "improvements"),
+        (FindingOutcome::Regression, "regression", "regressions"),
+        (FindingOutcome::GateBreached, "gate breached", "gates breached"),
+        (FindingOutcome::Improvement, "improvement", "improvements"),
     ]
     .into_iter()
-    .filter(|(outcome, _, _)| count(outcome) > 0)
+    .filter(|(outcome, _, _)| count(*outcome) > 0)
     .map(|(outcome, one, many)| counted(count(outcome), one, many))
     .collect();
-    for (outcome, words) in [(finding::EXCUSED, "excused"), (finding::UNCONFIRMED, "not reproduced")] {
+    for (outcome, words) in [(FindingOutcome::Excused, "excused"), (FindingOutcome::Unconfirmed, "not reproduced")] {
         if count(outcome) > 0 {
             parts.push(format!("{} {words}", count(outcome)));
         }
     }
-    parts.push(format!("{} unchanged", count(finding::NO_CHANGE)));
-    if count(finding::TOO_FEW) > 0 {
-        parts.push(format!("{} on too few requests to judge", count(finding::TOO_FEW)));
+    parts.push(format!("{} unchanged", count(FindingOutcome::NoChange)));
+    if count(FindingOutcome::TooFew) > 0 {
+        parts.push(format!("{} on too few requests to judge", count(FindingOutcome::TooFew)));
     }
     format!("{outcome}: {}", parts.join(", "))
 }
@@ -359,7 +335,7 @@ mod tests {
         let regressions: Vec<_> = judgement
             .findings
             .iter()
-            .filter(|f| f.outcome == finding::REGRESSION)
+            .filter(|f| f.outcome == FindingOutcome::Regression)
             .map(|f| (f.endpoint.as_str(), f.metric.as_str()))
             .collect();
         assert_eq!(regressions, [("GET /a", "p50"), ("GET /a", "p95"), ("GET /a", "p99")]);
@@ -391,7 +367,7 @@ mod tests {
         };
         let judgement = judge(&tonight, &nights(3), &green_zone, Comparison::Nightly, LoadModel::Open);
         assert_eq!(judgement.outcome, Outcome::Regressed);
-        let breach = judgement.findings.iter().find(|f| f.outcome == finding::GATE_BREACHED).unwrap();
+        let breach = judgement.findings.iter().find(|f| f.outcome == FindingOutcome::GateBreached).unwrap();
         assert_eq!(
             (breach.metric.as_str(), breach.candidate_value, breach.limit),
             ("max_p75_ms", 1050.0, Some(1000.0))
@@ -418,7 +394,7 @@ mod tests {
         let missing = judgement.findings.iter().find(|f| f.metric == "requests").unwrap();
         assert_eq!((missing.endpoint.as_str(), missing.baseline_value), ("GET /b", Some(10_000.0)));
         let only_a = judge(&tonight[..1], &nights(10), &Gates::default(), Comparison::Nightly, LoadModel::Open);
-        assert!(only_a.findings.iter().any(|f| f.endpoint == "GET /b" && f.outcome == finding::REGRESSION));
+        assert!(only_a.findings.iter().any(|f| f.endpoint == "GET /b" && f.outcome == FindingOutcome::Regression));
     }
 
     #[test]
@@ -429,7 +405,7 @@ mod tests {
         };
         let slower = judge_one(115.0);
         assert_eq!(slower.outcome, Outcome::Regressed);
-        assert!(slower.findings.iter().any(|f| f.metric == "p95" && f.outcome == finding::REGRESSION));
+        assert!(slower.findings.iter().any(|f| f.metric == "p95" && f.outcome == FindingOutcome::Regression));
         let close = judge_one(105.0);
         assert_eq!(close.outcome, Outcome::Passed, "{:#?}", close.findings);
     }

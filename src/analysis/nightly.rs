@@ -16,12 +16,12 @@ use std::collections::BTreeMap;
 use super::counts::CountHistory;
 use super::detector::{ERROR_MIN_RISE, LOG_PRIOR, LOG_SIGMA_FLOOR};
 use super::evidence::{Draft, ErrorEvidence, Evidence, PERCENTILES, ValueEvidence, endpoint_drafts};
-use super::judge::finding;
 use super::level::{Prior, median};
 use super::relative::{MIN_CONTROLS, Nights, RelativeEvidence, Table};
 use super::shift::shift;
 use crate::config::Gates;
 use crate::metrics::interval::error_rate_interval;
+use crate::store::FindingOutcome;
 use crate::store::{EndpointResult, Finding, Metric, OVERALL_ENDPOINT};
 
 /// The chance, per run, that a night with no change has any regression finding.
@@ -181,7 +181,7 @@ fn finding_of(d: &Draft, all: &[Draft], tests: &[Test], family: usize) -> Findin
     let mut f = Finding {
         endpoint: d.endpoint.clone(),
         metric: d.metric.as_str().to_owned(),
-        outcome: String::new(),
+        outcome: FindingOutcome::NoChange,
         baseline_value: None,
         candidate_value: 0.0,
         delta_pct: None,
@@ -197,17 +197,17 @@ fn finding_of(d: &Draft, all: &[Draft], tests: &[Test], family: usize) -> Findin
                 "inconclusive: {nights} night{} of history, at least {needed} needed",
                 if *nights == 1 { "" } else { "s" }
             );
-            finding::INCONCLUSIVE
+            FindingOutcome::Inconclusive
         }
         Evidence::TooFew { requests, needed, tonight } => {
             f.candidate_value = *tonight;
             f.reason = too_few_reason(d, all, *requests, *needed);
-            finding::TOO_FEW
+            FindingOutcome::TooFew
         }
         Evidence::Value(v) => value_finding(&mut f, d, v, all, tests, family),
         Evidence::Errors(e) => error_finding(&mut f, d, e, tests, family),
     };
-    f.outcome = outcome.to_owned();
+    f.outcome = outcome;
     f
 }
 
@@ -236,7 +236,7 @@ fn value_finding(
     all: &[Draft],
     tests: &[Test],
     family: usize,
-) -> &'static str {
+) -> FindingOutcome {
     let shift = v.shift.as_ref().expect("value drafts are tested");
     let level_test = tests.iter().find(|t| t.kind == TestKind::Level);
     let slow_test = tests.iter().find(|t| t.kind == TestKind::SlowShare);
@@ -275,11 +275,11 @@ fn value_finding(
         f.reason += &relative_reason(r, t.alpha);
     }
     if level_says || slow_says || relative_says {
-        finding::REGRESSION
+        FindingOutcome::Regression
     } else if improved {
-        finding::IMPROVEMENT
+        FindingOutcome::Improvement
     } else {
-        finding::NO_CHANGE
+        FindingOutcome::NoChange
     }
 }
 
@@ -339,7 +339,7 @@ fn errors_rose(all: &[Draft], endpoint: &str) -> bool {
 }
 
 /// Fills in an error-rate draft's numbers and reason, and returns its outcome.
-fn error_finding(f: &mut Finding, d: &Draft, e: &ErrorEvidence, tests: &[Test], family: usize) -> &'static str {
+fn error_finding(f: &mut Finding, d: &Draft, e: &ErrorEvidence, tests: &[Test], family: usize) -> FindingOutcome {
     let test = tests.iter().find(|t| t.kind == TestKind::Errors);
     let alpha = test.map_or(RUN_FALSE_ALARM_RATE / family.max(1) as f64, |t| t.alpha);
     let base = 100.0 * e.history.rate();
@@ -363,7 +363,7 @@ fn error_finding(f: &mut Finding, d: &Draft, e: &ErrorEvidence, tests: &[Test], 
         e.p,
         100.0 * d.min_effect
     );
-    if regressed { finding::REGRESSION } else { finding::NO_CHANGE }
+    if regressed { FindingOutcome::Regression } else { FindingOutcome::NoChange }
 }
 
 /// The error rate, percent, tonight would have had to reach to be a regression.

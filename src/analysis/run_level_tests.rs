@@ -1,11 +1,12 @@
 //! Whole-run tests of the judge on simulated nights with real HDR histograms: what a percentile of few
 //! requests may say, that an outlier night keeps the noise wide, and the run-level false-alarm rate.
 
+use crate::store::FindingOutcome;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
-use super::judge::{Comparison, Judgement, Outcome, finding, judge};
+use super::judge::{Comparison, Judgement, Outcome, judge};
 use super::level::estimate;
 use crate::config::Gates;
 use crate::metrics::ErrorClass;
@@ -94,15 +95,15 @@ fn a_30_percent_p99_swing_of_50_requests_is_too_few_to_judge_but_of_50_000_a_reg
     let judgement = judge_last(&few, LoadModel::Open);
     assert_ne!(judgement.outcome, Outcome::Regressed, "{}", judgement.summary);
     let p99 = finding_of(&judgement, "GET /r0", "p99");
-    assert_eq!(p99.outcome, finding::TOO_FEW, "{p99:?}");
+    assert_eq!(p99.outcome, FindingOutcome::TooFew, "{p99:?}");
     assert!(p99.reason.starts_with("p99 of 50 requests: too few to judge"), "{}", p99.reason);
     assert!(judgement.summary.contains("too few requests to judge"), "{}", judgement.summary);
 
     let many = nights(&[MANY], 8, 0.02, swing, &mut StdRng::seed_from_u64(1));
     let judgement = judge_last(&many, LoadModel::Open);
     assert_eq!(judgement.outcome, Outcome::Regressed, "{}", judgement.summary);
-    assert_eq!(finding_of(&judgement, "GET /r0", "p99").outcome, finding::REGRESSION);
-    assert_eq!(finding_of(&judgement, "GET /r0", "p50").outcome, finding::NO_CHANGE);
+    assert_eq!(finding_of(&judgement, "GET /r0", "p99").outcome, FindingOutcome::Regression);
+    assert_eq!(finding_of(&judgement, "GET /r0", "p50").outcome, FindingOutcome::NoChange);
 }
 
 #[test]
@@ -115,7 +116,7 @@ fn a_tail_only_regression_on_a_well_sampled_endpoint_is_caught_and_named() {
     let regressions: Vec<(&str, &str)> = judgement
         .findings
         .iter()
-        .filter(|f| f.outcome == finding::REGRESSION)
+        .filter(|f| f.outcome == FindingOutcome::Regression)
         .map(|f| (f.endpoint.as_str(), f.metric.as_str()))
         .collect();
     assert!(regressions.contains(&("GET /r0", "p99")), "{regressions:?}");
@@ -203,10 +204,14 @@ fn one_route_slower_than_the_rest_of_its_run_is_caught_against_them() {
     let judgement = judge_last(&all, LoadModel::Open);
     assert_eq!(judgement.outcome, Outcome::Regressed, "{}", judgement.summary);
     let p50 = finding_of(&judgement, "GET /r0", "p50");
-    assert_eq!(p50.outcome, finding::REGRESSION, "{p50:?}");
+    assert_eq!(p50.outcome, FindingOutcome::Regression, "{p50:?}");
     assert!(p50.reason.contains("against the run's 5 other endpoints"), "{}", p50.reason);
-    let named: Vec<&str> =
-        judgement.findings.iter().filter(|f| f.outcome == finding::REGRESSION).map(|f| f.endpoint.as_str()).collect();
+    let named: Vec<&str> = judgement
+        .findings
+        .iter()
+        .filter(|f| f.outcome == FindingOutcome::Regression)
+        .map(|f| f.endpoint.as_str())
+        .collect();
     assert!(named.iter().all(|e| *e == "GET /r0"), "only the slowed route is named: {named:?}");
 }
 
@@ -225,7 +230,7 @@ fn a_route_that_stayed_put_while_the_rest_sped_up_is_no_regression() {
     let all = shared_nights(&[SUB_MS; 6], 12, SHARED_MACHINE, (-(0.25f64.ln_1p()), 1.3f64.ln()));
     let judgement = judge_last(&all, LoadModel::Open);
     let p50 = finding_of(&judgement, "GET /r0", "p50");
-    assert_ne!(p50.outcome, finding::REGRESSION, "{p50:?}");
+    assert_ne!(p50.outcome, FindingOutcome::Regression, "{p50:?}");
 }
 
 #[test]
@@ -235,7 +240,7 @@ fn a_slower_route_on_a_quicker_night_is_caught_against_the_rest() {
     let all = shared_nights(&[SUB_MS; 6], 12, SHARED_MACHINE, (-(0.12f64.ln_1p()), 1.15f64.ln()));
     let judgement = judge_last(&all, LoadModel::Open);
     let p50 = finding_of(&judgement, "GET /r0", "p50");
-    assert_eq!(p50.outcome, finding::REGRESSION, "{p50:?}");
+    assert_eq!(p50.outcome, FindingOutcome::Regression, "{p50:?}");
     assert!(p50.reason.contains("against the run's 5 other endpoints"), "{}", p50.reason);
 }
 

@@ -6,9 +6,10 @@
 //! `{"id", "regressed", "endpoints", "summary", "findings"}`, the endpoints being those with a regression
 //! finding and the findings those regressions with their reasons.
 
+use crate::store::FindingOutcome;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::judge::{Comparison, Outcome, finding, judge};
+use crate::analysis::judge::{Comparison, Outcome, judge};
 use crate::config::Gates;
 use crate::scenario::LoadModel;
 use crate::store::{EndpointResult, OVERALL_ENDPOINT};
@@ -99,14 +100,14 @@ pub(super) fn judge_case(case: RunCase, default_min_effect_pct: f64) -> RunAnswe
     let mut endpoints: Vec<String> = judgement
         .findings
         .iter()
-        .filter(|f| f.outcome == finding::REGRESSION && f.endpoint != OVERALL_ENDPOINT)
+        .filter(|f| f.outcome == FindingOutcome::Regression && f.endpoint != OVERALL_ENDPOINT)
         .map(|f| f.endpoint.clone())
         .collect();
     endpoints.dedup();
     let findings = judgement
         .findings
         .iter()
-        .filter(|f| f.outcome == finding::REGRESSION)
+        .filter(|f| f.outcome == FindingOutcome::Regression)
         .map(|f| FindingAnswer { endpoint: f.endpoint.clone(), metric: f.metric.clone(), reason: f.reason.clone() })
         .collect();
     RunAnswer {

@@ -14,7 +14,6 @@ use chrono::Utc;
 use super::receiver::LogReceiver;
 use super::target::{DemoTarget, Knobs};
 use crate::analysis::baseline::BaselineSpec;
-use crate::analysis::judge::finding;
 use crate::config::Config;
 use crate::notify::Courier;
 use crate::pipeline::confirm::Rerun;
@@ -193,8 +192,7 @@ fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<St
     })?;
     // After a confirmation rerun, what it alone found is `unconfirmed` in its report: only what both runs found
     // still counts (and is alerted).
-    let worse =
-        report.findings.iter().filter(|f| f.outcome == finding::REGRESSION || f.outcome == finding::GATE_BREACHED);
+    let worse = report.findings.iter().filter(|f| f.outcome.is_failure());
     let (found, false_findings): (Vec<Finding>, Vec<Finding>) =
         worse.cloned().partition(|f| f.endpoint == SLOW_ROUTE || f.endpoint == OVERALL_ENDPOINT);
     let regressed = tonight.status == RunStatus::Regressed;

@@ -11,7 +11,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::analysis::judge::{Outcome, finding};
+use crate::analysis::judge::Outcome;
 use crate::config::Config;
 use crate::notify::{self, Alert, Event, Worse};
 use crate::report::CheckReport;
@@ -144,7 +144,7 @@ fn worse(report: &CheckReport) -> Vec<Worse> {
     let mut worse: Vec<Worse> = report
         .findings
         .iter()
-        .filter(|f| f.outcome == finding::REGRESSION || f.outcome == finding::GATE_BREACHED)
+        .filter(|f| f.outcome.is_failure())
         .map(|f| Worse {
             endpoint: f.endpoint.clone(),
             metric: f.metric.clone(),

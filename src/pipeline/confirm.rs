@@ -7,9 +7,10 @@
 //! A rerun that cannot be judged (measured on a held-back machine, or invalid) neither confirms nor refutes:
 //! the first run stays `unconfirmed` and the night is inconclusive, never "not reproduced".
 
+use crate::store::FindingOutcome;
 use std::collections::BTreeSet;
 
-use crate::analysis::judge::{Judgement, Outcome, counted_findings, finding};
+use crate::analysis::judge::{Judgement, Outcome, counted_findings};
 use crate::report::CheckReport;
 use crate::store::{Finding, Run, RunId, RunStatus, Store, StoreError};
 
@@ -67,13 +68,9 @@ impl Confirmation {
     }
 }
 
-fn worse(finding: &Finding) -> bool {
-    finding.outcome == finding::REGRESSION || finding.outcome == finding::GATE_BREACHED
-}
-
 /// The endpoint × metric findings that regressed (or breached a gate).
 fn regressions(findings: &[Finding]) -> BTreeSet<(String, String)> {
-    findings.iter().filter(|f| worse(f)).map(|f| (f.endpoint.clone(), f.metric.clone())).collect()
+    findings.iter().filter(|f| f.outcome.is_failure()).map(|f| (f.endpoint.clone(), f.metric.clone())).collect()
 }
 
 /// Compares the first run's report with its rerun's.
@@ -97,7 +94,7 @@ pub fn statuses(confirmation: &Confirmation, rerun: &CheckReport) -> (RunStatus,
         Rerun::Reproduced(_) => (RunStatus::Regressed, None),
         // The rerun regressed elsewhere: seen once, like the first run's findings, so not believed either; nor
         // is the run a baseline, whose figures it would skew.
-        Rerun::NotReproduced if rerun.findings.iter().any(|f| f.outcome == finding::UNCONFIRMED) => {
+        Rerun::NotReproduced if rerun.findings.iter().any(|f| f.outcome == FindingOutcome::Unconfirmed) => {
             (RunStatus::Unconfirmed, Some(RunStatus::Unconfirmed))
         }
         Rerun::NotReproduced | Rerun::Undecided => (RunStatus::Unconfirmed, None),
@@ -117,7 +114,7 @@ pub fn only_what_reproduced(judgement: Judgement, first_run: RunId, first: &[Fin
         .findings
         .into_iter()
         .map(|f| {
-            if !worse(&f) || before.contains(&(f.endpoint.clone(), f.metric.clone())) {
+            if !f.outcome.is_failure() || before.contains(&(f.endpoint.clone(), f.metric.clone())) {
                 return f;
             }
             let reason = format!(
@@ -125,10 +122,10 @@ pub fn only_what_reproduced(judgement: Judgement, first_run: RunId, first: &[Fin
                  regress here, so it is not blamed on the build; judged alone, {}",
                 f.reason
             );
-            Finding { outcome: finding::UNCONFIRMED.to_owned(), reason, ..f }
+            Finding { outcome: FindingOutcome::Unconfirmed, reason, ..f }
         })
         .collect();
-    let outcome = if findings.iter().any(worse) { Outcome::Regressed } else { Outcome::Passed };
+    let outcome = if findings.iter().any(|f| f.outcome.is_failure()) { Outcome::Regressed } else { Outcome::Passed };
     let summary = counted_findings(outcome, &findings);
     Judgement { outcome, findings, summary }
 }
@@ -173,11 +170,11 @@ async fn undecided(store: &Store, rerun: RunId) -> Result<bool, StoreError> {
 mod tests {
     use super::*;
 
-    fn found(endpoint: &str, metric: &str, outcome: &str) -> Finding {
+    fn found(endpoint: &str, metric: &str, outcome: FindingOutcome) -> Finding {
         Finding {
             endpoint: endpoint.into(),
             metric: metric.into(),
-            outcome: outcome.into(),
+            outcome,
             baseline_value: Some(1.0),
             candidate_value: 2.0,
             delta_pct: Some(100.0),
@@ -193,22 +190,31 @@ mod tests {
         Judgement { outcome: Outcome::Regressed, findings, summary }
     }
 
-    fn outcomes(judgement: &Judgement) -> Vec<&str> {
-        judgement.findings.iter().map(|f| f.outcome.as_str()).collect()
+    fn outcomes(judgement: &Judgement) -> Vec<FindingOutcome> {
+        judgement.findings.iter().map(|f| f.outcome).collect()
     }
 
     #[test]
     fn what_the_rerun_alone_found_is_unconfirmed() {
-        let first = [found("GET /a", "p95", finding::REGRESSION), found("GET /b", "p50", finding::REGRESSION)];
+        let first =
+            [found("GET /a", "p95", FindingOutcome::Regression), found("GET /b", "p50", FindingOutcome::Regression)];
         let rerun = judged(vec![
-            found("GET /a", "p95", finding::REGRESSION),
-            found("GET /a", "p50", finding::REGRESSION),
-            found("GET /c", "max_p95_ms", finding::GATE_BREACHED),
-            found("GET /b", "p50", finding::NO_CHANGE),
+            found("GET /a", "p95", FindingOutcome::Regression),
+            found("GET /a", "p50", FindingOutcome::Regression),
+            found("GET /c", "max_p95_ms", FindingOutcome::GateBreached),
+            found("GET /b", "p50", FindingOutcome::NoChange),
         ]);
         let judged = only_what_reproduced(rerun, 7, &first);
         assert_eq!(judged.outcome, Outcome::Regressed);
-        assert_eq!(outcomes(&judged), [finding::REGRESSION, finding::UNCONFIRMED, finding::UNCONFIRMED, "no_change"]);
+        assert_eq!(
+            outcomes(&judged),
+            [
+                FindingOutcome::Regression,
+                FindingOutcome::Unconfirmed,
+                FindingOutcome::Unconfirmed,
+                FindingOutcome::NoChange
+            ]
+        );
         assert!(judged.findings[1].reason.starts_with("seen in this rerun only: run #7, the night's first run"));
         assert!(judged.findings[1].reason.ends_with("judged alone, 9.0 sigma above the level of 7 nights"));
         assert_eq!(judged.summary, "regressed: 1 regression, 2 not reproduced, 1 unchanged");
@@ -216,8 +222,11 @@ mod tests {
 
     #[test]
     fn a_rerun_that_regressed_only_elsewhere_passes_and_stays_out_of_the_baseline() {
-        let first = [found("GET /a", "p95", finding::REGRESSION)];
-        let rerun = judged(vec![found("GET /b", "p95", finding::REGRESSION), found("GET /a", "p95", "no_change")]);
+        let first = [found("GET /a", "p95", FindingOutcome::Regression)];
+        let rerun = judged(vec![
+            found("GET /b", "p95", FindingOutcome::Regression),
+            found("GET /a", "p95", FindingOutcome::NoChange),
+        ]);
         let judged = only_what_reproduced(rerun, 7, &first);
         assert_eq!(judged.outcome, Outcome::Passed);
         assert_eq!(judged.summary, "passed: 1 not reproduced, 1 unchanged");
@@ -245,11 +254,11 @@ mod tests {
 
     #[test]
     fn a_rerun_that_could_not_be_judged_neither_confirms_nor_refutes() {
-        let first = report(7, judged(vec![found("GET /a", "p50", finding::REGRESSION)]));
+        let first = report(7, judged(vec![found("GET /a", "p50", FindingOutcome::Regression)]));
         // Measured on a held-back machine: the same slowdown, excused, and the verdict inconclusive.
         let held_back = Judgement {
             outcome: Outcome::Inconclusive,
-            findings: vec![found("GET /a", "p50", finding::EXCUSED)],
+            findings: vec![found("GET /a", "p50", FindingOutcome::Excused)],
             summary: "inconclusive: the machine's host held it back".into(),
         };
         let confirmation = compare(&first, &report(8, held_back.clone()));
@@ -257,7 +266,7 @@ mod tests {
         assert!(!confirmation.confirmed());
         assert!(confirmation.describe(8).starts_with("undecided: run #7 was judged regressed, but rerun #8"));
         assert_eq!(statuses(&confirmation, &report(8, held_back)), (RunStatus::Unconfirmed, None));
-        let again = report(8, judged(vec![found("GET /a", "p50", finding::REGRESSION)]));
+        let again = report(8, judged(vec![found("GET /a", "p50", FindingOutcome::Regression)]));
         assert_eq!(compare(&first, &again).rerun, Rerun::Reproduced(vec![("GET /a".into(), "p50".into())]));
     }
 
@@ -265,7 +274,7 @@ mod tests {
     fn a_verdict_that_did_not_regress_is_left_alone() {
         let passed = Judgement {
             outcome: Outcome::Inconclusive,
-            findings: vec![found("GET /b", "p95", finding::EXCUSED)],
+            findings: vec![found("GET /b", "p95", FindingOutcome::Excused)],
             summary: "inconclusive: …".into(),
         };
         assert_eq!(only_what_reproduced(passed.clone(), 7, &[]), passed);

@@ -1,18 +1,18 @@
 //! The terminal rendering: only the findings that need attention, then the baseline and the verdict.
 
 use super::{CheckReport, interval_text, signed_pct, with_unit};
-use crate::analysis::judge::finding;
+use crate::store::FindingOutcome;
 
 pub(super) fn render(report: &CheckReport) -> String {
     let mut lines = vec![format!("degrade check: {}", report.run_line()), report.baseline_line()];
     for f in &report.findings {
-        let label = match f.outcome.as_str() {
-            finding::REGRESSION => "REGRESSION",
-            finding::GATE_BREACHED => "GATE",
-            finding::IMPROVEMENT => "improved",
-            finding::TOO_FEW => "too few",
-            finding::EXCUSED => "excused",
-            finding::UNCONFIRMED => "unconfirmed",
+        let label = match f.outcome {
+            FindingOutcome::Regression => "REGRESSION",
+            FindingOutcome::GateBreached => "GATE",
+            FindingOutcome::Improvement => "improved",
+            FindingOutcome::TooFew => "too few",
+            FindingOutcome::Excused => "excused",
+            FindingOutcome::Unconfirmed => "unconfirmed",
             _ => continue,
         };
         let limit = f.limit.map(|l| format!(", limit {}", with_unit(&f.metric, l))).unwrap_or_default();

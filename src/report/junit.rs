@@ -3,22 +3,21 @@
 //! skipped.
 
 use super::{CheckReport, interval_text, signed_pct, with_unit};
-use crate::analysis::judge::finding;
 use crate::outside_text::xml_escape;
+use crate::store::FindingOutcome;
 
 pub(super) fn render(report: &CheckReport) -> String {
-    let failures = report
-        .findings
-        .iter()
-        .filter(|f| matches!(f.outcome.as_str(), finding::REGRESSION | finding::GATE_BREACHED))
-        .count();
+    let failures = report.findings.iter().filter(|f| f.outcome.is_failure()).count();
     let skipped = report
         .findings
         .iter()
         .filter(|f| {
             matches!(
-                f.outcome.as_str(),
-                finding::INCONCLUSIVE | finding::TOO_FEW | finding::EXCUSED | finding::UNCONFIRMED
+                f.outcome,
+                FindingOutcome::Inconclusive
+                    | FindingOutcome::TooFew
+                    | FindingOutcome::Excused
+                    | FindingOutcome::Unconfirmed
             )
         })
         .count();
@@ -52,14 +51,17 @@ pub(super) fn render(report: &CheckReport) -> String {
             signed_pct(f.delta_pct),
             f.limit.map_or_else(|| "n/a".to_owned(), |v| with_unit(&f.metric, v)),
         );
-        out += &match f.outcome.as_str() {
-            finding::REGRESSION | finding::GATE_BREACHED => format!(
+        out += &match f.outcome {
+            o if o.is_failure() => format!(
                 "{case}>\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
                 xml_escape(&format!("{} {}: {numbers}", f.endpoint, f.metric)),
                 f.outcome,
                 xml_escape(&f.reason)
             ),
-            finding::INCONCLUSIVE | finding::TOO_FEW | finding::EXCUSED | finding::UNCONFIRMED => {
+            FindingOutcome::Inconclusive
+            | FindingOutcome::TooFew
+            | FindingOutcome::Excused
+            | FindingOutcome::Unconfirmed => {
                 format!("{case}>\n      <skipped message=\"{}\"/>\n    </testcase>\n", xml_escape(&f.reason))
             }
             _ => format!(

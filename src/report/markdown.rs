@@ -2,8 +2,9 @@
 //! and a table of the findings that need attention (all of them in a collapsed section).
 
 use super::{CheckReport, interval_text, signed_pct, with_unit};
-use crate::analysis::judge::{Outcome, finding};
+use crate::analysis::judge::Outcome;
 use crate::store::Finding;
+use crate::store::FindingOutcome;
 
 pub(super) fn render(report: &CheckReport) -> String {
     let icon = match report.outcome {
@@ -21,13 +22,13 @@ pub(super) fn render(report: &CheckReport) -> String {
         .iter()
         .filter(|f| {
             matches!(
-                f.outcome.as_str(),
-                finding::REGRESSION
-                    | finding::GATE_BREACHED
-                    | finding::IMPROVEMENT
-                    | finding::TOO_FEW
-                    | finding::EXCUSED
-                    | finding::UNCONFIRMED
+                f.outcome,
+                FindingOutcome::Regression
+                    | FindingOutcome::GateBreached
+                    | FindingOutcome::Improvement
+                    | FindingOutcome::TooFew
+                    | FindingOutcome::Excused
+                    | FindingOutcome::Unconfirmed
             )
         })
         .collect();
@@ -53,7 +54,7 @@ fn table(findings: &[&Finding]) -> String {
             f.metric,
             with_unit(&f.metric, f.candidate_value),
             signed_pct(f.delta_pct),
-            f.outcome.replace('_', " ")
+            f.outcome.as_str().replace('_', " ")
         );
     }
     out

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{RunId, Store, StoreError, from_millis, on_pool};
+use super::{FindingOutcome, RunId, Store, StoreError, from_millis, on_pool};
 
 /// One run of the grid, oldest first.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,8 +29,8 @@ pub struct GridFinding {
     pub endpoint: String,
     /// `p95`, `error_rate`, or a gate.
     pub metric: String,
-    /// The finding's outcome, as stored.
-    pub outcome: String,
+    /// The finding's outcome.
+    pub outcome: FindingOutcome,
     /// Change from the baseline, percent.
     pub delta_pct: Option<f64>,
 }
@@ -94,6 +94,7 @@ impl Store {
         for f in findings {
             if let Some(run) = runs.iter_mut().find(|r| r.id == f.run_id) {
                 let FindingRow { endpoint, metric, outcome, delta_pct, .. } = f;
+                let outcome = outcome.parse().map_err(StoreError::Corrupt)?;
                 run.findings.push(GridFinding { endpoint, metric, outcome, delta_pct });
             }
         }

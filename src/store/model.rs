@@ -434,9 +434,8 @@ pub struct Finding {
     pub endpoint: String,
     /// `p95`, `error_rate`, … or an absolute gate such as `max_p75_ms`.
     pub metric: String,
-    /// `regression`, `improvement`, `no_change`, `too_few`, `inconclusive`, `excused`, `unconfirmed`,
-    /// `gate_breached` or `gate_passed` (`analysis::judge::finding`).
-    pub outcome: String,
+    /// What the judge made of the figure.
+    pub outcome: FindingOutcome,
     /// The baseline's level, when there is one.
     pub baseline_value: Option<f64>,
     /// Tonight's value.
@@ -451,4 +450,83 @@ pub struct Finding {
     pub p_value: Option<f64>,
     /// Why, in words.
     pub reason: String,
+}
+
+/// What the judge made of one endpoint × metric figure. Stored and serialized as its snake-case name
+/// (`gate_breached`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingOutcome {
+    /// Worse than the baseline by more than noise and the minimum effect.
+    Regression,
+    /// Better than the baseline by more than noise and the minimum effect.
+    Improvement,
+    /// Within the baseline's noise or below the minimum effect.
+    NoChange,
+    /// Too little history to tell.
+    Inconclusive,
+    /// Worse, but measured on a held-back machine and no worse than the rest of the run went through: not
+    /// blamed on the build (`analysis::contention`).
+    Excused,
+    /// Worse in a confirmation rerun but not in the night's first run of the same build: seen once, so not
+    /// blamed on the build (`pipeline::confirm`).
+    Unconfirmed,
+    /// The figure rests on too few requests to be judged.
+    TooFew,
+    /// Over an absolute limit.
+    GateBreached,
+    /// Within an absolute limit.
+    GatePassed,
+}
+
+impl FindingOutcome {
+    /// Every outcome, in declaration order.
+    pub const ALL: [Self; 9] = [
+        Self::Regression,
+        Self::Improvement,
+        Self::NoChange,
+        Self::Inconclusive,
+        Self::Excused,
+        Self::Unconfirmed,
+        Self::TooFew,
+        Self::GateBreached,
+        Self::GatePassed,
+    ];
+
+    /// The stored name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Regression => "regression",
+            Self::Improvement => "improvement",
+            Self::NoChange => "no_change",
+            Self::Inconclusive => "inconclusive",
+            Self::Excused => "excused",
+            Self::Unconfirmed => "unconfirmed",
+            Self::TooFew => "too_few",
+            Self::GateBreached => "gate_breached",
+            Self::GatePassed => "gate_passed",
+        }
+    }
+
+    /// Whether the finding fails the run: a regression, or an absolute gate breached. The one place this is
+    /// decided (the trend queries say the same in SQL: `outcome in ('regression', 'gate_breached')`).
+    #[must_use]
+    pub const fn is_failure(self) -> bool {
+        matches!(self, Self::Regression | Self::GateBreached)
+    }
+}
+
+impl std::fmt::Display for FindingOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for FindingOutcome {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::ALL.into_iter().find(|o| o.as_str() == text).ok_or_else(|| format!("unknown finding outcome `{text}`"))
+    }
 }

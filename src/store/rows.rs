@@ -212,8 +212,10 @@ pub(super) struct FindingRow {
     reason: String,
 }
 
-impl From<FindingRow> for Finding {
-    fn from(row: FindingRow) -> Self {
+impl TryFrom<FindingRow> for Finding {
+    type Error = StoreError;
+
+    fn try_from(row: FindingRow) -> Result<Self, StoreError> {
         let FindingRow {
             endpoint,
             metric,
@@ -227,10 +229,10 @@ impl From<FindingRow> for Finding {
             p_value,
             reason,
         } = row;
-        Finding {
+        Ok(Finding {
             endpoint,
             metric,
-            outcome,
+            outcome: outcome.parse().map_err(StoreError::Corrupt)?,
             baseline_value,
             candidate_value,
             delta_pct,
@@ -238,7 +240,7 @@ impl From<FindingRow> for Finding {
             interval: interval_lo.map(|lo| Interval { lo, hi: interval_hi }),
             p_value,
             reason,
-        }
+        })
     }
 }
 

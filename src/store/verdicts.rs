@@ -3,7 +3,7 @@
 use super::retry::retry_busy;
 use super::rows::{FindingRow, json, to_json};
 use super::{
-    NewVerdict, RunId, RunStatus, Store, StoreError, Verdict, from_millis, in_transaction, on_pool, to_millis,
+    Finding, NewVerdict, RunId, RunStatus, Store, StoreError, Verdict, from_millis, in_transaction, on_pool, to_millis,
 };
 
 #[derive(sqlx::FromRow)]
@@ -72,7 +72,7 @@ impl Store {
                     .bind(id)
                     .bind(&f.endpoint)
                     .bind(&f.metric)
-                    .bind(&f.outcome)
+                    .bind(f.outcome.as_str())
                     .bind(f.baseline_value)
                     .bind(f.candidate_value)
                     .bind(f.delta_pct)
@@ -113,7 +113,7 @@ impl Store {
             outcome,
             summary,
             created_at: from_millis(created_at),
-            findings: findings.into_iter().map(Into::into).collect(),
+            findings: findings.into_iter().map(Finding::try_from).collect::<Result<_, _>>()?,
         }))
     }
 }

@@ -6,8 +6,8 @@
 use std::cmp::Ordering;
 
 use super::WebError;
-use crate::analysis::judge::finding;
 use crate::report::{signed_pct, with_unit};
+use crate::store::FindingOutcome;
 use crate::store::{Finding, Run, Store};
 
 /// How many of a scenario's newest runs are searched for the latest one with a verdict.
@@ -52,10 +52,12 @@ impl Changes {
     pub async fn latest(store: &Store, scenario: &str) -> Result<Option<Self>, WebError> {
         for run in store.last_runs(scenario, RUNS_SEARCHED).await? {
             if let Some(verdict) = store.latest_verdict(run.id).await? {
-                let count = |outcome: &str| verdict.findings.iter().filter(|f| f.outcome == outcome).count();
-                let (unchanged, too_few) =
-                    (count(finding::NO_CHANGE) + count(finding::GATE_PASSED), count(finding::TOO_FEW));
-                let (excused, unconfirmed) = (count(finding::EXCUSED), count(finding::UNCONFIRMED));
+                let count = |outcome: FindingOutcome| verdict.findings.iter().filter(|f| f.outcome == outcome).count();
+                let (unchanged, too_few) = (
+                    count(FindingOutcome::NoChange) + count(FindingOutcome::GatePassed),
+                    count(FindingOutcome::TooFew),
+                );
+                let (excused, unconfirmed) = (count(FindingOutcome::Excused), count(FindingOutcome::Unconfirmed));
                 let rows = rows(&verdict.findings);
                 return Ok(Some(Self { run, rows, unchanged, too_few, excused, unconfirmed }));
             }
@@ -68,9 +70,9 @@ impl Changes {
 pub fn rows(findings: &[Finding]) -> Vec<ChangeRow> {
     let mut shown: Vec<(&Finding, bool)> = findings
         .iter()
-        .filter_map(|f| match f.outcome.as_str() {
-            finding::REGRESSION | finding::GATE_BREACHED => Some((f, true)),
-            finding::IMPROVEMENT => Some((f, false)),
+        .filter_map(|f| match f.outcome {
+            o if o.is_failure() => Some((f, true)),
+            FindingOutcome::Improvement => Some((f, false)),
             _ => None,
         })
         .collect();

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::analysis::judge::finding;
+use crate::store::FindingOutcome;
 use crate::store::{GridFinding, GridRun, OVERALL_ENDPOINT};
 
 /// How many nights the grid shows.
@@ -67,10 +67,10 @@ impl Grid {
 fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
     let mine: Vec<&GridFinding> = run.findings.iter().filter(|f| f.endpoint == endpoint).collect();
     let delta = |f: &&GridFinding| f.delta_pct.unwrap_or(0.0);
-    let worst = |outcomes: &[&str]| {
+    let worst = |outcomes: &[FindingOutcome]| {
         mine.iter()
             .copied()
-            .filter(|f| outcomes.contains(&f.outcome.as_str()))
+            .filter(|f| outcomes.contains(&f.outcome))
             .max_by(|a, b| delta(a).abs().total_cmp(&delta(b).abs()))
     };
     let when = run.started_at.format("%Y-%m-%d %H:%M UTC");
@@ -80,7 +80,7 @@ fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
     };
     let title = |what: String| format!("run #{}, {when}: {what}", run.id);
     let signed = |f: &GridFinding| f.delta_pct.map(short_change).unwrap_or_default();
-    if let Some(f) = worst(&[finding::REGRESSION, finding::GATE_BREACHED]) {
+    if let Some(f) = worst(&[FindingOutcome::Regression, FindingOutcome::GateBreached]) {
         return Cell {
             class: "regressed",
             style: String::new(),
@@ -89,7 +89,7 @@ fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
             run_id: run.id,
         };
     }
-    if let Some(f) = worst(&[finding::IMPROVEMENT]) {
+    if let Some(f) = worst(&[FindingOutcome::Improvement]) {
         return Cell {
             class: "improved",
             style: String::new(),
@@ -138,7 +138,7 @@ mod tests {
 
     use super::*;
 
-    fn run(id: i64, findings: &[(&str, &str, &str, f64)]) -> GridRun {
+    fn run(id: i64, findings: &[(&str, &str, FindingOutcome, f64)]) -> GridRun {
         GridRun {
             id,
             started_at: chrono::Utc.with_ymd_and_hms(2026, 11, 20 + id as u32, 2, 0, 0).unwrap(),
@@ -149,7 +149,7 @@ mod tests {
                 .map(|(endpoint, metric, outcome, delta)| GridFinding {
                     endpoint: (*endpoint).into(),
                     metric: (*metric).into(),
-                    outcome: (*outcome).into(),
+                    outcome: *outcome,
                     delta_pct: Some(*delta),
                 })
                 .collect(),
@@ -159,8 +159,17 @@ mod tests {
     #[test]
     fn one_route_that_started_degrading_stands_out() {
         let runs = [
-            run(1, &[("GET /a", "p95", "no_change", 2.0), ("GET /b", "p95", "no_change", -1.0)]),
-            run(2, &[("GET /a", "p95", "regression", 35.0), ("GET /b", "p95", "no_change", 1.0)]),
+            run(
+                1,
+                &[("GET /a", "p95", FindingOutcome::NoChange, 2.0), ("GET /b", "p95", FindingOutcome::NoChange, -1.0)],
+            ),
+            run(
+                2,
+                &[
+                    ("GET /a", "p95", FindingOutcome::Regression, 35.0),
+                    ("GET /b", "p95", FindingOutcome::NoChange, 1.0),
+                ],
+            ),
             run(3, &[]),
         ];
         let grid = Grid::new(&runs, 10.0);

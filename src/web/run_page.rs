@@ -10,8 +10,8 @@ use axum::response::Html;
 use super::charts::{Merge, Series, timeline_svg};
 use super::trend_chart::colour;
 use super::{AppState, WebError, parse_run_id};
-use crate::analysis::judge::finding;
 use crate::report::{interval_text, signed_pct, with_unit};
+use crate::store::FindingOutcome;
 use crate::store::{EndpointResult, Finding, Interval, Run, RunDetail, TimelinePoint, Verdict, WorkloadSeries};
 
 /// Error classes on the errors-per-second chart: the errors' amber first, then colours no other figure uses.
@@ -92,24 +92,29 @@ impl RunPage {
 
     /// A finding's outcome in words (`too few requests`, not the stored `too_few`).
     fn result(finding: &Finding) -> &'static str {
-        match finding.outcome.as_str() {
-            finding::REGRESSION => "regression",
-            finding::GATE_BREACHED => "gate breached",
-            finding::IMPROVEMENT => "improvement",
-            finding::TOO_FEW => "too few requests",
-            finding::INCONCLUSIVE => "inconclusive",
-            finding::EXCUSED => "excused: held-back machine",
-            finding::UNCONFIRMED => "unconfirmed: not reproduced",
-            finding::GATE_PASSED => "gate passed",
-            _ => "no change",
+        match finding.outcome {
+            FindingOutcome::Regression => "regression",
+            FindingOutcome::GateBreached => "gate breached",
+            FindingOutcome::Improvement => "improvement",
+            FindingOutcome::TooFew => "too few requests",
+            FindingOutcome::Inconclusive => "inconclusive",
+            FindingOutcome::Excused => "excused: held-back machine",
+            FindingOutcome::Unconfirmed => "unconfirmed: not reproduced",
+            FindingOutcome::GatePassed => "gate passed",
+            FindingOutcome::NoChange => "no change",
         }
+    }
+
+    /// A finding the verdict table leaves to "all checks": nothing changed, or a gate held.
+    fn unremarkable(finding: &Finding) -> bool {
+        matches!(finding.outcome, FindingOutcome::NoChange | FindingOutcome::GatePassed)
     }
 
     /// `worse`, `better` or nothing, for the finding's row colour.
     fn direction(finding: &Finding) -> &'static str {
-        match finding.outcome.as_str() {
-            finding::REGRESSION | finding::GATE_BREACHED => "worse",
-            finding::IMPROVEMENT => "better",
+        match finding.outcome {
+            o if o.is_failure() => "worse",
+            FindingOutcome::Improvement => "better",
             _ => "",
         }
     }

@@ -1,7 +1,9 @@
 //! `degrade check` through the real binary, on runs stored through the real store.
 
 use chrono::{DateTime, Duration, Utc};
-use degrade::store::{EndpointResult, LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus, Store};
+use degrade::store::{
+    EndpointResult, FindingOutcome, LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus, Store,
+};
 
 use crate::support::{TestDb, degrade, project, text};
 
@@ -129,7 +131,7 @@ async fn check_story(db: &TestDb) {
     assert_eq!(store.find_run(regressed).await.unwrap().unwrap().status, RunStatus::Regressed);
     let verdict = store.latest_verdict(regressed).await.unwrap().unwrap();
     assert_eq!(verdict.baseline_run_ids.len(), 7);
-    assert!(verdict.findings.iter().any(|f| f.outcome == "regression" && f.metric == "p95"));
+    assert!(verdict.findings.iter().any(|f| f.outcome == FindingOutcome::Regression && f.metric == "p95"));
 
     // Night 11: back to normal. Exit 0; judged against the last 7 nights, which include the slow one.
     let normal = store_night(&store, "checkout", 11, 101.0, RunStatus::Finished).await;

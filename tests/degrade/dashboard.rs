@@ -3,8 +3,8 @@
 use chrono::{Duration, Utc};
 use degrade::config::Config;
 use degrade::store::{
-    EndpointResult, Finding, LoadSummary, NewEpisode, NewMessage, NewRun, NewVerdict, OVERALL_ENDPOINT, RunResults,
-    RunStatus, Store,
+    EndpointResult, Finding, FindingOutcome, LoadSummary, NewEpisode, NewMessage, NewRun, NewVerdict, OVERALL_ENDPOINT,
+    RunResults, RunStatus, Store,
 };
 use degrade::web::AppState;
 
@@ -131,7 +131,7 @@ pub(crate) async fn nights(store: &Store, count: i64) -> i64 {
     let finding = Finding {
         endpoint: "GET /boards/{id}".into(),
         metric: "p95".into(),
-        outcome: "regression".into(),
+        outcome: FindingOutcome::Regression,
         baseline_value: Some(100.0),
         candidate_value: 135.0,
         delta_pct: Some(35.0),

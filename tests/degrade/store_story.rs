@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use degrade::store::{
-    EndpointResult, Finding, Interval, Intervals, LoadSummary, Metric, NewRun, NewVerdict, OVERALL_ENDPOINT,
-    RunResults, RunStatus, Store, StoreError, TimelinePoint, TrendSpan,
+    EndpointResult, Finding, FindingOutcome, Interval, Intervals, LoadSummary, Metric, NewRun, NewVerdict,
+    OVERALL_ENDPOINT, RunResults, RunStatus, Store, StoreError, TimelinePoint, TrendSpan,
 };
 
 use crate::support::TestDb;
@@ -246,7 +246,7 @@ async fn verdict_story(store: &Store, run_id: i64) {
     let finding = Finding {
         endpoint: "GET /boards/{id}".into(),
         metric: "p95".into(),
-        outcome: "regression".into(),
+        outcome: FindingOutcome::Regression,
         baseline_value: Some(110.0),
         candidate_value: 140.0,
         delta_pct: Some(27.3),
@@ -466,7 +466,7 @@ fn regressed_on(endpoint: &str, at: DateTime<Utc>) -> NewVerdict {
     let finding = Finding {
         endpoint: endpoint.into(),
         metric: "p95".into(),
-        outcome: "regression".into(),
+        outcome: FindingOutcome::Regression,
         baseline_value: Some(100.0),
         candidate_value: 180.0,
         delta_pct: Some(80.0),
@@ -505,7 +505,7 @@ async fn runs_an_hour_apart(db: &TestDb) {
     let finding = Finding {
         endpoint: "GET /boards/{id}".into(),
         metric: "p95".into(),
-        outcome: "regression".into(),
+        outcome: FindingOutcome::Regression,
         baseline_value: Some(5.0),
         candidate_value: 32.0,
         delta_pct: Some(540.0),

@@ -15,8 +15,8 @@
 
 use std::collections::BTreeSet;
 
-use super::super::judge::finding;
 use super::super::relative::MIN_CONTROLS;
+use crate::store::FindingOutcome;
 use crate::store::{Finding, Metric, OVERALL_ENDPOINT};
 
 /// The (endpoint, metric) pairs blamed on the build.
@@ -32,7 +32,7 @@ pub(super) fn standing_out(findings: &[Finding]) -> Blamed {
     loop {
         let more: Vec<(String, String)> = findings
             .iter()
-            .filter(|f| f.outcome == finding::REGRESSION && central(f))
+            .filter(|f| f.outcome == FindingOutcome::Regression && central(f))
             .filter(|f| !is_blamed(f, &blamed) && stands_out(f, findings, &blamed))
             .map(|f| (f.endpoint.clone(), f.metric.clone()))
             .collect();
@@ -97,7 +97,7 @@ pub(super) fn excuse_the_rest(findings: Vec<Finding>, blamed: &Blamed, on: &str)
         .map(|mut f| {
             let kept =
                 blamed.iter().any(|(e, m)| *m == f.metric && (*e == f.endpoint || f.endpoint == OVERALL_ENDPOINT));
-            if f.outcome == finding::REGRESSION && !kept {
+            if f.outcome == FindingOutcome::Regression && !kept {
                 let others = match worst_others(&f, &snapshot, blamed) {
                     Some(w) if w.factor > 1.0 => format!(
                         " (other endpoints moved up to {:+.1} % and +{}, and this one not beyond both by its limit)",
@@ -108,7 +108,7 @@ pub(super) fn excuse_the_rest(findings: Vec<Finding>, blamed: &Blamed, on: &str)
                     None => String::new(),
                 };
                 f.reason = format!("not blamed on the build: measured {on}{others}; judged alone it was {}", f.reason);
-                finding::EXCUSED.clone_into(&mut f.outcome);
+                FindingOutcome::Excused.clone_into(&mut f.outcome);
                 excused += 1;
             }
             f
@@ -119,7 +119,8 @@ pub(super) fn excuse_the_rest(findings: Vec<Finding>, blamed: &Blamed, on: &str)
 
 /// (baseline, tonight) of a named endpoint's figure that was judged against its history.
 fn change(f: &Finding) -> Option<(f64, f64)> {
-    let judged = [finding::REGRESSION, finding::NO_CHANGE, finding::IMPROVEMENT].contains(&f.outcome.as_str());
+    let judged =
+        [FindingOutcome::Regression, FindingOutcome::NoChange, FindingOutcome::Improvement].contains(&f.outcome);
     let base = f.baseline_value.filter(|b| b.is_finite() && *b > 0.0)?;
     let usable = judged && f.endpoint != OVERALL_ENDPOINT && f.candidate_value.is_finite() && f.candidate_value > 0.0;
     usable.then_some((base, f.candidate_value))
@@ -134,7 +135,7 @@ mod tests {
         Finding {
             endpoint: endpoint.into(),
             metric: "p95".into(),
-            outcome: (if tonight >= limit { finding::REGRESSION } else { finding::NO_CHANGE }).into(),
+            outcome: if tonight >= limit { FindingOutcome::Regression } else { FindingOutcome::NoChange },
             baseline_value: Some(base),
             candidate_value: tonight,
             delta_pct: Some(100.0 * (tonight / base - 1.0)),
@@ -187,7 +188,7 @@ mod tests {
             p95("GET /d", 1.0, 0.7, 1.2),
         ];
         let mut a = run[0].clone();
-        a.outcome = finding::REGRESSION.into();
+        a.outcome = FindingOutcome::Regression;
         assert!(standing_out(&[a, run[1].clone(), run[2].clone(), run[3].clone()]).is_empty());
         assert_eq!(worst_others(&run[0], &run, &Blamed::new()), Some(Worst { factor: 1.0, added: 0.0 }));
     }
