@@ -1,14 +1,15 @@
 //! "What changed": the latest judged run of a scenario, its findings that say something (regressions and
-//! breached gates first, worst change first, then improvements), with baseline → tonight in their units and
-//! the signed change. It heads the scenario page and each scenario on the overview, so nobody has to read
-//! 27 charts to learn which route regressed.
+//! breached gates first, worst change first, then improvements), with baseline → tonight in their units, the
+//! signed change and how far beyond noise it is (σ). It heads the scenario page and each scenario on the
+//! overview, so nobody has to read 27 charts to learn which route regressed.
 
 use std::cmp::Ordering;
 
+use statrs::distribution::{ContinuousCDF, Normal};
+
 use super::WebError;
 use crate::report::{signed_pct, with_unit};
-use crate::store::FindingOutcome;
-use crate::store::{Finding, Run, Store};
+use crate::store::{Finding, FindingOutcome, Run, Store};
 
 /// How many of a scenario's newest runs are searched for the latest one with a verdict.
 const RUNS_SEARCHED: u32 = 10;
@@ -25,6 +26,9 @@ pub struct ChangeRow {
     pub tonight: String,
     /// The change, signed: `+31.9 %`.
     pub delta: String,
+    /// How unlikely the change is by noise alone, as standard deviations of a normal (`4.9 σ`): from the
+    /// finding's p-value, empty when the figure was not tested (a gate).
+    pub sigma: String,
     /// Worse (red) or better (green).
     pub worse: bool,
     /// The judge's reason in words: how many sigma, against what.
@@ -88,8 +92,32 @@ pub fn rows(findings: &[Finding]) -> Vec<ChangeRow> {
             baseline: f.baseline_value.map(|v| with_unit(&f.metric, v)).unwrap_or_default(),
             tonight: with_unit(&f.metric, f.candidate_value),
             delta: if f.delta_pct.is_some() { signed_pct(f.delta_pct) } else { String::new() },
+            sigma: f.p_value.map(sigma).unwrap_or_default(),
             worse,
             reason: f.reason.clone(),
         })
         .collect()
+}
+
+/// The one-sided p-value `p` as the standard normal's quantile it lies beyond: `4.9 σ`. Computed from `p` itself,
+/// not `1 - p`, so the tiny p-values of a large regression keep their size.
+fn sigma(p: f64) -> String {
+    if !(p > 0.0 && p < 0.5) {
+        return String::new();
+    }
+    let standard = Normal::standard();
+    format!("{:.1} σ", -standard.inverse_cdf(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sigma;
+
+    #[test]
+    fn a_p_value_reads_as_standard_deviations_beyond_noise() {
+        assert_eq!(sigma(0.022_75), "2.0 σ");
+        assert_eq!(sigma(1e-12), "7.0 σ", "tiny p-values keep their size");
+        assert_eq!(sigma(0.6), "", "no change has no sigma");
+        assert_eq!(sigma(0.0), "");
+    }
 }

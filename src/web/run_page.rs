@@ -105,9 +105,23 @@ impl RunPage {
         }
     }
 
-    /// A finding the verdict table leaves to "all checks": nothing changed, or a gate held.
-    fn unremarkable(finding: &Finding) -> bool {
-        matches!(finding.outcome, FindingOutcome::NoChange | FindingOutcome::GatePassed)
+    /// The verdict table's rows, most severe first: regressions and breached gates, then improvements, then
+    /// the rest that says something (too few requests, inconclusive, excused, unconfirmed); within each, the
+    /// largest change first. Unchanged figures and gates that held are left to the summary's count.
+    fn remarkable(verdict: &Verdict) -> Vec<&Finding> {
+        let rank = |f: &Finding| match f.outcome {
+            o if o.is_failure() => 0,
+            FindingOutcome::Improvement => 1,
+            _ => 2,
+        };
+        let size = |f: &Finding| f.delta_pct.map_or(f64::INFINITY, f64::abs);
+        let mut shown: Vec<&Finding> = verdict
+            .findings
+            .iter()
+            .filter(|f| !matches!(f.outcome, FindingOutcome::NoChange | FindingOutcome::GatePassed))
+            .collect();
+        shown.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| size(b).total_cmp(&size(a))));
+        shown
     }
 
     /// `worse`, `better` or nothing, for the finding's row colour.

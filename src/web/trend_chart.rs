@@ -212,11 +212,12 @@ impl TrendChart<'_> {
                 tick_label(*tick)
             );
         }
+        // The unit sits on the legend's row, left of it: just above the top tick it ran into that tick's label
+        // where a narrow screen enlarges chart text.
         let _ = write!(
             svg,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-weight=\"600\">{}</text>",
+            "<text x=\"{}\" y=\"35\" text-anchor=\"end\" font-weight=\"600\">{}</text>",
             LEFT - 6.0,
-            TOP - 8.0,
             self.unit
         );
     }

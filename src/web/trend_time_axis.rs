@@ -23,13 +23,28 @@ pub(super) fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
     let labels = DATE_LABELS.min(count);
     let same_day =
         points.first().map(|p| p.started_at.date_naive()) == points.last().map(|p| p.started_at.date_naive());
-    let format = if same_day { "%H:%M" } else { "%m-%d" };
+    // A range of about a year or more names the year: month and day alone repeat across years.
+    let long = match (points.first(), points.last()) {
+        (Some(first), Some(last)) => last.started_at - first.started_at > chrono::Duration::days(300),
+        _ => false,
+    };
+    let format = match (same_day, long) {
+        (true, _) => "%H:%M",
+        (false, true) => "%Y-%m",
+        (false, false) => "%m-%d",
+    };
     for k in 0..labels {
         let index = if labels == 1 { 0 } else { k * (count - 1) / (labels - 1) };
+        // The last label ends at the plot's edge rather than centring on its point, so enlarged text on a narrow
+        // screen is not cut off by the chart's border.
+        let (x, anchor) = if k + 1 == labels && labels > 1 {
+            (slot_x(index, count).max(WIDTH - RIGHT), "end")
+        } else {
+            (slot_x(index, count), "middle")
+        };
         let _ = write!(
             svg,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" fill-opacity=\"0.8\">{}</text>",
-            slot_x(index, count),
+            "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"{anchor}\" fill-opacity=\"0.8\">{}</text>",
             BOTTOM + 16.0,
             points[index].started_at.format(format)
         );
