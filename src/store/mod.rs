@@ -20,6 +20,7 @@ mod retry;
 mod rows;
 mod runs;
 mod series;
+mod trend_runs;
 mod trends;
 mod url;
 mod verdicts;

@@ -1,10 +1,11 @@
-//! Trend pages in one query: every endpoint of a scenario over a time range. A range of at most
-//! [`MAX_RUN_POINTS`] runs comes back one point per run, so several runs a day (one per deploy) stay apart;
-//! a longer one is merged in the database into time buckets that keep their worst run beside their mean,
-//! so a one-night spike is never averaged away. Ranges over 120 days read `rollups` (sums over periods of 1, 4
-//! and 16 weeks, kept up to date by `finish_run`), the longest periods that fit the buckets, so a page over
-//! three years reads about as few rows as one over a year; the few regressed runs in such a range are read
-//! one by one, so its buckets still carry their pins.
+//! Trend pages: every endpoint of a scenario over a time range. A range of at most [`MAX_RUN_POINTS`] runs
+//! comes back one point per run however long it is (`trend_runs`), so several runs a day (one per deploy)
+//! stay apart and a year of nightly runs is a year of nights; one of more runs is merged in the database into
+//! time buckets that keep their worst run beside their mean, so a one-night spike is never averaged away.
+//! Such ranges over 120 days read `rollups` (sums over periods of 1, 4 and 16 weeks, kept up to date by
+//! `finish_run`), the longest periods that fit the buckets, so a page over three years reads about as few
+//! rows as one over a year; the few regressed runs in such a range are read one by one, so its buckets still
+//! carry their pins.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -68,6 +69,8 @@ macro_rules! regressed_here {
     };
 }
 
+pub(super) use regressed_here;
+
 /// The regressed runs of a scenario in the range, once per endpoint with a regression or a breached gate in
 /// the run's latest verdict. Regressions are rare, so this stays short over years.
 const REGRESSED_RUNS: &str = "select distinct f.endpoint, runs.id, runs.started_at from runs \
@@ -76,27 +79,13 @@ const REGRESSED_RUNS: &str = "select distinct f.endpoint, runs.id, runs.started_
     where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.status = 'regressed' \
     and f.outcome in ('regression', 'gate_breached')";
 
-/// The runs of one series (`$4`) in the range: their count decides between [`PER_RUN`] and [`BUCKETED`].
-const COUNT_RUNS: &str = "select count(*) from runs join scenarios on scenarios.id = runs.scenario_id \
+/// The runs of one series (`$4`) in the range: their count decides between a point per run
+/// ([`super::trend_runs`]) and buckets.
+/// Counted up to `$5` only: past [`MAX_RUN_POINTS`] the exact number does not matter, and three years of runs
+/// would each be read to count them.
+const COUNT_RUNS: &str = "select count(*) from (select 1 from runs join scenarios on scenarios.id = runs.scenario_id \
     where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.scenario_hash = $4 \
-    and runs.status not in ('failed', 'aborted')";
-
-/// Every run of one series in the range, one row per run and endpoint.
-const PER_RUN: &str = concat!(
-    "select r.endpoint, runs.started_at, cast(1 as bigint) as runs, runs.id as run_id, runs.status, \
-         cast(r.p50_us as double precision) as p50_us, cast(r.p95_us as double precision) as p95_us, \
-         cast(r.p99_us as double precision) as p99_us, r.error_pct, r.rate, \
-         cast(r.p95_us as double precision) as min_p95_us, cast(r.p95_us as double precision) as max_p95_us, \
-         cast(r.p99_us as double precision) as max_p99_us, r.error_pct as max_error_pct, \
-         cast(",
-    regressed_here!(),
-    " as bigint) as regressed, \
-         cast(case when runs.status = 'invalid' then 1 else 0 end as bigint) as invalid, runs.build_id \
-         from endpoint_results r join runs on runs.id = r.run_id join scenarios on scenarios.id = runs.scenario_id \
-         where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.scenario_hash = $4 \
-    and runs.status not in ('failed', 'aborted') \
-         order by r.endpoint, runs.started_at, runs.id"
-);
+    and runs.status not in ('failed', 'aborted') limit $5) counted";
 
 /// The runs of one series in the range merged into time buckets `$5` ms wide: means, the spread, and the build
 /// of the bucket's newest run (build ids are not ordered as text: `1.10.0` is newer than `1.9.0`).
@@ -213,24 +202,24 @@ impl PeriodBuckets {
 }
 
 #[derive(sqlx::FromRow)]
-struct PointRow {
-    endpoint: String,
-    started_at: i64,
-    runs: i64,
-    run_id: Option<i64>,
-    status: Option<String>,
-    p50_us: f64,
-    p95_us: f64,
-    p99_us: f64,
-    error_pct: f64,
-    rate: f64,
-    min_p95_us: f64,
-    max_p95_us: f64,
-    max_p99_us: f64,
-    max_error_pct: f64,
-    regressed: i64,
-    invalid: i64,
-    build_id: Option<String>,
+pub(super) struct PointRow {
+    pub(super) endpoint: String,
+    pub(super) started_at: i64,
+    pub(super) runs: i64,
+    pub(super) run_id: Option<i64>,
+    pub(super) status: Option<String>,
+    pub(super) p50_us: f64,
+    pub(super) p95_us: f64,
+    pub(super) p99_us: f64,
+    pub(super) error_pct: f64,
+    pub(super) rate: f64,
+    pub(super) min_p95_us: f64,
+    pub(super) max_p95_us: f64,
+    pub(super) max_p99_us: f64,
+    pub(super) max_error_pct: f64,
+    pub(super) regressed: i64,
+    pub(super) invalid: i64,
+    pub(super) build_id: Option<String>,
 }
 
 impl TryFrom<PointRow> for ChartPoint {
@@ -294,7 +283,8 @@ impl Store {
     }
 
     /// Every endpoint of the span's scenario and series in `[from, to)`, by endpoint then time: a point per
-    /// run when the range holds at most [`MAX_RUN_POINTS`] runs, else at most `buckets` time buckets. Runs
+    /// run when the range holds at most [`MAX_RUN_POINTS`] runs, however long it is, else about `buckets` time
+    /// buckets. Runs
     /// of every status that stored results are included but failed and aborted ones: a down target
     /// measured no build (its fast refusals would read as a faster night), and a stopped run's cut-off
     /// requests say nothing about the target.
@@ -310,8 +300,18 @@ impl Store {
         let to = to_millis(span.to);
         let width = ((to - from) / i64::from(span.buckets.max(1))).max(Duration::minutes(1).num_milliseconds());
         let series = span.series;
-        let every_series = to - from > WEEKLY_FROM.num_milliseconds();
-        let rows: Vec<PointRow> = if every_series {
+        let runs: i64 = on_pool!(self, |pool| sqlx::query_scalar(COUNT_RUNS)
+            .bind(scenario)
+            .bind(from)
+            .bind(to)
+            .bind(series)
+            .bind(MAX_RUN_POINTS + 1)
+            .fetch_one(pool)
+            .await?);
+        let every_series = runs > MAX_RUN_POINTS && to - from > WEEKLY_FROM.num_milliseconds();
+        let rows: Vec<PointRow> = if runs <= MAX_RUN_POINTS {
+            super::trend_runs::point_per_run(self, scenario, series, from, to).await?
+        } else if every_series {
             let periods = Periods::fitting(from, to, span.buckets);
             let endpoints: Vec<PeriodBuckets> = on_pool!(self, |pool| sqlx::query_as(ROLLED_UP)
                 .bind(scenario)
@@ -332,31 +332,14 @@ impl Store {
                 .await?);
             pin_regressed_runs(rows, &regressed)
         } else {
-            let runs: i64 = on_pool!(self, |pool| sqlx::query_scalar(COUNT_RUNS)
+            on_pool!(self, |pool| sqlx::query_as(BUCKETED)
                 .bind(scenario)
                 .bind(from)
                 .bind(to)
                 .bind(series)
-                .fetch_one(pool)
-                .await?);
-            if runs <= MAX_RUN_POINTS {
-                on_pool!(self, |pool| sqlx::query_as(PER_RUN)
-                    .bind(scenario)
-                    .bind(from)
-                    .bind(to)
-                    .bind(series)
-                    .fetch_all(pool)
-                    .await?)
-            } else {
-                on_pool!(self, |pool| sqlx::query_as(BUCKETED)
-                    .bind(scenario)
-                    .bind(from)
-                    .bind(to)
-                    .bind(series)
-                    .bind(width)
-                    .fetch_all(pool)
-                    .await?)
-            }
+                .bind(width)
+                .fetch_all(pool)
+                .await?)
         };
         let points = rows.into_iter().map(ChartPoint::try_from).collect::<Result<_, _>>()?;
         Ok(Trend { points, every_series })

@@ -14,6 +14,34 @@ impl std::fmt::Display for Px {
     }
 }
 
+/// Writes `value` as [`Px`] displays it, straight onto `out`: a year of nightly runs is some 100,000
+/// coordinates a page, and the formatting machinery was most of their cost.
+pub fn push_px(out: &mut String, value: f64) {
+    let tenths = (value * 10.0).round() as i64;
+    if tenths < 0 {
+        out.push('-');
+    }
+    let tenths = tenths.unsigned_abs();
+    push_integer(out, tenths / 10);
+    out.push('.');
+    out.push(char::from(b'0' + (tenths % 10) as u8));
+}
+
+/// Writes `value`'s decimal digits onto `out`.
+pub fn push_integer(out: &mut String, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    digits[start..].iter().for_each(|d| out.push(char::from(*d)));
+}
+
 /// Four to eight round tick values (steps of 1, 2, 2.5 or 5 times a power of ten) from `low` up to the first
 /// tick at or above `high`.
 #[must_use]

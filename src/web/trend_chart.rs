@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use chrono::{Datelike, Timelike};
 
-use super::svg::{Px, format_value, log_ticks, nice_ticks, tick_label};
+use super::svg::{Px, format_value, log_ticks, nice_ticks, push_integer, push_px, tick_label};
 use super::trend_time_axis::time_axis;
 use crate::outside_text::{push_xml_escaped, xml_escape};
 use crate::store::{ChartPoint, RunStatus};
@@ -39,6 +39,10 @@ pub(super) const RIGHT: f64 = 14.0;
 const TOP: f64 = 52.0;
 /// The plot's bottom edge; below it, date labels and then build labels.
 pub(super) const BOTTOM: f64 = 236.0;
+
+/// Past this many points a chart's dots overlap (a slot is under 5.4 px wide): they are drawn smaller, and only
+/// on an endpoint's main chart.
+pub const DENSE: usize = 120;
 
 /// The value axis: linear from zero, or logarithmic (`?scale=log`), where a big jump does not flatten the
 /// normal range into the axis.
@@ -91,8 +95,10 @@ pub struct TrendChart<'a> {
     pub limits: Vec<(&'static str, f64)>,
     /// The value axis.
     pub scale: Scale,
-    /// Whether regressed runs get the alarm pin here (on one chart of an endpoint, not on every one).
-    pub pins: bool,
+    /// The endpoint's main chart: regressed runs get the alarm pin here (not on every chart of an endpoint),
+    /// and when its points are too dense to tell apart (more than [`DENSE`]) only it draws them as linked dots
+    /// with tooltips; the other charts draw their lines alone, which halves a year-long page.
+    pub main: bool,
     /// The page's link keeping its scale and series (`?range=all&scale=log`): a bucket's dot adds its dates to
     /// it, so a click zooms in on the bucket's runs. None: buckets link nowhere.
     pub zoom: Option<String>,
@@ -152,7 +158,9 @@ impl TrendChart<'_> {
         self.zones(&mut svg, &axis);
         self.draw_lines(&mut svg, &axis, points);
         time_axis(&mut svg, points);
-        self.dots(&mut svg, &axis, points);
+        if self.main || points.len() <= DENSE {
+            self.dots(&mut svg, &axis, points);
+        }
         svg.push_str("</svg>");
         svg
     }
@@ -273,8 +281,12 @@ impl TrendChart<'_> {
         for line in self.lines.iter().rev() {
             let _ = write!(svg, "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" points=\"", line.colour);
             for (i, p) in points.iter().enumerate() {
-                let separator = if i == 0 { "" } else { " " };
-                let _ = write!(svg, "{separator}{},{}", Px(slot_x(i, count)), Px(axis.y((line.value)(p))));
+                if i > 0 {
+                    svg.push(' ');
+                }
+                push_px(svg, slot_x(i, count));
+                svg.push(',');
+                push_px(svg, axis.y((line.value)(p)));
             }
             svg.push_str("\"/>");
         }
@@ -285,7 +297,7 @@ impl TrendChart<'_> {
     /// under invalid ones.
     fn dots(&self, svg: &mut String, axis: &Axis, points: &[&ChartPoint]) {
         let count = points.len();
-        let radius = if count > 120 { 2.5 } else { 4.0 };
+        let radius = if count > DENSE { 2.5 } else { 4.0 };
         let first = &self.lines[0];
         // One buffer for every tooltip: a long range draws thousands of them.
         let mut tooltip = String::new();
@@ -294,7 +306,9 @@ impl TrendChart<'_> {
             let (px, py) = (Px(x), Px(y));
             let close = match (point.run_id, &self.zoom) {
                 (Some(id), _) => {
-                    let _ = write!(svg, "<a href=\"/runs/{id}\">");
+                    svg.push_str("<a href=\"/runs/");
+                    push_integer(svg, id.unsigned_abs());
+                    svg.push_str("\">");
                     "</a>"
                 }
                 (None, Some(zoom)) => {
@@ -313,9 +327,17 @@ impl TrendChart<'_> {
             svg.push_str("<title>");
             push_xml_escaped(svg, &tooltip);
             svg.push_str("</title>");
-            let regressed = self.pins && point.regressed > 0;
+            let regressed = self.main && point.regressed > 0;
             let (fill, r) = if regressed { (ALARM, radius + 1.5) } else { (first.colour, radius) };
-            let _ = write!(svg, "<circle class=\"point\" cx=\"{px}\" cy=\"{py}\" r=\"{r}\" fill=\"{fill}\"/>");
+            svg.push_str("<circle class=\"point\" cx=\"");
+            push_px(svg, x);
+            svg.push_str("\" cy=\"");
+            push_px(svg, y);
+            svg.push_str("\" r=\"");
+            push_px(svg, r);
+            svg.push_str("\" fill=\"");
+            svg.push_str(fill);
+            svg.push_str("\"/>");
             if regressed {
                 let _ = write!(
                     svg,
@@ -440,7 +462,7 @@ mod tests {
             band: None,
             limits: Vec::new(),
             scale,
-            pins: true,
+            main: true,
             zoom: None,
         }
     }

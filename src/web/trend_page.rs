@@ -174,7 +174,7 @@ fn endpoint_trend(
         band: None,
         limits: Vec::new(),
         scale,
-        pins: false,
+        main: false,
         zoom: Some(zoom.to_owned()),
     };
     let latency = TrendChart {
@@ -184,7 +184,7 @@ fn endpoint_trend(
             .into_iter()
             .filter_map(|(figure, limit)| Some((figure, limit?)))
             .collect(),
-        pins: true,
+        main: true,
         ..chart("response time", "ms", &LATENCY)
     };
     // An endpoint that never failed in the range gets no all-zero error chart.

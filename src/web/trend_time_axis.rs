@@ -9,6 +9,8 @@ use crate::store::ChartPoint;
 
 /// Date labels on the time axis, at most.
 const DATE_LABELS: usize = 6;
+/// Past this many build changes a chart draws no build ticks: about one every 10 px of plot, a tick per night.
+const MAX_BUILD_TICKS: usize = 60;
 /// Build labels closer than this to the previous one are left to their tick's tooltip.
 const BUILD_LABEL_GAP: f64 = 64.0;
 
@@ -49,33 +51,49 @@ pub(super) fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
             points[index].started_at.format(format)
         );
     }
+    build_ticks(svg, points);
+}
+
+/// A labelled tick wherever the build changed; none where it changes at nearly every point (a nightly build
+/// on a year-long range): ticks would be a line per night, and each point's tooltip names its build.
+fn build_ticks(svg: &mut String, points: &[&ChartPoint]) {
+    let changes: Vec<(usize, &str, &str)> = points
+        .windows(2)
+        .enumerate()
+        .scan(None::<&str>, |previous, (i, pair)| {
+            *previous = pair[0].build_id.as_deref().or(*previous);
+            let change = match (*previous, pair[1].build_id.as_deref()) {
+                (Some(before), Some(now)) if before != now => Some((i + 1, before, now)),
+                _ => None,
+            };
+            Some(change)
+        })
+        .flatten()
+        .collect();
+    if changes.len() > MAX_BUILD_TICKS {
+        return;
+    }
+    let count = points.len();
     let mut last_label = f64::NEG_INFINITY;
-    let mut previous: Option<&str> = None;
-    for (i, point) in points.iter().enumerate() {
-        let build = point.build_id.as_deref();
-        if let (Some(before), Some(now)) = (previous, build)
-            && before != now
-        {
-            let x = slot_x(i, count);
-            let change = xml_escape(&format!("build {before} → {now}"));
+    for (i, before, now) in changes {
+        let x = slot_x(i, count);
+        let change = xml_escape(&format!("build {before} → {now}"));
+        let _ = write!(
+            svg,
+            "<line class=\"build-change\" x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"currentColor\" \
+             stroke-width=\"2\"><title>{change}</title></line>",
+            BOTTOM - 5.0,
+            BOTTOM + 5.0
+        );
+        if x - last_label >= BUILD_LABEL_GAP {
+            let label: String = now.chars().take(10).collect();
             let _ = write!(
                 svg,
-                "<line class=\"build-change\" x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"currentColor\" \
-                 stroke-width=\"2\"><title>{change}</title></line>",
-                BOTTOM - 5.0,
-                BOTTOM + 5.0
+                "<text class=\"build-label\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}<title>{change}</title></text>",
+                BOTTOM + 36.0,
+                xml_escape(&label)
             );
-            if x - last_label >= BUILD_LABEL_GAP {
-                let label: String = now.chars().take(10).collect();
-                let _ = write!(
-                    svg,
-                    "<text class=\"build-label\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}<title>{change}</title></text>",
-                    BOTTOM + 36.0,
-                    xml_escape(&label)
-                );
-                last_label = x;
-            }
+            last_label = x;
         }
-        previous = build.or(previous);
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use degrade::store::{
-    EndpointResult, Finding, FindingOutcome, Interval, Intervals, LoadSummary, Metric, NewRun, NewVerdict,
+    ChartPoint, EndpointResult, Finding, FindingOutcome, Interval, Intervals, LoadSummary, Metric, NewRun, NewVerdict,
     OVERALL_ENDPOINT, RunResults, RunStatus, Store, StoreError, TimelinePoint, TrendSpan,
 };
 
@@ -365,14 +365,12 @@ async fn long_trends_on_postgres() {
     long_trends(&db).await;
 }
 
-/// Trend buckets over a long range come from the weekly sums kept by `finish_run`, and agree with the runs.
+/// A range over 120 days that holds at most 400 runs is still one point per run, with every run's pin.
 async fn long_trends(db: &TestDb) {
     let store = Store::connect(&db.url).await.unwrap();
     let nights = 200;
-    let first = night(0);
     for n in 0..nights {
         let id = store.create_run(&new_run(n)).await.unwrap();
-        // p95 alternates 100 ms / 120 ms: every bucket of whole pairs averages 110 ms.
         let mut stored = results(n, 100 + (n % 2) * 20, RunStatus::Finished, &[]);
         stored.timeline.clear();
         store.finish_run(id, &stored).await.unwrap();
@@ -380,32 +378,21 @@ async fn long_trends(db: &TestDb) {
             store.save_verdict(id, &regressed_on("GET /boards/{id}", night(n))).await.unwrap();
         }
     }
-    let end = night(nights);
-    let span = |from, buckets| TrendSpan { scenario: "checkout", series: "abc123", from, to: end, buckets };
-    let weekly = store.trend_points(span(first, 20)).await.unwrap();
-    assert!(weekly.every_series, "a range over 120 days is read from the weekly sums");
-    let boards: Vec<_> = weekly.points.iter().filter(|b| b.endpoint == "GET /boards/{id}").collect();
-    // Weekly sums know no verdicts, yet the bucket holding night 150 carries its pin, on that endpoint alone.
+    let span = |from| TrendSpan { scenario: "checkout", series: "abc123", from, to: night(nights), buckets: 20 };
+    let trend = store.trend_points(span(night(0))).await.unwrap();
+    assert!(!trend.every_series, "200 runs are read one by one, however long their range");
+    let boards: Vec<_> = trend.points.iter().filter(|b| b.endpoint == "GET /boards/{id}").collect();
+    assert_eq!(boards.len(), 200);
+    assert!(boards.windows(2).all(|w| w[0].started_at < w[1].started_at), "in time order");
     let pinned: Vec<_> = boards.iter().filter(|b| b.regressed > 0).collect();
     assert_eq!(pinned.len(), 1, "{boards:?}");
-    // 200 nights in at most 20 buckets: whole weeks each, two of them.
-    assert!(pinned[0].started_at <= night(150) && night(150) - pinned[0].started_at < Duration::days(14));
-    assert!(weekly.points.iter().filter(|b| b.endpoint != "GET /boards/{id}").all(|b| b.regressed == 0));
-    assert!(boards.len() <= 21 && boards.len() >= 15, "{} buckets", boards.len());
-    assert_eq!(boards.iter().map(|b| b.runs).sum::<i64>(), nights, "every run is in some bucket");
-    let total: f64 = boards.iter().map(|b| b.p95_ms * b.runs as f64).sum();
-    // Bucket means are read to the whole µs.
-    assert!((total / nights as f64 - 110.0).abs() < 1e-3, "weighted mean {}", total / nights as f64);
-    assert!(boards.iter().all(|b| (100.0..=120.0).contains(&b.p95_ms)));
-    // A bucket keeps its spread: the mean never hides the worst night.
-    assert!(boards.iter().filter(|b| b.runs > 1).all(|b| b.p95_range_ms == (100.0, 120.0)), "{boards:?}");
-    // A short range reads every run: one point per night, linked to its run.
-    let recent = store.trend_points(span(night(190), 60)).await.unwrap();
-    assert!(!recent.every_series);
-    let recent: Vec<_> = recent.points.iter().filter(|b| b.endpoint == "GET /boards/{id}").collect();
-    let p95: Vec<f64> = recent.iter().map(|b| b.p95_ms).collect();
+    assert_eq!(pinned[0].started_at, night(150));
+    assert!(trend.points.iter().filter(|b| b.endpoint != "GET /boards/{id}").all(|b| b.regressed == 0));
+    let p95: Vec<f64> = boards[190..].iter().map(|b| b.p95_ms).collect();
     assert_eq!(p95, [100.0, 120.0, 100.0, 120.0, 100.0, 120.0, 100.0, 120.0, 100.0, 120.0]);
-    assert!(recent.iter().all(|b| b.runs == 1 && b.run_id.is_some() && b.status == Some(RunStatus::Finished)));
+    let judged =
+        |b: &&&ChartPoint| b.status == Some(if b.regressed > 0 { RunStatus::Regressed } else { RunStatus::Finished });
+    assert!(boards.iter().all(|b| b.runs == 1 && b.run_id.is_some() && judged(&b)));
     store.close().await;
 }
 
@@ -421,31 +408,37 @@ async fn years_of_trends_on_postgres() {
     years_of_trends(&db).await;
 }
 
-/// Over years, trend buckets come from the 4-week period sums, whole periods to a bucket, and still hold every
-/// run, its weighted mean and the worst night of each bucket.
+/// Past 400 runs over years, trend buckets come from the 4-week period sums, whole periods to a bucket, and
+/// still hold every run, its weighted mean, the worst night of each bucket and the pin of a regressed run.
 async fn years_of_trends(db: &TestDb) {
     let store = Store::connect(&db.url).await.unwrap();
-    // A run every two weeks for about 2.3 years; p95 100 ms, and 300 ms on one night.
-    let nights: Vec<i64> = (0..60).map(|k| k * 14).collect();
-    for &n in &nights {
+    // A run every two days for 2.3 years; p95 100 ms, and 300 ms on one night, which regressed.
+    let slow = 2 * 300;
+    for n in (0..420).map(|k| k * 2) {
         let id = store.create_run(&new_run(n)).await.unwrap();
-        let mut stored = results(n, if n == 14 * 40 { 300 } else { 100 }, RunStatus::Finished, &[]);
+        let mut stored = results(n, if n == slow { 300 } else { 100 }, RunStatus::Finished, &[]);
         stored.timeline.clear();
         store.finish_run(id, &stored).await.unwrap();
+        if n == slow {
+            store.save_verdict(id, &regressed_on("GET /boards/{id}", night(n))).await.unwrap();
+        }
     }
-    let span = TrendSpan { scenario: "checkout", series: "abc123", from: night(0), to: night(14 * 60), buckets: 20 };
+    let span = TrendSpan { scenario: "checkout", series: "abc123", from: night(0), to: night(840), buckets: 20 };
     let trend = store.trend_points(span).await.unwrap();
-    assert!(trend.every_series);
+    assert!(trend.every_series, "420 runs over years are read from the period sums");
     let boards: Vec<_> = trend.points.iter().filter(|b| b.endpoint == "GET /boards/{id}").collect();
     // 120 weeks in 20 buckets: 6 weeks each, made of 4-week periods rounded to 2 of them: 8-week buckets.
     assert!((15..=17).contains(&boards.len()), "{} buckets: {boards:?}", boards.len());
-    assert!(boards.iter().all(|b| b.runs <= 4), "a bucket spans 8 weeks: {boards:?}");
-    assert_eq!(boards.iter().map(|b| b.runs).sum::<i64>(), 60, "every run is in some bucket");
+    assert!(boards.iter().all(|b| b.runs <= 28), "a bucket spans 8 weeks: {boards:?}");
+    assert_eq!(boards.iter().map(|b| b.runs).sum::<i64>(), 420, "every run is in some bucket");
     let total: f64 = boards.iter().map(|b| b.p95_ms * b.runs as f64).sum();
-    assert!((total / 60.0 - (59.0 * 100.0 + 300.0) / 60.0).abs() < 1e-3, "weighted mean {}", total / 60.0);
+    assert!((total / 420.0 - (419.0 * 100.0 + 300.0) / 420.0).abs() < 1e-3, "weighted mean {}", total / 420.0);
     let worst: Vec<_> = boards.iter().filter(|b| b.p95_range_ms.1 == 300.0).collect();
     assert_eq!(worst.len(), 1, "the one slow night is its bucket's worst: {boards:?}");
-    assert!(worst[0].started_at <= night(14 * 40) && night(14 * 40) - worst[0].started_at < Duration::weeks(8));
+    assert!(worst[0].started_at <= night(slow) && night(slow) - worst[0].started_at < Duration::weeks(8));
+    let pinned: Vec<_> = boards.iter().filter(|b| b.regressed > 0).collect();
+    assert_eq!(pinned.len(), 1, "the regressed night pins its bucket: {boards:?}");
+    assert_eq!(pinned[0].started_at, worst[0].started_at);
     store.close().await;
 }
 
