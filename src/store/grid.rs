@@ -33,6 +33,10 @@ pub struct GridFinding {
     pub outcome: FindingOutcome,
     /// Change from the baseline, percent.
     pub delta_pct: Option<f64>,
+    /// The baseline's level, in the metric's unit, when there is one.
+    pub baseline_value: Option<f64>,
+    /// Tonight's value, in the metric's unit.
+    pub candidate_value: f64,
 }
 
 #[derive(sqlx::FromRow)]
@@ -50,6 +54,8 @@ struct FindingRow {
     metric: String,
     outcome: String,
     delta_pct: Option<f64>,
+    baseline_value: Option<f64>,
+    candidate_value: f64,
 }
 
 /// The newest measured runs of one series, newest first.
@@ -60,7 +66,8 @@ const RUNS: &str = "select runs.id, runs.started_at, runs.build_id, runs.status 
 /// The findings of the latest verdict of every run of the series since `$3` that a cell can show: changes,
 /// and the p95 that shades a steady cell. The rest (most of a verdict: p50, p99, error rates unchanged) are
 /// left in the database, each row read costing a page as much as drawing it.
-const FINDINGS: &str = "select v.run_id, f.endpoint, f.metric, f.outcome, f.delta_pct from findings f \
+const FINDINGS: &str = "select v.run_id, f.endpoint, f.metric, f.outcome, f.delta_pct, f.baseline_value, \
+    f.candidate_value from findings f \
     join verdicts v on v.id = f.verdict_id join runs on runs.id = v.run_id \
     join scenarios on scenarios.id = runs.scenario_id \
     where scenarios.name = $1 and runs.scenario_hash = $2 and runs.started_at >= $3 \
@@ -93,9 +100,16 @@ impl Store {
             .collect();
         for f in findings {
             if let Some(run) = runs.iter_mut().find(|r| r.id == f.run_id) {
-                let FindingRow { endpoint, metric, outcome, delta_pct, .. } = f;
+                let FindingRow { endpoint, metric, outcome, delta_pct, baseline_value, candidate_value, .. } = f;
                 let outcome = outcome.parse().map_err(StoreError::Corrupt)?;
-                run.findings.push(GridFinding { endpoint, metric, outcome, delta_pct });
+                run.findings.push(GridFinding {
+                    endpoint,
+                    metric,
+                    outcome,
+                    delta_pct,
+                    baseline_value,
+                    candidate_value,
+                });
             }
         }
         Ok(runs)

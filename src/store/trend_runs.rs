@@ -3,9 +3,9 @@
 //! database. The SQLite driver hands every row across threads, and a year of nightly runs × 20 endpoints
 //! read as rows (7,300 of them) cost a page over 60 ms; every field is an integer, because SQLite's exact
 //! float formatting was the next cost (latencies are stored in whole µs; the error rate is read in
-//! millionths of a percent, throughput in thousandths of a request per second). A line is written by
-//! `format('%s …')`, the same function in both databases, rather than by a chain of `||`, each of which
-//! copied the line so far.
+//! millionths of a percent, throughput in thousandths of a request per second; the two databases round a
+//! half differently, by that last unit at most). A line is written by `format('%s …')`, the same function
+//! in both databases, rather than by a chain of `||`, each of which copied the line so far.
 
 use std::collections::HashMap;
 

@@ -122,7 +122,8 @@ macro_rules! period_field {
 /// database, a line each, the fields split by spaces. The SQLite driver hands every row across threads, so
 /// 40 buckets × 20 endpoints as rows cost more than merging them; and every field is an integer, because
 /// writing floats as text was most of the merge's cost (SQLite's exact float formatting): latencies in whole
-/// µs, the error rate in millionths of a percent, throughput in thousandths of a request per second. The
+/// µs, the error rate in millionths of a percent, throughput in thousandths of a request per second (rounded
+/// half to even by PostgreSQL and half away from zero by SQLite: the two may differ by that last unit). The
 /// sums hold every workload series of the scenario: periods are summed as runs are stored, whatever their
 /// series.
 const ROLLED_UP: &str = concat!(
@@ -324,10 +325,13 @@ impl Store {
             let rows: Vec<Vec<PointRow>> =
                 endpoints.into_iter().map(PeriodBuckets::points).collect::<Result<_, _>>()?;
             let rows = rows.into_iter().flatten().collect();
+            // The buckets hold whole periods, so the first may start before `from` and the last end after
+            // `to`: the pins are read over the same stretch.
+            let (pins_from, pins_to) = periods.millis();
             let regressed: Vec<(String, i64, i64)> = on_pool!(self, |pool| sqlx::query_as(REGRESSED_RUNS)
                 .bind(scenario)
-                .bind(from)
-                .bind(to)
+                .bind(pins_from)
+                .bind(pins_to)
                 .fetch_all(pool)
                 .await?);
             pin_regressed_runs(rows, &regressed)
@@ -373,6 +377,12 @@ impl Periods {
             to: (to - 1).div_euclid(length) + 1,
             per_bucket: ((bucket_weeks / weeks as f64).round() as i64).max(1),
         }
+    }
+
+    /// The stretch of time the periods cover, `[from, to)` in ms.
+    fn millis(&self) -> (i64, i64) {
+        let length = self.weeks * MILLIS_PER_WEEK;
+        (self.from * length, self.to * length)
     }
 }
 

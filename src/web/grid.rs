@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::store::FindingOutcome;
-use crate::store::{GridFinding, GridRun, OVERALL_ENDPOINT};
+use crate::report::with_unit;
+use crate::store::{FindingOutcome, GridFinding, GridRun, OVERALL_ENDPOINT};
 
 /// How many nights the grid shows.
 pub const GRID_NIGHTS: u32 = 30;
@@ -74,9 +74,14 @@ fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
             .max_by(|a, b| delta(a).abs().total_cmp(&delta(b).abs()))
     };
     let when = run.started_at.format("%Y-%m-%d %H:%M UTC");
-    let described = |f: &GridFinding| match f.delta_pct {
-        Some(d) => format!("{endpoint} {} {d:+.1} % ({})", f.metric, f.outcome),
-        None => format!("{endpoint} {} ({})", f.metric, f.outcome),
+    // The numbers behind the colour: baseline → tonight in the metric's unit, and the change.
+    let described = |f: &GridFinding| {
+        let tonight = with_unit(&f.metric, f.candidate_value);
+        let values = f.baseline_value.map_or(tonight.clone(), |b| format!("{} → {tonight}", with_unit(&f.metric, b)));
+        match f.delta_pct {
+            Some(d) => format!("{endpoint} {} {values}, {d:+.1} % ({})", f.metric, f.outcome),
+            None => format!("{endpoint} {} {values} ({})", f.metric, f.outcome),
+        }
     };
     let title = |what: String| format!("run #{}, {when}: {what}", run.id);
     let signed = |f: &GridFinding| f.delta_pct.map(short_change).unwrap_or_default();
@@ -151,6 +156,8 @@ mod tests {
                     metric: (*metric).into(),
                     outcome: *outcome,
                     delta_pct: Some(*delta),
+                    baseline_value: Some(20.0),
+                    candidate_value: 20.0 * (1.0 + delta / 100.0),
                 })
                 .collect(),
         }
@@ -180,7 +187,7 @@ mod tests {
         let classes: Vec<&str> = cells.iter().map(|c| c.class).collect();
         assert_eq!(classes, ["steady", "regressed", "unjudged"]);
         assert_eq!(cells[1].text, "+35");
-        assert_eq!(cells[1].title, "run #2, 2026-11-22 02:00 UTC: GET /a p95 +35.0 % (regression)");
+        assert_eq!(cells[1].title, "run #2, 2026-11-22 02:00 UTC: GET /a p95 20.0 ms → 27.0 ms, +35.0 % (regression)");
         assert_eq!(cells[0].style, "background: rgba(217, 45, 32, 0.09)");
         assert!(grid.rows[1].1.iter().all(|c| c.class != "regressed"), "the other route stays calm");
         assert_eq!([short_change(-12.4), short_change(260.0), short_change(4404.0)], ["-12", "×3.6", "×45"]);

@@ -2,7 +2,7 @@
 //! per endpoint on one shared relative scale (so 1.5 ms of jitter on a fast route never looks like a
 //! regression on a slow one).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use askama::Template;
 use axum::extract::State;
@@ -38,8 +38,10 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
     let mut scenarios = Vec::new();
     for summary in state.store.scenario_summaries().await? {
         let changes = Changes::latest(&state.store, &summary.name).await?;
-        let regressed: BTreeSet<&str> =
-            changes.iter().flat_map(|c| c.rows.iter().filter(|r| r.worse).map(|r| r.endpoint.as_str())).collect();
+        let mut regressed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for row in changes.iter().flat_map(|c| c.rows.iter().filter(|r| r.worse)) {
+            regressed.entry(row.endpoint.as_str()).or_default().push(row.metric.clone());
+        }
         let series = state.store.workload_series(&summary.name).await?;
         let mut sparklines = Vec::new();
         if let Some(newest) = series.first() {
@@ -48,7 +50,8 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
             let trend = state.store.trend_points(span).await?;
             for endpoint in endpoint_names(&trend.points) {
                 let p95: Vec<f64> = trend.points.iter().filter(|p| p.endpoint == endpoint).map(|p| p.p95_ms).collect();
-                sparklines.push(relative_to_level(endpoint, &p95, regressed.contains(endpoint)));
+                let metrics = regressed.get(endpoint).cloned().unwrap_or_default();
+                sparklines.push(relative_to_level(endpoint, &p95, metrics));
             }
         }
         let next_run = next_run(&state, &summary.name, now);

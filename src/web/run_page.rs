@@ -15,7 +15,7 @@ use crate::store::FindingOutcome;
 use crate::store::{EndpointResult, Finding, Interval, Run, RunDetail, TimelinePoint, Verdict, WorkloadSeries};
 
 /// Error classes on the errors-per-second chart: the errors' amber first, then colours no other figure uses.
-const ERROR_CLASS_COLOURS: [&str; 4] = [colour::ERRORS, "#c0392b", "#6d4c41", "#e67e22"];
+const ERROR_CLASS_COLOURS: [&str; 4] = [colour::ERRORS, "#5d6d7e", "#6d4c41", "#e67e22"];
 
 /// One endpoint's timeline charts.
 struct EndpointTimeline {

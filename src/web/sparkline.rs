@@ -23,14 +23,15 @@ pub struct Sparkline {
     pub latest: String,
     /// The newest p95 against the level of the nights before it, signed.
     pub change: String,
-    /// The latest verdict found this endpoint worse.
-    pub regressed: bool,
+    /// The metrics the latest verdict found worse on this endpoint (`p95`, `error_rate`, a gate), in its order.
+    pub regressed: Vec<String>,
 }
 
 /// The sparkline of `values` (p95 in ms, oldest first) against their level: the median of every night but
-/// the newest.
+/// the newest. The line is drawn in the alarm colour only when the p95 it shows is among the `regressed`
+/// metrics: a route that regressed on its error rate is named so, not painted as slower.
 #[must_use]
-pub fn relative_to_level(endpoint: &str, values: &[f64], regressed: bool) -> Sparkline {
+pub fn relative_to_level(endpoint: &str, values: &[f64], regressed: Vec<String>) -> Sparkline {
     let latest = values.last().map(|v| format_value(*v, "ms")).unwrap_or_default();
     let earlier = &values[..values.len().saturating_sub(1)];
     let level = if earlier.is_empty() { values.first().copied().unwrap_or(0.0) } else { median(earlier) };
@@ -38,7 +39,8 @@ pub fn relative_to_level(endpoint: &str, values: &[f64], regressed: bool) -> Spa
         Some(newest) if level > 0.0 && !earlier.is_empty() => format!("{:+.0} %", 100.0 * (newest / level - 1.0)),
         _ => String::new(),
     };
-    let svg = if values.len() < 2 || level <= 0.0 { String::new() } else { draw(endpoint, values, level, regressed) };
+    let slower = regressed.iter().any(|metric| metric == "p95");
+    let svg = if values.len() < 2 || level <= 0.0 { String::new() } else { draw(endpoint, values, level, slower) };
     Sparkline { endpoint: endpoint.to_owned(), svg, latest, change, regressed }
 }
 
@@ -76,14 +78,16 @@ mod tests {
 
     #[test]
     fn jitter_looks_small_and_a_doubling_fills_the_scale_whatever_the_route() {
-        let jitter = relative_to_level("GET /fast", &[5.0, 5.5, 4.8, 5.2, 6.5], false);
-        let doubled = relative_to_level("GET /slow", &[80.0, 82.0, 79.0, 81.0, 170.0], true);
+        let jitter = relative_to_level("GET /fast", &[5.0, 5.5, 4.8, 5.2, 6.5], Vec::new());
+        let doubled = relative_to_level("GET /slow", &[80.0, 82.0, 79.0, 81.0, 170.0], vec!["p95".into()]);
         let top_of = |s: &Sparkline| ys(&s.svg).into_iter().fold(f64::INFINITY, f64::min);
         assert!(top_of(&doubled) <= 2.5, "a doubling reaches the top: {}", doubled.svg);
         assert!(top_of(&jitter) > 8.0, "jitter stays near the middle: {}", jitter.svg);
         assert_eq!(doubled.change, "+111 %");
         assert!(doubled.svg.contains(ALARM), "a regressed endpoint is drawn in the alarm colour");
         assert_eq!(jitter.latest, "6.50 ms");
-        assert!(relative_to_level("GET /x", &[3.0], false).svg.is_empty());
+        assert!(relative_to_level("GET /x", &[3.0], Vec::new()).svg.is_empty());
+        let failing = relative_to_level("GET /slow", &[80.0, 82.0, 79.0, 81.0, 81.0], vec!["error_rate".into()]);
+        assert!(!failing.svg.contains(ALARM), "a p95 line is red only when p95 regressed");
     }
 }

@@ -37,13 +37,11 @@ pub(super) fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
     };
     for k in 0..labels {
         let index = if labels == 1 { 0 } else { k * (count - 1) / (labels - 1) };
-        // The last label ends at the plot's edge rather than centring on its point, so enlarged text on a narrow
-        // screen is not cut off by the chart's border.
-        let (x, anchor) = if k + 1 == labels && labels > 1 {
-            (slot_x(index, count).max(WIDTH - RIGHT), "end")
-        } else {
-            (slot_x(index, count), "middle")
-        };
+        // A last label near the plot's edge ends there rather than centring on its point, so enlarged text on a
+        // narrow screen is not cut off by the chart's border.
+        let x = slot_x(index, count);
+        let (x, anchor) =
+            if k + 1 == labels && x > WIDTH - RIGHT - 40.0 { (WIDTH - RIGHT, "end") } else { (x, "middle") };
         let _ = write!(
             svg,
             "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"{anchor}\" fill-opacity=\"0.8\">{}</text>",

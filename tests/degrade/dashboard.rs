@@ -181,7 +181,7 @@ async fn dashboard_story(db: &TestDb) {
     assert!(
         body.contains(r#"<tr class="worse"><td><span class="endpoint">GET /boards/{id}</span>"#)
             && body.contains(r#"<span class="endpoint">GET /boards/{id}</span>"#)
-            && body.contains(r#"<strong class="alarm small">regressed</strong>"#),
+            && body.contains(r#"<strong class="alarm small">regressed: p95</strong>"#),
         "the overview names the regressed endpoint: {body}"
     );
 
