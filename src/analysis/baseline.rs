@@ -23,6 +23,14 @@ pub enum BaselineSpec {
     Build(String),
 }
 
+/// `last-7d`: the baseline of a scenario that names none, of `check` without `--baseline`, and of the demo. A
+/// week of nights is enough history for the judge's level and noise, and short enough to follow a slow drift.
+impl Default for BaselineSpec {
+    fn default() -> Self {
+        Self::LastDays(7)
+    }
+}
+
 impl FromStr for BaselineSpec {
     type Err = String;
 

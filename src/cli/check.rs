@@ -142,10 +142,7 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
 
 /// `--baseline`, else the scenario's configured baseline, else last-7d.
 fn spec(config: &Config, args: &CheckArgs, scenario: &str) -> BaselineSpec {
-    args.baseline
-        .clone()
-        .or_else(|| config.scenario(scenario).map(|s| s.baseline.clone()))
-        .unwrap_or(BaselineSpec::LastDays(7))
+    args.baseline.clone().or_else(|| config.scenario(scenario).map(|s| s.baseline.clone())).unwrap_or_default()
 }
 
 /// The run to judge: `--run ID`, or the latest completed run of the chosen scenario.

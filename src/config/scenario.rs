@@ -84,7 +84,7 @@ fn resolve_scenario(checker: &mut Checker<'_>, prefix: &str, raw: RawScenario) -
     };
     let baseline = match &baseline {
         Some(spec) => checker.check(spec, &field("baseline"), |s| s.parse()),
-        None => Some(crate::analysis::baseline::BaselineSpec::LastDays(7)),
+        None => Some(crate::analysis::baseline::BaselineSpec::default()),
     };
     let build = resolve_build(checker, prefix, build);
     let gates = resolve_gates(checker, prefix, gates);

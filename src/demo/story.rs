@@ -183,7 +183,7 @@ async fn night(
     job.plan = job.plan.scaled(Some(options.night_length), 1.0);
     job.backdate = when;
     let claim = runner.claim(SCENARIO).await?;
-    runner.run(claim, job, None, &BaselineSpec::LastDays(7), |_| {}).await
+    runner.run(claim, job, None, &BaselineSpec::default(), |_| {}).await
 }
 
 fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<StoryVerdict> {

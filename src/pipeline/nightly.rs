@@ -110,7 +110,7 @@ impl Runner {
             }
         }
         let job = Job::find(&self.config, Some(scenario))?;
-        let spec = self.config.scenario(scenario).map_or(BaselineSpec::LastDays(7), |s| s.baseline.clone());
+        let spec = self.config.scenario(scenario).map_or_else(BaselineSpec::default, |s| s.baseline.clone());
         self.run(claim, job, None, &spec, |_| {}).await.map(Some)
     }
 
