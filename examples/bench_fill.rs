@@ -8,10 +8,11 @@
 use std::collections::BTreeMap;
 
 use chrono::{Duration, Utc};
-use degrade::store::{
-    DatabaseUrl, EndpointResult, Finding, FindingOutcome, Intervals, LoadSummary, NewEpisode, NewRun, NewVerdict,
-    OVERALL_ENDPOINT, RunResults, RunStatus, Store, TimelinePoint,
+use degrade::model::{
+    EndpointResult, Finding, FindingOutcome, Intervals, LoadSummary, NewRun, NewVerdict, OVERALL_ENDPOINT, RunResults,
+    RunStatus, TimelinePoint, VerdictOutcome,
 };
+use degrade::store::{DatabaseUrl, NewEpisode, Store};
 
 const NIGHTS: i64 = 3 * 365;
 const ENDPOINTS: usize = 20;
@@ -107,7 +108,7 @@ fn verdict(names: &[String], regressed: Option<usize>, at: chrono::DateTime<Utc>
     NewVerdict {
         baseline_spec: "last-7d".into(),
         baseline_run_ids: Vec::new(),
-        outcome: if regressed.is_some() { "regressed" } else { "passed" }.into(),
+        outcome: if regressed.is_some() { VerdictOutcome::Regressed } else { VerdictOutcome::Passed },
         summary: if regressed.is_some() { "regressed: 1 regression, 79 unchanged" } else { "passed: 80 unchanged" }
             .into(),
         created_at: at,

@@ -12,13 +12,20 @@
 //!  │            --run-now, the API, the scheduler) ─▶ notify (outbox → Slack/JSON webhooks)
 //!  └─ one function per subcommand, turned into an exit code (0 ok, 1 regression, 2 error, 3 inconclusive)
 //! ```
+//!
+//! Every layer speaks [`model`]'s types (runs, figures, metrics, baselines, verdicts). A module uses only
+//! modules below it — `model` ← `metrics` ← `analysis` ← `store` ← `config` ← `scenario`/`report` ← `engine`
+//! ← `latest_build`/`notify` ← `pipeline` ← `scheduler`/`web` ← `demo` ← `cli` — and the `layers` test
+//! checks it; ARCHITECTURE.md has the tour.
 
 /// The command line: parsing arguments and running one subcommand.
 pub mod cli;
 /// `degrade.toml`: parsed, validated, secrets from the environment.
 pub mod config;
+/// The shared vocabulary: runs, figures, metrics, baselines, verdicts, findings (pure types).
+pub mod model;
 /// The build under test: its id from a version URL or command.
-pub mod build;
+pub mod latest_build;
 /// Scenario files: flows, data, load, parsed and validated into a plan.
 pub mod scenario;
 /// The load engine: pacer, sessions on hyper, the recorder.

@@ -19,14 +19,13 @@ mod echo;
 mod host;
 mod standout;
 
-use crate::store::FindingOutcome;
 use std::collections::BTreeSet;
 
 pub use echo::{SlowerMachine, slower_machine};
 pub use host::{HeldBack, held_back_by_host};
 
-use super::judge::{Judgement, Outcome, counted_findings};
-use crate::store::{Finding, Metric, OVERALL_ENDPOINT};
+use super::judge::{Judgement, counted_findings};
+use crate::model::{Finding, FindingOutcome, Metric, OVERALL_ENDPOINT, VerdictOutcome};
 
 /// Busier by at least this many percentage points of the machine's CPU than the usual night: a quarter of
 /// the machine taken by work that was not there (one core of four; half a core of two). Less than that
@@ -161,7 +160,7 @@ pub fn not_blamed_on_the_build(
 ) -> Judgement {
     let failing: Vec<&Finding> = judgement.findings.iter().filter(|f| f.outcome.is_failure()).collect();
     let only_latency = failing.iter().all(|f| f.outcome == FindingOutcome::Regression && is_latency(f));
-    if judgement.outcome != Outcome::Regressed || !only_latency {
+    if judgement.outcome != VerdictOutcome::Regressed || !only_latency {
         return judgement;
     }
     let (why, on, quieter) = match contention {
@@ -186,7 +185,7 @@ pub fn not_blamed_on_the_build(
             if excused == 1 { "" } else { "s" },
             if excused == 1 { "is" } else { "are" }
         );
-        return Judgement { outcome: Outcome::Inconclusive, findings, summary };
+        return Judgement { outcome: VerdictOutcome::Inconclusive, findings, summary };
     }
     if excused == 0 {
         // Every regression stands out: the night is judged as measured.
@@ -195,10 +194,10 @@ pub fn not_blamed_on_the_build(
     let summary = format!(
         "{}; the excused latency regression{} measured {on}, not beyond what the rest of the run went through, \
          and {why}",
-        counted_findings(Outcome::Regressed, &findings),
+        counted_findings(VerdictOutcome::Regressed, &findings),
         if excused == 1 { " was" } else { "s were" }
     );
-    Judgement { outcome: Outcome::Regressed, findings, summary }
+    Judgement { outcome: VerdictOutcome::Regressed, findings, summary }
 }
 
 fn is_latency(f: &Finding) -> bool {
@@ -238,7 +237,7 @@ mod tests {
                 reason: String::new(),
             })
             .collect();
-        Judgement { outcome: Outcome::Regressed, findings, summary: "regressed: …".into() }
+        Judgement { outcome: VerdictOutcome::Regressed, findings, summary: "regressed: …".into() }
     }
 
     /// Night 3 of a `bench-verdicts` run: a busy loop on one of two cores through a 30 s run.
@@ -264,7 +263,7 @@ mod tests {
             2,
             thousand,
         );
-        assert_eq!(judged.outcome, Outcome::Inconclusive);
+        assert_eq!(judged.outcome, VerdictOutcome::Inconclusive);
         assert!(
             judged.summary.contains("29.2 CPU-seconds more, while the slower requests could account for at most 2.0)"),
             "{}",
@@ -279,7 +278,7 @@ mod tests {
         // 1 ms more on 20,000 requests of one route: up to 40 core-seconds, more than the machine's extra 29.
         let lines = [("GET /heavy", "p50", FindingOutcome::Regression), ("(all)", "p50", FindingOutcome::Regression)];
         let judged = not_blamed_on_the_build(regressed_on(&lines), &busy(), 2, |_| 20.0);
-        assert_eq!(judged.outcome, Outcome::Regressed);
+        assert_eq!(judged.outcome, VerdictOutcome::Regressed);
     }
 
     #[test]
@@ -291,7 +290,7 @@ mod tests {
         ] {
             let judged =
                 not_blamed_on_the_build(regressed(&[("p95", FindingOutcome::Regression), kept]), &busy(), 2, thousand);
-            assert_eq!(judged.outcome, Outcome::Regressed, "{kept:?}");
+            assert_eq!(judged.outcome, VerdictOutcome::Regressed, "{kept:?}");
         }
     }
 
@@ -328,7 +327,7 @@ mod tests {
         let held = held_back_by_host(Some(host::tests::stolen(14.1, 3.16)), &host::tests::ordinary_vm()).unwrap();
         let lines = [("p50", FindingOutcome::Regression), ("p95", FindingOutcome::Regression)];
         let judged = not_blamed_on_the_build(regressed(&lines), &Contention::HeldBack(held), 2, |_| 1_000.0);
-        assert_eq!(judged.outcome, Outcome::Inconclusive, "no CPU budget: stolen time was burnt by nobody here");
+        assert_eq!(judged.outcome, VerdictOutcome::Inconclusive, "no CPU budget: stolen time was burnt by nobody here");
         assert!(
             judged.summary.contains("measured while the host held the machine back is not blamed on the build"),
             "{}",
@@ -368,7 +367,8 @@ mod tests {
             line("GET /cards/{id}", 1.3, 1.37),
             line("PATCH /cards/{id}", 1.6, 1.65),
         ];
-        let judgement = Judgement { outcome: Outcome::Regressed, findings, summary: "regressed: as judged".into() };
+        let judgement =
+            Judgement { outcome: VerdictOutcome::Regressed, findings, summary: "regressed: as judged".into() };
         assert_eq!(not_blamed_on_the_build(judgement.clone(), &host_spell(), 2, |_| 0.0), judgement);
     }
 
@@ -383,9 +383,9 @@ mod tests {
             line("PATCH /cards/{id}", 1.6, 1.65),
             line("GET /search", 0.7, 0.8),
         ];
-        let judgement = Judgement { outcome: Outcome::Regressed, findings, summary: String::new() };
+        let judgement = Judgement { outcome: VerdictOutcome::Regressed, findings, summary: String::new() };
         let judged = not_blamed_on_the_build(judgement, &host_spell(), 2, |_| 0.0);
-        assert_eq!(judged.outcome, Outcome::Regressed);
+        assert_eq!(judged.outcome, VerdictOutcome::Regressed);
         let outcomes: Vec<FindingOutcome> = judged.findings.iter().map(|f| f.outcome).collect();
         assert_eq!(
             outcomes,

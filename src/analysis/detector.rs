@@ -139,7 +139,6 @@ pub fn detect(question: &Question<'_>) -> Answer {
             reason: "dropped to zero".to_owned(),
         };
     }
-    let sign = if direction == Direction::LowerIsWorse { -1.0 } else { 1.0 };
     let is_error_rate = kind == SeriesKind::ErrorRate;
     let values_ok = history.iter().chain([&candidate]).all(|v| v.is_finite() && (is_error_rate || *v > 0.0));
     if !values_ok {
@@ -147,11 +146,51 @@ pub fn detect(question: &Question<'_>) -> Answer {
             "inconclusive: the series holds values that are zero, negative or not numbers".into(),
         );
     }
-    let scale = Scale { sign, log: !is_error_rate };
+    let (e, scale) = level_on_scale(history, direction, kind);
+    decide(&e, candidate, &scale, kind, min_effect_pct / 100.0)
+}
+
+/// The level and noise of a history of valid values, on the scale the series is judged on.
+fn level_on_scale(history: &[f64], direction: Direction, kind: SeriesKind) -> (Estimate, Scale) {
+    let is_error_rate = kind == SeriesKind::ErrorRate;
+    let scale = Scale { sign: if direction == Direction::LowerIsWorse { -1.0 } else { 1.0 }, log: !is_error_rate };
     let y: Vec<f64> = history.iter().map(|v| scale.to_scale(*v)).collect();
     let (floor, prior) = if is_error_rate { (ERROR_SIGMA_FLOOR, None) } else { (LOG_SIGMA_FLOOR, Some(LOG_PRIOR)) };
-    let e = estimate(&y, &vec![0.0; y.len()], floor, prior);
-    decide(&e, candidate, &scale, kind, min_effect_pct / 100.0)
+    (estimate(&y, &vec![0.0; y.len()], floor, prior), scale)
+}
+
+/// Where the detector draws its lines for the night after `history`, in the series' units: the level, and
+/// the values past which that night would be judged a regression or an improvement. The trend chart shades
+/// the same band the decision uses, so the picture cannot drift from the verdict.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Band {
+    /// The level the night is compared with.
+    pub level: f64,
+    /// Past this (above it when higher is worse) the night is a regression.
+    pub regression_at: f64,
+    /// Past this on the better side the night is an improvement; error rates have none.
+    pub improvement_at: Option<f64>,
+}
+
+/// The detector's [`Band`] for the night after `history` (oldest first), with the same tests as [`detect`]
+/// (an unsettled new level, which [`detect`] also compares with, can only move its lines outward); `None` when the history is shorter than `min_runs` or holds values the detector cannot judge.
+#[must_use]
+pub fn band(question: &Question<'_>) -> Option<Band> {
+    let Question { history, direction, kind, min_effect_pct, min_runs, .. } = *question;
+    let history = &history[history.len().saturating_sub(MAX_HISTORY)..];
+    let is_error_rate = kind == SeriesKind::ErrorRate;
+    if history.len() < min_runs.max(2) || !history.iter().all(|v| v.is_finite() && (is_error_rate || *v > 0.0)) {
+        return None;
+    }
+    let (e, scale) = level_on_scale(history, direction, kind);
+    let probe = shift(&e, e.level, 0.0);
+    let margin = probe.se * probe.threshold(ALPHA);
+    let min_effect = min_effect_pct / 100.0;
+    Some(Band {
+        level: scale.to_raw(e.level),
+        regression_at: regression_limit(probe.forecast, margin, &scale, min_effect, is_error_rate),
+        improvement_at: (!is_error_rate).then(|| improvement_limit(probe.forecast, margin, &scale, min_effect)),
+    })
 }
 
 fn decide(e: &Estimate, candidate: f64, scale: &Scale, kind: SeriesKind, min_effect: f64) -> Answer {
@@ -211,6 +250,15 @@ fn regression_limit(forecast: f64, margin: f64, scale: &Scale, min_effect: f64, 
     }
     let worst_first = |a: &f64, b: &f64| (scale.sign * a).total_cmp(&(scale.sign * b));
     bounds.into_iter().max_by(worst_first).expect("two bounds at least")
+}
+
+/// The raw value beyond which tonight would be an improvement: past both bounds on the better side.
+fn improvement_limit(forecast: f64, margin: f64, scale: &Scale, min_effect: f64) -> f64 {
+    let significant = scale.to_raw(forecast - margin);
+    let level = scale.to_raw(forecast);
+    let effect = if scale.sign > 0.0 { level * (1.0 - min_effect) } else { level * (1.0 + min_effect) };
+    let best_first = |a: &f64, b: &f64| (scale.sign * b).total_cmp(&(scale.sign * a));
+    [significant, effect].into_iter().max_by(best_first).expect("two bounds")
 }
 
 /// Why, in words; `z` is on the judging scale (positive is worse), so for throughput worse is *below*.
@@ -290,6 +338,43 @@ mod tests {
         assert!(drop.reason.contains(" sigma below the level"), "a drop lies below: {}", drop.reason);
         assert_eq!(throughput(130.0).change, Change::Improvement);
         assert_eq!(throughput(0.0).change, Change::Regression);
+    }
+
+    #[test]
+    fn the_band_is_where_the_decision_changes() {
+        let history = [100.0, 104.0, 97.0, 102.0, 99.0, 101.0, 98.0, 103.0, 100.0, 99.5];
+        for (direction, kind) in [
+            (Direction::HigherIsWorse, SeriesKind::Latency),
+            (Direction::LowerIsWorse, SeriesKind::Throughput),
+            (Direction::HigherIsWorse, SeriesKind::ErrorRate),
+        ] {
+            let question = |candidate| Question {
+                history: &history,
+                candidate,
+                direction,
+                kind,
+                min_effect_pct: 10.0,
+                min_runs: 5,
+            };
+            let band = band(&question(0.0)).unwrap();
+            let worse = if direction == Direction::HigherIsWorse { 1.0 } else { -1.0 };
+            let near = |value: f64, towards: f64| value + towards * 1e-6 * value.abs().max(1.0);
+            assert_eq!(detect(&question(near(band.regression_at, worse))).change, Change::Regression, "{kind:?}");
+            assert_eq!(detect(&question(near(band.regression_at, -worse))).change, Change::NoChange, "{kind:?}");
+            if let Some(improvement) = band.improvement_at {
+                assert_eq!(detect(&question(near(improvement, -worse))).change, Change::Improvement, "{kind:?}");
+                assert_eq!(detect(&question(near(improvement, worse))).change, Change::NoChange, "{kind:?}");
+            }
+        }
+        let short = Question {
+            history: &history[..3],
+            candidate: 1.0,
+            direction: Direction::HigherIsWorse,
+            kind: SeriesKind::Latency,
+            min_effect_pct: 10.0,
+            min_runs: 5,
+        };
+        assert_eq!(band(&short), None);
     }
 
     #[test]

@@ -15,10 +15,9 @@ use super::level::{Estimate, estimate, median};
 use super::relative::RelativeEvidence;
 use super::sample::{Sample, Side};
 use super::shift::Shift;
-use crate::config::Gates;
-use crate::metrics::Interval;
+use crate::analysis::Gates;
 use crate::metrics::interval::requests_needed;
-use crate::store::{EndpointResult, Metric};
+use crate::model::{EndpointResult, Interval, Metric};
 
 /// The latency percentiles judged, with their quantile levels.
 pub(super) const PERCENTILES: [(Metric, f64); 3] = [(Metric::P50, 0.5), (Metric::P95, 0.95), (Metric::P99, 0.99)];
@@ -171,7 +170,7 @@ pub(super) fn endpoint_drafts(
     let draft = |metric: Metric, evidence| Draft {
         endpoint: endpoint.endpoint.clone(),
         metric,
-        min_effect: gates.metric_min_effect_pct.get(metric.as_str()).copied().unwrap_or(gates.min_effect_pct) / 100.0,
+        min_effect: gates.min_effect_pct_of(metric) / 100.0,
         evidence,
     };
     if history.len() < needed {

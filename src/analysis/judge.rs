@@ -2,50 +2,16 @@
 //! (the nightly family of `nightly`, or one named run), an endpoint that stopped serving, and the absolute
 //! gates. Pure: results in, findings out.
 
-use crate::store::FindingOutcome;
-use std::fmt;
-
 use super::detector::{Answer, Change, Direction, Question, SeriesKind};
 use super::nightly::judge_nightly;
-use crate::config::Gates;
-use crate::scenario::LoadModel;
-use crate::store::{EndpointResult, Finding, Metric};
-
-/// What a check concluded about a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    /// No regression and no gate breached.
-    Passed,
-    /// At least one regression or breached gate.
-    Regressed,
-    /// Not enough valid baseline runs to tell (and no gate breached).
-    Inconclusive,
-}
-
-impl Outcome {
-    /// The stored and displayed name.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Passed => "passed",
-            Self::Regressed => "regressed",
-            Self::Inconclusive => "inconclusive",
-        }
-    }
-}
-
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::analysis::Gates;
+use crate::model::{EndpointResult, Finding, FindingOutcome, LoadModel, Metric, VerdictOutcome};
 
 /// The result of judging a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
     /// The verdict.
-    pub outcome: Outcome,
+    pub outcome: VerdictOutcome,
     /// One line per endpoint × metric and per absolute gate, candidate order.
     pub findings: Vec<Finding>,
     /// One sentence for humans.
@@ -97,11 +63,11 @@ pub fn judge(
     let position = |name: &str| candidate.iter().position(|e| e.endpoint == name).unwrap_or(usize::MAX);
     findings.sort_by_key(|f| position(&f.endpoint));
     let outcome = if findings.iter().any(|f| f.outcome.is_failure()) {
-        Outcome::Regressed
+        VerdictOutcome::Regressed
     } else if baseline.len() < min_runs {
-        Outcome::Inconclusive
+        VerdictOutcome::Inconclusive
     } else {
-        Outcome::Passed
+        VerdictOutcome::Passed
     };
     let summary = summarize(outcome, &findings, baseline.len(), min_runs);
     Judgement { outcome, findings, summary }
@@ -125,8 +91,7 @@ fn one_run_findings(
                 .filter_map(|run| run.iter().find(|e| e.endpoint == endpoint.endpoint))
                 .map(|e| metric.value_of(e))
                 .collect();
-            let min_effect_pct =
-                gates.metric_min_effect_pct.get(metric.as_str()).copied().unwrap_or(gates.min_effect_pct);
+            let min_effect_pct = gates.min_effect_pct_of(metric);
             let question = Question {
                 history: &history,
                 candidate: metric.value_of(endpoint),
@@ -261,8 +226,8 @@ fn gate_findings(endpoint: &EndpointResult, gates: &Gates) -> Vec<Finding> {
     .collect()
 }
 
-fn summarize(outcome: Outcome, findings: &[Finding], baseline_runs: usize, min_runs: usize) -> String {
-    if outcome == Outcome::Inconclusive {
+fn summarize(outcome: VerdictOutcome, findings: &[Finding], baseline_runs: usize, min_runs: usize) -> String {
+    if outcome == VerdictOutcome::Inconclusive {
         return format!(
             "inconclusive: {baseline_runs} valid run{} in the baseline, at least {min_runs} needed to judge against \
              night-to-night noise",
@@ -274,7 +239,7 @@ fn summarize(outcome: Outcome, findings: &[Finding], baseline_runs: usize, min_r
 
 /// "regressed: 2 regressions, 40 unchanged": the outcome and how many findings ended how.
 #[must_use]
-pub fn counted_findings(outcome: Outcome, findings: &[Finding]) -> String {
+pub fn counted_findings(outcome: VerdictOutcome, findings: &[Finding]) -> String {
     let count = |outcome: FindingOutcome| findings.iter().filter(|f| f.outcome == outcome).count();
     let counted = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut parts: Vec<String> = [
@@ -301,7 +266,7 @@ pub fn counted_findings(outcome: Outcome, findings: &[Finding]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::AbsoluteGates;
+    use crate::analysis::AbsoluteGates;
 
     fn endpoint(name: &str, p95_ms: f64, errors: i64) -> EndpointResult {
         let us = (p95_ms * 1000.0) as i64;
@@ -331,7 +296,7 @@ mod tests {
     fn flags_only_the_endpoint_that_regressed() {
         let tonight = [endpoint("GET /a", 140.0, 0), endpoint("GET /b", 40.5, 0)];
         let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly, LoadModel::Open);
-        assert_eq!(judgement.outcome, Outcome::Regressed);
+        assert_eq!(judgement.outcome, VerdictOutcome::Regressed);
         let regressions: Vec<_> = judgement
             .findings
             .iter()
@@ -347,14 +312,14 @@ mod tests {
     fn a_normal_night_passes() {
         let tonight = [endpoint("GET /a", 101.0, 0), endpoint("GET /b", 39.5, 0)];
         let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly, LoadModel::Open);
-        assert_eq!(judgement.outcome, Outcome::Passed, "{judgement:?}");
+        assert_eq!(judgement.outcome, VerdictOutcome::Passed, "{judgement:?}");
     }
 
     #[test]
     fn too_few_baseline_runs_are_inconclusive_but_gates_still_apply() {
         let tonight = [endpoint("GET /a", 1400.0, 0), endpoint("GET /b", 40.0, 0)];
         let judgement = judge(&tonight, &nights(3), &Gates::default(), Comparison::Nightly, LoadModel::Open);
-        assert_eq!(judgement.outcome, Outcome::Inconclusive);
+        assert_eq!(judgement.outcome, VerdictOutcome::Inconclusive);
         assert!(judgement.summary.contains("3 valid runs in the baseline, at least 5 needed"), "{}", judgement.summary);
 
         let green_zone = Gates {
@@ -366,7 +331,7 @@ mod tests {
             ..Gates::default()
         };
         let judgement = judge(&tonight, &nights(3), &green_zone, Comparison::Nightly, LoadModel::Open);
-        assert_eq!(judgement.outcome, Outcome::Regressed);
+        assert_eq!(judgement.outcome, VerdictOutcome::Regressed);
         let breach = judgement.findings.iter().find(|f| f.outcome == FindingOutcome::GateBreached).unwrap();
         assert_eq!(
             (breach.metric.as_str(), breach.candidate_value, breach.limit),
@@ -378,19 +343,18 @@ mod tests {
     fn per_metric_minimum_effects_apply() {
         let tonight = [endpoint("GET /a", 130.0, 0), endpoint("GET /b", 40.0, 0)];
         let mut gates = Gates::default();
-        gates.metric_min_effect_pct.extend([
-            ("p50".to_owned(), 50.0),
-            ("p95".to_owned(), 50.0),
-            ("p99".to_owned(), 50.0),
-        ]);
-        assert_eq!(judge(&tonight, &nights(10), &gates, Comparison::Nightly, LoadModel::Open).outcome, Outcome::Passed);
+        gates.metric_min_effect_pct.extend([(Metric::P50, 50.0), (Metric::P95, 50.0), (Metric::P99, 50.0)]);
+        assert_eq!(
+            judge(&tonight, &nights(10), &gates, Comparison::Nightly, LoadModel::Open).outcome,
+            VerdictOutcome::Passed
+        );
     }
 
     #[test]
     fn an_endpoint_that_stopped_serving_is_a_regression() {
         let tonight = [endpoint("GET /a", 100.0, 0), EndpointResult { requests: 0, ..endpoint("GET /b", 40.0, 0) }];
         let judgement = judge(&tonight, &nights(10), &Gates::default(), Comparison::Nightly, LoadModel::Open);
-        assert_eq!(judgement.outcome, Outcome::Regressed);
+        assert_eq!(judgement.outcome, VerdictOutcome::Regressed);
         let missing = judgement.findings.iter().find(|f| f.metric == "requests").unwrap();
         assert_eq!((missing.endpoint.as_str(), missing.baseline_value), ("GET /b", Some(10_000.0)));
         let only_a = judge(&tonight[..1], &nights(10), &Gates::default(), Comparison::Nightly, LoadModel::Open);
@@ -404,9 +368,9 @@ mod tests {
             judge(&tonight, &nights(1), &Gates::default(), Comparison::OneRun, LoadModel::Open)
         };
         let slower = judge_one(115.0);
-        assert_eq!(slower.outcome, Outcome::Regressed);
+        assert_eq!(slower.outcome, VerdictOutcome::Regressed);
         assert!(slower.findings.iter().any(|f| f.metric == "p95" && f.outcome == FindingOutcome::Regression));
         let close = judge_one(105.0);
-        assert_eq!(close.outcome, Outcome::Passed, "{:#?}", close.findings);
+        assert_eq!(close.outcome, VerdictOutcome::Passed, "{:#?}", close.findings);
     }
 }

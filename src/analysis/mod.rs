@@ -1,17 +1,17 @@
 //! Judging a run against the nights before it. Pure: data in, verdicts out, no I/O and no clock.
 //!
-//! `baseline` names the earlier runs; `sample` reads one night of one endpoint (its histogram, or its
+//! `sample` reads one night of one endpoint (its histogram, or its
 //! percentile ladder); `level` finds where a nightly series stands and how noisy it is; `shift` tests how far
 //! tonight lies from that level and `counts` how many more requests failed or were slow; `detector` applies
 //! the level and shift to one bare series (`degrade detect`); `nightly` judges every endpoint × metric of a
 //! run as one family with a controlled false-alarm rate, `relative` adding each endpoint's latency as a ratio to
 //! the run's other endpoints; `judge` adds the absolute gates and the verdict.
 
-pub mod baseline;
 pub mod contention;
 pub mod counts;
 pub mod detector;
 mod evidence;
+mod gates;
 pub mod judge;
 pub mod level;
 pub mod nightly;
@@ -20,3 +20,5 @@ mod relative;
 mod run_level_tests;
 pub mod sample;
 pub mod shift;
+
+pub use gates::{AbsoluteGates, Gates};

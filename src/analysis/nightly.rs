@@ -19,10 +19,9 @@ use super::evidence::{Draft, ErrorEvidence, Evidence, PERCENTILES, ValueEvidence
 use super::level::{Prior, median};
 use super::relative::{MIN_CONTROLS, Nights, RelativeEvidence, Table};
 use super::shift::shift;
-use crate::config::Gates;
+use crate::analysis::Gates;
 use crate::metrics::interval::error_rate_interval;
-use crate::store::FindingOutcome;
-use crate::store::{EndpointResult, Finding, Metric, OVERALL_ENDPOINT};
+use crate::model::{EndpointResult, Finding, FindingOutcome, Metric, OVERALL_ENDPOINT};
 
 /// The chance, per run, that a night with no change has any regression finding.
 pub const RUN_FALSE_ALARM_RATE: f64 = 0.01;
@@ -301,7 +300,7 @@ fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, slow_says: 
         text += &format!(
             "; {:.2} % of tonight's requests took {} or longer, against {:.2} % on the baseline nights",
             100.0 * slow.tonight,
-            crate::report::format_ms(slow.threshold_ms),
+            crate::model::format_ms(slow.threshold_ms),
             100.0 * slow.baseline
         );
     }

@@ -19,7 +19,7 @@ use super::evidence::ValueEvidence;
 use super::level::{estimate, median};
 use super::sample::Sample;
 use super::shift::shift;
-use crate::store::{EndpointResult, OVERALL_ENDPOINT};
+use crate::model::{EndpointResult, OVERALL_ENDPOINT};
 
 /// The fewest other endpoints whose values make a night's common factor: with fewer, one endpoint's own
 /// noise would be the factor.

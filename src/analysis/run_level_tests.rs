@@ -1,18 +1,16 @@
 //! Whole-run tests of the judge on simulated nights with real HDR histograms: what a percentile of few
 //! requests may say, that an outlier night keeps the noise wide, and the run-level false-alarm rate.
 
-use crate::store::FindingOutcome;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
-use super::judge::{Comparison, Judgement, Outcome, judge};
+use super::judge::{Comparison, Judgement, judge};
 use super::level::estimate;
-use crate::config::Gates;
+use crate::analysis::Gates;
 use crate::metrics::ErrorClass;
 use crate::metrics::{EndpointRecord, endpoint_result};
-use crate::scenario::LoadModel;
-use crate::store::{EndpointResult, Finding};
+use crate::model::{EndpointResult, Finding, FindingOutcome, LoadModel, VerdictOutcome};
 
 /// Seconds of measured load per simulated night.
 const NIGHT_SECS: f64 = 60.0;
@@ -93,7 +91,7 @@ fn a_30_percent_p99_swing_of_50_requests_is_too_few_to_judge_but_of_50_000_a_reg
     let swing = (0.02, 1.3);
     let few = nights(&[FEW], 8, 0.02, swing, &mut StdRng::seed_from_u64(1));
     let judgement = judge_last(&few, LoadModel::Open);
-    assert_ne!(judgement.outcome, Outcome::Regressed, "{}", judgement.summary);
+    assert_ne!(judgement.outcome, VerdictOutcome::Regressed, "{}", judgement.summary);
     let p99 = finding_of(&judgement, "GET /r0", "p99");
     assert_eq!(p99.outcome, FindingOutcome::TooFew, "{p99:?}");
     assert!(p99.reason.starts_with("p99 of 50 requests: too few to judge"), "{}", p99.reason);
@@ -101,7 +99,7 @@ fn a_30_percent_p99_swing_of_50_requests_is_too_few_to_judge_but_of_50_000_a_reg
 
     let many = nights(&[MANY], 8, 0.02, swing, &mut StdRng::seed_from_u64(1));
     let judgement = judge_last(&many, LoadModel::Open);
-    assert_eq!(judgement.outcome, Outcome::Regressed, "{}", judgement.summary);
+    assert_eq!(judgement.outcome, VerdictOutcome::Regressed, "{}", judgement.summary);
     assert_eq!(finding_of(&judgement, "GET /r0", "p99").outcome, FindingOutcome::Regression);
     assert_eq!(finding_of(&judgement, "GET /r0", "p50").outcome, FindingOutcome::NoChange);
 }
@@ -112,7 +110,7 @@ fn a_tail_only_regression_on_a_well_sampled_endpoint_is_caught_and_named() {
     let routes = [Route { requests: 20_000, ..MANY }, Route { median_ms: 5.0, requests: 8_000, ..MANY }];
     let all = nights(&routes, 8, 0.03, (0.03, 2.0), &mut StdRng::seed_from_u64(2));
     let judgement = judge_last(&all, LoadModel::Open);
-    assert_eq!(judgement.outcome, Outcome::Regressed, "{}", judgement.summary);
+    assert_eq!(judgement.outcome, VerdictOutcome::Regressed, "{}", judgement.summary);
     let regressions: Vec<(&str, &str)> = judgement
         .findings
         .iter()
@@ -157,7 +155,7 @@ fn twenty_unchanged_endpoints_stay_quiet_across_many_seeded_nights() {
             .collect();
         let all = nights(&routes, 8, 0.04, (0.0, 1.0), &mut rng);
         let judgement = judge_last(&all, LoadModel::Closed);
-        if judgement.outcome == Outcome::Regressed {
+        if judgement.outcome == VerdictOutcome::Regressed {
             regressed.push((run, judgement.summary));
         }
     }
@@ -202,7 +200,7 @@ const SUB_MS: Route = Route { median_ms: 0.5, spread: 0.4, requests: 5_000, erro
 fn one_route_slower_than_the_rest_of_its_run_is_caught_against_them() {
     let all = shared_nights(&[SUB_MS; 6], 12, SHARED_MACHINE, (0.0, 1.3f64.ln()));
     let judgement = judge_last(&all, LoadModel::Open);
-    assert_eq!(judgement.outcome, Outcome::Regressed, "{}", judgement.summary);
+    assert_eq!(judgement.outcome, VerdictOutcome::Regressed, "{}", judgement.summary);
     let p50 = finding_of(&judgement, "GET /r0", "p50");
     assert_eq!(p50.outcome, FindingOutcome::Regression, "{p50:?}");
     assert!(p50.reason.contains("against the run's 5 other endpoints"), "{}", p50.reason);
@@ -220,7 +218,7 @@ fn a_night_when_every_route_is_slower_is_not_pinned_on_one_of_them() {
     // Everything 25 % slower: every ratio stays where it was, and ±12 % nights make 25 % no regression.
     let all = shared_nights(&[SUB_MS; 6], 12, SHARED_MACHINE, (0.25f64.ln_1p(), 0.0));
     let judgement = judge_last(&all, LoadModel::Open);
-    assert_ne!(judgement.outcome, Outcome::Regressed, "{}", judgement.summary);
+    assert_ne!(judgement.outcome, VerdictOutcome::Regressed, "{}", judgement.summary);
     assert!(judgement.findings.iter().all(|f| !f.reason.contains("other endpoints")), "{:?}", judgement.findings);
 }
 

@@ -13,7 +13,7 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 
 use crate::metrics::interval::{CONFIDENCE_Z, quantile_levels};
-use crate::store::EndpointResult;
+use crate::model::EndpointResult;
 
 /// Two ladder steps further apart than this ratio leave a gap the ladder cannot see into.
 const LADDER_GAP_RATIO: f64 = 1.5;

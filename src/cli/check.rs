@@ -8,14 +8,13 @@ use anyhow::{Context, bail};
 
 use super::run::Live;
 use super::{ConfigSource, Exit, print_stdout};
-use crate::analysis::baseline::BaselineSpec;
-use crate::analysis::judge::Outcome;
 use crate::config::Config;
+use crate::model::{Run, RunStatus, VerdictOutcome, baseline::BaselineSpec};
 use crate::notify::Courier;
 use crate::pipeline::judge::judge_run;
 use crate::pipeline::{Job, Runner};
 use crate::report::{CheckReport, Format};
-use crate::store::{Run, RunStatus, Store};
+use crate::store::Store;
 
 /// What to judge and how to say it.
 #[derive(Debug, clap::Args)]
@@ -89,17 +88,17 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
     let report = outcome?;
     print_stdout(&report.render(args.format))?;
     Ok(match report.outcome {
-        Outcome::Regressed if status == Some(RunStatus::Unconfirmed) => {
+        VerdictOutcome::Regressed if status == Some(RunStatus::Unconfirmed) => {
             eprintln!("note: this regression was not confirmed by its rerun on the same build; exiting 0");
             Exit::Ok
         }
-        Outcome::Regressed => Exit::Regression,
-        Outcome::Inconclusive if args.strict => Exit::Inconclusive,
-        Outcome::Inconclusive => {
+        VerdictOutcome::Regressed => Exit::Regression,
+        VerdictOutcome::Inconclusive if args.strict => Exit::Inconclusive,
+        VerdictOutcome::Inconclusive => {
             eprintln!("warning: the verdict is inconclusive; exiting 0 (pass --strict to exit 3)");
             Exit::Ok
         }
-        Outcome::Passed => Exit::Ok,
+        VerdictOutcome::Passed => Exit::Ok,
     })
 }
 

@@ -6,13 +6,11 @@
 //! `{"id", "regressed", "endpoints", "summary", "findings"}`, the endpoints being those with a regression
 //! finding and the findings those regressions with their reasons.
 
-use crate::store::FindingOutcome;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::judge::{Comparison, Outcome, judge};
-use crate::config::Gates;
-use crate::scenario::LoadModel;
-use crate::store::{EndpointResult, OVERALL_ENDPOINT};
+use crate::analysis::Gates;
+use crate::analysis::judge::{Comparison, judge};
+use crate::model::{EndpointResult, FindingOutcome, LoadModel, OVERALL_ENDPOINT, VerdictOutcome};
 
 /// One input line.
 #[derive(Debug, Deserialize)]
@@ -112,7 +110,7 @@ pub(super) fn judge_case(case: RunCase, default_min_effect_pct: f64) -> RunAnswe
         .collect();
     RunAnswer {
         id: case.id,
-        regressed: judgement.outcome == Outcome::Regressed,
+        regressed: judgement.outcome == VerdictOutcome::Regressed,
         endpoints,
         summary: judgement.summary,
         findings,

@@ -9,10 +9,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::run_report::{RunFormat, RunReport};
 use super::{ConfigSource, Exit, print_stdout, shutdown_signal};
 use crate::engine::Progress;
+use crate::model::RunStatus;
 use crate::pipeline::claim::holder_name;
 use crate::pipeline::{self, Claim, Job, RunOutcome, RunsUnderWay};
 use crate::scenario::Plan;
-use crate::store::{RunStatus, Store};
+use crate::store::Store;
 
 /// What to run and how.
 #[derive(Debug, clap::Args)]

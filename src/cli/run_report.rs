@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::engine::Measurement;
-use crate::store::{RunId, RunStatus};
+use crate::model::{RunId, RunStatus};
 
 /// `--format` of `degrade run`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -29,7 +29,7 @@ fn ms(us: i64) -> String {
 
 /// ", machine CPU 9 % busy (0.3 % stolen by its host), loopback echo 58/87 µs (p50/p90)", where the kernel
 /// published the figures and the probe ran.
-fn machine_figures(load: &crate::store::LoadSummary) -> String {
+fn machine_figures(load: &crate::model::LoadSummary) -> String {
     let cpu = match (load.machine_cpu_busy_pct, load.machine_cpu_stolen_pct) {
         (None, _) => String::new(),
         (Some(busy), Some(stolen)) if stolen > 0.0 => {

@@ -7,7 +7,8 @@ use chrono::Utc;
 
 use super::{Exit, load_config, print_stdout};
 use crate::config::{Config, ConfigErrors, ScenarioConfig};
-use crate::scenario::{self, LoadModel, Plan};
+use crate::model::LoadModel;
+use crate::scenario::{self, Plan};
 use crate::secret::redact_url;
 
 pub(super) fn run(config_path: &Path, scenario_file: Option<&Path>) -> anyhow::Result<Exit> {

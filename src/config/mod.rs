@@ -13,7 +13,6 @@ mod resolve;
 mod scenario;
 pub mod schedule;
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,7 +24,8 @@ pub(crate) use resolve::{Checker, http_url, parse_raw, url_port};
 pub(crate) use scenario::scenario_name;
 pub use schedule::{CronForm, Schedule};
 
-use crate::analysis::baseline::BaselineSpec;
+use crate::analysis::Gates;
+use crate::model::baseline::BaselineSpec;
 use crate::secret::Secret;
 use crate::store::DatabaseUrl;
 
@@ -169,59 +169,6 @@ pub struct HealthCheck {
     /// The run fails when the target is not healthy after this long; default 5 minutes.
     pub timeout: Duration,
 }
-
-/// When a run fails the check.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Gates {
-    /// Fewer valid baseline runs than this make the verdict inconclusive; default 5.
-    pub min_runs: u32,
-    /// The smallest change, in percent, that counts as a regression; default 10.
-    pub min_effect_pct: f64,
-    /// Per-metric overrides of `min_effect_pct`, keyed by metric name (`p50`, `p95`, `p99`, `error_rate`,
-    /// `throughput`).
-    pub metric_min_effect_pct: BTreeMap<String, f64>,
-    /// Absolute limits, checked on every endpoint whatever the baseline says.
-    pub absolute: AbsoluteGates,
-    /// Rerun a run judged regressed at once, on the same build, before believing it; default true.
-    pub confirm: bool,
-    /// A latency regression measured while the machine was held back (far busier, its host stealing time, or
-    /// slower in itself by its loopback echo) is excused unless it stands out from the rest of the run, and
-    /// such nights leave the baseline (`analysis::contention`, `pipeline::held_back`); default true.
-    pub busy_machine_inconclusive: bool,
-}
-
-impl Default for Gates {
-    /// Five runs are the fewest from which night-to-night noise can be estimated at all; ten percent is the
-    /// smallest change worth waking someone for; one slow night on a shared machine is the commonest false
-    /// alarm there is, so a regression is confirmed by a rerun before anyone hears of it; a slow night on a
-    /// machine kept busy by someone else lasts through the rerun, so it is not blamed on the build either.
-    fn default() -> Self {
-        Self {
-            min_runs: 5,
-            min_effect_pct: 10.0,
-            metric_min_effect_pct: BTreeMap::new(),
-            absolute: AbsoluteGates::default(),
-            confirm: true,
-            busy_machine_inconclusive: true,
-        }
-    }
-}
-
-/// Fixed limits, like the capacity-planning "green zone" (p75 < 1 s, failures < 0.01 %).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AbsoluteGates {
-    /// Highest acceptable p75 response time in milliseconds.
-    pub max_p75_ms: Option<f64>,
-    /// Highest acceptable p95 response time in milliseconds.
-    pub max_p95_ms: Option<f64>,
-    /// Highest acceptable p99 response time in milliseconds.
-    pub max_p99_ms: Option<f64>,
-    /// Highest acceptable share of failed requests, in percent.
-    pub max_error_rate_pct: Option<f64>,
-}
-
-/// The metrics gates and the detector judge.
-pub const JUDGED_METRICS: [&str; 5] = ["p50", "p95", "p99", "error_rate", "throughput"];
 
 /// One `[[notify]]` webhook.
 #[derive(Debug, Clone)]

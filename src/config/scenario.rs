@@ -9,10 +9,9 @@ use toml::Spanned;
 use super::raw::{RawBuild, RawGates, RawScenario};
 use super::resolve::{Checker, http_url};
 use super::schedule::{Schedule, parse_timezone};
-use super::{
-    AbsoluteGates, BuildConfig, DeployCommand, Gates, HealthCheck, JUDGED_METRICS, Location, ScenarioConfig,
-    VersionSource,
-};
+use super::{BuildConfig, DeployCommand, HealthCheck, Location, ScenarioConfig, VersionSource};
+use crate::analysis::{AbsoluteGates, Gates};
+use crate::model::Metric;
 
 fn duration(text: &str) -> Result<Duration, String> {
     super::durations::parse(text, "90s, 10m or 25h")
@@ -84,7 +83,7 @@ fn resolve_scenario(checker: &mut Checker<'_>, prefix: &str, raw: RawScenario) -
     };
     let baseline = match &baseline {
         Some(spec) => checker.check(spec, &field("baseline"), |s| s.parse()),
-        None => Some(crate::analysis::baseline::BaselineSpec::default()),
+        None => Some(crate::model::BaselineSpec::default()),
     };
     let build = resolve_build(checker, prefix, build);
     let gates = resolve_gates(checker, prefix, gates);
@@ -255,10 +254,12 @@ fn positive(value: f64) -> Result<f64, String> {
     if value > 0.0 && value.is_finite() { Ok(value) } else { Err(format!("{value} must be a positive number")) }
 }
 
-fn known_metric(metric: &str) -> Result<String, String> {
-    if JUDGED_METRICS.contains(&metric) {
-        Ok(metric.to_owned())
-    } else {
-        Err(format!("unknown metric `{metric}`; use one of {}", JUDGED_METRICS.join(", ")))
+fn known_metric(metric: &str) -> Result<Metric, String> {
+    match metric.parse() {
+        Ok(metric) if Metric::JUDGED.contains(&metric) => Ok(metric),
+        _ => {
+            let names: Vec<_> = Metric::JUDGED.iter().map(|m| m.as_str()).collect();
+            Err(format!("unknown metric `{metric}`; use one of {}", names.join(", ")))
+        }
     }
 }

@@ -13,12 +13,12 @@ use chrono::Utc;
 
 use super::receiver::LogReceiver;
 use super::target::{DemoTarget, Knobs};
-use crate::analysis::baseline::BaselineSpec;
 use crate::config::Config;
+use crate::model::{Finding, OVERALL_ENDPOINT, RunStatus, baseline::BaselineSpec};
 use crate::notify::Courier;
 use crate::pipeline::confirm::Rerun;
 use crate::pipeline::{Ended, Job, Runner};
-use crate::store::{Finding, OVERALL_ENDPOINT, RunStatus, Store};
+use crate::store::Store;
 use crate::web::{self, AppState};
 
 /// The demo scenario, also in the repository as `scenarios/demo.toml`.

@@ -27,12 +27,14 @@ use tokio::task::JoinSet;
 pub use outcome::{Measurement, ServiceTimes};
 pub use recorder::Snapshot;
 
+use crate::scenario::Plan;
 use crate::scenario::feeder::Cursor;
-use crate::scenario::{LoadModel, Plan};
 use client::HttpClient;
 use pacer::Interruption;
 use recorder::Recorder;
 use session::{SessionEnd, Shared, fixed_uri, flow_feeders};
+
+use crate::model::LoadModel;
 
 /// How long in-flight requests may finish after Ctrl-C before they are cut off.
 const STOP_GRACE: Duration = Duration::from_secs(2);

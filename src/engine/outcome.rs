@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use super::pacer::Interruption;
 use super::recorder::Recorder;
 use crate::metrics::{EndpointRecord, Limits, LoadFacts, endpoint_result, target_failure, validity_reasons};
+use crate::model::{LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus};
 use crate::scenario::Plan;
-use crate::store::{LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus};
 
 /// A finished run's numbers, ready to store.
 #[derive(Debug, Clone)]

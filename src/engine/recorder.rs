@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::metrics::{EndpointRecord, ErrorClass, SecondRecord, new_histogram, timeline_point};
-use crate::store::TimelinePoint;
+use crate::model::TimelinePoint;
 
 /// Seconds kept open for late reports: a request that ended at 4.999 s may report at 5.001 s.
 const OPEN_SECONDS: u64 = 2;

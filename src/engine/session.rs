@@ -25,10 +25,11 @@ use super::alarm::Alarm;
 use super::client::{Failure, HttpClient};
 use super::recorder::{Recorder, Sample};
 use crate::metrics::ErrorClass;
+use crate::model::LoadModel;
 use crate::scenario::feeder::Cursor;
 use crate::scenario::plan::{Body, Check, ExtractFrom, Flow, Step};
 use crate::scenario::template::{Expr, RenderContext};
-use crate::scenario::{LoadModel, Plan, Think};
+use crate::scenario::{Plan, Think};
 
 /// What every session of a run shares.
 pub(super) struct Shared {

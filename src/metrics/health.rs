@@ -4,7 +4,7 @@
 //! reason, and never judged or used as a baseline. Error rates below this line are judged as usual.
 
 use super::ErrorClass;
-use crate::store::EndpointResult;
+use crate::model::EndpointResult;
 
 /// At least this share of requests failing in transport (no connection, no answer in time, the connection
 /// cut) means the target was down or unreachable, not slower.

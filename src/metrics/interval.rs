@@ -7,7 +7,8 @@
 //! the percentile rests on too few requests to be judged (a p99 of 59 requests is the slowest one).
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+
+use crate::model::Interval;
 
 /// The normal quantile of the intervals shown and used to bound a percentile: 95 %, two-sided.
 pub const CONFIDENCE_Z: f64 = 1.959_963_984_540_054;
@@ -40,15 +41,6 @@ pub fn quantile_levels(n: u64, p: f64) -> QuantileLevels {
 #[must_use]
 pub fn requests_needed(p: f64) -> u64 {
     (1..=1_000_000).find(|&n| quantile_levels(n, p).bounded).unwrap_or(1_000_000)
-}
-
-/// A figure's 95 % interval, in the figure's unit. `hi` is `None` when the sample cannot bound it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Interval {
-    /// The lower end.
-    pub lo: f64,
-    /// The upper end, when the sample bounds it.
-    pub hi: Option<f64>,
 }
 
 /// The 95 % interval of the `p` quantile of the response times in `histogram`, in µs.

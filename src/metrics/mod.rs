@@ -9,7 +9,6 @@ mod summary;
 mod validity;
 
 pub use health::target_failure;
-pub use interval::Interval;
 pub use summary::{EndpointRecord, SecondRecord, endpoint_result, intervals, new_histogram, timeline_point};
 pub use validity::{Limits, LoadFacts, validity_reasons};
 

@@ -11,7 +11,7 @@ use hdrhistogram::serialization::{Serializer, V2Serializer};
 
 use super::ErrorClass;
 use super::interval::{error_rate_interval, percentile_interval};
-use crate::store::{EndpointResult, Intervals, TimelinePoint};
+use crate::model::{EndpointResult, Intervals, TimelinePoint};
 
 /// The slowest response a histogram holds, in µs: one hour. Longer values are clamped to it.
 const MAX_US: u64 = 3_600_000_000;

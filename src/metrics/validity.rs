@@ -1,7 +1,7 @@
 //! Whether a run measured the build or the generator: a run whose generator fell behind is stored as
 //! `invalid` with the reasons, kept and shown, but never used as a baseline and never alerted on.
 
-use crate::scenario::LoadModel;
+use crate::model::LoadModel;
 
 /// What the engine observed about its own delivery of the load.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,11 +11,11 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::analysis::judge::Outcome;
 use crate::config::Config;
+use crate::model::{RunId, VerdictOutcome};
 use crate::notify::{self, Alert, Event, Worse};
 use crate::report::CheckReport;
-use crate::store::{NewEpisode, RunId, Store, StoreError};
+use crate::store::{NewEpisode, Store, StoreError};
 
 /// Episode kinds, as stored.
 pub mod kind {
@@ -32,7 +32,7 @@ pub async fn after_judgement(store: &Store, config: &Config, report: &CheckRepor
     let scenario = &report.scenario;
     resolve(store, config, scenario, kind::RUN_FAILED, report.run_id, None).await?;
     match report.outcome {
-        Outcome::Regressed => {
+        VerdictOutcome::Regressed => {
             let (last_good, builds) = store.builds_since_last_pass(scenario, report.run_id).await?;
             let alert = Alert {
                 run_id: Some(report.run_id),
@@ -44,7 +44,7 @@ pub async fn after_judgement(store: &Store, config: &Config, report: &CheckRepor
             };
             open(store, config, kind::REGRESSION, Some(report.run_id), last_good, alert).await
         }
-        Outcome::Passed => {
+        VerdictOutcome::Passed => {
             let summary = format!("run #{} passed again: {}", report.run_id, report.summary);
             let recovery = Alert {
                 run_id: Some(report.run_id),
@@ -53,7 +53,7 @@ pub async fn after_judgement(store: &Store, config: &Config, report: &CheckRepor
             };
             resolve(store, config, scenario, kind::REGRESSION, report.run_id, Some(recovery)).await
         }
-        Outcome::Inconclusive => Ok(()),
+        VerdictOutcome::Inconclusive => Ok(()),
     }
 }
 

@@ -7,12 +7,12 @@
 //! A rerun that cannot be judged (measured on a held-back machine, or invalid) neither confirms nor refutes:
 //! the first run stays `unconfirmed` and the night is inconclusive, never "not reproduced".
 
-use crate::store::FindingOutcome;
 use std::collections::BTreeSet;
 
-use crate::analysis::judge::{Judgement, Outcome, counted_findings};
+use crate::analysis::judge::{Judgement, counted_findings};
+use crate::model::{Finding, FindingOutcome, Run, RunId, RunStatus, VerdictOutcome};
 use crate::report::CheckReport;
-use crate::store::{Finding, Run, RunId, RunStatus, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// What a rerun made of a regression.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +80,7 @@ pub fn compare(first: &CheckReport, rerun: &CheckReport) -> Confirmation {
     let reproduced: Vec<(String, String)> =
         regressions(&first.findings).into_iter().filter(|f| again.contains(f)).collect();
     let rerun = match (rerun.outcome, reproduced.is_empty()) {
-        (Outcome::Inconclusive, _) => Rerun::Undecided,
+        (VerdictOutcome::Inconclusive, _) => Rerun::Undecided,
         (_, true) => Rerun::NotReproduced,
         (_, false) => Rerun::Reproduced(reproduced),
     };
@@ -106,7 +106,7 @@ pub fn statuses(confirmation: &Confirmation, rerun: &CheckReport) -> (RunStatus,
 /// regressed only when something was reproduced.
 #[must_use]
 pub fn only_what_reproduced(judgement: Judgement, first_run: RunId, first: &[Finding]) -> Judgement {
-    if judgement.outcome != Outcome::Regressed {
+    if judgement.outcome != VerdictOutcome::Regressed {
         return judgement;
     }
     let before = regressions(first);
@@ -125,7 +125,11 @@ pub fn only_what_reproduced(judgement: Judgement, first_run: RunId, first: &[Fin
             Finding { outcome: FindingOutcome::Unconfirmed, reason, ..f }
         })
         .collect();
-    let outcome = if findings.iter().any(|f| f.outcome.is_failure()) { Outcome::Regressed } else { Outcome::Passed };
+    let outcome = if findings.iter().any(|f| f.outcome.is_failure()) {
+        VerdictOutcome::Regressed
+    } else {
+        VerdictOutcome::Passed
+    };
     let summary = counted_findings(outcome, &findings);
     Judgement { outcome, findings, summary }
 }
@@ -163,7 +167,7 @@ pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, S
 
 /// Whether a rerun's latest verdict is inconclusive, so it confirmed nothing either way.
 async fn undecided(store: &Store, rerun: RunId) -> Result<bool, StoreError> {
-    Ok(store.latest_verdict(rerun).await?.is_some_and(|v| v.outcome == Outcome::Inconclusive.as_str()))
+    Ok(store.latest_verdict(rerun).await?.is_some_and(|v| v.outcome == VerdictOutcome::Inconclusive))
 }
 
 #[cfg(test)]
@@ -186,8 +190,8 @@ mod tests {
     }
 
     fn judged(findings: Vec<Finding>) -> Judgement {
-        let summary = counted_findings(Outcome::Regressed, &findings);
-        Judgement { outcome: Outcome::Regressed, findings, summary }
+        let summary = counted_findings(VerdictOutcome::Regressed, &findings);
+        Judgement { outcome: VerdictOutcome::Regressed, findings, summary }
     }
 
     fn outcomes(judgement: &Judgement) -> Vec<FindingOutcome> {
@@ -205,7 +209,7 @@ mod tests {
             found("GET /b", "p50", FindingOutcome::NoChange),
         ]);
         let judged = only_what_reproduced(rerun, 7, &first);
-        assert_eq!(judged.outcome, Outcome::Regressed);
+        assert_eq!(judged.outcome, VerdictOutcome::Regressed);
         assert_eq!(
             outcomes(&judged),
             [
@@ -228,7 +232,7 @@ mod tests {
             found("GET /a", "p95", FindingOutcome::NoChange),
         ]);
         let judged = only_what_reproduced(rerun, 7, &first);
-        assert_eq!(judged.outcome, Outcome::Passed);
+        assert_eq!(judged.outcome, VerdictOutcome::Passed);
         assert_eq!(judged.summary, "passed: 1 not reproduced, 1 unchanged");
         let rerun = report(8, judged);
         let confirmation = Confirmation { first_run: 7, rerun: Rerun::NotReproduced };
@@ -257,7 +261,7 @@ mod tests {
         let first = report(7, judged(vec![found("GET /a", "p50", FindingOutcome::Regression)]));
         // Measured on a held-back machine: the same slowdown, excused, and the verdict inconclusive.
         let held_back = Judgement {
-            outcome: Outcome::Inconclusive,
+            outcome: VerdictOutcome::Inconclusive,
             findings: vec![found("GET /a", "p50", FindingOutcome::Excused)],
             summary: "inconclusive: the machine's host held it back".into(),
         };
@@ -273,7 +277,7 @@ mod tests {
     #[test]
     fn a_verdict_that_did_not_regress_is_left_alone() {
         let passed = Judgement {
-            outcome: Outcome::Inconclusive,
+            outcome: VerdictOutcome::Inconclusive,
             findings: vec![found("GET /b", "p95", FindingOutcome::Excused)],
             summary: "inconclusive: …".into(),
         };

@@ -11,8 +11,8 @@
 
 use crate::analysis::contention::{Contention, MachineLoad, UsualMachine, contention, not_blamed_on_the_build};
 use crate::analysis::judge::Judgement;
+use crate::model::{EndpointResult, Run};
 use crate::report::LeftOut;
-use crate::store::{EndpointResult, Run};
 
 fn usual_machine(run: &Run) -> UsualMachine {
     run.load_summary.as_ref().map_or_else(UsualMachine::default, |l| UsualMachine {
@@ -107,7 +107,7 @@ fn added_secs(endpoint: &str, tonight: &[EndpointResult], before: &[Vec<Endpoint
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{LoadSummary, RunStatus};
+    use crate::model::{LoadSummary, RunStatus};
 
     /// Run `id` on a 2-core machine `busy` % busy, `stolen` % of it stolen.
     fn night(id: i64, busy: f64, stolen: f64) -> Run {

@@ -6,12 +6,12 @@ use anyhow::bail;
 use chrono::Utc;
 
 use super::held_back::{excuse_a_held_back_machine, without_held_back_nights};
-use crate::analysis::baseline::BaselineSpec;
-use crate::analysis::judge::{Comparison, Judgement, Outcome, judge};
-use crate::config::{Config, Gates};
+use crate::analysis::Gates;
+use crate::analysis::judge::{Comparison, Judgement, judge};
+use crate::config::Config;
+use crate::model::{EndpointResult, LoadModel, NewVerdict, Run, RunStatus, VerdictOutcome, baseline::BaselineSpec};
 use crate::report::{BaselineRun, CheckReport, LeftOut};
-use crate::scenario::LoadModel;
-use crate::store::{EndpointResult, NewVerdict, Run, RunStatus, Store};
+use crate::store::Store;
 
 /// Judges `candidate` against the runs `spec` selects, with the scenario's gates, and stores the verdict.
 pub async fn judge_run(
@@ -50,14 +50,14 @@ pub async fn judge_run(
     let verdict = NewVerdict {
         baseline_spec: spec.to_string(),
         baseline_run_ids: baseline.iter().map(|r| r.id).collect(),
-        outcome: judgement.outcome.as_str().to_owned(),
+        outcome: judgement.outcome,
         summary: judgement.summary.clone(),
         created_at: Utc::now(),
         findings: judgement.findings.clone(),
     };
     store.save_verdict(candidate.id, &verdict).await?;
     let Judgement { outcome, findings, mut summary } = judgement;
-    if outcome == Outcome::Inconclusive && candidate.status != RunStatus::Invalid {
+    if outcome == VerdictOutcome::Inconclusive && candidate.status != RunStatus::Invalid {
         summary += &other_series(store, candidate).await?;
     }
     let confirmation = super::confirm::note(store, candidate).await?.map(|(text, _)| text);
@@ -156,7 +156,7 @@ fn invalid_run(run: &Run) -> Judgement {
     let reasons =
         if run.validity_reasons.is_empty() { "no reason recorded".to_owned() } else { run.validity_reasons.join("; ") };
     Judgement {
-        outcome: Outcome::Inconclusive,
+        outcome: VerdictOutcome::Inconclusive,
         findings: Vec::new(),
         summary: format!(
             "inconclusive: run #{} is invalid, the load generator could not be trusted: {reasons}",

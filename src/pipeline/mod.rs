@@ -22,8 +22,9 @@ use tokio::sync::watch;
 
 use crate::config::{Config, ScenarioConfig};
 use crate::engine::{self, Measurement, Progress};
+use crate::model::{NewRun, RunId, RunStatus};
 use crate::scenario::{self, Plan};
-use crate::store::{NewRun, RunId, RunStatus, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 pub use claim::{Claim, ClaimError, RunsUnderWay};
 pub use nightly::{Ended, Runner};
@@ -172,7 +173,7 @@ pub async fn run(
     let (prepared, stopped) = prepare_unless_stopped(scenario.as_ref(), build, &mut deploy_output, stop.clone()).await;
     // A failed or hung deploy's output is kept with the failed run: it is where the reason is.
     if let Err(e) = &prepared
-        && let Some(failed) = e.downcast_ref::<crate::build::DeployFailed>()
+        && let Some(failed) = e.downcast_ref::<crate::latest_build::DeployFailed>()
     {
         deploy_output = Some(failed.output.clone());
     }
@@ -237,14 +238,14 @@ async fn prepare(
 ) -> anyhow::Result<Option<String>> {
     let Some(settings) = scenario.map(|s| &s.build) else { return Ok(build) };
     if let Some(deploy) = &settings.deploy {
-        *deploy_output = Some(crate::build::deploy(deploy).await?);
+        *deploy_output = Some(crate::latest_build::deploy(deploy).await?);
     }
     if let Some(health) = &settings.health {
-        crate::build::wait_healthy(health).await?;
+        crate::latest_build::wait_healthy(health).await?;
     }
     let build_id = match (build, &settings.version) {
         (Some(id), _) => Some(id),
-        (None, Some(version)) => Some(crate::build::resolve_version(version).await?),
+        (None, Some(version)) => Some(crate::latest_build::resolve_version(version).await?),
         (None, None) => None,
     };
     Ok(build_id)

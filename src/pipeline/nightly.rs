@@ -13,12 +13,12 @@ use tokio::sync::watch;
 use super::claim::{Claim, ClaimError, RunsUnderWay, holder_name};
 use super::confirm::{self, Confirmation};
 use super::{Job, RunOutcome, alerting, judge, with_database_retry};
-use crate::analysis::baseline::BaselineSpec;
-use crate::analysis::judge::Outcome;
-use crate::config::{Config, Gates};
+use crate::analysis::Gates;
+use crate::config::Config;
 use crate::engine::Progress;
+use crate::model::{RunId, RunStatus, VerdictOutcome, baseline::BaselineSpec};
 use crate::report::CheckReport;
-use crate::store::{RunId, RunStatus, Store};
+use crate::store::Store;
 
 /// How a chained run ended.
 #[derive(Debug)]
@@ -134,7 +134,7 @@ impl Runner {
             let outcome = Box::pin(super::run(&self.store, job, build, self.stop.clone(), &mut on_progress)).await?;
             let first = with_database_retry("judge the run", || self.conclude(&scenario, &outcome, spec)).await?;
             let ended = match (first.report.as_ref().map(|r| r.outcome), rerun) {
-                (Some(Outcome::Regressed), Some(rerun)) => {
+                (Some(VerdictOutcome::Regressed), Some(rerun)) => {
                     Box::pin(self.confirm(first, rerun, spec, &mut on_progress)).await?
                 }
                 _ => first,

@@ -1,7 +1,7 @@
 //! The terminal rendering: only the findings that need attention, then the baseline and the verdict.
 
 use super::{CheckReport, interval_text, signed_pct, with_unit};
-use crate::store::FindingOutcome;
+use crate::model::FindingOutcome;
 
 pub(super) fn render(report: &CheckReport) -> String {
     let mut lines = vec![format!("degrade check: {}", report.run_line()), report.baseline_line()];

@@ -3,8 +3,8 @@
 //! skipped.
 
 use super::{CheckReport, interval_text, signed_pct, with_unit};
+use crate::model::FindingOutcome;
 use crate::outside_text::xml_escape;
-use crate::store::FindingOutcome;
 
 pub(super) fn render(report: &CheckReport) -> String {
     let failures = report.findings.iter().filter(|f| f.outcome.is_failure()).count();

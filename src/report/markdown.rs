@@ -2,15 +2,13 @@
 //! and a table of the findings that need attention (all of them in a collapsed section).
 
 use super::{CheckReport, interval_text, signed_pct, with_unit};
-use crate::analysis::judge::Outcome;
-use crate::store::Finding;
-use crate::store::FindingOutcome;
+use crate::model::{Finding, FindingOutcome, VerdictOutcome};
 
 pub(super) fn render(report: &CheckReport) -> String {
     let icon = match report.outcome {
-        Outcome::Passed => "✅",
-        Outcome::Regressed => "❌",
-        Outcome::Inconclusive => "⚠️",
+        VerdictOutcome::Passed => "✅",
+        VerdictOutcome::Regressed => "❌",
+        VerdictOutcome::Inconclusive => "⚠️",
     };
     let mut out = format!("### {icon} degrade: {}\n\n", cell(&report.summary));
     out += &format!("{}  \n{}\n\n", cell(&report.run_line()), cell(&report.baseline_line()));

@@ -8,8 +8,7 @@ mod markdown;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::analysis::judge::Outcome;
-use crate::store::{Finding, Run};
+use crate::model::{Finding, Run, VerdictOutcome};
 
 /// The output formats of `degrade check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -62,7 +61,7 @@ pub struct CheckReport {
     /// When it started.
     pub started_at: DateTime<Utc>,
     /// The verdict.
-    pub outcome: Outcome,
+    pub outcome: VerdictOutcome,
     /// One sentence.
     pub summary: String,
     /// The baseline spec as given.
@@ -132,15 +131,6 @@ pub(crate) fn with_unit(metric: &str, value: f64) -> String {
         // An endpoint that stopped serving: its finding counts requests, not time.
         "requests" => format!("{value:.0} requests"),
         _ => format!("{value:.1} ms"),
-    }
-}
-
-/// Milliseconds with a precision that fits their size: `0.42 ms`, `8.3 ms`, `1250 ms`.
-pub(crate) fn format_ms(ms: f64) -> String {
-    match ms.abs() {
-        x if x < 10.0 => format!("{ms:.2} ms"),
-        x if x < 100.0 => format!("{ms:.1} ms"),
-        _ => format!("{ms:.0} ms"),
     }
 }
 

@@ -15,7 +15,7 @@ pub mod template;
 use std::path::Path;
 use std::time::Duration;
 
-pub use plan::{Load, LoadModel, Plan, Stage, StageShape, Think};
+pub use plan::{Load, Plan, Stage, StageShape, Think};
 
 use crate::config::{ConfigError, ConfigErrors, Location, parse_raw};
 

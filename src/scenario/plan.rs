@@ -8,6 +8,8 @@ use std::time::Duration;
 use http::{HeaderName, Method};
 use serde_json_path::JsonPath;
 
+use crate::model::LoadModel;
+
 use super::feeder::Feeder;
 use super::json_template::JsonTemplate;
 use super::template::Template;
@@ -204,33 +206,6 @@ impl Load {
         }
         let arrivals: f64 = self.stages.iter().filter(|s| s.measure).map(Stage::planned_arrivals).sum();
         arrivals / secs
-    }
-}
-
-/// The load model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoadModel {
-    /// Sessions arrive at a planned rate whatever the target's speed, as real users do: a slower build gets
-    /// the same load, so its slowness shows. The nightly default.
-    Open,
-    /// A fixed number of users each run one session after another: the load falls when the target slows.
-    Closed,
-}
-
-impl LoadModel {
-    /// As written and stored.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Open => "open",
-            Self::Closed => "closed",
-        }
-    }
-
-    /// The model a stored name stands for; anything but `closed` is the open model.
-    #[must_use]
-    pub fn from_stored(name: &str) -> Self {
-        if name == Self::Closed.as_str() { Self::Closed } else { Self::Open }
     }
 }
 

@@ -9,10 +9,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::feeder::{Feeder, Order, WhenExhausted};
-use super::plan::{Arrivals, Load, LoadModel, Plan, Stage, StageShape, Target};
+use super::plan::{Arrivals, Load, Plan, Stage, StageShape, Target};
 use super::raw::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget};
 use super::steps::{Scope, duration, header_templates, resolve_flows};
 use crate::config::{Checker, ConfigError, ConfigErrors, Location, http_url};
+use crate::model::LoadModel;
 
 /// Open-model sessions in flight at most, unless `max_in_flight` says otherwise: enough for 1,000 req/s at
 /// one-second latencies, small enough that a dead target cannot make the generator hoard memory.

@@ -3,7 +3,8 @@
 //! else the first run is `unconfirmed` (shown, never alerted, never a baseline) and the rerun is the night.
 
 use super::retry::retry_busy;
-use super::{RunId, RunStatus, Store, StoreError, on_pool};
+use super::{Store, StoreError, on_pool};
+use crate::model::{RunId, RunStatus};
 
 impl Store {
     /// Records that `rerun` was run to confirm `first`.

@@ -4,7 +4,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{FindingOutcome, RunId, Store, StoreError, from_millis, on_pool};
+use super::{Store, StoreError, from_millis, on_pool};
+use crate::model::{FindingOutcome, RunId};
 
 /// One run of the grid, oldest first.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,7 +13,6 @@ mod episodes;
 mod grid;
 mod confirmations;
 mod leases;
-mod model;
 mod outbox;
 mod overview;
 mod retry;
@@ -28,16 +27,18 @@ mod verdicts;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
+
 use sqlx::Connection;
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use std::str::FromStr;
 
+use crate::model::RunId;
+
 pub use episodes::{Acknowledged, Episode, NewEpisode};
 pub use grid::{GridFinding, GridRun};
 pub use leases::Lease;
-pub use model::*;
 pub use outbox::{NewMessage, OutboxMessage};
 pub use overview::{ScenarioSummary, StatusCount};
 pub use series::WorkloadSeries;

@@ -4,7 +4,8 @@
 use super::rows::{RunRow, convert, select_runs};
 use chrono::{DateTime, Utc};
 
-use super::{Run, RunStatus, Store, StoreError, on_pool, to_millis};
+use super::{Store, StoreError, on_pool, to_millis};
+use crate::model::{Run, RunStatus};
 
 /// One scenario as the overview shows it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

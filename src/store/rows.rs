@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use hdrhistogram::serialization::Deserializer;
 use serde::de::DeserializeOwned;
 
-use super::{EndpointResult, Finding, Interval, Intervals, Run, RunStatus, StoreError, TimelinePoint, from_millis};
+use super::{StoreError, from_millis};
+use crate::model::{EndpointResult, Finding, Interval, Intervals, Run, RunStatus, TimelinePoint};
 
 pub(super) fn json<T: DeserializeOwned>(column: &str, text: &str) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))

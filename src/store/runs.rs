@@ -6,9 +6,10 @@ use sqlx::QueryBuilder;
 
 use super::retry::retry_busy;
 use super::rows::{EndpointRow, RunRow, TimelineSeconds, convert, select_runs, to_json};
-use super::{
-    EndpointResult, Interval, Metric, NewRun, OVERALL_ENDPOINT, Run, RunDetail, RunId, RunResults, RunStatus, Store,
-    StoreError, TimelinePoint, TrendPoint, from_millis, in_transaction, on_pool, to_millis,
+use super::{Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
+use crate::model::{
+    EndpointResult, Interval, Metric, NewRun, OVERALL_ENDPOINT, Run, RunDetail, RunId, RunResults, RunStatus,
+    TimelinePoint, TrendPoint,
 };
 
 /// The trend query for one stored column.

@@ -4,7 +4,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{LoadSummary, RunId, Store, StoreError, from_millis, on_pool};
+use super::{Store, StoreError, from_millis, on_pool};
+use crate::model::{LoadSummary, RunId};
 
 /// One workload series of a scenario.
 #[derive(Debug, Clone, PartialEq)]

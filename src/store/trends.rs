@@ -11,7 +11,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::runs::{MILLIS_PER_WEEK, ROLLUP_WEEKS};
-use super::{RunId, RunStatus, Store, StoreError, from_millis, on_pool, to_millis};
+use super::{Store, StoreError, from_millis, on_pool, to_millis};
+use crate::model::{RunId, RunStatus};
 
 /// One point of an endpoint's trend: one run, or the runs that started within one time bucket. Latencies
 /// are in milliseconds.

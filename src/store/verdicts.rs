@@ -2,9 +2,8 @@
 
 use super::retry::retry_busy;
 use super::rows::{FindingRow, json, to_json};
-use super::{
-    Finding, NewVerdict, RunId, RunStatus, Store, StoreError, Verdict, from_millis, in_transaction, on_pool, to_millis,
-};
+use super::{Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
+use crate::model::{Finding, NewVerdict, RunId, RunStatus, Verdict, VerdictOutcome};
 
 #[derive(sqlx::FromRow)]
 struct VerdictRow {
@@ -21,10 +20,10 @@ impl Store {
     /// Stores a verdict and its findings, and moves a measured run to `passed` or `regressed` to match, all
     /// in one transaction. An inconclusive verdict leaves the run's status as it is.
     pub async fn save_verdict(&self, run_id: RunId, verdict: &NewVerdict) -> Result<i64, StoreError> {
-        let status = match verdict.outcome.as_str() {
-            "passed" => Some(RunStatus::Passed),
-            "regressed" => Some(RunStatus::Regressed),
-            _ => None,
+        let status = match verdict.outcome {
+            VerdictOutcome::Passed => Some(RunStatus::Passed),
+            VerdictOutcome::Regressed => Some(RunStatus::Regressed),
+            VerdictOutcome::Inconclusive => None,
         };
         let figures = verdict.findings.iter().flat_map(|f| {
             let name = |what: &str| format!("{} {} {what}", f.endpoint, f.metric);
@@ -62,7 +61,7 @@ impl Store {
                 .bind(run_id)
                 .bind(&verdict.baseline_spec)
                 .bind(to_json(&verdict.baseline_run_ids))
-                .bind(&verdict.outcome)
+                .bind(verdict.outcome.as_str())
                 .bind(&verdict.summary)
                 .bind(to_millis(verdict.created_at))
                 .fetch_one(&mut *tx)
@@ -110,7 +109,7 @@ impl Store {
             run_id,
             baseline_spec,
             baseline_run_ids: json("verdicts.baseline_run_ids", &baseline_run_ids)?,
-            outcome,
+            outcome: outcome.parse().map_err(StoreError::Corrupt)?,
             summary,
             created_at: from_millis(created_at),
             findings: findings.into_iter().map(Finding::try_from).collect::<Result<_, _>>()?,

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::error::ApiError;
 use super::range::Range;
 use super::{AppState, WebError, ensure_scenario, parse_run_id};
-use crate::store::{Metric, OVERALL_ENDPOINT, RunStatus};
+use crate::model::{Metric, OVERALL_ENDPOINT, RunStatus};
 
 /// The most runs one request returns.
 const MAX_LIMIT: u32 = 500;

@@ -8,8 +8,9 @@ use std::cmp::Ordering;
 use statrs::distribution::{ContinuousCDF, Normal};
 
 use super::WebError;
+use crate::model::{Finding, FindingOutcome, Run};
 use crate::report::{signed_pct, with_unit};
-use crate::store::{Finding, FindingOutcome, Run, Store};
+use crate::store::Store;
 
 /// How many of a scenario's newest runs are searched for the latest one with a verdict.
 const RUNS_SEARCHED: u32 = 10;

@@ -6,7 +6,7 @@ use charts_rs::LineChart;
 
 use super::WebError;
 use super::trend_chart::colour;
-use crate::store::TimelinePoint;
+use crate::model::TimelinePoint;
 
 /// Lines with more points than this are drawn without a dot on each point.
 const SYMBOLS_UP_TO: usize = 31;

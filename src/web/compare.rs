@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::charts::overlay_svg;
 use super::{AppState, WebError};
-use crate::store::{EndpointResult, Metric, Run, RunDetail, TimelinePoint};
+use crate::model::{EndpointResult, Metric, Run, RunDetail, TimelinePoint};
 
 #[derive(Deserialize)]
 pub(super) struct CompareQuery {

@@ -6,8 +6,9 @@
 
 use std::collections::BTreeSet;
 
+use crate::model::{FindingOutcome, OVERALL_ENDPOINT};
 use crate::report::with_unit;
-use crate::store::{FindingOutcome, GridFinding, GridRun, OVERALL_ENDPOINT};
+use crate::store::{GridFinding, GridRun};
 
 /// How many nights the grid shows.
 pub const GRID_NIGHTS: u32 = 30;

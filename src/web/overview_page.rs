@@ -12,7 +12,8 @@ use chrono::Utc;
 use super::changes::Changes;
 use super::sparkline::{Sparkline, relative_to_level};
 use super::{AppState, WebError};
-use crate::store::{ChartPoint, OVERALL_ENDPOINT, ScenarioSummary, TrendSpan};
+use crate::model::OVERALL_ENDPOINT;
+use crate::store::{ChartPoint, ScenarioSummary, TrendSpan};
 
 /// How many days of p95 the overview's sparklines show.
 const SPARKLINE_DAYS: i64 = 30;

@@ -10,9 +10,9 @@ use axum::response::Html;
 use super::charts::{Merge, Series, timeline_svg};
 use super::trend_chart::colour;
 use super::{AppState, WebError, parse_run_id};
+use crate::model::{EndpointResult, Finding, FindingOutcome, Interval, Run, RunDetail, TimelinePoint, Verdict};
 use crate::report::{interval_text, signed_pct, with_unit};
-use crate::store::FindingOutcome;
-use crate::store::{EndpointResult, Finding, Interval, Run, RunDetail, TimelinePoint, Verdict, WorkloadSeries};
+use crate::store::WorkloadSeries;
 
 /// Error classes on the errors-per-second chart: the errors' amber first, then colours no other figure uses.
 const ERROR_CLASS_COLOURS: [&str; 4] = [colour::ERRORS, "#5d6d7e", "#6d4c41", "#e67e22"];

@@ -11,8 +11,9 @@ use chrono::{Datelike, Timelike};
 
 use super::svg::{Px, format_value, log_ticks, nice_ticks, push_integer, push_px, tick_label};
 use super::trend_time_axis::time_axis;
+use crate::model::RunStatus;
 use crate::outside_text::{push_xml_escaped, xml_escape};
-use crate::store::{ChartPoint, RunStatus};
+use crate::store::ChartPoint;
 
 /// The colour of anything that means "regressed", on every chart and page.
 pub const ALARM: &str = "#d92d20";
@@ -239,7 +240,7 @@ impl TrendChart<'_> {
             let _ = write!(
                 svg,
                 "<rect class=\"band\" x=\"{LEFT}\" y=\"{top:.1}\" width=\"{width}\" height=\"{:.1}\" fill=\"{}\" \
-                 fill-opacity=\"0.14\"><title>usual {} range: {} to {}</title></rect>",
+                 fill-opacity=\"0.14\"><title>no change for the detector: {} from {} to {}</title></rect>",
                 (bottom - top).max(1.0),
                 first.colour,
                 first.name,

@@ -3,8 +3,8 @@
 //!
 //! Query (`trend_view`): `range=7d|30d|90d|1y|all`, or a zoom `from=YYYY-MM-DD&to=YYYY-MM-DD` or
 //! `from_run=ID&to_run=ID`; `scale=log`; `series=HASH`
-//! (a prefix is enough; the newest series by default). The p95 line carries the baseline band (the level the
-//! detector sees, ± 2 sigma of night-to-night noise), each `[scenario.gates]` limit (p75, p95, p99; the error rate on its chart) as a red zone, and a pin
+//! (a prefix is enough; the newest series by default). The p95 line carries the detector's band (between
+//! the values it would call an improvement and a regression, from the nights before the newest), each `[scenario.gates]` limit (p75, p95, p99; the error rate on its chart) as a red zone, and a pin
 //! on each run where this endpoint regressed, listed in words under its charts; build changes and invalid
 //! runs are listed once, above every endpoint's charts.
 
@@ -20,10 +20,10 @@ use super::range::Range;
 use super::trend_chart::{Line, OverBuckets, Scale, TrendChart, colour};
 use super::trend_view::{TrendQuery, View, Zoom};
 use super::{AppState, WebError, ensure_scenario};
-use crate::analysis::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
-use crate::analysis::level::estimate;
-use crate::config::AbsoluteGates;
-use crate::store::{ChartPoint, OVERALL_ENDPOINT, Run, TrendSpan, WorkloadSeries};
+use crate::analysis::Gates;
+use crate::analysis::detector::{self, Direction, Question, SeriesKind};
+use crate::model::{Metric, OVERALL_ENDPOINT, Run};
+use crate::store::{ChartPoint, TrendSpan, WorkloadSeries};
 
 /// One endpoint's charts and the runs in which it regressed.
 struct EndpointTrend {
@@ -93,14 +93,13 @@ pub(super) async fn page(
     let mut grid = None;
     let mut notes = Vec::new();
     if let Some(hash) = &shown_series {
-        let min_effect = state.config.scenario(&name).map_or(10.0, |s| s.gates.min_effect_pct);
+        let gates = state.config.scenario(&name).map(|s| s.gates.clone()).unwrap_or_default();
         let nights = state.store.regression_grid(&name, hash, GRID_NIGHTS).await?;
-        grid = Some(Grid::new(&nights, min_effect)).filter(|g| !g.rows.is_empty());
+        grid = Some(Grid::new(&nights, gates.min_effect_pct)).filter(|g| !g.rows.is_empty());
         let (from, to) = view.window;
         let span = TrendSpan { scenario: &name, series: hash, from, to, buckets: view.range.points() };
         let trend = state.store.trend_points(span).await?;
         every_series = trend.every_series;
-        let gates = state.config.scenario(&name).map(|s| s.gates.absolute.clone()).unwrap_or_default();
         let zoom = View::link(view.range.as_str(), view.scale, keep);
         // Every run has the whole-run row, so its points carry every run's build and validity.
         let whole: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == OVERALL_ENDPOINT).collect();
@@ -159,13 +158,8 @@ const THROUGHPUT: [Line; 1] =
     [Line { name: "throughput", over_buckets: OverBuckets::Mean, colour: colour::THROUGHPUT, value: |p| p.rate }];
 
 /// One endpoint's charts; `zoom` is the page's link, to which a bucket's dot adds its dates.
-fn endpoint_trend(
-    endpoint: &str,
-    points: &[&ChartPoint],
-    gates: &AbsoluteGates,
-    scale: Scale,
-    zoom: &str,
-) -> EndpointTrend {
+fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], gates: &Gates, scale: Scale, zoom: &str) -> EndpointTrend {
+    let absolute = &gates.absolute;
     let chart = |title: &str, unit: &'static str, lines: &'static [Line]| TrendChart {
         title: format!("{endpoint}: {title}"),
         unit,
@@ -179,8 +173,8 @@ fn endpoint_trend(
     };
     let latency = TrendChart {
         spread: Some(|p| p.p95_range_ms),
-        band: baseline_band(points),
-        limits: [("p75", gates.max_p75_ms), ("p95", gates.max_p95_ms), ("p99", gates.max_p99_ms)]
+        band: baseline_band(points, gates),
+        limits: [("p75", absolute.max_p75_ms), ("p95", absolute.max_p95_ms), ("p99", absolute.max_p99_ms)]
             .into_iter()
             .filter_map(|(figure, limit)| Some((figure, limit?)))
             .collect(),
@@ -190,7 +184,7 @@ fn endpoint_trend(
     // An endpoint that never failed in the range gets no all-zero error chart.
     let had_errors = points.iter().any(|p| p.error_pct_max > 0.0);
     let errors = TrendChart {
-        limits: gates.max_error_rate_pct.map(|limit| ("error rate", limit)).into_iter().collect(),
+        limits: absolute.max_error_rate_pct.map(|limit| ("error rate", limit)).into_iter().collect(),
         ..chart("error rate", "%", &ERRORS)
     };
     EndpointTrend {
@@ -206,17 +200,21 @@ fn endpoint_trend(
 /// series stands, and the change-point search costs the cube of the points it reads.
 const BAND_POINTS: usize = 30;
 
-/// The p95 band a normal night falls in: the current level of the points before the newest (as the detector
-/// finds it, on the log scale), ± 2 sigma of noise. None with fewer than five earlier points.
-fn baseline_band(points: &[&ChartPoint]) -> Option<(f64, f64)> {
+/// The p95 band the detector would call "no change" for the newest point, judged against the points before
+/// it: between its improvement and regression lines (`detector::band`, the function its decision uses), with
+/// the scenario's minimum effect and minimum history.
+fn baseline_band(points: &[&ChartPoint], gates: &Gates) -> Option<(f64, f64)> {
     let earlier = &points[..points.len().saturating_sub(1)];
-    let earlier = &earlier[earlier.len().saturating_sub(BAND_POINTS)..];
-    if earlier.len() < 5 || earlier.iter().any(|p| p.p95_ms <= 0.0) {
-        return None;
-    }
-    let logs: Vec<f64> = earlier.iter().map(|p| p.p95_ms.ln()).collect();
-    let level = estimate(&logs, &vec![0.0; logs.len()], LOG_SIGMA_FLOOR, Some(LOG_PRIOR));
-    Some(((level.level - 2.0 * level.sigma).exp(), (level.level + 2.0 * level.sigma).exp()))
+    let history: Vec<f64> = earlier[earlier.len().saturating_sub(BAND_POINTS)..].iter().map(|p| p.p95_ms).collect();
+    let band = detector::band(&Question {
+        history: &history,
+        candidate: 0.0,
+        direction: Direction::HigherIsWorse,
+        kind: SeriesKind::Latency,
+        min_effect_pct: gates.min_effect_pct_of(Metric::P95),
+        min_runs: gates.min_runs as usize,
+    })?;
+    Some((band.improvement_at.unwrap_or(band.level), band.regression_at))
 }
 
 /// Build changes listed one by one up to this many; past it (nightly builds change every night) only counted.

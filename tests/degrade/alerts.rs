@@ -6,12 +6,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use degrade::analysis::baseline::BaselineSpec;
-use degrade::analysis::judge::Outcome;
 use degrade::config::Config;
+use degrade::model::{RunStatus, VerdictOutcome, baseline::BaselineSpec};
 use degrade::notify::Courier;
 use degrade::pipeline::{alerting, judge::judge_run};
-use degrade::store::{RunStatus, Store};
+use degrade::store::Store;
 use serde_json::Value;
 
 use crate::check::{night, store_night};
@@ -43,7 +42,7 @@ pub fn load(config_path: &Path, hook: &str, ops: &str) -> Arc<Config> {
 }
 
 /// Judges the stored run `id` against last-7d and updates episodes, as the nightly chain does.
-async fn judge_night(store: &Store, config: &Config, id: i64) -> Outcome {
+async fn judge_night(store: &Store, config: &Config, id: i64) -> VerdictOutcome {
     let run = store.find_run(id).await.unwrap().unwrap();
     let report = judge_run(store, config, &run, &BaselineSpec::LastDays(7)).await.unwrap();
     alerting::after_judgement(store, config, &report).await.unwrap();
@@ -67,17 +66,17 @@ async fn a_regression_alerts_once_and_its_recovery_once() {
     for n in 0..10 {
         let id = store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
         if n >= 5 {
-            assert_eq!(judge_night(&store, &config, id).await, Outcome::Passed, "night {n}");
+            assert_eq!(judge_night(&store, &config, id).await, VerdictOutcome::Passed, "night {n}");
         }
     }
     courier.deliver_due().await.unwrap();
     assert!(slack.posts().is_empty(), "passing nights say nothing: {:?}", slack.posts());
 
     let regressed = store_night(&store, "checkout", 10, 150.0, RunStatus::Finished).await;
-    assert_eq!(judge_night(&store, &config, regressed).await, Outcome::Regressed);
+    assert_eq!(judge_night(&store, &config, regressed).await, VerdictOutcome::Regressed);
     assert_eq!(courier.deliver_due().await.unwrap(), 2, "one message per webhook");
     let again = store_night(&store, "checkout", 11, 152.0, RunStatus::Finished).await;
-    assert_eq!(judge_night(&store, &config, again).await, Outcome::Regressed);
+    assert_eq!(judge_night(&store, &config, again).await, VerdictOutcome::Regressed);
     assert_eq!(courier.deliver_due().await.unwrap(), 0, "the episode is open already: no second alert");
 
     let [message] = slack.delivered().try_into().unwrap();
@@ -99,7 +98,7 @@ async fn a_regression_alerts_once_and_its_recovery_once() {
     assert_eq!(blocks.last().unwrap()["type"], "context");
 
     let recovered = store_night(&store, "checkout", 12, 101.0, RunStatus::Finished).await;
-    assert_eq!(judge_night(&store, &config, recovered).await, Outcome::Passed);
+    assert_eq!(judge_night(&store, &config, recovered).await, VerdictOutcome::Passed);
     assert_eq!(courier.deliver_due().await.unwrap(), 2);
     assert_eq!(courier.deliver_due().await.unwrap(), 0);
     let slack_messages = slack.delivered();

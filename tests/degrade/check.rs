@@ -1,9 +1,8 @@
 //! `degrade check` through the real binary, on runs stored through the real store.
 
 use chrono::{DateTime, Duration, Utc};
-use degrade::store::{
-    EndpointResult, FindingOutcome, LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus, Store,
-};
+use degrade::model::{EndpointResult, FindingOutcome, LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus};
+use degrade::store::Store;
 
 use crate::support::{TestDb, degrade, project, text};
 

@@ -34,7 +34,7 @@ fn the_example_config_is_valid() {
     let config = load(&uncommented, &[("DEGRADE_SLACK_WEBHOOK", "https://hooks.example.com/T0/B0/x")])
         .unwrap_or_else(|e| panic!("{e}\n---\n{uncommented}"));
     let scenario = config.scenario("checkout").unwrap();
-    assert_eq!(scenario.gates.metric_min_effect_pct["p99"], 20.0);
+    assert_eq!(scenario.gates.metric_min_effect_pct[&degrade::model::Metric::P99], 20.0);
     assert_eq!(config.notifiers[0].name, "team-slack");
 }
 

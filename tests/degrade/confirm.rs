@@ -11,7 +11,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
-use degrade::store::{DatabaseUrl, RunStatus, Store};
+use degrade::model::RunStatus;
+use degrade::store::{DatabaseUrl, Store};
 
 use crate::receiver::Receiver;
 use crate::support::{degrade_child, project, text};

@@ -2,10 +2,11 @@
 
 use chrono::{Duration, Utc};
 use degrade::config::Config;
-use degrade::store::{
-    EndpointResult, Finding, FindingOutcome, LoadSummary, NewEpisode, NewMessage, NewRun, NewVerdict, OVERALL_ENDPOINT,
-    RunResults, RunStatus, Store,
+use degrade::model::{
+    EndpointResult, Finding, FindingOutcome, LoadSummary, NewRun, NewVerdict, OVERALL_ENDPOINT, RunResults, RunStatus,
+    VerdictOutcome,
 };
+use degrade::store::{NewEpisode, NewMessage, Store};
 use degrade::web::AppState;
 
 use crate::support::TestDb;
@@ -78,9 +79,9 @@ fn endpoint(name: &str, p95_ms: f64, errors: i64) -> EndpointResult {
 }
 
 /// Thirty seconds of `GET /boards/{id}`, with a burst of timeouts at second 20.
-fn timeline() -> Vec<degrade::store::TimelinePoint> {
+fn timeline() -> Vec<degrade::model::TimelinePoint> {
     (0..30)
-        .map(|s| degrade::store::TimelinePoint {
+        .map(|s| degrade::model::TimelinePoint {
             endpoint: "GET /boards/{id}".into(),
             elapsed_s: s,
             requests: 16,
@@ -143,7 +144,7 @@ pub(crate) async fn nights(store: &Store, count: i64) -> i64 {
     let verdict = NewVerdict {
         baseline_spec: "last-7d".into(),
         baseline_run_ids: vec![last - 1],
-        outcome: "regressed".into(),
+        outcome: VerdictOutcome::Regressed,
         summary: "regressed: 1 regression".into(),
         created_at: Utc::now(),
         findings: vec![finding],

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use degrade::engine::{self, Measurement};
+use degrade::model::{EndpointResult, RunStatus};
 use degrade::scenario;
-use degrade::store::{EndpointResult, RunStatus};
 
 use crate::support::assert_measured;
 use crate::target::{Misbehaviour, StubTarget, misbehaving_server, refused_url};

@@ -3,7 +3,8 @@
 //! beyond what every other route went through.
 
 use chrono::Duration;
-use degrade::store::{LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus, Store};
+use degrade::model::{LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus};
+use degrade::store::Store;
 
 use crate::check::{WOBBLE, check, endpoint, new_run, night, store_night_under};
 use crate::support::TestDb;

@@ -32,6 +32,7 @@ mod demo;
 mod engine;
 mod held_back_machine;
 mod hostile_input;
+mod layers;
 mod nightly;
 mod receiver;
 mod run_cli;

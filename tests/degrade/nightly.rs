@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
+use degrade::model::{Run, RunStatus};
 use degrade::notify::Courier;
 use degrade::pipeline::Runner;
 use degrade::scheduler::Scheduler;
-use degrade::store::{Run, RunStatus, Store};
+use degrade::store::Store;
 
 use crate::alerts::{QUICK_SCENARIO, alerting_config, load};
 use crate::check::{night, store_night};

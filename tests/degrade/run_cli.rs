@@ -4,7 +4,9 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use degrade::store::{DatabaseUrl, OVERALL_ENDPOINT, RunStatus, Store};
+use degrade::store::{DatabaseUrl, Store};
+
+use degrade::model::{OVERALL_ENDPOINT, RunStatus};
 
 use crate::support::{TestDb, assert_measured, degrade, degrade_child, project, text};
 use crate::target::{StubTarget, refused_url};
@@ -140,7 +142,7 @@ fn validate_checks_every_scenario_file_and_scenario_files_alone() {
 
 /// Runs `args` in a checkout project with `build` as its `[scenario.build]` table; returns exit code, output
 /// and the stored run 1.
-async fn run_with_build(build: &str, args: &[&str]) -> (Option<i32>, String, degrade::store::Run) {
+async fn run_with_build(build: &str, args: &[&str]) -> (Option<i32>, String, degrade::model::Run) {
     let target = StubTarget::start().await;
     let (dir, _) = checkout_project(&target, &format!("[scenario.build]\n{}", build.replace("TARGET", &target.url())));
     // Two seconds of load are enough here: these tests are about what happens around the load.

@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use degrade::store::{
-    ChartPoint, EndpointResult, Finding, FindingOutcome, Interval, Intervals, LoadSummary, Metric, NewRun, NewVerdict,
-    OVERALL_ENDPOINT, RunResults, RunStatus, Store, StoreError, TimelinePoint, TrendSpan,
+use degrade::model::{
+    EndpointResult, Finding, FindingOutcome, Interval, Intervals, LoadSummary, Metric, NewRun, NewVerdict,
+    OVERALL_ENDPOINT, RunResults, RunStatus, TimelinePoint, VerdictOutcome,
 };
+use degrade::store::{ChartPoint, Store, StoreError, TrendSpan};
 
 use crate::support::TestDb;
 
@@ -258,7 +259,7 @@ async fn verdict_story(store: &Store, run_id: i64) {
     let verdict = NewVerdict {
         baseline_spec: "last-7d".into(),
         baseline_run_ids: vec![run_id - 4, run_id - 3, run_id - 2],
-        outcome: "regressed".into(),
+        outcome: VerdictOutcome::Regressed,
         summary: "1 regression".into(),
         created_at: night(4) + Duration::minutes(11),
         findings: vec![finding.clone()],
@@ -308,7 +309,7 @@ async fn baseline_selection_on_postgres() {
 /// Which runs each baseline spec picks: only valid runs of the same workload that started before the
 /// candidate, never the candidate, and a `last-Nd` window that tolerates start-time jitter.
 async fn baseline_selection(db: &TestDb) {
-    use degrade::analysis::baseline::BaselineSpec;
+    use degrade::model::baseline::BaselineSpec;
 
     let store = Store::connect(&db.url).await.unwrap();
     // Ten nights; night 4 invalid, night 6 ran an edited scenario file, and start times wander: night 2 began
@@ -471,7 +472,7 @@ fn regressed_on(endpoint: &str, at: DateTime<Utc>) -> NewVerdict {
     NewVerdict {
         baseline_spec: "last-7d".into(),
         baseline_run_ids: Vec::new(),
-        outcome: "regressed".into(),
+        outcome: VerdictOutcome::Regressed,
         summary: "regressed: 1 regression".into(),
         created_at: at,
         findings: vec![finding],
@@ -510,7 +511,7 @@ async fn runs_an_hour_apart(db: &TestDb) {
     let verdict = NewVerdict {
         baseline_spec: "last-7d".into(),
         baseline_run_ids: ids[..7].to_vec(),
-        outcome: "regressed".into(),
+        outcome: VerdictOutcome::Regressed,
         summary: "regressed".into(),
         created_at: start + Duration::minutes(45),
         findings: vec![finding],

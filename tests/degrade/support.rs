@@ -141,8 +141,8 @@ pub fn project(config: &str, files: &[(&str, &str)]) -> (tempfile::TempDir, Path
 
 /// Asserts that a run measured what it planned: `finished`, or `invalid` only because this machine was slow
 /// (schedule lag, generator CPU). Tests must not depend on the speed of the machine they run on.
-pub fn assert_measured(status: degrade::store::RunStatus, reasons: &[String]) {
-    use degrade::store::RunStatus;
+pub fn assert_measured(status: degrade::model::RunStatus, reasons: &[String]) {
+    use degrade::model::RunStatus;
     let only_speed = reasons.iter().all(|r| r.contains("schedule lag") || r.contains("CPU"));
     assert!(status == RunStatus::Finished || (status == RunStatus::Invalid && only_speed), "{status}: {reasons:?}");
 }

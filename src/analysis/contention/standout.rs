@@ -16,8 +16,7 @@
 use std::collections::BTreeSet;
 
 use super::super::relative::MIN_CONTROLS;
-use crate::store::FindingOutcome;
-use crate::store::{Finding, Metric, OVERALL_ENDPOINT};
+use crate::model::{Finding, FindingOutcome, Metric, OVERALL_ENDPOINT};
 
 /// The (endpoint, metric) pairs blamed on the build.
 pub(super) type Blamed = BTreeSet<(String, String)>;
@@ -102,7 +101,7 @@ pub(super) fn excuse_the_rest(findings: Vec<Finding>, blamed: &Blamed, on: &str)
                     Some(w) if w.factor > 1.0 => format!(
                         " (other endpoints moved up to {:+.1} % and +{}, and this one not beyond both by its limit)",
                         100.0 * (w.factor - 1.0),
-                        crate::report::format_ms(w.added)
+                        crate::model::format_ms(w.added)
                     ),
                     Some(_) => " (no other endpoint was slower, and this one not past its limit)".to_owned(),
                     None => String::new(),

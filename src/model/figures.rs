@@ -1,0 +1,223 @@
+//! The figures of a run: per-endpoint results, their intervals, the per-second timeline, and the metrics that
+//! can be followed from night to night.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::{RunId, RunStatus};
+
+/// A figure's 95 % interval, in the figure's unit. `hi` is `None` when the sample cannot bound it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Interval {
+    /// The lower end.
+    pub lo: f64,
+    /// The upper end, when the sample bounds it.
+    pub hi: Option<f64>,
+}
+
+/// One endpoint's figures for a whole run (or the whole run's, under [`OVERALL_ENDPOINT`](super::OVERALL_ENDPOINT)).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct EndpointResult {
+    /// Step name (route template by default).
+    pub endpoint: String,
+    /// Requests attempted, failures included.
+    pub requests: i64,
+    /// Failed requests, all classes.
+    pub errors: i64,
+    /// Achieved requests per second.
+    pub rate: f64,
+    /// Response-time percentiles and maximum, microseconds.
+    pub p50_us: i64,
+    /// 75th percentile, microseconds.
+    pub p75_us: i64,
+    /// 90th percentile, microseconds.
+    pub p90_us: i64,
+    /// 95th percentile, microseconds.
+    pub p95_us: i64,
+    /// 99th percentile, microseconds.
+    pub p99_us: i64,
+    /// 99.9th percentile, microseconds.
+    pub p999_us: i64,
+    /// Slowest response, microseconds.
+    pub max_us: i64,
+    /// Mean response time, microseconds.
+    pub mean_us: f64,
+    /// Failures per class (`timeout`, `http_5xx`, …).
+    pub errors_by_class: BTreeMap<String, i64>,
+    /// A few sample messages per class.
+    pub error_samples: BTreeMap<String, Vec<String>>,
+    /// How sure tonight's p50, p95, p99 and error rate are.
+    pub intervals: Intervals,
+    /// The response-time HdrHistogram, V2-serialized.
+    #[serde(skip)]
+    pub histogram: Vec<u8>,
+}
+
+/// The 95 % intervals of an endpoint's judged figures (see `metrics::interval`). A percentile whose
+/// interval has no upper end rests on too few requests to be judged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Intervals {
+    /// The median, µs.
+    pub p50_us: Option<Interval>,
+    /// The 95th percentile, µs.
+    pub p95_us: Option<Interval>,
+    /// The 99th percentile, µs.
+    pub p99_us: Option<Interval>,
+    /// The error rate, percent.
+    pub error_pct: Option<Interval>,
+}
+
+impl EndpointResult {
+    /// Failed requests as a percentage of all requests.
+    #[must_use]
+    pub fn error_pct(&self) -> f64 {
+        if self.requests == 0 { 0.0 } else { self.errors as f64 * 100.0 / self.requests as f64 }
+    }
+}
+
+/// One second of one endpoint, for the run's timeline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TimelinePoint {
+    /// Step name.
+    pub endpoint: String,
+    /// Seconds since the run started.
+    pub elapsed_s: i64,
+    /// Requests completed in this second.
+    pub requests: i64,
+    /// Of which failed.
+    pub errors: i64,
+    /// Median response time, microseconds.
+    pub p50_us: i64,
+    /// 99th percentile response time, microseconds.
+    pub p99_us: i64,
+    /// Slowest response, microseconds.
+    pub max_us: i64,
+    /// Failures per class.
+    pub errors_by_class: BTreeMap<String, i64>,
+}
+
+/// A figure that can be followed across runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Median response time, ms.
+    P50,
+    /// 75th percentile, ms.
+    P75,
+    /// 90th percentile, ms.
+    P90,
+    /// 95th percentile, ms.
+    P95,
+    /// 99th percentile, ms.
+    P99,
+    /// 99.9th percentile, ms.
+    P999,
+    /// Slowest response, ms.
+    Max,
+    /// Mean response time, ms.
+    Mean,
+    /// Failed requests, percent.
+    ErrorRate,
+    /// Achieved requests per second.
+    Throughput,
+}
+
+impl Metric {
+    /// Every metric.
+    pub const ALL: [Self; 10] = [
+        Self::P50,
+        Self::P75,
+        Self::P90,
+        Self::P95,
+        Self::P99,
+        Self::P999,
+        Self::Max,
+        Self::Mean,
+        Self::ErrorRate,
+        Self::Throughput,
+    ];
+
+    /// The metrics a verdict judges against the baseline, and the keys of `metric_min_effect_pct`.
+    pub const JUDGED: [Self; 5] = [Self::P50, Self::P95, Self::P99, Self::ErrorRate, Self::Throughput];
+
+    /// The name users type and see.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::P50 => "p50",
+            Self::P75 => "p75",
+            Self::P90 => "p90",
+            Self::P95 => "p95",
+            Self::P99 => "p99",
+            Self::P999 => "p999",
+            Self::Max => "max",
+            Self::Mean => "mean",
+            Self::ErrorRate => "error_rate",
+            Self::Throughput => "throughput",
+        }
+    }
+
+    /// This metric's value in `result`, in its display unit (ms, percent or requests per second).
+    #[must_use]
+    pub fn value_of(self, result: &EndpointResult) -> f64 {
+        let ms = |us: i64| us as f64 / 1000.0;
+        match self {
+            Self::P50 => ms(result.p50_us),
+            Self::P75 => ms(result.p75_us),
+            Self::P90 => ms(result.p90_us),
+            Self::P95 => ms(result.p95_us),
+            Self::P99 => ms(result.p99_us),
+            Self::P999 => ms(result.p999_us),
+            Self::Max => ms(result.max_us),
+            Self::Mean => result.mean_us / 1000.0,
+            Self::ErrorRate => result.error_pct(),
+            Self::Throughput => result.rate,
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Metric {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s).ok_or_else(|| {
+            let names: Vec<_> = Self::ALL.iter().map(|m| m.as_str()).collect();
+            format!("unknown metric `{s}`; use one of {}", names.join(", "))
+        })
+    }
+}
+
+/// One run's value of one endpoint metric, for trend charts and baselines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrendPoint {
+    /// The run.
+    pub run_id: RunId,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// The build it tested.
+    pub build_id: Option<String>,
+    /// Its status (invalid and regressed runs are marked on charts).
+    pub status: RunStatus,
+    /// The metric's value, in its display unit.
+    pub value: f64,
+}
+
+/// Milliseconds with a precision that fits their size: `0.42 ms`, `8.3 ms`, `1250 ms`.
+#[must_use]
+pub fn format_ms(ms: f64) -> String {
+    match ms.abs() {
+        x if x < 10.0 => format!("{ms:.2} ms"),
+        x if x < 100.0 => format!("{ms:.1} ms"),
+        _ => format!("{ms:.0} ms"),
+    }
+}

@@ -1,0 +1,14 @@
+//! The project's vocabulary: runs, their figures, metrics, baselines, verdicts and findings.
+//!
+//! Every layer speaks these types — the engine produces them, the store keeps them, the analysis judges
+//! them, the reports and the dashboard show them — so they live below all of those and import none of them.
+
+pub mod baseline;
+mod figures;
+mod run;
+mod verdict;
+
+pub use baseline::BaselineSpec;
+pub use figures::*;
+pub use run::*;
+pub use verdict::*;

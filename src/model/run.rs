@@ -1,0 +1,224 @@
+//! Runs: their ids, life cycle, load model and what a finished run hands to the store.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+use super::{EndpointResult, TimelinePoint};
+
+/// A run's database id.
+pub type RunId = i64;
+
+/// The endpoint name under which a run's whole-run figures are stored.
+pub const OVERALL_ENDPOINT: &str = "(all)";
+
+/// Where a run is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Load is being generated now.
+    Running,
+    /// Measured and stored, not judged yet (or judged inconclusive).
+    Finished,
+    /// Judged: no regression.
+    Passed,
+    /// Judged: a regression or a breached gate.
+    Regressed,
+    /// Judged regressed, but a rerun of the same build at once did not reproduce it: a noisy night, never
+    /// alerted and never part of a baseline.
+    Unconfirmed,
+    /// Could not be done: deploy failed, target unhealthy or down.
+    Failed,
+    /// Measured, but the generator could not keep up, so the numbers say nothing about the build.
+    Invalid,
+    /// Stopped before it finished (shutdown, or a crash noticed at the next start).
+    Aborted,
+}
+
+impl RunStatus {
+    /// Every status, in life order.
+    pub const ALL: [Self; 8] = [
+        Self::Running,
+        Self::Finished,
+        Self::Passed,
+        Self::Regressed,
+        Self::Unconfirmed,
+        Self::Failed,
+        Self::Invalid,
+        Self::Aborted,
+    ];
+
+    /// The stored and displayed name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Finished => "finished",
+            Self::Passed => "passed",
+            Self::Regressed => "regressed",
+            Self::Unconfirmed => "unconfirmed",
+            Self::Failed => "failed",
+            Self::Invalid => "invalid",
+            Self::Aborted => "aborted",
+        }
+    }
+
+    /// Whether the run measured the build validly, so it may serve in a baseline.
+    #[must_use]
+    pub fn is_valid_measurement(self) -> bool {
+        matches!(self, Self::Finished | Self::Passed | Self::Regressed)
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RunStatus {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|status| status.as_str() == s).ok_or_else(|| format!("unknown run status `{s}`"))
+    }
+}
+
+/// What is known when a run starts.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    /// The `[[scenario]]` name.
+    pub scenario: String,
+    /// The build under test, when known.
+    pub build_id: Option<String>,
+    /// Seed of all randomness in the run.
+    pub seed: i64,
+    /// Hash of the scenario as run.
+    pub scenario_hash: String,
+    /// The scenario file's text as run.
+    pub scenario_source: Option<String>,
+    /// What the deploy command printed before the run (its end, when long).
+    pub deploy_output: Option<String>,
+    /// When the run started.
+    pub started_at: DateTime<Utc>,
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Run {
+    /// Database id.
+    pub id: RunId,
+    /// The `[[scenario]]` name.
+    pub scenario: String,
+    /// The build under test, when known.
+    pub build_id: Option<String>,
+    /// Where the run is in its life.
+    pub status: RunStatus,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// When it finished, failed or was aborted.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Hash of the scenario as run.
+    pub scenario_hash: String,
+    /// Seed of all randomness in the run.
+    pub seed: i64,
+    /// Why the numbers cannot be trusted; empty for a valid run.
+    pub validity_reasons: Vec<String>,
+    /// How well the generator delivered the planned load.
+    pub load_summary: Option<LoadSummary>,
+    /// Why a failed or aborted run stopped.
+    pub failure_reason: Option<String>,
+}
+
+/// How well the generator delivered the planned load: the evidence behind a run's validity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadSummary {
+    /// `open` or `closed`.
+    pub model: String,
+    /// Planned arrivals (sessions started) per second over the measured stages; 0 for the closed model,
+    /// which plans users, not a rate.
+    pub target_rate: f64,
+    /// Sessions started per second over the measured stages.
+    pub achieved_rate: f64,
+    /// Arrivals that were never sent because the in-flight cap was reached.
+    pub dropped: i64,
+    /// 99th percentile of dispatch − intended start, in microseconds.
+    pub schedule_lag_p99_us: i64,
+    /// Time the generator spent busy (polling sessions, dispatching arrivals) as a percentage of one core.
+    pub generator_cpu_pct: f64,
+    /// The generator's whole machine, all processes: the share of its CPU time that was busy during the run,
+    /// percent. `None` where the kernel publishes no such figure, and for runs stored before it was measured.
+    #[serde(default)]
+    pub machine_cpu_busy_pct: Option<f64>,
+    /// The share of the same time its hypervisor kept from it (inside the busy share; 0 on bare metal),
+    /// percent. `None` as above.
+    #[serde(default)]
+    pub machine_cpu_stolen_pct: Option<f64>,
+    /// The cores that share covers (`None` as above).
+    #[serde(default)]
+    pub machine_cores: Option<u32>,
+    /// The median round trip of a loopback echo between two threads of the generator, µs: how fast the
+    /// machine itself was (`engine::echo_probe`). `None` for runs stored before it was measured.
+    #[serde(default)]
+    pub machine_echo_p50_us: Option<f64>,
+    /// The 90th percentile of the same, µs.
+    #[serde(default)]
+    pub machine_echo_p90_us: Option<f64>,
+    /// Length of the measured stages in seconds.
+    pub measured_secs: f64,
+}
+
+/// Everything a finished run produced, stored in one transaction by `Store::finish_run`.
+#[derive(Debug, Clone)]
+pub struct RunResults {
+    /// `Finished` or `Invalid` (with reasons).
+    pub status: RunStatus,
+    /// When the run ended.
+    pub finished_at: DateTime<Utc>,
+    /// Why the numbers cannot be trusted; empty for a valid run.
+    pub validity_reasons: Vec<String>,
+    /// How well the generator delivered the planned load.
+    pub load_summary: LoadSummary,
+    /// Per endpoint, plus [`OVERALL_ENDPOINT`].
+    pub endpoints: Vec<EndpointResult>,
+    /// Per second per endpoint.
+    pub timeline: Vec<TimelinePoint>,
+}
+
+/// A run with its per-endpoint results.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunDetail {
+    /// The run.
+    pub run: Run,
+    /// Its results, the overall row first, then by endpoint name.
+    pub endpoints: Vec<EndpointResult>,
+}
+
+/// How sessions are started: the load model of a scenario, stored with each run so a baseline never mixes
+/// the two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadModel {
+    /// Sessions arrive at a planned rate whatever the target's speed, as real users do: a slower build gets
+    /// the same load, so its slowness shows. The nightly default.
+    Open,
+    /// A fixed number of users each run one session after another: the load falls when the target slows.
+    Closed,
+}
+
+impl LoadModel {
+    /// As written and stored.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Closed => "closed",
+        }
+    }
+
+    /// The model a stored name stands for; anything but `closed` is the open model.
+    #[must_use]
+    pub fn from_stored(name: &str) -> Self {
+        if name == Self::Closed.as_str() { Self::Closed } else { Self::Open }
+    }
+}

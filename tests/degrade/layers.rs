@@ -1,0 +1,85 @@
+//! The module layering of `src/`, checked on the source text: a top-level module may use only modules of
+//! a lower layer, so no two modules import each other and the pure ones (`model`, `metrics`, `analysis`)
+//! never reach for SQL, configuration or I/O. ARCHITECTURE.md draws the same table.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Each top-level module of `src/` with its layer, lowest first. A module may use any module of a lower
+/// layer, never one of its own layer or above.
+const LAYERS: &[(&str, u8)] = &[
+    // Helpers with no knowledge of the domain.
+    ("secret", 0),
+    ("outside_text", 0),
+    // The vocabulary every other layer speaks.
+    ("model", 1),
+    // Pure figures and judgement: data in, data out.
+    ("metrics", 2),
+    ("analysis", 3),
+    // The SQL layer: keeps the vocabulary, knows nothing of configuration.
+    ("store", 4),
+    ("config", 5),
+    ("scenario", 6),
+    ("report", 6),
+    ("engine", 7),
+    ("latest_build", 8),
+    ("notify", 8),
+    ("pipeline", 9),
+    ("scheduler", 10),
+    ("web", 10),
+    ("demo", 11),
+    ("cli", 12),
+];
+
+fn layer_of(module: &str) -> Option<u8> {
+    LAYERS.iter().find(|(name, _)| *name == module).map(|(_, layer)| *layer)
+}
+
+/// The top-level modules each file of `src/` names as `crate::…`, outside comments.
+fn crate_paths(file: &Path, module: &str, found: &mut BTreeMap<(String, String), String>) {
+    let text = std::fs::read_to_string(file).unwrap();
+    for (number, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        for (at, _) in code.match_indices("crate::") {
+            let used: String = code[at + 7..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+            if !used.is_empty() && used != module {
+                let place = format!("{}:{}", file.display(), number + 1);
+                found.entry((module.to_owned(), used)).or_insert(place);
+            }
+        }
+    }
+}
+
+fn walk(dir: &Path, module: &str, found: &mut BTreeMap<(String, String), String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            walk(&path, module, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            crate_paths(&path, module, found);
+        }
+    }
+}
+
+#[test]
+fn every_module_uses_only_lower_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = BTreeMap::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        if ["lib", "main"].contains(&name.as_str()) {
+            continue;
+        }
+        assert!(layer_of(&name).is_some(), "src/{name} is not in the layer table of tests/degrade/layers.rs");
+        if path.is_dir() { walk(&path, &name, &mut found) } else { crate_paths(&path, &name, &mut found) }
+    }
+    let wrong: Vec<String> = found
+        .iter()
+        .filter(|((user, used), _)| layer_of(used).is_none_or(|used| used >= layer_of(user).unwrap()))
+        .map(|((user, used), place)| format!("{user} uses {used} (first at {place})"))
+        .collect();
+    assert!(wrong.is_empty(), "imports against the layering:\n{}", wrong.join("\n"));
+    // The check must have seen the imports it judges.
+    assert!(found.contains_key(&("store".to_owned(), "model".to_owned())));
+}
