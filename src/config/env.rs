@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use super::resolve::{Checker, http_url, parse_listen};
+use super::checker::{Checker, http_url, parse_listen};
 use super::{ConfigError, Location};
 use crate::secret::{Secret, redact_url};
 use crate::store::DatabaseUrl;

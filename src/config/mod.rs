@@ -2,15 +2,16 @@
 //!
 //! Values come from defaults, then the file, then `DEGRADE_*` environment variables. Secrets (the API token,
 //! webhook URLs, a database password) only ever come from the environment: the file names the variable, never
-//! the value. Loading is parse-then-validate: [`raw`] mirrors the file, [`resolve`] turns it into [`Config`],
+//! the value. Loading is parse-then-validate: `raw_config` mirrors the file, `validate` turns it into [`Config`],
 //! whose fields are already checked, so the rest of degrade never re-checks a string.
 
 pub mod durations;
 mod env;
 mod error;
-mod raw;
-mod resolve;
-mod scenario;
+mod checker;
+mod raw_config;
+mod scenario_entries;
+mod validate;
 pub mod schedule;
 
 use std::net::SocketAddr;
@@ -19,9 +20,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub(crate) use checker::{Checker, http_url, parse_raw, url_port};
 pub use error::{ConfigError, ConfigErrors, Location};
-pub(crate) use resolve::{Checker, http_url, parse_raw, url_port};
-pub(crate) use scenario::scenario_name;
+pub(crate) use scenario_entries::scenario_name;
 pub use schedule::{CronForm, Schedule};
 
 use crate::analysis::Gates;
@@ -233,8 +234,8 @@ impl Config {
 
     /// Validates `text` as if read from `path` (relative paths inside resolve against its folder).
     pub fn parse_with_env(path: &Path, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigErrors> {
-        let raw = resolve::parse_raw(path, text)?;
-        resolve::resolve(path, text, raw, env)
+        let raw = checker::parse_raw(path, text)?;
+        validate::resolve(path, text, raw, env)
     }
 
     /// The scenario called `name`.

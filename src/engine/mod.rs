@@ -32,7 +32,7 @@ use crate::scenario::feeder::Cursor;
 use client::HttpClient;
 use pacer::Interruption;
 use recorder::Recorder;
-use session::{SessionEnd, Shared, fixed_uri, flow_feeders};
+use session::{RunShared, SessionEnd, fixed_uri, flow_feeders};
 
 use crate::model::LoadModel;
 
@@ -67,7 +67,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     let client = HttpClient::new(&plan.target.base_url, plan.target.connect_timeout, plan.target.max_body)
         .expect("the scenario checked the base URL");
     let fixed_uris = plan.flows.iter().map(|f| f.steps.iter().map(|s| fixed_uri(&client, s)).collect()).collect();
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(RunShared {
         client,
         fixed_uris,
         recorder: Recorder::new(start, plan.endpoints.clone()),
@@ -111,7 +111,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, &cpu, interruption.as_ref())
 }
 
-fn progress(plan: &Plan, shared: &Shared, start: Instant) -> Progress {
+fn progress(plan: &Plan, shared: &RunShared, start: Instant) -> Progress {
     let elapsed = start.elapsed();
     let mut stage = 1;
     let mut end = Duration::ZERO;

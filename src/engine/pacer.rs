@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 
 use super::alarm::Alarm;
 use super::cpu::timed;
-use super::session::{SessionEnd, Shared, Slot, record_dropped, run_session};
+use super::session::{RunShared, SessionEnd, Slot, record_dropped, run_session};
 use crate::scenario::plan::Arrivals;
 use crate::scenario::{Stage, StageShape};
 
@@ -112,7 +112,7 @@ async fn wait_until(at: Instant, stop: &mut watch::Receiver<bool>) -> bool {
 /// Starts sessions at the planned arrival times; returns the sessions still running and why it stopped
 /// early, if it did.
 pub(super) async fn open(
-    shared: Arc<Shared>,
+    shared: Arc<RunShared>,
     start: Instant,
     mut stop: watch::Receiver<bool>,
 ) -> (JoinSet<SessionEnd>, Option<Interruption>) {
@@ -155,7 +155,7 @@ pub(super) async fn open(
 /// at once, and their memory stayed with the process after the backlog cleared: a 150 ms pause of the
 /// generator at 20,000 arrivals/s added 35 MB to its peak RSS, so longer runs, which meet more stalls, ended
 /// bigger than short ones.
-async fn open_session(shared: Arc<Shared>, number: u64, at: Instant, measured: bool) -> SessionEnd {
+async fn open_session(shared: Arc<RunShared>, number: u64, at: Instant, measured: bool) -> SessionEnd {
     let waiting_since = Instant::now();
     let first_slot = match &shared.connections {
         Some(slots) => {
@@ -171,7 +171,7 @@ async fn open_session(shared: Arc<Shared>, number: u64, at: Instant, measured: b
 /// Runs each stage's number of users, each starting one session after another; returns the user tasks
 /// and why it stopped early, if it did.
 pub(super) async fn closed(
-    shared: Arc<Shared>,
+    shared: Arc<RunShared>,
     start: Instant,
     mut stop: watch::Receiver<bool>,
 ) -> (JoinSet<SessionEnd>, Option<Interruption>) {
@@ -211,7 +211,7 @@ pub(super) async fn closed(
 
 /// One closed-model user: sessions back to back (with the flow's think times) while its index is within
 /// the current stage's user count.
-async fn user(shared: &Shared, index: u32, active: &AtomicU32, measured: &AtomicBool) -> SessionEnd {
+async fn user(shared: &RunShared, index: u32, active: &AtomicU32, measured: &AtomicBool) -> SessionEnd {
     let mut next = Instant::now();
     let mut alarm = Alarm::new(next + shared.plan.target.timeout);
     let mut count = 0_u64;

@@ -16,18 +16,18 @@ use std::task::{Context, Poll, Wake, Waker};
 /// Rounds of one poll at most, so a connection that is always ready cannot starve the other tasks.
 const MAX_ROUNDS: usize = 16;
 
-/// Which side a wake-up is for, as bits of [`Shared::woken`].
+/// Which side a wake-up is for, as bits of [`WakeState::woken`].
 const CONNECTION: u8 = 1;
 const REQUEST: u8 = 2;
 
 /// The wakers of one connection, kept with it (it moves between tasks through the pool).
 pub(super) struct QuietWakers {
-    shared: Arc<Shared>,
+    shared: Arc<WakeState>,
     connection: Waker,
     request: Waker,
 }
 
-struct Shared {
+struct WakeState {
     /// The waker of the task that polled last.
     task: Mutex<Option<Waker>>,
     polling: AtomicBool,
@@ -37,7 +37,7 @@ struct Shared {
 
 /// One side's waker.
 struct Side {
-    shared: Arc<Shared>,
+    shared: Arc<WakeState>,
     bit: u8,
 }
 
@@ -81,7 +81,7 @@ impl QuietWakers {
     pub(super) fn new() -> Self {
         // A new connection has never been polled: it counts as woken.
         let woken = AtomicU8::new(CONNECTION);
-        let shared = Arc::new(Shared { task: Mutex::new(None), polling: AtomicBool::new(false), woken });
+        let shared = Arc::new(WakeState { task: Mutex::new(None), polling: AtomicBool::new(false), woken });
         let side = |bit| Waker::from(Arc::new(Side { shared: Arc::clone(&shared), bit }));
         Self { connection: side(CONNECTION), request: side(REQUEST), shared }
     }

@@ -32,7 +32,7 @@ use crate::scenario::template::{Expr, RenderContext};
 use crate::scenario::{Plan, Think};
 
 /// What every session of a run shares.
-pub(super) struct Shared {
+pub(super) struct RunShared {
     pub plan: Arc<Plan>,
     pub client: HttpClient,
     pub recorder: Recorder,
@@ -84,7 +84,7 @@ pub(super) fn choose_flow(flows: &[Flow], rng: &mut SmallRng) -> usize {
 }
 
 /// Records an open-model arrival that was never sent because too many sessions were in flight.
-pub(super) fn record_dropped(shared: &Shared, number: u64, at: Instant, measured: bool) {
+pub(super) fn record_dropped(shared: &RunShared, number: u64, at: Instant, measured: bool) {
     let mut rng = session_rng(shared.plan.seed, number);
     let flow = &shared.plan.flows[choose_flow(&shared.plan.flows, &mut rng)];
     let message = format!("{} sessions were already in flight ([load] max_in_flight)", shared.plan.load.max_in_flight);
@@ -109,7 +109,7 @@ pub(super) struct Slot<'a> {
 /// Runs session `number`, intended to start at `start`, timing its requests out with `alarm`; its first
 /// request uses `first_slot` when one was taken for it.
 pub(super) async fn run_session(
-    shared: &Shared,
+    shared: &RunShared,
     number: u64,
     start: Instant,
     measured: bool,
@@ -191,7 +191,7 @@ fn think(think: Option<Think>, rng: &mut SmallRng) -> std::time::Duration {
 /// Waits for a connection slot (when `[target] max_connections` limits them and `held` is not one), then
 /// sends the request, giving up at the timeout. Returns when it went on the wire, if it did.
 async fn exchange(
-    shared: &Shared,
+    shared: &RunShared,
     request: Request<Full<Bytes>>,
     dispatched: Instant,
     alarm: &mut Alarm,

@@ -10,7 +10,7 @@ pub mod alerting;
 pub mod claim;
 pub mod confirm;
 pub mod held_back;
-pub mod judge;
+pub mod verdict;
 pub mod nightly;
 
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use super::claim::{Claim, ClaimError, RunsUnderWay, holder_name};
 use super::confirm::{self, Confirmation};
-use super::{Job, RunOutcome, alerting, judge, with_database_retry};
+use super::{Job, RunOutcome, alerting, verdict, with_database_retry};
 use crate::analysis::Gates;
 use crate::config::Config;
 use crate::engine::Progress;
@@ -252,7 +252,7 @@ impl Runner {
                     });
                 }
                 let run = store.find_run(run_id).await?.context("the run just stored is gone")?;
-                let report = judge::judge_run(store, config, &run, spec).await?;
+                let report = verdict::judge_run(store, config, &run, spec).await?;
                 let status = store.find_run(run_id).await?.map_or(run.status, |r| r.status);
                 Ok(Ended { run_id, status, report: Some(report), failure: None, confirmation: None })
             }

@@ -1,14 +1,14 @@
 //! Scenario files (`scenarios/*.toml`): the workload, declarative, no scripting language.
 //!
-//! Parse, then validate into a different type: [`raw`] mirrors the file, [`resolve`] and [`steps`] check it
+//! Parse, then validate into a different type: `raw_scenario` mirrors the file, `planner` and `steps` check it
 //! and build a [`Plan`], which is all the engine sees. Every error names file, line, column and field.
 
 mod bounded_file;
 pub mod feeder;
 pub mod json_template;
 pub mod plan;
-mod raw;
-mod resolve;
+mod planner;
+mod raw_scenario;
 mod steps;
 pub mod template;
 
@@ -46,7 +46,7 @@ pub fn parse(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, ConfigErrors> {
     let raw = parse_raw(path, text)?;
-    resolve::resolve(path, text, raw, target_override, env)
+    planner::resolve(path, text, raw, target_override, env)
 }
 
 impl Plan {

@@ -17,7 +17,7 @@ use toml::Spanned;
 use super::feeder::Feeder;
 use super::json_template::JsonTemplate;
 use super::plan::{Assertion, Body, Check, Expect, ExtractFrom, Extraction, Flow, Step, Think};
-use super::raw::{RawExpect, RawFlow, RawStep};
+use super::raw_scenario::{RawExpect, RawFlow, RawStep};
 use super::template::{Expr, Template};
 use crate::config::Checker;
 

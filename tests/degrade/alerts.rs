@@ -9,7 +9,7 @@ use std::time::Duration;
 use degrade::config::Config;
 use degrade::model::{RunStatus, VerdictOutcome, baseline::BaselineSpec};
 use degrade::notify::Courier;
-use degrade::pipeline::{alerting, judge::judge_run};
+use degrade::pipeline::{alerting, verdict::judge_run};
 use degrade::store::Store;
 use serde_json::Value;
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::feeder::{Feeder, Order, WhenExhausted};
 use super::plan::{Arrivals, Load, Plan, Stage, StageShape, Target};
-use super::raw::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget};
+use super::raw_scenario::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget};
 use super::steps::{Scope, duration, header_templates, resolve_flows};
 use crate::config::{Checker, ConfigError, ConfigErrors, Location, http_url};
 use crate::model::LoadModel;

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::raw::{RawBuild, RawGates, RawScenario};
-use super::resolve::{Checker, http_url};
+use super::checker::{Checker, http_url};
+use super::raw_config::{RawBuild, RawGates, RawScenario};
 use super::schedule::{Schedule, parse_timezone};
 use super::{BuildConfig, DeployCommand, HealthCheck, Location, ScenarioConfig, VersionSource};
 use crate::analysis::{AbsoluteGates, Gates};
