@@ -46,6 +46,8 @@ pub mod scheduler;
 pub mod report;
 /// The dashboard and JSON API served by `degrade serve`.
 pub mod web;
+/// `degrade serve` as a library call: dashboard, scheduler and alert courier until shutdown.
+pub mod service;
 /// `degrade demo`: the bundled demo API, a local alert receiver, and the story told on them.
 pub mod demo;
 /// Secrets that cannot be printed by accident, and URL redaction.

@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("pipeline", 9),
     ("scheduler", 10),
     ("web", 10),
+    ("service", 11),
     ("demo", 11),
     ("cli", 12),
 ];

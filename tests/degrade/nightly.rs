@@ -11,6 +11,7 @@ use degrade::model::{Run, RunStatus};
 use degrade::notify::Courier;
 use degrade::pipeline::Runner;
 use degrade::scheduler::Scheduler;
+use degrade::service::{ServeOptions, Stopped, serve};
 use degrade::store::Store;
 
 use crate::alerts::{QUICK_SCENARIO, alerting_config, load};
@@ -234,7 +235,8 @@ async fn leases_keep_out_other_holders_until_released_or_expired() {
     assert!(a.acquire_lease("checkout", "a", now + minute, now + minute * 2).await.unwrap());
 }
 
-/// `degrade serve` on a SQLite database with `checkout` scheduled every two seconds against `target`.
+/// The real `degrade serve` binary on a SQLite database with `checkout` scheduled every two seconds against
+/// `target`: SIGTERM handling and the log lines are the binary's own, so this one test goes through it.
 struct Served {
     child: tokio::process::Child,
     store: Store,
@@ -308,17 +310,31 @@ async fn serve_runs_the_schedule_and_stops_gracefully() {
     assert!(after.iter().all(|r| r.status != RunStatus::Running), "runs under way finished in the grace: {after:#?}");
 }
 
+/// `degrade::service::serve` in this process: the same service `degrade serve` runs, stopped by a channel.
 #[tokio::test]
 async fn serve_stops_a_run_that_outlasts_the_grace_and_stores_it_as_aborted() {
     let target = StubTarget::start().await;
     let long = QUICK_SCENARIO.replace("duration = \"1s\"", "duration = \"5m\"");
-    let mut served = Served::start(&target, &long, "http://127.0.0.1:9/x", "1s").await;
-    served.wait_until(|runs| runs.iter().any(|r| r.status == RunStatus::Running)).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let (code, stderr) = served.terminate().await;
-    let store = &served.store;
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("stopping 1 run(s) still under way"), "{stderr}");
+    let db = TestDb::sqlite();
+    let entry = format!("target = \"{}\"\nschedule = \"*/2 * * * * *\"", target.url());
+    let config = format!("[database]\nurl = \"{}\"\n{}", db.url_string(), alerting_config(&entry));
+    let (_dir, config_path) = project(&config, &[("quick.toml", &long)]);
+    let config = Arc::unwrap_or_clone(load(&config_path, "http://127.0.0.1:9/x", "http://127.0.0.1:9/x"));
+    let store = Store::connect(&db.url).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let options = ServeOptions { shutdown_grace: Duration::from_secs(1), scheduler: true };
+    let service = tokio::spawn(serve(config, listener, options, async move {
+        let _ = stopped.await;
+    }));
+    let started = Instant::now();
+    while !store.last_runs("checkout", 10).await.unwrap().iter().any(|r| r.status == RunStatus::Running) {
+        assert!(started.elapsed() < Duration::from_mins(1) && !service.is_finished(), "no run started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop.send(()).unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(45), service).await.unwrap().unwrap().unwrap();
+    assert_eq!(ended, Stopped { runs_stopped: 1 });
     let [run] = store.last_runs("checkout", 100).await.unwrap().try_into().unwrap();
     assert_eq!(run.status, RunStatus::Aborted, "{run:#?}");
     let detail = store.run_detail(run.id).await.unwrap().unwrap();
