@@ -24,15 +24,10 @@ use crate::config::{Config, ScenarioConfig};
 use crate::engine::{self, Measurement, Progress};
 use crate::model::{NewRun, RunId, RunStatus};
 use crate::scenario::{self, Plan};
-use crate::store::{Store, StoreError};
+use crate::store::{FromStore, Retry, Store, StoreError, retry};
 
 pub use claim::{Claim, ClaimError, RunsUnderWay};
 pub use nightly::{Ended, Runner};
-
-/// Attempts at a database call that failed because the database could not be reached.
-const DATABASE_ATTEMPTS: u32 = 4;
-/// Wait after the first failed attempt; doubled after each further one (2 + 4 + 8 s in all).
-const DATABASE_FIRST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A scenario ready to run: its name (the key of its runs), its plan and its `[[scenario]]` entry, if any.
 pub struct Job {
@@ -187,7 +182,7 @@ pub async fn run(
         scenario_source: Some(plan.source_text.clone()),
         started_at,
     };
-    let run_id = with_database_retry("record the run's start", || store.create_run(&new_run))
+    let run_id = retry(Retry::Unreachable, "record the run's start", || store.create_run(&new_run))
         .await
         .context("cannot record the run's start")?;
     if let Err(e) = prepared {
@@ -204,7 +199,9 @@ pub async fn run(
     if backdate.is_some() {
         measurement.results.finished_at = started_at + (measurement.results.finished_at - measurement.started_at);
     }
-    if let Err(e) = with_database_retry("store the results", || store.finish_run(run_id, &measurement.results)).await {
+    if let Err(e) =
+        retry(Retry::Unreachable, "store the results", || store.finish_run(run_id, &measurement.results)).await
+    {
         let _ = store.end_run(run_id, RunStatus::Failed, &format!("storing the results failed: {e}"), Utc::now()).await;
         return Err(e).context("cannot store the run's results");
     }
@@ -251,63 +248,11 @@ async fn prepare(
     Ok(build_id)
 }
 
-/// Errors that mean "the database could not be reached", as opposed to a query it refused.
-pub trait Unreachable {
-    /// Whether trying again later may succeed.
-    fn is_unreachable(&self) -> bool;
-}
-
-impl Unreachable for StoreError {
-    fn is_unreachable(&self) -> bool {
-        let StoreError::Database(error) = self else { return false };
-        match error {
-            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) => true,
-            // SQLite cannot open its file (SQLITE_CANTOPEN, 14, in any extended form). PostgreSQL going away or
-            // refusing connections for now: connection exceptions (08…), an administrator's or a crash's
-            // shutdown (57P01-57P03), "not accepting connections" (55000) and "too many connections" (53300).
-            sqlx::Error::Database(db) => {
-                let code = db.code().unwrap_or_default();
-                if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
-                    code.parse::<i64>().is_ok_and(|c| c & 0xff == 14)
-                } else {
-                    code.starts_with("08") || code.starts_with("57P") || code == "55000" || code == "53300"
-                }
-            }
-            _ => false,
+impl FromStore for ClaimError {
+    fn store_error(&self) -> Option<&StoreError> {
+        match self {
+            ClaimError::Database(_, e) => Some(e),
+            _ => None,
         }
     }
-}
-
-impl Unreachable for anyhow::Error {
-    fn is_unreachable(&self) -> bool {
-        self.chain().any(|cause| cause.downcast_ref::<StoreError>().is_some_and(Unreachable::is_unreachable))
-    }
-}
-
-impl Unreachable for ClaimError {
-    fn is_unreachable(&self) -> bool {
-        matches!(self, ClaimError::Database(_, e) if e.is_unreachable())
-    }
-}
-
-/// Runs `call` again (after 2, 4 and 8 s) while the database cannot be reached, so a database restart or a
-/// network blip at run time delays the run instead of losing it.
-pub async fn with_database_retry<T, E, F, Fut>(what: &str, mut call: F) -> Result<T, E>
-where
-    E: Unreachable + std::fmt::Display,
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, E>>,
-{
-    let mut wait = DATABASE_FIRST_WAIT;
-    for attempt in 1.. {
-        match call().await {
-            Err(e) if attempt < DATABASE_ATTEMPTS && e.is_unreachable() => {
-                tracing::warn!(attempt, error = %e, "cannot {what}: the database is unreachable; retrying in {wait:?}");
-                tokio::time::sleep(wait).await;
-                wait *= 2;
-            }
-            outcome => return outcome,
-        }
-    }
-    unreachable!("the loop returns on the last attempt")
 }

@@ -12,13 +12,15 @@ use tokio::sync::watch;
 
 use super::claim::{Claim, ClaimError, RunsUnderWay, holder_name};
 use super::confirm::{self, Confirmation};
-use super::{Job, RunOutcome, alerting, verdict, with_database_retry};
+use super::verdict::{self, JudgeError};
+use super::{Job, RunOutcome, alerting};
 use crate::analysis::Gates;
 use crate::config::Config;
 use crate::engine::Progress;
 use crate::model::{RunId, RunStatus, VerdictOutcome, baseline::BaselineSpec};
 use crate::report::CheckReport;
 use crate::store::Store;
+use crate::store::{Retry, retry};
 
 /// How a chained run ended.
 #[derive(Debug)]
@@ -72,7 +74,7 @@ impl Runner {
         if !self.accepting.load(Ordering::SeqCst) || *self.stop.borrow() {
             return Err(ClaimError::ShuttingDown(scenario.to_owned()));
         }
-        with_database_retry("take the scenario's lease", || {
+        retry(Retry::Unreachable, "take the scenario's lease", || {
             Claim::take(&self.store, &self.runs, scenario, &self.holder)
         })
         .await
@@ -132,7 +134,7 @@ impl Runner {
         let ended = async {
             // Boxed, as is the rerun's: each run's future holds the whole engine.
             let outcome = Box::pin(super::run(&self.store, job, build, self.stop.clone(), &mut on_progress)).await?;
-            let first = with_database_retry("judge the run", || self.conclude(&scenario, &outcome, spec)).await?;
+            let first = retry(Retry::Unreachable, "judge the run", || self.conclude(&scenario, &outcome, spec)).await?;
             let ended = match (first.report.as_ref().map(|r| r.outcome), rerun) {
                 (Some(VerdictOutcome::Regressed), Some(rerun)) => {
                     Box::pin(self.confirm(first, rerun, spec, &mut on_progress)).await?
@@ -140,8 +142,10 @@ impl Runner {
                 _ => first,
             };
             if let Some(report) = ended.report.as_ref().filter(|_| ended.status != RunStatus::Unconfirmed) {
-                with_database_retry("update alerts", || alerting::after_judgement(&self.store, &self.config, report))
-                    .await?;
+                retry(Retry::Unreachable, "update alerts", || {
+                    alerting::after_judgement(&self.store, &self.config, report)
+                })
+                .await?;
             }
             anyhow::Ok(ended)
         }
@@ -168,7 +172,7 @@ impl Runner {
         let rerun = async {
             let outcome = Box::pin(super::run(store, job, build, self.stop.clone(), on_progress)).await?;
             store.link_confirmation(outcome.run_id(), first.run_id).await?;
-            with_database_retry("judge the rerun", || self.conclude(&scenario, &outcome, spec)).await
+            anyhow::Ok(retry(Retry::Unreachable, "judge the rerun", || self.conclude(&scenario, &outcome, spec)).await?)
         }
         .await;
         let mut rerun = match rerun {
@@ -203,7 +207,7 @@ impl Runner {
     }
 
     /// Judges a stored run and opens or resolves the scenario's episodes; safe to repeat.
-    async fn conclude(&self, scenario: &str, outcome: &RunOutcome, spec: &BaselineSpec) -> anyhow::Result<Ended> {
+    async fn conclude(&self, scenario: &str, outcome: &RunOutcome, spec: &BaselineSpec) -> Result<Ended, JudgeError> {
         let (store, config) = (&self.store, self.config.as_ref());
         match outcome {
             RunOutcome::Failed { run_id, reason } => {
@@ -251,7 +255,9 @@ impl Runner {
                         confirmation: None,
                     });
                 }
-                let run = store.find_run(run_id).await?.context("the run just stored is gone")?;
+                let Some(run) = store.find_run(run_id).await? else {
+                    return Err(JudgeError::Refused(format!("run #{run_id}, just stored, is gone")));
+                };
                 let report = verdict::judge_run(store, config, &run, spec).await?;
                 let status = store.find_run(run_id).await?.map_or(run.status, |r| r.status);
                 Ok(Ended { run_id, status, report: Some(report), failure: None, confirmation: None })

@@ -2,7 +2,6 @@
 //! the verdict (which moves the run to `passed` or `regressed`), and return the report. `degrade check` and
 //! the nightly chain both judge through here.
 
-use anyhow::bail;
 use chrono::Utc;
 
 use super::held_back::{excuse_a_held_back_machine, without_held_back_nights};
@@ -11,7 +10,34 @@ use crate::analysis::judge::{Comparison, Judgement, judge};
 use crate::config::Config;
 use crate::model::{EndpointResult, LoadModel, NewVerdict, Run, RunStatus, VerdictOutcome, baseline::BaselineSpec};
 use crate::report::{BaselineRun, CheckReport, LeftOut};
-use crate::store::Store;
+use crate::store::{FromStore, Store, StoreError};
+
+/// Why a run could not be judged.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeError {
+    /// The store failed (the database may be unreachable; see `store::Retry`).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The run, or its baseline, cannot be judged; the message says why and what to do.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl FromStore for JudgeError {
+    fn store_error(&self) -> Option<&StoreError> {
+        match self {
+            Self::Store(e) => Some(e),
+            Self::Refused(_) => None,
+        }
+    }
+}
+
+/// Returns [`JudgeError::Refused`] with a formatted reason, as `anyhow::bail!` would.
+macro_rules! refuse {
+    ($($reason:tt)*) => {
+        return Err(JudgeError::Refused(format!($($reason)*)))
+    };
+}
 
 /// Judges `candidate` against the runs `spec` selects, with the scenario's gates, and stores the verdict.
 pub async fn judge_run(
@@ -19,12 +45,12 @@ pub async fn judge_run(
     config: &Config,
     candidate: &Run,
     spec: &BaselineSpec,
-) -> anyhow::Result<CheckReport> {
+) -> Result<CheckReport, JudgeError> {
     let gates = config.scenario(&candidate.scenario).map(|s| s.gates.clone()).unwrap_or_default();
     match candidate.status {
-        RunStatus::Running => bail!("run #{} is still running; check it once it has finished", candidate.id),
+        RunStatus::Running => refuse!("run #{} is still running; check it once it has finished", candidate.id),
         RunStatus::Failed => {
-            bail!("run #{} failed: {}; it measured nothing to judge", candidate.id, stop_reason(candidate))
+            refuse!("run #{} failed: {}; it measured nothing to judge", candidate.id, stop_reason(candidate))
         }
         RunStatus::Aborted => {
             let measured = candidate
@@ -33,7 +59,7 @@ pub async fn judge_run(
                 .filter(|l| l.measured_secs > 0.0)
                 .map(|l| format!(" after measuring {:.0} s", l.measured_secs))
                 .unwrap_or_default();
-            bail!(
+            refuse!(
                 "run #{} was stopped{measured} ({}); a run cut short is never judged, since part of a night says \
                  nothing about a whole one",
                 candidate.id,
@@ -83,7 +109,7 @@ async fn judge_against_nights(
     candidate: &Run,
     spec: &BaselineSpec,
     gates: &Gates,
-) -> anyhow::Result<(Vec<Run>, Vec<LeftOut>, Judgement)> {
+) -> Result<(Vec<Run>, Vec<LeftOut>, Judgement), JudgeError> {
     let baseline = baseline_runs(store, candidate, spec).await?;
     let comparison = if matches!(spec, BaselineSpec::Run(_)) { Comparison::OneRun } else { Comparison::Nightly };
     let mind_the_machine = gates.busy_machine_inconclusive;
@@ -113,29 +139,29 @@ async fn judge_against_nights(
 }
 
 /// The runs `spec` selects; when a `run:ID` baseline selects nothing, says why that run cannot serve.
-async fn baseline_runs(store: &Store, candidate: &Run, spec: &BaselineSpec) -> anyhow::Result<Vec<Run>> {
+async fn baseline_runs(store: &Store, candidate: &Run, spec: &BaselineSpec) -> Result<Vec<Run>, JudgeError> {
     let runs = store.baseline_runs(candidate, spec).await?;
     if let (BaselineSpec::Run(id), true) = (spec, runs.is_empty()) {
-        let Some(run) = store.find_run(*id).await? else { bail!("baseline run #{id} does not exist") };
+        let Some(run) = store.find_run(*id).await? else { refuse!("baseline run #{id} does not exist") };
         if run.id == candidate.id {
-            bail!("run #{id} cannot be its own baseline");
+            refuse!("run #{id} cannot be its own baseline");
         }
         if run.scenario != candidate.scenario {
-            bail!("baseline run #{id} belongs to scenario `{}`, not `{}`", run.scenario, candidate.scenario);
+            refuse!("baseline run #{id} belongs to scenario `{}`, not `{}`", run.scenario, candidate.scenario);
         }
         if !run.status.is_valid_measurement() {
-            bail!("baseline run #{id} is {}, so its numbers cannot serve as a baseline", run.status);
+            refuse!("baseline run #{id} is {}, so its numbers cannot serve as a baseline", run.status);
         }
-        bail!("baseline run #{id} ran a different version of the scenario file, so its numbers are not comparable");
+        refuse!("baseline run #{id} ran a different version of the scenario file, so its numbers are not comparable");
     }
     Ok(runs)
 }
 
-async fn endpoints(store: &Store, id: i64) -> anyhow::Result<Vec<EndpointResult>> {
+async fn endpoints(store: &Store, id: i64) -> Result<Vec<EndpointResult>, JudgeError> {
     Ok(store.run_detail(id).await?.map(|d| d.endpoints).unwrap_or_default())
 }
 
-async fn baseline_results(store: &Store, runs: &[Run]) -> anyhow::Result<Vec<Vec<EndpointResult>>> {
+async fn baseline_results(store: &Store, runs: &[Run]) -> Result<Vec<Vec<EndpointResult>>, JudgeError> {
     let mut results = Vec::with_capacity(runs.len());
     for run in runs {
         results.push(endpoints(store, run.id).await?);
@@ -166,7 +192,7 @@ fn invalid_run(run: &Run) -> Judgement {
 }
 
 /// Why a baseline may be short although the scenario has runs: they belong to other workload series.
-async fn other_series(store: &Store, candidate: &Run) -> anyhow::Result<String> {
+async fn other_series(store: &Store, candidate: &Run) -> Result<String, JudgeError> {
     let others = store.other_workload_runs(candidate).await?;
     if others == 0 {
         return Ok(String::new());

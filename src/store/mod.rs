@@ -41,6 +41,7 @@ pub use grid::{GridFinding, GridRun};
 pub use leases::Lease;
 pub use outbox::{NewMessage, OutboxMessage};
 pub use overview::{ScenarioSummary, StatusCount};
+pub use retry::{FromStore, Retry, retry};
 pub use series::WorkloadSeries;
 pub use trends::{ChartPoint, Trend, TrendSpan};
 pub use url::DatabaseUrl;

@@ -1,37 +1,122 @@
-//! Retrying writes that SQLite reports as busy or locked.
+//! Retrying database work, decided on the typed [`StoreError`] wherever it is carried (a pipeline step's own
+//! error type says which of its errors came from the store, see [`FromStore`]):
 //!
-//! With WAL, `BEGIN IMMEDIATE` and a busy timeout, a writer waits its turn inside SQLite. A busy error can
-//! still escape (a timeout under a long writer, a snapshot that went stale); the whole transaction then rolled
-//! back, so running it again from the start is safe.
+//! - [`Retry::Busy`]: a SQLite write reported busy or locked. With WAL, `BEGIN IMMEDIATE` and a busy timeout a
+//!   writer waits its turn inside SQLite, but a busy error can still escape (a timeout under a long writer, a
+//!   snapshot that went stale); the whole transaction then rolled back, so running it again is safe.
+//! - [`Retry::Unreachable`]: the database could not be reached (a restart, a network blip, a pool timeout);
+//!   a run's steps wait seconds for it, so a database restart at run time delays the night instead of losing it.
 
+use std::fmt::Display;
 use std::future::Future;
 use std::time::Duration;
 
 use super::StoreError;
 
-/// Attempts before a busy error is returned to the caller.
-const ATTEMPTS: u32 = 5;
-/// Wait after the first busy error; doubled after each further one.
-const FIRST_BACKOFF: Duration = Duration::from_millis(50);
+/// Which failures are tried again, and how patiently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// A transaction SQLite reported busy: 5 attempts, 50 ms after the first failure, doubling.
+    Busy,
+    /// A database that cannot be reached: 4 attempts, 2 + 4 + 8 s between them.
+    Unreachable,
+}
 
-/// Runs `write` until it succeeds, fails with something other than busy, or [`ATTEMPTS`] are used up.
-pub(super) async fn retry_busy<T, F, Fut>(mut write: F) -> Result<T, StoreError>
+impl Retry {
+    fn attempts(self) -> u32 {
+        match self {
+            Self::Busy => 5,
+            Self::Unreachable => 4,
+        }
+    }
+
+    fn first_wait(self) -> Duration {
+        match self {
+            Self::Busy => Duration::from_millis(50),
+            Self::Unreachable => Duration::from_secs(2),
+        }
+    }
+
+    fn applies_to(self, error: &StoreError) -> bool {
+        match self {
+            Self::Busy => matches!(error, StoreError::Database(e) if is_busy(e)),
+            Self::Unreachable => error.is_unreachable(),
+        }
+    }
+}
+
+/// An error that may have come from the store: [`StoreError`] itself, or a step's error that wraps one.
+pub trait FromStore {
+    /// The store's error inside, if this is one.
+    fn store_error(&self) -> Option<&StoreError>;
+}
+
+impl FromStore for StoreError {
+    fn store_error(&self) -> Option<&StoreError> {
+        Some(self)
+    }
+}
+
+/// Runs `call` until it succeeds, fails with an error `policy` does not retry, or its attempts are used up;
+/// `what` names the work in the log ("store the results").
+pub async fn retry<T, E, F, Fut>(policy: Retry, what: &str, mut call: F) -> Result<T, E>
 where
+    E: FromStore + Display,
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, StoreError>>,
+    Fut: Future<Output = Result<T, E>>,
 {
-    let mut backoff = FIRST_BACKOFF;
+    let mut wait = policy.first_wait();
     for attempt in 1.. {
-        match write().await {
-            Err(StoreError::Database(e)) if attempt < ATTEMPTS && is_busy(&e) => {
-                tracing::warn!(attempt, "database busy, retrying the transaction in {backoff:?}");
-                tokio::time::sleep(backoff).await;
-                backoff *= 2;
+        match call().await {
+            Err(e) if attempt < policy.attempts() && e.store_error().is_some_and(|s| policy.applies_to(s)) => {
+                match policy {
+                    Retry::Busy => tracing::warn!(attempt, "cannot {what}: database busy; retrying in {wait:?}"),
+                    Retry::Unreachable => tracing::warn!(
+                        attempt,
+                        error = %e,
+                        "cannot {what}: the database is unreachable; retrying in {wait:?}"
+                    ),
+                }
+                tokio::time::sleep(wait).await;
+                wait *= 2;
             }
             outcome => return outcome,
         }
     }
     unreachable!("the loop returns on the last attempt")
+}
+
+/// A write transaction, run again from the start while SQLite reports it busy.
+pub(super) async fn retry_busy<T, F, Fut>(write: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, StoreError>>,
+{
+    retry(Retry::Busy, "write", write).await
+}
+
+impl StoreError {
+    /// Whether the database could not be reached, as opposed to a query it refused: trying again later may
+    /// succeed.
+    #[must_use]
+    pub fn is_unreachable(&self) -> bool {
+        let StoreError::Database(error) = self else { return false };
+        match error {
+            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) => true,
+            // SQLite cannot open its file (SQLITE_CANTOPEN, 14, in any extended form). PostgreSQL going away or
+            // refusing connections for now: connection exceptions (08…), an administrator's or a crash's
+            // shutdown (57P01-57P03), "not accepting connections" (55000) and "too many connections" (53300).
+            sqlx::Error::Database(db) => {
+                let code = db.code().unwrap_or_default();
+                if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                    code.parse::<i64>().is_ok_and(|c| c & 0xff == 14)
+                } else {
+                    code.starts_with("08") || code.starts_with("57P") || code == "55000" || code == "53300"
+                }
+            }
+            _ => false,
+        }
+    }
 }
 
 /// SQLite's `SQLITE_BUSY` (5) and `SQLITE_LOCKED` (6), including their extended codes. PostgreSQL errors are
@@ -60,5 +145,59 @@ mod tests {
         .await;
         assert!(matches!(result, Err(StoreError::RunNotFound(7))));
         assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    /// A step's own error type, as the pipeline's are: some of its errors come from the store.
+    #[derive(Debug)]
+    enum StepError {
+        Store(StoreError),
+        Refused,
+    }
+
+    impl std::fmt::Display for StepError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{self:?}")
+        }
+    }
+
+    impl FromStore for StepError {
+        fn store_error(&self) -> Option<&StoreError> {
+            match self {
+                Self::Store(e) => Some(e),
+                Self::Refused => None,
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unreachable_database_is_waited_for_through_a_steps_own_error() {
+        let calls = AtomicU32::new(0);
+        let started = tokio::time::Instant::now();
+        let result = retry(Retry::Unreachable, "judge the run", || async {
+            match calls.fetch_add(1, Ordering::SeqCst) {
+                0..=2 => Err(StepError::Store(StoreError::Database(sqlx::Error::PoolTimedOut))),
+                _ => Ok("judged"),
+            }
+        })
+        .await;
+        assert_eq!(result.unwrap(), "judged");
+        assert_eq!(started.elapsed(), Duration::from_secs(2 + 4 + 8));
+        let gives_up: Result<(), _> =
+            retry(Retry::Unreachable, "judge", || async { Err(StepError::Store(StoreError::RunNotFound(1))) }).await;
+        assert!(matches!(gives_up, Err(StepError::Store(StoreError::RunNotFound(1)))));
+        let refused: Result<(), _> = retry(Retry::Unreachable, "judge", || async { Err(StepError::Refused) }).await;
+        assert!(matches!(refused, Err(StepError::Refused)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unreachable_database_is_given_up_after_four_attempts() {
+        let calls = AtomicU32::new(0);
+        let result: Result<(), _> = retry(Retry::Unreachable, "store the results", || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Err(StoreError::Database(sqlx::Error::PoolTimedOut))
+        })
+        .await;
+        assert!(result.unwrap_err().is_unreachable());
+        assert_eq!(calls.load(Ordering::SeqCst), 4);
     }
 }
