@@ -25,7 +25,8 @@ use crate::web::{self, AppState};
 pub struct ServeOptions {
     /// How long runs under way may go on after shutdown is asked for before they are stopped.
     pub shutdown_grace: Duration,
-    /// Whether scheduled runs and alert delivery happen here (`false`: a read-only dashboard replica).
+    /// Whether scheduled runs and alert delivery happen here (`false`: a dashboard beside an instance that
+    /// schedules; runs started through its API are measured, their alerts wait in the outbox).
     pub scheduler: bool,
 }
 

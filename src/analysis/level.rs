@@ -7,7 +7,8 @@
 //! night-to-night part, and never falls below what sampling alone explains. Robustness comes from three
 //! choices: the segmentation cost is clipped, so one wild night never becomes a level of its own; noise is
 //! measured inside settled segments only, so a past step change is a new level rather than noise; and nights
-//! far from their segment are left out of the noise and the level.
+//! far from their segment are left out of the level (the noise still never falls below the robust spread of
+//! all nights).
 
 /// Converts a median absolute deviation into a normal standard deviation.
 const MAD_TO_SIGMA: f64 = 1.4826;

@@ -21,7 +21,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "60s",
           value_parser = |s: &str| crate::config::durations::parse(s, "60s or 5m"))]
     pub shutdown_grace: Duration,
-    /// Serve the dashboard only: no scheduled runs, no alert delivery (for a read-only replica).
+    /// Serve without the scheduler and the alert courier: no scheduled runs, no alert delivery (runs started
+    /// through the API are still measured; their alerts wait in the outbox for an instance that delivers).
     #[arg(long)]
     pub no_scheduler: bool,
 }

@@ -16,7 +16,7 @@ use crate::scenario::Plan;
 pub struct Measurement {
     /// When the run started.
     pub started_at: DateTime<Utc>,
-    /// Everything to store; `status` is `Finished`, `Invalid` or `Aborted`.
+    /// Everything to store; `status` is `Finished`, `Invalid`, `Failed` (the target was not there) or `Aborted`.
     pub results: RunResults,
     /// Service times per endpoint (the overall row first): shown next to response times, never judged.
     pub service: Vec<ServiceTimes>,

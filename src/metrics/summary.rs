@@ -34,7 +34,7 @@ fn record(histogram: &mut Histogram<u64>, us: u64) {
 pub struct EndpointRecord {
     /// End − intended start, failures included (a timeout at its timeout).
     pub response: Histogram<u64>,
-    /// End − dispatch: what the server alone took, blind to coordinated omission.
+    /// End − sent (after any wait for a connection slot): what the server alone took, blind to coordinated omission.
     pub service: Histogram<u64>,
     /// Requests attempted, failures and dropped arrivals included.
     pub requests: u64,

@@ -172,7 +172,7 @@ pub struct LoadSummary {
 /// Everything a finished run produced, stored in one transaction by `Store::finish_run`.
 #[derive(Debug, Clone)]
 pub struct RunResults {
-    /// `Finished` or `Invalid` (with reasons).
+    /// `Finished`, `Invalid` (with reasons), `Failed` (the target was not there) or `Aborted` (stopped).
     pub status: RunStatus,
     /// When the run ended.
     pub finished_at: DateTime<Utc>,
@@ -195,8 +195,9 @@ pub struct RunDetail {
     pub endpoints: Vec<EndpointResult>,
 }
 
-/// How sessions are started: the load model of a scenario, stored with each run so a baseline never mixes
-/// the two.
+/// How sessions are started: the load model of a scenario. It is written in the scenario file, so the
+/// workload hash already keeps the two models' runs in separate series; it is stored with each run for the
+/// judge, which tests throughput only in the closed model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LoadModel {
     /// Sessions arrive at a planned rate whatever the target's speed, as real users do: a slower build gets

@@ -4,7 +4,7 @@
 //! A receiver that is down gets the message when it is back (retries continue for a day, at most five
 //! minutes apart); a restart of degrade loses nothing, because the outbox is in the database. A message is
 //! claimed before each attempt, so two couriers on one database never post it both. The webhook URL is a
-//! secret: it is read from the environment at delivery time and never logged or stored (see [`super::webhook`]).
+//! secret: it is read from the environment when the config loads, held as a `Secret`, and never logged or stored (see [`super::webhook`]).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,8 @@
 //! Judging with the machine in mind (`[scenario.gates] busy_machine_inconclusive`): a baseline night whose
 //! machine was held back, against the other baseline nights, is left out of the baseline, and a latency
 //! regression measured on a held-back machine tonight is not blamed on the build. Both use the same rules
-//! (`analysis::contention`): busier with other work, or kept waiting by its host.
+//! (`analysis::contention`): busier with other work, kept waiting by its host, or slower in itself by its
+//! loopback echo.
 //!
 //! Why leave baseline nights out: a night measured on a held-back machine measured the machine. Kept, it
 //! passes for night-to-night noise and widens every comparison after it: on `bench-verdicts`, the nights of
@@ -71,7 +72,8 @@ fn in_a_few_words(contention: &Contention) -> String {
 }
 
 /// A latency regression measured while the machine was busier than on the baseline nights (beyond what the
-/// slower requests could have burnt themselves), or held back by its host, is inconclusive unless it stands
+/// slower requests could have burnt themselves), held back by its host, or slower in itself by its loopback
+/// echo, is inconclusive unless it stands
 /// out from the rest of the run (see `analysis::contention`).
 #[must_use]
 pub fn excuse_a_held_back_machine(

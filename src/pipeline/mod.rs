@@ -119,7 +119,7 @@ pub(crate) fn is_scenario_file(path: &Path) -> bool {
 
 /// How an attempt ended.
 pub enum RunOutcome {
-    /// The scenario ran and everything it measured is stored (`finished`, `invalid` or `aborted`).
+    /// The scenario ran and everything it measured is stored (`finished`, `invalid`, `failed` or `aborted`).
     Measured {
         /// The stored run.
         run_id: RunId,

@@ -1,4 +1,4 @@
-//! Turns a scenario file as written ([`super::raw`]) into a [`Plan`]: target, `[vars]`, feeders and load
+//! Turns a scenario file as written ([`super::raw_scenario`]) into a [`Plan`]: target, `[vars]`, feeders and load
 //! here; flows and steps in [`super::steps`]. Every problem is recorded with its line, column and field, and
 //! checking goes on, so one `validate` lists them all.
 

@@ -2,7 +2,7 @@
 //!
 //! serde rejects unknown keys and wrong types here; every value whose meaning is checked later keeps its
 //! position as [`Spanned`], so errors can name the line and column. Values with several accepted shapes
-//! (`status`, `extract`, `think`) stay [`toml::Value`] and are read by hand in [`super::resolve`], which gives
+//! (`status`, `extract`, `think`) stay [`toml::Value`] and are read by hand in [`super::steps`], which gives
 //! far clearer messages than serde's "did not match any variant".
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! Alert episodes: a regression (or missing run) from the night it opened until the night it resolved.
+//! Alert episodes: a regression, a missing run or a failed run, from the night it opened until the night it resolved.
 //! Alerts are sent per episode, not per run, so a team hears once when it starts and once when it ends;
 //! the schema allows one unresolved episode per scenario and kind.
 

@@ -1,4 +1,4 @@
-//! The only place with SQL: runs, results, timelines, verdicts, alert episodes and the notification outbox,
+//! The only place with degrade's own SQL (the demo target keeps its own database): runs, results, timelines, verdicts, alert episodes and the notification outbox,
 //! on embedded SQLite or a shared PostgreSQL server.
 //!
 //! The backend is chosen by the URL scheme. Each query is written once, in SQL both dialects accept

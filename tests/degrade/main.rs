@@ -16,6 +16,8 @@
 //! - `nightly`: the nightly chain, the scheduler, leases across instances, and `degrade serve` itself.
 //! - `confirm`: confirmation reruns of `check --run-now` on a target that is slow for a set number of requests.
 //! - `hostile_input`: overflowing durations, sizes, ports, devices as files, bad names: refused, never a panic.
+//! - `held_back_machine`: nights measured on a busy or held-back machine, left out and excused.
+//! - `layers`: every module of `src/` uses only modules of a lower layer (the table ARCHITECTURE.md draws).
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
