@@ -50,6 +50,8 @@ pub mod web;
 pub mod service;
 /// `degrade demo`: the bundled demo API, a local alert receiver, and the story told on them.
 pub mod demo;
+/// The wall clock runs, verdicts, episodes and leases are stamped with: the system's, shifted, or manual.
+pub mod clock;
 /// Secrets that cannot be printed by accident, and URL redaction.
 pub mod secret;
 /// Text from outside (targets, receivers, build ids) made safe for terminals: control characters escaped.

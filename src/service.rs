@@ -61,7 +61,7 @@ pub async fn serve(
     let (stop_courier, courier_stop) = tokio::sync::watch::channel(false);
     let (scheduler, courier) = if options.scheduler {
         let scheduler = Scheduler::start(state.runner.clone(), store.clone(), state.config.clone()).await?;
-        let courier = Courier::new(store.clone(), state.config.clone())?;
+        let courier = Courier::new(store.clone(), state.config.clone())?.with_clock(runner.clock().clone());
         (Some(scheduler), Some(tokio::spawn(courier.run(courier_stop))))
     } else {
         (None, None)

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use chrono::Utc;
 
 use super::run::Live;
 use super::{ConfigSource, Exit, print_stdout};
@@ -107,7 +108,7 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
 async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Result<CheckReport> {
     if !args.run_now {
         let candidate = candidate(store, config, args, args.run).await?;
-        return Ok(judge_run(store, config, &candidate, &spec(config, args, &candidate.scenario)).await?);
+        return Ok(judge_run(store, config, &candidate, &spec(config, args, &candidate.scenario), Utc::now()).await?);
     }
     let mut job = Job::find(config, args.scenario_as_given())?;
     for warning in &job.plan.warnings {

@@ -24,7 +24,7 @@ pub(super) async fn run(source: &ConfigSource, command: NotifyCommand) -> anyhow
     let webhooks = Webhooks::new()?;
     let scenario = config.scenarios.first().map_or("example", |s| s.name.as_str());
     let summary = "This is a test message from degrade: alerts will arrive here.".to_owned();
-    let alert = Alert { build_id: Some("test".to_owned()), ..Alert::about(Event::Test, scenario, summary) };
+    let alert = Alert { build_id: Some("test".to_owned()), ..Alert::about(Event::Test, scenario, summary, Utc::now()) };
     let mut failed = 0;
     for notifier in &config.notifiers {
         let Some(url) = &notifier.url else {

@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::run_report::{RunFormat, RunReport};
 use super::{ConfigSource, Exit, print_stdout, shutdown_signal};
+use crate::clock::Clock;
 use crate::engine::Progress;
 use crate::model::RunStatus;
 use crate::pipeline::claim::holder_name;
@@ -81,9 +82,9 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
 /// it cannot overlap a nightly or API-started run; returns the scenario's name too.
 async fn run_job(store: &Store, job: Job, build: Option<String>) -> anyhow::Result<(String, RunOutcome)> {
     let name = job.name.clone();
-    let claim = Claim::take(store, &RunsUnderWay::default(), &name, &holder_name()).await?;
+    let claim = Claim::take(store, &RunsUnderWay::default(), &name, &holder_name(), &Clock::system()).await?;
     let (live, stop) = Live::start(&job.plan);
-    let outcome = pipeline::run(store, job, build, stop, |p| live.update(p)).await;
+    let outcome = pipeline::run(store, job, build, &Clock::system(), stop, |p| live.update(p)).await;
     live.finish();
     claim.release().await;
     Ok((name, outcome?))

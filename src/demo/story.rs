@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use chrono::Utc;
+use chrono::{TimeDelta, Utc};
 
 use super::receiver::LogReceiver;
 use super::target::{DemoTarget, Knobs};
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::model::{Finding, OVERALL_ENDPOINT, RunStatus, baseline::BaselineSpec};
 use crate::notify::Courier;
@@ -113,7 +114,8 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     let config = Arc::new(write_config(&options.folder, &target.url(), &dashboard, &receiver.url(), &token)?);
     let store = Store::connect(&config.database).await.context("cannot open the demo database")?;
     let (state, stop_runs) = AppState::new(store.clone(), config.as_ref().clone());
-    let runner = state.runner.clone();
+    // The story's own clock: each night of history is told on the day it stands for, tonight on today.
+    let runner = state.runner.clone().with_clock(Clock::shifted(TimeDelta::zero()));
     let (server, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(web::serve(listener, state, async move {
         let _ = stopped.await;
@@ -124,7 +126,8 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     knobs.set_build("1.1.0");
     knobs.slow_down(SLOW_ROUTE, Duration::from_millis(options.slowdown_ms));
     println!("tonight: build 1.1.0, which adds {} ms to {SLOW_ROUTE}", options.slowdown_ms);
-    let tonight = night(&runner, &config, options, None).await?;
+    runner.clock().set(Utc::now());
+    let tonight = night(&runner, &config, options).await?;
     Courier::new(store.clone(), config.clone())?.deliver_due().await?;
     let verdict = StoryVerdict { false_alarms, ..verdict(&tonight, receiver.received())? };
     Ok(Demo {
@@ -147,8 +150,9 @@ async fn history(runner: &Runner, config: &Config, options: &Options, knobs: &Kn
     for n in 0..options.nights {
         let build = format!("1.0.{n}");
         knobs.set_build(&build);
-        let when = today - chrono::TimeDelta::days(i64::from(options.nights - n));
-        let ended = night(runner, config, options, Some(when)).await?;
+        let when = today - TimeDelta::days(i64::from(options.nights - n));
+        runner.clock().set(when);
+        let ended = night(runner, config, options).await?;
         let outcome = ended.report.as_ref().map_or("not judged", |r| r.outcome.as_str());
         if ended.status == RunStatus::Regressed {
             false_alarms.push(ended.run_id);
@@ -172,16 +176,11 @@ async fn history(runner: &Runner, config: &Config, options: &Options, knobs: &Kn
     Ok(false_alarms)
 }
 
-/// One run of the demo scenario, shortened to the night length, through the whole nightly chain.
-async fn night(
-    runner: &Runner,
-    config: &Config,
-    options: &Options,
-    when: Option<chrono::DateTime<Utc>>,
-) -> anyhow::Result<Ended> {
+/// One run of the demo scenario, shortened to the night length, through the whole nightly chain, on the
+/// runner's clock.
+async fn night(runner: &Runner, config: &Config, options: &Options) -> anyhow::Result<Ended> {
     let mut job = Job::find(config, Some(SCENARIO))?;
     job.plan = job.plan.scaled(Some(options.night_length), 1.0);
-    job.backdate = when;
     let claim = runner.claim(SCENARIO).await?;
     runner.run(claim, job, None, &BaselineSpec::default(), |_| {}).await
 }

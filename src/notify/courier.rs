@@ -9,10 +9,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use tokio::sync::watch;
 
 use super::webhook::{PostError, Webhooks};
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::store::{OutboxMessage, Store, StoreError};
 
@@ -35,20 +35,28 @@ pub struct Courier {
     store: Store,
     config: Arc<Config>,
     webhooks: Webhooks,
+    clock: Clock,
 }
 
 impl Courier {
     /// A courier for the notifiers in `config`.
     pub fn new(store: Store, config: Arc<Config>) -> anyhow::Result<Self> {
-        Ok(Self { store, config, webhooks: Webhooks::new()? })
+        Ok(Self { store, config, webhooks: Webhooks::new()?, clock: Clock::system() })
+    }
+
+    /// The same courier deciding what is due, and stamping attempts, by `clock`.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Delivers every message that is due; returns how many got through.
     pub async fn deliver_due(&self) -> Result<usize, StoreError> {
         let mut delivered = 0;
-        for message in self.store.due_messages(Utc::now(), BATCH).await? {
+        for message in self.store.due_messages(self.clock.now(), BATCH).await? {
             // Claimed from the moment of the attempt: a batch behind slow receivers takes minutes.
-            let claimed = self.store.claim_message(&message, Utc::now() + CLAIM_FOR).await?;
+            let claimed = self.store.claim_message(&message, self.clock.now() + CLAIM_FOR).await?;
             if claimed && self.deliver(&message).await? {
                 delivered += 1;
             }
@@ -72,7 +80,7 @@ impl Courier {
                 Some(url) => self.webhooks.post(url, &message.idempotency_key, &message.payload).await,
             },
         };
-        let now = Utc::now();
+        let now = self.clock.now();
         let (id, notifier, event) = (message.id, &message.notifier, &message.event);
         match outcome {
             Ok(()) => {

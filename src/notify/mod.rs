@@ -105,7 +105,7 @@ pub struct Alert {
 impl Alert {
     /// An alert about `scenario` with nothing but its summary; set the other fields with struct update syntax.
     #[must_use]
-    pub fn about(event: Event, scenario: &str, summary: String) -> Self {
+    pub fn about(event: Event, scenario: &str, summary: String, at: DateTime<Utc>) -> Self {
         Self {
             event,
             scenario: scenario.to_owned(),
@@ -115,7 +115,7 @@ impl Alert {
             last_good_run_id: None,
             summary,
             worse: Vec::new(),
-            at: Utc::now(),
+            at,
         }
     }
 }

@@ -114,7 +114,7 @@ mod tests {
     fn long_texts_are_clipped_to_what_slack_accepts() {
         let name = "s".repeat(200);
         let log = "deploy step failed\n".repeat(400);
-        let alert = Alert::about(Event::RunFailed, &name, log);
+        let alert = Alert::about(Event::RunFailed, &name, log, chrono::Utc::now());
         let links = Links { run: None, scenario: Some("https://degrade.example.com/scenarios/x".to_owned()) };
         let message = payload(&alert, &links);
         let header = message["blocks"][0]["text"]["text"].as_str().unwrap();

@@ -27,10 +27,15 @@ pub mod kind {
     pub const MISSING_RUN: &str = "missing_run";
 }
 
-/// Opens or resolves the scenario's episodes after `report` judged a run.
-pub async fn after_judgement(store: &Store, config: &Config, report: &CheckReport) -> Result<(), StoreError> {
+/// Opens or resolves the scenario's episodes after `report` judged a run; `at` stamps the change.
+pub async fn after_judgement(
+    store: &Store,
+    config: &Config,
+    report: &CheckReport,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
     let scenario = &report.scenario;
-    resolve(store, config, scenario, kind::RUN_FAILED, report.run_id, None).await?;
+    resolve(store, config, scenario, kind::RUN_FAILED, report.run_id, None, at).await?;
     match report.outcome {
         VerdictOutcome::Regressed => {
             let (last_good, builds) = store.builds_since_last_pass(scenario, report.run_id).await?;
@@ -40,7 +45,7 @@ pub async fn after_judgement(store: &Store, config: &Config, report: &CheckRepor
                 builds_since_last_good: builds,
                 last_good_run_id: last_good,
                 worse: worse(report),
-                ..Alert::about(Event::Regression, scenario, report.summary.clone())
+                ..Alert::about(Event::Regression, scenario, report.summary.clone(), at)
             };
             open(store, config, kind::REGRESSION, Some(report.run_id), last_good, alert).await
         }
@@ -49,9 +54,9 @@ pub async fn after_judgement(store: &Store, config: &Config, report: &CheckRepor
             let recovery = Alert {
                 run_id: Some(report.run_id),
                 build_id: report.build_id.clone(),
-                ..Alert::about(Event::Recovery, scenario, summary)
+                ..Alert::about(Event::Recovery, scenario, summary, at)
             };
-            resolve(store, config, scenario, kind::REGRESSION, report.run_id, Some(recovery)).await
+            resolve(store, config, scenario, kind::REGRESSION, report.run_id, Some(recovery), at).await
         }
         VerdictOutcome::Inconclusive => Ok(()),
     }
@@ -65,6 +70,7 @@ pub async fn after_failure(
     run_id: RunId,
     build_id: Option<String>,
     reason: &str,
+    at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let summary = format!("run #{run_id} could not be done: {reason}");
     let (last_good, builds) = store.builds_since_last_pass(scenario, run_id).await?;
@@ -73,14 +79,20 @@ pub async fn after_failure(
         build_id,
         builds_since_last_good: builds,
         last_good_run_id: last_good,
-        ..Alert::about(Event::RunFailed, scenario, summary)
+        ..Alert::about(Event::RunFailed, scenario, summary, at)
     };
     open(store, config, kind::RUN_FAILED, Some(run_id), None, alert).await
 }
 
 /// Resolves a missing_run episode: a run has started.
-pub async fn after_start(store: &Store, config: &Config, scenario: &str, run_id: RunId) -> Result<(), StoreError> {
-    resolve(store, config, scenario, kind::MISSING_RUN, run_id, None).await
+pub async fn after_start(
+    store: &Store,
+    config: &Config,
+    scenario: &str,
+    run_id: RunId,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    resolve(store, config, scenario, kind::MISSING_RUN, run_id, None, at).await
 }
 
 /// Opens a missing_run episode: no run since `last_run` although one was due at `due`.
@@ -90,12 +102,13 @@ pub async fn missing_run(
     scenario: &str,
     last_run: Option<DateTime<Utc>>,
     due: DateTime<Utc>,
+    at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let minute = |at: DateTime<Utc>| at.format("%Y-%m-%d %H:%M UTC").to_string();
     let last =
         last_run.map_or_else(|| "no run is recorded yet".to_owned(), |at| format!("the last started {}", minute(at)));
     let summary = format!("a run of {scenario} was due at {} and has not happened; {last}", minute(due));
-    let alert = Alert::about(Event::MissingRun, scenario, summary);
+    let alert = Alert::about(Event::MissingRun, scenario, summary, at);
     open(store, config, kind::MISSING_RUN, None, None, alert).await
 }
 
@@ -129,10 +142,11 @@ async fn resolve(
     kind: &str,
     run_id: RunId,
     alert: Option<Alert>,
+    at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     for episode in store.unresolved_episodes(scenario).await?.into_iter().filter(|e| e.kind == kind) {
         let messages = alert.as_ref().map(|a| notify::messages(config, a, episode.id)).unwrap_or_default();
-        if store.resolve_episode(episode.id, Some(run_id), Utc::now(), &messages).await? {
+        if store.resolve_episode(episode.id, Some(run_id), at, &messages).await? {
             tracing::info!(scenario, kind, episode = episode.id, run_id, "episode resolved");
         }
     }

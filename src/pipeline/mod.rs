@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use crate::clock::Clock;
 use crate::config::{Config, ScenarioConfig};
 use crate::engine::{self, Measurement, Progress};
 use crate::model::{NewRun, RunId, RunStatus};
@@ -37,9 +37,6 @@ pub struct Job {
     pub plan: Plan,
     /// Its degrade.toml entry: target, build settings, gates.
     pub scenario: Option<ScenarioConfig>,
-    /// Record the run as started at this time instead of now: `degrade demo` labels its quick runs as
-    /// consecutive nights. Always `None` for real runs.
-    pub backdate: Option<DateTime<Utc>>,
 }
 
 impl Job {
@@ -60,7 +57,7 @@ impl Job {
         if let Some(scenario) = &mut scenario {
             scenario.build.deploy = None;
         }
-        Self { name: self.name.clone(), plan: self.plan.clone(), scenario, backdate: self.backdate }
+        Self { name: self.name.clone(), plan: self.plan.clone(), scenario }
     }
 
     /// The job for `wanted`: a `[[scenario]]` name, a scenario file's path, or (when `None`) the only
@@ -108,7 +105,7 @@ impl Job {
             let count = errors.0.len();
             anyhow::anyhow!("{errors}\n{count} problem{} in the scenario", if count == 1 { "" } else { "s" })
         })?;
-        Ok(Self { name, plan, scenario: entry, backdate: None })
+        Ok(Self { name, plan, scenario: entry })
     }
 }
 
@@ -154,16 +151,18 @@ impl RunOutcome {
     }
 }
 
-/// Runs `job` end to end: deploy, health, build id (unless `build` names it), load, store.
+/// Runs `job` end to end: deploy, health, build id (unless `build` names it), load, store. The run is stamped
+/// on `clock`; how long it took is the engine's, measured on the monotonic clock.
 pub async fn run(
     store: &Store,
     job: Job,
     build: Option<String>,
+    clock: &Clock,
     stop: watch::Receiver<bool>,
     on_progress: impl FnMut(&Progress),
 ) -> anyhow::Result<RunOutcome> {
-    let Job { name, plan, scenario, backdate } = job;
-    let started_at = backdate.unwrap_or_else(Utc::now);
+    let Job { name, plan, scenario } = job;
+    let started_at = clock.now();
     let mut deploy_output = None;
     let (prepared, stopped) = prepare_unless_stopped(scenario.as_ref(), build, &mut deploy_output, stop.clone()).await;
     // A failed or hung deploy's output is kept with the failed run: it is where the reason is.
@@ -188,7 +187,7 @@ pub async fn run(
     if let Err(e) = prepared {
         let reason = format!("{e:#}");
         let status = if stopped { RunStatus::Aborted } else { RunStatus::Failed };
-        store.end_run(run_id, status, &reason, Utc::now()).await?;
+        store.end_run(run_id, status, &reason, clock.now()).await?;
         return Ok(if stopped {
             RunOutcome::Stopped { run_id, reason }
         } else {
@@ -196,13 +195,13 @@ pub async fn run(
         });
     }
     let mut measurement = engine::run(Arc::new(plan), stop, on_progress).await;
-    if backdate.is_some() {
-        measurement.results.finished_at = started_at + (measurement.results.finished_at - measurement.started_at);
-    }
+    // The engine stamps its end on the system clock; the run ends as long after its start on this one.
+    measurement.results.finished_at = started_at + (measurement.results.finished_at - measurement.started_at);
     if let Err(e) =
         retry(Retry::Unreachable, "store the results", || store.finish_run(run_id, &measurement.results)).await
     {
-        let _ = store.end_run(run_id, RunStatus::Failed, &format!("storing the results failed: {e}"), Utc::now()).await;
+        let failed = format!("storing the results failed: {e}");
+        let _ = store.end_run(run_id, RunStatus::Failed, &failed, clock.now()).await;
         return Err(e).context("cannot store the run's results");
     }
     Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement: Box::new(measurement) })

@@ -15,12 +15,12 @@ use super::confirm::{self, Confirmation};
 use super::verdict::{self, JudgeError};
 use super::{Job, RunOutcome, alerting};
 use crate::analysis::Gates;
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::engine::Progress;
 use crate::model::{RunId, RunStatus, VerdictOutcome, baseline::BaselineSpec};
 use crate::report::CheckReport;
-use crate::store::Store;
-use crate::store::{Retry, retry};
+use crate::store::{Retry, Store, retry};
 
 /// How a chained run ended.
 #[derive(Debug)]
@@ -47,6 +47,7 @@ pub struct Runner {
     stop: watch::Receiver<bool>,
     /// Cleared at shutdown: claims fail from then on, so nothing starts while runs under way are awaited.
     accepting: Arc<AtomicBool>,
+    clock: Clock,
 }
 
 impl Runner {
@@ -54,7 +55,22 @@ impl Runner {
     #[must_use]
     pub fn new(store: Store, config: Arc<Config>, stop: watch::Receiver<bool>) -> Self {
         let accepting = Arc::new(AtomicBool::new(true));
-        Self { store, config, holder: holder_name(), runs: RunsUnderWay::default(), stop, accepting }
+        let clock = Clock::system();
+        Self { store, config, holder: holder_name(), runs: RunsUnderWay::default(), stop, accepting, clock }
+    }
+
+    /// The same runner on `clock`: its runs, verdicts, episodes and leases are stamped with its time, and the
+    /// scheduler that shares it decides by it (the demo's nights, tests that move time on).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The clock this runner stamps and decides by.
+    #[must_use]
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// The runs under way in this process.
@@ -75,7 +91,7 @@ impl Runner {
             return Err(ClaimError::ShuttingDown(scenario.to_owned()));
         }
         retry(Retry::Unreachable, "take the scenario's lease", || {
-            Claim::take(&self.store, &self.runs, scenario, &self.holder)
+            Claim::take(&self.store, &self.runs, scenario, &self.holder, &self.clock)
         })
         .await
     }
@@ -133,7 +149,8 @@ impl Runner {
         // under way waits for those too.
         let ended = async {
             // Boxed, as is the rerun's: each run's future holds the whole engine.
-            let outcome = Box::pin(super::run(&self.store, job, build, self.stop.clone(), &mut on_progress)).await?;
+            let outcome =
+                Box::pin(super::run(&self.store, job, build, &self.clock, self.stop.clone(), &mut on_progress)).await?;
             let first = retry(Retry::Unreachable, "judge the run", || self.conclude(&scenario, &outcome, spec)).await?;
             let ended = match (first.report.as_ref().map(|r| r.outcome), rerun) {
                 (Some(VerdictOutcome::Regressed), Some(rerun)) => {
@@ -143,7 +160,7 @@ impl Runner {
             };
             if let Some(report) = ended.report.as_ref().filter(|_| ended.status != RunStatus::Unconfirmed) {
                 retry(Retry::Unreachable, "update alerts", || {
-                    alerting::after_judgement(&self.store, &self.config, report)
+                    alerting::after_judgement(&self.store, &self.config, report, self.clock.now())
                 })
                 .await?;
             }
@@ -170,7 +187,7 @@ impl Runner {
         store.set_confirmed_status(first.run_id, RunStatus::Unconfirmed).await?;
         let build = first_report.build_id.clone();
         let rerun = async {
-            let outcome = Box::pin(super::run(store, job, build, self.stop.clone(), on_progress)).await?;
+            let outcome = Box::pin(super::run(store, job, build, &self.clock, self.stop.clone(), on_progress)).await?;
             store.link_confirmation(outcome.run_id(), first.run_id).await?;
             anyhow::Ok(retry(Retry::Unreachable, "judge the rerun", || self.conclude(&scenario, &outcome, spec)).await?)
         }
@@ -212,9 +229,9 @@ impl Runner {
         match outcome {
             RunOutcome::Failed { run_id, reason } => {
                 let run_id = *run_id;
-                alerting::after_start(store, config, scenario, run_id).await?;
+                alerting::after_start(store, config, scenario, run_id, self.clock.now()).await?;
                 let build_id = store.find_run(run_id).await?.and_then(|r| r.build_id);
-                alerting::after_failure(store, config, scenario, run_id, build_id, reason).await?;
+                alerting::after_failure(store, config, scenario, run_id, build_id, reason, self.clock.now()).await?;
                 Ok(Ended {
                     run_id,
                     status: RunStatus::Failed,
@@ -232,7 +249,7 @@ impl Runner {
             }),
             RunOutcome::Measured { run_id, measurement, .. } => {
                 let run_id = *run_id;
-                alerting::after_start(store, config, scenario, run_id).await?;
+                alerting::after_start(store, config, scenario, run_id, self.clock.now()).await?;
                 if measurement.results.status == RunStatus::Aborted {
                     return Ok(Ended {
                         run_id,
@@ -246,7 +263,8 @@ impl Runner {
                     // The target was down: a failed night, alerted as one, never judged.
                     let reason = measurement.results.validity_reasons.join("; ");
                     let build_id = store.find_run(run_id).await?.and_then(|r| r.build_id);
-                    alerting::after_failure(store, config, scenario, run_id, build_id, &reason).await?;
+                    alerting::after_failure(store, config, scenario, run_id, build_id, &reason, self.clock.now())
+                        .await?;
                     return Ok(Ended {
                         run_id,
                         status: RunStatus::Failed,
@@ -258,7 +276,7 @@ impl Runner {
                 let Some(run) = store.find_run(run_id).await? else {
                     return Err(JudgeError::Refused(format!("run #{run_id}, just stored, is gone")));
                 };
-                let report = verdict::judge_run(store, config, &run, spec).await?;
+                let report = verdict::judge_run(store, config, &run, spec, self.clock.now()).await?;
                 let status = store.find_run(run_id).await?.map_or(run.status, |r| r.status);
                 Ok(Ended { run_id, status, report: Some(report), failure: None, confirmation: None })
             }

@@ -2,7 +2,7 @@
 //! the verdict (which moves the run to `passed` or `regressed`), and return the report. `degrade check` and
 //! the nightly chain both judge through here.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 use super::held_back::{excuse_a_held_back_machine, without_held_back_nights};
 use crate::analysis::Gates;
@@ -39,12 +39,14 @@ macro_rules! refuse {
     };
 }
 
-/// Judges `candidate` against the runs `spec` selects, with the scenario's gates, and stores the verdict.
+/// Judges `candidate` against the runs `spec` selects, with the scenario's gates, and stores the verdict made
+/// `at` that time.
 pub async fn judge_run(
     store: &Store,
     config: &Config,
     candidate: &Run,
     spec: &BaselineSpec,
+    at: DateTime<Utc>,
 ) -> Result<CheckReport, JudgeError> {
     let gates = config.scenario(&candidate.scenario).map(|s| s.gates.clone()).unwrap_or_default();
     match candidate.status {
@@ -78,7 +80,7 @@ pub async fn judge_run(
         baseline_run_ids: baseline.iter().map(|r| r.id).collect(),
         outcome: judgement.outcome,
         summary: judgement.summary.clone(),
-        created_at: Utc::now(),
+        created_at: at,
         findings: judgement.findings.clone(),
     };
     store.save_verdict(candidate.id, &verdict).await?;

@@ -43,7 +43,7 @@ impl Scheduler {
     pub async fn start(runner: Runner, store: Store, config: Arc<Config>) -> anyhow::Result<Self> {
         let jobs = JobScheduler::new().await.context("cannot create the scheduler")?;
         let shared = Arc::new(JobContext { runner, store, config });
-        let now = Utc::now();
+        let now = shared.runner.clock().now();
         for scenario in scheduled(&shared.config) {
             // The first time a scenario is scheduled is the reference for "missing" until it has runs.
             shared.store.ensure_scenario(&scenario.name, now).await?;
@@ -92,13 +92,13 @@ fn arm(
             return Ok(());
         };
         tracing::info!(scenario, schedule = %schedule, next_run = %fire_at, "scheduled");
-        let wait = (fire_at - Utc::now()).to_std().unwrap_or_default();
+        let wait = (fire_at - shared.runner.clock().now()).to_std().unwrap_or_default();
         let job = Job::new_one_shot_at_instant_async(Instant::now() + wait, move |_, jobs| {
             let (shared, scenario) = (shared.clone(), scenario.clone());
             Box::pin(async move {
                 // The crate ticks on whole seconds and may fire just before the instant; running early would
                 // let the next fire time be this same one.
-                if let Ok(early) = (fire_at - Utc::now()).to_std() {
+                if let Ok(early) = (fire_at - shared.runner.clock().now()).to_std() {
                     tokio::time::sleep(early).await;
                 }
                 if let Err(e) = arm(jobs, shared.clone(), scenario.clone(), fire_at).await {
@@ -126,7 +126,7 @@ async fn fire(shared: Arc<JobContext>, scenario: String, why: &'static str, due:
 /// scenario was first stored.
 async fn last_run(shared: &JobContext, scenario: &str) -> anyhow::Result<(Option<DateTime<Utc>>, DateTime<Utc>)> {
     let last = shared.store.last_runs(scenario, 1).await?.first().map(|r| r.started_at);
-    let first_seen = shared.store.scenario_created_at(scenario).await?.unwrap_or_else(Utc::now);
+    let first_seen = shared.store.scenario_created_at(scenario).await?.unwrap_or_else(|| shared.runner.clock().now());
     Ok((last, last.unwrap_or(first_seen)))
 }
 
@@ -136,7 +136,7 @@ async fn catch_up(shared: &Arc<JobContext>) {
         let Some(schedule) = &scenario.schedule else { continue };
         match last_run(shared, &scenario.name).await {
             Ok((_, reference)) => {
-                if let Some(missed) = timing::missed_fire(schedule, reference, Utc::now()) {
+                if let Some(missed) = timing::missed_fire(schedule, reference, shared.runner.clock().now()) {
                     tracing::info!(scenario = scenario.name, %missed, "catching up on a run missed while degrade was down");
                     tokio::spawn(fire(shared.clone(), scenario.name.clone(), "catch-up", missed));
                 }
@@ -149,7 +149,7 @@ async fn catch_up(shared: &Arc<JobContext>) {
 /// The periodic watch: runs left `running` by a degrade that died (its lease has expired) become
 /// `aborted`, then overdue runs raise their alerts.
 async fn look_after(shared: &JobContext) {
-    match shared.store.abort_interrupted_runs(Utc::now()).await {
+    match shared.store.abort_interrupted_runs(shared.runner.clock().now()).await {
         Ok(aborted) if !aborted.is_empty() => {
             tracing::warn!(?aborted, "runs whose degrade stopped were marked aborted");
         }
@@ -168,8 +168,11 @@ async fn check_missing(shared: &JobContext) {
         }
         let outcome = async {
             let (last, reference) = last_run(shared, &scenario.name).await?;
-            if let Some(due) = timing::overdue_fire(schedule, reference, scenario.missing_run_grace, Utc::now()) {
-                alerting::missing_run(&shared.store, &shared.config, &scenario.name, last, due).await?;
+            if let Some(due) =
+                timing::overdue_fire(schedule, reference, scenario.missing_run_grace, shared.runner.clock().now())
+            {
+                let now = shared.runner.clock().now();
+                alerting::missing_run(&shared.store, &shared.config, &scenario.name, last, due, now).await?;
             }
             anyhow::Ok(())
         };

@@ -4,8 +4,9 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
+use chrono::{TimeDelta, Utc};
+use degrade::clock::Clock;
 use degrade::config::Config;
 use degrade::model::{RunStatus, VerdictOutcome, baseline::BaselineSpec};
 use degrade::notify::Courier;
@@ -44,8 +45,8 @@ pub fn load(config_path: &Path, hook: &str, ops: &str) -> Arc<Config> {
 /// Judges the stored run `id` against last-7d and updates episodes, as the nightly chain does.
 async fn judge_night(store: &Store, config: &Config, id: i64) -> VerdictOutcome {
     let run = store.find_run(id).await.unwrap().unwrap();
-    let report = judge_run(store, config, &run, &BaselineSpec::LastDays(7)).await.unwrap();
-    alerting::after_judgement(store, config, &report).await.unwrap();
+    let report = judge_run(store, config, &run, &BaselineSpec::LastDays(7), Utc::now()).await.unwrap();
+    alerting::after_judgement(store, config, &report, Utc::now()).await.unwrap();
     report.outcome
 }
 
@@ -134,8 +135,10 @@ async fn a_receiver_that_is_down_gets_the_message_when_it_is_back_and_only_once(
     let config = load(&config_path, &url_at(address), &url_at(address));
     let db = TestDb::sqlite();
     let store = Store::connect(&db.url).await.unwrap();
-    alerting::missing_run(&store, &config, "checkout", Some(night(8)), night(9)).await.unwrap();
-    let courier = Courier::new(store.clone(), config.clone()).unwrap();
+    // The courier decides what is due by its clock: the test moves it on instead of waiting for the backoff.
+    let clock = Clock::manual(Utc::now());
+    alerting::missing_run(&store, &config, "checkout", Some(night(8)), night(9), clock.now()).await.unwrap();
+    let courier = Courier::new(store.clone(), config.clone()).unwrap().with_clock(clock.clone());
 
     assert_eq!(courier.deliver_due().await.unwrap(), 0);
     let [pending] = store.recent_messages(10).await.unwrap().try_into().unwrap();
@@ -146,18 +149,19 @@ async fn a_receiver_that_is_down_gets_the_message_when_it_is_back_and_only_once(
 
     let receiver = Receiver::start_on(address).await;
     receiver.answer(Answer::Fail(500));
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    clock.advance(TimeDelta::milliseconds(2100));
     assert_eq!(courier.deliver_due().await.unwrap(), 0);
     let error = store.recent_messages(1).await.unwrap()[0].last_error.clone().unwrap();
     assert!(error.contains("500"), "{error}");
 
     receiver.answer(Answer::Accept);
     assert_eq!(courier.deliver_due().await.unwrap(), 0, "not due yet: the backoff doubled to 4 s");
-    tokio::time::sleep(Duration::from_millis(4100)).await;
+    clock.advance(TimeDelta::milliseconds(4100));
     assert_eq!(courier.deliver_due().await.unwrap(), 1);
     // A restart of degrade (a new store and courier) finds nothing left to send.
     let restarted = Store::connect(&db.url).await.unwrap();
-    assert_eq!(Courier::new(restarted.clone(), config.clone()).unwrap().deliver_due().await.unwrap(), 0);
+    let courier = Courier::new(restarted.clone(), config.clone()).unwrap().with_clock(clock);
+    assert_eq!(courier.deliver_due().await.unwrap(), 0);
     let [delivered] = receiver.delivered().try_into().unwrap();
     assert_eq!(delivered["text"], "degrade: no recent run of checkout", "{delivered:#}");
     let keys: Vec<Option<String>> = receiver.posts().into_iter().map(|p| p.key).collect();
@@ -171,8 +175,8 @@ async fn pending_outbox_is_delivered_once_by_two_couriers(db: TestDb) {
     let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
     let config = load(&config_path, &receiver.url(), &receiver.url());
     let store = Store::connect(&db.url).await.unwrap();
-    alerting::missing_run(&store, &config, "checkout", None, night(9)).await.unwrap();
-    alerting::missing_run(&store, &config, "checkout", None, night(10)).await.unwrap();
+    alerting::missing_run(&store, &config, "checkout", None, night(9), Utc::now()).await.unwrap();
+    alerting::missing_run(&store, &config, "checkout", None, night(10), Utc::now()).await.unwrap();
     store.close().await;
     // Two degrade instances start on the database with the message pending (a restart, or a pair).
     let (one, two) = (Store::connect(&db.url).await.unwrap(), Store::connect(&db.url).await.unwrap());
@@ -203,7 +207,7 @@ async fn one_attempt_against(answer: Answer) -> degrade::store::OutboxMessage {
     let config = load(&config_path, &receiver.url(), &receiver.url());
     let db = TestDb::sqlite();
     let store = Store::connect(&db.url).await.unwrap();
-    alerting::missing_run(&store, &config, "checkout", None, night(9)).await.unwrap();
+    alerting::missing_run(&store, &config, "checkout", None, night(9), Utc::now()).await.unwrap();
     let courier = Courier::new(store.clone(), config).unwrap();
     assert_eq!(courier.deliver_due().await.unwrap(), 0);
     store.recent_messages(1).await.unwrap().remove(0)

@@ -11,6 +11,7 @@ const LAYERS: &[(&str, u8)] = &[
     // Helpers with no knowledge of the domain.
     ("secret", 0),
     ("outside_text", 0),
+    ("clock", 0),
     // The vocabulary every other layer speaks.
     ("model", 1),
     // Pure figures and judgement: data in, data out.
