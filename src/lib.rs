@@ -14,8 +14,8 @@
 //! ```
 //!
 //! Every layer speaks [`model`]'s types (runs, figures, metrics, baselines, verdicts). A module uses only
-//! modules below it — `secret`/`outside_text` ← `model` ← `metrics` ← `analysis` ← `store` ← `config` ←
-//! `scenario`/`report` ← `engine` ← `latest_build`/`notify` ← `pipeline` ← `scheduler`/`web` ←
+//! modules below it — `secret`/`outside_text`/`clock` ← `model` ← `metrics` ← `analysis` ← `store` ←
+//! `config` ← `scenario`/`report` ← `engine` ← `latest_build`/`notify` ← `pipeline` ← `scheduler`/`web` ←
 //! `service`/`demo` ← `cli` — and the `layers` test checks it; ARCHITECTURE.md has the tour.
 
 /// The command line: parsing arguments and running one subcommand.

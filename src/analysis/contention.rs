@@ -34,6 +34,7 @@ const BUSIER_POINTS: f64 = 25.0;
 /// The usual figure needs a few nights behind it, like any baseline (a median of one or two is a guess).
 const MIN_NIGHTS: usize = 3;
 /// Tonight's machine, as the run stored it.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MachineLoad {
     /// The busy share of all cores' time during the run, percent.
@@ -41,7 +42,6 @@ pub struct MachineLoad {
     /// The share of all cores' time the hypervisor stole (inside `busy_pct`), percent; `None` for runs
     /// stored before it was measured.
     pub stolen_pct: Option<f64>,
-    /// The machine's cores.
     pub cores: u32,
     /// How long the run measured, seconds.
     pub secs: f64,

@@ -23,11 +23,11 @@ const FAILURE_WOBBLE_PRIOR: (f64, f64) = (std::f64::consts::LN_2, 2.0);
 const QUADRATURE_POINTS: usize = 61;
 
 /// One night's count of `hits` (failed or slow requests) out of `trials` requests.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Count {
     /// Requests that failed (or took longer than the threshold).
     pub hits: f64,
-    /// Requests.
     pub trials: f64,
 }
 
@@ -41,6 +41,7 @@ pub enum Wobble {
 }
 
 /// What the history says about a count's rate.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CountHistory {
     /// Hits over all nights.
@@ -53,7 +54,6 @@ pub struct CountHistory {
     pub wobble_var: f64,
     /// How the rate varies.
     pub wobble: Wobble,
-    /// Nights.
     pub nights: usize,
 }
 

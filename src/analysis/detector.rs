@@ -50,11 +50,11 @@ pub enum SeriesKind {
 }
 
 /// One series to judge.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone)]
 pub struct Question<'a> {
     /// Earlier nights, oldest first.
     pub history: &'a [f64],
-    /// Tonight.
     pub candidate: f64,
     /// Which way is worse.
     pub direction: Direction,
@@ -80,9 +80,9 @@ pub enum Change {
 }
 
 /// The answer, with the numbers behind it.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
-    /// The conclusion.
     pub change: Change,
     /// The current level, in the series' units.
     pub baseline: Option<f64>,

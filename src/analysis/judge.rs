@@ -8,9 +8,9 @@ use crate::analysis::Gates;
 use crate::model::{EndpointResult, Finding, FindingOutcome, LoadModel, Metric, VerdictOutcome};
 
 /// The result of judging a run.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
-    /// The verdict.
     pub outcome: VerdictOutcome,
     /// One line per endpoint × metric and per absolute gate, candidate order.
     pub findings: Vec<Finding>,

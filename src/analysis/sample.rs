@@ -37,9 +37,9 @@ enum Shape {
 }
 
 /// One endpoint's figures on one night.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone)]
 pub struct Sample {
-    /// Requests attempted.
     pub requests: u64,
     /// Of which failed.
     pub errors: u64,

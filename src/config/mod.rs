@@ -172,11 +172,11 @@ pub struct HealthCheck {
 }
 
 /// One `[[notify]]` webhook.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone)]
 pub struct NotifierConfig {
     /// Unique name, shown in logs instead of the (secret) URL.
     pub name: String,
-    /// The message format.
     pub kind: NotifyKind,
     /// The environment variable holding the webhook URL.
     pub url_env: String,

@@ -18,8 +18,8 @@ struct Log {
 }
 
 /// The receiver; stopped when dropped.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 pub struct LogReceiver {
-    /// Where it listens.
     pub address: SocketAddr,
     log: Arc<Log>,
     server: tokio::task::JoinHandle<()>,

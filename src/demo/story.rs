@@ -48,8 +48,8 @@ pub struct Options {
 }
 
 /// Everything the demo started; it keeps serving until dropped.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 pub struct Demo {
-    /// The dashboard's address.
     pub dashboard: String,
     /// The API token this demo made up, so its Acknowledge buttons and POST routes work (basic auth password).
     pub token: String,
@@ -70,9 +70,9 @@ impl Demo {
 }
 
 /// The outcome of tonight's run, checked against the plan.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug)]
 pub struct StoryVerdict {
-    /// Tonight's run.
     pub run_id: i64,
     /// Endpoint metrics judged worse, on the slowed route or the whole run.
     pub found: Vec<Finding>,

@@ -102,8 +102,8 @@ struct Demo {
 }
 
 /// The running API: its address; stopped when dropped.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 pub struct DemoTarget {
-    /// Where it listens.
     pub address: SocketAddr,
     server: tokio::task::JoinHandle<()>,
     _db_dir: TempDir,

@@ -80,9 +80,9 @@ impl EndpointResult {
 }
 
 /// One second of one endpoint, for the run's timeline.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TimelinePoint {
-    /// Step name.
     pub endpoint: String,
     /// Seconds since the run started.
     pub elapsed_s: i64,
@@ -198,11 +198,10 @@ impl FromStr for Metric {
 }
 
 /// One run's value of one endpoint metric, for trend charts and baselines.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TrendPoint {
-    /// The run.
     pub run_id: RunId,
-    /// When it started.
     pub started_at: DateTime<Utc>,
     /// The build it tested.
     pub build_id: Option<String>,

@@ -86,9 +86,9 @@ impl FromStr for RunStatus {
 }
 
 /// What is known when a run starts.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone)]
 pub struct NewRun {
-    /// The `[[scenario]]` name.
     pub scenario: String,
     /// The build under test, when known.
     pub build_id: Option<String>,
@@ -105,17 +105,15 @@ pub struct NewRun {
 }
 
 /// A run as stored.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Run {
-    /// Database id.
     pub id: RunId,
-    /// The `[[scenario]]` name.
     pub scenario: String,
     /// The build under test, when known.
     pub build_id: Option<String>,
     /// Where the run is in its life.
     pub status: RunStatus,
-    /// When it started.
     pub started_at: DateTime<Utc>,
     /// When it finished, failed or was aborted.
     pub finished_at: Option<DateTime<Utc>>,
@@ -187,9 +185,9 @@ pub struct RunResults {
 }
 
 /// A run with its per-endpoint results.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunDetail {
-    /// The run.
     pub run: Run,
     /// Its results, the overall row first, then by endpoint name.
     pub endpoints: Vec<EndpointResult>,

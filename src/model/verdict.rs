@@ -64,11 +64,10 @@ pub struct NewVerdict {
 }
 
 /// A stored judgement.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
-    /// Database id.
     pub id: i64,
-    /// The judged run.
     pub run_id: RunId,
     /// The baseline spec as given.
     pub baseline_spec: String,
@@ -85,6 +84,7 @@ pub struct Verdict {
 }
 
 /// One endpoint × metric line of a verdict.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// Step name, or [`OVERALL_ENDPOINT`](super::OVERALL_ENDPOINT).
@@ -95,7 +95,6 @@ pub struct Finding {
     pub outcome: FindingOutcome,
     /// The baseline's level, when there is one.
     pub baseline_value: Option<f64>,
-    /// Tonight's value.
     pub candidate_value: f64,
     /// Change from the baseline, percent.
     pub delta_pct: Option<f64>,

@@ -63,15 +63,14 @@ impl Event {
 }
 
 /// One endpoint metric that got worse, as an alert lists it.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Worse {
-    /// The step name.
     pub endpoint: String,
     /// `p95`, `error_rate`, … or an absolute gate such as `max_p75_ms`.
     pub metric: String,
     /// The baseline's level (or the gate's limit), when there is one.
     pub baseline: Option<f64>,
-    /// Tonight's value.
     pub tonight: f64,
     /// Change from the baseline, percent.
     pub delta_pct: Option<f64>,
@@ -80,25 +79,21 @@ pub struct Worse {
 }
 
 /// Everything an alert says, whatever the format.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Alert {
-    /// What happened.
     pub event: Event,
-    /// The scenario.
     pub scenario: String,
     /// The run it is about (none for a missing run or a test).
     pub run_id: Option<i64>,
-    /// That run's build.
     pub build_id: Option<String>,
     /// The builds tested since the last run that passed, oldest first: the suspects.
     pub builds_since_last_good: Vec<String>,
     /// The last run that passed.
     pub last_good_run_id: Option<i64>,
-    /// One sentence.
     pub summary: String,
     /// What got worse (regressions only), worst first.
     pub worse: Vec<Worse>,
-    /// When it happened.
     pub at: DateTime<Utc>,
 }
 

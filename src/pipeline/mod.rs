@@ -30,10 +30,10 @@ pub use claim::{Claim, ClaimError, RunsUnderWay};
 pub use nightly::{Ended, Runner};
 
 /// A scenario ready to run: its name (the key of its runs), its plan and its `[[scenario]]` entry, if any.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 pub struct Job {
     /// The `[[scenario]]` name, or the file's stem for a scenario file run on its own.
     pub name: String,
-    /// The validated workload.
     pub plan: Plan,
     /// Its degrade.toml entry: target, build settings, gates.
     pub scenario: Option<ScenarioConfig>,

@@ -23,9 +23,9 @@ use crate::report::CheckReport;
 use crate::store::{Retry, Store, retry};
 
 /// How a chained run ended.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug)]
 pub struct Ended {
-    /// The stored run.
     pub run_id: RunId,
     /// Its status after judging.
     pub status: RunStatus,

@@ -24,11 +24,10 @@ pub enum Format {
 }
 
 /// A baseline run, as listed in the report so readers can see what tonight was compared with.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BaselineRun {
-    /// Run id.
     pub id: i64,
-    /// When it started.
     pub started_at: DateTime<Utc>,
     /// The build it tested.
     pub build_id: Option<String>,
@@ -41,28 +40,23 @@ impl From<&Run> for BaselineRun {
 }
 
 /// A baseline run left out because its machine was held back (`pipeline::held_back`), and why.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LeftOut {
-    /// The run.
     pub id: i64,
     /// Why, in a few words: `its host stole 3.1 % of the CPU time, against 0.2 % usually`.
     pub why: String,
 }
 
 /// Everything one check concluded.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CheckReport {
-    /// The scenario.
     pub scenario: String,
-    /// The judged run.
     pub run_id: i64,
-    /// Its build.
     pub build_id: Option<String>,
-    /// When it started.
     pub started_at: DateTime<Utc>,
-    /// The verdict.
     pub outcome: VerdictOutcome,
-    /// One sentence.
     pub summary: String,
     /// The baseline spec as given.
     pub baseline_spec: String,

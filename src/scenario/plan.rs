@@ -15,9 +15,9 @@ use super::json_template::JsonTemplate;
 use super::template::Template;
 
 /// A scenario ready to run.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// The scenario file.
     pub source: PathBuf,
     /// Its text, stored with every run so the run page shows what was run.
     pub source_text: String,
@@ -72,11 +72,11 @@ pub struct Flow {
 }
 
 /// One request of a flow.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone)]
 pub struct Step {
     /// Index into [`Plan::endpoints`].
     pub endpoint: usize,
-    /// HTTP method.
     pub method: Method,
     /// Path below the base URL, starting with `/`.
     pub path: Template,

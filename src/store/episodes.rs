@@ -10,9 +10,9 @@ use super::retry::retry_busy;
 use super::{Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
 
 /// An episode as stored.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Episode {
-    /// Database id.
     pub id: i64,
     /// The scenario it belongs to.
     pub scenario: String,
@@ -20,7 +20,6 @@ pub struct Episode {
     pub kind: String,
     /// `open`, `acknowledged` or `resolved`.
     pub state: String,
-    /// When it opened.
     pub opened_at: DateTime<Utc>,
     /// The run that opened it.
     pub opened_run_id: Option<i64>,
@@ -94,6 +93,7 @@ pub enum Acknowledged {
 }
 
 /// An episode to open.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone)]
 pub struct NewEpisode {
     /// The scenario it belongs to.
@@ -106,7 +106,6 @@ pub struct NewEpisode {
     pub last_good_run_id: Option<i64>,
     /// What happened, in one line.
     pub summary: String,
-    /// When.
     pub at: DateTime<Utc>,
 }
 

@@ -8,11 +8,10 @@ use super::{Store, StoreError, from_millis, on_pool};
 use crate::model::{FindingOutcome, RunId};
 
 /// One run of the grid, oldest first.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq)]
 pub struct GridRun {
-    /// The run.
     pub id: RunId,
-    /// When it started.
     pub started_at: DateTime<Utc>,
     /// Its build, when known.
     pub build_id: Option<String>,
@@ -24,13 +23,13 @@ pub struct GridRun {
 }
 
 /// What a verdict said about one endpoint × metric.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq)]
 pub struct GridFinding {
     /// Step name, or `(all)`.
     pub endpoint: String,
     /// `p95`, `error_rate`, or a gate.
     pub metric: String,
-    /// The finding's outcome.
     pub outcome: FindingOutcome,
     /// Change from the baseline, percent.
     pub delta_pct: Option<f64>,

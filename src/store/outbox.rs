@@ -29,15 +29,14 @@ pub struct NewMessage {
 }
 
 /// A message as stored.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
 pub struct OutboxMessage {
-    /// Database id.
     pub id: i64,
     /// The episode it is about.
     pub episode_id: Option<i64>,
     /// The `[[notify]]` name it goes to.
     pub notifier: String,
-    /// What happened.
     pub event: String,
     /// The JSON body.
     #[serde(skip)]

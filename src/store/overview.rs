@@ -8,9 +8,9 @@ use super::{Store, StoreError, on_pool, to_millis};
 use crate::model::{Run, RunStatus};
 
 /// One scenario as the overview shows it.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ScenarioSummary {
-    /// The scenario's name.
     pub name: String,
     /// Its most recent run, whatever its status.
     pub latest_run: Option<Run>,
@@ -21,11 +21,10 @@ pub struct ScenarioSummary {
 }
 
 /// How many runs of one scenario have one status, for `/metrics`.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct StatusCount {
-    /// The scenario.
     pub scenario: String,
-    /// The run status.
     pub status: String,
     /// How many runs have it.
     pub runs: i64,

@@ -251,9 +251,9 @@ impl TryFrom<PointRow> for ChartPoint {
 }
 
 /// What a trend covers: the scenario, its workload series, and the time range.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug, Clone, Copy)]
 pub struct TrendSpan<'a> {
-    /// The scenario's name.
     pub scenario: &'a str,
     /// The full hash of the workload series shown (period sums over long ranges hold every series).
     pub series: &'a str,

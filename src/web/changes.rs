@@ -37,8 +37,8 @@ pub struct ChangeRow {
 }
 
 /// The latest verdict of a scenario, summarised.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 pub struct Changes {
-    /// The judged run.
     pub run: Run,
     /// The findings worth a line, most severe first.
     pub rows: Vec<ChangeRow>,

@@ -39,9 +39,9 @@ use crate::store::Store;
 pub use error::WebError;
 
 /// What every handler can reach.
+#[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Clone)]
 pub struct AppState {
-    /// The run store.
     pub store: Store,
     /// The validated configuration (scenario settings, public URL).
     pub config: Arc<Config>,

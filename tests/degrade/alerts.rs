@@ -2,9 +2,6 @@
 //! real HTTP to a stub receiver on 127.0.0.1: once when a regression opens, once when it recovers, never
 //! twice, and not lost when the receiver or degrade is down for a while.
 
-use std::path::Path;
-use std::sync::Arc;
-
 use chrono::{TimeDelta, Utc};
 use degrade::clock::Clock;
 use degrade::config::Config;
@@ -14,33 +11,10 @@ use degrade::pipeline::{alerting, verdict::judge_run};
 use degrade::store::Store;
 use serde_json::Value;
 
-use crate::check::{night, store_night};
-use crate::receiver::{Answer, Receiver, unused_address, url_at};
+use crate::support::config::{QUICK_SCENARIO, alerting_config, load};
+use crate::support::nights::{night, store_night};
+use crate::support::receiver::{Answer, Receiver, unused_address, url_at};
 use crate::support::{TestDb, project};
-
-pub const QUICK_SCENARIO: &str = "[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/fast\"\n\
-    [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 10\n";
-
-/// `degrade.toml` for `checkout` with a Slack webhook in HOOK and a JSON one in OPS (regressions and
-/// recoveries only), plus `extra` lines in the scenario entry.
-pub fn alerting_config(extra: &str) -> String {
-    format!(
-        "[server]\npublic_url = \"https://degrade.example.com/\"\n\
-         [[scenario]]\nname = \"checkout\"\nfile = \"quick.toml\"\n{extra}\n\
-         [[notify]]\nname = \"team\"\nkind = \"slack\"\nurl_env = \"HOOK\"\n\
-         [[notify]]\nname = \"ops\"\nkind = \"json\"\nurl_env = \"OPS\"\nevents = [\"regression\", \"recovery\"]\n"
-    )
-}
-
-/// Loads `config_path` with HOOK and OPS pointing at `hook` and `ops`.
-pub fn load(config_path: &Path, hook: &str, ops: &str) -> Arc<Config> {
-    let env = |name: &str| match name {
-        "HOOK" => Some(hook.to_owned()),
-        "OPS" => Some(ops.to_owned()),
-        _ => None,
-    };
-    Arc::new(Config::load_with_env(config_path, &env).unwrap())
-}
 
 /// Judges the stored run `id` against last-7d and updates episodes, as the nightly chain does.
 async fn judge_night(store: &Store, config: &Config, id: i64) -> VerdictOutcome {

@@ -13,8 +13,8 @@ use axum::extract::State;
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 
-use crate::dashboard::{TestApp, nights};
 use crate::support::TestDb;
+use crate::support::app::TestApp;
 
 const CHROMIUM: [&str; 2] = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
 
@@ -70,8 +70,8 @@ fn installed() -> &'static str {
 async fn pages_read_right_in_a_browser_at_1400_and_400_px() {
     let binary = installed();
     let db = TestDb::sqlite();
-    let (app, store) = TestApp::spawn(&db).await;
-    let last = nights(&store, 10).await;
+    let app = TestApp::spawn(&db).await;
+    let last = app.store_nights(10).await;
     let proxy = measuring_proxy(&app.address).await;
     let dir = tempfile::tempdir().unwrap();
     let pages = ["/".to_owned(), "/scenarios/checkout?range=30d".to_owned(), format!("/runs/{last}")];

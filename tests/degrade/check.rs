@@ -1,100 +1,17 @@
 //! `degrade check` through the real binary, on runs stored through the real store.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::Duration;
 use degrade::model::{EndpointResult, FindingOutcome, LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus};
 use degrade::store::Store;
 
-use crate::support::{TestDb, degrade, project, text};
-
-/// Night-to-night wobble of about ±2 %, the same every time.
-pub(crate) const WOBBLE: [f64; 10] = [1.0, 1.02, 0.98, 1.01, 0.99, 1.015, 0.985, 1.0, 1.01, 0.99];
-
-/// 02:00 UTC on the n-th of twelve recent nights (recent, so `last-7d` windows reach them).
-pub(crate) fn night(n: i64) -> DateTime<Utc> {
-    let today = Utc::now().date_naive().and_hms_opt(2, 0, 0).unwrap().and_utc();
-    today - Duration::days(12) + Duration::days(n)
-}
-
-pub(crate) fn endpoint(name: &str, p95_ms: f64) -> EndpointResult {
-    let us = (p95_ms * 1000.0) as i64;
-    EndpointResult {
-        endpoint: name.into(),
-        requests: 12_000,
-        errors: 0,
-        rate: 20.0,
-        p50_us: us / 2,
-        p75_us: us * 3 / 4,
-        p90_us: us * 9 / 10,
-        p95_us: us,
-        p99_us: us * 2,
-        p999_us: us * 3,
-        max_us: us * 4,
-        mean_us: us as f64 / 1.8,
-        ..EndpointResult::default()
-    }
-}
-
-/// Night `n` of `scenario` as it starts: build 1.0.n, one workload.
-pub(crate) fn new_run(scenario: &str, n: i64) -> NewRun {
-    NewRun {
-        scenario: scenario.into(),
-        build_id: Some(format!("1.0.{n}")),
-        seed: n,
-        scenario_hash: "h".into(),
-        scenario_source: None,
-        deploy_output: None,
-        started_at: night(n),
-    }
-}
-
-/// Stores one night of `scenario` whose `GET /boards/{id}` p95 is `boards_ms` and whose other endpoint is
-/// steady; returns the run id.
-pub(crate) async fn store_night(store: &Store, scenario: &str, n: i64, boards_ms: f64, status: RunStatus) -> i64 {
-    store_night_under(store, scenario, n, boards_ms, status, LoadSummary::default()).await
-}
-
-/// `store_night`, with the load generator's figures given.
-pub(crate) async fn store_night_under(
-    store: &Store,
-    scenario: &str,
-    n: i64,
-    boards_ms: f64,
-    status: RunStatus,
-    load_summary: LoadSummary,
-) -> i64 {
-    let id = store.create_run(&new_run(scenario, n)).await.unwrap();
-    let wobble = WOBBLE[n as usize % WOBBLE.len()];
-    let results = RunResults {
-        status,
-        finished_at: night(n) + Duration::minutes(5),
-        validity_reasons: if status == RunStatus::Invalid { vec!["dropped 12 % of arrivals".into()] } else { vec![] },
-        load_summary,
-        endpoints: vec![
-            endpoint(OVERALL_ENDPOINT, 80.0 * wobble),
-            endpoint("GET /boards/{id}", boards_ms),
-            endpoint("POST /cards", 60.0 * WOBBLE[(n as usize + 4) % WOBBLE.len()]),
-        ],
-        timeline: vec![],
-    };
-    store.finish_run(id, &results).await.unwrap();
-    id
-}
+use crate::support::nights::{WOBBLE, endpoint, new_run, night, store_night};
+use crate::support::{TestDb, check, degrade, project, text};
 
 /// Ten normal nights of `checkout`: boards p95 about 100 ms.
 async fn ten_nights(store: &Store) {
     for n in 0..10 {
         store_night(store, "checkout", n, 100.0 * WOBBLE[n as usize], RunStatus::Finished).await;
     }
-}
-
-pub(crate) fn check(db: &TestDb, args: &[&str]) -> (Option<i32>, String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = db.url_string();
-    let mut all = vec!["check"];
-    all.extend_from_slice(args);
-    let output = degrade(dir.path(), &all, &[("DEGRADE_DATABASE_URL", url.as_str())]);
-    let (stdout, stderr) = text(&output);
-    (output.status.code(), stdout, stderr)
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use axum::routing::get;
 use degrade::model::RunStatus;
 use degrade::store::{DatabaseUrl, Store};
 
-use crate::receiver::Receiver;
+use crate::support::receiver::Receiver;
 use crate::support::{degrade_child, project, text};
 
 /// Which requests, counted from the last `slow` call, take 40 ms longer: those numbered below `first` and those

@@ -1,157 +1,11 @@
 //! The dashboard and JSON API over real HTTP: the app on 127.0.0.1 port 0, a fresh database per test.
 
 use chrono::{Duration, Utc};
-use degrade::config::Config;
-use degrade::model::{
-    EndpointResult, Finding, FindingOutcome, LoadSummary, NewRun, NewVerdict, OVERALL_ENDPOINT, RunResults, RunStatus,
-    VerdictOutcome,
-};
-use degrade::store::{NewEpisode, NewMessage, Store};
-use degrade::web::AppState;
+use degrade::model::{LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus};
+use degrade::store::{NewEpisode, NewMessage};
 
 use crate::support::TestDb;
-
-/// The real app serving a test database; dropped with the test.
-pub(crate) struct TestApp {
-    pub(crate) address: String,
-    client: reqwest::Client,
-    _shutdown: tokio::sync::oneshot::Sender<()>,
-    /// Stops runs triggered through the API when the test ends.
-    _stop_runs: tokio::sync::watch::Sender<bool>,
-}
-
-impl TestApp {
-    pub(crate) async fn spawn(db: &TestDb) -> (Self, Store) {
-        Self::spawn_with(db, "", None).await
-    }
-
-    /// The app with `config` as its degrade.toml and `token` in DEGRADE_API_TOKEN.
-    async fn spawn_with(db: &TestDb, config: &str, token: Option<&str>) -> (Self, Store) {
-        let store = Store::connect(&db.url).await.unwrap();
-        let env = |name: &str| (name == "DEGRADE_API_TOKEN").then(|| token.map(str::to_owned)).flatten();
-        let config = Config::parse_with_env(std::path::Path::new("degrade.toml"), config, &env).unwrap();
-        let (state, stop_runs) = AppState::new(store.clone(), config);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = format!("http://{}", listener.local_addr().unwrap());
-        let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(degrade::web::serve(listener, state, async move {
-            let _ = stopped.await;
-        }));
-        (Self { address, client: crate::support::http_client(), _shutdown: shutdown, _stop_runs: stop_runs }, store)
-    }
-
-    /// GETs `path`: the status and the body.
-    async fn get(&self, path: &str) -> (u16, String) {
-        let response = self.client.get(format!("{}{path}", self.address)).send().await.unwrap();
-        (response.status().as_u16(), response.text().await.unwrap())
-    }
-
-    /// POSTs a JSON body with an optional `Authorization` header value.
-    async fn post_json(&self, path: &str, body: serde_json::Value, authorization: Option<&str>) -> (u16, String) {
-        let mut request = self.client.post(format!("{}{path}", self.address)).json(&body);
-        if let Some(value) = authorization {
-            request = request.header("Authorization", value);
-        }
-        let response = request.send().await.unwrap();
-        (response.status().as_u16(), response.text().await.unwrap())
-    }
-
-    async fn get_json(&self, path: &str) -> (u16, serde_json::Value) {
-        let (status, body) = self.get(path).await;
-        (status, serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}")))
-    }
-}
-
-fn endpoint(name: &str, p95_ms: f64, errors: i64) -> EndpointResult {
-    let us = (p95_ms * 1000.0) as i64;
-    EndpointResult {
-        endpoint: name.into(),
-        requests: 1000,
-        errors,
-        rate: 16.5,
-        p50_us: us / 2,
-        p90_us: us * 9 / 10,
-        p95_us: us,
-        p99_us: us * 2,
-        max_us: us * 3,
-        ..EndpointResult::default()
-    }
-}
-
-/// Thirty seconds of `GET /boards/{id}`, with a burst of timeouts at second 20.
-fn timeline() -> Vec<degrade::model::TimelinePoint> {
-    (0..30)
-        .map(|s| degrade::model::TimelinePoint {
-            endpoint: "GET /boards/{id}".into(),
-            elapsed_s: s,
-            requests: 16,
-            errors: i64::from(s == 20),
-            p50_us: 50_000,
-            p99_us: 120_000 + s * 1000,
-            max_us: 150_000,
-            errors_by_class: if s == 20 {
-                [("timeout".to_owned(), 1)].into()
-            } else {
-                std::collections::BTreeMap::new()
-            },
-        })
-        .collect()
-}
-
-/// Stores nights 0..count of `checkout`; the last one regressed on `GET /boards/{id}` with a stored verdict.
-pub(crate) async fn nights(store: &Store, count: i64) -> i64 {
-    let mut last = 0;
-    for n in 0..count {
-        let started_at = Utc::now() - Duration::days(count - n);
-        let run = NewRun {
-            scenario: "checkout".into(),
-            build_id: Some(format!("1.0.{n}")),
-            seed: n,
-            scenario_hash: "h".into(),
-            scenario_source: None,
-            deploy_output: (n == count - 1).then(|| format!("rolled out 1.0.{n} <3 replicas>")),
-            started_at,
-        };
-        let id = store.create_run(&run).await.unwrap();
-        let boards = if n == count - 1 { 135.0 } else { 100.0 };
-        let results = RunResults {
-            status: RunStatus::Finished,
-            finished_at: started_at + Duration::minutes(5),
-            validity_reasons: vec![],
-            load_summary: LoadSummary::default(),
-            endpoints: vec![
-                endpoint(OVERALL_ENDPOINT, 90.0, 1),
-                endpoint("GET /boards/{id}", boards, 1),
-                endpoint("<script>alert(1)</script>", 10.0, 0),
-            ],
-            timeline: timeline(),
-        };
-        store.finish_run(id, &results).await.unwrap();
-        last = id;
-    }
-    let finding = Finding {
-        endpoint: "GET /boards/{id}".into(),
-        metric: "p95".into(),
-        outcome: FindingOutcome::Regression,
-        baseline_value: Some(100.0),
-        candidate_value: 135.0,
-        delta_pct: Some(35.0),
-        limit: Some(112.0),
-        reason: "7.1 sigma above the level".into(),
-        interval: None,
-        p_value: None,
-    };
-    let verdict = NewVerdict {
-        baseline_spec: "last-7d".into(),
-        baseline_run_ids: vec![last - 1],
-        outcome: VerdictOutcome::Regressed,
-        summary: "regressed: 1 regression".into(),
-        created_at: Utc::now(),
-        findings: vec![finding],
-    };
-    store.save_verdict(last, &verdict).await.unwrap();
-    last
-}
+use crate::support::app::{TestApp, endpoint};
 
 #[tokio::test]
 async fn dashboard_on_sqlite() {
@@ -166,12 +20,12 @@ async fn dashboard_on_postgres() {
 }
 
 async fn dashboard_story(db: &TestDb) {
-    let (app, store) = TestApp::spawn(db).await;
+    let app = TestApp::spawn(db).await;
     let (status, body) = app.get("/").await;
     assert_eq!(status, 200);
     assert!(body.contains("No runs stored yet"), "{body}");
 
-    let last = nights(&store, 10).await;
+    let last = app.store_nights(10).await;
     let (status, body) = app.get("/").await;
     assert_eq!(status, 200);
     assert!(body.contains(r#"<a href="/scenarios/checkout">checkout</a>"#), "{body}");
@@ -227,6 +81,10 @@ async fn dashboard_story(db: &TestDb) {
     let (status, json) = app.get_json("/api/v1/scenarios").await;
     assert_eq!((status, json["scenarios"][0]["name"].as_str()), (200, Some("checkout")));
     assert_eq!(app.get("/healthz").await, (200, "ok\n".to_owned()));
+    // The gate reads the nights the dashboard draws, and fails on the one it marks.
+    let (code, stdout, stderr) = app.check(&["--baseline", "last-7d"]);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("GET /boards/{id}") && stdout.contains("p95"), "{stdout}");
 }
 
 /// The trend page of the stored nights: summary, grid, linked points, pins and notes.
@@ -326,8 +184,8 @@ async fn run_page_story(app: &TestApp, last: i64) {
 #[tokio::test]
 async fn not_found_and_bad_requests() {
     let db = TestDb::sqlite();
-    let (app, store) = TestApp::spawn(&db).await;
-    nights(&store, 2).await;
+    let app = TestApp::spawn(&db).await;
+    app.store_nights(2).await;
     let pages: [(&str, u16, &str); 15] = [
         ("/runs/424242", 404, "There is no run #424242."),
         ("/runs/abc", 400, "`abc` is not a run id"),
@@ -368,8 +226,8 @@ async fn not_found_and_bad_requests() {
 #[tokio::test]
 async fn a_method_an_api_path_does_not_take_is_answered_in_the_api_s_json() {
     let db = TestDb::sqlite();
-    let (app, store) = TestApp::spawn_with(&db, "", Some("t0ken")).await;
-    nights(&store, 1).await;
+    let app = TestApp::spawn_with(&db, "", Some("t0ken")).await;
+    app.store_nights(1).await;
     let response = app
         .client
         .delete(format!("{}/api/v1/runs/1", app.address))
@@ -387,8 +245,9 @@ async fn a_method_an_api_path_does_not_take_is_answered_in_the_api_s_json() {
 #[tokio::test]
 async fn run_page_compare_alerts_and_metrics() {
     let db = TestDb::sqlite();
-    let (app, store) = TestApp::spawn_with(&db, "", Some("t0ken")).await;
-    let last = nights(&store, 3).await;
+    let app = TestApp::spawn_with(&db, "", Some("t0ken")).await;
+    let store = &app.store;
+    let last = app.store_nights(3).await;
 
     let (status, body) = app.get(&format!("/runs/{last}")).await;
     assert_eq!(status, 200);
@@ -431,6 +290,8 @@ async fn run_page_compare_alerts_and_metrics() {
         }]
     };
     let episode = store.open_episode(&opening, message).await.unwrap().expect("no episode was open");
+    let [queued] = app.webhook_messages().await.try_into().unwrap();
+    assert_eq!((queued.notifier.as_str(), queued.state()), ("team-slack", "pending"));
     let (status, body) = app.get("/alerts").await;
     assert_eq!(status, 200);
     assert!(
@@ -479,12 +340,12 @@ async fn run_page_compare_alerts_and_metrics() {
 #[tokio::test]
 async fn posts_need_a_configured_token_and_pages_can_require_it() {
     let db = TestDb::sqlite();
-    let (open, _) = TestApp::spawn(&db).await;
+    let open = TestApp::spawn(&db).await;
     let (status, body) =
         open.post_json("/api/v1/episodes/1/acknowledge", serde_json::json!({"reason": "x"}), Some("Bearer x")).await;
     assert_eq!((status, body.contains("no API token configured")), (403, true), "{body}");
 
-    let (locked, _) = TestApp::spawn_with(&db, "[server]\npages_require_token = true\n", Some("t0ken")).await;
+    let locked = TestApp::spawn_with(&db, "[server]\npages_require_token = true\n", Some("t0ken")).await;
     assert_eq!(locked.get("/").await.0, 401);
     assert_eq!(locked.get("/api/v1/scenarios").await.0, 401);
     assert_eq!(locked.get("/healthz").await.0, 200, "health checks stay open");
@@ -500,7 +361,7 @@ async fn posts_need_a_configured_token_and_pages_can_require_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn post_runs_starts_a_run_once_and_needs_the_token() {
-    let target = crate::target::StubTarget::start().await;
+    let target = crate::support::target::StubTarget::start().await;
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("quick.toml");
     std::fs::write(
@@ -512,7 +373,8 @@ async fn post_runs_starts_a_run_once_and_needs_the_token() {
     let config =
         format!("[[scenario]]\nname = \"quick\"\nfile = \"{}\"\ntarget = \"{}\"\n", scenario.display(), target.url());
     let db = TestDb::sqlite();
-    let (app, store) = TestApp::spawn_with(&db, &config, Some("s3cret")).await;
+    let app = TestApp::spawn_with(&db, &config, Some("s3cret")).await;
+    let store = &app.store;
     let path = "/api/v1/scenarios/quick/runs";
     // Errors are JSON, and a missing token is told apart from a wrong one.
     let (status, missing) = app.post_json(path, serde_json::json!({}), None).await;
@@ -555,8 +417,9 @@ async fn post_runs_starts_a_run_once_and_needs_the_token() {
 #[tokio::test]
 async fn run_and_scenario_pages_name_the_workload_series() {
     let db = TestDb::sqlite();
-    let (app, store) = TestApp::spawn(&db).await;
-    let last = nights(&store, 3).await;
+    let app = TestApp::spawn(&db).await;
+    let store = &app.store;
+    let last = app.store_nights(3).await;
     for n in 0..2 {
         let started_at = Utc::now() - Duration::hours(5 - n);
         let run = NewRun {
@@ -625,8 +488,8 @@ async fn run_and_scenario_pages_name_the_workload_series() {
 async fn half_sent_requests_time_out_and_cross_site_posts_are_refused() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let db = TestDb::sqlite();
-    let (app, store) = TestApp::spawn_with(&db, "", Some("t0ken")).await;
-    let last = nights(&store, 1).await;
+    let app = TestApp::spawn_with(&db, "", Some("t0ken")).await;
+    let last = app.store_nights(1).await;
     let address = app.address.trim_start_matches("http://").to_owned();
     let mut slow = tokio::net::TcpStream::connect(&address).await.unwrap();
     slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").await.unwrap();

@@ -86,7 +86,7 @@ fn demo_target_rejects_an_error_rate_that_is_not_a_share() {
 
 #[tokio::test]
 async fn demo_target_serves_the_api_with_its_knobs_from_the_command_line() {
-    let port = crate::receiver::unused_address().port().to_string();
+    let port = crate::support::receiver::unused_address().port().to_string();
     let dir = tempfile::tempdir().unwrap();
     let args = ["demo-target", "--port", port.as_str(), "--build", "2.0.1", "--error-rate", "1"];
     let mut child = crate::support::degrade_child(dir.path(), &args, &[]);

@@ -10,7 +10,7 @@ use degrade::model::{EndpointResult, RunStatus};
 use degrade::scenario;
 
 use crate::support::assert_measured;
-use crate::target::{Misbehaviour, StubTarget, misbehaving_server, refused_url};
+use crate::support::target::{Misbehaviour, StubTarget, misbehaving_server, refused_url};
 
 /// Runs scenario `text` (written in a temp folder with `files` beside it) to its end.
 pub async fn run_scenario(text: &str, files: &[(&str, &str)]) -> Measurement {

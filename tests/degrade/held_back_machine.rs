@@ -6,8 +6,9 @@ use chrono::Duration;
 use degrade::model::{LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus};
 use degrade::store::Store;
 
-use crate::check::{WOBBLE, check, endpoint, new_run, night, store_night_under};
 use crate::support::TestDb;
+use crate::support::check;
+use crate::support::nights::{WOBBLE, endpoint, new_run, night, store_night_under};
 
 /// The generator's machine during a 300 s night on two cores: `busy` % busy, `stolen` % of it stolen.
 fn machine(busy: f64, stolen: f64) -> LoadSummary {

@@ -1,6 +1,7 @@
 //! degrade's integration tests: one binary (one link on a 2-core machine), one module per area.
 //!
-//! - `support`: temp directories, a fresh SQLite file or PostgreSQL database per test, the real binary.
+//! - `support`: every fixture: temp directories, a fresh SQLite file or PostgreSQL database per test, the real
+//!   binary, the app in-process (`TestApp`), stored nights, configs, stub targets and a stub webhook receiver.
 //! - `store_story`: the storage story, run against SQLite always and PostgreSQL when
 //!   `DEGRADE_TEST_POSTGRES_URL` is set.
 //! - `config_errors`: every config mistake gets file:line:column and the field.
@@ -8,10 +9,8 @@
 //! - `dashboard`: the pages and JSON API over real HTTP, on SQLite and PostgreSQL.
 //! - `browser`: the pages in headless Chromium at 1400 and 400 px: screenshots, overflow, links.
 //! - `check`: the CI gate and `degrade detect` through the real binary, on runs stored through the store.
-//! - `target`: stub targets on 127.0.0.1 (an axum API, raw TCP servers that misbehave).
-//! - `engine`: the load engine against those targets; scenario validation errors.
+//! - `engine`: the load engine against the stub targets; scenario validation errors.
 //! - `run_cli`: `degrade run` and `validate` of scenarios through the real binary.
-//! - `receiver`: a stub webhook receiver on 127.0.0.1 that accepts, fails or hangs as told.
 //! - `alerts`: episodes, Slack/JSON messages and the outbox courier, on runs judged by the real judge.
 //! - `nightly`: the nightly chain, the scheduler, leases across instances, and `degrade serve` itself.
 //! - `confirm`: confirmation reruns of `check --run-now` on a target that is slow for a set number of requests.
@@ -36,8 +35,6 @@ mod held_back_machine;
 mod hostile_input;
 mod layers;
 mod nightly;
-mod receiver;
 mod run_cli;
 mod store_story;
 mod support;
-mod target;

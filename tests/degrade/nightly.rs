@@ -14,11 +14,11 @@ use degrade::scheduler::Scheduler;
 use degrade::service::{ServeOptions, Stopped, serve};
 use degrade::store::Store;
 
-use crate::alerts::{QUICK_SCENARIO, alerting_config, load};
-use crate::check::{night, store_night};
-use crate::receiver::Receiver;
+use crate::support::config::{QUICK_SCENARIO, alerting_config, load};
+use crate::support::nights::{night, store_night};
+use crate::support::receiver::Receiver;
+use crate::support::target::StubTarget;
 use crate::support::{TestDb, degrade_child, project, text};
-use crate::target::StubTarget;
 
 fn new_runner(store: &Store, config: &Arc<degrade::config::Config>) -> (Runner, tokio::sync::watch::Sender<bool>) {
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
@@ -345,7 +345,7 @@ async fn serve_stops_a_run_that_outlasts_the_grace_and_stores_it_as_aborted() {
 async fn notify_test_posts_to_every_webhook_and_names_the_ones_that_failed() {
     let good = Receiver::start().await;
     let bad = Receiver::start().await;
-    bad.answer(crate::receiver::Answer::Fail(500));
+    bad.answer(crate::support::receiver::Answer::Fail(500));
     let (dir, _) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
     let db = dir.path().join("degrade.db");
     let db_url = format!("sqlite://{}", db.display());

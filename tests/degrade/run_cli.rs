@@ -8,8 +8,8 @@ use degrade::store::{DatabaseUrl, Store};
 
 use degrade::model::{OVERALL_ENDPOINT, RunStatus};
 
+use crate::support::target::{StubTarget, refused_url};
 use crate::support::{TestDb, assert_measured, degrade, degrade_child, project, text};
-use crate::target::{StubTarget, refused_url};
 
 /// A project whose `checkout` scenario loads `target` at 50 sessions/s: two steps, one warm-up stage.
 fn checkout_project(target: &StubTarget, config_extra: &str) -> (tempfile::TempDir, std::path::PathBuf) {

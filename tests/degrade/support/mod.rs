@@ -1,4 +1,12 @@
-//! Test fixtures: a fresh database per test and the real `degrade` binary.
+//! Everything the tests share, in one place: a fresh database per test and the real `degrade` binary (here),
+//! the app in-process ([`app::TestApp`]), stored nights ([`nights`]), configuration ([`config`]), stub
+//! targets ([`target`]) and a stub webhook receiver ([`receiver`]), all on 127.0.0.1.
+
+pub mod app;
+pub mod config;
+pub mod nights;
+pub mod receiver;
+pub mod target;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -152,4 +160,15 @@ pub fn assert_measured(status: degrade::model::RunStatus, reasons: &[String]) {
 pub fn http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::new()
+}
+
+/// `degrade check` with `args` through the real binary on `db`: the exit code, stdout and stderr.
+pub fn check(db: &TestDb, args: &[&str]) -> (Option<i32>, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = db.url_string();
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    let output = degrade(dir.path(), &all, &[("DEGRADE_DATABASE_URL", url.as_str())]);
+    let (stdout, stderr) = text(&output);
+    (output.status.code(), stdout, stderr)
 }
