@@ -12,7 +12,7 @@ use super::{ConfigSource, Exit, print_stdout};
 use crate::config::Config;
 use crate::model::{Run, RunStatus, VerdictOutcome, baseline::BaselineSpec};
 use crate::notify::Courier;
-use crate::pipeline::verdict::judge_run;
+use crate::pipeline::judge_run::judge_run;
 use crate::pipeline::{Job, Runner};
 use crate::report::{CheckReport, Format};
 use crate::store::Store;

@@ -1,6 +1,6 @@
 //! The one place that chains a run: deploy the latest build (if configured) → wait until it is healthy →
-//! learn its build id → run the scenario → store everything ([`run`]), then judge it ([`judge`]) and open or
-//! resolve episodes with their alerts ([`alerting`]). [`nightly::Runner`] chains all of it behind a claim
+//! learn its build id → run the scenario → store everything ([`run`]), then judge it ([`judge_run`]) and open or
+//! resolve episodes with their alerts ([`alerting`]). [`runner::Runner`] chains all of it behind a claim
 //! ([`claim`]) for the scheduler, the API and `degrade check --run-now`; `degrade run` measures only.
 //!
 //! Every attempt leaves a stored run: one that could not start (deploy failed, target never healthy,
@@ -10,8 +10,8 @@ pub mod alerting;
 pub mod claim;
 pub mod confirm;
 pub mod held_back;
-pub mod verdict;
-pub mod nightly;
+pub mod judge_run;
+pub mod runner;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,7 +27,7 @@ use crate::scenario::{self, Plan};
 use crate::store::{FromStore, Retry, Store, StoreError, retry};
 
 pub use claim::{Claim, ClaimError, RunsUnderWay};
-pub use nightly::{Ended, Runner};
+pub use runner::{Ended, Runner};
 
 /// A scenario ready to run: its name (the key of its runs), its plan and its `[[scenario]]` entry, if any.
 #[allow(missing_docs, reason = "the field names say what they hold")]

@@ -7,7 +7,7 @@ use degrade::clock::Clock;
 use degrade::config::Config;
 use degrade::model::{RunStatus, VerdictOutcome, baseline::BaselineSpec};
 use degrade::notify::Courier;
-use degrade::pipeline::{alerting, verdict::judge_run};
+use degrade::pipeline::{alerting, judge_run::judge_run};
 use degrade::store::Store;
 use serde_json::Value;
 

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use super::claim::{Claim, ClaimError, RunsUnderWay, holder_name};
 use super::confirm::{self, Confirmation};
-use super::verdict::{self, JudgeError};
+use super::judge_run::{JudgeError, judge_run};
 use super::{Job, RunOutcome, alerting};
 use crate::analysis::Gates;
 use crate::clock::Clock;
@@ -276,7 +276,7 @@ impl Runner {
                 let Some(run) = store.find_run(run_id).await? else {
                     return Err(JudgeError::Refused(format!("run #{run_id}, just stored, is gone")));
                 };
-                let report = verdict::judge_run(store, config, &run, spec, self.clock.now()).await?;
+                let report = judge_run(store, config, &run, spec, self.clock.now()).await?;
                 let status = store.find_run(run_id).await?.map_or(run.status, |r| r.status);
                 Ok(Ended { run_id, status, report: Some(report), failure: None, confirmation: None })
             }
