@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{TimeDelta, Utc};
+use degrade::clock::Clock;
 use degrade::model::{Run, RunStatus};
 use degrade::notify::Courier;
 use degrade::pipeline::Runner;
@@ -123,6 +124,30 @@ async fn a_missing_run_raises_one_alert_across_restarts() {
     let summary = alert["blocks"][2]["elements"][0]["text"].as_str().unwrap();
     assert!(summary.contains("was due at") && summary.contains(&night(9).format("%Y-%m-%d").to_string()), "{summary}");
     assert_eq!(store.runs_between("checkout", night(0), Utc::now()).await.unwrap().len(), 1, "catch_up is off");
+}
+
+/// The scheduler's decisions read its runner's clock: a test moves the clock on a day instead of waiting one.
+#[tokio::test]
+async fn the_scheduler_decides_what_is_missing_by_its_clock() {
+    let (_dir, config_path) = project(&alerting_config("schedule = \"0 2 * * *\""), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, "http://127.0.0.1:9/hook", "http://127.0.0.1:9/hook");
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    store_night(&store, "checkout", 9, 100.0, RunStatus::Finished).await;
+    // An hour after that night's run: the next one is not due for a day.
+    let clock = Clock::manual(night(9) + TimeDelta::hours(1));
+    let look = |clock: &Clock| {
+        let (runner, _stop) = new_runner(&store, &config);
+        let (runner, store, config) = (runner.with_clock(clock.clone()), store.clone(), config.clone());
+        async move { Scheduler::start(runner, store, config).await.unwrap().stop().await }
+    };
+    look(&clock).await;
+    assert!(store.episodes(10).await.unwrap().is_empty(), "nothing was due yet");
+    clock.advance(TimeDelta::days(2));
+    look(&clock).await;
+    let [missing] = store.episodes(10).await.unwrap().try_into().unwrap();
+    assert_eq!(missing.kind, "missing_run");
+    assert_eq!(missing.opened_at, clock.now(), "stamped on the scheduler's clock");
 }
 
 #[tokio::test]
