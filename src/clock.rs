@@ -2,8 +2,9 @@
 //! the courier's decisions read. Passed in rather than read from `Utc::now()` so the demo can tell a week of
 //! nights in minutes (a shifted clock) and tests can move time on instead of sleeping (a manual clock).
 //!
-//! Durations inside a run are measured on the monotonic clock (`Instant`) whatever this says: only the
-//! timestamps that are stored or compared with stored ones come from here.
+//! Durations inside a run are measured on the monotonic clock (`Instant`) whatever this says, and leases
+//! (and the watch for runs a crashed degrade left `running`) always use the system's clock: they bound real
+//! time between processes, which a clock of one process's own cannot.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -56,9 +57,22 @@ impl Clock {
         }
     }
 
+    /// How far this clock reads from the system's clock now (zero for the system's): what moves a time the
+    /// system's clock stamped (the engine's) onto this one.
+    #[must_use]
+    pub fn shift(&self) -> TimeDelta {
+        match &*self.kind {
+            Kind::System => TimeDelta::zero(),
+            Kind::Shifted(shift) => *shift.lock().unwrap_or_else(PoisonError::into_inner),
+            Kind::Manual(at) => *at.lock().unwrap_or_else(PoisonError::into_inner) - Utc::now(),
+        }
+    }
+
     /// Moves a shifted or manual clock so that it reads `at` now (a shifted one goes on from there). The
-    /// system's clock is never moved: it is the one clock degrade does not own.
+    /// system's clock is never moved (debug builds stop on the attempt).
     pub fn set(&self, at: DateTime<Utc>) {
+        // Moving the system's clock is a mistake in the caller (a test or the demo given the wrong clock).
+        debug_assert!(!matches!(*self.kind, Kind::System), "the system's clock cannot be moved");
         match &*self.kind {
             Kind::System => {}
             Kind::Shifted(shift) => *shift.lock().unwrap_or_else(PoisonError::into_inner) = at - Utc::now(),
@@ -98,9 +112,12 @@ mod tests {
     }
 
     #[test]
-    fn the_system_clock_cannot_be_moved() {
-        let clock = Clock::system();
-        clock.advance(TimeDelta::days(1));
-        assert!((clock.now() - Utc::now()).abs() < TimeDelta::seconds(5));
+    fn the_shift_moves_system_stamps_onto_the_clock() {
+        assert_eq!(Clock::system().shift(), TimeDelta::zero());
+        let shifted = Clock::shifted(TimeDelta::days(-3));
+        assert_eq!(shifted.shift(), TimeDelta::days(-3));
+        let manual = Clock::manual(Utc::now() - TimeDelta::days(1));
+        let stamped = Utc::now() + manual.shift();
+        assert!((stamped - manual.now()).abs() < TimeDelta::seconds(5), "{stamped} against {}", manual.now());
     }
 }

@@ -40,21 +40,62 @@ pub struct Stopped {
 /// How long stopped runs get to store what they measured.
 const STOPPED_RUNS_STORE_WITHIN: Duration = Duration::from_secs(30);
 
-/// Serves `config` on `listener` until `shutdown` completes, then shuts down as the module says. Runs
-/// left `running` by an earlier process that stopped are marked aborted first.
+/// Serves `config` on `listener` until `shutdown` completes, then shuts down as the module says: [`Service::open`]
+/// then [`Service::serve`].
 pub async fn serve(
     config: Config,
     listener: TcpListener,
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Stopped> {
-    let store = Store::connect(&config.database)
-        .await
-        .with_context(|| format!("cannot open the database {}", config.database))?;
-    let aborted = store.abort_interrupted_runs(Utc::now()).await?;
-    if !aborted.is_empty() {
-        tracing::warn!(?aborted, "runs left running by an earlier degrade that stopped were marked aborted");
+    Service::open(config).await?.serve(listener, options, shutdown).await
+}
+
+/// The service with its database open, ready to serve: `degrade serve` says so only once it is.
+pub struct Service {
+    config: Config,
+    store: Store,
+}
+
+impl Service {
+    /// Opens (and migrates) the database, and marks aborted the runs an earlier degrade left `running` when
+    /// it stopped (leases are on the system's clock, so this reads it too).
+    pub async fn open(config: Config) -> anyhow::Result<Self> {
+        let store = Store::connect(&config.database)
+            .await
+            .with_context(|| format!("cannot open the database {}", config.database))?;
+        let aborted = store.abort_interrupted_runs(Utc::now()).await?;
+        if !aborted.is_empty() {
+            tracing::warn!(?aborted, "runs left running by an earlier degrade that stopped were marked aborted");
+        }
+        Ok(Self { config, store })
     }
+
+    /// The configuration served.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then shuts down gracefully.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        options: ServeOptions,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<Stopped> {
+        let Self { config, store } = self;
+        serve_open(config, store, listener, options, shutdown).await
+    }
+}
+
+async fn serve_open(
+    config: Config,
+    store: Store,
+    listener: TcpListener,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<Stopped> {
     let (state, stop_runs) = AppState::new(store.clone(), config);
     let runner = state.runner.clone();
     let runs = runner.runs().clone();

@@ -1,13 +1,13 @@
 //! The regression detector: is tonight's value of one metric worse than its nightly history, by more than
 //! the night-to-night noise and by at least the minimum effect? Pure: a series in, an answer out.
 //!
-//! Latency and throughput are judged on the log scale, where noise is proportional to the level and a 10 %
-//! change is the same distance everywhere; error rates on the linear scale, because they are mostly zero.
-//! The current level and noise come from [`super::level::estimate`]. A regression must pass three tests:
-//! significance (a one-sided test at 1 % false alarms, widened for the uncertainty of the level and of the
-//! noise estimate itself, and for autocorrelated nights), effect size (at least `min_effect_pct` worse than
-//! tonight's forecast of the level, and than an unsettled new level if the last nights moved), and for error rates an absolute
-//! floor of +0.1 percentage points, so 0.001 % blips never page anyone.
+//! Latency and throughput are judged on the log scale, where noise is proportional to the level and a 10 % change
+//! is the same distance everywhere; error rates on the linear scale, because they are mostly zero. The current
+//! level and noise come from [`super::level::estimate`]. A regression must pass three tests: significance (a
+//! one-sided test at 1 % false alarms, widened for the uncertainty of the level and of the noise estimate itself,
+//! and for autocorrelated nights), effect size (at least `min_effect_pct` worse than tonight's forecast of the
+//! level, and than an unsettled new level if the last nights moved), and for error rates an absolute floor of +0.1
+//! percentage points, so 0.001 % blips never page anyone.
 
 use serde::Deserialize;
 
@@ -17,13 +17,13 @@ use super::shift::{Shift, shift};
 /// The false-alarm probability of one series' test, per night.
 const ALPHA: f64 = 0.01;
 /// Log-scale noise below 2 % is not believed: no real service is that steady night to night.
-pub const LOG_SIGMA_FLOOR: f64 = 0.02;
+pub(crate) const LOG_SIGMA_FLOOR: f64 = 0.02;
 /// A weak prior on log-scale noise (10 %, worth one night), so three quiet nights do not make a hair trigger.
-pub const LOG_PRIOR: Prior = Prior { sigma: 0.10, nights: 1.0 };
+pub(crate) const LOG_PRIOR: Prior = Prior { sigma: 0.10, nights: 1.0 };
 /// Error rates: noise floor in percentage points.
 const ERROR_SIGMA_FLOOR: f64 = 0.02;
 /// Error rates: the smallest rise, in percentage points, worth an alert.
-pub const ERROR_MIN_RISE: f64 = 0.10;
+pub(crate) const ERROR_MIN_RISE: f64 = 0.10;
 /// Only the most recent nights are analysed: older ones say little about the current level, and the
 /// change-point search grows with the cube of the history length.
 pub const MAX_HISTORY: usize = 120;
@@ -161,10 +161,11 @@ fn level_on_scale(history: &[f64], direction: Direction, kind: SeriesKind) -> (E
 
 /// Where the detector draws its lines for the night after `history`, in the series' units: the level, and
 /// the values past which that night would be judged a regression or an improvement. The trend chart shades
-/// the same band the decision uses, so the picture cannot drift from the verdict.
+/// this band, so its picture cannot drift from the detector's decision (the run's verdict is the family
+/// judgement of `nightly`, whose bar is higher still: it tests every endpoint × metric of the run at once).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Band {
-    /// The level the night is compared with.
+    /// Where the series stands (the lines are drawn from tonight's forecast of it).
     pub level: f64,
     /// Past this (above it when higher is worse) the night is a regression.
     pub regression_at: f64,
@@ -172,8 +173,9 @@ pub struct Band {
     pub improvement_at: Option<f64>,
 }
 
-/// The detector's [`Band`] for the night after `history` (oldest first), with the same tests as [`detect`]
-/// (an unsettled new level, which [`detect`] also compares with, can only move its lines outward); `None` when the history is shorter than `min_runs` or holds values the detector cannot judge.
+/// The detector's [`Band`] for the night after `history` (oldest first), with the same tests as [`detect`] (an
+/// unsettled new level, which [`detect`] also compares with, can only move its lines outward); `None` when the
+/// history is shorter than `min_runs` or holds values the detector cannot judge.
 #[must_use]
 pub fn band(question: &Question<'_>) -> Option<Band> {
     let Question { history, direction, kind, min_effect_pct, min_runs, .. } = *question;

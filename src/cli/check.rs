@@ -10,7 +10,7 @@ use chrono::Utc;
 use super::run::Live;
 use super::{ConfigSource, Exit, print_stdout};
 use crate::config::Config;
-use crate::model::{Run, RunStatus, VerdictOutcome, baseline::BaselineSpec};
+use crate::model::{BaselineSpec, Run, RunStatus, VerdictOutcome};
 use crate::notify::Courier;
 use crate::pipeline::judge_run::judge_run;
 use crate::pipeline::{Job, Runner};

@@ -82,7 +82,7 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
 /// it cannot overlap a nightly or API-started run; returns the scenario's name too.
 async fn run_job(store: &Store, job: Job, build: Option<String>) -> anyhow::Result<(String, RunOutcome)> {
     let name = job.name.clone();
-    let claim = Claim::take(store, &RunsUnderWay::default(), &name, &holder_name(), &Clock::system()).await?;
+    let claim = Claim::take(store, &RunsUnderWay::default(), &name, &holder_name()).await?;
     let (live, stop) = Live::start(&job.plan);
     let outcome = pipeline::run(store, job, build, &Clock::system(), stop, |p| live.update(p)).await;
     live.finish();

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::{ConfigSource, Exit, shutdown_signal};
-use crate::service::{ServeOptions, serve};
+use crate::service::{ServeOptions, Service};
 use crate::web;
 
 /// Where to listen, and how long shutdown waits.
@@ -29,9 +29,14 @@ pub struct ServeArgs {
 
 pub(super) async fn run(source: &ConfigSource, args: ServeArgs) -> anyhow::Result<Exit> {
     let config = source.load_or_defaults(super::Uses::Alerts)?;
-    let listener = web::bind(args.listen.unwrap_or(config.server.listen)).await?;
-    println!("degrade is serving the dashboard at http://{}/ (database {})", listener.local_addr()?, config.database);
+    let service = Service::open(config).await?;
+    let listener = web::bind(args.listen.unwrap_or(service.config().server.listen)).await?;
+    let (address, database) = (listener.local_addr()?, &service.config().database);
+    println!("degrade is serving the dashboard at http://{address}/ (database {database})");
     let options = ServeOptions { shutdown_grace: args.shutdown_grace, scheduler: !args.no_scheduler };
-    serve(config, listener, options, shutdown_signal()).await?;
+    let stopped = service.serve(listener, options, shutdown_signal()).await?;
+    if stopped.runs_stopped > 0 {
+        eprintln!("stopped {} run(s) that outlasted the grace; they are stored as aborted", stopped.runs_stopped);
+    }
     Ok(Exit::Ok)
 }

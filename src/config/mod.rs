@@ -2,7 +2,7 @@
 //!
 //! Values come from defaults, then the file, then `DEGRADE_*` environment variables. Secrets (the API token,
 //! webhook URLs, a database password) only ever come from the environment: the file names the variable, never
-//! the value. Loading is parse-then-validate: `raw_config` mirrors the file, `validate` turns it into [`Config`],
+//! the value. Loading is parse-then-validate: `raw_config` mirrors the file, `from_raw` turns it into [`Config`],
 //! whose fields are already checked, so the rest of degrade never re-checks a string.
 
 pub mod durations;
@@ -11,7 +11,7 @@ mod error;
 mod checker;
 mod raw_config;
 mod scenario_entries;
-mod validate;
+mod from_raw;
 pub mod schedule;
 
 use std::net::SocketAddr;
@@ -26,7 +26,7 @@ pub(crate) use scenario_entries::scenario_name;
 pub use schedule::{CronForm, Schedule};
 
 use crate::analysis::Gates;
-use crate::model::baseline::BaselineSpec;
+use crate::model::BaselineSpec;
 use crate::secret::Secret;
 use crate::store::DatabaseUrl;
 
@@ -235,7 +235,7 @@ impl Config {
     /// Validates `text` as if read from `path` (relative paths inside resolve against its folder).
     pub fn parse_with_env(path: &Path, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigErrors> {
         let raw = checker::parse_raw(path, text)?;
-        validate::resolve(path, text, raw, env)
+        from_raw::resolve(path, text, raw, env)
     }
 
     /// The scenario called `name`.

@@ -15,7 +15,7 @@ use super::receiver::LogReceiver;
 use super::target::{DemoTarget, Knobs};
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::model::{Finding, OVERALL_ENDPOINT, RunStatus, baseline::BaselineSpec};
+use crate::model::{BaselineSpec, Finding, OVERALL_ENDPOINT, RunStatus};
 use crate::notify::Courier;
 use crate::pipeline::confirm::Rerun;
 use crate::pipeline::{Ended, Job, Runner};
@@ -128,7 +128,7 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     println!("tonight: build 1.1.0, which adds {} ms to {SLOW_ROUTE}", options.slowdown_ms);
     runner.clock().set(Utc::now());
     let tonight = night(&runner, &config, options).await?;
-    Courier::new(store.clone(), config.clone())?.deliver_due().await?;
+    Courier::new(store.clone(), config.clone())?.with_clock(runner.clock().clone()).deliver_due().await?;
     let verdict = StoryVerdict { false_alarms, ..verdict(&tonight, receiver.received())? };
     Ok(Demo {
         dashboard,

@@ -2,9 +2,10 @@
 //! started, and reports every request to the recorder. The open and closed models differ only in who starts
 //! sessions and when ([`super::pacer`]).
 //!
-//! Timing (ARCHITECTURE.md, "coordinated-omission-correct"): the first step is intended at the session's scheduled start; each later step at
-//! the previous step's end plus its think time. Response time = end − intended, so requests the generator
-//! could not send on time (because the target stalled) still count their whole wait: no coordinated omission.
+//! Timing (ARCHITECTURE.md, "coordinated-omission-correct"): the first step is intended at the session's scheduled
+//! start; each later step at the previous step's end plus its think time. Response time = end − intended, so
+//! requests the generator could not send on time (because the target stalled) still count their whole wait: no
+//! coordinated omission.
 
 use std::future::poll_fn;
 use std::sync::Arc;

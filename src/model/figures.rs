@@ -213,7 +213,7 @@ pub struct TrendPoint {
 
 /// Milliseconds with a precision that fits their size: `0.42 ms`, `8.3 ms`, `1250 ms`.
 #[must_use]
-pub fn format_ms(ms: f64) -> String {
+pub(crate) fn format_ms(ms: f64) -> String {
     match ms.abs() {
         x if x < 10.0 => format!("{ms:.2} ms"),
         x if x < 100.0 => format!("{ms:.1} ms"),

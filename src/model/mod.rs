@@ -3,12 +3,12 @@
 //! Every layer speaks these types — the engine produces them, the store keeps them, the analysis judges
 //! them, the reports and the dashboard show them — so they live below all of those and import none of them.
 
-pub mod baseline;
+mod baseline;
 mod figures;
-mod run;
+mod runs;
 mod verdict;
 
 pub use baseline::BaselineSpec;
 pub use figures::*;
-pub use run::*;
+pub use runs::*;
 pub use verdict::*;

@@ -1,10 +1,10 @@
 //! The courier: posts outbox messages to their webhooks, retrying with exponential backoff, and records
 //! every attempt, so the alerts page shows what was sent, what is pending and why.
 //!
-//! A receiver that is down gets the message when it is back (retries continue for a day, at most five
-//! minutes apart); a restart of degrade loses nothing, because the outbox is in the database. A message is
-//! claimed before each attempt, so two couriers on one database never post it both. The webhook URL is a
-//! secret: it is read from the environment when the config loads, held as a `Secret`, and never logged or stored (see [`super::webhook`]).
+//! A receiver that is down gets the message when it is back (retries continue for a day, at most five minutes
+//! apart); a restart of degrade loses nothing, because the outbox is in the database. A message is claimed before
+//! each attempt, so two couriers on one database never post it both. The webhook URL is a secret: it is read from
+//! the environment when the config loads, held as a `Secret`, and never logged or stored (see [`super::webhook`]).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::clock::Clock;
 use crate::store::{Lease, Store, StoreError};
 
 /// How long a lease lasts without renewal: a crashed holder blocks its scenario this long at most.
@@ -108,16 +107,11 @@ pub struct Claim {
 }
 
 impl Claim {
-    /// Claims `scenario` for `holder` (this process's lease name); the lease's times are read on `clock`.
-    pub async fn take(
-        store: &Store,
-        runs: &RunsUnderWay,
-        scenario: &str,
-        holder: &str,
-        clock: &Clock,
-    ) -> Result<Self, ClaimError> {
+    /// Claims `scenario` for `holder` (this process's lease name). Lease times are always the system's: they
+    /// bound real time between processes, whatever clock the runs are stamped on.
+    pub async fn take(store: &Store, runs: &RunsUnderWay, scenario: &str, holder: &str) -> Result<Self, ClaimError> {
         let under_way = runs.start(scenario).ok_or_else(|| ClaimError::RunningHere(scenario.to_owned()))?;
-        let now = clock.now();
+        let now = Utc::now();
         let taken = store
             .acquire_lease(scenario, holder, now, now + LEASE_FOR)
             .await
@@ -128,7 +122,7 @@ impl Claim {
             return Err(ClaimError::RunningElsewhere(scenario.to_owned(), HeldBy { lease, now }));
         }
         let (store, scenario, holder) = (store.clone(), scenario.to_owned(), holder.to_owned());
-        let renewal = tokio::spawn(renew(store.clone(), scenario.clone(), holder.clone(), RENEW_EVERY, clock.clone()));
+        let renewal = tokio::spawn(renew(store.clone(), scenario.clone(), holder.clone(), RENEW_EVERY));
         Ok(Self { _under_way: under_way, renewal: Some(renewal), release: Some((store, scenario, holder)) })
     }
 
@@ -170,10 +164,10 @@ async fn stop_and_release(
     }
 }
 
-async fn renew(store: Store, scenario: String, holder: String, every: Duration, clock: Clock) {
+async fn renew(store: Store, scenario: String, holder: String, every: Duration) {
     loop {
         tokio::time::sleep(every).await;
-        let now = clock.now();
+        let now = Utc::now();
         match store.renew_lease(&scenario, &holder, now, now + LEASE_FOR).await {
             Ok(true) => {}
             Ok(false) => {
@@ -229,14 +223,13 @@ mod tests {
         let store = store(&dir).await;
         let runs = RunsUnderWay::default();
         for round in 0..20 {
-            let mut claim = Claim::take(&store, &runs, "nightly", "a:1:0", &Clock::system()).await.unwrap();
+            let mut claim = Claim::take(&store, &runs, "nightly", "a:1:0").await.unwrap();
             // Renew as often as the runtime allows, so the release meets a renewal in every state: about to
             // start, inside its database call, or just done.
             if let Some(slow) = claim.renewal.take() {
                 slow.abort();
             }
-            let busy =
-                tokio::spawn(renew(store.clone(), "nightly".into(), "a:1:0".into(), Duration::ZERO, Clock::system()));
+            let busy = tokio::spawn(renew(store.clone(), "nightly".into(), "a:1:0".into(), Duration::ZERO));
             claim.renewal = Some(busy);
             for _ in 0..round % 4 {
                 tokio::task::yield_now().await;
@@ -252,10 +245,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store(&dir).await;
         let runs_there = RunsUnderWay::default();
-        let _held =
-            Claim::take(&store, &runs_there, "nightly", "build-box:4242:1a2b3c4d", &Clock::system()).await.unwrap();
-        let Err(refusal) = Claim::take(&store, &RunsUnderWay::default(), "nightly", "ci:7:0", &Clock::system()).await
-        else {
+        let _held = Claim::take(&store, &runs_there, "nightly", "build-box:4242:1a2b3c4d").await.unwrap();
+        let Err(refusal) = Claim::take(&store, &RunsUnderWay::default(), "nightly", "ci:7:0").await else {
             panic!("a second degrade must be refused");
         };
         let message = refusal.to_string();

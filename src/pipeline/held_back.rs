@@ -73,8 +73,7 @@ fn in_a_few_words(contention: &Contention) -> String {
 
 /// A latency regression measured while the machine was busier than on the baseline nights (beyond what the
 /// slower requests could have burnt themselves), held back by its host, or slower in itself by its loopback
-/// echo, is inconclusive unless it stands
-/// out from the rest of the run (see `analysis::contention`).
+/// echo, is inconclusive unless it stands out from the rest of the run (see `analysis::contention`).
 #[must_use]
 pub fn excuse_a_held_back_machine(
     judgement: Judgement,

@@ -8,9 +8,9 @@ use super::held_back::{excuse_a_held_back_machine, without_held_back_nights};
 use crate::analysis::Gates;
 use crate::analysis::judge::{Comparison, Judgement, judge};
 use crate::config::Config;
-use crate::model::{EndpointResult, LoadModel, NewVerdict, Run, RunStatus, VerdictOutcome, baseline::BaselineSpec};
+use crate::model::{BaselineSpec, EndpointResult, LoadModel, NewVerdict, Run, RunStatus, VerdictOutcome};
 use crate::report::{BaselineRun, CheckReport, LeftOut};
-use crate::store::{FromStore, Store, StoreError};
+use crate::store::{Store, StoreCause, StoreError};
 
 /// Why a run could not be judged.
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +23,7 @@ pub enum JudgeError {
     Refused(String),
 }
 
-impl FromStore for JudgeError {
+impl StoreCause for JudgeError {
     fn store_error(&self) -> Option<&StoreError> {
         match self {
             Self::Store(e) => Some(e),

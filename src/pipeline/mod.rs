@@ -24,7 +24,7 @@ use crate::config::{Config, ScenarioConfig};
 use crate::engine::{self, Measurement, Progress};
 use crate::model::{NewRun, RunId, RunStatus};
 use crate::scenario::{self, Plan};
-use crate::store::{FromStore, Retry, Store, StoreError, retry};
+use crate::store::{Retry, Store, StoreCause, StoreError, retry};
 
 pub use claim::{Claim, ClaimError, RunsUnderWay};
 pub use runner::{Ended, Runner};
@@ -195,8 +195,11 @@ pub async fn run(
         });
     }
     let mut measurement = engine::run(Arc::new(plan), stop, on_progress).await;
-    // The engine stamps its end on the system clock; the run ends as long after its start on this one.
-    measurement.results.finished_at = started_at + (measurement.results.finished_at - measurement.started_at);
+    // The engine stamps its start and end on the system's clock; a shifted or manual clock moves them alike,
+    // so a stored run still spans its deploy, health wait and load.
+    let shift = clock.shift();
+    measurement.started_at += shift;
+    measurement.results.finished_at += shift;
     if let Err(e) =
         retry(Retry::Unreachable, "store the results", || store.finish_run(run_id, &measurement.results)).await
     {
@@ -247,7 +250,7 @@ async fn prepare(
     Ok(build_id)
 }
 
-impl FromStore for ClaimError {
+impl StoreCause for ClaimError {
     fn store_error(&self) -> Option<&StoreError> {
         match self {
             ClaimError::Database(_, e) => Some(e),

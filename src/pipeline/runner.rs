@@ -1,7 +1,7 @@
-//! The whole chain for one scenario: claim it → run it (deploy, health, build id, load, store) → judge the
-//! run against the baseline → confirm a regression with a rerun → open or resolve episodes and enqueue alerts. The scheduler, the API's run
-//! trigger and `degrade check --run-now` all go through [`Runner`], so a run means the same thing however it
-//! was started, and two of them never overlap.
+//! The whole chain for one scenario: claim it → run it (deploy, health, build id, load, store) → judge the run
+//! against the baseline → confirm a regression with a rerun → open or resolve episodes and enqueue alerts. The
+//! scheduler, the API's run trigger and `degrade check --run-now` all go through [`Runner`], so a run means the
+//! same thing however it was started, and two of them never overlap.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +18,7 @@ use crate::analysis::Gates;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::engine::Progress;
-use crate::model::{RunId, RunStatus, VerdictOutcome, baseline::BaselineSpec};
+use crate::model::{BaselineSpec, RunId, RunStatus, VerdictOutcome};
 use crate::report::CheckReport;
 use crate::store::{Retry, Store, retry};
 
@@ -59,8 +59,9 @@ impl Runner {
         Self { store, config, holder: holder_name(), runs: RunsUnderWay::default(), stop, accepting, clock }
     }
 
-    /// The same runner on `clock`: its runs, verdicts, episodes and leases are stamped with its time, and the
-    /// scheduler that shares it decides by it (the demo's nights, tests that move time on).
+    /// The same runner on `clock`: its runs, verdicts and episodes are stamped with its time, and the
+    /// scheduler that shares it decides by it (the demo's nights, tests that move time on). Leases stay on
+    /// the system's clock.
     #[must_use]
     pub fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
@@ -91,7 +92,7 @@ impl Runner {
             return Err(ClaimError::ShuttingDown(scenario.to_owned()));
         }
         retry(Retry::Unreachable, "take the scenario's lease", || {
-            Claim::take(&self.store, &self.runs, scenario, &self.holder, &self.clock)
+            Claim::take(&self.store, &self.runs, scenario, &self.holder)
         })
         .await
     }

@@ -27,7 +27,7 @@ use crate::store::Store;
 const WATCH_EVERY: Duration = Duration::from_mins(1);
 
 /// What the scheduler's jobs share.
-struct JobContext {
+struct SchedulerContext {
     runner: Runner,
     store: Store,
     config: Arc<Config>,
@@ -42,7 +42,7 @@ impl Scheduler {
     /// Arms every scheduled scenario, starts catch-up runs, checks for missing runs, and starts ticking.
     pub async fn start(runner: Runner, store: Store, config: Arc<Config>) -> anyhow::Result<Self> {
         let jobs = JobScheduler::new().await.context("cannot create the scheduler")?;
-        let shared = Arc::new(JobContext { runner, store, config });
+        let shared = Arc::new(SchedulerContext { runner, store, config });
         let now = shared.runner.clock().now();
         for scenario in scheduled(&shared.config) {
             // The first time a scenario is scheduled is the reference for "missing" until it has runs.
@@ -81,7 +81,7 @@ fn schedule_of<'a>(config: &'a Config, scenario: &str) -> Option<&'a Schedule> {
 /// one and starts the run.
 fn arm(
     jobs: JobScheduler,
-    shared: Arc<JobContext>,
+    shared: Arc<SchedulerContext>,
     scenario: String,
     after: DateTime<Utc>,
 ) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>> {
@@ -113,7 +113,7 @@ fn arm(
 }
 
 /// Runs the scenario through the whole chain for the fire time `due`, logging how it ended.
-async fn fire(shared: Arc<JobContext>, scenario: String, why: &'static str, due: DateTime<Utc>) {
+async fn fire(shared: Arc<SchedulerContext>, scenario: String, why: &'static str, due: DateTime<Utc>) {
     tracing::info!(scenario, why, %due, "starting a run");
     match shared.runner.run_scenario(&scenario, Some(due)).await {
         Ok(Some(ended)) => tracing::info!(scenario, run_id = ended.run_id, status = %ended.status, "run ended"),
@@ -124,14 +124,14 @@ async fn fire(shared: Arc<JobContext>, scenario: String, why: &'static str, due:
 
 /// When the scenario's last run started, and the reference for "missing": that start, else when the
 /// scenario was first stored.
-async fn last_run(shared: &JobContext, scenario: &str) -> anyhow::Result<(Option<DateTime<Utc>>, DateTime<Utc>)> {
+async fn last_run(shared: &SchedulerContext, scenario: &str) -> anyhow::Result<(Option<DateTime<Utc>>, DateTime<Utc>)> {
     let last = shared.store.last_runs(scenario, 1).await?.first().map(|r| r.started_at);
     let first_seen = shared.store.scenario_created_at(scenario).await?.unwrap_or_else(|| shared.runner.clock().now());
     Ok((last, last.unwrap_or(first_seen)))
 }
 
 /// Starts a run for each `catch_up` scenario whose last fire time passed while degrade was down.
-async fn catch_up(shared: &Arc<JobContext>) {
+async fn catch_up(shared: &Arc<SchedulerContext>) {
     for scenario in scheduled(&shared.config).filter(|s| s.catch_up) {
         let Some(schedule) = &scenario.schedule else { continue };
         match last_run(shared, &scenario.name).await {
@@ -148,8 +148,9 @@ async fn catch_up(shared: &Arc<JobContext>) {
 
 /// The periodic watch: runs left `running` by a degrade that died (its lease has expired) become
 /// `aborted`, then overdue runs raise their alerts.
-async fn look_after(shared: &JobContext) {
-    match shared.store.abort_interrupted_runs(shared.runner.clock().now()).await {
+async fn look_after(shared: &SchedulerContext) {
+    // Leases are on the system's clock (see `clock`), so the watch for expired ones is too.
+    match shared.store.abort_interrupted_runs(Utc::now()).await {
         Ok(aborted) if !aborted.is_empty() => {
             tracing::warn!(?aborted, "runs whose degrade stopped were marked aborted");
         }
@@ -160,7 +161,7 @@ async fn look_after(shared: &JobContext) {
 }
 
 /// Opens a missing-run episode (and its alert) for each scheduled scenario whose due run has not started.
-async fn check_missing(shared: &JobContext) {
+async fn check_missing(shared: &SchedulerContext) {
     for scenario in scheduled(&shared.config) {
         let Some(schedule) = &scenario.schedule else { continue };
         if shared.runner.runs().contains(&scenario.name) {

@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::rows::{RunRow, convert, select_runs};
 use super::{Store, StoreError, on_pool, to_millis};
-use crate::model::{Run, RunId, baseline::BaselineSpec};
+use crate::model::{BaselineSpec, Run, RunId};
 
 /// Nightly runs do not start at the same second every night (deploys and health checks move them), so a
 /// `last-Nd` window reaches this much further back and still holds the run from N nights ago.

@@ -1,5 +1,5 @@
-//! The only place with degrade's own SQL (the demo target keeps its own database): runs, results, timelines, verdicts, alert episodes and the notification outbox,
-//! on embedded SQLite or a shared PostgreSQL server.
+//! The only place with degrade's own SQL (the demo target keeps its own database): runs, results, timelines,
+//! verdicts, alert episodes and the notification outbox, on embedded SQLite or a shared PostgreSQL server.
 //!
 //! The backend is chosen by the URL scheme. Each query is written once, in SQL both dialects accept
 //! (`$1` placeholders, `returning`, integer milliseconds for times, only i64/f64/text/bytes binds), and the
@@ -41,7 +41,7 @@ pub use grid::{GridFinding, GridRun};
 pub use leases::Lease;
 pub use outbox::{NewMessage, OutboxMessage};
 pub use overview::{ScenarioSummary, StatusCount};
-pub use retry::{FromStore, Retry, retry};
+pub(crate) use retry::{Retry, StoreCause, retry};
 pub use series::WorkloadSeries;
 pub use trends::{ChartPoint, Trend, TrendSpan};
 pub use url::DatabaseUrl;

@@ -1,5 +1,5 @@
 //! Retrying database work, decided on the typed [`StoreError`] wherever it is carried (a pipeline step's own
-//! error type says which of its errors came from the store, see [`FromStore`]):
+//! error type says which of its errors came from the store, see [`StoreCause`]):
 //!
 //! - [`Retry::Busy`]: a SQLite write reported busy or locked. With WAL, `BEGIN IMMEDIATE` and a busy timeout a
 //!   writer waits its turn inside SQLite, but a busy error can still escape (a timeout under a long writer, a
@@ -46,12 +46,12 @@ impl Retry {
 }
 
 /// An error that may have come from the store: [`StoreError`] itself, or a step's error that wraps one.
-pub trait FromStore {
+pub trait StoreCause {
     /// The store's error inside, if this is one.
     fn store_error(&self) -> Option<&StoreError>;
 }
 
-impl FromStore for StoreError {
+impl StoreCause for StoreError {
     fn store_error(&self) -> Option<&StoreError> {
         Some(self)
     }
@@ -61,7 +61,7 @@ impl FromStore for StoreError {
 /// `what` names the work in the log ("store the results").
 pub async fn retry<T, E, F, Fut>(policy: Retry, what: &str, mut call: F) -> Result<T, E>
 where
-    E: FromStore + Display,
+    E: StoreCause + Display,
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
@@ -160,7 +160,7 @@ mod tests {
         }
     }
 
-    impl FromStore for StepError {
+    impl StoreCause for StepError {
         fn store_error(&self) -> Option<&StoreError> {
             match self {
                 Self::Store(e) => Some(e),

@@ -60,25 +60,39 @@ pub const MAX_RUN_POINTS: i64 = 400;
 /// Ranges longer than this read the sums over periods (`rollups`) instead of every run.
 const WEEKLY_FROM: Duration = Duration::days(120);
 
-/// Whether the run was judged regressed with a finding on this endpoint, as 0 or 1 (a macro, so the queries
-/// that use it stay `&'static str`).
-macro_rules! regressed_here {
+/// The stored finding outcomes that fail a run ([`FindingOutcome::is_failure`](crate::model::FindingOutcome::is_failure)), as an SQL list; a test keeps
+/// the two the same. A macro, so the queries that use it stay `&'static str`.
+macro_rules! failing_outcomes {
     () => {
-        "case when runs.status = 'regressed' and exists (select 1 from findings f \
-    where f.verdict_id = (select max(v.id) from verdicts v where v.run_id = runs.id) \
-    and f.endpoint = r.endpoint and f.outcome in ('regression', 'gate_breached')) then 1 else 0 end"
+        "('regression', 'gate_breached')"
     };
 }
 
-pub(super) use regressed_here;
+/// Whether the run was judged regressed with a finding on this endpoint, as 0 or 1.
+macro_rules! regressed_here {
+    () => {
+        concat!(
+            "case when runs.status = 'regressed' and exists (select 1 from findings f \
+    where f.verdict_id = (select max(v.id) from verdicts v where v.run_id = runs.id) \
+    and f.endpoint = r.endpoint and f.outcome in ",
+            failing_outcomes!(),
+            ") then 1 else 0 end"
+        )
+    };
+}
+
+pub(super) use {failing_outcomes, regressed_here};
 
 /// The regressed runs of a scenario in the range, once per endpoint with a regression or a breached gate in
 /// the run's latest verdict. Regressions are rare, so this stays short over years.
-const REGRESSED_RUNS: &str = "select distinct f.endpoint, runs.id, runs.started_at from runs \
+const REGRESSED_RUNS: &str = concat!(
+    "select distinct f.endpoint, runs.id, runs.started_at from runs \
     join scenarios on scenarios.id = runs.scenario_id \
     join findings f on f.verdict_id = (select max(v.id) from verdicts v where v.run_id = runs.id) \
     where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.status = 'regressed' \
-    and f.outcome in ('regression', 'gate_breached')";
+    and f.outcome in ",
+    failing_outcomes!()
+);
 
 /// The runs of one series (`$4`) in the range: their count decides between a point per run
 /// ([`super::trend_runs`]) and buckets.
@@ -405,6 +419,14 @@ fn pin_regressed_runs(mut rows: Vec<PointRow>, regressed: &[(String, i64, i64)])
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::FindingOutcome;
+
+    #[test]
+    fn the_sql_list_of_failing_outcomes_is_is_failure() {
+        let failing: Vec<String> =
+            FindingOutcome::ALL.into_iter().filter(|o| o.is_failure()).map(|o| format!("'{}'", o.as_str())).collect();
+        assert_eq!(failing_outcomes!(), format!("({})", failing.join(", ")));
+    }
 
     /// (period weeks, periods per bucket, buckets) for a range of `days` drawn as about `buckets` buckets.
     fn fit(days: i64, buckets: u32) -> (i64, i64, i64) {

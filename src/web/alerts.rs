@@ -6,7 +6,6 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -113,7 +112,7 @@ async fn acknowledge(state: &AppState, id: &str, reason: Option<&str>) -> Result
         .map(str::trim)
         .filter(|r| !r.is_empty())
         .ok_or_else(|| WebError::BadRequest("A reason is required to acknowledge an alert.".to_owned()))?;
-    match state.store.acknowledge_episode(id, reason, Utc::now()).await? {
+    match state.store.acknowledge_episode(id, reason, state.runner.clock().now()).await? {
         Acknowledged::Done => Ok(id),
         Acknowledged::NotOpen => Err(WebError::BadRequest(format!("Episode #{id} is not open."))),
         Acknowledged::NotFound => Err(WebError::NotFound(format!("There is no episode #{id}."))),

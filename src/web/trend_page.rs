@@ -2,11 +2,11 @@
 //! there were errors) and throughput over time, for one workload series.
 //!
 //! Query (`trend_view`): `range=7d|30d|90d|1y|all`, or a zoom `from=YYYY-MM-DD&to=YYYY-MM-DD` or
-//! `from_run=ID&to_run=ID`; `scale=log`; `series=HASH`
-//! (a prefix is enough; the newest series by default). The p95 line carries the detector's band (between
-//! the values it would call an improvement and a regression, from the nights before the newest), each `[scenario.gates]` limit (p75, p95, p99; the error rate on its chart) as a red zone, and a pin
-//! on each run where this endpoint regressed, listed in words under its charts; build changes and invalid
-//! runs are listed once, above every endpoint's charts.
+//! `from_run=ID&to_run=ID`; `scale=log`; `series=HASH` (a prefix is enough; the newest series by default). The p95
+//! line carries the detector's band (between the values it would call an improvement and a regression, from the
+//! nights before the newest), each `[scenario.gates]` limit (p75, p95, p99; the error rate on its chart) as a red
+//! zone, and a pin on each run where this endpoint regressed, listed in words under its charts; build changes and
+//! invalid runs are listed once, above every endpoint's charts.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -173,7 +173,7 @@ fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], gates: &Gates, scale: 
     };
     let latency = TrendChart {
         spread: Some(|p| p.p95_range_ms),
-        band: baseline_band(points, gates),
+        band: detector_band(points, gates),
         limits: [("p75", absolute.max_p75_ms), ("p95", absolute.max_p95_ms), ("p99", absolute.max_p99_ms)]
             .into_iter()
             .filter_map(|(figure, limit)| Some((figure, limit?)))
@@ -200,10 +200,10 @@ fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], gates: &Gates, scale: 
 /// series stands, and the change-point search costs the cube of the points it reads.
 const BAND_POINTS: usize = 30;
 
-/// The p95 band the detector would call "no change" for the newest point, judged against the points before
-/// it: between its improvement and regression lines (`detector::band`, the function its decision uses), with
-/// the scenario's minimum effect and minimum history.
-fn baseline_band(points: &[&ChartPoint], gates: &Gates) -> Option<(f64, f64)> {
+/// The p95 band the single-series detector would call "no change" for the newest point, judged against the
+/// (at most 30) points before it: between its improvement and regression lines (`detector::band`, from the
+/// same function as `degrade detect`'s decision), with the scenario's minimum effect and minimum history.
+fn detector_band(points: &[&ChartPoint], gates: &Gates) -> Option<(f64, f64)> {
     let earlier = &points[..points.len().saturating_sub(1)];
     let history: Vec<f64> = earlier[earlier.len().saturating_sub(BAND_POINTS)..].iter().map(|p| p.p95_ms).collect();
     let band = detector::band(&Question {

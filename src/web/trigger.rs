@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::error::ApiError;
 use super::{AppState, WebError};
-use crate::model::baseline::BaselineSpec;
+use crate::model::BaselineSpec;
 use crate::pipeline::{ClaimError, Job};
 
 pub(super) async fn trigger(

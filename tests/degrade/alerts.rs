@@ -5,7 +5,7 @@
 use chrono::{TimeDelta, Utc};
 use degrade::clock::Clock;
 use degrade::config::Config;
-use degrade::model::{RunStatus, VerdictOutcome, baseline::BaselineSpec};
+use degrade::model::{BaselineSpec, RunStatus, VerdictOutcome};
 use degrade::notify::Courier;
 use degrade::pipeline::{alerting, judge_run::judge_run};
 use degrade::store::Store;

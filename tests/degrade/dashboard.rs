@@ -5,7 +5,7 @@ use degrade::model::{LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatu
 use degrade::store::{NewEpisode, NewMessage};
 
 use crate::support::TestDb;
-use crate::support::app::{TestApp, endpoint};
+use crate::support::app::{TestApp, endpoint_row};
 
 #[tokio::test]
 async fn dashboard_on_sqlite() {
@@ -439,7 +439,7 @@ async fn run_and_scenario_pages_name_the_workload_series() {
             finished_at: started_at + Duration::seconds(25),
             validity_reasons: vec![],
             load_summary,
-            endpoints: vec![endpoint(OVERALL_ENDPOINT, 90.0, 0)],
+            endpoints: vec![endpoint_row(OVERALL_ENDPOINT, 90.0, 0)],
             timeline: vec![],
         };
         store.finish_run(id, &results).await.unwrap();

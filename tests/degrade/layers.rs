@@ -37,28 +37,65 @@ fn layer_of(module: &str) -> Option<u8> {
     LAYERS.iter().find(|(name, _)| *name == module).map(|(_, layer)| *layer)
 }
 
-/// The top-level modules each file of `src/` names as `crate::…`, outside comments.
-fn crate_paths(file: &Path, module: &str, found: &mut BTreeMap<(String, String), String>) {
+/// A line of code without its comment and with string literals emptied, so neither `"http://"` nor a
+/// path in a message hides or fakes an import.
+fn code_of(line: &str) -> String {
+    let (mut code, mut in_string, mut escaped) = (String::new(), false, false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (in_string, c) {
+            (true, '\\') if !escaped => escaped = true,
+            (true, '"') if !escaped => {
+                in_string = false;
+                code.push('"');
+            }
+            (true, _) => escaped = false,
+            (false, '"') => {
+                in_string = true;
+                code.push('"');
+            }
+            (false, '/') if chars.peek() == Some(&'/') => break,
+            (false, _) => code.push(c),
+        }
+    }
+    code
+}
+
+/// The top-level modules a file of `src/` names, as `crate::name` or through enough `super::` to reach the
+/// crate root from its `depth` (1 for `src/a.rs` and `src/a/mod.rs`, 2 for `src/a/b.rs`, …). A `crate::{…}`
+/// group would hide its names from this test, so it is refused.
+fn crate_paths(file: &Path, module: &str, depth: usize, found: &mut BTreeMap<(String, String), String>) {
     let text = std::fs::read_to_string(file).unwrap();
+    let root = "super::".repeat(depth);
     for (number, line) in text.lines().enumerate() {
-        let code = line.split("//").next().unwrap_or("");
-        for (at, _) in code.match_indices("crate::") {
-            let used: String = code[at + 7..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
-            if !used.is_empty() && used != module {
-                let place = format!("{}:{}", file.display(), number + 1);
-                found.entry((module.to_owned(), used)).or_insert(place);
+        let code = code_of(line);
+        let place = format!("{}:{}", file.display(), number + 1);
+        assert!(!code.contains("crate::{"), "{place}: name the module in each import, not `crate::{{…}}`");
+        let name_at = |start: usize| -> String {
+            code[start..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect()
+        };
+        let from_crate = code.match_indices("crate::").map(|(at, _)| name_at(at + "crate::".len()));
+        // Through `super::`, only names of top-level modules count: a test module's `super::helper` is local.
+        let from_super = code
+            .match_indices(root.as_str())
+            .map(|(at, _)| name_at(at + root.len()))
+            .filter(|name| layer_of(name).is_some());
+        for used in from_crate.chain(from_super) {
+            if !used.is_empty() && used != module && used != "super" {
+                found.entry((module.to_owned(), used)).or_insert(place.clone());
             }
         }
     }
 }
 
-fn walk(dir: &Path, module: &str, found: &mut BTreeMap<(String, String), String>) {
+fn walk(dir: &Path, module: &str, depth: usize, found: &mut BTreeMap<(String, String), String>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            walk(&path, module, found);
+            walk(&path, module, depth + 1, found);
         } else if path.extension().is_some_and(|e| e == "rs") {
-            crate_paths(&path, module, found);
+            let own_depth = if path.file_name().is_some_and(|n| n == "mod.rs") { depth } else { depth + 1 };
+            crate_paths(&path, module, own_depth, found);
         }
     }
 }
@@ -74,7 +111,7 @@ fn every_module_uses_only_lower_layers() {
             continue;
         }
         assert!(layer_of(&name).is_some(), "src/{name} is not in the layer table of tests/degrade/layers.rs");
-        if path.is_dir() { walk(&path, &name, &mut found) } else { crate_paths(&path, &name, &mut found) }
+        if path.is_dir() { walk(&path, &name, 1, &mut found) } else { crate_paths(&path, &name, 1, &mut found) }
     }
     let wrong: Vec<String> = found
         .iter()

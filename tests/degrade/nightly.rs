@@ -126,7 +126,7 @@ async fn a_missing_run_raises_one_alert_across_restarts() {
     assert_eq!(store.runs_between("checkout", night(0), Utc::now()).await.unwrap().len(), 1, "catch_up is off");
 }
 
-/// The scheduler's decisions read its runner's clock: a test moves the clock on a day instead of waiting one.
+/// The scheduler's decisions read its runner's clock: the test moves it on two days instead of waiting.
 #[tokio::test]
 async fn the_scheduler_decides_what_is_missing_by_its_clock() {
     let (_dir, config_path) = project(&alerting_config("schedule = \"0 2 * * *\""), &[("quick.toml", QUICK_SCENARIO)]);

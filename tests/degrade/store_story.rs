@@ -309,7 +309,7 @@ async fn baseline_selection_on_postgres() {
 /// Which runs each baseline spec picks: only valid runs of the same workload that started before the
 /// candidate, never the candidate, and a `last-Nd` window that tolerates start-time jitter.
 async fn baseline_selection(db: &TestDb) {
-    use degrade::model::baseline::BaselineSpec;
+    use degrade::model::BaselineSpec;
 
     let store = Store::connect(&db.url).await.unwrap();
     // Ten nights; night 4 invalid, night 6 ran an edited scenario file, and start times wander: night 2 began

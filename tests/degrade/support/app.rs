@@ -93,7 +93,7 @@ impl TestApp {
 }
 
 /// One endpoint's row of a dashboard night: 1,000 requests, `errors` of them failed.
-pub fn endpoint(name: &str, p95_ms: f64, errors: i64) -> EndpointResult {
+pub fn endpoint_row(name: &str, p95_ms: f64, errors: i64) -> EndpointResult {
     let us = (p95_ms * 1000.0) as i64;
     EndpointResult {
         endpoint: name.into(),
@@ -152,9 +152,9 @@ async fn regressed_nights(store: &Store, count: i64) -> i64 {
             validity_reasons: vec![],
             load_summary: LoadSummary::default(),
             endpoints: vec![
-                endpoint(OVERALL_ENDPOINT, 90.0, 1),
-                endpoint("GET /boards/{id}", boards, 1),
-                endpoint("<script>alert(1)</script>", 10.0, 0),
+                endpoint_row(OVERALL_ENDPOINT, 90.0, 1),
+                endpoint_row("GET /boards/{id}", boards, 1),
+                endpoint_row("<script>alert(1)</script>", 10.0, 0),
             ],
             timeline: timeline(),
         };
