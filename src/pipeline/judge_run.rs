@@ -39,16 +39,8 @@ macro_rules! refuse {
     };
 }
 
-/// Judges `candidate` against the runs `spec` selects, with the scenario's gates, and stores the verdict made
-/// `at` that time.
-pub async fn judge_run(
-    store: &Store,
-    config: &Config,
-    candidate: &Run,
-    spec: &BaselineSpec,
-    at: DateTime<Utc>,
-) -> Result<CheckReport, JudgeError> {
-    let gates = config.scenario(&candidate.scenario).map(|s| s.gates.clone()).unwrap_or_default();
+/// Refuses a run that measured nothing whole: one still running, one that failed, one cut short.
+fn ensure_measured(candidate: &Run) -> Result<(), JudgeError> {
     match candidate.status {
         RunStatus::Running => refuse!("run #{} is still running; check it once it has finished", candidate.id),
         RunStatus::Failed => {
@@ -70,6 +62,20 @@ pub async fn judge_run(
         }
         _ => {}
     }
+    Ok(())
+}
+
+/// Judges `candidate` against the runs `spec` selects, with the scenario's gates, and stores the verdict made
+/// `at` that time.
+pub async fn judge_run(
+    store: &Store,
+    config: &Config,
+    candidate: &Run,
+    spec: &BaselineSpec,
+    at: DateTime<Utc>,
+) -> Result<CheckReport, JudgeError> {
+    ensure_measured(candidate)?;
+    let gates = config.scenario(&candidate.scenario).map(|s| s.gates.clone()).unwrap_or_default();
     let (baseline, left_out, judgement) = if candidate.status == RunStatus::Invalid {
         (Vec::new(), Vec::new(), invalid_run(candidate))
     } else {

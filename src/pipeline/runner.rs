@@ -37,6 +37,13 @@ pub struct Ended {
     pub confirmation: Option<Confirmation>,
 }
 
+impl Ended {
+    /// A run that ended without a verdict: stopped, or failed (with the reason when there is one).
+    fn unjudged(run_id: RunId, status: RunStatus, failure: Option<String>) -> Self {
+        Self { run_id, status, report: None, failure, confirmation: None }
+    }
+}
+
 /// Runs scenarios through the chain; cheap to clone.
 #[derive(Clone)]
 pub struct Runner {
@@ -227,60 +234,36 @@ impl Runner {
     /// Judges a stored run and opens or resolves the scenario's episodes; safe to repeat.
     async fn conclude(&self, scenario: &str, outcome: &RunOutcome, spec: &BaselineSpec) -> Result<Ended, JudgeError> {
         let (store, config) = (&self.store, self.config.as_ref());
-        match outcome {
+        let (run_id, results) = match outcome {
+            RunOutcome::Stopped { run_id, reason } => {
+                return Ok(Ended::unjudged(*run_id, RunStatus::Aborted, Some(reason.clone())));
+            }
             RunOutcome::Failed { run_id, reason } => {
-                let run_id = *run_id;
-                alerting::after_start(store, config, scenario, run_id, self.clock.now()).await?;
-                let build_id = store.find_run(run_id).await?.and_then(|r| r.build_id);
-                alerting::after_failure(store, config, scenario, run_id, build_id, reason, self.clock.now()).await?;
-                Ok(Ended {
-                    run_id,
-                    status: RunStatus::Failed,
-                    report: None,
-                    failure: Some(reason.clone()),
-                    confirmation: None,
-                })
+                alerting::after_start(store, config, scenario, *run_id, self.clock.now()).await?;
+                return self.failed_night(scenario, *run_id, reason.clone()).await;
             }
-            RunOutcome::Stopped { run_id, reason } => Ok(Ended {
-                run_id: *run_id,
-                status: RunStatus::Aborted,
-                report: None,
-                failure: Some(reason.clone()),
-                confirmation: None,
-            }),
-            RunOutcome::Measured { run_id, measurement, .. } => {
-                let run_id = *run_id;
-                alerting::after_start(store, config, scenario, run_id, self.clock.now()).await?;
-                if measurement.results.status == RunStatus::Aborted {
-                    return Ok(Ended {
-                        run_id,
-                        status: RunStatus::Aborted,
-                        report: None,
-                        failure: None,
-                        confirmation: None,
-                    });
-                }
-                if measurement.results.status == RunStatus::Failed {
-                    // The target was down: a failed night, alerted as one, never judged.
-                    let reason = measurement.results.validity_reasons.join("; ");
-                    let build_id = store.find_run(run_id).await?.and_then(|r| r.build_id);
-                    alerting::after_failure(store, config, scenario, run_id, build_id, &reason, self.clock.now())
-                        .await?;
-                    return Ok(Ended {
-                        run_id,
-                        status: RunStatus::Failed,
-                        report: None,
-                        failure: Some(reason),
-                        confirmation: None,
-                    });
-                }
-                let Some(run) = store.find_run(run_id).await? else {
-                    return Err(JudgeError::Refused(format!("run #{run_id}, just stored, is gone")));
-                };
-                let report = judge_run(store, config, &run, spec, self.clock.now()).await?;
-                let status = store.find_run(run_id).await?.map_or(run.status, |r| r.status);
-                Ok(Ended { run_id, status, report: Some(report), failure: None, confirmation: None })
-            }
+            RunOutcome::Measured { run_id, measurement, .. } => (*run_id, &measurement.results),
+        };
+        alerting::after_start(store, config, scenario, run_id, self.clock.now()).await?;
+        match results.status {
+            RunStatus::Aborted => return Ok(Ended::unjudged(run_id, RunStatus::Aborted, None)),
+            // The target was down: a failed night, alerted as one, never judged.
+            RunStatus::Failed => return self.failed_night(scenario, run_id, results.validity_reasons.join("; ")).await,
+            _ => {}
         }
+        let Some(run) = store.find_run(run_id).await? else {
+            return Err(JudgeError::Refused(format!("run #{run_id}, just stored, is gone")));
+        };
+        let report = judge_run(store, config, &run, spec, self.clock.now()).await?;
+        let status = store.find_run(run_id).await?.map_or(run.status, |r| r.status);
+        Ok(Ended { run_id, status, report: Some(report), failure: None, confirmation: None })
+    }
+
+    /// A night that could not be measured: alerted as a failed run, never judged.
+    async fn failed_night(&self, scenario: &str, run_id: RunId, reason: String) -> Result<Ended, JudgeError> {
+        let build_id = self.store.find_run(run_id).await?.and_then(|r| r.build_id);
+        let at = self.clock.now();
+        alerting::after_failure(&self.store, &self.config, scenario, run_id, build_id, &reason, at).await?;
+        Ok(Ended::unjudged(run_id, RunStatus::Failed, Some(reason)))
     }
 }
