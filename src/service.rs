@@ -85,46 +85,36 @@ impl Service {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<Stopped> {
         let Self { config, store } = self;
-        serve_open(config, store, listener, options, shutdown).await
+        let (state, stop_runs) = AppState::new(store.clone(), config);
+        let runner = state.runner.clone();
+        let runs = runner.runs().clone();
+        let (stop_courier, courier_stop) = tokio::sync::watch::channel(false);
+        let (scheduler, courier) = if options.scheduler {
+            let scheduler = Scheduler::start(state.runner.clone(), store.clone(), state.config.clone()).await?;
+            let courier = Courier::new(store.clone(), state.config.clone())?.with_clock(runner.clock().clone());
+            (Some(scheduler), Some(tokio::spawn(courier.run(courier_stop))))
+        } else {
+            (None, None)
+        };
+        web::serve(listener, state, shutdown).await?;
+        runner.stop_accepting();
+        if let Some(scheduler) = scheduler {
+            scheduler.stop().await;
+        }
+        let mut runs_stopped = 0;
+        if !wait_for(&runs, options.shutdown_grace).await {
+            runs_stopped = runs.count();
+            tracing::warn!("stopping {runs_stopped} run(s) still under way; they are stored as aborted");
+            stop_runs.send_replace(true);
+            wait_for(&runs, STOPPED_RUNS_STORE_WITHIN).await;
+        }
+        stop_courier.send_replace(true);
+        if let Some(courier) = courier {
+            let _ = courier.await;
+        }
+        store.close().await;
+        Ok(Stopped { runs_stopped })
     }
-}
-
-async fn serve_open(
-    config: Config,
-    store: Store,
-    listener: TcpListener,
-    options: ServeOptions,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<Stopped> {
-    let (state, stop_runs) = AppState::new(store.clone(), config);
-    let runner = state.runner.clone();
-    let runs = runner.runs().clone();
-    let (stop_courier, courier_stop) = tokio::sync::watch::channel(false);
-    let (scheduler, courier) = if options.scheduler {
-        let scheduler = Scheduler::start(state.runner.clone(), store.clone(), state.config.clone()).await?;
-        let courier = Courier::new(store.clone(), state.config.clone())?.with_clock(runner.clock().clone());
-        (Some(scheduler), Some(tokio::spawn(courier.run(courier_stop))))
-    } else {
-        (None, None)
-    };
-    web::serve(listener, state, shutdown).await?;
-    runner.stop_accepting();
-    if let Some(scheduler) = scheduler {
-        scheduler.stop().await;
-    }
-    let mut runs_stopped = 0;
-    if !wait_for(&runs, options.shutdown_grace).await {
-        runs_stopped = runs.count();
-        tracing::warn!("stopping {runs_stopped} run(s) still under way; they are stored as aborted");
-        stop_runs.send_replace(true);
-        wait_for(&runs, STOPPED_RUNS_STORE_WITHIN).await;
-    }
-    stop_courier.send_replace(true);
-    if let Some(courier) = courier {
-        let _ = courier.await;
-    }
-    store.close().await;
-    Ok(Stopped { runs_stopped })
 }
 
 /// Waits until no run is under way or `limit` has passed; `true` when none is left.

@@ -57,11 +57,7 @@ impl TestApp {
     /// `degrade check` with `args` (e.g. `["--baseline", "last-7d"]`) through the real binary on this app's
     /// database: the exit code, stdout and stderr.
     pub fn check(&self, args: &[&str]) -> (Option<i32>, String, String) {
-        let dir = tempfile::tempdir().unwrap();
-        let output =
-            super::degrade(dir.path(), &[&["check"], args].concat(), &[("DEGRADE_DATABASE_URL", &self.database)]);
-        let (stdout, stderr) = super::text(&output);
-        (output.status.code(), stdout, stderr)
+        super::check_on(&self.database, args)
     }
 
     /// The webhook messages the app's outbox holds, newest first.

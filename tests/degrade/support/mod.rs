@@ -164,11 +164,13 @@ pub fn http_client() -> reqwest::Client {
 
 /// `degrade check` with `args` through the real binary on `db`: the exit code, stdout and stderr.
 pub fn check(db: &TestDb, args: &[&str]) -> (Option<i32>, String, String) {
+    check_on(&db.url_string(), args)
+}
+
+/// `degrade check` with `args` through the real binary on the database at `url`.
+pub fn check_on(url: &str, args: &[&str]) -> (Option<i32>, String, String) {
     let dir = tempfile::tempdir().unwrap();
-    let url = db.url_string();
-    let mut all = vec!["check"];
-    all.extend_from_slice(args);
-    let output = degrade(dir.path(), &all, &[("DEGRADE_DATABASE_URL", url.as_str())]);
+    let output = degrade(dir.path(), &[&["check"], args].concat(), &[("DEGRADE_DATABASE_URL", url)]);
     let (stdout, stderr) = text(&output);
     (output.status.code(), stdout, stderr)
 }
