@@ -2,9 +2,10 @@
 //! core. A generator that is busy most of the time delays its own timestamps, so its numbers describe it,
 //! not the build.
 //!
-//! Why not the process's CPU time: the open-model pacer approaches each arrival by yielding in a loop
-//! (tokio's timer only has millisecond resolution), which keeps a core "in use" while every other task
-//! still runs first. That time is idle in every sense that matters here, and only polls measure it out.
+//! Why not the process's CPU time: that also counts the runtime's own wake-ups and the loopback echo
+//! probe; the polls of sessions and the dispatch of arrivals are the work that delays a request's
+//! timestamps when the generator falls behind. (The figure was chosen when the pacer still spun on
+//! `yield_now` before each arrival, which only polls could measure out.)
 
 use std::future::{Future, poll_fn};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,5 +1,5 @@
 //! How an exchange with the target failed: the [`Failure`] recorded for it, and the classification of
-//! hyper's and the socket's errors into an [`ErrorClass`].
+//! the connection's errors into an [`ErrorClass`].
 
 use crate::metrics::ErrorClass;
 
@@ -18,26 +18,20 @@ impl Failure {
     }
 }
 
-/// Classifies by the most specific cause in the chain: an I/O reset, or hyper's view of the exchange.
-pub(super) fn classify(error: &hyper::Error, doing: &str) -> Failure {
+/// Classifies a failed read or write: the peer resetting or closing the connection is `reset`, anything else
+/// the stream reports (a TLS alert, a certificate the peer changed) is `protocol`.
+pub(super) fn classify_io(error: &std::io::Error, doing: &str) -> Failure {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
     let message = format!("{doing}: {}", chain(error));
-    if error.is_incomplete_message() {
-        return Failure::new(ErrorClass::Reset, message);
+    match error.kind() {
+        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => Failure::new(ErrorClass::Reset, message),
+        _ => Failure::new(ErrorClass::Protocol, message),
     }
-    if error.is_parse() || error.is_parse_status() {
-        return Failure::new(ErrorClass::Protocol, message);
-    }
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = cause {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
-            if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof) {
-                return Failure::new(ErrorClass::Reset, message);
-            }
-        }
-        cause = e.source();
-    }
-    Failure::new(ErrorClass::Protocol, message)
+}
+
+/// The connection ended before the whole response arrived: the server hung up on the request.
+pub(super) fn incomplete() -> Failure {
+    Failure::new(ErrorClass::Reset, "the connection closed before the response was complete")
 }
 
 /// The error and its causes on one line, without repeats.

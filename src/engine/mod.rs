@@ -1,7 +1,7 @@
 //! The load engine: runs a [`Plan`] against its target and measures it.
 //!
 //! A pacer ([`pacer`]) starts sessions, open model (planned arrivals) or closed (looping users); each
-//! session runs the one request loop ([`session`]) over a pooled hyper client ([`client`]) and reports
+//! session runs the one request loop ([`session`]) over pooled HTTP/1.1 connections ([`client`], [`http1`]) and reports
 //! every request to one [`recorder`]. When the plan ends, in-flight requests get until their timeout to
 //! finish; on Ctrl-C they get a short grace, then are cut off and counted as `aborted_at_end`.
 
@@ -11,10 +11,12 @@ mod cpu;
 mod echo_probe;
 mod machine_load;
 mod failure;
+mod http1;
 mod outcome;
 mod pacer;
-mod quiet_waker;
+mod precise_timer;
 mod recorder;
+mod request;
 mod session;
 
 use std::sync::Arc;
@@ -32,7 +34,8 @@ use crate::scenario::feeder::Cursor;
 use client::HttpClient;
 use pacer::Interruption;
 use recorder::Recorder;
-use session::{RunShared, SessionEnd, fixed_uri, flow_feeders};
+use request::StepRequest;
+use session::{RunShared, SessionEnd, flow_feeders};
 
 use crate::model::LoadModel;
 
@@ -66,10 +69,10 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     let planned = plan.load.duration();
     let client = HttpClient::new(&plan.target.base_url, plan.target.connect_timeout, plan.target.max_body)
         .expect("the scenario checked the base URL");
-    let fixed_uris = plan.flows.iter().map(|f| f.steps.iter().map(|s| fixed_uri(&client, s)).collect()).collect();
+    let requests = StepRequest::prepare(&plan, client.host_header(), client.prefix());
     let shared = Arc::new(RunShared {
         client,
-        fixed_uris,
+        requests,
         recorder: Recorder::new(start, plan.endpoints.clone()),
         cursors: plan.feeders.iter().enumerate().map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64)).collect(),
         flow_feeders: flow_feeders(&plan),

@@ -2,9 +2,8 @@
 //!
 //! Open-model arrival times come from the stage's rate curve: the k-th arrival is where the integral of the
 //! rate reaches k + ½ (uniform) or the k-th point of a unit Poisson process (poisson), so a stage of N/s for
-//! T s plans exactly N·T arrivals and a ramp plans its integral. The pacer waits for each arrival with a
-//! coarse sleep and a final spin of `yield_now`, because tokio's timer rounds up to whole milliseconds and a
-//! 1 ms schedule lag at every arrival would be the generator's own noise.
+//! T s plans exactly N·T arrivals and a ramp plans its integral. The pacer waits for each arrival on a
+//! [`PreciseTimer`]: tokio's own timer rounds up to whole milliseconds.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -18,6 +17,7 @@ use tokio::task::JoinSet;
 
 use super::alarm::Alarm;
 use super::cpu::timed;
+use super::precise_timer::PreciseTimer;
 use super::session::{RunShared, SessionEnd, Slot, record_dropped, run_session};
 use crate::scenario::plan::Arrivals;
 use crate::scenario::{Stage, StageShape};
@@ -85,26 +85,18 @@ impl Iterator for ArrivalClock {
 }
 
 /// Waits until `at`, precisely; returns `false` if `stop` was set first.
-async fn wait_until(at: Instant, stop: &mut watch::Receiver<bool>) -> bool {
+async fn wait_until(at: Instant, stop: &mut watch::Receiver<bool>, timer: &mut PreciseTimer) -> bool {
     loop {
         if *stop.borrow() {
             return false;
         }
-        let now = Instant::now();
-        if now >= at {
-            return true;
-        }
-        if at - now > Duration::from_millis(2) {
-            let wake = tokio::time::sleep_until(at.checked_sub(Duration::from_millis(1)).unwrap_or(at).into());
-            tokio::select! {
-                () = wake => {}
-                changed = stop.changed() => if changed.is_err() {
-                    // Whoever could stop the run is gone, so nothing will: wait for the arrival only.
-                    tokio::time::sleep_until(at.checked_sub(Duration::from_millis(1)).unwrap_or(at).into()).await;
-                },
-            }
-        } else {
-            tokio::task::yield_now().await;
+        tokio::select! {
+            () = timer.sleep_until(at) => return true,
+            changed = stop.changed() => if changed.is_err() {
+                // Whoever could stop the run is gone, so nothing will: wait for the arrival only.
+                timer.sleep_until(at).await;
+                return true;
+            },
         }
     }
 }
@@ -120,6 +112,7 @@ pub(super) async fn open(
     // The pacer's generator is separate from the sessions', so a session's choices do not depend on how
     // many arrivals came before it.
     let mut rng = SmallRng::seed_from_u64(shared.plan.seed.rotate_left(17) ^ 0x5eed);
+    let mut timer = PreciseTimer::new();
     let mut sessions = JoinSet::new();
     let mut number = 0_u64;
     let mut stage_start = start;
@@ -127,7 +120,7 @@ pub(super) async fn open(
         let clock = ArrivalClock::new(stage, load.arrivals, SmallRng::from_rng(&mut rng));
         for offset in clock {
             let at = stage_start + offset;
-            if !wait_until(at, &mut stop).await {
+            if !wait_until(at, &mut stop, &mut timer).await {
                 return (sessions, Some(Interruption::Stopped));
             }
             let dispatching = Instant::now();
@@ -178,6 +171,7 @@ pub(super) async fn closed(
     let active = Arc::new(AtomicU32::new(0));
     let measured = Arc::new(AtomicBool::new(true));
     let mut users = JoinSet::new();
+    let mut timer = PreciseTimer::new();
     let mut spawned = 0_u32;
     let mut stage_end = start;
     for stage in &shared.plan.load.stages {
@@ -199,7 +193,7 @@ pub(super) async fn closed(
             std::future::pending::<()>().await;
         };
         let interruption = tokio::select! {
-            completed = wait_until(stage_end, &mut stop) => (!completed).then_some(Interruption::Stopped),
+            completed = wait_until(stage_end, &mut stop, &mut timer) => (!completed).then_some(Interruption::Stopped),
             () = out_of_data => Some(Interruption::OutOfData),
         };
         if interruption.is_some() {

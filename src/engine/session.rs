@@ -13,9 +13,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Instant;
 
-use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Request, Response, Uri, header};
-use http_body_util::Full;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, LogNormal};
@@ -24,7 +21,9 @@ use tokio::sync::SemaphorePermit;
 
 use super::alarm::Alarm;
 use super::client::{Failure, HttpClient};
+use super::http1::{Answer, Outgoing};
 use super::recorder::{Recorder, Sample};
+use super::request::StepRequest;
 use crate::metrics::ErrorClass;
 use crate::model::LoadModel;
 use crate::scenario::feeder::Cursor;
@@ -40,8 +39,8 @@ pub(super) struct RunShared {
     pub cursors: Vec<Cursor>,
     /// Per flow, the feeders its templates read (target headers' feeders included).
     pub flow_feeders: Vec<Vec<usize>>,
-    /// Per flow and step, the request target when it has no templates.
-    pub fixed_uris: Vec<Vec<Option<Uri>>>,
+    /// Per flow and step, how its requests are encoded.
+    pub requests: Vec<Vec<StepRequest>>,
     pub seq: AtomicU64,
     /// Connection slots when `[target] max_connections` is set: requests beyond it queue in the generator,
     /// and that wait counts in their response time but not their service time.
@@ -146,8 +145,9 @@ pub(super) async fn run_session(
         }
         // Rendered now, not before the wait: a `now` template means the time the request goes out.
         let mut cx = RenderContext { rows: &rows, variables: &variables, rng: &mut rng, seq: &shared.seq };
-        let fixed = shared.fixed_uris[flow_index][step_index].as_ref();
-        let request = build_request(plan, &shared.client, step, fixed, &mut cx);
+        let client = &shared.client;
+        let request =
+            shared.requests[flow_index][step_index].build(plan, step, client.host_header(), client.prefix(), &mut cx);
         let slot = first_slot.take();
         let dispatched = slot.as_ref().map_or_else(Instant::now, |s| s.waiting_since);
         shared.recorder.dispatching(step.endpoint, measured);
@@ -193,11 +193,11 @@ fn think(think: Option<Think>, rng: &mut SmallRng) -> std::time::Duration {
 /// sends the request, giving up at the timeout. Returns when it went on the wire, if it did.
 async fn exchange(
     shared: &RunShared,
-    request: Request<Full<Bytes>>,
+    request: Outgoing,
     dispatched: Instant,
     alarm: &mut Alarm,
     held: Option<Slot<'_>>,
-) -> (Option<Instant>, Result<Response<Bytes>, Failure>) {
+) -> (Option<Instant>, Result<Answer, Failure>) {
     let timeout = shared.plan.target.timeout;
     let (_permit, sent) = match (held, &shared.connections) {
         (Some(slot), _) => (Some(slot.permit), Instant::now()),
@@ -205,7 +205,7 @@ async fn exchange(
         (None, None) => (None, dispatched),
     };
     alarm.set(sent + timeout);
-    let mut sending = std::pin::pin!(shared.client.send(request));
+    let mut sending = std::pin::pin!(shared.client.send(&request));
     let result = poll_fn(|cx| match sending.as_mut().poll(cx) {
         Poll::Ready(result) => Poll::Ready(result),
         Poll::Pending => alarm.poll_rang(cx).map(|()| {
@@ -217,75 +217,16 @@ async fn exchange(
     (Some(sent), result)
 }
 
-/// The request target of a step whose path and query have no templates: parsed once, not per request.
-pub(super) fn fixed_uri(client: &HttpClient, step: &Step) -> Option<Uri> {
-    let path = step.path.as_literal()?;
-    (step.query.is_empty() && path.starts_with('/')).then(|| format!("{}{path}", client.prefix()).parse().ok())?
-}
-
-fn render_uri(client: &HttpClient, step: &Step, cx: &mut RenderContext<'_>) -> Result<String, Failure> {
-    let path = step.path.render(cx);
-    if !path.starts_with('/') {
-        return Err(Failure::new(ErrorClass::Protocol, format!("the path `{path}` does not start with `/`")));
-    }
-    let mut uri = format!("{}{path}", client.prefix());
-    if !step.query.is_empty() {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        for (key, value) in &step.query {
-            query.append_pair(key, &value.render(cx));
-        }
-        uri.push(if uri.contains('?') { '&' } else { '?' });
-        uri.push_str(&query.finish());
-    }
-    Ok(uri)
-}
-
-fn build_request(
-    plan: &Plan,
-    client: &HttpClient,
-    step: &Step,
-    fixed_uri: Option<&Uri>,
-    cx: &mut RenderContext<'_>,
-) -> Result<Request<Full<Bytes>>, Failure> {
-    // Built in place rather than through `Request::builder()`, which moves its ~250 bytes of parts at every
-    // call: those copies were a measurable share of the generator's own work per request.
-    let uri = match fixed_uri {
-        Some(uri) => uri.clone(),
-        None => Uri::try_from(render_uri(client, step, cx)?)
-            .map_err(|e| Failure::new(ErrorClass::Protocol, format!("cannot build the request: {e}")))?,
-    };
-    let mut headers = HeaderMap::with_capacity(2 + plan.target.headers.len() + step.headers.len());
-    headers.insert(header::HOST, client.host_header().clone());
-    for (name, value) in plan.target.headers.iter().chain(&step.headers) {
-        let value = HeaderValue::try_from(value.render(cx))
-            .map_err(|_| Failure::new(ErrorClass::Protocol, format!("header {name} renders to an invalid value")))?;
-        headers.insert(name.clone(), value);
-    }
-    let body = match &step.body {
-        None => Bytes::new(),
-        Some(Body::Text(t)) => Bytes::from(t.render(cx)),
-        Some(Body::Json(t)) => {
-            headers.entry(header::CONTENT_TYPE).or_insert(HeaderValue::from_static("application/json"));
-            Bytes::from(t.render(cx).to_string())
-        }
-    };
-    let mut request = Request::new(Full::new(body));
-    *request.method_mut() = step.method.clone();
-    *request.uri_mut() = uri;
-    *request.headers_mut() = headers;
-    Ok(request)
-}
-
 /// Checks the status and JSON assertions, then extracts variables.
-fn check_response(step: &Step, response: &Response<Bytes>, variables: &mut [Option<Value>]) -> Result<(), Failure> {
-    let status = response.status().as_u16();
+fn check_response(step: &Step, response: &Answer, variables: &mut [Option<Value>]) -> Result<(), Failure> {
+    let status = response.status;
     if !step.expect.status.iter().any(|range| range.contains(&status)) {
         let class = match status {
             400..=499 => ErrorClass::Http4xx,
             500..=599 => ErrorClass::Http5xx,
             _ => ErrorClass::Assertion,
         };
-        let body = String::from_utf8_lossy(&response.body()[..response.body().len().min(120)]).into_owned();
+        let body = String::from_utf8_lossy(&response.body[..response.body.len().min(120)]).into_owned();
         let body = crate::outside_text::printable(body.trim());
         return Err(Failure::new(class, format!("status {status}: {body}")));
     }
@@ -295,8 +236,7 @@ fn check_response(step: &Step, response: &Response<Bytes>, variables: &mut [Opti
         // Only a JSON assertion makes a non-JSON body an assertion failure; a step that only extracts from it
         // failed to extract.
         let class = if step.expect.json.is_empty() { ErrorClass::Extraction } else { ErrorClass::Assertion };
-        serde_json::from_slice(response.body())
-            .map_err(|e| Failure::new(class, format!("the body is not JSON: {e}")))?
+        serde_json::from_slice(&response.body).map_err(|e| Failure::new(class, format!("the body is not JSON: {e}")))?
     } else {
         Value::Null
     };
@@ -325,9 +265,7 @@ fn check_response(step: &Step, response: &Response<Bytes>, variables: &mut [Opti
                 .cloned()
                 .ok_or_else(|| Failure::new(ErrorClass::Extraction, format!("{text} selects nothing")))?,
             ExtractFrom::Header(name) => response
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
+                .header(name.as_str())
                 .map(|v| Value::String(v.to_owned()))
                 .ok_or_else(|| Failure::new(ErrorClass::Extraction, format!("no {name} header")))?,
         };

@@ -227,6 +227,16 @@ fn warn_if_merged(checker: &mut Checker<'_>, scope: &mut Scope<'_>, step: &str, 
     }
 }
 
+/// Headers that say where a request ends and what becomes of its connection: the engine writes them from the
+/// body, and a scenario's value could only contradict it (a wrong length leaves the connection out of step).
+const FRAMING_HEADERS: [HeaderName; 5] = [
+    http::header::CONTENT_LENGTH,
+    http::header::TRANSFER_ENCODING,
+    http::header::CONNECTION,
+    http::header::UPGRADE,
+    http::header::TE,
+];
+
 pub(super) fn header_templates(
     checker: &mut Checker<'_>,
     scope: &Scope<'_>,
@@ -239,7 +249,14 @@ pub(super) fn header_templates(
     for (name, value) in headers {
         let field = format!("{field}.{name}");
         let Some(header) = checker.check(value, &field, |_| {
-            HeaderName::try_from(name.as_str()).map_err(|_| format!("`{name}` is not a valid header name"))
+            let header =
+                HeaderName::try_from(name.as_str()).map_err(|_| format!("`{name}` is not a valid header name"))?;
+            if FRAMING_HEADERS.contains(&header) {
+                return Err(format!(
+                    "`{name}` is degrade's to set: it frames the request and keeps its connection, from the body"
+                ));
+            }
+            Ok(header)
         }) else {
             continue;
         };

@@ -290,6 +290,11 @@ fn each_scenario_mistake_names_its_line_column_and_field() {
         ),
         (&with_step("path = \"/a\"\nbogus = 1"), "s.toml:7:1: flow[0].step[0].bogus: unknown field `bogus`"),
         (
+            &with_step("path = \"/a\"\nheaders = { Content-Length = \"12\" }"),
+            "s.toml:7:30: flow[0].step[0].headers.Content-Length: `Content-Length` is degrade's to set: it frames the \
+             request and keeps its connection, from the body",
+        ),
+        (
             &format!(
                 "{GOOD_HEAD}[[data]]\nname = \"users\"\nfile = \"missing.csv\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n{GOOD_LOAD}"
             ),

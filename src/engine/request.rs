@@ -1,0 +1,229 @@
+//! A step's request encoded as the bytes that go on the wire (HTTP/1.1), rendered at the moment it is sent.
+//!
+//! What can be decided once is decided when the run starts ([`StepRequest::prepare`]): which of the
+//! target's headers a step's own replace, whether degrade writes `Host` and the JSON content type, and, for a
+//! step without templates, the whole request, which each send then shares instead of encoding it again.
+
+use std::fmt::Write as _;
+
+use bytes::{BufMut, BytesMut};
+use http::{HeaderName, Method, header};
+
+use super::failure::Failure;
+use super::http1::Outgoing;
+use crate::metrics::ErrorClass;
+use crate::scenario::Plan;
+use crate::scenario::plan::{Body, Step};
+use crate::scenario::template::{RenderContext, Template};
+
+/// How one step's requests are encoded.
+pub(super) struct StepRequest {
+    /// The whole request of a step without templates.
+    fixed: Option<Outgoing>,
+    /// The target's headers the step does not replace with its own, by index.
+    target_headers: Vec<usize>,
+    /// Whether degrade writes `Host` (the scenario did not set it).
+    host: bool,
+    /// Whether degrade writes `Content-Type: application/json` (a JSON body whose type was not set).
+    json_type: bool,
+}
+
+impl StepRequest {
+    /// Decides what can be decided before the run, for each flow's steps.
+    pub(super) fn prepare(plan: &Plan, host_header: &str, prefix: &str) -> Vec<Vec<Self>> {
+        plan.flows
+            .iter()
+            .map(|flow| flow.steps.iter().map(|step| Self::for_step(plan, step, host_header, prefix)).collect())
+            .collect()
+    }
+
+    fn for_step(plan: &Plan, step: &Step, host_header: &str, prefix: &str) -> Self {
+        let by_step = |name: &HeaderName| step.headers.iter().any(|(n, _)| n == name);
+        let target_headers: Vec<usize> =
+            (0..plan.target.headers.len()).filter(|&i| !by_step(&plan.target.headers[i].0)).collect();
+        let set =
+            |name: &HeaderName| by_step(name) || target_headers.iter().any(|&i| plan.target.headers[i].0 == *name);
+        let mut request = Self {
+            fixed: None,
+            host: !set(&header::HOST),
+            json_type: matches!(step.body, Some(Body::Json(_))) && !set(&header::CONTENT_TYPE),
+            target_headers,
+        };
+        let literal = |t: &Template| t.as_literal().is_some();
+        let fixed = literal(&step.path)
+            && step.query.is_empty()
+            && request.headers(plan, step).all(|(_, t)| literal(t))
+            && match &step.body {
+                None => true,
+                Some(Body::Text(t)) => literal(t),
+                Some(Body::Json(t)) => t.expressions().is_empty(),
+            };
+        if fixed {
+            // Nothing here reads the context: the templates are fixed text.
+            let seq = std::sync::atomic::AtomicU64::new(0);
+            let mut rng = rand::SeedableRng::seed_from_u64(0);
+            let mut cx = RenderContext { rows: &[], variables: &[], rng: &mut rng, seq: &seq };
+            request.fixed = request.encode(plan, step, host_header, prefix, &mut cx).ok();
+        }
+        request
+    }
+
+    /// The headers written for the step: the target's it keeps, then its own.
+    fn headers<'a>(&'a self, plan: &'a Plan, step: &'a Step) -> impl Iterator<Item = &'a (HeaderName, Template)> {
+        self.target_headers.iter().map(|&i| &plan.target.headers[i]).chain(&step.headers)
+    }
+
+    /// The request for one send: the shared bytes of a fixed step, or the step rendered now.
+    pub(super) fn build(
+        &self,
+        plan: &Plan,
+        step: &Step,
+        host_header: &str,
+        prefix: &str,
+        cx: &mut RenderContext<'_>,
+    ) -> Result<Outgoing, Failure> {
+        match &self.fixed {
+            Some(fixed) => Ok(fixed.clone()),
+            None => self.encode(plan, step, host_header, prefix, cx),
+        }
+    }
+
+    fn encode(
+        &self,
+        plan: &Plan,
+        step: &Step,
+        host_header: &str,
+        prefix: &str,
+        cx: &mut RenderContext<'_>,
+    ) -> Result<Outgoing, Failure> {
+        let target = request_target(step, prefix, cx)?;
+        let mut head = RequestHead::new(&step.method, &target);
+        if self.host {
+            head.header(header::HOST.as_str(), host_header);
+        }
+        for (name, value) in self.headers(plan, step) {
+            let value = value.render(cx);
+            if !is_header_value(&value) {
+                return Err(Failure::new(ErrorClass::Protocol, format!("header {name} renders to an invalid value")));
+            }
+            head.header(name.as_str(), &value);
+        }
+        if self.json_type {
+            head.header(header::CONTENT_TYPE.as_str(), "application/json");
+        }
+        let body = match &step.body {
+            None => Vec::new(),
+            Some(Body::Text(t)) => t.render(cx).into_bytes(),
+            Some(Body::Json(t)) => t.render(cx).to_string().into_bytes(),
+        };
+        Ok(head.finish(&step.method, &body))
+    }
+}
+
+/// A GET of `target` (origin form) from `host_header`: a build's version or health URL.
+pub(super) fn get(target: &str, host_header: &str) -> Result<Outgoing, String> {
+    if !is_request_target(target) {
+        return Err("the URL has characters that cannot go in a request".to_owned());
+    }
+    let mut head = RequestHead::new(&Method::GET, target);
+    head.header(header::HOST.as_str(), host_header);
+    Ok(head.finish(&Method::GET, &[]))
+}
+
+/// The request line and headers, written as they are added.
+struct RequestHead(BytesMut);
+
+impl RequestHead {
+    fn new(method: &Method, target: &str) -> Self {
+        let mut bytes = BytesMut::with_capacity(256);
+        bytes.put_slice(method.as_str().as_bytes());
+        bytes.put_u8(b' ');
+        bytes.put_slice(target.as_bytes());
+        bytes.put_slice(b" HTTP/1.1\r\n");
+        Self(bytes)
+    }
+
+    fn header(&mut self, name: &str, value: &str) {
+        self.0.put_slice(name.as_bytes());
+        self.0.put_slice(b": ");
+        self.0.put_slice(value.as_bytes());
+        self.0.put_slice(b"\r\n");
+    }
+
+    /// Adds the body's length and the body. As hyper did: no `Content-Length` on an empty GET, HEAD or
+    /// CONNECT, where a server does not expect a body; `0` on other methods, which may carry one.
+    fn finish(mut self, method: &Method, body: &[u8]) -> Outgoing {
+        if !body.is_empty() || !matches!(*method, Method::GET | Method::HEAD | Method::CONNECT) {
+            // Written in place: `fmt::Write` on the buffer cannot fail.
+            let _ = write!(self.0, "content-length: {}\r\n", body.len());
+        }
+        self.0.put_slice(b"\r\n");
+        self.0.put_slice(body);
+        Outgoing { bytes: self.0.freeze(), response_has_body: *method != Method::HEAD }
+    }
+}
+
+/// The request target (origin form): the base URL's path, the step's path, and its query encoded.
+fn request_target(step: &Step, prefix: &str, cx: &mut RenderContext<'_>) -> Result<String, Failure> {
+    let path = step.path.render(cx);
+    if !path.starts_with('/') {
+        return Err(Failure::new(ErrorClass::Protocol, format!("the path `{path}` does not start with `/`")));
+    }
+    let mut target = format!("{prefix}{path}");
+    if !step.query.is_empty() {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for (key, value) in &step.query {
+            query.append_pair(key, &value.render(cx));
+        }
+        target.push(if target.contains('?') { '&' } else { '?' });
+        target.push_str(&query.finish());
+    }
+    if !is_request_target(&target) {
+        let message = "cannot build the request: the path has a space, a control or a non-ASCII character";
+        return Err(Failure::new(ErrorClass::Protocol, message));
+    }
+    Ok(target)
+}
+
+/// Visible ASCII only: a space or a line break would end the request line early.
+fn is_request_target(target: &str) -> bool {
+    !target.is_empty() && target.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// What a header value may hold (as `http::HeaderValue`): no control characters but tab, so no line break.
+fn is_header_value(value: &str) -> bool {
+    value.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_a_request_line_headers_and_a_sized_body() {
+        let mut head = RequestHead::new(&Method::POST, "/boards?x=1");
+        head.header("host", "127.0.0.1:8080");
+        let outgoing = head.finish(&Method::POST, b"{}");
+        assert_eq!(
+            &outgoing.bytes[..],
+            b"POST /boards?x=1 HTTP/1.1\r\nhost: 127.0.0.1:8080\r\ncontent-length: 2\r\n\r\n{}"
+        );
+        let get = get("/version", "example.org").unwrap();
+        assert_eq!(&get.bytes[..], b"GET /version HTTP/1.1\r\nhost: example.org\r\n\r\n");
+        let head_request = RequestHead::new(&Method::HEAD, "/").finish(&Method::HEAD, b"");
+        assert!(!head_request.response_has_body);
+        let delete = RequestHead::new(&Method::DELETE, "/a/1").finish(&Method::DELETE, b"");
+        assert!(delete.bytes.ends_with(b"content-length: 0\r\n\r\n"));
+    }
+
+    #[test]
+    fn nothing_rendered_can_end_a_line_early() {
+        assert!(!is_request_target("/a b"));
+        assert!(!is_request_target("/a\r\nx: y"));
+        assert!(!is_request_target("/café"));
+        assert!(is_request_target("/a/{b}?c=%20"));
+        assert!(!is_header_value("a\r\nx: y"));
+        assert!(is_header_value("Bearer abc\tdef é"));
+        assert!(get("/a b", "h").is_err());
+    }
+}
