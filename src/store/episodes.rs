@@ -35,7 +35,7 @@ pub struct Episode {
     pub resolved_run_id: Option<i64>,
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct EpisodeRow {
     id: i64,
     scenario: String,

@@ -39,7 +39,7 @@ pub struct GridFinding {
     pub candidate_value: f64,
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct RunRow {
     id: i64,
     started_at: i64,
@@ -47,7 +47,7 @@ struct RunRow {
     status: String,
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct FindingRow {
     run_id: i64,
     endpoint: String,

@@ -13,6 +13,7 @@ mod episodes;
 mod grid;
 mod confirmations;
 mod leases;
+mod migrations;
 mod outbox;
 mod overview;
 mod retry;
@@ -29,7 +30,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeZone, Utc};
 
 use sqlx::Connection;
-use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::migrate::MigrateError;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use std::str::FromStr;
@@ -45,9 +46,6 @@ pub(crate) use retry::{Retry, StoreCause, retry};
 pub use series::WorkloadSeries;
 pub use trends::{ChartPoint, Trend, TrendSpan};
 pub use url::DatabaseUrl;
-
-static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
-static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
 
 /// How long a SQLite statement waits for another writer before reporting busy.
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -190,8 +188,14 @@ impl Store {
 
     async fn migrate(&self) -> Result<(), StoreError> {
         let result = match &self.pool {
-            Pool::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await,
-            Pool::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await,
+            Pool::Sqlite(pool) => match migrations::SQLITE.migrator().await {
+                Ok(migrator) => migrator.run(pool).await,
+                Err(e) => Err(e),
+            },
+            Pool::Postgres(pool) => match migrations::POSTGRES.migrator().await {
+                Ok(migrator) => migrator.run(pool).await,
+                Err(e) => Err(e),
+            },
         };
         result.map_err(|e| match e {
             MigrateError::VersionMissing(version) => StoreError::Migrate(format!(
@@ -213,7 +217,7 @@ impl Store {
     /// The newest migration this build of degrade carries.
     #[must_use]
     pub fn latest_known_version() -> i64 {
-        SQLITE_MIGRATIONS.iter().map(|m| m.version).max().unwrap_or(0)
+        migrations::SQLITE.latest_version()
     }
 
     /// Closes the pool, waiting for connections to finish (SQLite checkpoints its WAL on the last close).

@@ -30,7 +30,7 @@ pub struct NewMessage {
 
 /// A message as stored.
 #[allow(missing_docs, reason = "the field names say what they hold")]
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx_macros::FromRow)]
 pub struct OutboxMessage {
     pub id: i64,
     /// The episode it is about.

@@ -22,7 +22,7 @@ pub struct ScenarioSummary {
 
 /// How many runs of one scenario have one status, for `/metrics`.
 #[allow(missing_docs, reason = "the field names say what they hold")]
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx_macros::FromRow)]
 pub struct StatusCount {
     pub scenario: String,
     pub status: String,
@@ -30,7 +30,7 @@ pub struct StatusCount {
     pub runs: i64,
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct CountsRow {
     name: String,
     runs: i64,

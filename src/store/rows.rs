@@ -30,7 +30,7 @@ macro_rules! select_runs {
 
 pub(super) use select_runs;
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 pub(super) struct RunRow {
     id: i64,
     scenario: String,
@@ -78,7 +78,7 @@ impl TryFrom<RunRow> for Run {
     }
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 pub(super) struct EndpointRow {
     endpoint: String,
     requests: i64,
@@ -169,7 +169,7 @@ impl TryFrom<EndpointRow> for EndpointResult {
 
 /// One endpoint's timeline as `Store::timeline` reads it: a line per second, `elapsed requests errors p50 p99
 /// max {errors by class}`.
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 pub(super) struct TimelineSeconds {
     endpoint: String,
     seconds: String,
@@ -198,7 +198,7 @@ impl TimelineSeconds {
     }
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 pub(super) struct FindingRow {
     endpoint: String,
     metric: String,

@@ -36,7 +36,7 @@ pub(super) const ROLLUP_WEEKS: [i64; 3] = [16, 4, 1];
 /// a statement this size prepares in little memory (a 1,000-row one made peak memory grow with run length).
 const TIMELINE_ROWS_PER_INSERT: usize = 100;
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct TrendRow {
     run_id: i64,
     started_at: i64,

@@ -42,7 +42,7 @@ impl WorkloadSeries {
     }
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct SeriesRow {
     scenario_hash: String,
     measured_runs: i64,

@@ -32,7 +32,7 @@ const FIGURES: &str = concat!(
      and runs.status not in ('failed', 'aborted') group by r.endpoint order by r.endpoint"
 );
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct RunRow {
     id: i64,
     started_at: i64,
@@ -40,7 +40,7 @@ struct RunRow {
     build_id: Option<String>,
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct EndpointRuns {
     endpoint: String,
     runs: String,

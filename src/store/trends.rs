@@ -176,7 +176,7 @@ const ROLLED_UP: &str = concat!(
 );
 
 /// One endpoint's buckets of period sums as [`ROLLED_UP`] joins them.
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct PeriodBuckets {
     endpoint: String,
     buckets: String,
@@ -217,7 +217,7 @@ impl PeriodBuckets {
     }
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 pub(super) struct PointRow {
     pub(super) endpoint: String,
     pub(super) started_at: i64,

@@ -5,7 +5,7 @@ use super::rows::{FindingRow, json, to_json};
 use super::{Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
 use crate::model::{Finding, NewVerdict, RunId, RunStatus, Verdict, VerdictOutcome};
 
-#[derive(sqlx::FromRow)]
+#[derive(sqlx_macros::FromRow)]
 struct VerdictRow {
     id: i64,
     run_id: i64,
