@@ -9,7 +9,9 @@
 #      be off by 30 %, so read the medians;
 #   2. open model at 5,000 req/s for 10 s, the nightly case: achieved rate (target: exact), schedule-lag p99
 #      (target < 1 ms) and CPU per request (target <= 15 us; the best peer, oha, needs 33-36 us). The CPU is
-#      the whole process's, start-up and the stored run included (shown apart from a 1 request run);
+#      the whole process's, start-up and the stored run included (shown apart from a 1 request run), printed
+#      beside the floor of any open-model generator on this machine (ci/open-model-floor.c, needs gcc): each
+#      request wakes the generator twice, for its arrival and for its answer;
 #   3. open model at 20,000 req/s: achieved rate (target within 1 %) and schedule-lag p99 (target < 1 ms).
 #      Open runs cap connections at 256, as a service's client pool does: without a cap, one hiccup of the
 #      (virtual) machine makes the overdue arrivals open hundreds of connections at once;
@@ -83,7 +85,7 @@ for connections in 16 64 256; do
         wrk_requests=$(awk '/requests in/ {print $1}' "$work/wrk.out")
         wrk_rate=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out")
         taskset -c 1 /usr/bin/time -f '%U %S' -o "$work/degrade.time" \
-            "$DEGRADE" run "$closed" --format json > "$work/closed.json" || true
+            "$DEGRADE" run "$closed" --format json > "$work/closed.json" 2>> "$work/degrade.err" || true
         ours=$(field "$work/closed.json" "f\"{d['endpoints'][0]['requests']},{d['endpoints'][0]['rate']}\"")
         # requests, req/s and CPU seconds of wrk, then of degrade
         row="$wrk_requests,$wrk_rate,$(cpu "$work/wrk.time"),$ours,$(cpu "$work/degrade.time")"
@@ -118,9 +120,9 @@ printf '%b' "$summary"
 
 echo "== open model at 5000 req/s for ${SECONDS_PER_RUN}s: the nightly case"
 nightly=$(scenario nightly "[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"${SECONDS_PER_RUN}s\"\nrate = 5000\n" 1)
-taskset -c 1 /usr/bin/time -f '%U %S' -o "$work/nightly.time" "$DEGRADE" run "$nightly" --format json > "$work/nightly.json" || true
+taskset -c 1 /usr/bin/time -f '%U %S' -o "$work/nightly.time" "$DEGRADE" run "$nightly" --format json > "$work/nightly.json" 2>> "$work/degrade.err" || true
 one=$(scenario one "[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 1\n" 1)
-taskset -c 1 /usr/bin/time -f '%U %S' -o "$work/one.time" "$DEGRADE" run "$one" --format json > /dev/null || true
+taskset -c 1 /usr/bin/time -f '%U %S' -o "$work/one.time" "$DEGRADE" run "$one" --format json > /dev/null 2>> "$work/degrade.err" || true
 python3 - "$work/nightly.json" "$(cpu "$work/nightly.time")" "$(cpu "$work/one.time")" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -133,13 +135,19 @@ print(f"schedule-lag p99: {load['schedule_lag_p99_us'] / 1000:.3f} ms (target < 
 print(f"CPU: {cpu * 1e6 / sent:.1f} us/request over the whole process (target <= 15; oha 33-36); "
       f"{(cpu - one) * 1e6 / sent:.1f} us/request without the {one * 1000:.0f} ms of a 1 request run")
 PY
+# What any generator must spend here: a timerfd, a send and a receive per request, nothing measured or kept.
+if command -v gcc >/dev/null; then
+    gcc -O2 -o "$work/floor" ci/open-model-floor.c
+    floor=$(taskset -c 1 "$work/floor" "$port" $((5000 * SECONDS_PER_RUN)))
+    echo "floor of any open-model generator on this machine (ci/open-model-floor.c): $floor us/request"
+fi
 
 echo "== open model at $OPEN_RATE req/s for ${SECONDS_PER_RUN}s, at most 256 connections (a service's client pool)"
 # Two seconds of ramp first, unmeasured, as a nightly scenario has: the connection pool grows with the load
 # instead of the first second opening thousands of connections at once.
 warm_up="[[load.stage]]\nduration = \"2s\"\nfrom = 100\nto = $OPEN_RATE\nmeasure = false\n"
 open=$(scenario open "[load]\nmodel = \"open\"\nmax_in_flight = 5000\n$warm_up[[load.stage]]\nduration = \"${SECONDS_PER_RUN}s\"\nrate = $OPEN_RATE\n" 1 "max_connections = 256\n")
-taskset -c 1 "$DEGRADE" run "$open" --format json > "$work/open.json" || true
+taskset -c 1 "$DEGRADE" run "$open" --format json > "$work/open.json" 2>> "$work/degrade.err" || true
 field "$work/open.json" "f\"achieved: {d['load_summary']['achieved_rate']:.1f} req/s of {d['load_summary']['target_rate']:.0f} ({(d['load_summary']['achieved_rate'] / d['load_summary']['target_rate'] - 1) * 100:+.2f} %; target within 1 %)\""
 field "$work/open.json" "f\"schedule-lag p99: {d['load_summary']['schedule_lag_p99_us'] / 1000:.3f} ms (target < 1 ms); dropped {d['load_summary']['dropped']}; status {d['status']}\""
 

@@ -28,7 +28,7 @@ pub mod model;
 pub mod latest_build;
 /// Scenario files: flows, data, load, parsed and validated into a plan.
 pub mod scenario;
-/// The load engine: pacer, sessions on hyper, the recorder.
+/// The load engine: pacer, sessions on its own HTTP/1.1 client, the recorder.
 pub mod engine;
 /// What the numbers mean: error classes, histogram summaries, run validity (pure).
 pub mod metrics;

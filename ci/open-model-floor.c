@@ -1,0 +1,63 @@
+// The least CPU any open-model load generator can spend per request on this machine: one keep-alive
+// connection, a timerfd for each arrival (5,000 a second), one send and one receive, nothing recorded.
+// Each request still wakes the process twice (its arrival, then its answer), and those wake-ups are most of
+// the cost on a virtual machine. ci/bench-engine.sh prints it beside degrade's figure.
+// Usage: open-model-floor PORT REQUESTS   (sends to 127.0.0.1:PORT only)
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+static void wait_for(int epoll, int fd) {
+    struct epoll_event event;
+    do {
+        epoll_wait(epoll, &event, 1, -1);
+    } while (event.data.fd != fd);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) return 2;
+    int requests = atoi(argv[2]);
+    int sock = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[1]))};
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(sock, (struct sockaddr *)&address, sizeof address) != 0) return 1;
+    int one = 1;
+    setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    int epoll = epoll_create1(0);
+    struct epoll_event event = {.events = EPOLLIN, .data.fd = timer};
+    epoll_ctl(epoll, EPOLL_CTL_ADD, timer, &event);
+    event.data.fd = sock;
+    epoll_ctl(epoll, EPOLL_CTL_ADD, sock, &event);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long next = now.tv_sec * 1000000000LL + now.tv_nsec;
+    const char *request = "GET /e1 HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n";
+    char answer[4096];
+    for (int i = 0; i < requests; i++) {
+        next += 200000;
+        struct itimerspec at = {{0, 0}, {next / 1000000000LL, next % 1000000000LL}};
+        timerfd_settime(timer, TFD_TIMER_ABSTIME, &at, NULL);
+        wait_for(epoll, timer);
+        unsigned long long rang;
+        if (read(timer, &rang, sizeof rang) < 0) return 1;
+        if (send(sock, request, strlen(request), 0) < 0) return 1;
+        wait_for(epoll, sock);
+        if (recv(sock, answer, sizeof answer, 0) <= 0) return 1;
+    }
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    double micros = usage.ru_utime.tv_sec * 1e6 + usage.ru_utime.tv_usec + usage.ru_stime.tv_sec * 1e6 +
+                    usage.ru_stime.tv_usec;
+    printf("%.1f\n", micros / requests);
+    return 0;
+}
