@@ -141,7 +141,7 @@ impl HttpClient {
     /// after a stall the overdue requests reuse connections as they free up instead of opening hundreds at
     /// once, which would slow the generator and the target further.
     async fn checkout(&self) -> Checkout {
-        let waiting = {
+        let mut waiting = {
             let mut pool = self.lock();
             if let Some(connection) = pool.idle.pop() {
                 return Checkout::Idle(connection);
@@ -152,12 +152,28 @@ impl HttpClient {
             }
             let (grant, waiting) = oneshot::channel();
             pool.waiting.push_back(grant);
-            waiting
+            Waiter { client: self, receiver: waiting }
         };
-        match waiting.await {
+        match (&mut waiting.receiver).await {
             Ok(Grant::Connection(connection)) => Checkout::Idle(connection),
             // The pool lives as long as this client, so the sender is only dropped with it: connect anyway.
             Ok(Grant::Connect) | Err(_) => Checkout::Connect,
+        }
+    }
+
+    /// Takes back what a request that gave up had been handed.
+    fn give_back(&self, grant: Grant) {
+        match grant {
+            Grant::Connection(connection) => self.keep(connection),
+            Grant::Connect => self.release_connect_slot(),
+        }
+    }
+
+    /// Gives a connect slot to the oldest waiting request, or frees it.
+    fn release_connect_slot(&self) {
+        let mut pool = self.lock();
+        if Self::hand_over(&mut pool, Grant::Connect).is_some() {
+            pool.connecting -= 1;
         }
     }
 
@@ -187,12 +203,10 @@ impl HttpClient {
 
     /// Opens a connection in a connect slot, then hands the slot to the oldest waiting request (or frees it).
     async fn connect(&self) -> Result<Connection, Failure> {
-        let connected = self.open().await;
-        let mut pool = self.lock();
-        if Self::hand_over(&mut pool, Grant::Connect).is_some() {
-            pool.connecting -= 1;
-        }
-        connected
+        // Given back however the connect ends: also when its request timed out and dropped it midway, which
+        // used to keep the slot forever; with all of them kept, no lost connection was ever replaced.
+        let _slot = ConnectSlot(self);
+        self.open().await
     }
 
     async fn open(&self) -> Result<Connection, Failure> {
@@ -243,6 +257,31 @@ impl HttpClient {
     }
 }
 
+/// A connect slot in use: given back when dropped.
+struct ConnectSlot<'a>(&'a HttpClient);
+
+impl Drop for ConnectSlot<'_> {
+    fn drop(&mut self) {
+        self.0.release_connect_slot();
+    }
+}
+
+/// A request waiting for a connection or a connect slot. If it gives up (its request timed out) after one
+/// was handed to it, what it was handed goes back to the pool instead of being lost with it.
+struct Waiter<'a> {
+    client: &'a HttpClient,
+    receiver: oneshot::Receiver<Grant>,
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        self.receiver.close();
+        if let Ok(grant) = self.receiver.try_recv() {
+            self.client.give_back(grant);
+        }
+    }
+}
+
 /// Most bytes of a version or health answer read.
 pub const MAX_TEXT_BODY: u64 = 64 * 1024;
 
@@ -261,4 +300,39 @@ pub(crate) fn tls_config() -> rustls::ClientConfig {
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn requests_that_give_up_during_a_connect_give_its_slot_back() {
+        // A server that accepts and never says a word: the TLS handshake, part of the connect, hangs.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://localhost:{}", listener.local_addr().unwrap().port());
+        let accepting = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let client = HttpClient::new(&url, Duration::from_secs(30), 1024).unwrap();
+        let request = super::super::request::get("/", client.host_header()).unwrap();
+        // Twice as many as there are slots, so half of them wait for a slot and are handed one.
+        let mut requests = tokio::task::JoinSet::new();
+        for _ in 0..2 * MAX_CONNECTING {
+            let (client, request) = (client.clone(), request.clone());
+            requests.spawn(async move {
+                tokio::time::timeout(Duration::from_millis(200), client.send(&request)).await.is_err()
+            });
+        }
+        while let Some(timed_out) = requests.join_next().await {
+            assert!(timed_out.unwrap(), "nothing can answer");
+        }
+        let pool = client.lock();
+        assert_eq!((pool.connecting, pool.idle.len()), (0, 0), "every slot is free again");
+        drop(pool);
+        accepting.abort();
+    }
 }

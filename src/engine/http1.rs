@@ -117,10 +117,7 @@ impl Connection {
     pub(super) async fn exchange(&mut self, request: &Outgoing, max_body: u64) -> Result<(Answer, bool), Failure> {
         self.stream.write_all(&request.bytes).await.map_err(|e| classify_io(&e, "sending the request"))?;
         self.stream.flush().await.map_err(|e| classify_io(&e, "sending the request"))?;
-        let mut head = self.read_head().await?;
-        if !request.response_has_body {
-            head.framing = Framing::Empty;
-        }
+        let head = self.read_head(request.response_has_body).await?;
         let head_bytes = self.buffer.split_to(head.length).freeze();
         let body = match head.framing {
             Framing::Empty => Bytes::new(),
@@ -144,9 +141,9 @@ impl Connection {
     }
 
     /// Reads up to the end of the final head, skipping interim (1xx) ones; the head stays in the buffer.
-    async fn read_head(&mut self) -> Result<Head, Failure> {
+    async fn read_head(&mut self, has_body: bool) -> Result<Head, Failure> {
         loop {
-            if let Some(head) = parse_head(&self.buffer)? {
+            if let Some(head) = parse_head(&self.buffer, has_body)? {
                 if (100..200).contains(&head.status) && head.status != 101 {
                     self.buffer.advance(head.length);
                     continue;
@@ -218,6 +215,10 @@ impl Connection {
 
     async fn read_chunk_size(&mut self) -> Result<u64, Failure> {
         loop {
+            // httparse reads an empty line as size 0, which would end the body early: a size has a digit.
+            if self.buffer.first().is_some_and(|b| !b.is_ascii_hexdigit()) {
+                return Err(Failure::new(ErrorClass::Protocol, "reading the body: an invalid chunk size line"));
+            }
             match httparse::parse_chunk_size(&self.buffer) {
                 Ok(httparse::Status::Complete((used, size))) => {
                     self.buffer.advance(used);
@@ -288,8 +289,9 @@ fn too_large(max_body: u64, received: u64) -> Failure {
     Failure::new(ErrorClass::BodyTooLarge, message)
 }
 
-/// Parses a complete head at the start of `buffer`; `None` when more bytes are needed.
-fn parse_head(buffer: &[u8]) -> Result<Option<Head>, Failure> {
+/// Parses a complete head at the start of `buffer`; `None` when more bytes are needed. `has_body` is false
+/// for the answer to a HEAD request, whose framing headers describe a body that is not sent.
+fn parse_head(buffer: &[u8], has_body: bool) -> Result<Option<Head>, Failure> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
     let length = match response.parse(buffer) {
@@ -315,7 +317,7 @@ fn parse_head(buffer: &[u8]) -> Result<Option<Head>, Failure> {
             keep_alive |= has_token(header.value, b"keep-alive");
         }
     }
-    let framing = if matches!(status, 100..=199 | 204 | 304) {
+    let framing = if !has_body || matches!(status, 100..=199 | 204 | 304) {
         Framing::Empty
     } else {
         match chunked {
@@ -327,8 +329,9 @@ fn parse_head(buffer: &[u8]) -> Result<Option<Head>, Failure> {
     };
     // HTTP/1.1 keeps a connection unless told to close it; HTTP/1.0 only when told to keep it. A message
     // with both framings may be an attempt at request smuggling: answered, but the connection is not reused.
-    let both_framings = chunked.is_some() && !lengths.is_empty();
-    let keep_alive = !both_framings && if response.version == Some(1) { !close } else { keep_alive && !close };
+    // Transfer-Encoding in an HTTP/1.0 answer is faulty framing (RFC 9112 section 6.1): not reused either.
+    let suspect_framing = chunked.is_some() && (!lengths.is_empty() || response.version != Some(1));
+    let keep_alive = !suspect_framing && if response.version == Some(1) { !close } else { keep_alive && !close };
     Ok(Some(Head { status, length, framing, keep_alive }))
 }
 

@@ -150,10 +150,11 @@ impl RequestHead {
         self.0.put_slice(b"\r\n");
     }
 
-    /// Adds the body's length and the body. As hyper did: no `Content-Length` on an empty GET, HEAD or
-    /// CONNECT, where a server does not expect a body; `0` on other methods, which may carry one.
+    /// Adds the body's length and the body. An empty body has no `Content-Length` (RFC 9110 section 8.6),
+    /// except on POST, PUT and PATCH, which usually carry one and where some servers answer 411 without it
+    /// (curl sends `0` there too).
     fn finish(mut self, method: &Method, body: &[u8]) -> Outgoing {
-        if !body.is_empty() || !matches!(*method, Method::GET | Method::HEAD | Method::CONNECT) {
+        if !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH) {
             // Written in place: `fmt::Write` on the buffer cannot fail.
             let _ = write!(self.0, "content-length: {}\r\n", body.len());
         }
@@ -165,7 +166,11 @@ impl RequestHead {
 
 /// The request target (origin form): the base URL's path, the step's path, and its query encoded.
 fn request_target(step: &Step, prefix: &str, cx: &mut RenderContext<'_>) -> Result<String, Failure> {
-    let path = step.path.render(cx);
+    let mut path = step.path.render(cx);
+    // A URL's fragment never goes to the server (as `http::Uri` dropped it before).
+    if let Some(fragment) = path.find('#') {
+        path.truncate(fragment);
+    }
     if !path.starts_with('/') {
         return Err(Failure::new(ErrorClass::Protocol, format!("the path `{path}` does not start with `/`")));
     }
@@ -213,7 +218,9 @@ mod tests {
         let head_request = RequestHead::new(&Method::HEAD, "/").finish(&Method::HEAD, b"");
         assert!(!head_request.response_has_body);
         let delete = RequestHead::new(&Method::DELETE, "/a/1").finish(&Method::DELETE, b"");
-        assert!(delete.bytes.ends_with(b"content-length: 0\r\n\r\n"));
+        assert_eq!(&delete.bytes[..], b"DELETE /a/1 HTTP/1.1\r\n\r\n");
+        let put = RequestHead::new(&Method::PUT, "/a/1").finish(&Method::PUT, b"");
+        assert!(put.bytes.ends_with(b"content-length: 0\r\n\r\n"));
     }
 
     #[test]

@@ -256,6 +256,11 @@ pub(super) fn header_templates(
                     "`{name}` is degrade's to set: it frames the request and keeps its connection, from the body"
                 ));
             }
+            // TOML keys differ by case where header names do not: both would go out, and a server may refuse
+            // a request with two Host or Authorization lines.
+            if out.iter().any(|(seen, _)| *seen == header) {
+                return Err(format!("`{name}` is set twice here (header names ignore case)"));
+            }
             Ok(header)
         }) else {
             continue;

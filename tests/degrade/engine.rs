@@ -295,6 +295,10 @@ fn each_scenario_mistake_names_its_line_column_and_field() {
              request and keeps its connection, from the body",
         ),
         (
+            &with_step("path = \"/a\"\nheaders = { Host = \"a\", host = \"b\" }"),
+            "s.toml:7:32: flow[0].step[0].headers.host: `host` is set twice here (header names ignore case)",
+        ),
+        (
             &format!(
                 "{GOOD_HEAD}[[data]]\nname = \"users\"\nfile = \"missing.csv\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n{GOOD_LOAD}"
             ),

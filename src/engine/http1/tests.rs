@@ -84,9 +84,13 @@ async fn interim_answers_are_skipped_and_some_statuses_never_have_a_body() {
     let (answer, reusable) = answer(&[b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"]).await;
     assert_eq!((answer.status, answer.body.len(), reusable), (204, 0, true));
     let head = Outgoing { bytes: Bytes::from_static(b"HEAD / HTTP/1.1\r\nhost: t\r\n\r\n"), response_has_body: false };
-    let (outcome, _) = exchange_with(head, &[b"HTTP/1.1 200 OK\r\ncontent-length: 500\r\n\r\n"], false, 1 << 20).await;
+    let (outcome, _) =
+        exchange_with(head.clone(), &[b"HTTP/1.1 200 OK\r\ncontent-length: 500\r\n\r\n"], false, 1 << 20).await;
     let (answer, reusable) = outcome.unwrap();
     assert_eq!((answer.status, answer.body.len(), reusable), (200, 0, true));
+    // The framing headers of a HEAD answer describe a body that is not sent: not even read.
+    let (outcome, _) = exchange_with(head, &[b"HTTP/1.1 200 OK\r\ncontent-length: lots\r\n\r\n"], false, 10).await;
+    assert_eq!(outcome.unwrap().0.status, 200);
 }
 
 #[tokio::test]
@@ -103,6 +107,9 @@ async fn the_server_says_when_a_connection_ends() {
     assert_eq!((&both.0.body[..], both.1), (&b"a"[..], false), "both framings: chunked wins, never reused");
     let extra = answer(&[b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\naHTTP/1.1 200 OK\r\n"]).await;
     assert!(!extra.1, "bytes nobody asked for");
+    let old_chunked =
+        answer(&[b"HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n"]).await;
+    assert!(!old_chunked.1, "HTTP/1.0 has no transfer codings: faulty framing");
 }
 
 #[tokio::test]
@@ -113,6 +120,14 @@ async fn what_is_not_http_is_a_protocol_error_and_a_hang_up_a_reset() {
     assert_eq!(lengths.class, ErrorClass::Protocol, "{lengths:?}");
     let chunk = failure(&[b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n"], false, 100).await;
     assert_eq!(chunk.class, ErrorClass::Protocol, "{chunk:?}");
+    // A stray line break is not a last chunk of size 0, which would cut the body short unnoticed.
+    let stray = failure(
+        &[b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n\r\n1\r\nb\r\n0\r\n\r\n"],
+        false,
+        100,
+    )
+    .await;
+    assert_eq!(stray.class, ErrorClass::Protocol, "{stray:?}");
     let switched = failure(&[b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\r\n"], false, 100).await;
     assert_eq!(switched.class, ErrorClass::Protocol, "{switched:?}");
     for (pieces, what) in [
