@@ -63,7 +63,8 @@ impl StepRequest {
             let seq = std::sync::atomic::AtomicU64::new(0);
             let mut rng = rand::SeedableRng::seed_from_u64(0);
             let mut cx = RenderContext { rows: &[], variables: &[], rng: &mut rng, seq: &seq };
-            request.fixed = request.encode(plan, step, host_header, prefix, &mut cx).ok();
+            // Not fixed yet, so this renders the step.
+            request.fixed = request.build(plan, step, host_header, prefix, &mut cx).ok();
         }
         request
     }
@@ -82,20 +83,9 @@ impl StepRequest {
         prefix: &str,
         cx: &mut RenderContext<'_>,
     ) -> Result<Outgoing, Failure> {
-        match &self.fixed {
-            Some(fixed) => Ok(fixed.clone()),
-            None => self.encode(plan, step, host_header, prefix, cx),
+        if let Some(fixed) = &self.fixed {
+            return Ok(fixed.clone());
         }
-    }
-
-    fn encode(
-        &self,
-        plan: &Plan,
-        step: &Step,
-        host_header: &str,
-        prefix: &str,
-        cx: &mut RenderContext<'_>,
-    ) -> Result<Outgoing, Failure> {
         let target = request_target(step, prefix, cx)?;
         let mut head = RequestHead::new(&step.method, &target);
         if self.host {
