@@ -15,7 +15,7 @@
 //!
 //! Every layer speaks [`model`]'s types (runs, figures, metrics, baselines, verdicts). A module uses only
 //! modules below it — `secret`/`outside_text`/`clock` ← `model` ← `metrics` ← `analysis` ← `store` ←
-//! `config` ← `scenario`/`report` ← `engine` ← `latest_build`/`notify` ← `pipeline` ← `scheduler`/`web` ←
+//! `config` ← `tape` ← `scenario`/`report` ← `engine` ← `latest_build`/`notify` ← `pipeline` ← `scheduler`/`web` ←
 //! `service`/`demo` ← `cli` — and the `layers` test checks it; ARCHITECTURE.md has the tour.
 
 /// The command line: parsing arguments and running one subcommand.
@@ -26,6 +26,8 @@ pub mod config;
 pub mod model;
 /// The build under test: its id from a version URL or command.
 pub mod latest_build;
+/// Request tapes: real traffic imported from access logs and HAR recordings, scrubbed, routed, replayed.
+pub mod tape;
 /// Scenario files: flows, data, load, parsed and validated into a plan.
 pub mod scenario;
 /// The load engine: pacer, sessions on its own HTTP/1.1 client, the recorder.

@@ -13,6 +13,8 @@ mod notify;
 mod run;
 mod run_report;
 mod serve;
+mod tape;
+mod tape_report;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -181,6 +183,9 @@ pub enum Command {
         afresh on every start. The scenario for it: scenarios/demo.toml."
     )]
     DemoTarget(demo::DemoTargetArgs),
+    /// Work with request tapes: real traffic from access logs and HAR recordings.
+    #[command(subcommand)]
+    Tape(tape::TapeCommand),
     /// Work with the [[notify]] webhooks.
     #[command(
         subcommand,
@@ -207,6 +212,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Demo(args) => runtime().and_then(|rt| rt.block_on(demo::demo(args))),
         Command::DemoTarget(args) => runtime().and_then(|rt| rt.block_on(demo::demo_target(args))),
         Command::Notify(command) => runtime().and_then(|rt| rt.block_on(notify::run(&source, command))),
+        Command::Tape(command) => tape::run(command),
     };
     outcome.unwrap_or_else(|e| {
         eprintln!("error: {}", error_chain(&e));
@@ -225,7 +231,7 @@ impl Command {
             Self::Run(args) => &args.config,
             Self::Check(args) => &args.config,
             Self::Serve(args) => &args.config,
-            Self::Detect(_) | Self::Demo(_) | Self::DemoTarget(_) => return None,
+            Self::Detect(_) | Self::Demo(_) | Self::DemoTarget(_) | Self::Tape(_) => return None,
         };
         arg.config.clone()
     }

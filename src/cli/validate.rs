@@ -8,7 +8,8 @@ use chrono::Utc;
 use super::{Exit, load_config, print_stdout};
 use crate::config::{Config, ConfigErrors, ScenarioConfig};
 use crate::model::LoadModel;
-use crate::scenario::{self, Plan};
+use crate::scenario::tape_source::thousands;
+use crate::scenario::{self, Plan, TapeOrder, TapeReplay};
 use crate::secret::redact_url;
 
 pub(super) fn run(config_path: &Path, scenario_file: Option<&Path>) -> anyhow::Result<Exit> {
@@ -53,8 +54,11 @@ fn describe_plan(plan: &Plan) -> Vec<String> {
         LoadModel::Open => format!("open model, {:.1} sessions/s measured", load.target_rate()),
         LoadModel::Closed => "closed model".to_owned(),
     };
-    let mut lines = vec![
-        format!("  flows     {}", flows.join(", ")),
+    let mut lines = match &plan.tape {
+        Some(tape) => describe_tape(tape),
+        None => vec![format!("  flows     {}", flows.join(", "))],
+    };
+    lines.extend([
         format!("  endpoints {}", plan.endpoints.join(", ")),
         format!(
             "  load      {shape}, {} stage(s), {} in all ({} measured)",
@@ -63,11 +67,46 @@ fn describe_plan(plan: &Plan) -> Vec<String> {
             secs(load.measured_duration())
         ),
         format!("  target    {}", redact_url(&plan.target.base_url)),
-    ];
+    ]);
     for feeder in &plan.feeders {
         lines.push(format!("  data      {}: {} rows of {}", feeder.name, feeder.rows.len(), feeder.columns.join(", ")));
     }
     lines.extend(plan.warnings.iter().map(|w| format!("  warning   {w}")));
+    lines
+}
+
+/// The tape a scenario replays: its size, how the run uses it, and its coverage per route.
+fn describe_tape(tape: &TapeReplay) -> Vec<String> {
+    let survey = &tape.survey;
+    let order = match tape.order {
+        TapeOrder::Sequential => "in recorded order",
+        TapeOrder::Shuffle => "shuffled",
+        TapeOrder::Session => "by recorded session",
+    };
+    let mut lines = vec![format!(
+        "  tape      {}: {} requests ({} distinct, {} sessions), {} routes, replayed {order}{}",
+        tape.file.display(),
+        thousands(survey.requests as f64),
+        thousands(survey.distinct as f64),
+        thousands(survey.sessions as f64),
+        survey.routes.len(),
+        if tape.preserve_mix { ", spread to keep its route mix" } else { "" }
+    )];
+    match tape.realism() {
+        // A warning says it already, below.
+        Some(_) if tape.repeats() > Some(crate::scenario::tape_source::REPEATS_WARNED) => {}
+        Some(realism) => lines.push(format!("  realism   {realism}")),
+        None => lines.push("  realism   closed model: the requests sent depend on the target's speed".to_owned()),
+    }
+    for route in survey.routes.iter().take(10) {
+        let share = route.requests as f64 / survey.requests.max(1) as f64 * 100.0;
+        let ids = if route.distinct_ids == 0 {
+            String::new()
+        } else {
+            format!(", {} distinct ids", thousands(route.distinct_ids as f64))
+        };
+        lines.push(format!("  route     {share:5.1} %  {}{ids}", crate::outside_text::printable(&route.key)));
+    }
     lines
 }
 

@@ -16,8 +16,10 @@ mod outcome;
 mod pacer;
 mod precise_timer;
 mod recorder;
+mod replay;
 mod request;
 mod session;
+mod tape_feed;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -70,9 +72,11 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     let client = HttpClient::new(&plan.target.base_url, plan.target.connect_timeout, plan.target.max_body)
         .expect("the scenario checked the base URL");
     let requests = StepRequest::prepare(&plan, client.host_header(), client.prefix());
+    let tape = plan.tape.as_ref().map(|_| tape_feed::TapeFeed::start(&plan, client.host_header(), client.prefix()));
     let shared = Arc::new(RunShared {
         client,
         requests,
+        tape,
         recorder: Recorder::new(start, plan.endpoints.clone()),
         cursors: plan.feeders.iter().enumerate().map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64)).collect(),
         flow_feeders: flow_feeders(&plan),

@@ -15,6 +15,7 @@ use crate::metrics::ErrorClass;
 use crate::scenario::Plan;
 use crate::scenario::plan::{Body, Step};
 use crate::scenario::template::{RenderContext, Template};
+use crate::tape::TapeRequest;
 
 /// How one step's requests are encoded.
 pub(super) struct StepRequest {
@@ -108,6 +109,38 @@ impl StepRequest {
         };
         Ok(head.finish(&step.method, &body))
     }
+}
+
+/// A recorded request of a tape, below the base URL's `prefix`, with the target's headers (a header the
+/// tape recorded wins over the target's of the same name, as a step's does).
+pub(super) fn replayed(
+    plan: &Plan,
+    request: &TapeRequest,
+    host_header: &str,
+    prefix: &str,
+    cx: &mut RenderContext<'_>,
+) -> Result<Outgoing, String> {
+    let target = format!("{prefix}{}", request.target);
+    if !is_request_target(&target) {
+        return Err("the path has a space, a control or a non-ASCII character".to_owned());
+    }
+    let recorded = |name: &HeaderName| request.headers.iter().any(|(n, _)| n == name.as_str());
+    let mut head = RequestHead::new(&request.method, &target);
+    let host_set = recorded(&header::HOST) || plan.target.headers.iter().any(|(n, _)| *n == header::HOST);
+    if !host_set {
+        head.header(header::HOST.as_str(), host_header);
+    }
+    for (name, value) in plan.target.headers.iter().filter(|(name, _)| !recorded(name)) {
+        let value = value.render(cx);
+        if !is_header_value(&value) {
+            return Err(format!("header {name} renders to an invalid value"));
+        }
+        head.header(name.as_str(), &value);
+    }
+    for (name, value) in &request.headers {
+        head.header(name, value);
+    }
+    Ok(head.finish(&request.method, request.body.as_deref().unwrap_or_default().as_bytes()))
 }
 
 /// A GET of `target` (origin form) from `host_header`: a build's version or health URL.

@@ -41,6 +41,8 @@ pub(super) struct RunShared {
     pub flow_feeders: Vec<Vec<usize>>,
     /// Per flow and step, how its requests are encoded.
     pub requests: Vec<Vec<StepRequest>>,
+    /// The tape's requests, when the plan replays one instead of flows.
+    pub tape: Option<super::tape_feed::TapeFeed>,
     pub seq: AtomicU64,
     /// Connection slots when `[target] max_connections` is set: requests beyond it queue in the generator,
     /// and that wait counts in their response time but not their service time.
@@ -85,11 +87,16 @@ pub(super) fn choose_flow(flows: &[Flow], rng: &mut SmallRng) -> usize {
 
 /// Records an open-model arrival that was never sent because too many sessions were in flight.
 pub(super) fn record_dropped(shared: &RunShared, number: u64, at: Instant, measured: bool) {
-    let mut rng = session_rng(shared.plan.seed, number);
-    let flow = &shared.plan.flows[choose_flow(&shared.plan.flows, &mut rng)];
+    let endpoint = if let Some(tape) = &shared.tape {
+        // The arrival's tape request is the one not sent.
+        tape.next().and_then(|replay| replay.requests.first().map(|r| r.endpoint)).unwrap_or(0)
+    } else {
+        let mut rng = session_rng(shared.plan.seed, number);
+        shared.plan.flows[choose_flow(&shared.plan.flows, &mut rng)].steps[0].endpoint
+    };
     let message = format!("{} sessions were already in flight ([load] max_in_flight)", shared.plan.load.max_in_flight);
     shared.recorder.record(Sample {
-        endpoint: flow.steps[0].endpoint,
+        endpoint,
         intended: at,
         dispatched: None,
         sent: None,
@@ -116,6 +123,9 @@ pub(super) async fn run_session(
     alarm: &mut Alarm,
     mut first_slot: Option<Slot<'_>>,
 ) -> SessionEnd {
+    if let Some(tape) = &shared.tape {
+        return super::replay::run_replay(shared, tape, start, measured, alarm, first_slot).await;
+    }
     let plan = &shared.plan;
     let mut rng = session_rng(plan.seed, number);
     let flow_index = choose_flow(&plan.flows, &mut rng);
@@ -191,7 +201,7 @@ fn think(think: Option<Think>, rng: &mut SmallRng) -> std::time::Duration {
 
 /// Waits for a connection slot (when `[target] max_connections` limits them and `held` is not one), then
 /// sends the request, giving up at the timeout. Returns when it went on the wire, if it did.
-async fn exchange(
+pub(super) async fn exchange(
     shared: &RunShared,
     request: Outgoing,
     dispatched: Instant,
@@ -219,16 +229,8 @@ async fn exchange(
 
 /// Checks the status and JSON assertions, then extracts variables.
 fn check_response(step: &Step, response: &Answer, variables: &mut [Option<Value>]) -> Result<(), Failure> {
-    let status = response.status;
-    if !step.expect.status.iter().any(|range| range.contains(&status)) {
-        let class = match status {
-            400..=499 => ErrorClass::Http4xx,
-            500..=599 => ErrorClass::Http5xx,
-            _ => ErrorClass::Assertion,
-        };
-        let body = String::from_utf8_lossy(&response.body[..response.body.len().min(120)]).into_owned();
-        let body = crate::outside_text::printable(body.trim());
-        return Err(Failure::new(class, format!("status {status}: {body}")));
+    if !step.expect.status.iter().any(|range| range.contains(&response.status)) {
+        return Err(unexpected_status(response));
     }
     let needs_json =
         !step.expect.json.is_empty() || step.extract.iter().any(|e| matches!(e.from, ExtractFrom::Json(..)));
@@ -272,6 +274,19 @@ fn check_response(step: &Step, response: &Answer, variables: &mut [Option<Value>
         variables[extraction.variable] = Some(value);
     }
     Ok(())
+}
+
+/// The failure of an answer whose status was not expected: its class by status, with the body's start.
+pub(super) fn unexpected_status(response: &Answer) -> Failure {
+    let status = response.status;
+    let class = match status {
+        400..=499 => ErrorClass::Http4xx,
+        500..=599 => ErrorClass::Http5xx,
+        _ => ErrorClass::Assertion,
+    };
+    let body = String::from_utf8_lossy(&response.body[..response.body.len().min(120)]).into_owned();
+    let body = crate::outside_text::printable(body.trim());
+    Failure::new(class, format!("status {status}: {body}"))
 }
 
 fn truncate(text: &str) -> String {

@@ -10,12 +10,14 @@ pub mod plan;
 mod planner;
 mod raw_scenario;
 mod steps;
+pub mod tape_source;
 pub mod template;
 
 use std::path::Path;
 use std::time::Duration;
 
-pub use plan::{Load, Plan, Stage, StageShape, Think};
+pub use plan::{Load, Plan, Stage, StageShape, TapeOrder, TapeReplay, Think};
+pub use tape_source::MAX_TAPE_ROUTES;
 
 use crate::config::{ConfigError, ConfigErrors, Location, parse_raw};
 
@@ -65,21 +67,26 @@ impl Plan {
                 StageShape::Users(n) => StageShape::Users(((f64::from(n) * rate_scale).round() as u32).max(1)),
             };
         }
-        self.hash = workload_hash(&self.source_text, rate_scale, duration);
+        let tape = self.tape.as_ref().map(|t| t.survey.digest.clone());
+        self.hash = workload_hash(&self.source_text, tape.as_deref(), rate_scale, duration);
+        if let Some(tape) = &mut self.tape {
+            tape.planned_requests = tape_source::planned_requests(tape, &self.load);
+        }
         self
     }
 }
 
-/// Identifies a workload: the scenario as parsed (so comments and spacing do not start a new series) plus
-/// any overrides. FNV-1a, written out because the value is stored and must not change between Rust
+/// Identifies a workload: the scenario as parsed (so comments and spacing do not start a new series), the
+/// requests of its tape (a new tape is a new series), plus any overrides. FNV-1a, written out because the value is stored and must not change between Rust
 /// releases, which `std`'s hasher does not promise.
-pub(crate) fn workload_hash(text: &str, rate_scale: f64, duration: Option<Duration>) -> String {
+pub(crate) fn workload_hash(text: &str, tape: Option<&str>, rate_scale: f64, duration: Option<Duration>) -> String {
     let canonical = text.parse::<toml::Table>().map_or_else(|_| text.to_owned(), |t| t.to_string());
     let overrides = match (duration, rate_scale) {
         (None, s) if (s - 1.0).abs() < f64::EPSILON => String::new(),
         (d, s) => format!("\nrate_scale={s} duration={:?}", d.map(|d| d.as_millis())),
     };
-    let hash = (canonical + &overrides)
+    let tape = tape.map(|digest| format!("\ntape={digest}")).unwrap_or_default();
+    let hash = (canonical + &tape + &overrides)
         .bytes()
         .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
     format!("{hash:016x}")

@@ -1,6 +1,7 @@
 //! The validated workload the engine runs: every duration parsed, every template compiled, every variable
 //! and feeder column resolved to an index. The engine never re-checks a string from the file.
 
+use std::collections::HashMap;
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,6 +10,8 @@ use http::{HeaderName, Method};
 use serde_json_path::JsonPath;
 
 use crate::model::LoadModel;
+use crate::tape::Router;
+use crate::tape::survey::Survey;
 
 use super::feeder::Feeder;
 use super::json_template::JsonTemplate;
@@ -29,8 +32,10 @@ pub struct Plan {
     pub target: Target,
     /// Data files sessions draw rows from.
     pub feeders: Vec<Feeder>,
-    /// What sessions do, chosen by weight.
+    /// What sessions do, chosen by weight (none when a tape is replayed).
     pub flows: Vec<Flow>,
+    /// `[[tape]]`: recorded requests replayed instead of flows.
+    pub tape: Option<TapeReplay>,
     /// Metric keys (step names); a step refers to one by index.
     pub endpoints: Vec<String>,
     /// Session variables set by `extract`; templates refer to one by index.
@@ -39,6 +44,51 @@ pub struct Plan {
     pub load: Load,
     /// What is valid but probably not meant (two different requests measured as one endpoint, say).
     pub warnings: Vec<String>,
+}
+
+/// `[[tape]]`: a tape replayed, each arrival (or closed-model user turn) taking its next request or session.
+#[derive(Debug, Clone)]
+pub struct TapeReplay {
+    /// The tape file.
+    pub file: PathBuf,
+    /// Which request comes next.
+    pub order: TapeOrder,
+    /// `preserve = "mix"`: a run shorter than the tape takes requests spread over all of it, not its start.
+    pub preserve_mix: bool,
+    /// Route keys of the tape's requests (its `[[tape.route]]` patterns first).
+    pub router: Router,
+    /// Index into [`Plan::endpoints`] of each route with its own metric key.
+    pub endpoints: HashMap<String, usize>,
+    /// The endpoint shared by the least requested routes when a tape has more than
+    /// [`MAX_TAPE_ROUTES`](super::MAX_TAPE_ROUTES).
+    pub other_routes: Option<usize>,
+    /// Per endpoint, accepted statuses from `[[tape.expect]]`; `None` keeps the recorded status class.
+    pub expect: Vec<Option<Vec<RangeInclusive<u16>>>>,
+    /// What the tape holds, read when the scenario was loaded.
+    pub survey: Survey,
+    /// Requests the planned run sends (open model; `None` for the closed model, where the target's speed
+    /// decides).
+    pub planned_requests: Option<f64>,
+}
+
+impl TapeReplay {
+    /// The metric key (endpoint index) of a request with route `key`.
+    #[must_use]
+    pub fn endpoint(&self, key: &str) -> usize {
+        self.endpoints.get(key).copied().or(self.other_routes).unwrap_or(0)
+    }
+}
+
+/// The order a tape is replayed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TapeOrder {
+    /// As recorded, again from the start at the end.
+    Sequential,
+    /// A seeded shuffle (within windows of 65,536 requests), every pass differently.
+    Shuffle,
+    /// Each arrival replays one recorded session (consecutive requests with the same `s=`) in order, with
+    /// the recorded pauses between them.
+    Session,
 }
 
 /// `[target]`.

@@ -12,6 +12,7 @@ use super::feeder::{Feeder, Order, WhenExhausted};
 use super::plan::{Arrivals, Load, Plan, Stage, StageShape, Target};
 use super::raw_scenario::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget};
 use super::steps::{Scope, duration, header_templates, resolve_flows};
+use super::tape_source::resolve_tape;
 use crate::config::{Checker, ConfigError, ConfigErrors, Location, http_url};
 use crate::model::LoadModel;
 
@@ -27,7 +28,7 @@ pub(super) fn resolve(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, ConfigErrors> {
     let mut checker = Checker::new(path, text);
-    let RawScenario { seed, target, vars, feeders, flows, load } = raw;
+    let RawScenario { seed, target, vars, feeders, flows, tapes, load } = raw;
     let seed = seed.map_or(1, |s| s.into_inner().cast_unsigned());
     let constants: BTreeMap<String, Value> =
         vars.into_iter().map(|(k, v)| (k, serde_json::to_value(v.into_inner()).unwrap_or(Value::Null))).collect();
@@ -41,12 +42,19 @@ pub(super) fn resolve(
         queries: BTreeMap::new(),
     };
     let target = resolve_target(&mut checker, &scope, target, target_override);
+    let has_tape = !tapes.is_empty();
+    if let (Some(tape), false) = (tapes.first(), feeders.is_empty()) {
+        checker.error(tape, "tape", "a scenario replaying a tape reads no [[data]]: its requests come from the tape");
+    }
+    if let (Some(tape), false) = (tapes.first(), flows.is_empty()) {
+        checker.error(tape, "tape", "a scenario replays a tape or runs flows, not both: move one to its own scenario");
+    }
     let flows = resolve_flows(&mut checker, &mut scope, flows);
-    if flows.is_empty() && checker.errors.is_empty() {
+    if flows.is_empty() && !has_tape && checker.errors.is_empty() {
         checker.errors.push(ConfigError::new(
             Location::WholeFile(path.to_owned()),
             "flow",
-            "add at least one [[flow]]",
+            "add at least one [[flow]] (or a [[tape]] to replay)",
         ));
     }
     let load = if let Some(load) = load {
@@ -56,16 +64,18 @@ pub(super) fn resolve(
         checker.errors.push(ConfigError::new(Location::WholeFile(path.to_owned()), "load", message));
         None
     };
+    let tape = resolve_tape(&mut checker, tapes, load.as_ref(), &mut scope.endpoints);
     let Scope { variables, endpoints, .. } = scope;
     match (checker.errors.is_empty(), target, load) {
         (true, Some(target), Some(load)) => Ok(Plan {
             source: path.to_owned(),
             source_text: text.to_owned(),
-            hash: super::workload_hash(text, 1.0, None),
+            hash: super::workload_hash(text, tape.as_ref().map(|t| t.survey.digest.as_str()), 1.0, None),
             seed,
             target,
             feeders,
             flows,
+            tape,
             endpoints,
             variables,
             load,

@@ -23,6 +23,8 @@ pub(super) struct RawScenario {
     pub feeders: Vec<RawFeeder>,
     #[serde(default, rename = "flow")]
     pub flows: Vec<RawFlow>,
+    #[serde(default, rename = "tape")]
+    pub tapes: Vec<Spanned<RawTape>>,
     pub load: Option<Spanned<RawLoad>>,
 }
 
@@ -47,6 +49,34 @@ pub(super) struct RawFeeder {
     pub file: Spanned<String>,
     pub order: Option<Spanned<String>>,
     pub when_exhausted: Option<Spanned<String>>,
+}
+
+/// One `[[tape]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTape {
+    pub file: Spanned<String>,
+    pub order: Option<Spanned<String>>,
+    pub preserve: Option<Spanned<String>>,
+    #[serde(default, rename = "route")]
+    pub routes: Vec<RawTapeRoute>,
+    #[serde(default)]
+    pub expect: Vec<RawTapeExpect>,
+}
+
+/// One `[[tape.route]]`: a path pattern that names a route.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTapeRoute {
+    pub pattern: Spanned<String>,
+}
+
+/// One `[[tape.expect]]`: the statuses accepted for a route.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTapeExpect {
+    pub route: Spanned<String>,
+    pub status: Spanned<toml::Value>,
 }
 
 /// One `[[flow]]`.

@@ -332,7 +332,7 @@ fn json_path(text: &str) -> Result<JsonPath, String> {
 }
 
 /// `200`, `[200, 201]`, `"2xx"`, `"200-299"`, or a list mixing them.
-fn parse_statuses(value: &toml::Value) -> Result<Vec<RangeInclusive<u16>>, String> {
+pub(super) fn parse_statuses(value: &toml::Value) -> Result<Vec<RangeInclusive<u16>>, String> {
     let one = |v: &toml::Value| -> Result<RangeInclusive<u16>, String> {
         let bad = || format!("`{v}` is not a status: use 200, \"2xx\" or \"200-299\"");
         let code = |n: i64| u16::try_from(n).ok().filter(|c| (100..=599).contains(c)).ok_or_else(bad);

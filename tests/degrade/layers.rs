@@ -20,17 +20,19 @@ const LAYERS: &[(&str, u8)] = &[
     // The SQL layer: keeps the vocabulary, knows nothing of configuration.
     ("store", 4),
     ("config", 5),
-    ("scenario", 6),
-    ("report", 6),
-    ("engine", 7),
-    ("latest_build", 8),
-    ("notify", 8),
-    ("pipeline", 9),
-    ("scheduler", 10),
-    ("web", 10),
-    ("service", 11),
-    ("demo", 11),
-    ("cli", 12),
+    // Recorded traffic: formats, scrubbing, routes; knows nothing of scenarios.
+    ("tape", 6),
+    ("scenario", 7),
+    ("report", 7),
+    ("engine", 8),
+    ("latest_build", 9),
+    ("notify", 9),
+    ("pipeline", 10),
+    ("scheduler", 11),
+    ("web", 11),
+    ("service", 12),
+    ("demo", 12),
+    ("cli", 13),
 ];
 
 fn layer_of(module: &str) -> Option<u8> {

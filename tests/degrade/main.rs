@@ -18,6 +18,7 @@
 //! - `held_back_machine`: nights measured on a busy or held-back machine, left out and excused.
 //! - `layers`: every module of `src/` uses only modules of a lower layer (the table ARCHITECTURE.md draws).
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
+//! - `tape`: `degrade tape import` of the committed fixtures, and tape replays against a recording server.
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
 #![allow(clippy::float_cmp)]
@@ -37,4 +38,5 @@ mod layers;
 mod nightly;
 mod run_cli;
 mod store_story;
+mod tape;
 mod support;

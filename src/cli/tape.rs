@@ -1,0 +1,237 @@
+//! `degrade tape import`: real traffic into a tape and a scenario that replays it.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+
+use super::tape_report::{describe, write_scenario};
+use super::{Exit, print_stdout};
+use crate::tape::Router;
+use crate::tape::import::{ImportOptions, import};
+use crate::tape::scrub::ScrubRules;
+use crate::tape::sources::SourceFormat;
+use crate::tape::survey::survey;
+
+/// `degrade tape …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum TapeCommand {
+    /// Import an access log, a JSON Lines log or a HAR recording as a tape, and a scenario replaying it.
+    #[command(
+        after_help = "Examples:\n  degrade tape import /var/log/nginx/access.log.1.gz --host api.example.com\n  \
+        degrade tape import gateway.jsonl --path-prefix /api --since 2026-11-30 --until 2026-12-01\n  \
+        degrade tape import big.log --sample 200000 --route '/users/{name}'\n  \
+        degrade tape import checkout.har --flows --scenario scenarios/checkout.toml\n  \
+        degrade tape import app.log --format '$remote_addr [$time_iso8601] \"$request\" $status'\n\n\
+        Writes scenarios/NAME.tape (NAME.tape.gz for sources over 8 MB) and, unless it exists, scenarios/NAME.toml \
+        replaying it at the recorded rate. Cookies, credentials and values that look like secrets or personal \
+        data are scrubbed; static assets are dropped. Malformed lines are reported by line and skipped."
+    )]
+    Import(ImportArgs),
+}
+
+/// `degrade tape import`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The access log, JSON Lines log or HAR file (gzip-compressed is fine).
+    #[arg(value_name = "SOURCE")]
+    source: PathBuf,
+    /// combined, common, json or har, or an nginx log_format string [default: by the file name, else combined].
+    #[arg(long)]
+    format: Option<String>,
+    /// The tape to write [default: beside the scenario, NAME.tape or NAME.tape.gz].
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// The scenario to write if it does not exist [default: scenarios/NAME.toml, or ./NAME.toml].
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
+    /// Keep only these methods (comma-separated).
+    #[arg(long = "method", value_delimiter = ',', value_name = "METHOD")]
+    methods: Vec<String>,
+    /// Keep only requests to these hosts (where the source records the host).
+    #[arg(long = "host", value_delimiter = ',', value_name = "HOST")]
+    hosts: Vec<String>,
+    /// Keep only paths starting with one of these.
+    #[arg(long = "path-prefix", value_delimiter = ',', value_name = "PREFIX")]
+    path_prefixes: Vec<String>,
+    /// Keep images, scripts, styles and fonts (dropped by default).
+    #[arg(long)]
+    keep_static: bool,
+    /// Keep requests sent at or after this time (RFC 3339, or YYYY-MM-DD[ HH:MM[:SS]] in UTC).
+    #[arg(long, value_parser = parse_time)]
+    since: Option<DateTime<Utc>>,
+    /// Keep requests sent before this time.
+    #[arg(long, value_parser = parse_time)]
+    until: Option<DateTime<Utc>>,
+    /// Keep about N requests, stratified by route (each route its share, at least 5), reproducibly.
+    #[arg(long, value_name = "N")]
+    sample: Option<u64>,
+    /// Seeds the sample.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// A route pattern tried before the built-in rules, e.g. '/users/{name}' (repeatable).
+    #[arg(long = "route", value_name = "PATTERN")]
+    routes: Vec<String>,
+    /// Also scrub parameters and fields with this name (repeatable).
+    #[arg(long = "scrub", value_name = "NAME")]
+    scrub: Vec<String>,
+    /// Never scrub parameters and fields with this exact name (repeatable).
+    #[arg(long = "keep", value_name = "NAME")]
+    keep: Vec<String>,
+    /// From a HAR: write flows (one per page, values from earlier answers correlated) instead of a tape.
+    #[arg(long)]
+    flows: bool,
+}
+
+fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+        return Ok(time.to_utc());
+    }
+    for format in ["%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"] {
+        if let Ok(time) = NaiveDateTime::parse_from_str(text, format) {
+            return Ok(time.and_utc());
+        }
+    }
+    NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
+        .map_err(|_| format!("`{text}` is not a time: write 2026-11-30, 2026-11-30 18:00 or RFC 3339"))
+}
+
+/// Sources larger than this get a gzip-compressed tape.
+const GZIP_ABOVE_BYTES: u64 = 8_000_000;
+
+pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
+    let TapeCommand::Import(args) = command;
+    let format = SourceFormat::choose(args.format.as_deref(), &args.source).map_err(anyhow::Error::msg)?;
+    let router = Router::new(&args.routes).map_err(|e| anyhow::anyhow!("--route: {e}"))?;
+    let name = source_name(&args.source);
+    let folder = args.scenario.as_deref().and_then(Path::parent).filter(|p| !p.as_os_str().is_empty()).map_or_else(
+        || if Path::new("scenarios").is_dir() { PathBuf::from("scenarios") } else { PathBuf::from(".") },
+        Path::to_path_buf,
+    );
+    let scenario = args.scenario.clone().unwrap_or_else(|| folder.join(format!("{name}.toml")));
+    if args.flows {
+        return flows(&args.source, &scenario, ScrubRules::new(&args.scrub, &args.keep));
+    }
+    let large = std::fs::metadata(&args.source).is_ok_and(|m| m.len() > GZIP_ABOVE_BYTES);
+    let extension = if large || is_gzip(&args.source) { "tape.gz" } else { "tape" };
+    let output = args.output.clone().unwrap_or_else(|| folder.join(format!("{name}.{extension}")));
+    let options = ImportOptions {
+        format: format.clone(),
+        methods: args.methods.iter().map(|m| m.to_ascii_uppercase().parse()).collect::<Result<_, _>>()?,
+        hosts: args.hosts.clone(),
+        path_prefixes: args.path_prefixes.clone(),
+        keep_static: args.keep_static,
+        since: args.since,
+        until: args.until,
+        sample: args.sample,
+        seed: args.seed,
+        router: router.clone(),
+        scrub: ScrubRules::new(&args.scrub, &args.keep),
+    };
+    let comments = [format!(
+        "imported from {} ({}) by degrade {} on {}",
+        args.source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        format.describe(),
+        env!("CARGO_PKG_VERSION"),
+        Utc::now().format("%Y-%m-%d")
+    )];
+    let report = import(&args.source, &output, &options, &comments).map_err(anyhow::Error::msg)?;
+    let survey = survey(&output, &router).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut text = describe(&args.source, &format, &output, &report, &survey);
+    if report.kept == 0 {
+        print_stdout(&text)?;
+        anyhow::bail!("nothing was kept to replay; check --format and the filters");
+    }
+    if scenario.exists() {
+        let _ = writeln!(
+            text,
+            "{} exists, left as it is; replay the tape from it with a [[tape]] table.",
+            scenario.display()
+        );
+    } else {
+        write_scenario(&scenario, &output, &report)?;
+        let _ = writeln!(
+            text,
+            "Wrote {}, replaying it at the recorded rate. Next: set its base_url, then\n  degrade validate {0}\n  degrade run {0}",
+            scenario.display()
+        );
+    }
+    print_stdout(&text)?;
+    Ok(Exit::Ok)
+}
+
+/// `--flows`: the HAR's pages as flows, in a new scenario file.
+fn flows(source: &Path, scenario: &Path, rules: ScrubRules) -> anyhow::Result<Exit> {
+    if scenario.exists() {
+        anyhow::bail!("{} exists; name a new file with --scenario", scenario.display());
+    }
+    let lines = crate::tape::lines::LineReader::open(source)
+        .map_err(|e| anyhow::anyhow!("{}: cannot read it: {e}", source.display()))?;
+    let entries = crate::tape::sources::read_har(lines).map_err(|e| anyhow::anyhow!("{}: {e}", source.display()))?;
+    let mut text = String::new();
+    let mut good = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(entry) => good.push(entry),
+            Err(bad) => {
+                let _ = writeln!(
+                    text,
+                    "  skipped   {}: entry {}: {}",
+                    source.display(),
+                    bad.line,
+                    crate::outside_text::printable(&bad.message)
+                );
+            }
+        }
+    }
+    let origin =
+        good.iter().find_map(|e| e.recorded.host.clone()).map_or_else(String::new, |h| format!("recorded against {h}"));
+    let mut scrubber = crate::tape::scrub::Scrubber::new(rules, rand::random());
+    let built = crate::tape::flows::scenario_from_har(&good, &mut scrubber, &origin);
+    if built.flows.is_empty() {
+        print_stdout(&text)?;
+        anyhow::bail!("{}: no API requests to make flows of", source.display());
+    }
+    std::fs::write(scenario, &built.text)
+        .map_err(|e| anyhow::anyhow!("{}: cannot write it: {e}", scenario.display()))?;
+    let mut out = format!(
+        "Wrote {} from {}:
+",
+        scenario.display(),
+        source.display()
+    );
+    for (flow, steps) in &built.flows {
+        let _ = writeln!(out, "  flow      {} ({steps} steps)", crate::outside_text::printable(flow));
+    }
+    for c in &built.correlations {
+        let _ = writeln!(
+            out,
+            "  correlated {} = {} of {}'s answer, used {} time(s) later",
+            c.variable, c.from, c.from_step, c.uses
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  scrubbed  {} values and headers
+{text}Next: set its base_url, then `degrade validate {}`",
+        scrubber.counts.total(),
+        scenario.display()
+    );
+    print_stdout(&out)?;
+    Ok(Exit::Ok)
+}
+
+fn is_gzip(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0_u8; 2];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == [0x1f, 0x8b]
+}
+
+/// `access` for `/var/log/nginx/access.log.1.gz`.
+fn source_name(path: &Path) -> String {
+    let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = file.split('.').next().unwrap_or_default();
+    let clean: String = stem.chars().filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_')).collect();
+    if clean.is_empty() { "traffic".to_owned() } else { clean }
+}

@@ -1,0 +1,138 @@
+//! What `degrade tape import` prints, and the scenario it writes to replay the tape.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::outside_text::printable;
+use crate::scenario::tape_source::thousands;
+use crate::tape::import::{Dropped, ImportReport};
+use crate::tape::sources::SourceFormat;
+use crate::tape::survey::Survey;
+
+/// Routes listed in the report; the rest are summed up in one line.
+const ROUTES_LISTED: usize = 20;
+
+/// The import report: read, kept, dropped, malformed (with where), scrubbed, and the routes' shares.
+pub(super) fn describe(
+    source: &Path,
+    format: &SourceFormat,
+    output: &Path,
+    report: &ImportReport,
+    survey: &Survey,
+) -> String {
+    let mut out = String::new();
+    let count = |n: u64| thousands(n as f64);
+    let _ = writeln!(out, "Imported {} ({}) into {}", source.display(), format.describe(), output.display());
+    let _ = writeln!(
+        out,
+        "  read      {} {}",
+        count(report.read),
+        if matches!(format, SourceFormat::Har) { "entries" } else { "lines" }
+    );
+    let span = report.span.map(|(first, last)| {
+        let rate = recorded_rate(report).map(|r| format!(", {r} req/s")).unwrap_or_default();
+        format!(", sent {} to {}{rate}", first.format("%Y-%m-%d %H:%M:%S"), last.format("%Y-%m-%d %H:%M:%S %Z"))
+    });
+    let _ = writeln!(
+        out,
+        "  kept      {} requests, {} distinct, {} routes{}",
+        count(report.kept),
+        count(survey.distinct),
+        survey.routes.len(),
+        span.unwrap_or_default()
+    );
+    for (reason, n) in &report.dropped {
+        let _ = writeln!(out, "  dropped   {} {}", count(*n), reason.describe());
+    }
+    if report.malformed > 0 {
+        let unit = if matches!(format, SourceFormat::Har) { "entries" } else { "lines" };
+        let _ = writeln!(out, "  skipped   {} malformed {unit}:", count(report.malformed));
+        for bad in &report.malformed_examples {
+            let _ = writeln!(out, "            {}:{}: {}", source.display(), bad.line, printable(&bad.message));
+        }
+        if report.malformed > report.malformed_examples.len() as u64 {
+            let _ = writeln!(
+                out,
+                "            … and {} more",
+                count(report.malformed - report.malformed_examples.len() as u64)
+            );
+        }
+    }
+    let s = report.scrubbed;
+    let _ = writeln!(
+        out,
+        "  scrubbed  {} in all: {} credential headers, {} query values, {} body fields, {} values that looked like \
+         emails, phone numbers or tokens",
+        count(s.total()),
+        count(s.headers),
+        count(s.query),
+        count(s.fields),
+        count(s.values)
+    );
+    let _ = writeln!(out, "  routes    share  requests  distinct ids");
+    for route in survey.routes.iter().take(ROUTES_LISTED) {
+        let share = route.requests as f64 / survey.requests.max(1) as f64 * 100.0;
+        let ids = if route.distinct_ids == 0 { "-".to_owned() } else { count(route.distinct_ids) };
+        let _ =
+            writeln!(out, "          {share:6.2} % {:>9}  {ids:>12}  {}", count(route.requests), printable(&route.key));
+    }
+    if survey.routes.len() > ROUTES_LISTED {
+        let rest = &survey.routes[ROUTES_LISTED..];
+        let requests: u64 = rest.iter().map(|r| r.requests).sum();
+        let _ = writeln!(out, "          … {} more routes with {} requests", rest.len(), count(requests));
+    }
+    out
+}
+
+/// Requests per second in production over the kept requests' span (before any sample), if it is known.
+fn recorded_rate(report: &ImportReport) -> Option<f64> {
+    let (first, last) = report.span?;
+    let seconds = (last - first).num_milliseconds() as f64 / 1000.0;
+    let requests = report.kept + report.dropped.get(&Dropped::Sampled).copied().unwrap_or(0);
+    (seconds >= 1.0 && requests >= 2).then(|| ((requests as f64 / seconds) * 10.0).round().max(1.0) / 10.0)
+}
+
+/// A scenario replaying `tape` at the recorded rate, for the user to point at a test deployment.
+pub(super) fn write_scenario(scenario: &Path, tape: &Path, report: &ImportReport) -> anyhow::Result<()> {
+    let folder = scenario.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let relative = tape.strip_prefix(folder).unwrap_or(tape).display().to_string();
+    let rate = recorded_rate(report).unwrap_or(10.0);
+    let text = format!(
+        r#"# Replays {relative}, imported by `degrade tape import`: production's requests, scrubbed of secrets.
+# Check it with `degrade validate {scenario}`: it says how often this run repeats each distinct request.
+seed = 1
+
+[target]
+base_url = "http://127.0.0.1:8080"   # a test deployment, never production; degrade.toml's target overrides it
+timeout = "10s"
+# Auth never comes from the tape: give the replay its own credentials from the environment.
+# headers = {{ authorization = "Bearer {{{{ env(\"API_TOKEN\") }}}}" }}
+
+[[tape]]
+file = "{relative}"
+order = "sequential"      # sequential | shuffle | session (each arrival replays one recorded session)
+preserve = "mix"          # a run shorter than the tape takes requests from all of it, keeping its route mix
+# [[tape.route]]
+# pattern = "/users/{{name}}"      # name routes the built-in rules do not see
+# [[tape.expect]]
+# route = "GET /api/boards/{{id}}"
+# status = [200, 404]            # by default each request expects its recorded status class
+
+[load]
+model = "open"
+arrivals = "uniform"
+
+  [[load.stage]]
+  duration = "30s"
+  from = 1
+  to = {rate}
+  measure = false
+
+  [[load.stage]]
+  duration = "5m"
+  rate = {rate}                  # the recorded rate
+"#,
+        scenario = scenario.display()
+    );
+    std::fs::write(scenario, text).map_err(|e| anyhow::anyhow!("{}: cannot write it: {e}", scenario.display()))
+}

@@ -1,0 +1,68 @@
+//! A session that replays a tape: the arrival's recorded request (or recorded session) sent as it was,
+//! timed as flow steps are — from when it should have started, so a stalled target still counts its whole
+//! wait — and judged by its status: `[[tape.expect]]` for its route, or else the recorded status class.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::alarm::Alarm;
+use super::recorder::Sample;
+use super::session::{RunShared, SessionEnd, Slot, exchange, unexpected_status};
+use super::tape_feed::TapeFeed;
+use crate::model::LoadModel;
+use crate::scenario::tape_source::accepts;
+
+/// Replays the next arrival's work from `tape`, intended to start at `start`.
+pub(super) async fn run_replay(
+    shared: &RunShared,
+    tape: &TapeFeed,
+    start: Instant,
+    measured: bool,
+    alarm: &mut Alarm,
+    mut first_slot: Option<Slot<'_>>,
+) -> SessionEnd {
+    let plan = &shared.plan;
+    let Some(replay) = tape.next() else { return SessionEnd::OutOfData };
+    let expect = &plan.tape.as_ref().expect("a tape feed replays a tape").expect;
+    shared.recorder.session_started(measured);
+    let mut intended = start;
+    for (index, request) in replay.requests.into_iter().enumerate() {
+        intended += request.pause;
+        if intended >= shared.deadline || shared.stopping.load(Ordering::Relaxed) {
+            break;
+        }
+        if intended > Instant::now() {
+            tokio::time::sleep_until(intended.into()).await;
+        } else if index > 0 || plan.load.model == LoadModel::Closed {
+            // As in a flow: requests due right on an answer go out together (session.rs says why).
+            tokio::task::yield_now().await;
+        }
+        let slot = first_slot.take();
+        let dispatched = slot.as_ref().map_or_else(Instant::now, |s| s.waiting_since);
+        shared.recorder.dispatching(request.endpoint, measured);
+        let (sent, outcome) = exchange(shared, request.outgoing, dispatched, alarm, slot).await;
+        let end = sent.map_or_else(Instant::now, |sent| Instant::now().min(sent + plan.target.timeout));
+        let rule = expect.get(request.endpoint).and_then(Option::as_deref);
+        let failure = match outcome {
+            Ok(answer) if accepts(rule, request.recorded, answer.status) => None,
+            Ok(answer) => Some(unexpected_status(&answer)),
+            Err(failure) => Some(failure),
+        };
+        let failed = failure.is_some();
+        shared.recorder.record(Sample {
+            endpoint: request.endpoint,
+            intended,
+            dispatched: Some(dispatched),
+            sent,
+            end,
+            failure: failure.map(|f| (f.class, f.message)),
+            measured,
+        });
+        if failed {
+            // The session's later requests usually build on this one, as a flow's steps do.
+            break;
+        }
+        intended = end;
+    }
+    SessionEnd::Next(intended)
+}

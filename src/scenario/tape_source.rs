@@ -1,0 +1,191 @@
+//! `[[tape]]`: checks a scenario's tape source, reads the tape once ([`crate::tape::survey`]), gives each of its
+//! routes a metric key, and says how realistic the planned run is with it.
+
+use std::ops::RangeInclusive;
+
+use toml::Spanned;
+
+use super::plan::{Load, TapeOrder, TapeReplay};
+use super::raw_scenario::RawTape;
+use super::steps::parse_statuses;
+use crate::config::{Checker, ConfigWarning, WarningKind};
+use crate::model::LoadModel;
+use crate::tape::Router;
+use crate::tape::survey::survey;
+
+/// Routes with a metric key of their own; the least requested beyond them share one, "(other routes)",
+/// so a messy log cannot make thousands of series.
+pub const MAX_TAPE_ROUTES: usize = 100;
+
+/// The run repeats each distinct request of the tape more often than this on average: warned about, since
+/// the service's caches will hold far more of the run's data than production's would.
+pub const REPEATS_WARNED: f64 = 2.0;
+
+/// Checks `raw` (the scenario's `[[tape]]` tables) and reads its tape; route keys are added to `endpoints`.
+pub(super) fn resolve_tape(
+    checker: &mut Checker<'_>,
+    raw: Vec<Spanned<RawTape>>,
+    load: Option<&Load>,
+    endpoints: &mut Vec<String>,
+) -> Option<TapeReplay> {
+    let mut tapes = raw.into_iter();
+    let first = tapes.next()?;
+    for extra in tapes {
+        checker.error(&extra, "tape", "one [[tape]] per scenario: import both logs into one tape");
+    }
+    let RawTape { file, order, preserve, routes, expect } = first.into_inner();
+    let order = match &order {
+        Some(o) => checker.check(o, "tape.order", |o| match o.as_str() {
+            "sequential" => Ok(TapeOrder::Sequential),
+            "shuffle" => Ok(TapeOrder::Shuffle),
+            "session" => Ok(TapeOrder::Session),
+            other => Err(format!("`{other}` is not an order; use sequential, shuffle or session")),
+        }),
+        None => Some(TapeOrder::Sequential),
+    };
+    let preserve_mix = match &preserve {
+        Some(p) => checker.check(p, "tape.preserve", |p| match p.as_str() {
+            "mix" => Ok(true),
+            other => Err(format!("`{other}` cannot be preserved; the choice is `mix`")),
+        }),
+        None => Some(false),
+    };
+    let patterns: Vec<String> = routes.iter().map(|r| r.pattern.get_ref().clone()).collect();
+    let router = match Router::new(&patterns) {
+        Ok(router) => Some(router),
+        Err(message) => {
+            let wrong = routes.iter().find(|r| Router::new(&[r.pattern.get_ref().clone()]).is_err());
+            checker.error(wrong.map_or(&file, |r| &r.pattern), "tape.route.pattern", message);
+            None
+        }
+    };
+    let path = checker.folder().join(file.get_ref());
+    let router = router?;
+    let survey = checker.check(&file, "tape.file", |_| match survey(&path, &router) {
+        Ok(survey) if survey.requests == 0 => Err(format!("{} holds no requests", path.display())),
+        Ok(survey) => Ok(survey),
+        Err(error) => Err(error.to_string()),
+    })?;
+    let mut replay = TapeReplay {
+        file: path,
+        order: order?,
+        preserve_mix: preserve_mix?,
+        router,
+        endpoints: std::collections::HashMap::new(),
+        other_routes: None,
+        expect: Vec::new(),
+        planned_requests: None,
+        survey,
+    };
+    for route in replay.survey.routes.iter().take(MAX_TAPE_ROUTES) {
+        replay.endpoints.insert(route.key.clone(), endpoints.len());
+        endpoints.push(route.key.clone());
+    }
+    if replay.survey.routes.len() > MAX_TAPE_ROUTES {
+        replay.other_routes = Some(endpoints.len());
+        endpoints.push("(other routes)".to_owned());
+    }
+    replay.expect = vec![None; endpoints.len()];
+    for rule in expect {
+        let statuses = checker.check(&rule.status, "tape.expect.status", parse_statuses);
+        let endpoint = checker.check(&rule.route, "tape.expect.route", |route| {
+            replay.endpoints.get(route.trim()).copied().ok_or_else(|| {
+                let known: Vec<&str> = replay.survey.routes.iter().take(5).map(|r| r.key.as_str()).collect();
+                format!("the tape has no route `{route}`; its routes include {}", known.join(", "))
+            })
+        });
+        if let (Some(statuses), Some(endpoint)) = (statuses, endpoint) {
+            replay.expect[endpoint] = Some(statuses);
+        }
+    }
+    if let Some(load) = load {
+        replay.planned_requests = planned_requests(&replay, load);
+        if let Some(warning) = replay.realism().filter(|_| replay.repeats() > Some(REPEATS_WARNED)) {
+            checker.warnings.push(ConfigWarning::new(WarningKind::Setting, warning));
+        }
+    }
+    Some(replay)
+}
+
+/// Requests the run will send: its planned arrivals (warm-up included: those requests reach the service
+/// too), each one request or one recorded session.
+pub(super) fn planned_requests(replay: &TapeReplay, load: &Load) -> Option<f64> {
+    if load.model == LoadModel::Closed {
+        return None;
+    }
+    let arrivals: f64 = load.stages.iter().map(super::Stage::planned_arrivals).sum();
+    let per_arrival = if replay.order == TapeOrder::Session { replay.survey.requests_per_session() } else { 1.0 };
+    Some(arrivals * per_arrival)
+}
+
+impl TapeReplay {
+    /// How many times the planned run sends each distinct request of the tape, on average.
+    #[must_use]
+    pub fn repeats(&self) -> Option<f64> {
+        self.planned_requests.map(|planned| planned / self.survey.distinct.max(1) as f64)
+    }
+
+    /// The realism report in one sentence: what the run sends against what the tape holds.
+    #[must_use]
+    pub fn realism(&self) -> Option<String> {
+        let planned = self.planned_requests?;
+        let (distinct, requests) = (self.survey.distinct, self.survey.requests);
+        let repeats = self.repeats()?;
+        Some(if repeats > REPEATS_WARNED {
+            format!(
+                "this run sends {} requests from a tape of {} distinct ones: each repeats {repeats:.0}×; caches \
+                 will be warmer than production (import a longer log, or plan fewer requests)",
+                thousands(planned),
+                thousands(distinct as f64)
+            )
+        } else if planned < requests as f64 {
+            let spread =
+                if self.preserve_mix { "spread over all of it (preserve = \"mix\")" } else { "its first part" };
+            format!(
+                "this run sends {} requests, {:.0} % of the tape's {}: {spread}",
+                thousands(planned),
+                planned / requests as f64 * 100.0,
+                thousands(requests as f64)
+            )
+        } else {
+            format!(
+                "this run sends {} requests from a tape of {} distinct ones: each about {repeats:.1}×",
+                thousands(planned),
+                thousands(distinct as f64)
+            )
+        })
+    }
+}
+
+/// `540000` as `540,000`.
+#[must_use]
+pub fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.max(0.0));
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether `status` is what a replay of a request recorded with `recorded` should get, by default: the
+/// same class, except that a recorded server error is never what is expected (2xx and 3xx are), and 2xx and
+/// 3xx count as one (a cache may answer 304 where production answered 200).
+#[must_use]
+pub fn recorded_class_accepts(recorded: Option<u16>, status: u16) -> bool {
+    let ok = |s: u16| (200..=399).contains(&s);
+    match recorded {
+        Some(r) if (400..=499).contains(&r) => (400..=499).contains(&status),
+        Some(r) if (100..=199).contains(&r) => (100..=199).contains(&status),
+        _ => ok(status),
+    }
+}
+
+/// The accepted statuses of `[[tape.expect]]`, or the recorded class: whether `status` passes.
+#[must_use]
+pub fn accepts(rule: Option<&[RangeInclusive<u16>]>, recorded: Option<u16>, status: u16) -> bool {
+    rule.map_or_else(|| recorded_class_accepts(recorded, status), |ranges| ranges.iter().any(|r| r.contains(&status)))
+}

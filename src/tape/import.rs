@@ -1,0 +1,215 @@
+//! `degrade tape import`: a source streamed through filters, scrubbing, routes and an optional sample into
+//! a tape, with a report of what was kept, dropped and scrubbed.
+//!
+//! Memory does not grow with the log: requests are written as they are read; what is kept per route (its
+//! count) grows with the number of routes only. A sample reads the source twice (counting routes, then
+//! choosing), so it needs a file, not a pipe.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use http::Method;
+
+use super::format::{TapeRequest, TapeWriter};
+use super::route::Router;
+use super::sample::StratifiedSample;
+use super::scrub::{ScrubRules, Scrubbed, Scrubber};
+use super::sources::{self, Malformed, Recorded, SourceFormat};
+
+/// What to keep, and how.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// How the source is written.
+    pub format: SourceFormat,
+    /// Keep only these methods (all when empty).
+    pub methods: Vec<Method>,
+    /// Keep only requests to these hosts (all when empty; requests with no recorded host are kept).
+    pub hosts: Vec<String>,
+    /// Keep only paths starting with one of these (all when empty).
+    pub path_prefixes: Vec<String>,
+    /// Keep images, scripts, styles and fonts too.
+    pub keep_static: bool,
+    /// Keep only requests sent at or after this.
+    pub since: Option<DateTime<Utc>>,
+    /// Keep only requests sent before this.
+    pub until: Option<DateTime<Utc>>,
+    /// Keep about this many, stratified by route.
+    pub sample: Option<u64>,
+    /// Seeds the sample.
+    pub seed: u64,
+    /// Route patterns.
+    pub router: Router,
+    /// What to scrub.
+    pub scrub: ScrubRules,
+}
+
+/// Why a request was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Dropped {
+    /// An image, script, style sheet or font (keep them with `--keep-static`).
+    Static,
+    /// Its method is not among `--method`.
+    Method,
+    /// Its host is not among `--host`.
+    Host,
+    /// Its path starts with none of `--path-prefix`.
+    Path,
+    /// Sent outside `--since`/`--until` (or its time is unknown).
+    Window,
+    /// Not chosen by `--sample`.
+    Sampled,
+}
+
+impl Dropped {
+    /// Words for the report.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Static => "static assets (--keep-static keeps them)",
+            Self::Method => "other methods (--method)",
+            Self::Host => "other hosts (--host)",
+            Self::Path => "other paths (--path-prefix)",
+            Self::Window => "outside --since/--until",
+            Self::Sampled => "left out by --sample",
+        }
+    }
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default)]
+pub struct ImportReport {
+    /// Requests and malformed lines read.
+    pub read: u64,
+    /// Requests written to the tape.
+    pub kept: u64,
+    /// Requests left out, by reason.
+    pub dropped: BTreeMap<Dropped, u64>,
+    /// Lines that were not requests.
+    pub malformed: u64,
+    /// The first few of them, for the report.
+    pub malformed_examples: Vec<Malformed>,
+    /// What was scrubbed.
+    pub scrubbed: Scrubbed,
+    /// Kept requests per route key.
+    pub routes: BTreeMap<String, u64>,
+    /// The earliest and latest recorded times of kept requests.
+    pub span: Option<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+/// How many malformed lines the report quotes.
+const EXAMPLES: usize = 10;
+
+/// Extensions of files that are not API traffic.
+const STATIC_EXTENSIONS: &[&str] = &[
+    "js", "mjs", "css", "map", "png", "jpg", "jpeg", "gif", "svg", "ico", "webp", "avif", "bmp", "woff", "woff2",
+    "ttf", "otf", "eot", "mp4", "webm", "mp3", "ogg", "wav",
+];
+
+/// Imports `source` into a tape at `destination`, headed by `comments`.
+pub fn import(
+    source: &Path,
+    destination: &Path,
+    options: &ImportOptions,
+    comments: &[String],
+) -> Result<ImportReport, String> {
+    let key = rand::random::<u64>();
+    let mut sample = match options.sample {
+        Some(size) => {
+            let mut counting = ImportReport::default();
+            each_kept(source, options, key, &mut counting, &mut |_, _| Ok(true))?;
+            Some(StratifiedSample::plan(&counting.routes, size, options.seed))
+        }
+        None => None,
+    };
+    let mut writer = TapeWriter::create(destination, comments)
+        .map_err(|e| format!("{}: cannot write the tape: {e}", destination.display()))?;
+    let mut report = ImportReport::default();
+    each_kept(source, options, key, &mut report, &mut |request, route| {
+        if sample.as_mut().is_some_and(|s| !s.keep(route)) {
+            return Ok(false);
+        }
+        writer.write(request).map(|()| true)
+    })
+    .map_err(|e| e.replace("{tape}", &destination.display().to_string()))?;
+    writer.finish().map_err(|e| format!("{}: cannot write the tape: {e}", destination.display()))?;
+    Ok(report)
+}
+
+/// Runs every request of `source` through the filters and the scrubber, hands the kept ones to `keep`
+/// (which says whether it kept it), and counts everything in `report`.
+fn each_kept(
+    source: &Path,
+    options: &ImportOptions,
+    key: u64,
+    report: &mut ImportReport,
+    keep: &mut dyn FnMut(&TapeRequest, &str) -> std::io::Result<bool>,
+) -> Result<(), String> {
+    let mut scrubber = Scrubber::new(options.scrub.clone(), key);
+    for item in sources::open(source, &options.format)? {
+        report.read += 1;
+        let recorded = match item {
+            Ok(recorded) => recorded,
+            Err(malformed) => {
+                report.malformed += 1;
+                if report.malformed_examples.len() < EXAMPLES {
+                    report.malformed_examples.push(malformed);
+                }
+                continue;
+            }
+        };
+        if let Some(reason) = filtered_out(&recorded, options) {
+            *report.dropped.entry(reason).or_default() += 1;
+            continue;
+        }
+        let Recorded { mut request, headers, .. } = recorded;
+        scrubber.request(&mut request, &headers);
+        let route = options.router.route(request.method.as_str(), &request.target).key;
+        if !keep(&request, &route).map_err(|e| format!("{{tape}}: cannot write the tape: {e}"))? {
+            *report.dropped.entry(Dropped::Sampled).or_default() += 1;
+            continue;
+        }
+        report.kept += 1;
+        *report.routes.entry(route).or_default() += 1;
+        if let Some(time) = request.time {
+            report.span = Some(report.span.map_or((time, time), |(a, b)| (a.min(time), b.max(time))));
+        }
+    }
+    report.scrubbed = scrubber.counts;
+    Ok(())
+}
+
+/// Why `recorded` is left out, if it is.
+fn filtered_out(recorded: &Recorded, options: &ImportOptions) -> Option<Dropped> {
+    let request = &recorded.request;
+    let path = request.target.split('?').next().unwrap_or_default();
+    if !options.keep_static && is_static(path) {
+        return Some(Dropped::Static);
+    }
+    if !options.methods.is_empty() && !options.methods.contains(&request.method) {
+        return Some(Dropped::Method);
+    }
+    if !options.hosts.is_empty()
+        && recorded.host.as_deref().is_some_and(|host| !options.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)))
+    {
+        return Some(Dropped::Host);
+    }
+    if !options.path_prefixes.is_empty() && !options.path_prefixes.iter().any(|p| path.starts_with(p.as_str())) {
+        return Some(Dropped::Path);
+    }
+    if options.since.is_some() || options.until.is_some() {
+        let inside = request.time.is_some_and(|t| {
+            options.since.is_none_or(|since| t >= since) && options.until.is_none_or(|until| t < until)
+        });
+        if !inside {
+            return Some(Dropped::Window);
+        }
+    }
+    None
+}
+
+/// Whether `path` names an image, script, style sheet or font.
+pub(crate) fn is_static(path: &str) -> bool {
+    let last = path.rsplit('/').next().unwrap_or_default();
+    last.rsplit_once('.').is_some_and(|(_, ext)| STATIC_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()))
+}

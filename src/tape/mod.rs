@@ -1,0 +1,21 @@
+//! Request tapes: real traffic, recorded once, replayed every night.
+//!
+//! `degrade tape import` turns an access log, a JSON Lines log or a HAR recording into a tape ([`format`]):
+//! sources are read as streams ([`sources`]), filtered, scrubbed of secrets and personal data ([`scrub`]),
+//! grouped into routes ([`route`]) and optionally sampled ([`sample`]) by [`import`]. A scenario's `[[tape]]`
+//! replays it; [`survey`] reads a tape once when the scenario is loaded, for its routes, its content hash
+//! and the realism report (how often the planned run repeats each distinct request). [`flows`] turns a HAR
+//! recording into an editable scenario of flows instead, with values from earlier answers correlated.
+
+pub mod flows;
+pub mod format;
+pub mod import;
+pub mod lines;
+pub mod route;
+pub mod sample;
+pub mod scrub;
+pub mod sources;
+pub mod survey;
+
+pub use format::{TapeReader, TapeRequest, TapeWriter};
+pub use route::Router;

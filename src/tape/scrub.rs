@@ -1,0 +1,431 @@
+//! Privacy by default: what a tape must never carry out of production.
+//!
+//! Credentials are dropped (`Cookie`, `Authorization`, `Set-Cookie` and every header whose name looks like a
+//! secret); only headers that shape the answer (`content-type`, `accept*`, `x-requested-with`) are kept.
+//! Query parameters and JSON fields whose names look like secrets or personal data (tokens, passwords,
+//! emails, phone numbers; the list below, extended with `--scrub` and narrowed with `--keep`), and any value
+//! that looks like an email address, a phone number or a JWT wherever it is, are replaced by placeholders.
+//! A placeholder is a keyed hash of the value with a key drawn for each import and never stored: two
+//! different emails stay two different placeholders, so a tape keeps production's spread over distinct users
+//! (and caches stay as cold as there), but nothing in it can be turned back into the value.
+
+use serde_json::Value;
+
+use super::format::TapeRequest;
+
+/// Names (lowercase, `-`, `_` and `.` removed) that mark a secret or personal value wherever they appear in
+/// a longer name (`csrf_token`, `user_email`).
+const SECRET_PARTS: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "session",
+    "email",
+    "phone",
+    "mobile",
+    "signature",
+    "creditcard",
+    "cardnumber",
+    "authorization",
+    "credential",
+];
+
+/// Short names that mark one only when they are the whole name (`key`, but not `monkey`).
+const SECRET_NAMES: &[&str] = &[
+    "pwd", "pass", "sid", "sig", "key", "auth", "ssn", "cvv", "cvc", "otp", "pin", "tel", "iban", "mail", "jwt",
+    "csrf", "xsrf", "code",
+];
+
+/// Headers a replay needs to get the same kind of answer; every other recorded header is left out.
+const KEPT_HEADERS: &[&str] = &["content-type", "accept", "accept-language", "accept-encoding", "x-requested-with"];
+
+/// Which names are scrubbed: the built-in list, plus and minus the user's.
+#[derive(Debug, Clone, Default)]
+pub struct ScrubRules {
+    extra: Vec<String>,
+    keep: Vec<String>,
+}
+
+impl ScrubRules {
+    /// The built-in list with `extra` names added and `keep` names exempted.
+    #[must_use]
+    pub fn new(extra: &[String], keep: &[String]) -> Self {
+        Self { extra: extra.iter().map(|n| normalize(n)).collect(), keep: keep.iter().map(|n| normalize(n)).collect() }
+    }
+
+    /// Whether a header, parameter or field called `name` holds something to scrub.
+    #[must_use]
+    pub fn is_secret(&self, name: &str) -> bool {
+        let name = normalize(name);
+        if self.keep.contains(&name) {
+            return false;
+        }
+        SECRET_NAMES.contains(&name.as_str())
+            || SECRET_PARTS.iter().any(|part| name.contains(part))
+            || self.extra.iter().any(|extra| name == *extra || (extra.len() >= 5 && name.contains(extra.as_str())))
+    }
+}
+
+fn normalize(name: &str) -> String {
+    name.chars().filter(|c| !matches!(c, '-' | '_' | '.')).flat_map(char::to_lowercase).collect()
+}
+
+/// How much an import scrubbed, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scrubbed {
+    /// Credential headers dropped (cookies, authorization, tokens).
+    pub headers: u64,
+    /// Query parameters replaced.
+    pub query: u64,
+    /// JSON (or form) body fields replaced.
+    pub fields: u64,
+    /// Other values replaced because they looked like an email, a phone number or a token.
+    pub values: u64,
+}
+
+impl Scrubbed {
+    /// All of them.
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.headers + self.query + self.fields + self.values
+    }
+}
+
+/// Scrubs requests as they are imported.
+#[derive(Debug, Clone)]
+pub struct Scrubber {
+    rules: ScrubRules,
+    key: u64,
+    /// What was scrubbed so far.
+    pub counts: Scrubbed,
+}
+
+impl Scrubber {
+    /// A scrubber whose placeholders are keyed with `key` (draw it at random; never store it).
+    #[must_use]
+    pub fn new(rules: ScrubRules, key: u64) -> Self {
+        Self { rules, key, counts: Scrubbed::default() }
+    }
+
+    /// Scrubs `request`'s target and body, and keeps from `headers` (as recorded) those a replay needs.
+    pub fn request(&mut self, request: &mut TapeRequest, headers: &[(String, String)]) {
+        request.target = self.target(&request.target);
+        request.headers = self.headers(headers);
+        let json = request.headers.iter().any(|(n, v)| n == "content-type" && v.contains("json"));
+        let form = request.headers.iter().any(|(n, v)| n == "content-type" && v.contains("x-www-form-urlencoded"));
+        if let Some(body) = &request.body {
+            let scrubbed = if form { Some(self.pairs(body, Counter::Field)) } else { self.body(body, json) };
+            if let Some(scrubbed) = scrubbed {
+                request.body = Some(scrubbed);
+            }
+        }
+    }
+
+    /// The placeholder for one value called `name` (a field, a parameter), if it must be scrubbed: its name
+    /// looks secret or it looks like an email, a phone number or a token.
+    pub fn value(&mut self, name: Option<&str>, value: &str) -> Option<String> {
+        if name.is_some_and(|n| self.rules.is_secret(n)) {
+            self.counts.fields += 1;
+            return Some(self.looks_private(value).unwrap_or_else(|| self.placeholder(value)));
+        }
+        self.looks_private(value).inspect(|_| self.counts.values += 1)
+    }
+
+    /// The recorded headers a replay keeps (credentials counted as scrubbed).
+    pub fn headers(&mut self, headers: &[(String, String)]) -> Vec<(String, String)> {
+        let mut kept = Vec::new();
+        for (name, value) in headers {
+            let name = name.to_ascii_lowercase();
+            if KEPT_HEADERS.contains(&name.as_str()) {
+                kept.push((name, value.clone()));
+            } else if super::format::CREDENTIAL_HEADERS.contains(&name.as_str())
+                || name == "set-cookie"
+                || self.rules.is_secret(&name)
+            {
+                self.counts.headers += 1;
+            }
+        }
+        kept
+    }
+
+    /// The target with secret-looking path segments and query values replaced.
+    fn target(&mut self, target: &str) -> String {
+        let (path, query) = target.split_once('?').map_or((target, None), |(p, q)| (p, Some(q)));
+        let mut out = String::with_capacity(target.len());
+        for (i, segment) in path.split('/').enumerate() {
+            if i > 0 {
+                out.push('/');
+            }
+            let decoded = percent_decode(segment);
+            match self.looks_private(&decoded) {
+                Some(placeholder) => {
+                    self.counts.values += 1;
+                    out.push_str(&placeholder);
+                }
+                None => out.push_str(segment),
+            }
+        }
+        if let Some(query) = query {
+            out.push('?');
+            out.push_str(&self.pairs(query, Counter::Query));
+        }
+        out
+    }
+
+    /// `a=1&b=2` (a query or a form body) with secret values replaced; untouched pairs stay byte for byte.
+    fn pairs(&mut self, text: &str, counter: Counter) -> String {
+        let mut out = String::with_capacity(text.len());
+        for (i, pair) in text.split('&').enumerate() {
+            if i > 0 {
+                out.push('&');
+            }
+            let Some((name, value)) = pair.split_once('=') else {
+                out.push_str(pair);
+                continue;
+            };
+            let decoded = percent_decode(value);
+            let replacement = if self.rules.is_secret(&percent_decode(name)) && !value.is_empty() {
+                self.count(counter);
+                Some(self.looks_private(&decoded).unwrap_or_else(|| self.placeholder(&decoded)))
+            } else {
+                self.looks_private(&decoded).inspect(|_| self.counts.values += 1)
+            };
+            out.push_str(name);
+            out.push('=');
+            out.push_str(&replacement.map_or_else(|| value.to_owned(), |r| percent_encode(&r)));
+        }
+        out
+    }
+
+    fn count(&mut self, counter: Counter) {
+        match counter {
+            Counter::Query => self.counts.query += 1,
+            Counter::Field => self.counts.fields += 1,
+        }
+    }
+
+    /// A JSON body with secret fields and private-looking strings replaced, if anything was; `None` when
+    /// it is unchanged (so it stays as recorded, key order and spacing included).
+    fn body(&mut self, body: &str, declared_json: bool) -> Option<String> {
+        let starts_like_json = matches!(body.trim_start().chars().next(), Some('{' | '['));
+        if !(declared_json || starts_like_json) {
+            return None;
+        }
+        let mut json: Value = serde_json::from_str(body).ok()?;
+        let before = self.counts;
+        self.json(&mut json);
+        (self.counts != before).then(|| json.to_string())
+    }
+
+    fn json(&mut self, value: &mut Value) {
+        match value {
+            Value::Object(object) => {
+                for (name, field) in object.iter_mut() {
+                    if self.rules.is_secret(name) && !field.is_null() {
+                        self.counts.fields += 1;
+                        self.replace_all(field);
+                    } else {
+                        self.json(field);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|item| self.json(item)),
+            Value::String(text) => {
+                if let Some(placeholder) = self.looks_private(text).or_else(|| self.emails_within(text)) {
+                    self.counts.values += 1;
+                    *text = placeholder;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Prose with email addresses in it ("reach me at carol@example.org"), the addresses replaced.
+    fn emails_within(&self, text: &str) -> Option<String> {
+        if !text.contains('@') {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut changed = false;
+        for (i, word) in text.split(' ').enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            let core =
+                word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '@' || c == '.' || c == '_' || c == '-'));
+            let core = core.trim_end_matches('.');
+            if is_email(core) {
+                changed = true;
+                out.push_str(&word.replace(core, &format!("redacted-{:08x}@example.invalid", self.hash(core) as u32)));
+            } else {
+                out.push_str(word);
+            }
+        }
+        changed.then_some(out)
+    }
+
+    /// Every scalar inside `value` replaced (a secret field may hold an object).
+    fn replace_all(&self, value: &mut Value) {
+        match value {
+            Value::Object(object) => object.values_mut().for_each(|v| self.replace_all(v)),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.replace_all(v)),
+            Value::String(text) => *text = self.looks_private(text).unwrap_or_else(|| self.placeholder(text)),
+            Value::Number(_) | Value::Bool(_) => *value = Value::String(self.placeholder(&value.to_string())),
+            Value::Null => {}
+        }
+    }
+
+    /// The placeholder for a value that looks like an email, a phone number or a JWT, shaped like it so the
+    /// service's validation still accepts it; `None` for anything else.
+    fn looks_private(&self, text: &str) -> Option<String> {
+        let text = text.trim();
+        let hash = self.hash(text);
+        if is_email(text) {
+            Some(format!("redacted-{:08x}@example.invalid", hash as u32))
+        } else if is_phone(text) {
+            Some(format!("+1555{:07}", hash % 10_000_000))
+        } else if is_jwt(text) || text.starts_with("Bearer ") {
+            Some(self.placeholder(text))
+        } else {
+            None
+        }
+    }
+
+    fn placeholder(&self, value: &str) -> String {
+        format!("redacted-{:08x}", self.hash(value) as u32)
+    }
+
+    /// FNV-1a over the key and the value, then mixed: the key makes it a one-way function of the value.
+    fn hash(&self, value: &str) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325_u64 ^ self.key;
+        for b in value.bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd) ^ self.key.rotate_left(17);
+        h ^ (h >> 33)
+    }
+}
+
+/// Which count a replaced pair adds to.
+#[derive(Clone, Copy)]
+enum Counter {
+    Query,
+    Field,
+}
+
+fn is_email(text: &str) -> bool {
+    let Some((local, domain)) = text.split_once('@') else { return false };
+    !local.is_empty()
+        && local.chars().all(|c| c.is_alphanumeric() || "._%+-".contains(c))
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && domain.chars().all(|c| c.is_alphanumeric() || c == '.' || c == '-')
+}
+
+/// A phone number written as one: 9 to 15 digits, with a leading `+` or separators (a bare run of digits is
+/// far more often an id, which must stay).
+fn is_phone(text: &str) -> bool {
+    let digits = text.chars().filter(char::is_ascii_digit).count();
+    let separators = text.chars().filter(|c| matches!(c, ' ' | '-' | '(' | ')' | '.')).count();
+    (9..=15).contains(&digits)
+        && text.chars().all(|c| c.is_ascii_digit() || matches!(c, '+' | ' ' | '-' | '(' | ')' | '.'))
+        && (text.starts_with('+')
+            || (separators >= 2 && text.chars().next().is_some_and(|c| c == '(' || c.is_ascii_digit())))
+}
+
+fn is_jwt(text: &str) -> bool {
+    text.starts_with("eyJ")
+        && text.split('.').count() == 3
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '='))
+}
+
+fn percent_decode(text: &str) -> String {
+    form_urlencoded::parse(format!("x={text}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
+}
+
+fn percent_encode(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use http::Method;
+
+    use super::*;
+
+    fn scrub(target: &str, headers: &[(&str, &str)], body: Option<&str>) -> (TapeRequest, Scrubbed) {
+        let mut scrubber = Scrubber::new(ScrubRules::new(&["customer_no".to_owned()], &["page_token".to_owned()]), 7);
+        let mut request = TapeRequest::new(Method::POST, target.to_owned());
+        request.body = body.map(str::to_owned);
+        let headers: Vec<(String, String)> = headers.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect();
+        scrubber.request(&mut request, &headers);
+        (request, scrubber.counts)
+    }
+
+    #[test]
+    fn credentials_and_private_values_never_reach_the_tape() {
+        let (request, counts) = scrub(
+            "/search?q=boots&token=SECRET123&email=jane%40example.com&phone=%2B14155550123&page_token=abc&customer_no=77",
+            &[
+                ("Cookie", "sid=1"),
+                ("Authorization", "Bearer x"),
+                ("X-CSRF-Token", "t"),
+                ("Content-Type", "application/json"),
+                ("User-Agent", "ua"),
+            ],
+            Some(
+                r#"{"title":"Q4","password":"hunter2","owner":{"email":"bob@example.com"},"note":"call +1 415 555 0123","n":5}"#,
+            ),
+        );
+        assert!(request.target.starts_with("/search?q=boots&token=redacted-"), "{}", request.target);
+        assert!(
+            request.target.contains("&email=redacted-") && request.target.contains("%40example.invalid&phone=%2B1555")
+        );
+        assert!(
+            request.target.contains("&page_token=abc&customer_no=redacted-"),
+            "--keep and --scrub: {}",
+            request.target
+        );
+        assert_eq!(request.headers, [("content-type".to_owned(), "application/json".to_owned())]);
+        let body: Value = serde_json::from_str(request.body.as_deref().unwrap()).unwrap();
+        assert_eq!(body["title"], "Q4");
+        assert_eq!(body["n"], 5);
+        assert!(body["password"].as_str().unwrap().starts_with("redacted-"));
+        assert!(body["owner"]["email"].as_str().unwrap().ends_with("@example.invalid"));
+        assert_eq!(body["note"], "call +1 415 555 0123", "a phone inside prose is not a whole value");
+        let (request, _) = scrub("/a", &[], Some(r#"{"bio":"reach me at carol.w@example.org."}"#));
+        let body: Value = serde_json::from_str(request.body.as_deref().unwrap()).unwrap();
+        let bio = body["bio"].as_str().unwrap();
+        assert!(bio.starts_with("reach me at redacted-") && bio.ends_with("@example.invalid."), "{bio}");
+        assert_eq!(counts, Scrubbed { headers: 3, query: 4, fields: 2, values: 0 });
+    }
+
+    #[test]
+    fn ids_stay_and_unchanged_bodies_keep_their_bytes() {
+        let (request, counts) = scrub("/boards/1234567890?page=2&sort=-created", &[], Some("{ \"b\": 1,  \"a\": 2 }"));
+        assert_eq!(request.target, "/boards/1234567890?page=2&sort=-created");
+        assert_eq!(request.body.as_deref(), Some("{ \"b\": 1,  \"a\": 2 }"));
+        assert_eq!(counts.total(), 0);
+        let (request, counts) = scrub("/users/jane@example.com/cards", &[], None);
+        assert!(request.target.starts_with("/users/redacted-") && request.target.ends_with("@example.invalid/cards"));
+        assert_eq!(counts.values, 1);
+    }
+
+    #[test]
+    fn the_same_value_gets_the_same_placeholder_and_different_values_different_ones() {
+        let scrubber = Scrubber::new(ScrubRules::default(), 1);
+        assert_eq!(scrubber.looks_private("a@b.co"), scrubber.looks_private("a@b.co"));
+        assert_ne!(scrubber.looks_private("a@b.co"), scrubber.looks_private("c@b.co"));
+        let other_key = Scrubber::new(ScrubRules::default(), 2);
+        assert_ne!(scrubber.looks_private("a@b.co"), other_key.looks_private("a@b.co"));
+        assert!(is_phone("(415) 555-0123") && is_phone("+14155550123") && !is_phone("4155550123"));
+        assert!(!is_phone("2026-11-30"));
+        assert!(is_jwt("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc"));
+    }
+}

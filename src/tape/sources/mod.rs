@@ -1,0 +1,194 @@
+//! Where recorded traffic comes from: access logs in any nginx `log_format` (combined by default), JSON Lines
+//! logs and HAR recordings. Each is read as a stream of [`Recorded`] requests; a line that is not a request is
+//! a [`Malformed`] item with its line number, counted and skipped by the import, never fatal.
+
+mod har;
+mod json_lines;
+mod log_format;
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use http::Method;
+
+pub use har::{HarEntry, read_har};
+pub use log_format::LogFormat;
+
+use super::format::TapeRequest;
+use super::lines::{Line, LineReader};
+
+/// One request as a source recorded it, before filtering and scrubbing.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// Method, target, status, session, time and body (headers come apart: they are scrubbed first).
+    pub request: TapeRequest,
+    /// Headers as recorded.
+    pub headers: Vec<(String, String)>,
+    /// The host it was sent to, if the source says.
+    pub host: Option<String>,
+}
+
+/// A line (or HAR entry) that is not a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed {
+    /// 1-based line (or entry) number.
+    pub line: u64,
+    /// Why, naming the field.
+    pub message: String,
+}
+
+/// How a source is written.
+#[derive(Debug, Clone)]
+pub enum SourceFormat {
+    /// An access log in this nginx `log_format`.
+    Log(LogFormat),
+    /// One JSON object per line.
+    JsonLines,
+    /// A HAR 1.2 recording.
+    Har,
+}
+
+impl SourceFormat {
+    /// `--format` as given (`combined`, `common`, `json`, `har` or an nginx `log_format` string), or guessed
+    /// from the file name: `.har`, `.jsonl`/`.ndjson`/`.json`, else the combined log format.
+    pub fn choose(given: Option<&str>, path: &Path) -> Result<Self, String> {
+        // Lowercased first, so `.HAR` and `.har` are one.
+        let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+        let name = name.strip_suffix(".gz").unwrap_or(&name);
+        match given {
+            Some("json" | "jsonl") => Ok(Self::JsonLines),
+            Some("har") => Ok(Self::Har),
+            Some(format) => Ok(Self::Log(LogFormat::named_or_parsed(format)?)),
+            None if has_extension(name, &["har"]) => Ok(Self::Har),
+            None if has_extension(name, &["jsonl", "ndjson", "json"]) => Ok(Self::JsonLines),
+            None => Ok(Self::Log(LogFormat::named_or_parsed("combined")?)),
+        }
+    }
+
+    /// A short name for the report.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Log(format) => format!("{} access log", format.name()),
+            Self::JsonLines => "JSON Lines log".to_owned(),
+            Self::Har => "HAR recording".to_owned(),
+        }
+    }
+}
+
+/// Whether the (lowercased) file `name` ends in `.EXT` for one of `extensions`.
+fn has_extension(name: &str, extensions: &[&str]) -> bool {
+    name.rsplit_once('.').is_some_and(|(_, ext)| extensions.contains(&ext))
+}
+
+/// The requests of the file at `path`, streamed.
+pub fn open(
+    path: &Path,
+    format: &SourceFormat,
+) -> Result<Box<dyn Iterator<Item = Result<Recorded, Malformed>>>, String> {
+    let lines = LineReader::open(path).map_err(|e| format!("{}: cannot read it: {e}", path.display()))?;
+    Ok(match format {
+        SourceFormat::Log(format) => Box::new(LineSource { lines, parse: LineParser::Log(format.clone()) }),
+        SourceFormat::JsonLines => Box::new(LineSource { lines, parse: LineParser::Json }),
+        SourceFormat::Har => {
+            let entries = read_har(lines).map_err(|e| format!("{}: {e}", path.display()))?;
+            Box::new(entries.into_iter().map(|entry| entry.map(|e| e.recorded)))
+        }
+    })
+}
+
+enum LineParser {
+    Log(LogFormat),
+    Json,
+}
+
+/// A line-per-request source.
+struct LineSource {
+    lines: LineReader,
+    parse: LineParser,
+}
+
+impl Iterator for LineSource {
+    type Item = Result<Recorded, Malformed>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let line = match self.lines.next_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => return None,
+                Err(e) => {
+                    let message = format!("cannot read further: {e}");
+                    return Some(Err(Malformed { line: self.lines.number + 1, message }));
+                }
+            };
+            let (number, text) = match line {
+                (_, Line::Text(text)) if text.trim().is_empty() => continue,
+                (number, Line::Text(text)) => (number, text),
+                (number, Line::Unreadable(why)) => {
+                    return Some(Err(Malformed { line: number, message: why.to_owned() }));
+                }
+            };
+            let parsed = match &self.parse {
+                LineParser::Log(format) => format.parse(text),
+                LineParser::Json => json_lines::parse(text),
+            };
+            return Some(parsed.map_err(|message| Malformed { line: number, message }));
+        }
+    }
+}
+
+/// A method as logged: an uppercase token (`GET`), or why not.
+fn method(text: &str) -> Result<Method, String> {
+    if text.is_empty() || text.len() > 20 || !text.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(format!("`{}` is not an HTTP method", printable(text)));
+    }
+    Method::from_bytes(text.as_bytes()).map_err(|_| format!("`{}` is not an HTTP method", printable(text)))
+}
+
+/// A request target as logged, in origin form (`/path?query`) or absolute form (`https://host/path`, whose
+/// host is returned too). The fragment is dropped: it never reaches a server.
+fn target(text: &str) -> Result<(String, Option<String>), String> {
+    let text = text.split('#').next().unwrap_or_default();
+    let (target, host) = match text.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") => {
+            let (authority, path) = rest.find('/').map_or((rest, "/"), |i| (&rest[..i], &rest[i..]));
+            let path = if path.starts_with('?') { format!("/{path}") } else { path.to_owned() };
+            (path, Some(authority.rsplit('@').next().unwrap_or(authority).to_ascii_lowercase()))
+        }
+        _ => (text.to_owned(), None),
+    };
+    if !target.starts_with('/') || !target.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!("`{}` is not a request path", printable(&target)));
+    }
+    Ok((target, host))
+}
+
+/// A recorded status, 100–599.
+fn status(text: &str) -> Result<Option<u16>, String> {
+    match text {
+        "" | "-" => Ok(None),
+        s => s
+            .parse::<u16>()
+            .ok()
+            .filter(|s| (100..=599).contains(s))
+            .map(Some)
+            .ok_or_else(|| format!("status `{}` is not an HTTP status", printable(s))),
+    }
+}
+
+/// A time given as RFC 3339 or as seconds (or milliseconds, if it is that large) since the epoch.
+fn time(text: &str) -> Option<DateTime<Utc>> {
+    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+        return Some(time.with_timezone(&Utc));
+    }
+    let seconds: f64 = text.parse().ok()?;
+    let millis = if seconds > 1e11 { seconds } else { seconds * 1000.0 };
+    DateTime::from_timestamp_millis(millis as i64)
+}
+
+/// Outside text cut short and made safe for a terminal, for messages.
+fn printable(text: &str) -> String {
+    let cut: String = text.chars().take(60).collect();
+    let more = if text.chars().count() > 60 { "…" } else { "" };
+    format!("{}{more}", crate::outside_text::printable(&cut))
+}

@@ -1,0 +1,268 @@
+//! Request tapes: `degrade tape import` of the committed fixtures (a combined log with junk lines, a JSON
+//! Lines log, a HAR recorded by Chromium) through the real binary, and replays against a recording server on
+//! 127.0.0.1. `tests/fixtures/tape/EXPECTED.md` lists what each fixture holds.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::http::{Method, StatusCode, Uri};
+use degrade::scenario;
+
+use crate::engine::run_scenario;
+use crate::support::{degrade, text};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tape").join(name)
+}
+
+/// `degrade tape import FIXTURE ARGS…` in a temp folder: its output, the tape's text and the folder.
+fn import(name: &str, args: &[&str]) -> (String, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let source = fixture(name);
+    let mut all = vec!["tape", "import", source.to_str().unwrap(), "--output", "t.tape", "--scenario", "replay.toml"];
+    all.extend_from_slice(args);
+    let output = degrade(dir.path(), &all, &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let tape = std::fs::read_to_string(dir.path().join("t.tape")).unwrap_or_default();
+    (stdout, tape, dir)
+}
+
+fn route_line(stdout: &str, route: &str) -> String {
+    stdout
+        .lines()
+        .find(|l| l.ends_with(&format!("  {route}")))
+        .unwrap_or_else(|| panic!("no {route} in\n{stdout}"))
+        .to_owned()
+}
+
+#[test]
+fn an_access_log_becomes_routes_with_secrets_scrubbed_and_junk_lines_located() {
+    let (stdout, tape, dir) = import("access.log", &[]);
+    assert!(stdout.contains("kept      33 requests"), "{stdout}");
+    assert!(stdout.contains("dropped   5 static assets"), "{stdout}");
+    assert!(stdout.contains("skipped   4 malformed lines"), "{stdout}");
+    for line in [11, 18, 22, 27] {
+        assert!(stdout.contains(&format!("access.log:{line}: ")), "line {line} in\n{stdout}");
+    }
+    assert!(stdout.contains("access.log:27: status: "), "{stdout}");
+    assert!(route_line(&stdout, "GET /api/boards/{id}/cards").contains(" 8 "), "{stdout}");
+    assert!(route_line(&stdout, "GET /api/reports/{date}").contains(" 1 "), "{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.contains(" % ")).count(), 11, "11 routes:\n{stdout}");
+    for secret in ["SECRETTOKEN123", "jane.doe", "14155550123"] {
+        assert!(!tape.contains(secret), "{secret} in the tape:\n{tape}");
+    }
+    assert!(tape.contains("/api/search?q=x&token=redacted-"), "{tape}");
+    assert_eq!(tape.lines().filter(|l| !l.starts_with('#')).count(), 33);
+    // The scenario it wrote replays the tape and validates as written.
+    let validated = degrade(dir.path(), &["validate", "replay.toml"], &[]);
+    let (out, err) = text(&validated);
+    assert!(validated.status.success(), "{out}{err}");
+    assert!(out.contains("tape      ") && out.contains("33 requests (24 distinct"), "{out}");
+    // nginx's own definition of `combined`, given as a custom format, reads the same.
+    let format = r#"$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent""#;
+    let (custom, _, _) = import("access.log", &["--format", format]);
+    assert!(custom.contains("kept      33 requests") && custom.contains("(custom access log)"), "{custom}");
+    // Filters and a stratified sample: rare routes survive.
+    let (filtered, _, _) =
+        import("access.log", &["--method", "GET", "--path-prefix", "/api/boards", "--until", "2026-11-30 11:00"]);
+    assert!(
+        filtered.contains("other methods (--method)") && filtered.contains("outside --since/--until"),
+        "{filtered}"
+    );
+    let (sampled, tape, _) = import("access.log", &["--sample", "5", "--seed", "3"]);
+    assert!(sampled.contains("left out by --sample"), "{sampled}");
+    assert_eq!(sampled.lines().filter(|l| l.contains(" % ")).count(), 11, "every route kept:\n{sampled}");
+    let (again, same_tape, _) = import("access.log", &["--sample", "5", "--seed", "3"]);
+    assert_eq!(route_line(&again, "GET /api/boards"), route_line(&sampled, "GET /api/boards"));
+    // Placeholders differ between imports (their key is drawn each time); the requests chosen do not.
+    let requests = |t: &str| {
+        t.lines().filter(|l| !l.starts_with('#')).map(|l| l.split('?').next().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    assert_eq!(requests(&tape), requests(&same_tape), "the same seed samples the same requests");
+    assert!(requests(&tape).len() < 33, "{tape}");
+}
+
+#[test]
+fn a_json_lines_log_keeps_bodies_and_sessions_and_loses_every_secret() {
+    let (stdout, tape, _dir) = import("requests.jsonl", &[]);
+    assert!(stdout.contains("kept      17 requests"), "{stdout}");
+    assert!(
+        stdout.contains("requests.jsonl:10: not JSON") && stdout.contains("requests.jsonl:14: method: missing"),
+        "{stdout}"
+    );
+    let secrets = [
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",
+        "4f9c2e71d0a84b6c9e3f5a1b7d2c8e60",
+        "7d1c9a0b5e2f4a3c8b6d",
+        "bob@example.com",
+        "hunter2",
+        "carol@example.com",
+        "correct horse battery staple",
+        "AKIA5EXAMPLEKEY77",
+        "415 555 0199",
+        "carol.w@example.org",
+        "rt_8c1f0e2d3b4a",
+    ];
+    for secret in secrets {
+        assert!(!tape.contains(secret), "{secret} in the tape:\n{tape}");
+    }
+    assert!(!tape.to_lowercase().contains("authorization") && !tape.to_lowercase().contains("cookie"), "{tape}");
+    assert!(tape.contains("\"title\":\"Q4 plan\"") || tape.contains("\"title\": \"Q4 plan\""), "{tape}");
+    assert!(tape.lines().any(|l| l.starts_with("POST\t") && l.contains("\ts=s-3")), "`post` replays as POST:\n{tape}");
+    assert!(!tape.contains("api.example.com"), "a full URL keeps its path only:\n{tape}");
+}
+
+#[test]
+fn a_har_recording_becomes_flows_that_carry_the_created_id_and_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let har = fixture("session.har");
+    let output =
+        degrade(dir.path(), &["tape", "import", har.to_str().unwrap(), "--flows", "--scenario", "flows.toml"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("correlated boards_id = $.id of POST /api/boards's answer, used 3 time(s)"), "{stdout}");
+    assert!(stdout.contains("correlated boards_csrf = $.csrf"), "{stdout}");
+    assert!(stdout.contains("correlated boards_owner = $.owner"), "{stdout}");
+    let scenario = std::fs::read_to_string(dir.path().join("flows.toml")).unwrap();
+    assert!(scenario.contains(r#"extract = { boards_csrf = "$.csrf", boards_id = "$.id" }"#), "{scenario}");
+    assert!(scenario.contains(r#"path = "/api/boards/{{ boards_id }}/cards""#), "{scenario}");
+    assert!(scenario.contains(r#"query = { owner = "{{ boards_owner }}" }"#), "{scenario}");
+    assert!(scenario.contains(r#"headers = { x-csrf-token = "{{ boards_csrf }}""#), "{scenario}");
+    assert!(scenario.contains(r#"json = { title = "Q4 plan" }"#), "{scenario}");
+    for secret in ["tk_aa690c6ee7b8ceb02caf9c915f904db0", "bd8bd60aaf0fbe9292574084", "9118"] {
+        assert!(!scenario.contains(secret), "{secret} in\n{scenario}");
+    }
+    assert!(!scenario.contains("style.css") && !scenario.contains("app.js"), "{scenario}");
+    let validated = degrade(dir.path(), &["validate", "flows.toml"], &[]);
+    assert!(validated.status.success(), "{:?}", text(&validated));
+}
+
+/// Every request a recording server got: method, target and body.
+type Received = Arc<Mutex<Vec<(String, String, String)>>>;
+
+/// A server on 127.0.0.1 that records every request and answers 200, or 404 under `/missing`, 500 under `/broken`.
+async fn recording_server() -> (String, Received) {
+    let received: Received = Arc::default();
+    let app = axum::Router::new().fallback(record).with_state(Arc::clone(&received));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, received)
+}
+
+async fn record(
+    State(received): State<Received>,
+    method: Method,
+    uri: Uri,
+    body: String,
+) -> (StatusCode, &'static str) {
+    let status = match uri.path() {
+        p if p.starts_with("/missing") => StatusCode::NOT_FOUND,
+        p if p.starts_with("/broken") => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::OK,
+    };
+    received.lock().unwrap().push((method.to_string(), uri.to_string(), body));
+    (status, "ok")
+}
+
+/// A tape of 1,000 requests: 500 GETs over 250 ids, 300 POSTs with bodies, 150 PUTs, 50 DELETEs.
+fn mixed_tape() -> String {
+    let mut tape = String::from("# degrade tape 1\n");
+    for i in 0..1000_u32 {
+        let line = match i % 20 {
+            0..=9 => format!("GET\t/boards/{}\t200", i % 250),
+            10..=15 => format!("POST\t/boards\t201\th=content-type: application/json\tb={{\"title\":\"t{i}\\tx\"}}"),
+            16..=18 => format!("PUT\t/boards/{}/title\t200\tb=plain {i}", i % 7),
+            _ => format!("DELETE\t/boards/{i}\t204"),
+        };
+        tape.push_str(&line);
+        tape.push('\n');
+    }
+    tape
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_reproduces_the_recorded_mix_with_bodies_and_methods_intact() {
+    let (url, received) = recording_server().await;
+    let tape = mixed_tape();
+    let text = format!(
+        "[target]\nbase_url = \"{url}\"\n[[tape]]\nfile = \"t.tape\"\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"2s\"\nrate = 500\n"
+    );
+    let measurement = run_scenario(&text, &[("t.tape", &tape)]).await;
+    let count =
+        |name: &str| measurement.results.endpoints.iter().find(|e| e.endpoint == name).map_or(0, |e| e.requests);
+    let expected = [
+        ("GET /boards/{id}", 500),
+        ("POST /boards", 300),
+        ("PUT /boards/{id}/title", 150),
+        ("DELETE /boards/{id}", 50),
+    ];
+    let sent: i64 = expected.iter().map(|(name, _)| count(name)).sum();
+    assert!(sent >= 990, "{:#?}", measurement.results.endpoints);
+    for (name, recorded) in expected {
+        let share = count(name) as f64 / sent as f64;
+        assert!((share - f64::from(recorded) / 1000.0).abs() <= 0.01, "{name}: {share} of {sent}");
+    }
+    assert_eq!(measurement.results.endpoints.iter().map(|e| e.errors).sum::<i64>(), 0);
+    let mut received = received.lock().unwrap().clone();
+    let mut expected_requests: Vec<(String, String, String)> = tape
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let request = degrade::tape::TapeRequest::parse(line).unwrap();
+            (request.method.to_string(), request.target, request.body.unwrap_or_default())
+        })
+        .collect();
+    expected_requests.truncate(received.len());
+    // Concurrent connections may reorder neighbours on the way in; what was sent is the tape's start.
+    received.sort();
+    expected_requests.sort();
+    assert_eq!(received, expected_requests, "the tape's requests, methods and bodies as recorded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replayed_requests_expect_their_recorded_status_class_or_the_routes_rule() {
+    let (url, _) = recording_server().await;
+    let tape = "GET\t/missing/1\t404\nGET\t/broken/1\t200\nGET\t/ok/1\t200\nGET\t/missing/2\t200\n";
+    let text = format!(
+        "[target]\nbase_url = \"{url}\"\n[[tape]]\nfile = \"t.tape\"\n[[tape.expect]]\nroute = \"GET /missing/{{id}}\"\n\
+         status = [200, 404]\n[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 8\n"
+    );
+    let measurement = run_scenario(&text, &[("t.tape", tape)]).await;
+    let errors =
+        |name: &str| measurement.results.endpoints.iter().find(|e| e.endpoint == name).map(|e| (e.requests, e.errors));
+    assert_eq!(errors("GET /missing/{id}"), Some((4, 0)), "404 accepted by the rule");
+    assert_eq!(errors("GET /broken/{id}"), Some((2, 2)), "500 where 200 was recorded");
+    assert_eq!(errors("GET /ok/{id}"), Some((2, 0)));
+}
+
+#[test]
+fn a_tape_is_checked_when_the_scenario_loads_and_its_content_names_the_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = "[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"10s\"\nrate = 100\n";
+    let scenario = format!("[target]\nbase_url = \"http://127.0.0.1:1\"\n[[tape]]\nfile = \"t.tape\"\n{load}");
+    let parse = |tape: &str| {
+        std::fs::write(dir.path().join("t.tape"), tape).unwrap();
+        scenario::parse(&dir.path().join("s.toml"), &scenario, None, &|_| None)
+    };
+    let first = parse("GET\t/a/1\t200\nGET\t/a/2\t200\n").unwrap();
+    let second = parse("GET\t/a/1\t200\nGET\t/a/3\t200\n").unwrap();
+    assert_ne!(first.hash, second.hash, "a new tape starts a new series");
+    let realism = first.tape.as_ref().unwrap().realism().unwrap();
+    assert!(
+        realism.contains("this run sends 1,000 requests from a tape of 2 distinct ones: each repeats 500×"),
+        "{realism}"
+    );
+    assert!(first.warnings.iter().any(|w| w.contains("caches will be warmer than production")), "{:?}", first.warnings);
+    let error = parse("GET\t/a/1\t200\nGET\t/a/2\tok\n").unwrap_err().to_string();
+    assert!(error.contains("t.tape:2: status: `ok` is not an HTTP status"), "{error}");
+    let error = parse("GET\t/a\t200\th=Authorization: Bearer x\n").unwrap_err().to_string();
+    assert!(error.contains("t.tape:1: h: a tape holds no credentials"), "{error}");
+    std::fs::write(dir.path().join("t.tape"), "GET\t/a\t200\n").unwrap();
+    let both = format!("{scenario}[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n");
+    let error = scenario::parse(&dir.path().join("s.toml"), &both, None, &|_| None).unwrap_err().to_string();
+    assert!(error.contains("a scenario replays a tape or runs flows, not both"), "{error}");
+}
