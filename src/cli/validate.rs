@@ -83,12 +83,17 @@ fn describe_tape(tape: &TapeReplay) -> Vec<String> {
         TapeOrder::Shuffle => "shuffled",
         TapeOrder::Session => "by recorded session",
     };
+    // Without recorded sessions, each request is one: not worth a word.
+    let sessions = if survey.sessions < survey.requests {
+        format!(", {} recorded sessions", thousands(survey.sessions as f64))
+    } else {
+        String::new()
+    };
     let mut lines = vec![format!(
-        "  tape      {}: {} requests ({} distinct, {} sessions), {} routes, replayed {order}{}",
+        "  tape      {}: {} requests ({} distinct{sessions}), {} routes, replayed {order}{}",
         tape.file.display(),
         thousands(survey.requests as f64),
         thousands(survey.distinct as f64),
-        thousands(survey.sessions as f64),
         survey.routes.len(),
         if tape.preserve_mix { ", spread to keep its route mix" } else { "" }
     )];

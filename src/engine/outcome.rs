@@ -123,6 +123,7 @@ pub(super) fn measure(
         machine_echo_p50_us: cpu.echo.map(|e| e.p50_us),
         machine_echo_p90_us: cpu.echo.map(|e| e.p90_us),
         measured_secs: measured,
+        tape: plan.tape.as_ref().map(coverage),
     };
     let results = RunResults {
         status,
@@ -139,4 +140,27 @@ fn service_times(name: &str, record: &EndpointRecord) -> ServiceTimes {
     let h = &record.service;
     let at = |q: f64| if h.is_empty() { 0 } else { h.value_at_quantile(q) };
     ServiceTimes { endpoint: name.to_owned(), p50_us: at(0.5), p99_us: at(0.99) }
+}
+
+/// What the run page keeps of the tape replayed: its size, the realism report, its routes.
+fn coverage(tape: &crate::scenario::TapeReplay) -> crate::model::TapeCoverage {
+    let survey = &tape.survey;
+    crate::model::TapeCoverage {
+        file: tape.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        digest: survey.digest.clone(),
+        requests: survey.requests,
+        distinct: survey.distinct,
+        planned_requests: tape.planned_requests,
+        realism: tape.realism(),
+        routes: survey
+            .routes
+            .iter()
+            .take(crate::scenario::MAX_TAPE_ROUTES)
+            .map(|r| crate::model::RouteCoverage {
+                route: r.key.clone(),
+                requests: r.requests,
+                distinct_ids: r.distinct_ids,
+            })
+            .collect(),
+    }
 }

@@ -165,6 +165,47 @@ pub struct LoadSummary {
     pub machine_echo_p90_us: Option<f64>,
     /// Length of the measured stages in seconds.
     pub measured_secs: f64,
+    /// The tape the run replayed, if it replayed one. `None` for flows, and for runs stored before tapes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tape: Option<TapeCoverage>,
+}
+
+/// A replayed tape as it was on the night (`[[tape]]`): what it holds and how much of it the run used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TapeCoverage {
+    /// The tape's file name.
+    pub file: String,
+    /// The hash of its requests (part of the workload's hash).
+    pub digest: String,
+    /// Requests in the tape.
+    pub requests: u64,
+    /// Distinct requests in the tape.
+    pub distinct: u64,
+    /// Requests the run planned to send (open model).
+    pub planned_requests: Option<f64>,
+    /// The realism report: the run's requests against the tape's distinct ones.
+    pub realism: Option<String>,
+    /// Per route, the most requested first: requests in the tape and distinct ids (objects) it touches.
+    pub routes: Vec<RouteCoverage>,
+}
+
+/// One route of a replayed tape.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteCoverage {
+    /// `GET /boards/{id}`.
+    pub route: String,
+    /// Its requests in the tape.
+    pub requests: u64,
+    /// Distinct values of its placeholders; 0 for a route without any.
+    pub distinct_ids: u64,
+}
+
+impl TapeCoverage {
+    /// A route's share of the tape, percent, for the run page.
+    #[must_use]
+    pub fn share(&self, route: &RouteCoverage) -> String {
+        format!("{:.1}", route.requests as f64 / self.requests.max(1) as f64 * 100.0)
+    }
 }
 
 /// Everything a finished run produced, stored in one transaction by `Store::finish_run`.

@@ -11,7 +11,7 @@ use super::steps::parse_statuses;
 use crate::config::{Checker, ConfigWarning, WarningKind};
 use crate::model::LoadModel;
 use crate::tape::Router;
-use crate::tape::survey::survey;
+use crate::tape::survey::{OTHER_ROUTES, survey};
 
 /// Routes with a metric key of their own; the least requested beyond them share one, "(other routes)",
 /// so a messy log cannot make thousands of series.
@@ -82,8 +82,13 @@ pub(super) fn resolve_tape(
         endpoints.push(route.key.clone());
     }
     if replay.survey.routes.len() > MAX_TAPE_ROUTES {
-        replay.other_routes = Some(endpoints.len());
-        endpoints.push("(other routes)".to_owned());
+        // The survey may have folded routes into this key already; then it is the one endpoint for the rest.
+        replay.other_routes = Some(replay.endpoints.get(OTHER_ROUTES).copied().unwrap_or_else(|| {
+            endpoints.push(OTHER_ROUTES.to_owned());
+            endpoints.len() - 1
+        }));
+    } else {
+        replay.other_routes = replay.endpoints.get(OTHER_ROUTES).copied();
     }
     replay.expect = vec![None; endpoints.len()];
     for rule in expect {

@@ -44,6 +44,9 @@ pub struct TapeRequest {
     pub body: Option<String>,
 }
 
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0100_0000_01b3;
+
 /// Headers that frame the message on the wire: degrade writes them, a tape cannot.
 const FRAMING_HEADERS: &[&str] = &["content-length", "transfer-encoding", "connection", "upgrade", "te"];
 
@@ -218,6 +221,7 @@ pub struct TapeError {
 pub struct TapeReader {
     lines: LineReader,
     file: PathBuf,
+    digest: u64,
 }
 
 impl TapeReader {
@@ -229,7 +233,7 @@ impl TapeReader {
             field: "file",
             message: format!("cannot read it: {e}"),
         })?;
-        Ok(Self { lines, file: file.to_owned() })
+        Ok(Self { lines, file: file.to_owned(), digest: FNV_OFFSET })
     }
 
     /// The next request and its line number, `None` at the end.
@@ -245,6 +249,9 @@ impl TapeReader {
                 (number, Line::Text(text)) => (number, text),
                 (_, Line::Unreadable(why)) => return Some(Err(self.error("line", why.to_owned()))),
             };
+            for &byte in text.as_bytes().iter().chain(b"\n") {
+                self.digest = (self.digest ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
+            }
             let parsed = TapeRequest::parse(text);
             let file = &self.file;
             return Some(parsed.map(|r| (number, r)).map_err(|(field, message)| TapeError {
@@ -254,6 +261,13 @@ impl TapeReader {
                 message,
             }));
         }
+    }
+
+    /// A hash of the request lines read so far (FNV-1a, 64 bits: stable across Rust releases, which a stored
+    /// series hash needs; comments are not content).
+    #[must_use]
+    pub fn digest(&self) -> u64 {
+        self.digest
     }
 
     fn error(&self, field: &'static str, message: String) -> TapeError {

@@ -2,8 +2,8 @@
 //! a tape, with a report of what was kept, dropped and scrubbed.
 //!
 //! Memory does not grow with the log: requests are written as they are read; what is kept per route (its
-//! count) grows with the number of routes only. A sample reads the source twice (counting routes, then
-//! choosing), so it needs a file, not a pipe.
+//! count) grows with the number of routes only, at most [`MAX_SURVEYED_ROUTES`] of them. A sample reads the
+//! source twice (counting routes, then choosing), so it needs a file, not a pipe.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,6 +16,7 @@ use super::route::Router;
 use super::sample::StratifiedSample;
 use super::scrub::{ScrubRules, Scrubbed, Scrubber};
 use super::sources::{self, Malformed, Recorded, SourceFormat};
+use super::survey::{MAX_SURVEYED_ROUTES, OTHER_ROUTES};
 
 /// What to keep, and how.
 #[derive(Debug, Clone)]
@@ -164,7 +165,11 @@ fn each_kept(
         }
         let Recorded { mut request, headers, .. } = recorded;
         scrubber.request(&mut request, &headers);
-        let route = options.router.route(request.method.as_str(), &request.target).key;
+        let mut route = options.router.route(request.method.as_str(), &request.target).key;
+        if report.routes.len() >= MAX_SURVEYED_ROUTES && !report.routes.contains_key(&route) {
+            // A messy log's endless routes share one entry, so memory stays bounded.
+            OTHER_ROUTES.clone_into(&mut route);
+        }
         if !keep(&request, &route).map_err(|e| format!("{{tape}}: cannot write the tape: {e}"))? {
             *report.dropped.entry(Dropped::Sampled).or_default() += 1;
             continue;

@@ -7,6 +7,7 @@
 //! and the realism report (how often the planned run repeats each distinct request). [`flows`] turns a HAR
 //! recording into an editable scenario of flows instead, with values from earlier answers correlated.
 
+pub mod distinct;
 pub mod flows;
 pub mod format;
 pub mod import;

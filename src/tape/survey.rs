@@ -2,21 +2,30 @@
 //! field), its routes with their shares and distinct ids, how many distinct requests it holds, and a hash of
 //! its requests, so a new tape starts a new series.
 //!
-//! Memory: 16 bytes per request, briefly (a hash of each request and of each route's ids, sorted to count
-//! the distinct ones), plus one entry per route; nothing of the requests themselves is kept.
+//! Memory does not grow with the tape: distinct requests and each route's distinct ids are counted by
+//! [`DistinctCounter`] (exact while few, a 16 or 4 KiB sketch beyond), and at most [`MAX_SURVEYED_ROUTES`]
+//! routes are told apart (a messy log's rest share one entry); nothing of the requests themselves is kept.
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::distinct::DistinctCounter;
 use super::format::{TapeError, TapeReader, TapeRequest};
 use super::route::Router;
+
+/// Routes told apart by a survey; requests of any further route are counted under [`OTHER_ROUTES`].
+pub const MAX_SURVEYED_ROUTES: usize = 10_000;
+
+/// The key shared by routes beyond a cap.
+pub const OTHER_ROUTES: &str = "(other routes)";
 
 /// What a tape holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Survey {
     /// Requests (lines that are not comments).
     pub requests: u64,
-    /// Distinct requests: method, target, headers and body all equal count once.
+    /// Distinct requests: method, target, headers and body all equal count once (estimated within ~1 %
+    /// beyond 4,096).
     pub distinct: u64,
     /// Recorded sessions: runs of consecutive requests with the same `s=` (each request alone when unset).
     pub sessions: u64,
@@ -48,53 +57,45 @@ impl Survey {
 /// Reads the whole tape at `file`, routing with `router`.
 pub fn survey(file: &Path, router: &Router) -> Result<Survey, TapeError> {
     let mut reader = TapeReader::open(file)?;
-    let mut digest = Fnv::default();
-    let mut request_hashes: Vec<u64> = Vec::new();
-    let mut id_hashes: Vec<(u32, u64)> = Vec::new();
+    let mut requests = 0_u64;
+    let mut distinct = DistinctCounter::new(14);
+    let mut ids: Vec<DistinctCounter> = Vec::new();
     let mut routes: Vec<RouteSurvey> = Vec::new();
     let mut route_index: HashMap<String, u32> = HashMap::new();
     let (mut sessions, mut last_session) = (0, None::<Option<String>>);
-    let mut line = String::new();
     while let Some(next) = reader.next_request() {
         let (_, request) = next?;
-        line.clear();
-        request.write_line(&mut line);
-        digest.add(line.as_bytes());
-        request_hashes.push(request_hash(&request));
+        requests += 1;
+        distinct.add(request_hash(&request));
         let routed = router.route(request.method.as_str(), &request.target);
-        let index = *route_index.entry(routed.key.clone()).or_insert_with(|| {
-            routes.push(RouteSurvey { key: routed.key.clone(), requests: 0, distinct_ids: 0 });
-            (routes.len() - 1) as u32
-        });
-        routes[index as usize].requests += 1;
+        let full = route_index.len() >= MAX_SURVEYED_ROUTES;
+        let key = if full && !route_index.contains_key(&routed.key) { OTHER_ROUTES } else { routed.key.as_str() };
+        let index = if let Some(&index) = route_index.get(key) {
+            index as usize
+        } else {
+            routes.push(RouteSurvey { key: key.to_owned(), requests: 0, distinct_ids: 0 });
+            ids.push(DistinctCounter::new(12));
+            route_index.insert(key.to_owned(), (routes.len() - 1) as u32);
+            routes.len() - 1
+        };
+        routes[index].requests += 1;
         if !routed.ids.is_empty() {
-            let mut ids = Fnv::default();
+            let mut hash = Fnv::default();
             for id in &routed.ids {
-                ids.add(id.as_bytes()).add(b"/");
+                hash.add(id.as_bytes()).add(b"/");
             }
-            id_hashes.push((index, ids.0));
+            ids[index].add(hash.0);
         }
         if request.session.is_none() || last_session.as_ref() != Some(&request.session) {
             sessions += 1;
         }
         last_session = Some(request.session);
     }
-    let requests = request_hashes.len() as u64;
-    request_hashes.sort_unstable();
-    request_hashes.dedup();
-    id_hashes.sort_unstable();
-    id_hashes.dedup();
-    for (index, _) in id_hashes {
-        routes[index as usize].distinct_ids += 1;
+    for (route, ids) in routes.iter_mut().zip(&ids) {
+        route.distinct_ids = ids.count();
     }
     routes.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.key.cmp(&b.key)));
-    Ok(Survey {
-        requests,
-        distinct: request_hashes.len() as u64,
-        sessions,
-        digest: format!("{:016x}", digest.0),
-        routes,
-    })
+    Ok(Survey { requests, distinct: distinct.count(), sessions, digest: format!("{:016x}", reader.digest()), routes })
 }
 
 fn request_hash(request: &TapeRequest) -> u64 {

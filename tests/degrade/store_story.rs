@@ -122,6 +122,20 @@ fn results(n: i64, p95_ms: i64, status: RunStatus, reasons: &[&str]) -> RunResul
             machine_echo_p50_us: Some(41.0),
             machine_echo_p90_us: Some(63.0),
             measured_secs: 600.0,
+            // A replayed tape's coverage is kept with the run, as the run page shows it.
+            tape: Some(degrade::model::TapeCoverage {
+                file: "access.tape.gz".into(),
+                digest: "00ff00ff00ff00ff".into(),
+                requests: 20_000,
+                distinct: 12_345,
+                planned_requests: Some(6000.0),
+                realism: Some("this run sends 6,000 requests, 30 % of the tape's 20,000".into()),
+                routes: vec![degrade::model::RouteCoverage {
+                    route: "GET /boards/{id}".into(),
+                    requests: 20_000,
+                    distinct_ids: 812,
+                }],
+            }),
         },
         endpoints: vec![
             endpoint("POST /cards", p95_ms * 2),
@@ -166,6 +180,8 @@ async fn storage_story(db: &TestDb) {
     assert_eq!(detail.run.seed, 44);
     assert_eq!(detail.run.finished_at, Some(night(2) + Duration::minutes(10)));
     assert_eq!(detail.run.load_summary.as_ref().unwrap().generator_cpu_pct, 31.5);
+    let tape = detail.run.load_summary.as_ref().unwrap().tape.as_ref().expect("the tape's coverage is stored");
+    assert_eq!((tape.distinct, tape.routes[0].distinct_ids), (12_345, 812));
     let names: Vec<_> = detail.endpoints.iter().map(|e| e.endpoint.as_str()).collect();
     assert_eq!(names, [OVERALL_ENDPOINT, "GET /boards/{id}", "POST /cards"]);
     assert_eq!(detail.endpoints[1], endpoint("GET /boards/{id}", 120));

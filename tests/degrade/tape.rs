@@ -266,3 +266,44 @@ fn a_tape_is_checked_when_the_scenario_loads_and_its_content_names_the_series() 
     let error = scenario::parse(&dir.path().join("s.toml"), &both, None, &|_| None).unwrap_err().to_string();
     assert!(error.contains("a scenario replays a tape or runs flows, not both"), "{error}");
 }
+
+/// Runs `tape` with the `[[tape]]` options `options` at `rate` arrivals per second for a second, against a
+/// recording server: the requests it got, in arrival order.
+async fn replay(tape: &str, options: &str, rate: u32) -> Vec<(String, String, String)> {
+    let (url, received) = recording_server().await;
+    let text = format!(
+        "[target]\nbase_url = \"{url}\"\nmax_connections = 1\n[[tape]]\nfile = \"t.tape\"\n{options}\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = {rate}\n"
+    );
+    run_scenario(&text, &[("t.tape", tape)]).await;
+    received.lock().unwrap().clone()
+}
+
+fn targets(received: &[(String, String, String)]) -> Vec<&str> {
+    received.iter().map(|(_, target, _)| target.as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_shuffles_and_the_preserved_mix_replay_what_they_promise() {
+    // By session: each arrival replays one recorded session whole, in order.
+    let sessions = "GET\t/a/1\t200\ts=a\nGET\t/a/2\t200\ts=a\nGET\t/a/3\t200\ts=a\nGET\t/b/1\t200\ts=b\nGET\t/b/2\t200\ts=b\nGET\t/c/1\t200\n";
+    let got = replay(sessions, "order = \"session\"", 3).await;
+    assert_eq!(targets(&got), ["/a/1", "/a/2", "/a/3", "/b/1", "/b/2", "/c/1"]);
+    // Shuffled: every request of the tape once per pass, not in recorded order.
+    let tape = (0..50).map(|i| format!("GET\t/s/{i}\t200\n")).collect::<Vec<_>>().concat();
+    let got = replay(&tape, "order = \"shuffle\"", 50).await;
+    let mut sorted: Vec<&str> = targets(&got);
+    assert_ne!(sorted, (0..50).map(|i| format!("/s/{i}")).collect::<Vec<_>>(), "shuffled");
+    sorted.sort_unstable();
+    let mut expected: Vec<String> = (0..50).map(|i| format!("/s/{i}")).collect();
+    expected.sort_unstable();
+    assert_eq!(sorted, expected, "each request once");
+    // A tape whose first half is one route and second half another: a short run in recorded order replays the
+    // first only; with preserve = "mix" it spreads over both.
+    let tape: String = (0..400)
+        .map(|i| if i < 200 { format!("GET\t/morning/{i}\t200\n") } else { format!("GET\t/evening/{i}\t200\n") })
+        .collect();
+    let evening = |got: &[(String, String, String)]| got.iter().filter(|(_, t, _)| t.starts_with("/evening")).count();
+    assert_eq!(evening(&replay(&tape, "", 20).await), 0);
+    assert_eq!(evening(&replay(&tape, "preserve = \"mix\"", 20).await), 10);
+}
