@@ -7,8 +7,9 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 
 use super::tape_report::{describe, write_scenario};
 use super::{Exit, print_stdout};
+use crate::outside_text::printable;
 use crate::tape::Router;
-use crate::tape::import::{ImportOptions, import};
+use crate::tape::import::{ImportOptions, ImportReport, import};
 use crate::tape::scrub::ScrubRules;
 use crate::tape::sources::SourceFormat;
 use crate::tape::survey::survey;
@@ -116,22 +117,11 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
     let large = std::fs::metadata(&args.source).is_ok_and(|m| m.len() > GZIP_ABOVE_BYTES);
     let extension = if large || is_gzip(&args.source) { "tape.gz" } else { "tape" };
     let output = args.output.clone().unwrap_or_else(|| folder.join(format!("{name}.{extension}")));
-    let options = ImportOptions {
-        format: format.clone(),
-        methods: args.methods.iter().map(|m| m.to_ascii_uppercase().parse()).collect::<Result<_, _>>()?,
-        hosts: args.hosts.clone(),
-        path_prefixes: args.path_prefixes.clone(),
-        keep_static: args.keep_static,
-        since: args.since,
-        until: args.until,
-        sample: args.sample,
-        seed: args.seed,
-        router: router.clone(),
-        scrub: ScrubRules::new(&args.scrub, &args.keep),
-    };
+    let options = import_options(&args, format.clone(), router.clone())?;
+    // The file name as a comment line of the tape: escaped, so no character of it can start a new line.
+    let source_file = args.source.file_name().map(|n| printable(&n.to_string_lossy())).unwrap_or_default();
     let comments = [format!(
-        "imported from {} ({}) by degrade {} on {}",
-        args.source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        "imported from {source_file} ({}) by degrade {} on {}",
         format.describe(),
         env!("CARGO_PKG_VERSION"),
         Utc::now().format("%Y-%m-%d")
@@ -143,22 +133,42 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
         print_stdout(&text)?;
         anyhow::bail!("nothing was kept to replay; check --format and the filters");
     }
-    if scenario.exists() {
-        let _ = writeln!(
-            text,
-            "{} exists, left as it is; replay the tape from it with a [[tape]] table.",
-            scenario.display()
-        );
-    } else {
-        write_scenario(&scenario, &output, &report)?;
-        let _ = writeln!(
-            text,
-            "Wrote {}, replaying it at the recorded rate. Next: set its base_url, then\n  degrade validate {0}\n  degrade run {0}",
-            scenario.display()
-        );
-    }
+    text.push_str(&scenario_for(&scenario, &output, &report)?);
     print_stdout(&text)?;
     Ok(Exit::Ok)
+}
+
+/// What import keeps, from the command line.
+fn import_options(args: &ImportArgs, format: SourceFormat, router: Router) -> anyhow::Result<ImportOptions> {
+    let methods = args.methods.iter().map(|m| m.to_ascii_uppercase().parse()).collect::<Result<_, _>>();
+    Ok(ImportOptions {
+        format,
+        methods: methods.map_err(|e| anyhow::anyhow!("--method: {e}"))?,
+        hosts: args.hosts.clone(),
+        path_prefixes: args.path_prefixes.clone(),
+        keep_static: args.keep_static,
+        since: args.since,
+        until: args.until,
+        sample: args.sample,
+        seed: args.seed,
+        router,
+        scrub: ScrubRules::new(&args.scrub, &args.keep),
+    })
+}
+
+/// Writes the scenario replaying `tape` unless it exists; says which, and what to do next.
+fn scenario_for(scenario: &Path, tape: &Path, report: &ImportReport) -> anyhow::Result<String> {
+    if scenario.exists() {
+        return Ok(format!(
+            "{} exists, left as it is; replay the tape from it with a [[tape]] table.\n",
+            scenario.display()
+        ));
+    }
+    write_scenario(scenario, tape, report)?;
+    Ok(format!(
+        "Wrote {}, replaying it at the recorded rate. Next: set its base_url, then\n  degrade validate {0}\n  degrade run {0}\n",
+        scenario.display()
+    ))
 }
 
 /// `--flows`: the HAR's pages as flows, in a new scenario file.
@@ -205,11 +215,8 @@ fn flows(source: &Path, scenario: &Path, rules: ScrubRules) -> anyhow::Result<Ex
         let _ = writeln!(out, "  flow      {} ({steps} steps)", crate::outside_text::printable(flow));
     }
     for c in &built.correlations {
-        let _ = writeln!(
-            out,
-            "  correlated {} = {} of {}'s answer, used {} time(s) later",
-            c.variable, c.from, c.from_step, c.uses
-        );
+        let (from, step) = (crate::outside_text::printable(&c.from), crate::outside_text::printable(&c.from_step));
+        let _ = writeln!(out, "  correlated {} = {from} of {step}'s answer, used {} time(s) later", c.variable, c.uses);
     }
     let _ = writeln!(
         out,

@@ -58,17 +58,24 @@ pub(super) fn describe(
             );
         }
     }
+    scrubbed_and_routes(&mut out, report, survey);
+    out
+}
+
+/// The scrubbing line and the routes' table.
+fn scrubbed_and_routes(out: &mut String, report: &ImportReport, survey: &Survey) {
+    let count = |n: u64| thousands(n as f64);
     let s = report.scrubbed;
-    let _ = writeln!(
-        out,
-        "  scrubbed  {} in all: {} credential headers, {} query values, {} body fields, {} values that looked like \
-         emails, phone numbers or tokens",
-        count(s.total()),
-        count(s.headers),
-        count(s.query),
-        count(s.fields),
-        count(s.values)
-    );
+    let kinds = [
+        (s.headers, "credential headers"),
+        (s.query, "query values"),
+        (s.fields, "body fields"),
+        (s.values, "values that looked like emails, phone numbers or tokens"),
+        (s.bodies, "bodies that could not be checked (dropped)"),
+    ];
+    let parts: Vec<String> =
+        kinds.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{} {what}", count(*n))).collect();
+    let _ = writeln!(out, "  scrubbed  {}", if parts.is_empty() { "nothing".to_owned() } else { parts.join(", ") });
     let _ = writeln!(out, "  routes    share  requests  distinct ids");
     for route in survey.routes.iter().take(ROUTES_LISTED) {
         let share = route.requests as f64 / survey.requests.max(1) as f64 * 100.0;
@@ -81,7 +88,6 @@ pub(super) fn describe(
         let requests: u64 = rest.iter().map(|r| r.requests).sum();
         let _ = writeln!(out, "          … {} more routes with {} requests", rest.len(), count(requests));
     }
-    out
 }
 
 /// Requests per second in production over the kept requests' span (before any sample), if it is known.

@@ -99,7 +99,7 @@ fn describe_tape(tape: &TapeReplay) -> Vec<String> {
     )];
     match tape.realism() {
         // A warning says it already, below.
-        Some(_) if tape.repeats() > Some(crate::scenario::tape_source::REPEATS_WARNED) => {}
+        Some(_) if tape.warned() => {}
         Some(realism) => lines.push(format!("  realism   {realism}")),
         None => lines.push("  realism   closed model: the requests sent depend on the target's speed".to_owned()),
     }

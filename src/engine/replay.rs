@@ -22,12 +22,15 @@ pub(super) async fn run_replay(
     mut first_slot: Option<Slot<'_>>,
 ) -> SessionEnd {
     let plan = &shared.plan;
-    let Some(replay) = tape.next() else { return SessionEnd::OutOfData };
+    let Some(replay) = tape.next().await else { return SessionEnd::OutOfData };
     let expect = &plan.tape.as_ref().expect("a tape feed replays a tape").expect;
     shared.recorder.session_started(measured);
-    let mut intended = start;
+    // `due` is when each request was sent in the recording, relative to the session's start; a request
+    // goes out then, or as soon as the one before it is answered, whichever is later (as the browser did).
+    let (mut due, mut intended) = (start, start);
     for (index, request) in replay.requests.into_iter().enumerate() {
-        intended += request.pause;
+        due += request.pause;
+        intended = intended.max(due);
         if intended >= shared.deadline || shared.stopping.load(Ordering::Relaxed) {
             break;
         }

@@ -88,8 +88,8 @@ pub(super) fn choose_flow(flows: &[Flow], rng: &mut SmallRng) -> usize {
 /// Records an open-model arrival that was never sent because too many sessions were in flight.
 pub(super) fn record_dropped(shared: &RunShared, number: u64, at: Instant, measured: bool) {
     let endpoint = if let Some(tape) = &shared.tape {
-        // The arrival's tape request is the one not sent.
-        tape.next().and_then(|replay| replay.requests.first().map(|r| r.endpoint)).unwrap_or(0)
+        // The arrival's tape request is the one not sent (if the reader has it ready; the pacer never waits).
+        tape.try_next().and_then(|replay| replay.requests.first().map(|r| r.endpoint)).unwrap_or(0)
     } else {
         let mut rng = session_rng(shared.plan.seed, number);
         shared.plan.flows[choose_flow(&shared.plan.flows, &mut rng)].steps[0].endpoint

@@ -7,9 +7,11 @@
 //! `preserve = "mix"` skips evenly through a tape longer than the run, so the run replays all of its
 //! hours, not the first.
 
-use std::sync::Mutex;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Mutex;
+use tokio::sync::mpsc::{Receiver, Sender, channel};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -17,7 +19,7 @@ use rand::{Rng, SeedableRng};
 use super::http1::Outgoing;
 use crate::scenario::template::RenderContext;
 use crate::scenario::{Plan, TapeOrder, TapeReplay};
-use crate::tape::{TapeReader, TapeRequest};
+use crate::tape::TapeReader;
 
 /// Requests shuffled together by `order = "shuffle"`.
 pub const SHUFFLE_WINDOW: usize = 65_536;
@@ -31,6 +33,10 @@ const BATCHES_AHEAD: usize = 64;
 
 /// The longest recorded pause replayed between two requests of a session.
 const LONGEST_PAUSE: Duration = Duration::from_secs(30);
+
+/// The most requests one recorded session replays as one arrival: a log whose every line names the same
+/// session (`"anonymous"`) must not become one endless session held in memory.
+const LONGEST_SESSION: usize = 1000;
 
 /// One arrival's work: a request, or a recorded session's requests in order.
 pub(super) struct Replay {
@@ -56,7 +62,7 @@ pub(super) struct TapeFeed {
 impl TapeFeed {
     /// Starts reading `plan`'s tape; requests go to `host_header`, below the base URL's `prefix`.
     pub(super) fn start(plan: &std::sync::Arc<Plan>, host_header: &str, prefix: &str) -> Self {
-        let (sender, batches) = sync_channel(BATCHES_AHEAD);
+        let (sender, batches) = channel(BATCHES_AHEAD);
         let plan = std::sync::Arc::clone(plan);
         let (host_header, prefix) = (host_header.to_owned(), prefix.to_owned());
         let spawned = std::thread::Builder::new()
@@ -69,17 +75,36 @@ impl TapeFeed {
     }
 
     /// The next arrival's work; `None` once the tape cannot be read any more (the run then ends early).
-    /// Waits for the reader only when it has fallen behind, which shows as schedule lag.
-    pub(super) fn next(&self) -> Option<Replay> {
-        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    /// Waits (without holding a thread) only when the reader has fallen behind, which shows as schedule lag.
+    pub(super) async fn next(&self) -> Option<Replay> {
+        let mut state = self.state.lock().await;
         loop {
             if let Some(replay) = state.0.next() {
                 return Some(replay);
             }
-            let batch = state.1.recv().ok()?;
+            let batch = state.1.recv().await?;
             state.0 = batch.into_iter();
         }
     }
+
+    /// The next arrival's work if it is ready now, for an arrival that is dropped rather than sent.
+    pub(super) fn try_next(&self) -> Option<Replay> {
+        let mut state = self.state.try_lock().ok()?;
+        if let Some(replay) = state.0.next() {
+            return Some(replay);
+        }
+        let batch = state.1.try_recv().ok()?;
+        state.0 = batch.into_iter();
+        state.0.next()
+    }
+}
+
+/// A recorded session being gathered: its id, its last request's time, its requests so far.
+#[derive(Default)]
+struct SessionDraft {
+    id: Option<String>,
+    last_time: Option<DateTime<Utc>>,
+    requests: Vec<ReplayRequest>,
 }
 
 /// The reading thread's state.
@@ -88,7 +113,7 @@ struct Reader<'a> {
     tape: &'a TapeReplay,
     host_header: &'a str,
     prefix: &'a str,
-    sender: SyncSender<Vec<Replay>>,
+    sender: Sender<Vec<Replay>>,
     batch: Vec<Replay>,
     shuffled: Vec<Replay>,
     rng: SmallRng,
@@ -97,7 +122,7 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn new(plan: &'a Plan, host_header: &'a str, prefix: &'a str, sender: SyncSender<Vec<Replay>>) -> Self {
+    fn new(plan: &'a Plan, host_header: &'a str, prefix: &'a str, sender: Sender<Vec<Replay>>) -> Self {
         let tape = plan.tape.as_ref().expect("a tape feed starts for a tape");
         let units = if tape.order == TapeOrder::Session { tape.survey.sessions } else { tape.survey.requests };
         let arrivals: f64 = plan.load.stages.iter().map(crate::scenario::Stage::planned_arrivals).sum();
@@ -134,21 +159,23 @@ impl<'a> Reader<'a> {
     fn pass(&mut self) -> Result<bool, String> {
         let mut reader = TapeReader::open(&self.tape.file).map_err(|e| e.to_string())?;
         let seq = std::sync::atomic::AtomicU64::new(0);
-        let mut session: Vec<(TapeRequest, ReplayRequest)> = Vec::new();
-        let mut unit = 0_u64;
-        let mut sent_any = false;
+        let grouped = self.tape.order == TapeOrder::Session;
+        let mut session = SessionDraft::default();
+        let (mut unit, mut sent_any) = (0_u64, false);
         while let Some(next) = reader.next_request() {
             let (_, request) = next.map_err(|e| e.to_string())?;
-            let grouped = self.tape.order == TapeOrder::Session;
-            if grouped
-                && session.last().is_some_and(|(last, _)| request.session.is_none() || last.session != request.session)
-            {
-                let whole = std::mem::take(&mut session).into_iter().map(|(_, r)| r).collect();
+            let ends_session =
+                request.session.is_none() || request.session != session.id || session.requests.len() >= LONGEST_SESSION;
+            if grouped && !session.requests.is_empty() && ends_session {
+                let whole = std::mem::take(&mut session.requests);
                 if !self.take(&mut unit, whole, &mut sent_any) {
                     return Ok(false);
                 }
             }
-            let pause = session.last().map_or(Duration::ZERO, |(last, _)| pause_between(last, &request));
+            let pause = match (session.requests.is_empty(), session.last_time, request.time) {
+                (false, Some(a), Some(b)) => (b - a).to_std().unwrap_or_default().min(LONGEST_PAUSE),
+                _ => Duration::ZERO,
+            };
             let mut cx = RenderContext { rows: &[], variables: &[], rng: &mut self.rng, seq: &seq };
             let outgoing = super::request::replayed(self.plan, &request, self.host_header, self.prefix, &mut cx)
                 .map_err(|e| format!("{}: {e}", request.target))?;
@@ -156,22 +183,25 @@ impl<'a> Reader<'a> {
             let replay =
                 ReplayRequest { endpoint: self.tape.endpoint(&routed.key), outgoing, recorded: request.status, pause };
             if grouped {
-                session.push((request, replay));
+                session.requests.push(replay);
+                session.id = request.session;
+                session.last_time = request.time;
             } else if !self.take(&mut unit, vec![replay], &mut sent_any) {
                 return Ok(false);
             }
         }
-        if !session.is_empty() {
-            let whole = session.into_iter().map(|(_, r)| r).collect();
-            if !self.take(&mut unit, whole, &mut sent_any) {
-                return Ok(false);
-            }
+        if !session.requests.is_empty() && !self.take(&mut unit, session.requests, &mut sent_any) {
+            return Ok(false);
         }
-        while !self.shuffled.is_empty() {
-            let pick = self.rng.random_range(0..self.shuffled.len());
-            let replay = self.shuffled.swap_remove(pick);
-            if !self.push(replay) {
-                return Ok(false);
+        // A tape that fits the shuffle window is shuffled whole, pass by pass: every request once per pass.
+        // A longer one keeps its window full from one pass into the next, so no pass starts with a wait.
+        if self.tape.survey.requests <= SHUFFLE_WINDOW as u64 {
+            while !self.shuffled.is_empty() {
+                let pick = self.rng.random_range(0..self.shuffled.len());
+                let replay = self.shuffled.swap_remove(pick);
+                if !self.push(replay) {
+                    return Ok(false);
+                }
             }
         }
         if !sent_any {
@@ -208,14 +238,6 @@ impl<'a> Reader<'a> {
             return true;
         }
         let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
-        self.sender.send(batch).is_ok()
-    }
-}
-
-/// The recorded pause between two requests of a session, at most [`LONGEST_PAUSE`].
-fn pause_between(earlier: &TapeRequest, later: &TapeRequest) -> Duration {
-    match (earlier.time, later.time) {
-        (Some(a), Some(b)) => (b - a).to_std().unwrap_or_default().min(LONGEST_PAUSE),
-        _ => Duration::ZERO,
+        self.sender.blocking_send(batch).is_ok()
     }
 }

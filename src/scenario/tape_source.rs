@@ -6,7 +6,7 @@ use std::ops::RangeInclusive;
 use toml::Spanned;
 
 use super::plan::{Load, TapeOrder, TapeReplay};
-use super::raw_scenario::RawTape;
+use super::raw_scenario::{RawTape, RawTapeExpect};
 use super::steps::parse_statuses;
 use crate::config::{Checker, ConfigWarning, WarningKind};
 use crate::model::LoadModel;
@@ -17,9 +17,10 @@ use crate::tape::survey::{OTHER_ROUTES, survey};
 /// so a messy log cannot make thousands of series.
 pub const MAX_TAPE_ROUTES: usize = 100;
 
-/// The run repeats each distinct request of the tape more often than this on average: warned about, since
-/// the service's caches will hold far more of the run's data than production's would.
-pub const REPEATS_WARNED: f64 = 2.0;
+/// The run goes through its tape more often than this: warned about. Production sent each distinct request
+/// of the tape `requests / distinct` times; a run making `n` passes sends each `n` times that, so past a
+/// couple of passes the service's caches hold far more of the run's data than production's did.
+pub const PASSES_WARNED: f64 = 2.0;
 
 /// Checks `raw` (the scenario's `[[tape]]` tables) and reads its tape; route keys are added to `endpoints`.
 pub(super) fn resolve_tape(
@@ -34,22 +35,7 @@ pub(super) fn resolve_tape(
         checker.error(&extra, "tape", "one [[tape]] per scenario: import both logs into one tape");
     }
     let RawTape { file, order, preserve, routes, expect } = first.into_inner();
-    let order = match &order {
-        Some(o) => checker.check(o, "tape.order", |o| match o.as_str() {
-            "sequential" => Ok(TapeOrder::Sequential),
-            "shuffle" => Ok(TapeOrder::Shuffle),
-            "session" => Ok(TapeOrder::Session),
-            other => Err(format!("`{other}` is not an order; use sequential, shuffle or session")),
-        }),
-        None => Some(TapeOrder::Sequential),
-    };
-    let preserve_mix = match &preserve {
-        Some(p) => checker.check(p, "tape.preserve", |p| match p.as_str() {
-            "mix" => Ok(true),
-            other => Err(format!("`{other}` cannot be preserved; the choice is `mix`")),
-        }),
-        None => Some(false),
-    };
+    let (order, preserve_mix) = (resolve_order(checker, order.as_ref()), resolve_preserve(checker, preserve.as_ref()));
     let patterns: Vec<String> = routes.iter().map(|r| r.pattern.get_ref().clone()).collect();
     let router = match Router::new(&patterns) {
         Ok(router) => Some(router),
@@ -77,6 +63,37 @@ pub(super) fn resolve_tape(
         planned_requests: None,
         survey,
     };
+    add_endpoints(&mut replay, endpoints);
+    resolve_expect(checker, &mut replay, expect);
+    if let Some(load) = load {
+        replay.planned_requests = planned_requests(&replay, load);
+        if let Some(warning) = replay.realism().filter(|_| replay.warned()) {
+            checker.warnings.push(ConfigWarning::new(WarningKind::Setting, warning));
+        }
+    }
+    Some(replay)
+}
+
+fn resolve_order(checker: &mut Checker<'_>, order: Option<&Spanned<String>>) -> Option<TapeOrder> {
+    let Some(order) = order else { return Some(TapeOrder::Sequential) };
+    checker.check(order, "tape.order", |o| match o.as_str() {
+        "sequential" => Ok(TapeOrder::Sequential),
+        "shuffle" => Ok(TapeOrder::Shuffle),
+        "session" => Ok(TapeOrder::Session),
+        other => Err(format!("`{other}` is not an order; use sequential, shuffle or session")),
+    })
+}
+
+fn resolve_preserve(checker: &mut Checker<'_>, preserve: Option<&Spanned<String>>) -> Option<bool> {
+    let Some(preserve) = preserve else { return Some(false) };
+    checker.check(preserve, "tape.preserve", |p| match p.as_str() {
+        "mix" => Ok(true),
+        other => Err(format!("`{other}` cannot be preserved; the choice is `mix`")),
+    })
+}
+
+/// Gives the most requested routes a metric key each, and the rest one shared key.
+fn add_endpoints(replay: &mut TapeReplay, endpoints: &mut Vec<String>) {
     for route in replay.survey.routes.iter().take(MAX_TAPE_ROUTES) {
         replay.endpoints.insert(route.key.clone(), endpoints.len());
         endpoints.push(route.key.clone());
@@ -91,7 +108,11 @@ pub(super) fn resolve_tape(
         replay.other_routes = replay.endpoints.get(OTHER_ROUTES).copied();
     }
     replay.expect = vec![None; endpoints.len()];
-    for rule in expect {
+}
+
+/// `[[tape.expect]]`: the statuses accepted for a route, instead of its recorded class.
+fn resolve_expect(checker: &mut Checker<'_>, replay: &mut TapeReplay, rules: Vec<RawTapeExpect>) {
+    for rule in rules {
         let statuses = checker.check(&rule.status, "tape.expect.status", parse_statuses);
         let endpoint = checker.check(&rule.route, "tape.expect.route", |route| {
             replay.endpoints.get(route.trim()).copied().ok_or_else(|| {
@@ -103,13 +124,6 @@ pub(super) fn resolve_tape(
             replay.expect[endpoint] = Some(statuses);
         }
     }
-    if let Some(load) = load {
-        replay.planned_requests = planned_requests(&replay, load);
-        if let Some(warning) = replay.realism().filter(|_| replay.repeats() > Some(REPEATS_WARNED)) {
-            checker.warnings.push(ConfigWarning::new(WarningKind::Setting, warning));
-        }
-    }
-    Some(replay)
 }
 
 /// Requests the run will send: its planned arrivals (warm-up included: those requests reach the service
@@ -130,33 +144,47 @@ impl TapeReplay {
         self.planned_requests.map(|planned| planned / self.survey.distinct.max(1) as f64)
     }
 
+    /// How many times the planned run goes through the whole tape.
+    #[must_use]
+    pub fn passes(&self) -> Option<f64> {
+        self.planned_requests.map(|planned| planned / self.survey.requests.max(1) as f64)
+    }
+
+    /// Whether the realism report is a warning: more than [`PASSES_WARNED`] passes over the tape.
+    #[must_use]
+    pub fn warned(&self) -> bool {
+        self.passes().is_some_and(|passes| passes > PASSES_WARNED)
+    }
+
     /// The realism report in one sentence: what the run sends against what the tape holds.
     #[must_use]
     pub fn realism(&self) -> Option<String> {
-        let planned = self.planned_requests?;
-        let (distinct, requests) = (self.survey.distinct, self.survey.requests);
-        let repeats = self.repeats()?;
-        Some(if repeats > REPEATS_WARNED {
+        let (planned, repeats, passes) = (self.planned_requests?, self.repeats()?, self.passes()?);
+        let (distinct, requests) = (self.survey.distinct as f64, self.survey.requests as f64);
+        let production = requests / distinct.max(1.0);
+        Some(if self.warned() {
             format!(
-                "this run sends {} requests from a tape of {} distinct ones: each repeats {repeats:.0}×; caches \
-                 will be warmer than production (import a longer log, or plan fewer requests)",
+                "this run sends {} requests from a tape of {} distinct ones: each repeats {repeats:.0}× \
+                 ({passes:.1} passes over the tape, where production sent each {production:.1}×); caches will be \
+                 warmer than production (import a longer log, or plan fewer requests)",
                 thousands(planned),
-                thousands(distinct as f64)
+                thousands(distinct)
             )
-        } else if planned < requests as f64 {
+        } else if passes < 1.0 {
             let spread =
                 if self.preserve_mix { "spread over all of it (preserve = \"mix\")" } else { "its first part" };
             format!(
                 "this run sends {} requests, {:.0} % of the tape's {}: {spread}",
                 thousands(planned),
-                planned / requests as f64 * 100.0,
-                thousands(requests as f64)
+                passes * 100.0,
+                thousands(requests)
             )
         } else {
             format!(
-                "this run sends {} requests from a tape of {} distinct ones: each about {repeats:.1}×",
+                "this run sends {} requests from a tape of {} distinct ones: each about {repeats:.1}× ({passes:.1} \
+                 passes over the tape)",
                 thousands(planned),
-                thousands(distinct as f64)
+                thousands(distinct)
             )
         })
     }

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::import::is_static;
-use super::scrub::Scrubber;
+use super::scrub::{Counter, ScrubRules, Scrubber};
 use super::sources::HarEntry;
 
 /// A value found in an earlier answer and used later.
@@ -105,114 +105,168 @@ pub fn scenario_from_har(entries: &[HarEntry], scrubber: &mut Scrubber, origin_n
 
 /// The steps of one page, with values from earlier answers replaced by variables.
 fn correlate(entries: &[&HarEntry], scrubber: &mut Scrubber, correlations: &mut Vec<Correlation>) -> Vec<StepDraft> {
-    let mut known: BTreeMap<String, Known> = BTreeMap::new();
-    let mut named: Vec<String> = Vec::new();
-    let mut steps: Vec<StepDraft> = Vec::new();
-    let router = super::Router::default();
+    let mut page = Page { known: BTreeMap::new(), named: Vec::new(), steps: Vec::new(), correlations };
     for entry in entries {
+        let step = page.step(entry, scrubber);
+        page.steps.push(step);
+        learn(&mut page.known, page.steps.len() - 1, &page.steps[page.steps.len() - 1].route, entry);
+    }
+    page.steps
+}
+
+/// One page being turned into steps: the values its answers gave so far, and the variables named.
+struct Page<'c> {
+    known: BTreeMap<String, Known>,
+    named: Vec<String>,
+    steps: Vec<StepDraft>,
+    correlations: &'c mut Vec<Correlation>,
+}
+
+impl Page<'_> {
+    /// `entry` as a step: each value an earlier answer gave replaced by its variable, the rest scrubbed.
+    fn step(&mut self, entry: &HarEntry, scrubber: &mut Scrubber) -> StepDraft {
         let request = &entry.recorded.request;
         let (path, query) = request.target.split_once('?').map_or((request.target.as_str(), ""), |(p, q)| (p, q));
-        let route = router.route(request.method.as_str(), path).key;
-        let mut use_value = |value: &str, steps: &mut Vec<StepDraft>| -> Option<String> {
-            let found = known.get_mut(value)?;
-            let variable = found.variable.clone().unwrap_or_else(|| {
-                let base = found.name.clone();
-                let name = (1..=named.len() + 1)
-                    .map(|i| if i == 1 { base.clone() } else { format!("{base}_{i}") })
-                    .find(|n| !named.contains(n))
-                    .unwrap_or(base);
-                named.push(name.clone());
-                name
-            });
-            found.variable = Some(variable.clone());
-            let found = &*found;
-            let step = &mut steps[found.step];
-            step.extract.entry(variable.clone()).or_insert_with(|| found.from.clone());
-            let from = match &found.from {
-                Extract::Json(path) => path.clone(),
-                Extract::Header(name) => format!("header {name}"),
-            };
-            match correlations.iter_mut().find(|c| c.variable == variable) {
-                Some(c) => c.uses += 1,
-                None => correlations.push(Correlation {
-                    variable: variable.clone(),
-                    from_step: step.route.clone(),
-                    from,
-                    uses: 1,
-                }),
-            }
-            Some(format!("{{{{ {variable} }}}}"))
-        };
-        // Segment by segment (`/boards/{{ boards_id }}` keeps the route in sight), else the whole path (a
-        // Location header).
-        let segments: Vec<Option<String>> = path.split('/').map(|segment| use_value(segment, &mut steps)).collect();
-        let path = if segments.iter().any(Option::is_some) {
-            path.split('/')
-                .zip(segments)
-                .map(|(segment, used)| used.unwrap_or_else(|| scrubbed(scrubber, None, segment)))
-                .collect::<Vec<_>>()
-                .join("/")
-        } else {
-            use_value(path, &mut steps).unwrap_or_else(|| path.to_owned())
-        };
         let query = form_urlencoded::parse(query.as_bytes())
             .map(|(k, v)| {
-                let value = use_value(&v, &mut steps).unwrap_or_else(|| scrubbed(scrubber, Some(&k), &v));
+                let value = self.use_value(&v).unwrap_or_else(|| literal(&scrubbed(scrubber, Some(&k), &v)));
                 (k.into_owned(), value)
             })
             .collect();
         let mut headers = Vec::new();
         let mut plain = Vec::new();
         for (name, value) in &entry.recorded.headers {
-            match use_value(value, &mut steps) {
+            match self.use_value(value) {
                 Some(template) => headers.push((name.clone(), template)),
                 None => plain.push((name.clone(), value.clone())),
             }
         }
-        headers.extend(scrubber.headers(&plain).into_iter().filter(|(n, _)| n != "accept-encoding"));
+        let kept = scrubber.headers(&plain).into_iter().filter(|(n, _)| n != "accept-encoding");
+        headers.extend(kept.map(|(n, v)| (n, literal(&v))));
         let json = request.body.as_deref().and_then(|b| serde_json::from_str::<Value>(b).ok()).filter(Value::is_object);
+        let rules = scrubber.rules().clone();
         let json = json.map(|mut json| {
-            template_json(&mut json, None, &mut |name, value| {
-                use_value(value, &mut steps).or_else(|| scrubber.value(name, value))
+            template_json(&mut json, &rules, &mut |secret, name, value| {
+                if secret {
+                    scrubber.counts.fields += 1;
+                    return Some(scrubber.placeholder(value));
+                }
+                self.use_value(value).or_else(|| scrubber.value(name, value)).or_else(|| Some(literal(value)))
             });
             json
         });
-        let body = if json.is_some() { None } else { request.body.clone() };
+        // A body that is not JSON: a form is scrubbed pair by pair; anything else (multipart, binary) cannot
+        // be checked, so it is left out (and counted).
+        let body = match (&json, request.body.as_deref()) {
+            (None, Some(body)) if !body.contains(char::is_whitespace) && body.contains('=') => {
+                Some(literal(&scrubber.pairs(body, Counter::Field)))
+            }
+            (None, Some(_)) => {
+                scrubber.counts.bodies += 1;
+                None
+            }
+            _ => None,
+        };
         if json.is_some() {
             headers.retain(|(n, _)| n != "content-type");
         }
-        steps.push(StepDraft {
-            route,
+        StepDraft {
+            route: super::Router::default().route(request.method.as_str(), path).key,
             method: request.method.to_string(),
-            path,
+            path: self.path(path, scrubber),
             query,
             headers,
             json,
             body,
             status: request.status,
             extract: BTreeMap::new(),
-        });
-        learn(&mut known, steps.len() - 1, &steps[steps.len() - 1].route, entry);
+        }
     }
-    steps
+
+    /// Segment by segment (`/boards/{{ boards_id }}` keeps the route in sight), else the whole path (a
+    /// `Location` header); segments that are not correlated are scrubbed.
+    fn path(&mut self, path: &str, scrubber: &mut Scrubber) -> String {
+        let segments: Vec<Option<String>> = path.split('/').map(|segment| self.use_value(segment)).collect();
+        if !segments.iter().any(Option::is_some)
+            && let Some(whole) = self.use_value(path)
+        {
+            return whole;
+        }
+        path.split('/')
+            .zip(segments)
+            .map(|(segment, used)| used.unwrap_or_else(|| literal(&scrubbed(scrubber, None, segment))))
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    /// The template of `value` if an earlier answer gave it: the answering step extracts it (named on first
+    /// use), and the correlation is counted.
+    fn use_value(&mut self, value: &str) -> Option<String> {
+        let found = self.known.get_mut(value)?;
+        let variable = found.variable.clone().unwrap_or_else(|| {
+            let base = found.name.clone();
+            let name = (1..=self.named.len() + 1)
+                .map(|i| if i == 1 { base.clone() } else { format!("{base}_{i}") })
+                .find(|n| !self.named.contains(n))
+                .unwrap_or(base);
+            self.named.push(name.clone());
+            name
+        });
+        found.variable = Some(variable.clone());
+        let step = &mut self.steps[found.step];
+        step.extract.entry(variable.clone()).or_insert_with(|| found.from.clone());
+        let from = match &found.from {
+            Extract::Json(path) => path.clone(),
+            Extract::Header(name) => format!("header {name}"),
+        };
+        match self.correlations.iter_mut().find(|c| c.variable == variable) {
+            Some(c) => c.uses += 1,
+            None => self.correlations.push(Correlation {
+                variable: variable.clone(),
+                from_step: step.route.clone(),
+                from,
+                uses: 1,
+            }),
+        }
+        Some(format!("{{{{ {variable} }}}}"))
+    }
 }
 
 fn scrubbed(scrubber: &mut Scrubber, name: Option<&str>, value: &str) -> String {
     scrubber.value(name, value).unwrap_or_else(|| value.to_owned())
 }
 
-/// Replaces, in a JSON body, every scalar for which `replace(field name, value as text)` gives text.
-fn template_json(value: &mut Value, name: Option<&str>, replace: &mut dyn FnMut(Option<&str>, &str) -> Option<String>) {
+/// Recorded text written where a scenario reads templates: `{{` would start one (and `{{ env("…") }}` in a
+/// recording would send the user's secret), so it is broken apart.
+fn literal(text: &str) -> String {
+    text.replace("{{", "{ {")
+}
+
+/// Replaces, in a JSON body, every scalar for which `replace(under a secret name, field name, value as text)`
+/// gives text; everything under a field whose name marks a secret is replaced whole.
+fn template_json(value: &mut Value, rules: &ScrubRules, replace: &mut Replacer<'_>) {
+    template_field(value, rules, false, None, replace);
+}
+
+/// What [`template_json`] asks of each scalar: whether it is under a secret name, its field, its text.
+type Replacer<'a> = dyn FnMut(bool, Option<&str>, &str) -> Option<String> + 'a;
+
+fn template_field(value: &mut Value, rules: &ScrubRules, secret: bool, name: Option<&str>, replace: &mut Replacer<'_>) {
     match value {
-        Value::Object(object) => object.iter_mut().for_each(|(k, v)| template_json(v, Some(k), replace)),
-        Value::Array(items) => items.iter_mut().for_each(|v| template_json(v, name, replace)),
+        Value::Object(object) => {
+            for (key, field) in object.iter_mut() {
+                let secret = secret || rules.is_secret(key);
+                template_field(field, rules, secret, Some(key), replace);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| template_field(v, rules, secret, name, replace)),
         Value::String(s) => {
-            if let Some(new) = replace(name, s) {
+            if let Some(new) = replace(secret, name, s) {
                 *s = new;
             }
         }
         Value::Number(n) => {
-            if let Some(new) = replace(name, &n.to_string()) {
+            if let Some(new) = replace(secret, name, &n.to_string()).filter(|new| *new != n.to_string()) {
                 *value = Value::String(new);
             }
         }
@@ -347,4 +401,49 @@ fn inline<'a>(pairs: impl Iterator<Item = (&'a str, String)>) -> String {
         })
         .collect();
     format!("{{ {} }}", items.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use http::Method;
+
+    use super::*;
+    use crate::tape::TapeRequest;
+    use crate::tape::scrub::ScrubRules;
+    use crate::tape::sources::Recorded;
+
+    fn entry(method: Method, target: &str, body: Option<&str>, answer: Option<&str>) -> HarEntry {
+        let mut request = TapeRequest::new(method, target.to_owned());
+        request.body = body.map(str::to_owned);
+        request.status = Some(200);
+        HarEntry {
+            recorded: Recorded { request, headers: Vec::new(), host: None },
+            page: None,
+            response_headers: Vec::new(),
+            response_body: answer.map(str::to_owned),
+            response_type: "application/json".to_owned(),
+        }
+    }
+
+    #[test]
+    fn recorded_text_never_becomes_a_template_and_secret_objects_are_replaced_whole() {
+        let entries = [
+            entry(
+                Method::POST,
+                "/a?q={{%20env(%22AWS_SECRET%22)%20}}",
+                Some(r#"{"password":{"old":"x1","new":"y2"},"n":"{{ uuid() }}"}"#),
+                Some(r#"{"id":4711}"#),
+            ),
+            entry(Method::GET, "/users/jane@example.com/a/4711", None, None),
+            entry(Method::POST, "/login", Some("user=jane&password=hunter2"), None),
+        ];
+        let mut scrubber = Scrubber::new(ScrubRules::default(), 9);
+        let built = scenario_from_har(&entries, &mut scrubber, "test");
+        let text = &built.text;
+        assert!(!text.contains("{{ env(\"AWS") && !text.contains("{{ uuid"), "{text}");
+        assert!(!text.contains("x1") && !text.contains("y2") && !text.contains("hunter2"), "{text}");
+        assert!(!text.contains("jane@example.com"), "{text}");
+        assert!(text.contains(r#"path = "/users/redacted-"#) && text.contains(r#"/a/{{ a_id }}""#), "{text}");
+        assert!(text.parse::<toml::Table>().is_ok(), "{text}");
+    }
 }

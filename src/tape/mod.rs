@@ -12,6 +12,7 @@ pub mod flows;
 pub mod format;
 pub mod import;
 pub mod lines;
+mod private_values;
 pub mod route;
 pub mod sample;
 pub mod scrub;

@@ -1,8 +1,9 @@
 //! `--sample N`: a reproducible sample of a log, stratified by route so rare routes survive.
 //!
 //! The import counts each route's requests in a first pass; each route then gets its share of `N`, but at
-//! least [`MIN_PER_ROUTE`] requests (all of them if it has fewer), so a route seen 30 times in 2 million
-//! lines is still replayed. In the second pass each route keeps exactly its quota, chosen uniformly along
+//! least [`MIN_PER_ROUTE`] requests (all of them if it has fewer; fewer when the routes are so many that
+//! the minimums would take more than half of `N`), so a route seen 30 times in 2 million lines is still
+//! replayed. In the second pass each route keeps exactly its quota, chosen uniformly along
 //! the log by selection sampling (Knuth's algorithm S) from a seeded generator: memory per route, not per
 //! line, and the same seed picks the same lines.
 
@@ -27,11 +28,14 @@ impl StratifiedSample {
     #[must_use]
     pub fn plan(counts: &BTreeMap<String, u64>, size: u64, seed: u64) -> Self {
         let total: u64 = counts.values().sum();
+        // The minimum may take at most half the sample: with more routes than that allows, it shrinks (to
+        // none), so a sample never grows far past the size asked for.
+        let minimum = MIN_PER_ROUTE.min(size / 2 / (counts.len() as u64).max(1));
         let left = counts
             .iter()
             .map(|(route, &count)| {
                 let share = (size as f64 * count as f64 / total.max(1) as f64).round() as u64;
-                (route.clone(), (share.max(MIN_PER_ROUTE).min(count), count))
+                (route.clone(), (share.max(minimum).min(count), count))
             })
             .collect();
         Self { left, rng: SmallRng::seed_from_u64(seed) }
@@ -80,6 +84,9 @@ mod tests {
             }
         }
         assert_eq!(kept, [("hot", 1_000), ("rare", 3), ("warm", 100)].into_iter().collect());
+        // Thousands of routes and a small sample: the minimum gives way, the sample keeps its size.
+        let many: BTreeMap<String, u64> = (0..5_000).map(|i| (format!("r{i}"), 10)).collect();
+        assert!(StratifiedSample::plan(&many, 1_000, 1).planned() <= 1_000);
     }
 
     #[test]

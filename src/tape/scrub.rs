@@ -12,67 +12,11 @@
 use serde_json::Value;
 
 use super::format::TapeRequest;
-
-/// Names (lowercase, `-`, `_` and `.` removed) that mark a secret or personal value wherever they appear in
-/// a longer name (`csrf_token`, `user_email`).
-const SECRET_PARTS: &[&str] = &[
-    "password",
-    "passwd",
-    "secret",
-    "token",
-    "apikey",
-    "accesskey",
-    "privatekey",
-    "session",
-    "email",
-    "phone",
-    "mobile",
-    "signature",
-    "creditcard",
-    "cardnumber",
-    "authorization",
-    "credential",
-];
-
-/// Short names that mark one only when they are the whole name (`key`, but not `monkey`).
-const SECRET_NAMES: &[&str] = &[
-    "pwd", "pass", "sid", "sig", "key", "auth", "ssn", "cvv", "cvc", "otp", "pin", "tel", "iban", "mail", "jwt",
-    "csrf", "xsrf", "code",
-];
+pub use super::private_values::ScrubRules;
+use super::private_values::{is_email, is_jwt, is_phone, percent_decode, percent_encode};
 
 /// Headers a replay needs to get the same kind of answer; every other recorded header is left out.
 const KEPT_HEADERS: &[&str] = &["content-type", "accept", "accept-language", "accept-encoding", "x-requested-with"];
-
-/// Which names are scrubbed: the built-in list, plus and minus the user's.
-#[derive(Debug, Clone, Default)]
-pub struct ScrubRules {
-    extra: Vec<String>,
-    keep: Vec<String>,
-}
-
-impl ScrubRules {
-    /// The built-in list with `extra` names added and `keep` names exempted.
-    #[must_use]
-    pub fn new(extra: &[String], keep: &[String]) -> Self {
-        Self { extra: extra.iter().map(|n| normalize(n)).collect(), keep: keep.iter().map(|n| normalize(n)).collect() }
-    }
-
-    /// Whether a header, parameter or field called `name` holds something to scrub.
-    #[must_use]
-    pub fn is_secret(&self, name: &str) -> bool {
-        let name = normalize(name);
-        if self.keep.contains(&name) {
-            return false;
-        }
-        SECRET_NAMES.contains(&name.as_str())
-            || SECRET_PARTS.iter().any(|part| name.contains(part))
-            || self.extra.iter().any(|extra| name == *extra || (extra.len() >= 5 && name.contains(extra.as_str())))
-    }
-}
-
-fn normalize(name: &str) -> String {
-    name.chars().filter(|c| !matches!(c, '-' | '_' | '.')).flat_map(char::to_lowercase).collect()
-}
 
 /// How much an import scrubbed, by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -85,13 +29,15 @@ pub struct Scrubbed {
     pub fields: u64,
     /// Other values replaced because they looked like an email, a phone number or a token.
     pub values: u64,
+    /// Bodies dropped whole because they could not be checked (multipart, binary, broken JSON).
+    pub bodies: u64,
 }
 
 impl Scrubbed {
     /// All of them.
     #[must_use]
     pub fn total(&self) -> u64 {
-        self.headers + self.query + self.fields + self.values
+        self.headers + self.query + self.fields + self.values + self.bodies
     }
 }
 
@@ -111,18 +57,49 @@ impl Scrubber {
         Self { rules, key, counts: Scrubbed::default() }
     }
 
-    /// Scrubs `request`'s target and body, and keeps from `headers` (as recorded) those a replay needs.
+    /// Scrubs `request`'s target, session and body, and keeps from `headers` (as recorded) those a replay
+    /// needs. A recorded session id may be a credential itself: it becomes a placeholder, which groups the
+    /// same requests together.
     pub fn request(&mut self, request: &mut TapeRequest, headers: &[(String, String)]) {
         request.target = self.target(&request.target);
         request.headers = self.headers(headers);
-        let json = request.headers.iter().any(|(n, v)| n == "content-type" && v.contains("json"));
-        let form = request.headers.iter().any(|(n, v)| n == "content-type" && v.contains("x-www-form-urlencoded"));
-        if let Some(body) = &request.body {
-            let scrubbed = if form { Some(self.pairs(body, Counter::Field)) } else { self.body(body, json) };
-            if let Some(scrubbed) = scrubbed {
-                request.body = Some(scrubbed);
-            }
+        request.session = request.session.take().map(|session| self.placeholder(&session));
+        let content_type =
+            request.headers.iter().find(|(n, _)| n == "content-type").map(|(_, v)| v.to_ascii_lowercase());
+        if let Some(body) = request.body.take() {
+            request.body = self.any_body(body, content_type.as_deref().unwrap_or_default());
         }
+    }
+
+    /// A body scrubbed by its kind: JSON field by field, a form pair by pair; a body that cannot be read
+    /// field by field (multipart, binary, JSON that does not parse) is dropped and counted, since what it
+    /// holds cannot be checked. Plain text keeps its words, with email addresses in it replaced.
+    fn any_body(&mut self, body: String, content_type: &str) -> Option<String> {
+        let looks_json = matches!(body.trim_start().chars().next(), Some('{' | '['));
+        let looks_form = !body.contains(char::is_whitespace) && body.contains('=');
+        if content_type.contains("json") || looks_json {
+            match self.json_body(&body) {
+                Ok(scrubbed) => Some(scrubbed.unwrap_or(body)),
+                Err(()) => self.drop_body(),
+            }
+        } else if content_type.contains("x-www-form-urlencoded") || (content_type.is_empty() && looks_form) {
+            Some(self.pairs(&body, Counter::Field))
+        } else if content_type.starts_with("text/") || content_type.is_empty() {
+            Some(self.emails_within(&body).inspect(|_| self.counts.values += 1).unwrap_or(body))
+        } else {
+            self.drop_body()
+        }
+    }
+
+    fn drop_body(&mut self) -> Option<String> {
+        self.counts.bodies += 1;
+        None
+    }
+
+    /// The names it scrubs.
+    #[must_use]
+    pub fn rules(&self) -> &ScrubRules {
+        &self.rules
     }
 
     /// The placeholder for one value called `name` (a field, a parameter), if it must be scrubbed: its name
@@ -141,7 +118,10 @@ impl Scrubber {
         for (name, value) in headers {
             let name = name.to_ascii_lowercase();
             if KEPT_HEADERS.contains(&name.as_str()) {
-                kept.push((name, value.clone()));
+                // A value a request cannot carry (a control character) is not kept: the tape would refuse it.
+                if value.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f)) {
+                    kept.push((name, value.clone()));
+                }
             } else if super::format::CREDENTIAL_HEADERS.contains(&name.as_str())
                 || name == "set-cookie"
                 || self.rules.is_secret(&name)
@@ -177,14 +157,21 @@ impl Scrubber {
     }
 
     /// `a=1&b=2` (a query or a form body) with secret values replaced; untouched pairs stay byte for byte.
-    fn pairs(&mut self, text: &str, counter: Counter) -> String {
+    pub fn pairs(&mut self, text: &str, counter: Counter) -> String {
         let mut out = String::with_capacity(text.len());
         for (i, pair) in text.split('&').enumerate() {
             if i > 0 {
                 out.push('&');
             }
             let Some((name, value)) = pair.split_once('=') else {
-                out.push_str(pair);
+                // A bare value (`?jane%40example.com`) is checked by its look alone.
+                match self.looks_private(&percent_decode(pair)) {
+                    Some(placeholder) => {
+                        self.counts.values += 1;
+                        out.push_str(&percent_encode(&placeholder));
+                    }
+                    None => out.push_str(pair),
+                }
                 continue;
             };
             let decoded = percent_decode(value);
@@ -208,17 +195,13 @@ impl Scrubber {
         }
     }
 
-    /// A JSON body with secret fields and private-looking strings replaced, if anything was; `None` when
-    /// it is unchanged (so it stays as recorded, key order and spacing included).
-    fn body(&mut self, body: &str, declared_json: bool) -> Option<String> {
-        let starts_like_json = matches!(body.trim_start().chars().next(), Some('{' | '['));
-        if !(declared_json || starts_like_json) {
-            return None;
-        }
-        let mut json: Value = serde_json::from_str(body).ok()?;
+    /// A JSON body with secret fields and private-looking strings replaced, if anything was; `Ok(None)` when
+    /// it is unchanged (so it stays as recorded, key order and spacing included); `Err` when it is not JSON.
+    fn json_body(&mut self, body: &str) -> Result<Option<String>, ()> {
+        let mut json: Value = serde_json::from_str(body).map_err(|_| ())?;
         let before = self.counts;
         self.json(&mut json);
-        (self.counts != before).then(|| json.to_string())
+        Ok((self.counts != before).then(|| json.to_string()))
     }
 
     fn json(&mut self, value: &mut Value) {
@@ -269,7 +252,7 @@ impl Scrubber {
     }
 
     /// Every scalar inside `value` replaced (a secret field may hold an object).
-    fn replace_all(&self, value: &mut Value) {
+    pub fn replace_all(&self, value: &mut Value) {
         match value {
             Value::Object(object) => object.values_mut().for_each(|v| self.replace_all(v)),
             Value::Array(items) => items.iter_mut().for_each(|v| self.replace_all(v)),
@@ -295,7 +278,9 @@ impl Scrubber {
         }
     }
 
-    fn placeholder(&self, value: &str) -> String {
+    /// The placeholder of any value: `redacted-` and its keyed hash.
+    #[must_use]
+    pub fn placeholder(&self, value: &str) -> String {
         format!("redacted-{:08x}", self.hash(value) as u32)
     }
 
@@ -312,45 +297,12 @@ impl Scrubber {
 }
 
 /// Which count a replaced pair adds to.
-#[derive(Clone, Copy)]
-enum Counter {
+#[derive(Debug, Clone, Copy)]
+pub enum Counter {
+    /// A query parameter.
     Query,
+    /// A form field of a body.
     Field,
-}
-
-fn is_email(text: &str) -> bool {
-    let Some((local, domain)) = text.split_once('@') else { return false };
-    !local.is_empty()
-        && local.chars().all(|c| c.is_alphanumeric() || "._%+-".contains(c))
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && domain.chars().all(|c| c.is_alphanumeric() || c == '.' || c == '-')
-}
-
-/// A phone number written as one: 9 to 15 digits, with a leading `+` or separators (a bare run of digits is
-/// far more often an id, which must stay).
-fn is_phone(text: &str) -> bool {
-    let digits = text.chars().filter(char::is_ascii_digit).count();
-    let separators = text.chars().filter(|c| matches!(c, ' ' | '-' | '(' | ')' | '.')).count();
-    (9..=15).contains(&digits)
-        && text.chars().all(|c| c.is_ascii_digit() || matches!(c, '+' | ' ' | '-' | '(' | ')' | '.'))
-        && (text.starts_with('+')
-            || (separators >= 2 && text.chars().next().is_some_and(|c| c == '(' || c.is_ascii_digit())))
-}
-
-fn is_jwt(text: &str) -> bool {
-    text.starts_with("eyJ")
-        && text.split('.').count() == 3
-        && text.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '='))
-}
-
-fn percent_decode(text: &str) -> String {
-    form_urlencoded::parse(format!("x={text}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
-}
-
-fn percent_encode(text: &str) -> String {
-    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 #[cfg(test)]
@@ -403,7 +355,21 @@ mod tests {
         let body: Value = serde_json::from_str(request.body.as_deref().unwrap()).unwrap();
         let bio = body["bio"].as_str().unwrap();
         assert!(bio.starts_with("reach me at redacted-") && bio.ends_with("@example.invalid."), "{bio}");
-        assert_eq!(counts, Scrubbed { headers: 3, query: 4, fields: 2, values: 0 });
+        assert_eq!(counts, Scrubbed { headers: 3, query: 4, fields: 2, values: 0, bodies: 0 });
+    }
+
+    #[test]
+    fn bodies_that_cannot_be_checked_are_dropped_and_forms_are_scrubbed_by_their_shape() {
+        let multipart = [("Content-Type", "multipart/form-data; boundary=x")];
+        let (request, counts) = scrub("/upload", &multipart, Some("--x\r\npassword=hunter2\r\n--x--"));
+        assert_eq!((request.body, counts.bodies), (None, 1));
+        let (request, counts) = scrub("/login?jane%40example.com", &[], Some("user=jane&password=hunter2"));
+        let body = request.body.unwrap();
+        assert!(body.starts_with("user=jane&password=redacted-") && !body.contains("hunter2"), "{body}");
+        assert!(request.target.starts_with("/login?redacted-") && request.target.contains("%40example.invalid"));
+        assert_eq!((counts.fields, counts.values), (1, 1));
+        let (request, _) = scrub("/a", &[("Content-Type", "application/json")], Some("{not json password=x"));
+        assert_eq!(request.body, None, "JSON that does not parse cannot be checked");
     }
 
     #[test]
@@ -424,8 +390,5 @@ mod tests {
         assert_ne!(scrubber.looks_private("a@b.co"), scrubber.looks_private("c@b.co"));
         let other_key = Scrubber::new(ScrubRules::default(), 2);
         assert_ne!(scrubber.looks_private("a@b.co"), other_key.looks_private("a@b.co"));
-        assert!(is_phone("(415) 555-0123") && is_phone("+14155550123") && !is_phone("4155550123"));
-        assert!(!is_phone("2026-11-30"));
-        assert!(is_jwt("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc"));
     }
 }

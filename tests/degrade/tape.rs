@@ -71,10 +71,10 @@ fn an_access_log_becomes_routes_with_secrets_scrubbed_and_junk_lines_located() {
         filtered.contains("other methods (--method)") && filtered.contains("outside --since/--until"),
         "{filtered}"
     );
-    let (sampled, tape, _) = import("access.log", &["--sample", "5", "--seed", "3"]);
+    let (sampled, tape, _) = import("access.log", &["--sample", "22", "--seed", "3"]);
     assert!(sampled.contains("left out by --sample"), "{sampled}");
     assert_eq!(sampled.lines().filter(|l| l.contains(" % ")).count(), 11, "every route kept:\n{sampled}");
-    let (again, same_tape, _) = import("access.log", &["--sample", "5", "--seed", "3"]);
+    let (again, same_tape, _) = import("access.log", &["--sample", "22", "--seed", "3"]);
     assert_eq!(route_line(&again, "GET /api/boards"), route_line(&sampled, "GET /api/boards"));
     // Placeholders differ between imports (their key is drawn each time); the requests chosen do not.
     let requests = |t: &str| {
@@ -110,7 +110,9 @@ fn a_json_lines_log_keeps_bodies_and_sessions_and_loses_every_secret() {
     }
     assert!(!tape.to_lowercase().contains("authorization") && !tape.to_lowercase().contains("cookie"), "{tape}");
     assert!(tape.contains("\"title\":\"Q4 plan\"") || tape.contains("\"title\": \"Q4 plan\""), "{tape}");
-    assert!(tape.lines().any(|l| l.starts_with("POST\t") && l.contains("\ts=s-3")), "`post` replays as POST:\n{tape}");
+    assert!(tape.lines().filter(|l| l.starts_with("POST\t")).count() == 3, "`post` replays as POST:\n{tape}");
+    // Session ids may be credentials: placeholders, the same for the same session.
+    assert!(!tape.contains("s=s-") && tape.contains("\ts=redacted-"), "{tape}");
     assert!(!tape.contains("api.example.com"), "a full URL keeps its path only:\n{tape}");
 }
 

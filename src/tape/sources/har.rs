@@ -11,8 +11,9 @@ use super::{Malformed, Recorded, method, target};
 use crate::tape::format::TapeRequest;
 use crate::tape::lines::LineReader;
 
-/// The largest HAR read.
-pub const MAX_HAR_BYTES: u64 = 512_000_000;
+/// The largest HAR read: it is parsed whole, so this bounds the memory an import takes (a browser session's
+/// recording is a few megabytes).
+pub const MAX_HAR_BYTES: u64 = 256_000_000;
 
 /// One entry: the request as recorded, and its answer.
 #[derive(Debug, Clone)]
@@ -37,7 +38,16 @@ struct Har {
 #[derive(Deserialize)]
 struct HarLog {
     #[serde(default)]
-    entries: Vec<serde_json::Value>,
+    entries: Vec<MaybeEntry>,
+}
+
+/// An entry, or whatever else stands in its place (malformed): each is read into its own type at once, so
+/// the document is never held twice, as a tree and as entries.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum MaybeEntry {
+    Entry(Box<Entry>),
+    Other(serde_json::Value),
 }
 
 #[derive(Deserialize)]
@@ -111,11 +121,16 @@ pub fn read_har(lines: LineReader) -> Result<Vec<Result<HarEntry, Malformed>>, S
         .entries
         .into_iter()
         .enumerate()
-        .map(|(index, raw)| {
+        .map(|(index, entry)| {
             let line = index as u64 + 1;
-            let entry: Entry = serde_json::from_value(raw)
-                .map_err(|e| Malformed { line, message: format!("not a HAR entry: {e}") })?;
-            entry_of(entry).map_err(|message| Malformed { line, message })
+            match entry {
+                MaybeEntry::Entry(entry) => entry_of(*entry).map_err(|message| Malformed { line, message }),
+                MaybeEntry::Other(raw) => {
+                    // Read again, for the reason it is not an entry.
+                    let why = serde_json::from_value::<Entry>(raw).err().map_or_else(String::new, |e| e.to_string());
+                    Err(Malformed { line, message: format!("not a HAR entry: {why}") })
+                }
+            }
         })
         .collect())
 }

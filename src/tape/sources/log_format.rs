@@ -168,7 +168,8 @@ fn find_unescaped(line: &str, from: usize, literal: &str) -> Option<usize> {
         if found == 0 || line.as_bytes()[found - 1] != b'\\' {
             return Some(found);
         }
-        start = found + 1;
+        // Past the whole first character: a literal may start with a multibyte one (`«`).
+        start = found + literal.chars().next().map_or(1, char::len_utf8);
     }
 }
 
@@ -226,6 +227,13 @@ mod tests {
         assert!(format.parse(cut).unwrap_err().starts_with("request: no `\" ` after it"), "{:?}", format.parse(cut));
         let status = r#"1.2.3.4 - - [30/Nov/2026:10:00:01 +0000] "GET /a HTTP/1.1" abc 1 "-" "-""#;
         assert!(format.parse(status).unwrap_err().starts_with("status: "));
+    }
+
+    #[test]
+    fn a_literal_of_multibyte_characters_never_splits_one() {
+        let format = LogFormat::named_or_parsed("$remote_addr «$request» $status").unwrap();
+        assert!(format.parse(r"1.1.1.1 «GET /\» » 200").is_err());
+        assert_eq!(format.parse("1.1.1.1 «GET /a» 200").unwrap().request.target, "/a");
     }
 
     #[test]

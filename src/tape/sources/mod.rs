@@ -151,9 +151,16 @@ fn target(text: &str) -> Result<(String, Option<String>), String> {
     let text = text.split('#').next().unwrap_or_default();
     let (target, host) = match text.split_once("://") {
         Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") => {
-            let (authority, path) = rest.find('/').map_or((rest, "/"), |i| (&rest[..i], &rest[i..]));
-            let path = if path.starts_with('?') { format!("/{path}") } else { path.to_owned() };
-            (path, Some(authority.rsplit('@').next().unwrap_or(authority).to_ascii_lowercase()))
+            let end = rest.find(['/', '?']).unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(end);
+            let path = if path.starts_with('/') { path.to_owned() } else { format!("/{path}") };
+            let host = authority.rsplit('@').next().unwrap_or(authority).to_ascii_lowercase();
+            // A host name, an IPv4 or a bracketed IPv6 address, and a port: nothing that could end a line or
+            // a quoted string where it is printed or written.
+            if host.is_empty() || !host.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]_".contains(c)) {
+                return Err(format!("`{}` is not a host", printable(&host)));
+            }
+            (path, Some(host))
         }
         _ => (text.to_owned(), None),
     };
@@ -176,14 +183,22 @@ fn status(text: &str) -> Result<Option<u16>, String> {
     }
 }
 
-/// A time given as RFC 3339 or as seconds (or milliseconds, if it is that large) since the epoch.
+/// A time given as RFC 3339 or as a number since the epoch: seconds, or milli-, micro- or nanoseconds when it
+/// is that large. Only years 1970 to 9999 count: a tape writes times as RFC 3339, which has four-digit years.
 fn time(text: &str) -> Option<DateTime<Utc>> {
-    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
-        return Some(time.with_timezone(&Utc));
-    }
-    let seconds: f64 = text.parse().ok()?;
-    let millis = if seconds > 1e11 { seconds } else { seconds * 1000.0 };
-    DateTime::from_timestamp_millis(millis as i64)
+    let time = if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+        time.with_timezone(&Utc)
+    } else {
+        let number: f64 = text.parse().ok().filter(|n: &f64| n.is_finite() && *n >= 0.0)?;
+        let millis = match number {
+            n if n > 1e17 => n / 1e6,
+            n if n > 1e14 => n / 1e3,
+            n if n > 1e11 => n,
+            n => n * 1e3,
+        };
+        DateTime::from_timestamp_millis(millis as i64)?
+    };
+    (1970..=9999).contains(&chrono::Datelike::year(&time)).then_some(time)
 }
 
 /// Outside text cut short and made safe for a terminal, for messages.
@@ -191,4 +206,28 @@ fn printable(text: &str) -> String {
     let cut: String = text.chars().take(60).collect();
     let more = if text.chars().count() > 60 { "…" } else { "" };
     format!("{}{more}", crate::outside_text::printable(&cut))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoch_times_in_any_unit_and_only_four_digit_years() {
+        let year = |text: &str| time(text).map(|t| chrono::Datelike::year(&t));
+        for text in ["1764496800", "1764496800123", "1764496800123456", "1764496800123456789", "2025-11-30T10:00:00Z"] {
+            assert_eq!(year(text), Some(2025), "{text}");
+        }
+        assert_eq!(year("99999999999999999999999"), None);
+        assert_eq!(year("-5"), None);
+    }
+
+    #[test]
+    fn an_absolute_url_gives_its_path_and_a_plain_host() {
+        assert_eq!(
+            target("https://user:pw@API.example.com:8443?x=1").unwrap(),
+            ("/?x=1".to_owned(), Some("api.example.com:8443".to_owned()))
+        );
+        assert!(target("https://x\nseed = 2\n#/a").is_err());
+    }
 }
