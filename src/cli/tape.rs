@@ -127,12 +127,12 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
         Utc::now().format("%Y-%m-%d")
     )];
     let report = import(&args.source, &output, &options, &comments).map_err(anyhow::Error::msg)?;
+    if report.kept == 0 {
+        print_stdout(&describe(&args.source, &format, &output, &report, &crate::tape::survey::Survey::default()))?;
+        anyhow::bail!("nothing was kept to replay, so no tape was written; check --format and the filters");
+    }
     let survey = survey(&output, &router).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut text = describe(&args.source, &format, &output, &report, &survey);
-    if report.kept == 0 {
-        print_stdout(&text)?;
-        anyhow::bail!("nothing was kept to replay; check --format and the filters");
-    }
     text.push_str(&scenario_for(&scenario, &output, &report)?);
     print_stdout(&text)?;
     Ok(Exit::Ok)

@@ -22,7 +22,12 @@ pub(super) fn describe(
 ) -> String {
     let mut out = String::new();
     let count = |n: u64| thousands(n as f64);
-    let _ = writeln!(out, "Imported {} ({}) into {}", source.display(), format.describe(), output.display());
+    let (source_name, kind) = (source.display(), format.describe());
+    let _ = if report.kept == 0 {
+        writeln!(out, "Read {source_name} ({kind}): nothing to keep, no tape written")
+    } else {
+        writeln!(out, "Imported {source_name} ({kind}) into {}", output.display())
+    };
     let _ = writeln!(
         out,
         "  read      {} {}",
@@ -76,6 +81,9 @@ fn scrubbed_and_routes(out: &mut String, report: &ImportReport, survey: &Survey)
     let parts: Vec<String> =
         kinds.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{} {what}", count(*n))).collect();
     let _ = writeln!(out, "  scrubbed  {}", if parts.is_empty() { "nothing".to_owned() } else { parts.join(", ") });
+    if survey.routes.is_empty() {
+        return;
+    }
     let _ = writeln!(out, "  routes    share  requests  distinct ids");
     for route in survey.routes.iter().take(ROUTES_LISTED) {
         let share = route.requests as f64 / survey.requests.max(1) as f64 * 100.0;

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::alarm::Alarm;
 use super::recorder::Sample;
-use super::session::{RunShared, SessionEnd, Slot, exchange, unexpected_status};
+use super::session::{RunShared, SessionEnd, Slot, exchange, unexpected_status, wait_until_due};
 use super::tape_feed::TapeFeed;
 use crate::model::LoadModel;
 use crate::scenario::tape_source::accepts;
@@ -34,12 +34,7 @@ pub(super) async fn run_replay(
         if intended >= shared.deadline || shared.stopping.load(Ordering::Relaxed) {
             break;
         }
-        if intended > Instant::now() {
-            tokio::time::sleep_until(intended.into()).await;
-        } else if index > 0 || plan.load.model == LoadModel::Closed {
-            // As in a flow: requests due right on an answer go out together (session.rs says why).
-            tokio::task::yield_now().await;
-        }
+        wait_until_due(intended, index > 0 || plan.load.model == LoadModel::Closed).await;
         let slot = first_slot.take();
         let dispatched = slot.as_ref().map_or_else(Instant::now, |s| s.waiting_since);
         shared.recorder.dispatching(request.endpoint, measured);

@@ -143,16 +143,7 @@ pub(super) async fn run_session(
         if intended >= shared.deadline || shared.stopping.load(Ordering::Relaxed) {
             break;
         }
-        if intended > Instant::now() {
-            tokio::time::sleep_until(intended.into()).await;
-        } else if step_index > 0 || plan.load.model == LoadModel::Closed {
-            // Due right on an answer: let the other sessions with answers in take them first, so the requests
-            // that follow go out together. Sent one by one between reads, each would find the server idle
-            // and wake it (measured against nginx: 0.13 wake-ups of its worker per request, 0.04 this way,
-            // and 13 % more requests per second from the same core). An open model's first step is sent at
-            // its arrival time, as it is.
-            tokio::task::yield_now().await;
-        }
+        wait_until_due(intended, step_index > 0 || plan.load.model == LoadModel::Closed).await;
         // Rendered now, not before the wait: a `now` template means the time the request goes out.
         let mut cx = RenderContext { rows: &rows, variables: &variables, rng: &mut rng, seq: &shared.seq };
         let client = &shared.client;
@@ -186,6 +177,19 @@ pub(super) async fn run_session(
         intended = end + think(step.think, &mut rng);
     }
     SessionEnd::Next(intended)
+}
+
+/// Waits until a request is due. One due already and sent right on an answer (`on_answer`: a later step, or
+/// any step of the closed model) first lets the other sessions with answers in take them, so the requests
+/// that follow go out together. Sent one by one between reads, each would find the server idle and wake it
+/// (measured against nginx: 0.13 wake-ups of its worker per request, 0.04 this way, and 13 % more requests
+/// per second from the same core). An open model's first request is sent at its arrival time, as it is.
+pub(super) async fn wait_until_due(intended: Instant, on_answer: bool) {
+    if intended > Instant::now() {
+        tokio::time::sleep_until(intended.into()).await;
+    } else if on_answer {
+        tokio::task::yield_now().await;
+    }
 }
 
 fn think(think: Option<Think>, rng: &mut SmallRng) -> std::time::Duration {

@@ -107,7 +107,7 @@ const STATIC_EXTENSIONS: &[&str] = &[
     "ttf", "otf", "eot", "mp4", "webm", "mp3", "ogg", "wav",
 ];
 
-/// Imports `source` into a tape at `destination`, headed by `comments`.
+/// Imports `source` into a tape at `destination`, headed by `comments`; writes nothing when nothing is kept.
 pub fn import(
     source: &Path,
     destination: &Path,
@@ -133,6 +133,10 @@ pub fn import(
         writer.write(request).map(|()| true)
     })
     .map_err(|e| e.replace("{tape}", &destination.display().to_string()))?;
+    if report.kept == 0 {
+        // Nothing to replay: no tape is written (and an earlier one at the same place stays).
+        return Ok(report);
+    }
     writer.finish().map_err(|e| format!("{}: cannot write the tape: {e}", destination.display()))?;
     Ok(report)
 }

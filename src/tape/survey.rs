@@ -20,7 +20,7 @@ pub const MAX_SURVEYED_ROUTES: usize = 10_000;
 pub const OTHER_ROUTES: &str = "(other routes)";
 
 /// What a tape holds.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Survey {
     /// Requests (lines that are not comments).
     pub requests: u64,

@@ -1,19 +1,23 @@
 //! `tape import --flows`: a HAR recording turned into a scenario of flows a user can read and edit.
 //!
 //! Each recorded page becomes a flow, each API request a step. Auto-correlation: values an answer gave (a
-//! JSON field of at least three digits or four characters, or a relative `Location` header) that a later request of
-//! the same page sends back — in its path, query, JSON body or a header — become an `extract` on the step
+//! JSON field of at least three digits or four characters, or a relative `Location` header) that a later
+//! request of the same page sends back — in its path, query, JSON body or a header — become an `extract` on the step
 //! that received them and a `{{ variable }}` where they are used, so the replay creates its own objects and
 //! uses their ids instead of the recorded ones. What is not correlated is scrubbed as an import is.
 
+mod answers;
+mod write;
+
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use serde_json::Value;
 
 use super::import::is_static;
 use super::scrub::{Counter, ScrubRules, Scrubber};
 use super::sources::HarEntry;
+use answers::learn;
+use write::write_flow;
 
 /// A value found in an earlier answer and used later.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,135 +276,6 @@ fn template_field(value: &mut Value, rules: &ScrubRules, secret: bool, name: Opt
         }
         _ => {}
     }
-}
-
-/// Remembers the values `entry`'s answer gave, to be found in later requests.
-fn learn(known: &mut BTreeMap<String, Known>, step: usize, route: &str, entry: &HarEntry) {
-    let resource = route.rsplit('/').find(|s| !s.starts_with('{') && !s.is_empty()).unwrap_or("answer");
-    let resource: String =
-        resource.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
-    let name = |field: &str| {
-        let field: String =
-            field.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
-        format!("{resource}_{field}")
-    };
-    // The body first: `$.id` reads better than the end of a Location header, and is where ids usually are.
-    let json = entry.response_body.as_deref().filter(|_| entry.response_type.contains("json"));
-    let mut values = Vec::new();
-    if let Some(json) = json.and_then(|body| serde_json::from_str::<Value>(body).ok()) {
-        collect_values(&json, "$".to_owned(), "", &mut values);
-    }
-    // The first answer that gave a value is where it came from; later answers only repeat it.
-    for (path, field, value) in values {
-        if known.contains_key(&value) {
-            continue;
-        }
-        known.insert(value, Known { name: name(&field), variable: None, step, from: Extract::Json(path) });
-    }
-    // A relative Location is a whole path a later request may open as it is.
-    let location = entry.response_headers.iter().find(|(n, _)| n == "location").map(|(_, v)| v.clone());
-    if let Some(location) = location.filter(|l| l.starts_with('/') && !known.contains_key(l)) {
-        let from = Extract::Header("location".to_owned());
-        known.insert(location, Known { name: name("location"), variable: None, step, from });
-    }
-}
-
-/// Scalars distinctive enough to recognise later: integers of 3+ digits, strings of 4+ characters that are
-/// not plain words (they hold a digit, or are 8+ characters long without spaces).
-fn collect_values(value: &Value, path: String, field: &str, out: &mut Vec<(String, String, String)>) {
-    match value {
-        Value::Object(object) => {
-            for (key, v) in object {
-                let simple = key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                let child =
-                    if simple { format!("{path}.{key}") } else { format!("{path}['{}']", key.replace('\'', "\\'")) };
-                collect_values(v, child, key, out);
-            }
-        }
-        // The first few items of a list: a later request usually opens one of the first.
-        Value::Array(items) => {
-            for (i, v) in items.iter().take(3).enumerate() {
-                collect_values(v, format!("{path}[{i}]"), field, out);
-            }
-        }
-        Value::Number(n) if n.as_i64().is_some_and(|i| i.abs() >= 100) => {
-            out.push((path, field.to_owned(), n.to_string()));
-        }
-        Value::String(s)
-            if s.len() >= 4 && !s.contains(' ') && (s.chars().any(|c| c.is_ascii_digit()) || s.len() >= 8) =>
-        {
-            out.push((path, field.to_owned(), s.clone()));
-        }
-        _ => {}
-    }
-}
-
-fn write_flow(text: &mut String, page: &str, steps: &[StepDraft]) {
-    let _ = write!(text, "\n[[flow]]\nname = {}\nweight = 1\n", toml_string(page));
-    for step in steps {
-        let _ = write!(
-            text,
-            "\n  [[flow.step]]\n  method = {}\n  path = {}\n",
-            toml_string(&step.method),
-            toml_string(&step.path)
-        );
-        if !step.query.is_empty() {
-            let _ =
-                writeln!(text, "  query = {}", inline(step.query.iter().map(|(k, v)| (k.as_str(), toml_string(v)))));
-        }
-        if !step.headers.is_empty() {
-            let _ = writeln!(
-                text,
-                "  headers = {}",
-                inline(step.headers.iter().map(|(k, v)| (k.as_str(), toml_string(v))))
-            );
-        }
-        if let Some(json) = &step.json {
-            let value: toml::Value =
-                serde_json::from_value(strip_nulls(json.clone())).unwrap_or(toml::Value::String(String::new()));
-            let _ = writeln!(text, "  json = {value}");
-        } else if let Some(body) = &step.body {
-            let _ = writeln!(text, "  body = {}", toml_string(body));
-        }
-        if let Some(status) = step.status {
-            let _ = writeln!(text, "  expect = {{ status = \"{}xx\" }}", status / 100);
-        }
-        if !step.extract.is_empty() {
-            let extract = step.extract.iter().map(|(variable, from)| {
-                let spec = match from {
-                    Extract::Json(path) => toml_string(path),
-                    Extract::Header(name) => format!("{{ header = {} }}", toml_string(name)),
-                };
-                (variable.as_str(), spec)
-            });
-            let _ = writeln!(text, "  extract = {}", inline(extract));
-        }
-    }
-}
-
-/// TOML has no null: a null field is left out.
-fn strip_nulls(value: Value) -> Value {
-    match value {
-        Value::Object(object) => {
-            Value::Object(object.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, strip_nulls(v))).collect())
-        }
-        Value::Array(items) => Value::Array(items.into_iter().filter(|v| !v.is_null()).map(strip_nulls).collect()),
-        other => other,
-    }
-}
-
-fn toml_string(text: &str) -> String {
-    toml::Value::String(text.to_owned()).to_string()
-}
-
-fn inline<'a>(pairs: impl Iterator<Item = (&'a str, String)>) -> String {
-    let items: Vec<String> = pairs
-        .map(|(k, v)| {
-            let bare = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-            format!("{} = {v}", if bare { k.to_owned() } else { toml_string(k) })
-        })
-        .collect();
-    format!("{{ {} }}", items.join(", "))
 }
 
 #[cfg(test)]
