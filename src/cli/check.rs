@@ -90,13 +90,13 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
     print_stdout(&report.render(args.format))?;
     Ok(match report.outcome {
         VerdictOutcome::Regressed if status == Some(RunStatus::Unconfirmed) => {
-            eprintln!("note: this regression was not confirmed by its rerun on the same build; exiting 0");
+            say!("note: this regression was not confirmed by its rerun on the same build; exiting 0");
             Exit::Ok
         }
         VerdictOutcome::Regressed => Exit::Regression,
         VerdictOutcome::Inconclusive if args.strict => Exit::Inconclusive,
         VerdictOutcome::Inconclusive => {
-            eprintln!("warning: the verdict is inconclusive; exiting 0 (pass --strict to exit 3)");
+            say!("warning: the verdict is inconclusive; exiting 0 (pass --strict to exit 3)");
             Exit::Ok
         }
         VerdictOutcome::Passed => Exit::Ok,
@@ -112,10 +112,10 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
     }
     let mut job = Job::find(config, args.scenario_as_given())?;
     for warning in &job.plan.warnings {
-        eprintln!("warning: {warning}");
+        say!("warning: {warning}");
     }
     if job.reshape(args.duration, args.rate_scale.unwrap_or(1.0)) {
-        eprintln!(
+        say!(
             "note: a run reshaped by --duration or --rate-scale is another workload: it starts its own series and \
              is judged only against runs shaped the same way, never against the nightly ones"
         );
@@ -130,7 +130,7 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
     let ended = ended?;
     // Alerts about this run go out now; what cannot be delivered stays in the outbox for `degrade serve`.
     if let Err(e) = Courier::new(store.clone(), config)?.deliver_due().await {
-        eprintln!("warning: alerts were stored but not delivered: {e}");
+        say!("warning: alerts were stored but not delivered: {e}");
     }
     match (ended.report, ended.failure) {
         (Some(report), _) => Ok(report),

@@ -48,9 +48,7 @@ pub(super) async fn demo(args: DemoArgs) -> anyhow::Result<Exit> {
     print_story(&demo, &options);
     let planned = demo.verdict.as_planned();
     if !planned {
-        eprintln!(
-            "degrade demo: the story did not go as planned (see above); on a busy machine try --night-length 20s"
-        );
+        say!("degrade demo: the story did not go as planned (see above); on a busy machine try --night-length 20s");
     }
     if !args.exit {
         println!("Serving until Ctrl-C.");

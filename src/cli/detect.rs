@@ -96,7 +96,7 @@ fn answer_lines<C: DeserializeOwned, A: Serialize>(answer: impl Fn(C) -> A) -> a
         }
         let Ok(line) = std::str::from_utf8(&bytes) else {
             bad_lines += 1;
-            eprintln!("stdin:{number}: not UTF-8 text");
+            say!("stdin:{number}: not UTF-8 text");
             continue;
         };
         if line.trim().is_empty() {
@@ -112,7 +112,7 @@ fn answer_lines<C: DeserializeOwned, A: Serialize>(answer: impl Fn(C) -> A) -> a
             }
             Err(e) => {
                 bad_lines += 1;
-                eprintln!("stdin:{number}: {}: {}", e.path(), e.inner());
+                say!("stdin:{number}: {}: {}", e.path(), e.inner());
             }
         }
     }
@@ -120,7 +120,7 @@ fn answer_lines<C: DeserializeOwned, A: Serialize>(answer: impl Fn(C) -> A) -> a
         return broken_pipe_is_done(e);
     }
     if bad_lines > 0 {
-        eprintln!("error: {bad_lines} line{} could not be read", if bad_lines == 1 { "" } else { "s" });
+        say!("error: {bad_lines} line{} could not be read", if bad_lines == 1 { "" } else { "s" });
         return Ok(Exit::Error);
     }
     Ok(Exit::Ok)

@@ -3,6 +3,15 @@
 //! Arguments are parsed here and handed to the library as validated values; every subcommand returns an
 //! [`Exit`], whose codes mean the same thing for every command so CI scripts can rely on them.
 
+/// `eprintln!` that ignores a closed standard error (`degrade … 2>&1 | head`): a message nobody can read
+/// any more is no reason to panic, and the exit code still says what happened.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod check;
 mod demo;
 mod detect;
@@ -215,7 +224,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Tape(command) => tape::run(command),
     };
     outcome.unwrap_or_else(|e| {
-        eprintln!("error: {}", error_chain(&e));
+        say!("error: {}", error_chain(&e));
         Exit::Error
     })
 }
@@ -291,7 +300,7 @@ impl ConfigSource {
     pub(crate) fn load_or_defaults(&self, uses: Uses) -> anyhow::Result<Config> {
         match self {
             Self::Default(path) if !path.exists() => {
-                eprintln!("note: no {} here; using the defaults (`degrade init` writes one)", path.display());
+                say!("note: no {} here; using the defaults (`degrade init` writes one)", path.display());
                 report(Config::parse_with_env(path, "", &|name| std::env::var(name).ok()), uses)
             }
             _ => report(Config::load(self.path()), uses),
@@ -321,7 +330,7 @@ fn report(loaded: Result<Config, crate::config::ConfigErrors>, uses: Uses) -> an
     let concerns =
         |w: &&crate::config::ConfigWarning| uses == Uses::Alerts || w.kind != crate::config::WarningKind::UnsetWebhook;
     for warning in config.warnings.iter().filter(concerns) {
-        eprintln!("warning: {warning}");
+        say!("warning: {warning}");
     }
     Ok(config)
 }

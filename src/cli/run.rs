@@ -55,7 +55,7 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
     let config = source.load_or_defaults(super::Uses::NoAlerts)?;
     let mut job = Job::find(&config, args.scenario.as_deref())?;
     for warning in &job.plan.warnings {
-        eprintln!("warning: {warning}");
+        say!("warning: {warning}");
     }
     job.reshape(args.duration, args.rate_scale);
     let store = Store::connect(&config.database)

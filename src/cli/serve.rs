@@ -36,7 +36,7 @@ pub(super) async fn run(source: &ConfigSource, args: ServeArgs) -> anyhow::Resul
     let options = ServeOptions { shutdown_grace: args.shutdown_grace, scheduler: !args.no_scheduler };
     let stopped = service.serve(listener, options, shutdown_signal()).await?;
     if stopped.runs_stopped > 0 {
-        eprintln!("stopped {} run(s) that outlasted the grace; they are stored as aborted", stopped.runs_stopped);
+        say!("stopped {} run(s) that outlasted the grace; they are stored as aborted", stopped.runs_stopped);
     }
     Ok(Exit::Ok)
 }

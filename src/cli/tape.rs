@@ -43,7 +43,7 @@ pub struct ImportArgs {
     /// The tape to write [default: beside the scenario, NAME.tape or NAME.tape.gz].
     #[arg(long, short, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// The scenario to write if it does not exist [default: scenarios/NAME.toml, or ./NAME.toml].
+    /// The scenario to write if it does not exist [default: scenarios/NAME.toml].
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
     /// Keep only these methods (comma-separated).
@@ -65,7 +65,7 @@ pub struct ImportArgs {
     #[arg(long, value_parser = parse_time)]
     until: Option<DateTime<Utc>>,
     /// Keep about N requests, stratified by route (each route its share, at least 5), reproducibly.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     sample: Option<u64>,
     /// Seeds the sample.
     #[arg(long, default_value_t = 1)]
@@ -106,10 +106,19 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
     let format = SourceFormat::choose(args.format.as_deref(), &args.source).map_err(anyhow::Error::msg)?;
     let router = Router::new(&args.routes).map_err(|e| anyhow::anyhow!("--route: {e}"))?;
     let name = source_name(&args.source);
-    let folder = args.scenario.as_deref().and_then(Path::parent).filter(|p| !p.as_os_str().is_empty()).map_or_else(
-        || if Path::new("scenarios").is_dir() { PathBuf::from("scenarios") } else { PathBuf::from(".") },
-        Path::to_path_buf,
-    );
+    // Beside the scenario: the one named, else scenarios/ (as `degrade init` lays a project out).
+    let folder = args
+        .scenario
+        .as_deref()
+        .and_then(Path::parent)
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("scenarios"), Path::to_path_buf);
+    std::fs::create_dir_all(&folder).map_err(|e| anyhow::anyhow!("{}: cannot create it: {e}", folder.display()))?;
+    if let (Some(since), Some(until)) = (args.since, args.until)
+        && since >= until
+    {
+        anyhow::bail!("--since {since} is not before --until {until}: nothing could be kept");
+    }
     let scenario = args.scenario.clone().unwrap_or_else(|| folder.join(format!("{name}.toml")));
     if args.flows {
         return flows(&args.source, &scenario, ScrubRules::new(&args.scrub, &args.keep));
@@ -117,9 +126,13 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
     let large = std::fs::metadata(&args.source).is_ok_and(|m| m.len() > GZIP_ABOVE_BYTES);
     let extension = if large || is_gzip(&args.source) { "tape.gz" } else { "tape" };
     let output = args.output.clone().unwrap_or_else(|| folder.join(format!("{name}.{extension}")));
+    if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("{}: cannot create it: {e}", parent.display()))?;
+    }
     let options = import_options(&args, format.clone(), router.clone())?;
     // The file name as a comment line of the tape: escaped, so no character of it can start a new line.
-    let source_file = args.source.file_name().map(|n| printable(&n.to_string_lossy())).unwrap_or_default();
+    let source_file =
+        args.source.file_name().map(|n| n.to_string_lossy().escape_debug().to_string()).unwrap_or_default();
     let comments = [format!(
         "imported from {source_file} ({}) by degrade {} on {}",
         format.describe(),
@@ -185,13 +198,8 @@ fn flows(source: &Path, scenario: &Path, rules: ScrubRules) -> anyhow::Result<Ex
         match entry {
             Ok(entry) => good.push(entry),
             Err(bad) => {
-                let _ = writeln!(
-                    text,
-                    "  skipped   {}: entry {}: {}",
-                    source.display(),
-                    bad.line,
-                    crate::outside_text::printable(&bad.message)
-                );
+                let _ =
+                    writeln!(text, "  skipped   {}: entry {}: {}", source.display(), bad.line, printable(&bad.message));
             }
         }
     }
@@ -212,10 +220,10 @@ fn flows(source: &Path, scenario: &Path, rules: ScrubRules) -> anyhow::Result<Ex
         source.display()
     );
     for (flow, steps) in &built.flows {
-        let _ = writeln!(out, "  flow      {} ({steps} steps)", crate::outside_text::printable(flow));
+        let _ = writeln!(out, "  flow      {} ({steps} steps)", printable(flow));
     }
     for c in &built.correlations {
-        let (from, step) = (crate::outside_text::printable(&c.from), crate::outside_text::printable(&c.from_step));
+        let (from, step) = (printable(&c.from), printable(&c.from_step));
         let _ = writeln!(out, "  correlated {} = {from} of {step}'s answer, used {} time(s) later", c.variable, c.uses);
     }
     let _ = writeln!(

@@ -28,22 +28,22 @@ pub(super) fn describe(
     } else {
         writeln!(out, "Imported {source_name} ({kind}) into {}", output.display())
     };
-    let _ = writeln!(
-        out,
-        "  read      {} {}",
-        count(report.read),
-        if matches!(format, SourceFormat::Har) { "entries" } else { "lines" }
-    );
+    let read = match (matches!(format, SourceFormat::Har), report.read) {
+        (true, 1) => "1 entry".to_owned(),
+        (true, n) => format!("{} entries", count(n)),
+        (false, n) => plural(n, "line"),
+    };
+    let _ = writeln!(out, "  read      {read}");
     let span = report.span.map(|(first, last)| {
         let rate = recorded_rate(report).map(|r| format!(", {r} req/s")).unwrap_or_default();
         format!(", sent {} to {}{rate}", first.format("%Y-%m-%d %H:%M:%S"), last.format("%Y-%m-%d %H:%M:%S %Z"))
     });
     let _ = writeln!(
         out,
-        "  kept      {} requests, {} distinct, {} routes{}",
-        count(report.kept),
+        "  kept      {}, {} distinct, {}{}",
+        plural(report.kept, "request"),
         count(survey.distinct),
-        survey.routes.len(),
+        plural(survey.routes.len() as u64, "route"),
         span.unwrap_or_default()
     );
     for (reason, n) in &report.dropped {
@@ -64,6 +64,21 @@ pub(super) fn describe(
         }
     }
     scrubbed_and_routes(&mut out, report, survey);
+    if report.hostless > 0 {
+        let _ = writeln!(
+            out,
+            "  note      {} requests kept whatever --host says: the source records no host (log $host to filter by it)",
+            count(report.hostless)
+        );
+    }
+    if report.bodiless_writes > 0 {
+        let _ = writeln!(
+            out,
+            "  note      {} POST, PUT or PATCH requests have no recorded body and replay empty, which services \
+             usually refuse: log $request_body, import with --method GET, or accept their answer with [[tape.expect]]",
+            count(report.bodiless_writes)
+        );
+    }
     out
 }
 
@@ -98,6 +113,11 @@ fn scrubbed_and_routes(out: &mut String, report: &ImportReport, survey: &Survey)
     }
 }
 
+/// `1 request`, `2,000 requests`.
+fn plural(n: u64, word: &str) -> String {
+    format!("{} {word}{}", thousands(n as f64), if n == 1 { "" } else { "s" })
+}
+
 /// Requests per second in production over the kept requests' span (before any sample), if it is known.
 fn recorded_rate(report: &ImportReport) -> Option<f64> {
     let (first, last) = report.span?;
@@ -111,6 +131,8 @@ pub(super) fn write_scenario(scenario: &Path, tape: &Path, report: &ImportReport
     let folder = scenario.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let relative = tape.strip_prefix(folder).unwrap_or(tape).display().to_string();
     let rate = recorded_rate(report).unwrap_or(10.0);
+    // The warm-up ramps up to the recorded rate from a fifth of it.
+    let start = ((rate / 5.0) * 10.0).round().max(1.0) / 10.0;
     let text = format!(
         r#"# Replays {relative}, imported by `degrade tape import`: production's requests, scrubbed of secrets.
 # Check it with `degrade validate {scenario}`: it says how often this run repeats each distinct request.
@@ -138,13 +160,13 @@ arrivals = "uniform"
 
   [[load.stage]]
   duration = "30s"
-  from = 1
+  from = {start}
   to = {rate}
   measure = false
 
   [[load.stage]]
   duration = "5m"
-  rate = {rate}                  # the recorded rate
+  rate = {rate}                  # the recorded rate (at least 0.1 per second)
 "#,
         scenario = scenario.display()
     );

@@ -43,7 +43,15 @@ pub(super) async fn run_replay(
         let rule = expect.get(request.endpoint).and_then(Option::as_deref);
         let failure = match outcome {
             Ok(answer) if accepts(rule, request.recorded, answer.status) => None,
-            Ok(answer) => Some(unexpected_status(&answer)),
+            Ok(answer) => {
+                let mut failure = unexpected_status(&answer);
+                failure.message = match (rule, request.recorded) {
+                    (Some(_), _) => format!("{}, not a status [[tape.expect]] accepts", failure.message),
+                    (None, Some(recorded)) => format!("{}, where {recorded} was recorded", failure.message),
+                    (None, None) => failure.message,
+                };
+                Some(failure)
+            }
             Err(failure) => Some(failure),
         };
         let failed = failure.is_some();

@@ -65,6 +65,11 @@ pub(super) fn resolve_tape(
     };
     add_endpoints(&mut replay, endpoints);
     resolve_expect(checker, &mut replay, expect);
+    if replay.order == TapeOrder::Session && replay.survey.sessions == replay.survey.requests {
+        let message = "order = \"session\", but the tape records no sessions (no s= fields): each arrival replays \
+                       one request, as with \"sequential\"";
+        checker.warnings.push(ConfigWarning::new(WarningKind::Setting, message.to_owned()));
+    }
     if let Some(load) = load {
         replay.planned_requests = planned_requests(&replay, load);
         if let Some(warning) = replay.realism().filter(|_| replay.warned()) {

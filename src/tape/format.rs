@@ -25,6 +25,9 @@ use super::lines::{Line, LineReader};
 /// The first line of every tape, naming the format's version.
 pub const HEADER: &str = "# degrade tape 1";
 
+/// How the version line starts, whatever the version.
+const VERSION_LINE: &str = "# degrade tape ";
+
 /// One recorded request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TapeRequest {
@@ -100,7 +103,10 @@ impl TapeRequest {
         let method = Method::from_bytes(method.as_bytes())
             .ok()
             .filter(|_| !method.is_empty() && method.bytes().all(|b| b.is_ascii_uppercase()))
-            .ok_or(("method", format!("`{}` is not an HTTP method", short(method))))?;
+            .ok_or_else(|| {
+                let hint = if method.contains(' ') { " (fields are separated by tabs)" } else { "" };
+                ("method", format!("`{}` is not an HTTP method{hint}", short(method)))
+            })?;
         let target = unescape(fields.next().ok_or(("target", "missing".to_owned()))?);
         if !target.starts_with('/') || !target.bytes().all(|b| b.is_ascii_graphic()) {
             return Err((
@@ -149,7 +155,7 @@ impl TapeRequest {
                         format!("`{name}` is written by degrade from the body, never taken from a tape"),
                     ));
                 }
-                if CREDENTIAL_HEADERS.contains(&name.as_str()) {
+                if CREDENTIAL_HEADERS.contains(&name.as_str()) || super::scrub::ScrubRules::default().is_secret(&name) {
                     return Err((
                         "h",
                         format!("a tape holds no credentials (`{name}`); set them in [target] headers with env()"),
@@ -205,7 +211,7 @@ fn unescape(text: &str) -> String {
 
 /// A problem at one line of a tape.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}:{line}: {field}: {message}", file.display())]
+#[error("{}{}: {field}: {message}", file.display(), if *line > 0 { format!(":{line}") } else { String::new() })]
 pub struct TapeError {
     /// The tape.
     pub file: PathBuf,
@@ -245,6 +251,10 @@ impl TapeReader {
                 Err(e) => return Some(Err(self.error("file", format!("cannot read it: {e}")))),
             };
             let (number, text) = match line {
+                (number, Line::Text(text)) if text.starts_with(VERSION_LINE) && text != HEADER => {
+                    let message = format!("`{}`: this degrade reads `{HEADER}`", short(text));
+                    return Some(Err(TapeError { file: self.file.clone(), line: number, field: "version", message }));
+                }
                 (_, Line::Text(text)) if text.is_empty() || text.starts_with('#') => continue,
                 (number, Line::Text(text)) => (number, text),
                 (_, Line::Unreadable(why)) => return Some(Err(self.error("line", why.to_owned()))),

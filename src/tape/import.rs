@@ -96,6 +96,12 @@ pub struct ImportReport {
     pub routes: BTreeMap<String, u64>,
     /// The earliest and latest recorded times of kept requests.
     pub span: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    /// Kept requests whose source recorded no host although `--host` was given (kept: they cannot be told
+    /// apart).
+    pub hostless: u64,
+    /// Kept POST, PUT and PATCH requests without a recorded body: replayed empty, a service usually refuses
+    /// them.
+    pub bodiless_writes: u64,
 }
 
 /// How many malformed lines the report quotes.
@@ -153,21 +159,17 @@ fn each_kept(
     let mut scrubber = Scrubber::new(options.scrub.clone(), key);
     for item in sources::open(source, &options.format)? {
         report.read += 1;
-        let recorded = match item {
-            Ok(recorded) => recorded,
-            Err(malformed) => {
-                report.malformed += 1;
-                if report.malformed_examples.len() < EXAMPLES {
-                    report.malformed_examples.push(malformed);
-                }
-                continue;
-            }
+        let Some(recorded) =
+            report.take(item).map_err(|bad| format!("{}:{}: {}", source.display(), bad.line, bad.message))?
+        else {
+            continue;
         };
         if let Some(reason) = filtered_out(&recorded, options) {
             *report.dropped.entry(reason).or_default() += 1;
             continue;
         }
-        let Recorded { mut request, headers, .. } = recorded;
+        let Recorded { mut request, headers, host } = recorded;
+        let scrubbed_before = scrubber.counts;
         scrubber.request(&mut request, &headers);
         let mut route = options.router.route(request.method.as_str(), &request.target).key;
         if report.routes.len() >= MAX_SURVEYED_ROUTES && !report.routes.contains_key(&route) {
@@ -176,9 +178,14 @@ fn each_kept(
         }
         if !keep(&request, &route).map_err(|e| format!("{{tape}}: cannot write the tape: {e}"))? {
             *report.dropped.entry(Dropped::Sampled).or_default() += 1;
+            // What was scrubbed from a request the tape does not keep is not in the tape.
+            scrubber.counts = scrubbed_before;
             continue;
         }
         report.kept += 1;
+        report.hostless += u64::from(!options.hosts.is_empty() && host.is_none());
+        report.bodiless_writes +=
+            u64::from(request.body.is_none() && matches!(request.method, Method::POST | Method::PUT | Method::PATCH));
         *report.routes.entry(route).or_default() += 1;
         if let Some(time) = request.time {
             report.span = Some(report.span.map_or((time, time), |(a, b)| (a.min(time), b.max(time))));
@@ -186,6 +193,24 @@ fn each_kept(
     }
     report.scrubbed = scrubber.counts;
     Ok(())
+}
+
+impl ImportReport {
+    /// A source's item: the request, or `None` for a malformed line (counted, the first few kept for the
+    /// report); `Err` when the source cannot be read further.
+    fn take(&mut self, item: Result<Recorded, Malformed>) -> Result<Option<Recorded>, Malformed> {
+        match item {
+            Ok(recorded) => Ok(Some(recorded)),
+            Err(malformed) if malformed.fatal => Err(malformed),
+            Err(malformed) => {
+                self.malformed += 1;
+                if self.malformed_examples.len() < EXAMPLES {
+                    self.malformed_examples.push(malformed);
+                }
+                Ok(None)
+            }
+        }
+    }
 }
 
 /// Why `recorded` is left out, if it is.

@@ -73,12 +73,70 @@ pub(super) fn is_email(text: &str) -> bool {
 /// A phone number written as one: 9 to 15 digits, with a leading `+` or separators (a bare run of digits is
 /// far more often an id, which must stay).
 pub(super) fn is_phone(text: &str) -> bool {
+    // An IPv4 address has dots and 4 to 12 digits too.
+    if text.split('.').count() == 4 && text.split('.').all(|part| part.parse::<u8>().is_ok()) {
+        return false;
+    }
     let digits = text.chars().filter(char::is_ascii_digit).count();
     let separators = text.chars().filter(|c| matches!(c, ' ' | '-' | '(' | ')' | '.')).count();
     (9..=15).contains(&digits)
         && text.chars().all(|c| c.is_ascii_digit() || matches!(c, '+' | ' ' | '-' | '(' | ')' | '.'))
         && (text.starts_with('+')
             || (separators >= 2 && text.chars().next().is_some_and(|c| c == '(' || c.is_ascii_digit())))
+}
+
+/// A credential by its well-known prefix: cloud and payment keys, source-host and chat tokens (their
+/// issuers give them prefixes precisely so that they can be found in logs).
+pub(super) fn is_known_token(text: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "sk_live_",
+        "sk_test_",
+        "rk_live_",
+        "pk_live_",
+        "ghp_",
+        "gho_",
+        "ghs_",
+        "github_pat_",
+        "glpat-",
+        "xoxb-",
+        "xoxp-",
+        "xoxa-",
+        "AIza",
+        "ya29.",
+        "SG.",
+        "AKIA",
+        "ASIA",
+    ];
+    text.len() >= 16 && !text.contains(char::is_whitespace) && PREFIXES.iter().any(|prefix| text.starts_with(prefix))
+}
+
+/// A URL carrying a user name and password (`https://user:secret@host/`).
+pub(super) fn has_userinfo(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(_, rest)| {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        authority.contains('@')
+    })
+}
+
+/// Phone numbers written inside prose (`call me at +1 415 555 0199`): a `+` and then digits, spaces and
+/// dashes holding 9 to 15 digits. Their byte ranges in `text`.
+pub(super) fn phones_within(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut found = Vec::new();
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    while let Some(at) = text[start..].find('+').map(|i| start + i) {
+        let mut end = at + 1;
+        while end < bytes.len() && (bytes[end].is_ascii_digit() || matches!(bytes[end], b' ' | b'-' | b'(' | b')')) {
+            end += 1;
+        }
+        let candidate = text[at..end].trim_end_matches([' ', '-', '(']);
+        let digits = candidate.bytes().filter(u8::is_ascii_digit).count();
+        if (9..=15).contains(&digits) {
+            found.push(at..at + candidate.len());
+        }
+        start = end.max(at + 1);
+    }
+    found
 }
 
 pub(super) fn is_jwt(text: &str) -> bool {
@@ -106,5 +164,15 @@ mod tests {
         assert!(!is_phone("2026-11-30"));
         assert!(is_jwt("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc") && !is_jwt("eyJ.a"));
         assert_eq!(percent_decode("jane%40example.com+x"), "jane@example.com x");
+        assert!(!is_phone("192.168.1.20"));
+        assert!(
+            is_known_token("AKIAIOSFODNN7EXAMPLE")
+                && is_known_token("sk_live_51H8abcdefghijkl")
+                && !is_known_token("AKIA")
+        );
+        assert!(has_userinfo("https://u:p4ss@evil.com/") && !has_userinfo("https://evil.com/a@b"));
+        let text = "call me at +1 415 555 0199 or +33 1, thanks";
+        let found: Vec<&str> = phones_within(text).into_iter().map(|r| &text[r]).collect();
+        assert_eq!(found, ["+1 415 555 0199"]);
     }
 }

@@ -3,7 +3,8 @@
 //! endpoint of the service, not per URL.
 //!
 //! A path segment becomes `{id}` when it is a number, a UUID, a hex hash (8+ hex digits with a digit, or 16+),
-//! a long token of letters and digits (20+ characters, both present) or holds an `@`; `{date}` when it is a
+//! a long token of letters and digits (20+ characters, both present), holds an `@` or is a placeholder the
+//! import left (`redacted-…`); `{date}` when it is a
 //! date (`2026-11-30`, `20261130`). User patterns (`/users/{name}`) are tried first, in order: a pattern
 //! matches a path with as many segments whose literal segments are equal.
 
@@ -41,7 +42,8 @@ impl Router {
     #[must_use]
     pub fn route<'a>(&self, method: &str, target: &'a str) -> Routed<'a> {
         let path = target.split(['?', '#']).next().unwrap_or(target);
-        let segments: Vec<&str> = path.split('/').skip(1).collect();
+        // Path parameters (`;jsessionid=…`) are not part of the route.
+        let segments: Vec<&str> = path.split('/').skip(1).map(|s| s.split(';').next().unwrap_or(s)).collect();
         let mut ids = Vec::new();
         for pattern in &self.patterns {
             if pattern.segments.len() == segments.len()
@@ -111,7 +113,9 @@ fn placeholder(segment: &str) -> Option<&'static str> {
             && bytes.iter().any(u8::is_ascii_alphabetic)
             && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')))
         || segment.contains('@')
-        || segment.contains("%40");
+        || segment.contains("%40")
+        // What the import's scrubbing left of a token or an address in the path.
+        || segment.starts_with("redacted-");
     id.then_some("{id}")
 }
 
@@ -156,6 +160,8 @@ mod tests {
         assert_eq!(key("/reports/20261130"), "GET /reports/{date}");
         assert_eq!(key("/files/Ab3dE6gH9jK2mN5pQ8sT1v"), "GET /files/{id}");
         assert_eq!(key("/"), "GET /");
+        assert_eq!(key("/reset/redacted-abe1765f"), "GET /reset/{id}");
+        assert_eq!(key("/boards/1;jsessionid=ABC"), "GET /boards/{id}");
         // Words stay: a kind of resource, a version, a short slug.
         assert_eq!(key("/api/v2/boards/"), "GET /api/v2/boards/");
         assert_eq!(key("/posts/how-to-cook"), "GET /posts/how-to-cook");

@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use super::format::TapeRequest;
 pub use super::private_values::ScrubRules;
-use super::private_values::{is_email, is_jwt, is_phone, percent_decode, percent_encode};
+use super::private_values::{
+    has_userinfo, is_email, is_jwt, is_known_token, is_phone, percent_decode, percent_encode, phones_within,
+};
 
 /// Headers a replay needs to get the same kind of answer; every other recorded header is left out.
 const KEPT_HEADERS: &[&str] = &["content-type", "accept", "accept-language", "accept-encoding", "x-requested-with"];
@@ -69,6 +71,14 @@ impl Scrubber {
         if let Some(body) = request.body.take() {
             request.body = self.any_body(body, content_type.as_deref().unwrap_or_default());
         }
+        // A log records a body without its type more often than not; the service needs it to read the body.
+        if let (Some(body), None) = (&request.body, &content_type) {
+            let json = matches!(body.trim_start().chars().next(), Some('{' | '['));
+            let kind = if json { "application/json" } else { "application/x-www-form-urlencoded" };
+            if json || body.contains('=') {
+                request.headers.push(("content-type".to_owned(), kind.to_owned()));
+            }
+        }
     }
 
     /// A body scrubbed by its kind: JSON field by field, a form pair by pair; a body that cannot be read
@@ -85,7 +95,7 @@ impl Scrubber {
         } else if content_type.contains("x-www-form-urlencoded") || (content_type.is_empty() && looks_form) {
             Some(self.pairs(&body, Counter::Field))
         } else if content_type.starts_with("text/") || content_type.is_empty() {
-            Some(self.emails_within(&body).inspect(|_| self.counts.values += 1).unwrap_or(body))
+            Some(self.private_within(&body).inspect(|_| self.counts.values += 1).unwrap_or(body))
         } else {
             self.drop_body()
         }
@@ -139,6 +149,13 @@ impl Scrubber {
         for (i, segment) in path.split('/').enumerate() {
             if i > 0 {
                 out.push('/');
+            }
+            // Path parameters (`/boards/1;jsessionid=…`) are pairs like a query's.
+            if let Some((head, params)) = segment.split_once(';') {
+                out.push_str(head);
+                out.push(';');
+                out.push_str(&self.pairs(&params.replace(';', "&"), Counter::Query).replace('&', ";"));
+                continue;
             }
             let decoded = percent_decode(segment);
             match self.looks_private(&decoded) {
@@ -218,7 +235,7 @@ impl Scrubber {
             }
             Value::Array(items) => items.iter_mut().for_each(|item| self.json(item)),
             Value::String(text) => {
-                if let Some(placeholder) = self.looks_private(text).or_else(|| self.emails_within(text)) {
+                if let Some(placeholder) = self.looks_private(text).or_else(|| self.private_within(text)) {
                     self.counts.values += 1;
                     *text = placeholder;
                 }
@@ -227,26 +244,26 @@ impl Scrubber {
         }
     }
 
-    /// Prose with email addresses in it ("reach me at carol@example.org"), the addresses replaced.
-    fn emails_within(&self, text: &str) -> Option<String> {
-        if !text.contains('@') {
-            return None;
-        }
+    /// Prose with email addresses or phone numbers in it ("reach me at carol@example.org"), those replaced.
+    fn private_within(&self, text: &str) -> Option<String> {
         let mut out = String::with_capacity(text.len());
         let mut changed = false;
         for (i, word) in text.split(' ').enumerate() {
             if i > 0 {
                 out.push(' ');
             }
-            let core =
-                word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '@' || c == '.' || c == '_' || c == '-'));
-            let core = core.trim_end_matches('.');
-            if is_email(core) {
+            let core = word.trim_matches(|c: char| !(c.is_alphanumeric() || "@._-".contains(c))).trim_end_matches('.');
+            if core.contains('@') && is_email(core) {
                 changed = true;
                 out.push_str(&word.replace(core, &format!("redacted-{:08x}@example.invalid", self.hash(core) as u32)));
             } else {
                 out.push_str(word);
             }
+        }
+        for range in phones_within(&out.clone()).into_iter().rev() {
+            let phone = format!("+1555{:07}", self.hash(&out[range.clone()]) % 10_000_000);
+            out.replace_range(range, &phone);
+            changed = true;
         }
         changed.then_some(out)
     }
@@ -271,7 +288,7 @@ impl Scrubber {
             Some(format!("redacted-{:08x}@example.invalid", hash as u32))
         } else if is_phone(text) {
             Some(format!("+1555{:07}", hash % 10_000_000))
-        } else if is_jwt(text) || text.starts_with("Bearer ") {
+        } else if is_jwt(text) || is_known_token(text) || text.starts_with("Bearer ") || has_userinfo(text) {
             Some(self.placeholder(text))
         } else {
             None
@@ -350,12 +367,13 @@ mod tests {
         assert_eq!(body["n"], 5);
         assert!(body["password"].as_str().unwrap().starts_with("redacted-"));
         assert!(body["owner"]["email"].as_str().unwrap().ends_with("@example.invalid"));
-        assert_eq!(body["note"], "call +1 415 555 0123", "a phone inside prose is not a whole value");
+        let note = body["note"].as_str().unwrap();
+        assert!(note.starts_with("call +1555") && note.len() == "call +15550000000".len(), "a phone in prose: {note}");
         let (request, _) = scrub("/a", &[], Some(r#"{"bio":"reach me at carol.w@example.org."}"#));
         let body: Value = serde_json::from_str(request.body.as_deref().unwrap()).unwrap();
         let bio = body["bio"].as_str().unwrap();
         assert!(bio.starts_with("reach me at redacted-") && bio.ends_with("@example.invalid."), "{bio}");
-        assert_eq!(counts, Scrubbed { headers: 3, query: 4, fields: 2, values: 0, bodies: 0 });
+        assert_eq!(counts, Scrubbed { headers: 3, query: 4, fields: 2, values: 1, bodies: 0 });
     }
 
     #[test]

@@ -55,6 +55,11 @@ impl RunPage {
         format!("{:.3}", endpoint.error_pct())
     }
 
+    /// A count with thousands separated: `20,000`.
+    fn count(value: &u64) -> String {
+        crate::scenario::tape_source::thousands(*value as f64)
+    }
+
     fn num(value: &f64) -> String {
         format!("{value:.2}")
     }

@@ -85,6 +85,20 @@ fn an_access_log_becomes_routes_with_secrets_scrubbed_and_junk_lines_located() {
 }
 
 #[test]
+fn a_truncated_gzip_log_stops_the_import_with_where_and_writes_no_tape() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gzip, &std::fs::read(fixture("access.log")).unwrap().repeat(50)).unwrap();
+    let packed = gzip.finish().unwrap();
+    std::fs::write(dir.path().join("cut.log.gz"), &packed[..packed.len() / 2]).unwrap();
+    let output = degrade(dir.path(), &["tape", "import", "cut.log.gz"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cut.log.gz:") && stderr.contains("cannot read further"), "{stderr}");
+    assert!(!dir.path().join("scenarios/cut.tape.gz").exists());
+}
+
+#[test]
 fn a_json_lines_log_keeps_bodies_and_sessions_and_loses_every_secret() {
     let (stdout, tape, _dir) = import("requests.jsonl", &[]);
     assert!(stdout.contains("kept      17 requests"), "{stdout}");

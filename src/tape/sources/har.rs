@@ -124,11 +124,11 @@ pub fn read_har(lines: LineReader) -> Result<Vec<Result<HarEntry, Malformed>>, S
         .map(|(index, entry)| {
             let line = index as u64 + 1;
             match entry {
-                MaybeEntry::Entry(entry) => entry_of(*entry).map_err(|message| Malformed { line, message }),
+                MaybeEntry::Entry(entry) => entry_of(*entry).map_err(|message| Malformed::new(line, message)),
                 MaybeEntry::Other(raw) => {
                     // Read again, for the reason it is not an entry.
                     let why = serde_json::from_value::<Entry>(raw).err().map_or_else(String::new, |e| e.to_string());
-                    Err(Malformed { line, message: format!("not a HAR entry: {why}") })
+                    Err(Malformed::new(line, format!("not a HAR entry: {why}")))
                 }
             }
         })

@@ -1,6 +1,7 @@
 //! Where recorded traffic comes from: access logs in any nginx `log_format` (combined by default), JSON Lines
 //! logs and HAR recordings. Each is read as a stream of [`Recorded`] requests; a line that is not a request is
-//! a [`Malformed`] item with its line number, counted and skipped by the import, never fatal.
+//! a [`Malformed`] item with its line number, counted and skipped by the import; only a source that cannot
+//! be read further (a truncated gzip stream) stops it.
 
 mod har;
 mod json_lines;
@@ -35,6 +36,16 @@ pub struct Malformed {
     pub line: u64,
     /// Why, naming the field.
     pub message: String,
+    /// The source cannot be read past it (a truncated gzip stream, a read error): the import stops.
+    pub fatal: bool,
+}
+
+impl Malformed {
+    /// A line that is not a request; the import goes on.
+    #[must_use]
+    pub fn new(line: u64, message: String) -> Self {
+        Self { line, message, fatal: false }
+    }
 }
 
 /// How a source is written.
@@ -88,8 +99,10 @@ pub fn open(
 ) -> Result<Box<dyn Iterator<Item = Result<Recorded, Malformed>>>, String> {
     let lines = LineReader::open(path).map_err(|e| format!("{}: cannot read it: {e}", path.display()))?;
     Ok(match format {
-        SourceFormat::Log(format) => Box::new(LineSource { lines, parse: LineParser::Log(format.clone()) }),
-        SourceFormat::JsonLines => Box::new(LineSource { lines, parse: LineParser::Json }),
+        SourceFormat::Log(format) => {
+            Box::new(LineSource { lines, parse: LineParser::Log(format.clone()), broken: false })
+        }
+        SourceFormat::JsonLines => Box::new(LineSource { lines, parse: LineParser::Json, broken: false }),
         SourceFormat::Har => {
             let entries = read_har(lines).map_err(|e| format!("{}: {e}", path.display()))?;
             Box::new(entries.into_iter().map(|entry| entry.map(|e| e.recorded)))
@@ -106,36 +119,46 @@ enum LineParser {
 struct LineSource {
     lines: LineReader,
     parse: LineParser,
+    /// Set after a read error: nothing more is read (the same error would come again, forever).
+    broken: bool,
 }
 
 impl Iterator for LineSource {
     type Item = Result<Recorded, Malformed>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.broken {
+            return None;
+        }
         loop {
             let line = match self.lines.next_line() {
                 Ok(Some(line)) => line,
                 Ok(None) => return None,
                 Err(e) => {
+                    self.broken = true;
                     let message = format!("cannot read further: {e}");
-                    return Some(Err(Malformed { line: self.lines.number + 1, message }));
+                    return Some(Err(Malformed { line: self.lines.number + 1, message, fatal: true }));
                 }
             };
             let (number, text) = match line {
                 (_, Line::Text(text)) if text.trim().is_empty() => continue,
                 (number, Line::Text(text)) => (number, text),
                 (number, Line::Unreadable(why)) => {
-                    return Some(Err(Malformed { line: number, message: why.to_owned() }));
+                    return Some(Err(Malformed::new(number, why.to_owned())));
                 }
             };
             let parsed = match &self.parse {
                 LineParser::Log(format) => format.parse(text),
                 LineParser::Json => json_lines::parse(text),
             };
-            return Some(parsed.map_err(|message| Malformed { line: number, message }));
+            return Some(parsed.map_err(|message| Malformed::new(number, message)));
         }
     }
 }
+
+/// The longest request target kept: the common limit of servers (nginx's default buffers, Apache's
+/// `LimitRequestLine`); a longer one would only replay as an error.
+const MAX_TARGET_BYTES: usize = 8192;
 
 /// A method as logged: an uppercase token (`GET`), or why not.
 fn method(text: &str) -> Result<Method, String> {
@@ -166,6 +189,9 @@ fn target(text: &str) -> Result<(String, Option<String>), String> {
     };
     if !target.starts_with('/') || !target.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(format!("`{}` is not a request path", printable(&target)));
+    }
+    if target.len() > MAX_TARGET_BYTES {
+        return Err(format!("the path is {} bytes long; servers refuse more than 8 KiB", target.len()));
     }
     Ok((target, host))
 }
