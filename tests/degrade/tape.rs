@@ -138,6 +138,7 @@ fn a_har_recording_becomes_flows_that_carry_the_created_id_and_token() {
         degrade(dir.path(), &["tape", "import", har.to_str().unwrap(), "--flows", "--scenario", "flows.toml"], &[]);
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("flow      Boards (6 steps)"), "named by the page's title: {stdout}");
     assert!(stdout.contains("correlated boards_id = $.id of POST /api/boards's answer, used 3 time(s)"), "{stdout}");
     assert!(stdout.contains("correlated boards_csrf = $.csrf"), "{stdout}");
     assert!(stdout.contains("correlated boards_owner = $.owner"), "{stdout}");

@@ -38,7 +38,18 @@ struct Har {
 #[derive(Deserialize)]
 struct HarLog {
     #[serde(default)]
+    pages: Vec<Page>,
+    #[serde(default)]
     entries: Vec<MaybeEntry>,
+}
+
+/// A recorded page: its id (what entries' `pageref` names) and its title.
+#[derive(Deserialize)]
+struct Page {
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    title: String,
 }
 
 /// An entry, or whatever else stands in its place (malformed): each is read into its own type at once, so
@@ -116,6 +127,17 @@ struct NameValue {
 pub fn read_har(lines: LineReader) -> Result<Vec<Result<HarEntry, Malformed>>, String> {
     let bytes = lines.read_rest(MAX_HAR_BYTES).map_err(|e| format!("cannot read it: {e}"))?;
     let har: Har = serde_json::from_slice(&bytes).map_err(|e| format!("not a HAR file: {e}"))?;
+    let titles = har.log.pages;
+    // A page is named by its title where the recording has one (`Boards`; with its id when two pages share
+    // it, as a page visited twice does), by its id otherwise.
+    let page_name = |id: &str| {
+        let title = titles.iter().find(|p| p.id == id).map(|p| p.title.trim()).filter(|t| !t.is_empty());
+        match title {
+            Some(title) if titles.iter().filter(|p| p.title.trim() == title).count() == 1 => title.to_owned(),
+            Some(title) => format!("{title} ({id})"),
+            None => id.to_owned(),
+        }
+    };
     Ok(har
         .log
         .entries
@@ -124,7 +146,12 @@ pub fn read_har(lines: LineReader) -> Result<Vec<Result<HarEntry, Malformed>>, S
         .map(|(index, entry)| {
             let line = index as u64 + 1;
             match entry {
-                MaybeEntry::Entry(entry) => entry_of(*entry).map_err(|message| Malformed::new(line, message)),
+                MaybeEntry::Entry(entry) => entry_of(*entry)
+                    .map(|mut entry| {
+                        entry.page = entry.page.as_deref().map(page_name);
+                        entry
+                    })
+                    .map_err(|message| Malformed::new(line, message)),
                 MaybeEntry::Other(raw) => {
                     // Read again, for the reason it is not an entry.
                     let why = serde_json::from_value::<Entry>(raw).err().map_or_else(String::new, |e| e.to_string());
