@@ -9,20 +9,8 @@ use degrade::engine::{self, Measurement};
 use degrade::model::{EndpointResult, RunStatus};
 use degrade::scenario;
 
-use crate::support::assert_measured;
 use crate::support::target::{Misbehaviour, StubTarget, misbehaving_server, refused_url};
-
-/// Runs scenario `text` (written in a temp folder with `files` beside it) to its end.
-pub async fn run_scenario(text: &str, files: &[(&str, &str)]) -> Measurement {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, content) in files {
-        std::fs::write(dir.path().join(name), content).unwrap();
-    }
-    let path = dir.path().join("scenario.toml");
-    let plan = scenario::parse(&path, text, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
-    let (_stop, stop) = tokio::sync::watch::channel(false);
-    engine::run(Arc::new(plan), stop, |_| {}).await
-}
+use crate::support::{assert_measured, run_scenario};
 
 fn endpoint<'a>(measurement: &'a Measurement, name: &str) -> &'a EndpointResult {
     let endpoints = &measurement.results.endpoints;

@@ -9,8 +9,7 @@ use axum::extract::State;
 use axum::http::{Method, StatusCode, Uri};
 use degrade::scenario;
 
-use crate::engine::run_scenario;
-use crate::support::{degrade, text};
+use crate::support::{degrade, run_scenario, text};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tape").join(name)

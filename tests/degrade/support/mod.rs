@@ -174,3 +174,15 @@ pub fn check_on(url: &str, args: &[&str]) -> (Option<i32>, String, String) {
     let (stdout, stderr) = text(&output);
     (output.status.code(), stdout, stderr)
 }
+
+/// Runs scenario `text` (written in a temp folder with `files` beside it) to its end.
+pub async fn run_scenario(text: &str, files: &[(&str, &str)]) -> degrade::engine::Measurement {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    let path = dir.path().join("scenario.toml");
+    let plan = degrade::scenario::parse(&path, text, None, &|_| None).unwrap_or_else(|e| panic!("{e}"));
+    let (_stop, stop) = tokio::sync::watch::channel(false);
+    degrade::engine::run(std::sync::Arc::new(plan), stop, |_| {}).await
+}
