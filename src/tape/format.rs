@@ -107,20 +107,20 @@ impl TapeRequest {
                 let hint = if method.contains(' ') { " (fields are separated by tabs)" } else { "" };
                 ("method", format!("`{}` is not an HTTP method{hint}", short(method)))
             })?;
-        let target = unescape(fields.next().ok_or(("target", "missing".to_owned()))?);
+        let target = unescape(fields.next().ok_or_else(|| ("target", "missing".to_owned()))?);
         if !target.starts_with('/') || !target.bytes().all(|b| b.is_ascii_graphic()) {
             return Err((
                 "target",
                 format!("`{}` is not a path: it must start with `/`, visible ASCII only", short(&target)),
             ));
         }
-        let status = match fields.next().ok_or(("status", "missing".to_owned()))? {
+        let status = match fields.next().ok_or_else(|| ("status", "missing".to_owned()))? {
             "-" => None,
             s => Some(
                 s.parse::<u16>()
                     .ok()
                     .filter(|s| (100..=599).contains(s))
-                    .ok_or(("status", format!("`{}` is not an HTTP status", short(s))))?,
+                    .ok_or_else(|| ("status", format!("`{}` is not an HTTP status", short(s))))?,
             ),
         };
         let mut request = Self { status, ..Self::new(method, target) };
@@ -142,7 +142,7 @@ impl TapeRequest {
             "h=" => {
                 let header = unescape(value);
                 let (name, value) =
-                    header.split_once(": ").ok_or(("h", "write a header as `name: value`".to_owned()))?;
+                    header.split_once(": ").ok_or_else(|| ("h", "write a header as `name: value`".to_owned()))?;
                 let name = name.to_ascii_lowercase();
                 if http::HeaderName::from_bytes(name.as_bytes()).is_err()
                     || value.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f)

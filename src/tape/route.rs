@@ -41,24 +41,26 @@ impl Router {
     /// The route of a request: `method` and the path of `target` (its query left out).
     #[must_use]
     pub fn route<'a>(&self, method: &str, target: &'a str) -> Routed<'a> {
-        let path = target.split(['?', '#']).next().unwrap_or(target);
+        // Read once per request of a tape when its scenario loads, and by the replay: no allocation but the key.
+        let end = target.bytes().position(|b| b == b'?' || b == b'#').unwrap_or(target.len());
+        let path = &target[..end];
         // Path parameters (`;jsessionid=…`) are not part of the route.
-        let segments: Vec<&str> = path.split('/').skip(1).map(|s| s.split(';').next().unwrap_or(s)).collect();
+        let segments = path.split('/').skip(1).map(|s| s.find(';').map_or(s, |at| &s[..at]));
         let mut ids = Vec::new();
-        for pattern in &self.patterns {
-            if pattern.segments.len() == segments.len()
-                && pattern.segments.iter().zip(&segments).all(|(p, s)| p.as_deref().is_none_or(|p| p == *s))
-            {
-                ids.extend(pattern.segments.iter().zip(&segments).filter(|(p, _)| p.is_none()).map(|(_, s)| *s));
-                return Routed { key: format!("{method} {}", pattern.text), ids };
+        if !self.patterns.is_empty() {
+            let list: Vec<&str> = segments.clone().collect();
+            for pattern in &self.patterns {
+                if pattern.segments.len() == list.len()
+                    && pattern.segments.iter().zip(&list).all(|(p, s)| p.as_deref().is_none_or(|p| p == *s))
+                {
+                    ids.extend(pattern.segments.iter().zip(&list).filter(|(p, _)| p.is_none()).map(|(_, s)| *s));
+                    return Routed { key: format!("{method} {}", pattern.text), ids };
+                }
             }
         }
         let mut key = String::with_capacity(method.len() + path.len() + 8);
         key.push_str(method);
         key.push(' ');
-        if segments.is_empty() {
-            key.push('/');
-        }
         for segment in segments {
             key.push('/');
             match placeholder(segment) {
@@ -68,6 +70,9 @@ impl Router {
                 }
                 None => key.push_str(segment),
             }
+        }
+        if key.len() == method.len() + 1 {
+            key.push('/');
         }
         Routed { key, ids }
     }
@@ -129,18 +134,19 @@ fn is_uuid(bytes: &[u8]) -> bool {
 
 /// `2026-11-30` or `20261130`, with a plausible month and day.
 fn is_date(segment: &str) -> bool {
-    let digits: String = match segment.len() {
-        10 if segment.as_bytes()[4] == b'-' && segment.as_bytes()[7] == b'-' => segment.replace('-', ""),
-        8 => segment.to_owned(),
+    let bytes = segment.as_bytes();
+    let digits: [u8; 8] = match bytes.len() {
+        10 if bytes[4] == b'-' && bytes[7] == b'-' => {
+            [bytes[0], bytes[1], bytes[2], bytes[3], bytes[5], bytes[6], bytes[8], bytes[9]]
+        }
+        8 => [bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]],
         _ => return false,
     };
-    if digits.len() != 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    if !digits.iter().all(u8::is_ascii_digit) {
         return false;
     }
-    let (year, month, day) = (&digits[..4], &digits[4..6], &digits[6..]);
-    (year.starts_with("19") || year.starts_with("20"))
-        && (1..=12).contains(&month.parse::<u8>().unwrap_or(0))
-        && (1..=31).contains(&day.parse::<u8>().unwrap_or(0))
+    let number = |at: usize| (digits[at] - b'0') * 10 + (digits[at + 1] - b'0');
+    matches!(number(0), 19 | 20) && (1..=12).contains(&number(4)) && (1..=31).contains(&number(6))
 }
 
 #[cfg(test)]
