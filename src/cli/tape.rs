@@ -124,7 +124,7 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
         return flows(&args.source, &scenario, ScrubRules::new(&args.scrub, &args.keep));
     }
     let large = std::fs::metadata(&args.source).is_ok_and(|m| m.len() > GZIP_ABOVE_BYTES);
-    let extension = if large || is_gzip(&args.source) { "tape.gz" } else { "tape" };
+    let extension = if large || crate::tape::lines::LineReader::is_gzip(&args.source) { "tape.gz" } else { "tape" };
     let output = args.output.clone().unwrap_or_else(|| folder.join(format!("{name}.{extension}")));
     if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("{}: cannot create it: {e}", parent.display()))?;
@@ -235,12 +235,6 @@ fn flows(source: &Path, scenario: &Path, rules: ScrubRules) -> anyhow::Result<Ex
     );
     print_stdout(&out)?;
     Ok(Exit::Ok)
-}
-
-fn is_gzip(path: &Path) -> bool {
-    use std::io::Read;
-    let mut magic = [0_u8; 2];
-    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == [0x1f, 0x8b]
 }
 
 /// `access` for `/var/log/nginx/access.log.1.gz`.

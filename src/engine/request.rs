@@ -92,13 +92,7 @@ impl StepRequest {
         if self.host {
             head.header(header::HOST.as_str(), host_header);
         }
-        for (name, value) in self.headers(plan, step) {
-            let value = value.render(cx);
-            if !is_header_value(&value) {
-                return Err(Failure::new(ErrorClass::Protocol, format!("header {name} renders to an invalid value")));
-            }
-            head.header(name.as_str(), &value);
-        }
+        head.rendered_headers(self.headers(plan, step), cx).map_err(|e| Failure::new(ErrorClass::Protocol, e))?;
         if self.json_type {
             head.header(header::CONTENT_TYPE.as_str(), "application/json");
         }
@@ -130,13 +124,7 @@ pub(super) fn replayed(
     if !host_set {
         head.header(header::HOST.as_str(), host_header);
     }
-    for (name, value) in plan.target.headers.iter().filter(|(name, _)| !recorded(name)) {
-        let value = value.render(cx);
-        if !is_header_value(&value) {
-            return Err(format!("header {name} renders to an invalid value"));
-        }
-        head.header(name.as_str(), &value);
-    }
+    head.rendered_headers(plan.target.headers.iter().filter(|(name, _)| !recorded(name)), cx)?;
     for (name, value) in &request.headers {
         head.header(name, value);
     }
@@ -171,6 +159,23 @@ impl RequestHead {
         self.0.put_slice(b": ");
         self.0.put_slice(value.as_bytes());
         self.0.put_slice(b"\r\n");
+    }
+
+    /// Adds templated headers, rendered now; one that renders to a value a header cannot hold (a line
+    /// break) fails the request.
+    fn rendered_headers<'a>(
+        &mut self,
+        headers: impl Iterator<Item = &'a (HeaderName, Template)>,
+        cx: &mut RenderContext<'_>,
+    ) -> Result<(), String> {
+        for (name, value) in headers {
+            let value = value.render(cx);
+            if !is_header_value(&value) {
+                return Err(format!("header {name} renders to an invalid value"));
+            }
+            self.header(name.as_str(), &value);
+        }
+        Ok(())
     }
 
     /// Adds the body's length and the body. An empty body has no `Content-Length` (RFC 9110 section 8.6),

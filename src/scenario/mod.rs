@@ -77,8 +77,8 @@ impl Plan {
 }
 
 /// Identifies a workload: the scenario as parsed (so comments and spacing do not start a new series), the
-/// requests of its tape (a new tape is a new series), plus any overrides. FNV-1a, written out because the value is stored and must not change between Rust
-/// releases, which `std`'s hasher does not promise.
+/// requests of its tape (a new tape is a new series), plus any overrides; hashed with [`Fnv`](crate::tape::fnv::Fnv),
+/// stable across Rust releases as a stored value must be.
 pub(crate) fn workload_hash(text: &str, tape: Option<&str>, rate_scale: f64, duration: Option<Duration>) -> String {
     let canonical = text.parse::<toml::Table>().map_or_else(|_| text.to_owned(), |t| t.to_string());
     let overrides = match (duration, rate_scale) {
@@ -86,8 +86,6 @@ pub(crate) fn workload_hash(text: &str, tape: Option<&str>, rate_scale: f64, dur
         (d, s) => format!("\nrate_scale={s} duration={:?}", d.map(|d| d.as_millis())),
     };
     let tape = tape.map(|digest| format!("\ntape={digest}")).unwrap_or_default();
-    let hash = (canonical + &tape + &overrides)
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let hash = crate::tape::fnv::Fnv::default().add((canonical + &tape + &overrides).as_bytes()).value();
     format!("{hash:016x}")
 }

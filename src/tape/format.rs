@@ -14,13 +14,14 @@
 //! from the scenario's `[target] headers`.
 
 use std::fmt::Write as _;
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use http::Method;
 
+use super::fnv::Fnv;
 use super::lines::{Line, LineReader};
+use super::private_values::excerpt;
 
 /// The first line of every tape, naming the format's version.
 pub const HEADER: &str = "# degrade tape 1";
@@ -46,9 +47,6 @@ pub struct TapeRequest {
     /// The body, if any (text).
     pub body: Option<String>,
 }
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0100_0000_01b3;
 
 /// Headers that frame the message on the wire: degrade writes them, a tape cannot.
 const FRAMING_HEADERS: &[&str] = &["content-length", "transfer-encoding", "connection", "upgrade", "te"];
@@ -105,13 +103,13 @@ impl TapeRequest {
             .filter(|_| !method.is_empty() && method.bytes().all(|b| b.is_ascii_uppercase()))
             .ok_or_else(|| {
                 let hint = if method.contains(' ') { " (fields are separated by tabs)" } else { "" };
-                ("method", format!("`{}` is not an HTTP method{hint}", short(method)))
+                ("method", format!("`{}` is not an HTTP method{hint}", excerpt(method)))
             })?;
         let target = unescape(fields.next().ok_or_else(|| ("target", "missing".to_owned()))?);
         if !target.starts_with('/') || !target.bytes().all(|b| b.is_ascii_graphic()) {
             return Err((
                 "target",
-                format!("`{}` is not a path: it must start with `/`, visible ASCII only", short(&target)),
+                format!("`{}` is not a path: it must start with `/`, visible ASCII only", excerpt(&target)),
             ));
         }
         let status = match fields.next().ok_or_else(|| ("status", "missing".to_owned()))? {
@@ -120,7 +118,7 @@ impl TapeRequest {
                 s.parse::<u16>()
                     .ok()
                     .filter(|s| (100..=599).contains(s))
-                    .ok_or_else(|| ("status", format!("`{}` is not an HTTP status", short(s))))?,
+                    .ok_or_else(|| ("status", format!("`{}` is not an HTTP status", excerpt(s))))?,
             ),
         };
         let mut request = Self { status, ..Self::new(method, target) };
@@ -136,7 +134,7 @@ impl TapeRequest {
             "s=" => self.session = Some(unescape(value)),
             "t=" => {
                 let time = DateTime::parse_from_rfc3339(value)
-                    .map_err(|_| ("t", format!("`{}` is not an RFC 3339 time", short(value))))?;
+                    .map_err(|_| ("t", format!("`{}` is not an RFC 3339 time", excerpt(value))))?;
                 self.time = Some(time.with_timezone(&Utc));
             }
             "h=" => {
@@ -147,7 +145,7 @@ impl TapeRequest {
                 if http::HeaderName::from_bytes(name.as_bytes()).is_err()
                     || value.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f)
                 {
-                    return Err(("h", format!("`{}` is not a valid header", short(&header))));
+                    return Err(("h", format!("`{}` is not a valid header", excerpt(&header))));
                 }
                 if FRAMING_HEADERS.contains(&name.as_str()) {
                     return Err((
@@ -164,15 +162,10 @@ impl TapeRequest {
                 self.headers.push((name, value.to_owned()));
             }
             "b=" => self.body = Some(unescape(value)),
-            _ => return Err(("field", format!("`{}` is not a field; fields are s=, t=, h= and b=", short(field)))),
+            _ => return Err(("field", format!("`{}` is not a field; fields are s=, t=, h= and b=", excerpt(field)))),
         }
         Ok(())
     }
-}
-
-fn short(text: &str) -> String {
-    let cut: String = text.chars().take(60).collect();
-    crate::outside_text::printable(&cut)
 }
 
 fn escape_into(out: &mut String, text: &str) {
@@ -227,7 +220,7 @@ pub struct TapeError {
 pub struct TapeReader {
     lines: LineReader,
     file: PathBuf,
-    digest: u64,
+    digest: Fnv,
 }
 
 impl TapeReader {
@@ -239,7 +232,7 @@ impl TapeReader {
             field: "file",
             message: format!("cannot read it: {e}"),
         })?;
-        Ok(Self { lines, file: file.to_owned(), digest: FNV_OFFSET })
+        Ok(Self { lines, file: file.to_owned(), digest: Fnv::default() })
     }
 
     /// The next request and its line number, `None` at the end.
@@ -252,16 +245,14 @@ impl TapeReader {
             };
             let (number, text) = match line {
                 (number, Line::Text(text)) if text.starts_with(VERSION_LINE) && text != HEADER => {
-                    let message = format!("`{}`: this degrade reads `{HEADER}`", short(text));
+                    let message = format!("`{}`: this degrade reads `{HEADER}`", excerpt(text));
                     return Some(Err(TapeError { file: self.file.clone(), line: number, field: "version", message }));
                 }
                 (_, Line::Text(text)) if text.is_empty() || text.starts_with('#') => continue,
                 (number, Line::Text(text)) => (number, text),
                 (_, Line::Unreadable(why)) => return Some(Err(self.error("line", why.to_owned()))),
             };
-            for &byte in text.as_bytes().iter().chain(b"\n") {
-                self.digest = (self.digest ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
-            }
+            self.digest.add(text.as_bytes()).add(b"\n");
             let parsed = TapeRequest::parse(text);
             let file = &self.file;
             return Some(parsed.map(|r| (number, r)).map_err(|(field, message)| TapeError {
@@ -273,92 +264,14 @@ impl TapeReader {
         }
     }
 
-    /// A hash of the request lines read so far (FNV-1a, 64 bits: stable across Rust releases, which a stored
-    /// series hash needs; comments are not content).
+    /// A hash of the request lines read so far (comments are not content).
     #[must_use]
     pub fn digest(&self) -> u64 {
-        self.digest
+        self.digest.value()
     }
 
     fn error(&self, field: &'static str, message: String) -> TapeError {
         TapeError { file: self.file.clone(), line: self.lines.number, field, message }
-    }
-}
-
-/// Writes a tape to a temporary file beside its destination and moves it into place only when complete, so
-/// a failed import never leaves half a tape. A name ending in `.gz` is gzip-compressed.
-pub struct TapeWriter {
-    out: Sink,
-    file: tempfile::NamedTempFile,
-    destination: PathBuf,
-    line: String,
-}
-
-impl TapeWriter {
-    /// Starts a tape at `destination`, its comment lines first.
-    pub fn create(destination: &Path, comments: &[String]) -> io::Result<Self> {
-        let folder = destination.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let file = tempfile::NamedTempFile::new_in(folder)?;
-        let raw = io::BufWriter::with_capacity(256 * 1024, file.reopen()?);
-        let mut out = if destination.extension().is_some_and(|e| e == "gz") {
-            Sink::Gzip(flate2::write::GzEncoder::new(raw, flate2::Compression::default()))
-        } else {
-            Sink::Plain(raw)
-        };
-        writeln!(out, "{HEADER}")?;
-        for comment in comments {
-            writeln!(out, "# {comment}")?;
-        }
-        Ok(Self { out, file, destination: destination.to_owned(), line: String::new() })
-    }
-
-    /// Adds one request.
-    pub fn write(&mut self, request: &TapeRequest) -> io::Result<()> {
-        self.line.clear();
-        request.write_line(&mut self.line);
-        self.out.write_all(self.line.as_bytes())
-    }
-
-    /// Flushes everything and moves the tape into place.
-    pub fn finish(self) -> io::Result<()> {
-        let Self { out, file, destination, .. } = self;
-        out.finish()?;
-        file.as_file().sync_all()?;
-        file.persist(&destination).map_err(|e| e.error)?;
-        Ok(())
-    }
-}
-
-/// Where a tape's bytes go: the file, through gzip or not.
-enum Sink {
-    Plain(io::BufWriter<std::fs::File>),
-    Gzip(flate2::write::GzEncoder<io::BufWriter<std::fs::File>>),
-}
-
-impl Sink {
-    /// Ends the gzip stream and flushes; dropping the encoder instead would swallow a write error.
-    fn finish(self) -> io::Result<()> {
-        let mut raw = match self {
-            Self::Plain(raw) => raw,
-            Self::Gzip(gzip) => gzip.finish()?,
-        };
-        raw.flush()
-    }
-}
-
-impl Write for Sink {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        match self {
-            Self::Plain(out) => out.write(bytes),
-            Self::Gzip(out) => out.write(bytes),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Self::Plain(out) => out.flush(),
-            Self::Gzip(out) => out.flush(),
-        }
     }
 }
 
@@ -391,5 +304,26 @@ mod tests {
         assert_eq!(field("GET\t/a\t-\tt=yesterday"), "t");
         assert_eq!(field("GET\t/a\t-\th=Cookie: sid=1"), "h");
         assert_eq!(field("GET\t/a\t-\tx=1"), "field");
+        let message = |line: &str| TapeRequest::parse(line).unwrap_err().1;
+        assert!(message("GET /a 200").ends_with("(fields are separated by tabs)"), "{}", message("GET /a 200"));
+        assert!(message("GET\t/a\t-\th=X-Api-Key: k").contains("a tape holds no credentials (`x-api-key`)"));
+        assert!(message("GET\t/a\t-\th=Content-Length: 3").contains("`content-length` is written by degrade"));
+        assert_eq!(
+            message("GET\t/a?token=SECRET x\t200"),
+            "`/a?…` is not a path: it must start with `/`, visible ASCII only"
+        );
+    }
+
+    #[test]
+    fn a_tape_of_another_version_is_refused_with_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.tape");
+        std::fs::write(&file, "# degrade tape 2\nGET\t/a\t200\n").unwrap();
+        let error = TapeReader::open(&file).unwrap().next_request().unwrap().unwrap_err();
+        assert_eq!((error.line, error.field), (1, "version"));
+        assert!(
+            error.to_string().ends_with(":1: version: `# degrade tape 2`: this degrade reads `# degrade tape 1`"),
+            "{error}"
+        );
     }
 }

@@ -11,12 +11,13 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use http::Method;
 
-use super::format::{TapeRequest, TapeWriter};
+use super::format::TapeRequest;
 use super::route::Router;
 use super::sample::StratifiedSample;
 use super::scrub::{ScrubRules, Scrubbed, Scrubber};
 use super::sources::{self, Malformed, Recorded, SourceFormat};
 use super::survey::{MAX_SURVEYED_ROUTES, OTHER_ROUTES};
+use super::writer::TapeWriter;
 
 /// What to keep, and how.
 #[derive(Debug, Clone)]

@@ -10,6 +10,9 @@ use std::path::Path;
 
 use flate2::read::MultiGzDecoder;
 
+/// The first two bytes of every gzip stream.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
 /// The longest line read; a longer one is reported and skipped, never held.
 pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 
@@ -30,10 +33,17 @@ pub struct LineReader {
 }
 
 impl LineReader {
+    /// Whether the file at `path` starts as gzip does.
+    #[must_use]
+    pub fn is_gzip(path: &Path) -> bool {
+        let mut magic = [0_u8; 2];
+        File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == GZIP_MAGIC
+    }
+
     /// Opens `path`, decompressing it on the fly if it is gzip.
     pub fn open(path: &Path) -> io::Result<Self> {
         let mut file = BufReader::with_capacity(256 * 1024, File::open(path)?);
-        let gzip = file.fill_buf()?.starts_with(&[0x1f, 0x8b]);
+        let gzip = file.fill_buf()?.starts_with(&GZIP_MAGIC);
         let reader: Box<dyn BufRead + Send> = if gzip {
             Box::new(BufReader::with_capacity(256 * 1024, MultiGzDecoder::new(file)))
         } else {

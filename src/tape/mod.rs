@@ -9,6 +9,7 @@
 
 pub mod distinct;
 pub mod flows;
+pub mod fnv;
 pub mod format;
 pub mod import;
 pub mod lines;
@@ -18,6 +19,8 @@ pub mod sample;
 pub mod scrub;
 pub mod sources;
 pub mod survey;
+pub mod writer;
 
-pub use format::{TapeReader, TapeRequest, TapeWriter};
+pub use format::{TapeReader, TapeRequest};
 pub use route::Router;
+pub use writer::TapeWriter;

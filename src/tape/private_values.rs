@@ -139,6 +139,13 @@ pub(super) fn phones_within(text: &str) -> Vec<std::ops::Range<usize>> {
     found
 }
 
+/// Recorded text quoted in a message: on one line, cut short, safe for a terminal, and without its query
+/// string — a malformed line is quoted before it is scrubbed, and a query is where tokens travel.
+pub(super) fn excerpt(text: &str) -> String {
+    let text = text.find('?').map_or_else(|| text.to_owned(), |at| format!("{}?…", &text[..at]));
+    crate::outside_text::clipped(&text.replace(['\n', '\r'], " "), 60)
+}
+
 pub(super) fn is_jwt(text: &str) -> bool {
     text.starts_with("eyJ")
         && text.split('.').count() == 3
@@ -174,5 +181,7 @@ mod tests {
         let text = "call me at +1 415 555 0199 or +33 1, thanks";
         let found: Vec<&str> = phones_within(text).into_iter().map(|r| &text[r]).collect();
         assert_eq!(found, ["+1 415 555 0199"]);
+        assert_eq!(excerpt("/reset?token=SECRET\u{1b}"), "/reset?…");
+        assert_eq!(excerpt("a\nb"), "a b");
     }
 }

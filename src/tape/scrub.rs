@@ -303,10 +303,7 @@ impl Scrubber {
 
     /// FNV-1a over the key and the value, then mixed: the key makes it a one-way function of the value.
     fn hash(&self, value: &str) -> u64 {
-        let mut h = 0xcbf2_9ce4_8422_2325_u64 ^ self.key;
-        for b in value.bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
+        let mut h = super::fnv::Fnv::keyed(self.key).add(value.as_bytes()).value();
         h ^= h >> 33;
         h = h.wrapping_mul(0xff51_afd7_ed55_8ccd) ^ self.key.rotate_left(17);
         h ^ (h >> 33)

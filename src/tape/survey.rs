@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::distinct::DistinctCounter;
+use super::fnv::Fnv;
 use super::format::{TapeError, TapeReader, TapeRequest};
 use super::route::Router;
 
@@ -84,7 +85,7 @@ pub fn survey(file: &Path, router: &Router) -> Result<Survey, TapeError> {
             for id in &routed.ids {
                 hash.add(id.as_bytes()).add(b"/");
             }
-            ids[index].add(hash.0);
+            ids[index].add(hash.value());
         }
         if request.session.is_none() || last_session.as_ref() != Some(&request.session) {
             sessions += 1;
@@ -107,25 +108,7 @@ fn request_hash(request: &TapeRequest) -> u64 {
     if let Some(body) = &request.body {
         hash.add(b"\n\n").add(body.as_bytes());
     }
-    hash.0
-}
-
-/// FNV-1a, 64 bits: stable across Rust releases, which the stored series hash needs.
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    fn add(&mut self, bytes: &[u8]) -> &mut Self {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self
-    }
+    hash.value()
 }
 
 #[cfg(test)]

@@ -84,6 +84,22 @@ fn an_access_log_becomes_routes_with_secrets_scrubbed_and_junk_lines_located() {
 }
 
 #[test]
+fn arguments_that_could_keep_nothing_are_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = fixture("access.log");
+    let log = log.to_str().unwrap();
+    let output = degrade(dir.path(), &["tape", "import", log, "--since", "2026-12-01", "--until", "2026-11-30"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not before --until") && stderr.contains("nothing could be kept"), "{stderr}");
+    let output = degrade(dir.path(), &["tape", "import", log, "--sample", "0"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--sample") && stderr.contains("0 is not in 1.."), "{stderr}");
+    assert!(!dir.path().join("scenarios/access.tape").exists());
+}
+
+#[test]
 fn a_truncated_gzip_log_stops_the_import_with_where_and_writes_no_tape() {
     let dir = tempfile::tempdir().unwrap();
     let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

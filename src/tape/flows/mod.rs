@@ -159,18 +159,7 @@ impl Page<'_> {
             });
             json
         });
-        // A body that is not JSON: a form is scrubbed pair by pair; anything else (multipart, binary) cannot
-        // be checked, so it is left out (and counted).
-        let body = match (&json, request.body.as_deref()) {
-            (None, Some(body)) if !body.contains(char::is_whitespace) && body.contains('=') => {
-                Some(literal(&scrubber.pairs(body, Counter::Field)))
-            }
-            (None, Some(_)) => {
-                scrubber.counts.bodies += 1;
-                None
-            }
-            _ => None,
-        };
+        let body = if json.is_some() { None } else { other_body(request.body.as_deref(), scrubber) };
         if json.is_some() {
             headers.retain(|(n, _)| n != "content-type");
         }
@@ -234,6 +223,17 @@ impl Page<'_> {
         }
         Some(format!("{{{{ {variable} }}}}"))
     }
+}
+
+/// A body that is not JSON: a form is scrubbed pair by pair; anything else (multipart, binary) cannot be
+/// checked, so it is left out (and counted).
+fn other_body(body: Option<&str>, scrubber: &mut Scrubber) -> Option<String> {
+    let body = body?;
+    if !body.contains(char::is_whitespace) && body.contains('=') {
+        return Some(literal(&scrubber.pairs(body, Counter::Field)));
+    }
+    scrubber.counts.bodies += 1;
+    None
 }
 
 fn scrubbed(scrubber: &mut Scrubber, name: Option<&str>, value: &str) -> String {

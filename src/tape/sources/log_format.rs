@@ -5,7 +5,7 @@
 //! does not end a quoted field). Text after the last literal is ignored, so the many "combined plus extras"
 //! formats read as combined. nginx writes `"`, `\` and control bytes as `\xHH`; those are decoded.
 
-use super::{Recorded, method, printable, status, target};
+use super::{Recorded, excerpt, method, status, target};
 use crate::tape::format::TapeRequest;
 
 /// nginx's (and Apache's) combined format.
@@ -36,7 +36,7 @@ impl LogFormat {
             other => {
                 return Err(format!(
                     "`{}` is not a format: use combined, common, json, har, or an nginx log_format string with $variables",
-                    printable(other)
+                    excerpt(other)
                 ));
             }
         };
@@ -64,7 +64,7 @@ impl LogFormat {
             let mut parts = request.split(' ');
             match (parts.next(), parts.next(), parts.next(), parts.next()) {
                 (Some(m), Some(t), _, None) => (m.to_owned(), t.to_owned()),
-                _ => return Err(format!("request: `{}` is not an HTTP request line", printable(request))),
+                _ => return Err(format!("request: `{}` is not an HTTP request line", excerpt(request))),
             }
         } else {
             let uri = get("request_uri").map(str::to_owned).or_else(|| {
@@ -105,7 +105,7 @@ impl LogFormat {
             match token {
                 Token::Literal(literal) => {
                     if !line[at..].starts_with(literal.as_str()) {
-                        let found = printable(&line[at..]);
+                        let found = excerpt(&line[at..]);
                         return Err(format!("expected `{literal}` at column {}, found `{found}`", at + 1));
                     }
                     at += literal.len();

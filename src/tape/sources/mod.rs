@@ -17,6 +17,7 @@ pub use log_format::LogFormat;
 
 use super::format::TapeRequest;
 use super::lines::{Line, LineReader};
+use super::private_values::excerpt;
 
 /// One request as a source recorded it, before filtering and scrubbing.
 #[derive(Debug, Clone)]
@@ -163,9 +164,9 @@ const MAX_TARGET_BYTES: usize = 8192;
 /// A method as logged: an uppercase token (`GET`), or why not.
 fn method(text: &str) -> Result<Method, String> {
     if text.is_empty() || text.len() > 20 || !text.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(format!("`{}` is not an HTTP method", printable(text)));
+        return Err(format!("`{}` is not an HTTP method", excerpt(text)));
     }
-    Method::from_bytes(text.as_bytes()).map_err(|_| format!("`{}` is not an HTTP method", printable(text)))
+    Method::from_bytes(text.as_bytes()).map_err(|_| format!("`{}` is not an HTTP method", excerpt(text)))
 }
 
 /// A request target as logged, in origin form (`/path?query`) or absolute form (`https://host/path`, whose
@@ -181,14 +182,14 @@ fn target(text: &str) -> Result<(String, Option<String>), String> {
             // A host name, an IPv4 or a bracketed IPv6 address, and a port: nothing that could end a line or
             // a quoted string where it is printed or written.
             if host.is_empty() || !host.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]_".contains(c)) {
-                return Err(format!("`{}` is not a host", printable(&host)));
+                return Err(format!("`{}` is not a host", excerpt(&host)));
             }
             (path, Some(host))
         }
         _ => (text.to_owned(), None),
     };
     if !target.starts_with('/') || !target.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(format!("`{}` is not a request path", printable(&target)));
+        return Err(format!("`{}` is not a request path", excerpt(&target)));
     }
     if target.len() > MAX_TARGET_BYTES {
         return Err(format!("the path is {} bytes long; servers refuse more than 8 KiB", target.len()));
@@ -205,7 +206,7 @@ fn status(text: &str) -> Result<Option<u16>, String> {
             .ok()
             .filter(|s| (100..=599).contains(s))
             .map(Some)
-            .ok_or_else(|| format!("status `{}` is not an HTTP status", printable(s))),
+            .ok_or_else(|| format!("status `{}` is not an HTTP status", excerpt(s))),
     }
 }
 
@@ -225,13 +226,6 @@ fn time(text: &str) -> Option<DateTime<Utc>> {
         DateTime::from_timestamp_millis(millis as i64)?
     };
     (1970..=9999).contains(&chrono::Datelike::year(&time)).then_some(time)
-}
-
-/// Outside text cut short and made safe for a terminal, for messages.
-fn printable(text: &str) -> String {
-    let cut: String = text.chars().take(60).collect();
-    let more = if text.chars().count() > 60 { "…" } else { "" };
-    format!("{}{more}", crate::outside_text::printable(&cut))
 }
 
 #[cfg(test)]
@@ -255,5 +249,9 @@ mod tests {
             ("/?x=1".to_owned(), Some("api.example.com:8443".to_owned()))
         );
         assert!(target("https://x\nseed = 2\n#/a").is_err());
+        let long = format!("/{}", "x".repeat(9000));
+        assert_eq!(target(&long).unwrap_err(), "the path is 9001 bytes long; servers refuse more than 8 KiB");
+        // A malformed target is quoted without its query: the query is where tokens travel.
+        assert_eq!(target("/a b?token=SECRET").unwrap_err(), "`/a b?…` is not a request path");
     }
 }
