@@ -10,8 +10,9 @@
 #   2. open model at 5,000 req/s for 10 s, the nightly case: achieved rate (target: exact), schedule-lag p99
 #      (target < 1 ms) and CPU per request (target <= 15 us; the best peer, oha, needs 33-36 us). The CPU is
 #      the whole process's, start-up and the stored run included (shown apart from a 1 request run), printed
-#      beside the floor of any open-model generator on this machine (ci/open-model-floor.c, needs gcc): each
-#      request wakes the generator twice, for its arrival and for its answer;
+#      beside the floor of any open-model generator on this machine (ci/open-model-floor.c, needs gcc): woken
+#      for each request's arrival and for its answer, and woken for arrivals only, each answer read on the
+#      next one and timed by the kernel's stamp, as degrade does;
 #   3. open model at 20,000 req/s: achieved rate (target within 1 %) and schedule-lag p99 (target < 1 ms).
 #      Open runs cap connections at 256, as a service's client pool does: without a cap, one hiccup of the
 #      (virtual) machine makes the overdue arrivals open hundreds of connections at once;
@@ -135,11 +136,13 @@ print(f"schedule-lag p99: {load['schedule_lag_p99_us'] / 1000:.3f} ms (target < 
 print(f"CPU: {cpu * 1e6 / sent:.1f} us/request over the whole process (target <= 15; oha 33-36); "
       f"{(cpu - one) * 1e6 / sent:.1f} us/request without the {one * 1000:.0f} ms of a 1 request run")
 PY
-# What any generator must spend here: a timerfd, a send and a receive per request, nothing measured or kept.
+# What any generator must spend here: a timerfd, a send and a receive per request, nothing measured or kept;
+# woken for each answer (two wake-ups per request), or reading it on the next arrival as degrade does (one).
 if command -v gcc >/dev/null; then
     gcc -O2 -o "$work/floor" ci/open-model-floor.c
-    floor=$(taskset -c 1 "$work/floor" "$port" $((5000 * SECONDS_PER_RUN)))
-    echo "floor of any open-model generator on this machine (ci/open-model-floor.c): $floor us/request"
+    woken=$(taskset -c 1 "$work/floor" "$port" $((5000 * SECONDS_PER_RUN)) woken)
+    stamped=$(taskset -c 1 "$work/floor" "$port" $((5000 * SECONDS_PER_RUN)) stamped)
+    echo "floor on this machine (ci/open-model-floor.c): $woken us/request woken for each answer, $stamped us/request reading it on the next arrival"
 fi
 
 echo "== open model at $OPEN_RATE req/s for ${SECONDS_PER_RUN}s, at most 256 connections (a service's client pool)"

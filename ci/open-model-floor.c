@@ -1,8 +1,12 @@
-// The least CPU any open-model load generator can spend per request on this machine: one keep-alive
+// The least CPU an open-model load generator can spend per request on this machine: one keep-alive
 // connection, a timerfd for each arrival (5,000 a second), one send and one receive, nothing recorded.
-// Each request still wakes the process twice (its arrival, then its answer), and those wake-ups are most of
-// the cost on a virtual machine. ci/bench-engine.sh prints it beside degrade's figure.
-// Usage: open-model-floor PORT REQUESTS   (sends to 127.0.0.1:PORT only)
+// Two ways, as ci/bench-engine.sh prints them beside degrade's figure:
+//   woken    the process sleeps until each answer arrives, as a generator that times answers when it reads
+//            them must: two wake-ups per request (its arrival, then its answer);
+//   stamped  the answer is read on the next arrival's wake-up, its time the kernel's stamp (SO_TIMESTAMPNS),
+//            as degrade's open model does: one wake-up per request.
+// Wake-ups are most of the cost on a virtual machine.
+// Usage: open-model-floor PORT REQUESTS woken|stamped   (sends to 127.0.0.1:PORT only)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -24,25 +28,29 @@ static void wait_for(int epoll, int fd) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) return 2;
+    if (argc != 4) return 2;
     int requests = atoi(argv[2]);
+    int stamped = strcmp(argv[3], "stamped") == 0;
     int sock = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[1]))};
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(sock, (struct sockaddr *)&address, sizeof address) != 0) return 1;
     int one = 1;
     setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (stamped) setsockopt(sock, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
     int timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
     int epoll = epoll_create1(0);
     struct epoll_event event = {.events = EPOLLIN, .data.fd = timer};
     epoll_ctl(epoll, EPOLL_CTL_ADD, timer, &event);
+    // Stamped, the socket is watched for room to write only, so an answer arriving wakes nothing.
+    event.events = stamped ? EPOLLOUT | EPOLLET : EPOLLIN;
     event.data.fd = sock;
     epoll_ctl(epoll, EPOLL_CTL_ADD, sock, &event);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     long long next = now.tv_sec * 1000000000LL + now.tv_nsec;
     const char *request = "GET /e1 HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n";
-    char answer[4096];
+    char answer[4096], control[64];
     for (int i = 0; i < requests; i++) {
         next += 200000;
         struct itimerspec at = {{0, 0}, {next / 1000000000LL, next % 1000000000LL}};
@@ -50,9 +58,18 @@ int main(int argc, char **argv) {
         wait_for(epoll, timer);
         unsigned long long rang;
         if (read(timer, &rang, sizeof rang) < 0) return 1;
+        if (stamped && i > 0) {
+            struct iovec part = {answer, sizeof answer};
+            struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1, .msg_control = control,
+                                     .msg_controllen = sizeof control};
+            // The previous answer, if it came (a slower one is read on a later arrival).
+            if (recvmsg(sock, &message, MSG_DONTWAIT) == 0) return 1;
+        }
         if (send(sock, request, strlen(request), 0) < 0) return 1;
-        wait_for(epoll, sock);
-        if (recv(sock, answer, sizeof answer, 0) <= 0) return 1;
+        if (!stamped) {
+            wait_for(epoll, sock);
+            if (recv(sock, answer, sizeof answer, 0) <= 0) return 1;
+        }
     }
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);

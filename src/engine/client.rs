@@ -17,6 +17,7 @@ use tokio_rustls::TlsConnector;
 pub use super::failure::Failure;
 pub(crate) use super::failure::chain;
 use super::http1::{Answer, Connection, Outgoing, Stream};
+use super::ticks::Ticks;
 use crate::metrics::ErrorClass;
 
 /// Where and how to connect.
@@ -38,6 +39,8 @@ pub struct HttpClient {
     prefix: Arc<str>,
     /// Most body bytes read per response (`[target] max_body`).
     max_body: u64,
+    /// The open-model pacer's wake-ups, on which answers expected soon are read.
+    ticks: Option<Arc<Ticks>>,
 }
 
 /// Connects under way at once, at most. Enough to open a closed model's connections quickly, few enough
@@ -101,7 +104,14 @@ impl HttpClient {
             prefix: uri.path().trim_end_matches('/').into(),
             pool: Arc::default(),
             max_body,
+            ticks: None,
         })
+    }
+
+    /// This client's connections read answers expected before the open-model pacer's next arrival when it
+    /// wakes for it, instead of having the kernel wake the generator for each ([`super::ticks`]).
+    pub(super) fn paced_by(self, ticks: Arc<Ticks>) -> Self {
+        Self { ticks: Some(ticks), ..self }
     }
 
     /// The value of the `Host` header for requests to this target.
@@ -214,15 +224,16 @@ impl HttpClient {
         let connecting = async {
             let tcp = TcpStream::connect((host.as_str(), *port)).await?;
             tcp.set_nodelay(true)?;
-            let stream: Box<dyn Stream> = match tls {
-                None => Box::new(tcp),
-                Some(tls) => {
-                    let name = rustls::pki_types::ServerName::try_from(host.clone())
-                        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-                    Box::new(tls.connect(name, tcp).await?)
+            match &self.ticks {
+                // The open model's answers are stamped by the kernel and read on the pacer's wake-ups. The
+                // closed model never sleeps between them, and its CPU per request is what the stamps would
+                // cost (ci/bench-engine.sh: 1.25x wrk's with them, 0.99x without).
+                #[cfg(target_os = "linux")]
+                Some(ticks) => {
+                    secured(tls.as_ref(), host, super::timed_tcp::TimedTcp::new(tcp, Arc::clone(ticks))?).await
                 }
-            };
-            Ok::<_, std::io::Error>(stream)
+                _ => secured(tls.as_ref(), host, tcp).await,
+            }
         };
         let limit = humantime::format_duration(self.connect_timeout);
         tokio::time::timeout(self.connect_timeout, connecting)
@@ -255,6 +266,18 @@ impl HttpClient {
         }
         String::from_utf8(answer.body.to_vec()).map_err(|_| "the answer is not UTF-8 text".to_owned())
     }
+}
+
+/// `tcp`, wrapped in TLS when the target is `https://`.
+async fn secured<S: Stream + 'static>(
+    tls: Option<&TlsConnector>,
+    host: &str,
+    tcp: S,
+) -> std::io::Result<Box<dyn Stream>> {
+    let Some(tls) = tls else { return Ok(Box::new(tcp)) };
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    Ok(Box::new(tls.connect(name, tcp).await?))
 }
 
 /// A connect slot in use: given back when dropped.

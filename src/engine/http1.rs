@@ -14,6 +14,7 @@
 
 use std::pin::Pin;
 use std::task::{Context, Waker};
+use std::time::Instant;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -22,8 +23,40 @@ use super::failure::{Failure, classify_io, incomplete};
 use crate::metrics::ErrorClass;
 
 /// A byte stream to the target, plain or TLS.
-pub(super) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+pub(super) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {
+    /// When the bytes last read reached this machine, by the kernel's stamp; `None` where it is not known.
+    fn arrival(&self) -> Option<Instant> {
+        None
+    }
+
+    /// Whether the peer closed the stream (or wrote to it unasked) while it sat idle.
+    fn closed_while_idle(&mut self) -> bool {
+        let mut probe = [0_u8; 1];
+        let mut probe = ReadBuf::new(&mut probe);
+        // Nothing to read is the usual answer, and costs no system call when the socket is known idle.
+        let mut cx = Context::from_waker(Waker::noop());
+        Pin::new(self).poll_read(&mut cx, &mut probe).is_ready()
+    }
+}
+
+impl Stream for tokio::net::TcpStream {}
+
+#[cfg(target_os = "linux")]
+impl Stream for super::timed_tcp::TimedTcp {
+    fn arrival(&self) -> Option<Instant> {
+        self.arrival()
+    }
+
+    fn closed_while_idle(&mut self) -> bool {
+        self.closed_while_idle()
+    }
+}
+
+impl<S: Stream> Stream for tokio_rustls::client::TlsStream<S> {
+    fn arrival(&self) -> Option<Instant> {
+        self.get_ref().0.arrival()
+    }
+}
 
 /// Most bytes of a response head (status line and headers), as nginx's default for request heads.
 pub(super) const MAX_HEAD: usize = 64 * 1024;
@@ -55,6 +88,9 @@ pub struct Answer {
     head: Bytes,
     /// The body, decoded from its chunks if it was chunked.
     pub body: Bytes,
+    /// When its last byte reached this machine, by the kernel's stamp, where known: it may have been read
+    /// later (the generator's delay, not the target's).
+    pub arrived: Option<Instant>,
 }
 
 impl Answer {
@@ -103,14 +139,7 @@ impl Connection {
     /// must not go out on it. A server closes idle connections after its keep-alive timeout; finding that
     /// here, before writing, is what lets the request go out on a new connection instead of failing.
     pub(super) fn closed_while_idle(&mut self) -> bool {
-        if !self.buffer.is_empty() {
-            return true;
-        }
-        let mut probe = [0_u8; 1];
-        let mut probe = ReadBuf::new(&mut probe);
-        // Nothing to read is the usual answer, and costs no system call when the socket is known idle.
-        let mut cx = Context::from_waker(Waker::noop());
-        Pin::new(&mut self.stream).poll_read(&mut cx, &mut probe).is_ready()
+        !self.buffer.is_empty() || self.stream.closed_while_idle()
     }
 
     /// Sends `request` and reads its response, whose body may be at most `max_body` bytes. Also returns
@@ -128,7 +157,8 @@ impl Connection {
         };
         // Bytes after the response were not asked for: the connection is out of step with the server.
         let reusable = head.keep_alive && head.framing != Framing::UntilClose && self.buffer.is_empty();
-        Ok((Answer { status: head.status, head: head_bytes, body }, reusable))
+        let arrived = self.stream.arrival();
+        Ok((Answer { status: head.status, head: head_bytes, body, arrived }, reusable))
     }
 
     /// Reads more bytes into the buffer; the end of the stream is an error, the response being incomplete.
@@ -365,6 +395,9 @@ fn has_token(value: &[u8], token: &[u8]) -> bool {
 fn last_token(value: &[u8]) -> Option<&[u8]> {
     tokens(value).last()
 }
+
+#[cfg(test)]
+impl Stream for tokio::io::DuplexStream {}
 
 #[cfg(test)]
 mod tests;

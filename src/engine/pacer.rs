@@ -102,44 +102,72 @@ async fn wait_until(at: Instant, stop: &mut watch::Receiver<bool>, timer: &mut P
 }
 
 /// Starts sessions at the planned arrival times; returns the sessions still running and why it stopped
-/// early, if it did.
+/// early, if it did. Each wake-up for an arrival is also when parked readers look for their answers
+/// ([`super::ticks`]).
 pub(super) async fn open(
     shared: Arc<RunShared>,
     start: Instant,
     mut stop: watch::Receiver<bool>,
 ) -> (JoinSet<SessionEnd>, Option<Interruption>) {
     let load = &shared.plan.load;
-    // The pacer's generator is separate from the sessions', so a session's choices do not depend on how
-    // many arrivals came before it.
-    let mut rng = SmallRng::seed_from_u64(shared.plan.seed.rotate_left(17) ^ 0x5eed);
     let mut timer = PreciseTimer::new();
     let mut sessions = JoinSet::new();
+    let mut arrivals = planned_arrivals(&load.stages, load.arrivals, shared.plan.seed, start).peekable();
     let mut number = 0_u64;
-    let mut stage_start = start;
-    for stage in &load.stages {
-        let clock = ArrivalClock::new(stage, load.arrivals, SmallRng::from_rng(&mut rng));
-        for offset in clock {
-            let at = stage_start + offset;
-            if !wait_until(at, &mut stop, &mut timer).await {
-                return (sessions, Some(Interruption::Stopped));
-            }
-            let dispatching = Instant::now();
-            while let Some(ended) = sessions.try_join_next() {
-                if matches!(ended, Ok(SessionEnd::OutOfData)) {
-                    return (sessions, Some(Interruption::OutOfData));
-                }
-            }
-            if sessions.len() >= load.max_in_flight {
-                record_dropped(&shared, number, at, stage.measure);
-            } else {
-                sessions.spawn(open_session(Arc::clone(&shared), number, at, stage.measure));
-            }
-            shared.busy.add(dispatching.elapsed());
-            number += 1;
+    let interruption = loop {
+        let Some((at, measured)) = arrivals.next() else { break None };
+        if !wait_until(at, &mut stop, &mut timer).await {
+            break Some(Interruption::Stopped);
         }
-        stage_start += stage.duration;
+        let dispatching = Instant::now();
+        if ended_out_of_data(&mut sessions) {
+            break Some(Interruption::OutOfData);
+        }
+        if sessions.len() >= load.max_in_flight {
+            record_dropped(&shared, number, at, measured);
+        } else {
+            sessions.spawn(open_session(Arc::clone(&shared), number, at, measured));
+        }
+        if let Some(ticks) = &shared.ticks {
+            ticks.tick(arrivals.peek().map(|&(next, _)| next));
+        }
+        shared.busy.add(dispatching.elapsed());
+        number += 1;
+    };
+    if let Some(ticks) = &shared.ticks {
+        // No wake-up to wait for any more: readers go back to the kernel's.
+        ticks.tick(None);
     }
-    (sessions, None)
+    (sessions, interruption)
+}
+
+/// Every planned arrival of the stages in order: when it is due, and whether its stage is measured.
+fn planned_arrivals(
+    stages: &[Stage],
+    arrivals: Arrivals,
+    seed: u64,
+    start: Instant,
+) -> impl Iterator<Item = (Instant, bool)> + Send + '_ {
+    // The pacer's generator is separate from the sessions', so a session's choices do not depend on how
+    // many arrivals came before it.
+    let mut rng = SmallRng::seed_from_u64(seed.rotate_left(17) ^ 0x5eed);
+    let mut stage_start = start;
+    stages.iter().flat_map(move |stage| {
+        let clock = ArrivalClock::new(stage, arrivals, SmallRng::from_rng(&mut rng));
+        let begins = stage_start;
+        stage_start += stage.duration;
+        clock.map(move |offset| (begins + offset, stage.measure))
+    })
+}
+
+/// Collects the sessions that ended; true when one found its `stop` feeder out of data.
+fn ended_out_of_data(sessions: &mut JoinSet<SessionEnd>) -> bool {
+    while let Some(ended) = sessions.try_join_next() {
+        if matches!(ended, Ok(SessionEnd::OutOfData)) {
+            return true;
+        }
+    }
+    false
 }
 
 /// One open-model session. Under `[target] max_connections` it first waits for its connection slot as a

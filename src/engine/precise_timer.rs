@@ -26,7 +26,7 @@ impl PreciseTimer {
             use rustix::time::{TimerfdClockId, TimerfdFlags, timerfd_create};
             let timerfd = timerfd_create(TimerfdClockId::Monotonic, TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC)
                 .map_err(std::io::Error::from)
-                .and_then(register);
+                .and_then(|fd| super::reactor::register(fd, tokio::io::Interest::READABLE));
             Self { timerfd: timerfd.ok() }
         }
         #[cfg(not(target_os = "linux"))]
@@ -50,18 +50,6 @@ impl PreciseTimer {
             tokio::time::sleep_until(at.into()).await;
         }
     }
-}
-
-/// Registers the timerfd with the runtime's event loop.
-#[cfg(target_os = "linux")]
-#[allow(
-    deprecated,
-    reason = "tokio deprecated the safe `AsyncFd::new` for a descriptor that an `AsRawFd` type could swap or \
-              close under it, and asks callers to promise otherwise in an `unsafe` `register`; an `OwnedFd` owns \
-              one descriptor for its whole life, which is that promise, and this crate forbids unsafe code"
-)]
-fn register(timerfd: rustix::fd::OwnedFd) -> std::io::Result<tokio::io::unix::AsyncFd<rustix::fd::OwnedFd>> {
-    tokio::io::unix::AsyncFd::new(timerfd)
 }
 
 /// Sets the timerfd to ring once after `after` and waits for it.

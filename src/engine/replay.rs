@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::alarm::Alarm;
 use super::recorder::Sample;
-use super::session::{RunShared, SessionEnd, Slot, exchange, unexpected_status, wait_until_due};
+use super::session::{Ended, RunShared, SessionEnd, Slot, ended, exchange, unexpected_status, wait_until_due};
 use super::tape_feed::TapeFeed;
 use crate::model::LoadModel;
 use crate::scenario::tape_source::accepts;
@@ -39,7 +39,7 @@ pub(super) async fn run_replay(
         let dispatched = slot.as_ref().map_or_else(Instant::now, |s| s.waiting_since);
         shared.recorder.dispatching(request.endpoint, measured);
         let (sent, outcome) = exchange(shared, request.outgoing, dispatched, alarm, slot).await;
-        let end = sent.map_or_else(Instant::now, |sent| Instant::now().min(sent + plan.target.timeout));
+        let Ended { end, in_hand } = ended(sent, &outcome, plan.target.timeout);
         let rule = expect.get(request.endpoint).and_then(Option::as_deref);
         let failure = match outcome {
             Ok(answer) if accepts(rule, request.recorded, answer.status) => None,
@@ -68,7 +68,7 @@ pub(super) async fn run_replay(
             // The session's later requests usually build on this one, as a flow's steps do.
             break;
         }
-        intended = end;
+        intended = in_hand;
     }
     SessionEnd::Next(intended)
 }

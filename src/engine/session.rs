@@ -11,7 +11,7 @@ use std::future::poll_fn;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Poll;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -35,6 +35,8 @@ use crate::scenario::{Plan, Think};
 pub(super) struct RunShared {
     pub plan: Arc<Plan>,
     pub client: HttpClient,
+    /// The open-model pacer's wake-ups, lent to readers of answers ([`super::ticks`]).
+    pub ticks: Option<Arc<super::ticks::Ticks>>,
     pub recorder: Recorder,
     pub cursors: Vec<Cursor>,
     /// Per flow, the feeders its templates read (target headers' feeders included).
@@ -156,8 +158,7 @@ pub(super) async fn run_session(
             Ok(request) => exchange(shared, request, dispatched, alarm, slot).await,
             Err(failure) => (None, Err(failure)),
         };
-        // A timed-out request counts at exactly its timeout, however late the timer woke.
-        let end = sent.map_or_else(Instant::now, |sent| Instant::now().min(sent + plan.target.timeout));
+        let Ended { end, in_hand } = ended(sent, &outcome, plan.target.timeout);
         let checked = outcome.and_then(|response| check_response(step, &response, &mut variables));
         let failed = checked.is_err();
         let failure = checked.err().map(|f| (f.class, f.message));
@@ -174,9 +175,31 @@ pub(super) async fn run_session(
             // Later steps usually depend on this one (an id it should have returned): a real user would stop.
             break;
         }
-        intended = end + think(step.think, &mut rng);
+        intended = in_hand + think(step.think, &mut rng);
     }
     SessionEnd::Next(intended)
+}
+
+/// When a request ended, two ways.
+pub(super) struct Ended {
+    /// For its response time: when its answer reached the machine, by the kernel's stamp where there is one
+    /// (the generator may have read it later: its own delay, not the target's), else when it was read; a
+    /// timed-out request at exactly its timeout, however late the timer woke.
+    pub end: Instant,
+    /// When the generator had the answer in hand (or gave up): what follows in the session is intended from
+    /// here.
+    pub in_hand: Instant,
+}
+
+/// When the request sent at `sent` (if it was) with `outcome` ended.
+pub(super) fn ended(sent: Option<Instant>, outcome: &Result<Answer, Failure>, timeout: Duration) -> Ended {
+    let read = Instant::now();
+    let Some(sent) = sent else { return Ended { end: read, in_hand: read } };
+    let in_hand = read.min(sent + timeout);
+    let arrived = outcome.as_ref().ok().and_then(|answer| answer.arrived);
+    // A stamp is converted between clocks: kept between the sending and the reading whatever that is off by.
+    let end = arrived.map_or(in_hand, |arrived| arrived.max(sent).min(in_hand));
+    Ended { end, in_hand }
 }
 
 /// Waits until a request is due. One due already and sent right on an answer (`on_answer`: a later step, or
@@ -192,8 +215,7 @@ pub(super) async fn wait_until_due(intended: Instant, on_answer: bool) {
     }
 }
 
-fn think(think: Option<Think>, rng: &mut SmallRng) -> std::time::Duration {
-    use std::time::Duration;
+fn think(think: Option<Think>, rng: &mut SmallRng) -> Duration {
     match think {
         None => Duration::ZERO,
         Some(Think::Constant(d)) => d,
