@@ -69,6 +69,8 @@ pub struct Progress {
 
 /// Runs `plan` until it ends or `stop` becomes true, calling `on_progress` a few times a second.
 pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: impl FnMut(&Progress)) -> Measurement {
+    #[cfg(target_os = "linux")]
+    allow_open_files();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
     let machine_at_start = machine_load::MachineSample::now();
@@ -128,6 +130,20 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     };
     let wall = start.elapsed();
     outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, &cpu, interruption.as_ref())
+}
+
+/// Raises this process's soft limit on open files to the hard one, as load generators do: a run may hold a
+/// thousand connections (`[load] max_in_flight`), and in the open model one waiting for the kernel to wake it
+/// holds two descriptors ([`timed_tcp`]), where the soft limit is often 1,024.
+#[cfg(target_os = "linux")]
+fn allow_open_files() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+    {
+        // Refused, the run goes on under the old limit; connections past it fail as `connect` errors.
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
 }
 
 fn progress(plan: &Plan, shared: &RunShared, start: Instant) -> Progress {

@@ -191,13 +191,19 @@ pub(super) struct Ended {
     pub in_hand: Instant,
 }
 
+/// How far a kernel stamp may lie outside its exchange and still be believed: converting it from the wall
+/// clock to the monotonic one is off by microseconds.
+const STAMP_SLACK: Duration = Duration::from_millis(1);
+
 /// When the request sent at `sent` (if it was) with `outcome` ended.
 pub(super) fn ended(sent: Option<Instant>, outcome: &Result<Answer, Failure>, timeout: Duration) -> Ended {
     let read = Instant::now();
     let Some(sent) = sent else { return Ended { end: read, in_hand: read } };
     let in_hand = read.min(sent + timeout);
-    let arrived = outcome.as_ref().ok().and_then(|answer| answer.arrived);
-    // A stamp is converted between clocks: kept between the sending and the reading whatever that is off by.
+    // A stamp is converted from the wall clock: one that lies outside the exchange by more than the
+    // conversion's microseconds was taken across a step of the wall clock, and is not believed.
+    let believable = |arrived: &Instant| *arrived + STAMP_SLACK >= sent && *arrived <= read + STAMP_SLACK;
+    let arrived = outcome.as_ref().ok().and_then(|answer| answer.arrived).filter(believable);
     let end = arrived.map_or(in_hand, |arrived| arrived.max(sent).min(in_hand));
     Ended { end, in_hand }
 }

@@ -7,7 +7,8 @@
 //! anyway, so an answer expected before the next one is read then instead: a connection waiting for it asks
 //! the kernel not to wake the generator ([`super::timed_tcp`]), parks its reader here, and is looked at on
 //! the pacer's next wake-up. Its response time is still the kernel's (the instant the answer reached the
-//! machine), so reading it later changes no figure.
+//! machine), so reading it later changes no response time; only a flow's next step goes out up to that much
+//! later, as a client's would while it acts on an answer.
 //!
 //! A reader parks only when the next arrival is near ([`HORIZON`]) and only once per answer: an answer not
 //! there by then is slow, and is waited for as usual, so slow answers are not looked at on every arrival.
@@ -34,7 +35,7 @@ struct State {
 }
 
 impl Ticks {
-    /// The pacer woke: wakes every parked reader (on this thread, which is running anyway); the next
+    /// The pacer woke: wakes every parked reader (its task is queued on the runtime, which is awake); the next
     /// wake-up is at `next` (`None` when there is none, which sends every later reader to the kernel).
     pub(super) fn tick(&self, next: Option<Instant>) {
         let parked = {

@@ -30,7 +30,7 @@ use super::ticks::Ticks;
 
 /// Most bytes one read asks for: the buffer handed to the kernel is zeroed first (safe code cannot hand it
 /// uninitialised memory), so a large body's room is not zeroed whole on every read.
-const MOST_PER_READ: usize = 64 * 1024;
+const MOST_PER_READ: usize = 16 * 1024;
 
 /// A plain TCP connection whose reads are stamped with their arrival time.
 pub(super) struct TimedTcp {
@@ -49,10 +49,20 @@ pub(super) struct TimedTcp {
 }
 
 impl TimedTcp {
-    /// Takes over a connected stream of a run whose pacer lends its wake-ups as `ticks`.
-    pub(super) fn new(stream: tokio::net::TcpStream, ticks: Arc<Ticks>) -> io::Result<Self> {
+    /// Takes over a connected stream of a run whose pacer lends its wake-ups as `ticks`; gives it back when
+    /// the kernel will not stamp its reads (a sandbox's emulated network), for the caller to use as it is.
+    pub(super) fn new(
+        stream: tokio::net::TcpStream,
+        ticks: Arc<Ticks>,
+    ) -> Result<io::Result<Self>, tokio::net::TcpStream> {
+        if setsockopt(&stream, sockopt::ReceiveTimestampns, &true).is_err() {
+            return Err(stream);
+        }
+        Ok(Self::stamped(stream, ticks))
+    }
+
+    fn stamped(stream: tokio::net::TcpStream, ticks: Arc<Ticks>) -> io::Result<Self> {
         let stream = stream.into_std()?;
-        setsockopt(&stream, sockopt::ReceiveTimestampns, &true)?;
         Ok(Self {
             socket: register(stream, Interest::WRITABLE)?,
             readable: None,
@@ -99,13 +109,14 @@ impl TimedTcp {
     }
 }
 
-/// Reads what has arrived without waiting, and the arrival time of its last segment: `None` when nothing has.
+/// Reads what has arrived without waiting, and the arrival time of its last segment; how many bytes, `None`
+/// when nothing has arrived.
 fn receive(
     socket: &TcpStream,
     control: &mut [u8],
     arrival: &mut Option<Instant>,
     buf: &mut ReadBuf<'_>,
-) -> io::Result<Option<()>> {
+) -> io::Result<Option<usize>> {
     let room = buf.remaining().min(MOST_PER_READ);
     let target = buf.initialize_unfilled_to(room);
     let (read, stamp) = loop {
@@ -127,7 +138,7 @@ fn receive(
     if read > 0 {
         *arrival = stamp.and_then(on_monotonic_clock);
     }
-    Ok(Some(()))
+    Ok(Some(read))
 }
 
 /// A kernel stamp (wall-clock time) as an instant, by how long ago it was; `None` when it lies ahead (the
@@ -152,7 +163,9 @@ impl AsyncRead for TimedTcp {
                 ready.clear_ready();
                 continue;
             }
-            if receive(this.socket.get_ref(), &mut this.control, &mut this.arrival, buf)?.is_some() {
+            if let Some(read) = receive(this.socket.get_ref(), &mut this.control, &mut this.arrival, buf)? {
+                // Progress: the rest may be waited for on a tick again (TLS reads on after each record).
+                this.may_park |= read > 0;
                 return Poll::Ready(Ok(()));
             }
             if this.may_park && this.ticks.park(cx.waker()) {
@@ -199,7 +212,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
-        (TimedTcp::new(client, ticks).unwrap(), server)
+        (TimedTcp::new(client, ticks).unwrap().unwrap(), server)
     }
 
     #[tokio::test]
