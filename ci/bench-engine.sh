@@ -12,7 +12,8 @@
 #      the whole process's, start-up and the stored run included (shown apart from a 1 request run), printed
 #      beside the floor of any open-model generator on this machine (ci/open-model-floor.c, needs gcc): woken
 #      for each request's arrival and for its answer, and woken for arrivals only, each answer read on the
-#      next one and timed by the kernel's stamp, as degrade does;
+#      next one and timed by the kernel's stamp, as degrade does; and, on x86-64, what one exit to the
+#      hypervisor costs, of which each request pays at least two;
 #   3. open model at 20,000 req/s: achieved rate (target within 1 %) and schedule-lag p99 (target < 1 ms).
 #      Open runs cap connections at 256, as a service's client pool does: without a cap, one hiccup of the
 #      (virtual) machine makes the overdue arrivals open hundreds of connections at once;
@@ -143,6 +144,11 @@ if command -v gcc >/dev/null; then
     woken=$(taskset -c 1 "$work/floor" "$port" $((5000 * SECONDS_PER_RUN)) woken)
     stamped=$(taskset -c 1 "$work/floor" "$port" $((5000 * SECONDS_PER_RUN)) stamped)
     echo "floor on this machine (ci/open-model-floor.c): $woken us/request woken for each answer, $stamped us/request reading it on the next arrival"
+    # Setting the timer and waking nginx's idle core each leave the guest for its hypervisor: what one such
+    # exit costs here bounds what a request can cost (tens of ns on bare metal, ~1 us in a VM, 10+ nested).
+    if exit_cost=$(taskset -c 1 "$work/floor" exit); then
+        echo "one VM exit (cpuid) costs $exit_cost us here; each request needs at least two (timer, target's wake-up)"
+    fi
 fi
 
 echo "== open model at $OPEN_RATE req/s for ${SECONDS_PER_RUN}s, at most 256 connections (a service's client pool)"

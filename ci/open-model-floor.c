@@ -5,8 +5,13 @@
 //            them must: two wake-ups per request (its arrival, then its answer);
 //   stamped  the answer is read on the next arrival's wake-up, its time the kernel's stamp (SO_TIMESTAMPNS),
 //            as degrade's open model does: one wake-up per request.
-// Wake-ups are most of the cost on a virtual machine.
+// Wake-ups are most of the cost on a virtual machine: setting the timer and waking the idle target's core each
+// make the CPU leave the guest for its hypervisor (a VM exit), so a request costs at least two of them.
+//   exit     (x86-64 only, no PORT) prints what one VM exit costs here, in us: cpuid always exits. Bare
+//            metal answers in tens of nanoseconds, a VM on a bare host in about one microsecond, a VM nested
+//            in another in ten or more.
 // Usage: open-model-floor PORT REQUESTS woken|stamped   (sends to 127.0.0.1:PORT only)
+//        open-model-floor exit
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -20,6 +25,23 @@
 #include <time.h>
 #include <unistd.h>
 
+// Microseconds per cpuid instruction, which a virtual machine's CPU hands to its hypervisor every time.
+static int print_exit_cost(void) {
+#if defined(__x86_64__)
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (int i = 0; i < 100000; i++) {
+        unsigned eax = 0, ebx, ecx = 0, edx;
+        __asm__ volatile("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
+    }
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    printf("%.2f\n", ((end.tv_sec - start.tv_sec) * 1e9 + (end.tv_nsec - start.tv_nsec)) / 100000 / 1000);
+    return 0;
+#else
+    return 2;
+#endif
+}
+
 static void wait_for(int epoll, int fd) {
     struct epoll_event event;
     do {
@@ -28,6 +50,7 @@ static void wait_for(int epoll, int fd) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "exit") == 0) return print_exit_cost();
     if (argc != 4) return 2;
     int requests = atoi(argv[2]);
     int stamped = strcmp(argv[3], "stamped") == 0;

@@ -11,7 +11,7 @@
 
 use super::counts::{Count, CountHistory, Wobble};
 use super::detector::{ERROR_MIN_RISE, LOG_SIGMA_FLOOR};
-use super::level::{Estimate, estimate, median};
+use super::level::{Estimate, estimate};
 use super::relative::RelativeEvidence;
 use super::sample::{Sample, Side};
 use super::shift::Shift;
@@ -194,16 +194,24 @@ pub(super) fn endpoint_drafts(
 
 fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usize, min_effect: f64) -> Evidence {
     let now = tonight.percentile(p);
-    let nights: Vec<_> = history.iter().map(|s| s.percentile(p)).filter(|n| n.hi.is_some()).collect();
+    let (judged, nights): (Vec<&Sample>, Vec<_>) =
+        history.iter().map(|s| (s, s.percentile(p))).filter(|(_, n)| n.hi.is_some()).unzip();
     if now.hi.is_none() || nights.len() < needed {
         return Evidence::TooFew { requests: tonight.timed(), needed: requests_needed(p), tonight: now.value.exp() };
     }
     let values: Vec<f64> = nights.iter().map(|n| n.value).collect();
     let variances: Vec<f64> = nights.iter().map(|n| n.sampling_sd.powi(2)).collect();
-    let slow_share = (p > 0.9).then(|| slow_share(tonight, history, now.value, median(&values), min_effect));
+    let estimate = estimate(&values, &variances, LOG_SIGMA_FLOOR, None);
+    // Only the nights at the current level say how many requests are usually that slow: nights before a
+    // step measured another build, and a slower level held for a few nights would make tonight's unchanged
+    // tail look rare against a pool of older, quicker ones. Tonight must be the minimum effect above that
+    // level, and above an unsettled new one.
+    let current = &judged[estimate.current_from.min(judged.len())..];
+    let reference = estimate.tail.map_or(estimate.level, |(tail, _)| tail.max(estimate.level));
+    let slow_share = (p > 0.9).then(|| slow_share(tonight, current, now.value, reference, min_effect));
     Evidence::Value(Box::new(ValueEvidence {
         sign: 1.0,
-        estimate: estimate(&values, &variances, LOG_SIGMA_FLOOR, None),
+        estimate,
         tonight: now.value,
         tonight_var: now.sampling_sd_down.powi(2),
         interval: Some(Interval { lo: now.lo.exp(), hi: now.hi.map(f64::exp) }),
@@ -214,7 +222,7 @@ fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usi
 }
 
 /// The slow-share test at tonight's percentile value `value`, when it lies the minimum effect above `level`.
-fn slow_share(tonight: &Sample, history: &[Sample], value: f64, level: f64, min_effect: f64) -> SlowShare {
+fn slow_share(tonight: &Sample, history: &[&Sample], value: f64, level: f64, min_effect: f64) -> SlowShare {
     let share_tonight = tonight.share_at_or_above(value, Side::Low);
     let counts: Vec<Count> = history
         .iter()

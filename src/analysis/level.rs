@@ -50,6 +50,9 @@ pub struct Estimate {
     pub last: f64,
     /// Nights after the last settled segment, when there are enough: their median and count.
     pub tail: Option<(f64, usize)>,
+    /// Where the last settled segment starts: the nights from here on are those at the current level (and
+    /// any unsettled tail after it); earlier nights measured a level the series has left.
+    pub current_from: usize,
     /// How many segments the series split into.
     pub segments: usize,
     /// The nights left out of the level's mean as outliers: their distance from their segment's median. They
@@ -103,6 +106,7 @@ pub fn estimate(y: &[f64], sampling_var: &[f64], floor: f64, prior: Option<Prior
         phi: 0.0,
         last: y[count - 1],
         tail: (count - b >= TAIL_MIN).then(|| (median(&y[b..]), count - b)),
+        current_from: a,
         segments: segments.len(),
         outliers,
         noise_nights,

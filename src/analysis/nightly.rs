@@ -256,7 +256,8 @@ fn value_finding(
     }
     f.limit = Some(v.raw(limit));
     let level_says = level_test.is_some_and(|t| t.rejected) && v.worse_by() >= d.min_effect;
-    let slow_says = slow_test.is_some_and(|t| t.rejected);
+    // Every test must also matter: the minimum effect above the level, and above an unsettled new one.
+    let slow_says = slow_test.is_some_and(|t| t.rejected) && v.worse_by() >= d.min_effect;
     // Slower than the other endpoints by the minimum effect, and slower than its own baseline. By the minimum
     // effect too when the others were faster than usual: a night when everything else sped up (a build that
     // made the other routes faster) does not make an unchanged endpoint a regression. On a night whose

@@ -248,3 +248,25 @@ fn three_routes_are_too_few_to_be_each_other_s_control() {
     let judgement = judge_last(&all, LoadModel::Open);
     assert!(judgement.findings.iter().all(|f| !f.reason.contains("other endpoints")), "{:?}", judgement.findings);
 }
+
+#[test]
+fn an_unchanged_night_after_two_steps_is_judged_against_the_level_it_stepped_to() {
+    // Builds at 1 ms, then 20 ms, then four nights at 80 ms; tonight 5 % slower than those four. Against
+    // the older nights nearly all of tonight's requests are slow, but it is the 80 ms level that matters.
+    let route = Route { median_ms: 1.0, spread: 0.1, requests: 2_000, error_rate: 0.0 };
+    let mut rng = StdRng::seed_from_u64(7);
+    let levels = [1.0, 1.0, 1.0, 20.0, 20.0, 20.0, 80.0, 80.0, 80.0, 80.0, 84.0_f64];
+    let all: Vec<Vec<EndpointResult>> =
+        levels.iter().map(|ms| vec![night("GET /items", route, ms.ln(), (0.0, 1.0), &mut rng)]).collect();
+    let judgement = judge_last(&all, LoadModel::Open);
+    assert_ne!(judgement.outcome, VerdictOutcome::Regressed, "{}", judgement.summary);
+    for metric in ["p95", "p99"] {
+        let finding = finding_of(&judgement, "GET /items", metric);
+        assert_ne!(finding.outcome, FindingOutcome::Regression, "{finding:?}");
+    }
+    // The same night a full minimum effect above the 80 ms level is caught.
+    let mut slower = all.clone();
+    slower[levels.len() - 1] = vec![night("GET /items", route, 100.0_f64.ln(), (0.0, 1.0), &mut rng)];
+    let judgement = judge_last(&slower, LoadModel::Open);
+    assert_eq!(judgement.outcome, VerdictOutcome::Regressed, "{}", judgement.summary);
+}

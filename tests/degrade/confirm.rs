@@ -180,5 +180,26 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     let verdict = store.latest_verdict(second_rerun).await.unwrap().unwrap();
     assert!(!verdict.baseline_run_ids.contains(&first), "{verdict:?}");
     assert!(!verdict.baseline_run_ids.contains(&second), "{verdict:?}");
+
+    // Judged again by a plain check, the rerun keeps its verdict: the run it confirmed is the same night, never
+    // its baseline.
+    let child = degrade_child(dir.path(), &["check"], &[("HOOK", hook.url().as_str())]);
+    let output = child.wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains(&format!("this run is the rerun that confirmed run #{second}'s regression")), "{stdout}");
+    let verdict = store.latest_verdict(second_rerun).await.unwrap().unwrap();
+    assert!(!verdict.baseline_run_ids.contains(&second), "{verdict:?}");
+    assert_eq!(store.find_run(second_rerun).await.unwrap().unwrap().status, RunStatus::Regressed);
+
+    // The next night of the same slow build is its second night, not its third: still a regression of the p95
+    // (with the pair counted as two nights, the p95 would have "held" long enough to be the new level), and
+    // no new alert while the episode is open.
+    let (code, output, third) = judged_night(&dir, &hook, &target, (0, 0)).await;
+    assert_eq!(code, Some(1), "{output}");
+    assert!(output.contains("REGRESSION  GET /items  p95"), "{output}");
+    let verdict = store.latest_verdict(third).await.unwrap().unwrap();
+    assert!(verdict.baseline_run_ids.contains(&second_rerun) && !verdict.baseline_run_ids.contains(&second));
+    assert_eq!(hook.delivered().len(), 1, "{:?}", hook.delivered());
     store.close().await;
 }
