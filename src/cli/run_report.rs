@@ -113,11 +113,16 @@ impl RunReport {
                 out.push_str(&format!("  - {reason}\n"));
             }
         }
-        out.push_str(&format!(
-            "Response times count from when each request should have started; svc p99 is the server's time alone.\n\
-             Next: degrade check --run {} (judge it), degrade serve (see it at /runs/{}).\n",
-            self.id, self.id
-        ));
+        out.push_str(
+            "Response times count from when each request should have started; svc p99 is the server's time alone.\n",
+        );
+        // A failed run is never judged: `check --run` would only refuse it.
+        let judge = if r.status == RunStatus::Failed {
+            String::new()
+        } else {
+            format!("degrade check --run {} (judge it), ", self.id)
+        };
+        out.push_str(&format!("Next: {judge}degrade serve (see it at /runs/{}).\n", self.id));
         out
     }
 

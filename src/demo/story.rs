@@ -107,7 +107,11 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     let knobs = Knobs::new("1.0.0");
     let target = DemoTarget::start("127.0.0.1:0".parse()?, knobs.clone()).await?;
     let receiver = LogReceiver::start(options.folder.join("alerts.log")).await?;
-    let listener = web::bind(options.listen).await?;
+    // The demo writes its own configuration, so the address to change is the command line's.
+    let listener = tokio::net::TcpListener::bind(options.listen).await.map_err(|e| {
+        let address = options.listen;
+        anyhow::anyhow!("cannot listen on {address}: {e}; pass `--listen` another address (port 0: any free port)")
+    })?;
     let dashboard = format!("http://{}", listener.local_addr()?);
     // A token of this demo's own: it lives as long as the demo and guards only this local dashboard.
     let token = format!("{:032x}", rand::random::<u128>());

@@ -95,15 +95,15 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// The first value of header `name` (any case), when it is text.
+    /// The first value of header `name` (any case), when there is one: as text, or `Err` when it is not UTF-8.
     #[must_use]
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<Result<&str, std::str::Utf8Error>> {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut response = httparse::Response::new(&mut headers);
         // The head parsed completely once already, so it does again.
         response.parse(&self.head).ok()?;
         let value = response.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name))?.value;
-        std::str::from_utf8(value).ok()
+        Some(std::str::from_utf8(value))
     }
 }
 

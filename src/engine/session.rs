@@ -298,10 +298,13 @@ fn check_response(step: &Step, response: &Answer, variables: &mut [Option<Value>
                 .first()
                 .cloned()
                 .ok_or_else(|| Failure::new(ErrorClass::Extraction, format!("{text} selects nothing")))?,
-            ExtractFrom::Header(name) => response
-                .header(name.as_str())
-                .map(|v| Value::String(v.to_owned()))
-                .ok_or_else(|| Failure::new(ErrorClass::Extraction, format!("no {name} header")))?,
+            ExtractFrom::Header(name) => match response.header(name.as_str()) {
+                Some(Ok(text)) => Value::String(text.to_owned()),
+                Some(Err(_)) => {
+                    return Err(Failure::new(ErrorClass::Extraction, format!("the {name} header is not UTF-8 text")));
+                }
+                None => return Err(Failure::new(ErrorClass::Extraction, format!("no {name} header"))),
+            },
         };
         variables[extraction.variable] = Some(value);
     }

@@ -152,8 +152,9 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let duration = run.finished_at.map_or_else(
         || "still running".to_owned(),
         |end| {
-            let seconds = (end - run.started_at).num_seconds().max(0).unsigned_abs();
-            humantime::format_duration(std::time::Duration::from_secs(seconds)).to_string()
+            // To the nearest second: a run of 2.99 s took 3 s, as its measured stages say.
+            let millis = (end - run.started_at).num_milliseconds().max(0).unsigned_abs();
+            humantime::format_duration(std::time::Duration::from_secs((millis + 500) / 1000)).to_string()
         },
     );
     let confirmation = crate::pipeline::confirm::note(&state.store, &run).await?;

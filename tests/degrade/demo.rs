@@ -84,6 +84,20 @@ fn demo_target_rejects_an_error_rate_that_is_not_a_share() {
     assert!(stderr.contains("--error-rate 2 is not a share between 0 and 1"), "{stderr}");
 }
 
+#[test]
+fn the_demo_on_a_taken_port_says_which_option_to_change() {
+    // The demo writes its own configuration: the fix is its command line's `--listen`, not a config key.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let output = degrade(dir.path(), &["demo", "--exit", "--listen", &address], &[]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains(&format!("cannot listen on {address}: ")), "{stderr}");
+    assert!(stderr.contains("pass `--listen` another address"), "{stderr}");
+    assert!(!stderr.contains("[server] listen"), "{stderr}");
+}
+
 #[tokio::test]
 async fn demo_target_serves_the_api_with_its_knobs_from_the_command_line() {
     let port = crate::support::receiver::unused_address().port().to_string();

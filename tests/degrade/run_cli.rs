@@ -290,6 +290,7 @@ async fn a_stopped_target_fails_the_night_and_is_never_judged() {
     assert!(stdout.contains("Failed, so it is never judged and never serves as a baseline:"), "{stdout}");
     assert!(stdout.contains("the target could not be reached: ") && stdout.contains(" connect)"), "{stdout}");
     assert!(!stdout.contains("Valid: the generator delivered"), "{stdout}");
+    assert!(!stdout.contains("degrade check --run"), "a failed run is not offered to be judged: {stdout}");
 
     let check = degrade_child(dir.path(), &["check"], &[]).wait_with_output().await.unwrap();
     let (stdout, stderr) = text(&check);

@@ -54,9 +54,16 @@ async fn a_sized_body_keeps_the_connection_and_its_headers_are_found_in_any_case
     let (answer, reusable) =
         answer(&[b"HTTP/1.1 201 Created\r\nLocation: /boards/7\r\nContent-Len", b"gth: 5\r\n\r\nhel", b"lo"]).await;
     assert_eq!((answer.status, &answer.body[..], reusable), (201, &b"hello"[..], true));
-    assert_eq!(answer.header("location"), Some("/boards/7"));
-    assert_eq!(answer.header("LOCATION"), Some("/boards/7"));
+    assert_eq!(answer.header("location"), Some(Ok("/boards/7")));
+    assert_eq!(answer.header("LOCATION"), Some(Ok("/boards/7")));
     assert_eq!(answer.header("etag"), None);
+}
+
+#[tokio::test]
+async fn a_header_that_is_not_text_is_there_but_unreadable() {
+    let (answer, _) =
+        answer(&[b"HTTP/1.1 201 Created\r\nLocation: /items/\xe9\xff\r\ncontent-length: 0\r\n\r\n"]).await;
+    assert!(matches!(answer.header("location"), Some(Err(_))), "present, not missing");
 }
 
 #[tokio::test]
