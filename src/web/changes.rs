@@ -1,11 +1,9 @@
 //! "What changed": the latest judged run of a scenario, its findings that say something (regressions and
 //! breached gates first, worst change first, then improvements), with baseline → tonight in their units, the
-//! signed change and how far beyond noise it is (σ). It heads the scenario page and each scenario on the
+//! signed change and the chance of a change that large by noise alone. It heads the scenario page and each scenario on the
 //! overview, so nobody has to read 27 charts to learn which route regressed.
 
 use std::cmp::Ordering;
-
-use statrs::distribution::{ContinuousCDF, Normal};
 
 use super::WebError;
 use crate::model::{Finding, FindingOutcome, Run};
@@ -27,9 +25,9 @@ pub struct ChangeRow {
     pub tonight: String,
     /// The change, signed: `+31.9 %`.
     pub delta: String,
-    /// How unlikely the change is by noise alone, as standard deviations of a normal (`4.9 σ`): from the
-    /// finding's p-value, empty when the figure was not tested (a gate).
-    pub sigma: String,
+    /// How likely a change this large is by noise alone (`2e-24`): the finding's p-value, empty when the
+    /// figure was not tested (a gate).
+    pub chance: String,
     /// Worse (red) or better (green).
     pub worse: bool,
     /// The judge's reason in words: how many sigma, against what.
@@ -93,32 +91,34 @@ pub fn rows(findings: &[Finding]) -> Vec<ChangeRow> {
             baseline: f.baseline_value.map(|v| with_unit(&f.metric, v)).unwrap_or_default(),
             tonight: with_unit(&f.metric, f.candidate_value),
             delta: if f.delta_pct.is_some() { signed_pct(f.delta_pct) } else { String::new() },
-            sigma: f.p_value.map(sigma).unwrap_or_default(),
+            chance: f.p_value.map(chance).unwrap_or_default(),
             worse,
             reason: f.reason.clone(),
         })
         .collect()
 }
 
-/// The one-sided p-value `p` as the standard normal's quantile it lies beyond: `4.9 σ`. Computed from `p` itself,
-/// not `1 - p`, so the tiny p-values of a large regression keep their size.
-fn sigma(p: f64) -> String {
-    if !(p > 0.0 && p < 0.5) {
-        return String::new();
+/// The one-sided p-value `p`, the chance of a change at least this large by noise alone: `0.0031`, `2e-24`.
+/// Shown as a chance, not converted to sigmas: the reason beside it counts sigmas of the judge's own
+/// Student-t distance, and two different sigma figures side by side read as a contradiction.
+fn chance(p: f64) -> String {
+    match p {
+        p if p.is_nan() || p >= 0.5 => String::new(),
+        p if p <= 0.0 => "< 1e-300".to_owned(),
+        p if p < 0.001 => format!("{p:.0e}"),
+        p => format!("{p:.4}"),
     }
-    let standard = Normal::standard();
-    format!("{:.1} σ", -standard.inverse_cdf(p))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::sigma;
+    use super::chance;
 
     #[test]
-    fn a_p_value_reads_as_standard_deviations_beyond_noise() {
-        assert_eq!(sigma(0.022_75), "2.0 σ");
-        assert_eq!(sigma(1e-12), "7.0 σ", "tiny p-values keep their size");
-        assert_eq!(sigma(0.6), "", "no change has no sigma");
-        assert_eq!(sigma(0.0), "");
+    fn a_p_value_reads_as_a_chance_that_keeps_its_size() {
+        assert_eq!(chance(0.003_14), "0.0031");
+        assert_eq!(chance(2.2e-24), "2e-24", "tiny p-values keep their size");
+        assert_eq!(chance(0.6), "", "no change has no chance to show");
+        assert_eq!(chance(0.0), "< 1e-300", "past what a float holds");
     }
 }
