@@ -110,7 +110,9 @@ impl TimedTcp {
 }
 
 /// Reads what has arrived without waiting, and the arrival time of its last segment; how many bytes, `None`
-/// when nothing has arrived.
+/// when nothing has arrived. A read without a stamp leaves no arrival (the caller times it when read): the
+/// kernel turns stamping on for the machine a moment after its first socket asks, so the first answers of a
+/// run on a machine where nothing else uses stamps may come without one.
 fn receive(
     socket: &TcpStream,
     control: &mut [u8],
@@ -215,10 +217,28 @@ mod tests {
         (TimedTcp::new(client, ticks).unwrap().unwrap(), server)
     }
 
+    /// Exchanges pings until an answer comes stamped: when this is the machine's first socket to ask for
+    /// stamps, the kernel turns stamping on a moment later (deferred work), and answers before then have none.
+    async fn until_stamped(client: &mut TimedTcp, server: &mut tokio::net::TcpStream) {
+        for _ in 0..100 {
+            client.write_all(b"ping").await.unwrap();
+            let mut buf = [0_u8; 4];
+            server.read_exact(&mut buf).await.unwrap();
+            server.write_all(b"pong").await.unwrap();
+            client.read_exact(&mut buf).await.unwrap();
+            if client.arrival().is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no answer stamped in 100 tries");
+    }
+
     #[tokio::test]
     async fn an_answer_read_late_is_timed_when_it_arrived() {
         // No arrival planned: the reader waits for the kernel to wake it.
         let (mut client, mut server) = pair(Arc::default()).await;
+        until_stamped(&mut client, &mut server).await;
         client.write_all(b"ping").await.unwrap();
         let mut asked = [0_u8; 4];
         server.read_exact(&mut asked).await.unwrap();
