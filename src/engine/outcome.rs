@@ -7,7 +7,9 @@ use chrono::{DateTime, Utc};
 
 use super::pacer::Interruption;
 use super::recorder::Recorder;
-use crate::metrics::{EndpointRecord, Limits, LoadFacts, endpoint_result, target_failure, validity_reasons};
+use crate::metrics::{
+    EndpointRecord, Limits, LoadFacts, endpoint_result, target_failure, target_went_away, validity_reasons,
+};
 use crate::model::{LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus};
 use crate::scenario::Plan;
 
@@ -101,7 +103,11 @@ pub(super) fn measure(
     let mut validity_reasons = validity_reasons(&facts, &Limits::default());
     // A stopped run is aborted whatever it met; its cut-off requests say nothing about the target.
     let stopped = matches!(interruption, Some(Interruption::Stopped));
-    let target_failed = if stopped { None } else { target_failure(&endpoints[0]) };
+    let target_failed = if stopped {
+        None
+    } else {
+        target_failure(&endpoints[0]).or_else(|| target_went_away(&recorded.timeline, paced_for.as_secs_f64()))
+    };
     let status = match (interruption, &target_failed) {
         (Some(Interruption::Stopped), _) => RunStatus::Aborted,
         (_, Some(_)) => RunStatus::Failed,

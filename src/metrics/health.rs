@@ -1,10 +1,21 @@
 //! Whether the target was there at all. A run in which the target could not be reached, or answered nothing
 //! successfully, measured no build: refused connections are fast, so its percentiles would read as an
-//! improvement and its spread would widen the noise of every night after it. Such a run is `failed`, with the
-//! reason, and never judged or used as a baseline. Error rates below this line are judged as usual.
+//! improvement and its spread would widen the noise of every night after it. So does a run whose target went
+//! away part-way and never came back: a session whose first request is refused sends no other, so its share
+//! of failed requests understates how long the target was gone, and the end of its timeline says it plainly.
+//! Such a run is `failed`, with the reason, and never judged or used as a baseline. Error rates below these
+//! lines are judged as usual, a target that failed for a while and came back included.
 
 use super::ErrorClass;
-use crate::model::EndpointResult;
+use crate::model::{EndpointResult, TimelinePoint};
+
+/// A target that answered nothing for the last this many seconds of a run, at the least, went away.
+const GONE_FOR_AT_LEAST_S: i64 = 2;
+/// ... and for at least this share of the run: a short run's last seconds are not its whole story.
+const GONE_FOR_AT_LEAST_SHARE: f64 = 0.1;
+/// ... and refused at least this many requests in that time: at a rate of one request in seconds, a lone
+/// refusal at the end is a blip, not an outage.
+const GONE_AFTER_AT_LEAST_REQUESTS: i64 = 3;
 
 /// At least this share of requests failing in transport (no connection, no answer in time, the connection
 /// cut) means the target was down or unreachable, not slower.
@@ -46,6 +57,41 @@ pub fn target_failure(overall: &EndpointResult) -> Option<String> {
     None
 }
 
+/// Why the run measured no build for its last seconds, judged from its `timeline` (every endpoint's seconds,
+/// `ran_s` seconds in all): the target stopped answering at some second and did not answer again for at
+/// least [`GONE_FOR_AT_LEAST_S`] and [`GONE_FOR_AT_LEAST_SHARE`] of the run, refusing at least
+/// [`GONE_AFTER_AT_LEAST_REQUESTS`]; `None` when it answered on.
+#[must_use]
+pub fn target_went_away(timeline: &[TimelinePoint], ran_s: f64) -> Option<String> {
+    let transport = |p: &TimelinePoint| -> i64 {
+        TRANSPORT.iter().map(|c| p.errors_by_class.get(c.as_str()).copied().unwrap_or(0)).sum()
+    };
+    let answered = |p: &TimelinePoint| p.requests > transport(p);
+    let last_answer = timeline.iter().filter(|p| answered(p)).map(|p| p.elapsed_s).max()?;
+    let after: Vec<&TimelinePoint> = timeline.iter().filter(|p| p.elapsed_s > last_answer).collect();
+    let unanswered: i64 = after.iter().map(|p| transport(p)).sum();
+    let gone_s = ran_s - (last_answer + 1) as f64;
+    if unanswered < GONE_AFTER_AT_LEAST_REQUESTS
+        || gone_s < GONE_FOR_AT_LEAST_S as f64
+        || gone_s < GONE_FOR_AT_LEAST_SHARE * ran_s
+    {
+        return None;
+    }
+    let classes: Vec<String> = TRANSPORT
+        .iter()
+        .map(|c| (c, after.iter().map(|p| p.errors_by_class.get(c.as_str()).copied().unwrap_or(0)).sum::<i64>()))
+        .filter(|(_, n)| *n > 0)
+        .map(|(c, n)| format!("{n} {}", c.as_str()))
+        .collect();
+    Some(format!(
+        "the target stopped answering {}–{} s into the {ran_s:.0} s run and did not come back: none of the {unanswered} \
+         requests of its last {gone_s:.0} s got an answer ({}), so the run measured no build for that time",
+        last_answer,
+        last_answer + 1,
+        classes.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -68,6 +114,39 @@ mod tests {
         assert!(why.contains("(790 connect, 22 timeout)"), "{why}");
         let half = overall(1000, &[(ErrorClass::Reset, 500)]);
         assert!(target_failure(&half).is_some(), "half the requests unanswered is a down target");
+    }
+
+    fn second(elapsed_s: i64, requests: i64, errors: &[(ErrorClass, i64)]) -> TimelinePoint {
+        TimelinePoint {
+            endpoint: "GET /items".into(),
+            elapsed_s,
+            requests,
+            errors: errors.iter().map(|(_, n)| n).sum(),
+            errors_by_class: errors.iter().map(|(c, n)| (c.as_str().to_owned(), *n)).collect(),
+            ..TimelinePoint::default()
+        }
+    }
+
+    #[test]
+    fn a_target_that_went_away_for_the_last_seconds_measured_no_build() {
+        // Answered for 6 s of 10, then refused every request: 40 % of the run, whatever the request share.
+        let mut timeline: Vec<TimelinePoint> = (0..6).map(|s| second(s, 100, &[])).collect();
+        timeline.push(second(6, 50, &[(ErrorClass::Reset, 3), (ErrorClass::Connect, 10)]));
+        timeline.push(second(6, 20, &[]));
+        timeline.extend((7..10).map(|s| second(s, 50, &[(ErrorClass::Connect, 50)])));
+        let why = target_went_away(&timeline, 10.0).unwrap();
+        assert!(why.starts_with("the target stopped answering 6–7 s into the 10 s run and did not come back"), "{why}");
+        assert!(why.contains("none of the 150 requests of its last 3 s got an answer (150 connect)"), "{why}");
+        // Gone for its last second only, or answering again at the end (an outage it came back from, judged
+        // as errors): not a run without a build.
+        assert_eq!(target_went_away(&timeline[..timeline.len() - 2], 8.0), None, "1 s is a blip");
+        let lone = [second(0, 1, &[]), second(4, 1, &[(ErrorClass::Connect, 1)])];
+        assert_eq!(target_went_away(&lone, 5.0), None, "one refusal at a slow rate is a blip");
+        timeline.push(second(9, 30, &[]));
+        assert_eq!(target_went_away(&timeline, 10.0), None, "it came back");
+        // 5xx answers are answers.
+        let failing: Vec<TimelinePoint> = (0..10).map(|s| second(s, 10, &[(ErrorClass::Http5xx, 10)])).collect();
+        assert_eq!(target_went_away(&failing, 10.0), None);
     }
 
     #[test]

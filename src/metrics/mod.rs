@@ -8,7 +8,7 @@ pub mod interval;
 mod summary;
 mod validity;
 
-pub use health::target_failure;
+pub use health::{target_failure, target_went_away};
 pub use summary::{EndpointRecord, SecondRecord, endpoint_result, intervals, new_histogram, timeline_point};
 pub use validity::{Limits, LoadFacts, validity_reasons};
 

@@ -1,7 +1,8 @@
 //! `degrade run` through the real binary: the table, JSON, the stored run (SQLite and PostgreSQL), the
 //! build id, Ctrl-C, and `validate` over scenario files.
 
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use degrade::store::{DatabaseUrl, Store};
@@ -276,6 +277,38 @@ async fn fifty_short_runs_in_a_row_are_never_refused() {
     let store = Store::connect(&db.url).await.unwrap();
     assert_eq!(store.lease("checkout").await.unwrap(), None, "the last run left its lease behind");
     store.close().await;
+}
+
+/// A target that answers the first 400 requests of an 8 s run (about 4.7 s of it), then shuts down: a session
+/// refused at its first step sends no second one, so under half of the requests fail (about 30 %), but the
+/// run measured no build for its last seconds and is `failed`, saying when the target went away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_that_goes_away_part_way_fails_the_night() {
+    let gone = Arc::new(tokio::sync::Notify::new());
+    let served = Arc::new(AtomicUsize::new(0));
+    let (counter, stop) = (Arc::clone(&served), Arc::clone(&gone));
+    let app = axum::Router::new().fallback(move || {
+        let (counter, stop) = (Arc::clone(&counter), Arc::clone(&stop));
+        async move {
+            if counter.fetch_add(1, Ordering::SeqCst) + 1 == 400 {
+                stop.notify_one();
+            }
+            axum::Json(serde_json::json!({"items": [{"id": 1}]}))
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app).with_graceful_shutdown(async move { gone.notified().await }).await.unwrap();
+    });
+    let (dir, _) = checkout_project_at(&url, "");
+    let run = degrade_child(dir.path(), &["run", "--duration", "8s"], &[]).wait_with_output().await.unwrap();
+    server.abort();
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("Run 1 of checkout: failed"), "{stdout}");
+    assert!(stdout.contains("the target stopped answering ") && stdout.contains("did not come back"), "{stdout}");
+    assert!(!stdout.contains("Valid: the generator delivered"), "{stdout}");
 }
 
 /// A stopped target: the night is `failed` with the reason, exits 2 from `run` and `check --run-now`, opens a
