@@ -5,8 +5,8 @@
 //! variance from the order statistics of its requests. A percentile whose 95 % interval tonight, or on too
 //! many baseline nights, reaches past the slowest request is not judged at all: it rests on too few requests.
 //! The tail percentiles (p95, p99) get a second, distribution-free test: when tonight's value is at least the
-//! minimum effect above the baseline, did more of tonight's requests take that long than on the baseline
-//! nights? Error rates are counts of failed requests. Throughput is judged only in the closed model: in the
+//! minimum effect above the current level, did more of tonight's requests take that long than on the nights at
+//! that level? Error rates are counts of failed requests. Throughput is judged only in the closed model: in the
 //! open model the generator sets the arrival rate, and sessions cut short show as errors upstream.
 
 use super::counts::{Count, CountHistory, Wobble};
@@ -102,15 +102,17 @@ impl ValueEvidence {
     }
 }
 
-/// Did more of tonight's requests take at least `threshold_ms` than on the baseline nights?
+/// Did more of tonight's requests take at least `threshold_ms` than on the baseline nights at the current level?
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SlowShare {
     /// Tonight's percentile value, ms: the threshold.
     pub threshold_ms: f64,
     /// The share of tonight's requests at or above it (at the least).
     pub tonight: f64,
-    /// The share on the baseline nights (at the most), pooled.
+    /// The share on the nights at the current level (at the most), pooled.
     pub baseline: f64,
+    /// How many nights that is.
+    pub nights: usize,
     /// The chance of tonight's share by the baseline's alone; 1 when tonight is not the minimum effect above.
     pub p: f64,
 }
@@ -202,13 +204,10 @@ fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usi
     let values: Vec<f64> = nights.iter().map(|n| n.value).collect();
     let variances: Vec<f64> = nights.iter().map(|n| n.sampling_sd.powi(2)).collect();
     let estimate = estimate(&values, &variances, LOG_SIGMA_FLOOR, None);
-    // Only the nights at the current level say how many requests are usually that slow: nights before a
-    // step measured another build, and a slower level held for a few nights would make tonight's unchanged
-    // tail look rare against a pool of older, quicker ones. Tonight must be the minimum effect above that
-    // level, and above an unsettled new one.
-    let current = &judged[estimate.current_from.min(judged.len())..];
-    let reference = estimate.tail.map_or(estimate.level, |(tail, _)| tail.max(estimate.level));
-    let slow_share = (p > 0.9).then(|| slow_share(tonight, current, now.value, reference, min_effect));
+    let slow_share = (p > 0.9).then(|| {
+        let (current, reference) = current_level(&judged, &estimate);
+        slow_share(tonight, current, needed, now.value, reference, min_effect)
+    });
     Evidence::Value(Box::new(ValueEvidence {
         sign: 1.0,
         estimate,
@@ -221,21 +220,42 @@ fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usi
     }))
 }
 
-/// The slow-share test at tonight's percentile value `value`, when it lies the minimum effect above `level`.
-fn slow_share(tonight: &Sample, history: &[&Sample], value: f64, level: f64, min_effect: f64) -> SlowShare {
+/// The nights at the series' current level, and that level: only they say how many requests are usually that
+/// slow. Nights before a step measured another build, and a slower level held for a few nights would make
+/// tonight's unchanged tail look rare against a pool of older, quicker ones. When the last nights moved to a
+/// new level that has not settled, that is where the series stands: its nights, and the higher of the two
+/// levels (tonight must be worse than both).
+fn current_level<'a>(judged: &'a [&'a Sample], estimate: &Estimate) -> (&'a [&'a Sample], f64) {
+    match estimate.tail {
+        Some((tail, nights)) => (&judged[judged.len().saturating_sub(nights)..], tail.max(estimate.level)),
+        None => (&judged[estimate.current_from.min(judged.len())..], estimate.level),
+    }
+}
+
+/// The slow-share test at tonight's percentile value `value`, when it lies the minimum effect above `level`
+/// and the series has held that level for the `needed` nights a baseline needs: the night-to-night wobble of
+/// the share is measured on those nights alone, with no prior, and fewer would understate it.
+fn slow_share(
+    tonight: &Sample,
+    history: &[&Sample],
+    needed: usize,
+    value: f64,
+    level: f64,
+    min_effect: f64,
+) -> SlowShare {
     let share_tonight = tonight.share_at_or_above(value, Side::Low);
     let counts: Vec<Count> = history
         .iter()
         .map(|s| Count { hits: s.share_at_or_above(value, Side::High) * s.timed() as f64, trials: s.timed() as f64 })
         .collect();
     let nights = CountHistory::new(&counts, Wobble::Additive);
-    let p = if value >= level + min_effect.ln_1p() {
+    let p = if history.len() >= needed && value >= level + min_effect.ln_1p() {
         let hits = (share_tonight * tonight.timed() as f64 - 1e-9).ceil().max(0.0) as u64;
         nights.p_at_least(hits, tonight.timed() as f64)
     } else {
         1.0
     };
-    SlowShare { threshold_ms: value.exp(), tonight: share_tonight, baseline: nights.rate(), p }
+    SlowShare { threshold_ms: value.exp(), tonight: share_tonight, baseline: nights.rate(), nights: history.len(), p }
 }
 
 fn error_evidence(endpoint: &EndpointResult, tonight: &Sample, history: &[Sample]) -> ErrorEvidence {
@@ -270,4 +290,28 @@ fn throughput_evidence(tonight: &Sample, history: &[Sample]) -> Evidence {
         shift: None,
         relative: None,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slow_share_pools_only_the_nights_at_the_current_level() {
+        let night = Sample::from_result(&EndpointResult::default());
+        let judged: Vec<&Sample> = vec![&night; 8];
+        let at = |pool: &[&Sample]| judged.len() - pool.len();
+        // A step settled for four nights: those four, at their level.
+        let stepped = [1.0, 1.0, 1.0, 1.0, 4.0, 4.0, 4.0, 4.0];
+        let (pool, level) = current_level(&judged, &estimate(&stepped, &[0.0; 8], 0.01, None));
+        assert_eq!((at(pool), level), (4, 4.0));
+        // Two nights moved and have not settled: those two, at the higher level.
+        let moving = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 4.0, 4.0];
+        let (pool, level) = current_level(&judged, &estimate(&moving, &[0.0; 8], 0.01, None));
+        assert_eq!((at(pool), level), (6, 4.0));
+        // One level throughout: every night.
+        let flat = [1.0, 1.01, 0.99, 1.0, 1.0, 1.02, 0.98, 1.0];
+        let (pool, _) = current_level(&judged, &estimate(&flat, &[0.0; 8], 0.01, None));
+        assert_eq!(at(pool), 0);
+    }
 }

@@ -299,10 +299,11 @@ fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, slow_says: 
     );
     if let (Some(slow), true) = (v.slow_share, slow_says) {
         text += &format!(
-            "; {:.2} % of tonight's requests took {} or longer, against {:.2} % on the baseline nights",
+            "; {:.2} % of tonight's requests took {} or longer, against {:.2} % on the {} nights at the level",
             100.0 * slow.tonight,
             crate::model::format_ms(slow.threshold_ms),
-            100.0 * slow.baseline
+            100.0 * slow.baseline,
+            slow.nights
         );
     }
     if let Some((_, nights)) = v.estimate.tail {

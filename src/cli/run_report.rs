@@ -116,8 +116,8 @@ impl RunReport {
         out.push_str(
             "Response times count from when each request should have started; svc p99 is the server's time alone.\n",
         );
-        // A failed run is never judged: `check --run` would only refuse it.
-        let judge = if r.status == RunStatus::Failed {
+        // A failed or aborted run is never judged: `check --run` would only refuse it.
+        let judge = if matches!(r.status, RunStatus::Failed | RunStatus::Aborted) {
             String::new()
         } else {
             format!("degrade check --run {} (judge it), ", self.id)

@@ -10,7 +10,7 @@ use super::recorder::Recorder;
 use crate::metrics::{
     EndpointRecord, Limits, LoadFacts, endpoint_result, target_failure, target_went_away, validity_reasons,
 };
-use crate::model::{LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus};
+use crate::model::{EndpointResult, LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus, TimelinePoint};
 use crate::scenario::Plan;
 
 /// A finished run's numbers, ready to store.
@@ -60,6 +60,34 @@ fn measured_secs(plan: &Plan, ran: Duration) -> f64 {
     secs
 }
 
+/// The run's status and every reason it cannot be trusted: aborted when stopped, failed when the target was
+/// not there (that reason first), invalid when the generator shaped the numbers, else finished.
+fn status_and_reasons(
+    facts: &LoadFacts,
+    overall: &EndpointResult,
+    timeline: &[TimelinePoint],
+    paced_for: Duration,
+    interruption: Option<&Interruption>,
+) -> (RunStatus, Vec<String>) {
+    let mut reasons = validity_reasons(facts, &Limits::default());
+    // A stopped run is aborted whatever it met; its cut-off requests say nothing about the target.
+    let stopped = matches!(interruption, Some(Interruption::Stopped));
+    let target_failed = if stopped {
+        None
+    } else {
+        target_failure(overall).or_else(|| target_went_away(timeline, paced_for.as_secs_f64()))
+    };
+    let status = match (stopped, &target_failed) {
+        (true, _) => RunStatus::Aborted,
+        (_, Some(_)) => RunStatus::Failed,
+        _ if reasons.is_empty() => RunStatus::Finished,
+        _ => RunStatus::Invalid,
+    };
+    // A down target is the reason that matters; the generator's own figures follow it.
+    reasons.splice(0..0, target_failed);
+    (status, reasons)
+}
+
 pub(super) fn measure(
     plan: &Plan,
     recorder: &Recorder,
@@ -100,22 +128,8 @@ pub(super) fn measure(
             }
         }),
     };
-    let mut validity_reasons = validity_reasons(&facts, &Limits::default());
-    // A stopped run is aborted whatever it met; its cut-off requests say nothing about the target.
-    let stopped = matches!(interruption, Some(Interruption::Stopped));
-    let target_failed = if stopped {
-        None
-    } else {
-        target_failure(&endpoints[0]).or_else(|| target_went_away(&recorded.timeline, paced_for.as_secs_f64()))
-    };
-    let status = match (interruption, &target_failed) {
-        (Some(Interruption::Stopped), _) => RunStatus::Aborted,
-        (_, Some(_)) => RunStatus::Failed,
-        _ if validity_reasons.is_empty() => RunStatus::Finished,
-        _ => RunStatus::Invalid,
-    };
-    // A down target is the reason that matters; the generator's own figures follow it.
-    validity_reasons.splice(0..0, target_failed);
+    let (status, validity_reasons) =
+        status_and_reasons(&facts, &endpoints[0], &recorded.timeline, paced_for, interruption);
     let load_summary = LoadSummary {
         model: plan.load.model.as_str().to_owned(),
         target_rate: facts.target_rate,

@@ -58,20 +58,26 @@ pub fn target_failure(overall: &EndpointResult) -> Option<String> {
 }
 
 /// Why the run measured no build for its last seconds, judged from its `timeline` (every endpoint's seconds,
-/// `ran_s` seconds in all): the target stopped answering at some second and did not answer again for at
-/// least [`GONE_FOR_AT_LEAST_S`] and [`GONE_FOR_AT_LEAST_SHARE`] of the run, refusing at least
-/// [`GONE_AFTER_AT_LEAST_REQUESTS`]; `None` when it answered on.
+/// `ran_s` seconds in all): the target stopped answering at some second, refused connections after it, and did
+/// not answer again for at least [`GONE_FOR_AT_LEAST_S`] and [`GONE_FOR_AT_LEAST_SHARE`] of the run, failing
+/// at least [`GONE_AFTER_AT_LEAST_REQUESTS`]; `None` when it answered on.
 #[must_use]
 pub fn target_went_away(timeline: &[TimelinePoint], ran_s: f64) -> Option<String> {
     let transport = |p: &TimelinePoint| -> i64 {
         TRANSPORT.iter().map(|c| p.errors_by_class.get(c.as_str()).copied().unwrap_or(0)).sum()
     };
-    let answered = |p: &TimelinePoint| p.requests > transport(p);
+    let count = |p: &TimelinePoint, class: ErrorClass| p.errors_by_class.get(class.as_str()).copied().unwrap_or(0);
+    // Arrivals never sent and requests cut off at the end are the generator's, not answers.
+    let ours = |p: &TimelinePoint| count(p, ErrorClass::Dropped) + count(p, ErrorClass::AbortedAtEnd);
+    let answered = |p: &TimelinePoint| p.requests > transport(p) + ours(p);
     let last_answer = timeline.iter().filter(|p| answered(p)).map(|p| p.elapsed_s).max()?;
     let after: Vec<&TimelinePoint> = timeline.iter().filter(|p| p.elapsed_s > last_answer).collect();
     let unanswered: i64 = after.iter().map(|p| transport(p)).sum();
     let gone_s = ran_s - (last_answer + 1) as f64;
-    if unanswered < GONE_AFTER_AT_LEAST_REQUESTS
+    // Refused: a target that only grew slower than the timeout was there, and its timeouts are judged.
+    let refused = after.iter().any(|p| count(p, ErrorClass::Connect) > 0);
+    if !refused
+        || unanswered < GONE_AFTER_AT_LEAST_REQUESTS
         || gone_s < GONE_FOR_AT_LEAST_S as f64
         || gone_s < GONE_FOR_AT_LEAST_SHARE * ran_s
     {
@@ -85,7 +91,7 @@ pub fn target_went_away(timeline: &[TimelinePoint], ran_s: f64) -> Option<String
         .collect();
     Some(format!(
         "the target stopped answering {}–{} s into the {ran_s:.0} s run and did not come back: none of the {unanswered} \
-         requests of its last {gone_s:.0} s got an answer ({}), so the run measured no build for that time",
+         requests after that got an answer ({}), so the run measured no build for its last {gone_s:.0} s",
         last_answer,
         last_answer + 1,
         classes.join(", ")
@@ -136,7 +142,8 @@ mod tests {
         timeline.extend((7..10).map(|s| second(s, 50, &[(ErrorClass::Connect, 50)])));
         let why = target_went_away(&timeline, 10.0).unwrap();
         assert!(why.starts_with("the target stopped answering 6–7 s into the 10 s run and did not come back"), "{why}");
-        assert!(why.contains("none of the 150 requests of its last 3 s got an answer (150 connect)"), "{why}");
+        assert!(why.contains("none of the 150 requests after that got an answer (150 connect)"), "{why}");
+        assert!(why.ends_with("so the run measured no build for its last 3 s"), "{why}");
         // Gone for its last second only, or answering again at the end (an outage it came back from, judged
         // as errors): not a run without a build.
         assert_eq!(target_went_away(&timeline[..timeline.len() - 2], 8.0), None, "1 s is a blip");
@@ -147,6 +154,14 @@ mod tests {
         // 5xx answers are answers.
         let failing: Vec<TimelinePoint> = (0..10).map(|s| second(s, 10, &[(ErrorClass::Http5xx, 10)])).collect();
         assert_eq!(target_went_away(&failing, 10.0), None);
+        // A build that grew slower than the timeout was there: its timeouts are judged, not a missing target.
+        let mut slower: Vec<TimelinePoint> = (0..6).map(|s| second(s, 100, &[])).collect();
+        slower.extend((6..12).map(|s| second(s, 50, &[(ErrorClass::Timeout, 50)])));
+        assert_eq!(target_went_away(&slower, 10.0), None);
+        // Nor do the generator's own drops count as answers from a target that went away.
+        let mut hung: Vec<TimelinePoint> = (0..6).map(|s| second(s, 100, &[])).collect();
+        hung.extend((6..10).map(|s| second(s, 50, &[(ErrorClass::Connect, 20), (ErrorClass::Dropped, 30)])));
+        assert!(target_went_away(&hung, 10.0).is_some());
     }
 
     #[test]

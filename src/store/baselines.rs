@@ -2,9 +2,10 @@
 //!
 //! A baseline holds only runs of the same scenario *and the same workload* (scenario hash: a changed scenario
 //! file starts a new series), that measured the build validly (`finished`, `passed`, `regressed`), and never
-//! the candidate itself. A night whose regression a rerun confirmed measured the build twice; it counts once,
-//! as its rerun (which the pair's status and alerts speak for): counted twice, a slower build would pass as
-//! the new level a night early, and re-judging a rerun would put the run it confirmed into its own baseline.
+//! the candidate itself. A night whose regression a rerun confirmed measured the build twice; a window counts
+//! it once, as its rerun (which the pair's status and alerts speak for): counted twice, a slower build would
+//! pass as the new level a night early, and re-judging a rerun would put the run it confirmed into its own
+//! baseline. A run named by `run:ID` is the user's choice, and one run is never counted twice.
 //! Every spec is one query with optional conditions, so these rules are written once.
 
 use chrono::{DateTime, Duration, Utc};
@@ -106,8 +107,8 @@ impl Store {
             select_runs!(),
             "where scenarios.name = $1 and runs.scenario_hash = $2 and runs.id <> $3 \
              and runs.status in ('finished', 'passed', 'regressed') \
-             and not exists (select 1 from runs as reruns where reruns.confirms_run_id = runs.id \
-                 and reruns.status in ('finished', 'passed', 'regressed')) \
+             and (cast($7 as bigint) is not null or not exists (select 1 from runs as reruns \
+                 where reruns.confirms_run_id = runs.id and reruns.status in ('finished', 'passed', 'regressed'))) \
              and (cast($4 as bigint) is null or runs.started_at >= $4) \
              and (cast($5 as bigint) is null or runs.started_at < $5) \
              and (cast($6 as text) is null or runs.build_id = $6) \
