@@ -271,6 +271,10 @@ fn value_finding(
         && v.better_by() >= d.min_effect
         && !(d.metric != Metric::Throughput && errors_rose(all, &d.endpoint));
     f.reason = value_reason(d, v, k, family, slow_says);
+    if slow_says && !level_says {
+        // The limit printed beside the value is the level test's: say which test called it.
+        f.reason += "; a regression by the share of slow requests, not by the level";
+    }
     if let (Some((r, t)), true) = (relative, relative_says) {
         f.reason += &relative_reason(r, t.alpha);
     }

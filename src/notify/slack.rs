@@ -20,8 +20,10 @@ pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
         Event::Regression => {
             (format!("degrade: {scenario} regressed{}", on_build(alert)), format!("Regression in {scenario}"))
         }
+        // "Passes again", not "recovered": a slowdown that held long enough to become the level passes too, and
+        // the summary says which it was.
         Event::Recovery => {
-            (format!("degrade: {scenario} recovered{}", on_build(alert)), format!("{scenario} recovered"))
+            (format!("degrade: {scenario} passes again{}", on_build(alert)), format!("{scenario} passes again"))
         }
         Event::MissingRun => (format!("degrade: no recent run of {scenario}"), format!("Missing run of {scenario}")),
         Event::RunFailed => (format!("degrade: a run of {scenario} failed"), format!("Run of {scenario} failed")),

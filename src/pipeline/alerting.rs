@@ -2,7 +2,9 @@
 //!
 //! - regressed → a regression episode opens (one alert); while it stays open, further regressed nights say
 //!   nothing new;
-//! - passed → an open regression episode resolves (one recovery alert);
+//! - passed → an open regression episode resolves (one recovery alert); when the figures that regressed are
+//!   still where they went, the slower level has held long enough to be the one judged against, and the
+//!   alert says so instead of "passed again";
 //! - a run that could not be done → a run_failed episode opens (one alert) until a run measures again;
 //! - no run for longer than the schedule allows → a missing_run episode opens (one alert) until a run starts.
 //!
@@ -12,7 +14,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::config::Config;
-use crate::model::{RunId, VerdictOutcome};
+use crate::model::{FindingOutcome, RunId, VerdictOutcome};
 use crate::notify::{self, Alert, Event, Worse};
 use crate::report::CheckReport;
 use crate::store::{NewEpisode, Store, StoreError};
@@ -50,7 +52,10 @@ pub async fn after_judgement(
             open(store, config, kind::REGRESSION, Some(report.run_id), last_good, alert).await
         }
         VerdictOutcome::Passed => {
-            let summary = format!("run #{} passed again: {}", report.run_id, report.summary);
+            let summary = match still_slower(store, scenario, report).await? {
+                Some(kept) => format!("run #{} passed: {kept}; {}", report.run_id, report.summary),
+                None => format!("run #{} passed again: {}", report.run_id, report.summary),
+            };
             let recovery = Alert {
                 run_id: Some(report.run_id),
                 build_id: report.build_id.clone(),
@@ -60,6 +65,46 @@ pub async fn after_judgement(
         }
         VerdictOutcome::Inconclusive => Ok(()),
     }
+}
+
+/// When the figures that opened the scenario's regression episode are still nearer where they regressed to than
+/// where they were, tonight passed because that slower level held for enough nights to become the level: says
+/// which, in words. `None` when they came back, or there is no such episode.
+async fn still_slower(store: &Store, scenario: &str, report: &CheckReport) -> Result<Option<String>, StoreError> {
+    let episodes = store.unresolved_episodes(scenario).await?;
+    let Some(opened) = episodes.iter().filter(|e| e.kind == kind::REGRESSION).find_map(|e| e.opened_run_id) else {
+        return Ok(None);
+    };
+    let Some(verdict) = store.latest_verdict(opened).await? else { return Ok(None) };
+    let kept: Vec<String> = verdict
+        .findings
+        .iter()
+        .filter(|f| f.outcome == FindingOutcome::Regression)
+        .filter_map(|then| {
+            let before = then.baseline_value.filter(|b| *b > 0.0 && then.candidate_value > 0.0)?;
+            let now = report.findings.iter().find(|f| f.endpoint == then.endpoint && f.metric == then.metric)?;
+            // Nearer on the log scale: a tenfold slowdown halfway back is still closer to its new level.
+            let nearer_new = now.candidate_value > 0.0
+                && (now.candidate_value / then.candidate_value).ln().abs() < (now.candidate_value / before).ln().abs();
+            nearer_new.then(|| {
+                let value = |v| crate::report::with_unit(&then.metric, v);
+                format!(
+                    "{} {} {} (was {} before run #{opened})",
+                    then.endpoint,
+                    then.metric,
+                    value(now.candidate_value),
+                    value(before)
+                )
+            })
+        })
+        .collect();
+    Ok((!kept.is_empty()).then(|| {
+        format!(
+            "{} stayed where it regressed to, and that level has held long enough to be the one judged against \
+             (nothing got faster)",
+            kept.join(", ")
+        )
+    }))
 }
 
 /// Opens a run_failed episode for a run that could not be done.

@@ -78,7 +78,7 @@ async fn a_regression_alerts_once_and_its_recovery_once() {
     assert_eq!(courier.deliver_due().await.unwrap(), 0);
     let slack_messages = slack.delivered();
     assert_eq!(slack_messages.len(), 2, "{slack_messages:#?}");
-    assert_eq!(slack_messages[1]["text"], "degrade: checkout recovered on build 1.0.12");
+    assert_eq!(slack_messages[1]["text"], "degrade: checkout passes again on build 1.0.12");
 
     let json_messages = json.delivered();
     assert_eq!(json_messages.len(), 2);

@@ -201,5 +201,16 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     let verdict = store.latest_verdict(third).await.unwrap().unwrap();
     assert!(verdict.baseline_run_ids.contains(&second_rerun) && !verdict.baseline_run_ids.contains(&second));
     assert_eq!(hook.delivered().len(), 1, "{:?}", hook.delivered());
+
+    // Its third night: the slower level has held for three nights and is the level now. The episode resolves,
+    // and the recovery says the slowdown stayed rather than that anything got faster.
+    let (code, output, _) = judged_night(&dir, &hook, &target, (0, 0)).await;
+    assert_eq!(code, Some(0), "{output}");
+    let delivered = hook.delivered();
+    assert_eq!(delivered.len(), 2, "{delivered:?}");
+    let summary = delivered[1]["summary"].as_str().unwrap();
+    assert_eq!(delivered[1]["event"], "recovery", "{delivered:?}");
+    assert!(summary.contains("GET /items p95 ") && summary.contains("stayed where it regressed to"), "{summary}");
+    assert!(summary.contains("(nothing got faster)"), "{summary}");
     store.close().await;
 }
