@@ -50,8 +50,19 @@ pub fn target_failure(overall: &EndpointResult) -> Option<String> {
     let ours = count(ErrorClass::Dropped) + count(ErrorClass::AbortedAtEnd);
     let sent = requests - ours;
     if sent > 0 && overall.errors - ours >= sent {
+        // Which failures, since some are the scenario's own checks on answers that came (an extraction that
+        // found nothing, an assertion): a user must see whether the target or the scenario is at fault.
+        let classes: Vec<String> = overall
+            .errors_by_class
+            .iter()
+            .filter(|(class, n)| {
+                **n > 0 && ![ErrorClass::Dropped, ErrorClass::AbortedAtEnd].iter().any(|c| c.as_str() == *class)
+            })
+            .map(|(class, n)| format!("{n} {class}"))
+            .collect();
         return Some(format!(
-            "the target answered none of the {sent} requests successfully, so the run measured no build"
+            "none of the {sent} requests succeeded ({}), so the run measured no build",
+            classes.join(", ")
         ));
     }
     None
@@ -169,7 +180,9 @@ mod tests {
         assert_eq!(target_failure(&overall(1000, &[(ErrorClass::Connect, 499)])), None);
         assert_eq!(target_failure(&overall(1000, &[(ErrorClass::Http5xx, 900)])), None, "a 90 % error rate is judged");
         let all_500 = target_failure(&overall(1000, &[(ErrorClass::Http5xx, 1000)])).unwrap();
-        assert!(all_500.contains("answered none of the 1000 requests successfully"), "{all_500}");
+        assert!(all_500.contains("none of the 1000 requests succeeded (1000 http_5xx)"), "{all_500}");
+        let unextracted = target_failure(&overall(30, &[(ErrorClass::Extraction, 30)])).unwrap();
+        assert!(unextracted.contains("(30 extraction)"), "the scenario's own check is named: {unextracted}");
         assert!(target_failure(&overall(0, &[])).unwrap().contains("no request was measured"));
         let cut_off = overall(10, &[(ErrorClass::AbortedAtEnd, 4), (ErrorClass::Dropped, 1)]);
         assert_eq!(target_failure(&cut_off), None, "the generator's own errors are not the target's");
