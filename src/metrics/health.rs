@@ -6,6 +6,8 @@
 //! Such a run is `failed`, with the reason, and never judged or used as a baseline. Error rates below these
 //! lines are judged as usual, a target that failed for a while and came back included.
 
+use std::collections::BTreeMap;
+
 use super::ErrorClass;
 use crate::model::{EndpointResult, TimelinePoint};
 
@@ -23,6 +25,27 @@ pub const MAX_TRANSPORT_FAILURE_SHARE: f64 = 0.5;
 
 /// The transport failures: the request never got an HTTP answer.
 const TRANSPORT: [ErrorClass; 3] = [ErrorClass::Connect, ErrorClass::Timeout, ErrorClass::Reset];
+/// The generator's own: arrivals never sent, requests cut off at the end. Never the target's answers.
+const GENERATORS: [ErrorClass; 2] = [ErrorClass::Dropped, ErrorClass::AbortedAtEnd];
+
+/// Failures per class, as runs and timeline seconds count them.
+type ByClass = BTreeMap<String, i64>;
+
+/// How many failures of `classes` `by_class` counts.
+fn failed(by_class: &ByClass, classes: &[ErrorClass]) -> i64 {
+    classes.iter().map(|c| by_class.get(c.as_str()).copied().unwrap_or(0)).sum()
+}
+
+/// `150 connect, 3 reset`: the classes in `by_class` that failed and that `shown` keeps.
+fn listed(by_class: &ByClass, shown: impl Fn(&str) -> bool) -> String {
+    let counted = by_class.iter().filter(|(class, n)| **n > 0 && shown(class));
+    counted.map(|(class, n)| format!("{n} {class}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Whether `class` is one of `classes`.
+fn among(classes: &[ErrorClass]) -> impl Fn(&str) -> bool + '_ {
+    |class| classes.iter().any(|c| c.as_str() == class)
+}
 
 /// Why the run measured no build, judged from its whole-run figures (`overall`); `None` when the target
 /// answered.
@@ -32,37 +55,26 @@ pub fn target_failure(overall: &EndpointResult) -> Option<String> {
     if requests == 0 {
         return Some("no request was measured (the measured stages sent nothing)".to_owned());
     }
-    let count = |class: ErrorClass| overall.errors_by_class.get(class.as_str()).copied().unwrap_or(0);
-    let transport: i64 = TRANSPORT.iter().map(|&c| count(c)).sum();
+    let by_class = &overall.errors_by_class;
+    let transport = failed(by_class, &TRANSPORT);
     let share = transport as f64 / requests as f64;
     if share >= MAX_TRANSPORT_FAILURE_SHARE {
-        let classes: Vec<String> =
-            TRANSPORT.iter().filter(|&&c| count(c) > 0).map(|&c| format!("{} {}", count(c), c.as_str())).collect();
         return Some(format!(
             "the target could not be reached: {transport} of {requests} requests ({:.1} %) got no answer ({}); \
              at least {:.0} % means the target was down, so the run measured no build",
             100.0 * share,
-            classes.join(", "),
+            listed(by_class, among(&TRANSPORT)),
             100.0 * MAX_TRANSPORT_FAILURE_SHARE
         ));
     }
-    // Arrivals never sent and requests cut off at the end are the generator's, not the target's answers.
-    let ours = count(ErrorClass::Dropped) + count(ErrorClass::AbortedAtEnd);
+    let ours = failed(by_class, &GENERATORS);
     let sent = requests - ours;
     if sent > 0 && overall.errors - ours >= sent {
         // Which failures, since some are the scenario's own checks on answers that came (an extraction that
         // found nothing, an assertion): a user must see whether the target or the scenario is at fault.
-        let classes: Vec<String> = overall
-            .errors_by_class
-            .iter()
-            .filter(|(class, n)| {
-                **n > 0 && ![ErrorClass::Dropped, ErrorClass::AbortedAtEnd].iter().any(|c| c.as_str() == *class)
-            })
-            .map(|(class, n)| format!("{n} {class}"))
-            .collect();
         return Some(format!(
             "none of the {sent} requests succeeded ({}), so the run measured no build",
-            classes.join(", ")
+            listed(by_class, |class| !among(&GENERATORS)(class))
         ));
     }
     None
@@ -74,38 +86,32 @@ pub fn target_failure(overall: &EndpointResult) -> Option<String> {
 /// at least [`GONE_AFTER_AT_LEAST_REQUESTS`]; `None` when it answered on.
 #[must_use]
 pub fn target_went_away(timeline: &[TimelinePoint], ran_s: f64) -> Option<String> {
-    let transport = |p: &TimelinePoint| -> i64 {
-        TRANSPORT.iter().map(|c| p.errors_by_class.get(c.as_str()).copied().unwrap_or(0)).sum()
+    let answered = |p: &TimelinePoint| {
+        p.requests > failed(&p.errors_by_class, &TRANSPORT) + failed(&p.errors_by_class, &GENERATORS)
     };
-    let count = |p: &TimelinePoint, class: ErrorClass| p.errors_by_class.get(class.as_str()).copied().unwrap_or(0);
-    // Arrivals never sent and requests cut off at the end are the generator's, not answers.
-    let ours = |p: &TimelinePoint| count(p, ErrorClass::Dropped) + count(p, ErrorClass::AbortedAtEnd);
-    let answered = |p: &TimelinePoint| p.requests > transport(p) + ours(p);
     let last_answer = timeline.iter().filter(|p| answered(p)).map(|p| p.elapsed_s).max()?;
-    let after: Vec<&TimelinePoint> = timeline.iter().filter(|p| p.elapsed_s > last_answer).collect();
-    let unanswered: i64 = after.iter().map(|p| transport(p)).sum();
+    let mut after = ByClass::new();
+    for point in timeline.iter().filter(|p| p.elapsed_s > last_answer) {
+        for class in TRANSPORT {
+            *after.entry(class.as_str().to_owned()).or_default() += failed(&point.errors_by_class, &[class]);
+        }
+    }
+    let unanswered = failed(&after, &TRANSPORT);
     let gone_s = ran_s - (last_answer + 1) as f64;
     // Refused: a target that only grew slower than the timeout was there, and its timeouts are judged.
-    let refused = after.iter().any(|p| count(p, ErrorClass::Connect) > 0);
-    if !refused
+    if failed(&after, &[ErrorClass::Connect]) == 0
         || unanswered < GONE_AFTER_AT_LEAST_REQUESTS
         || gone_s < GONE_FOR_AT_LEAST_S as f64
         || gone_s < GONE_FOR_AT_LEAST_SHARE * ran_s
     {
         return None;
     }
-    let classes: Vec<String> = TRANSPORT
-        .iter()
-        .map(|c| (c, after.iter().map(|p| p.errors_by_class.get(c.as_str()).copied().unwrap_or(0)).sum::<i64>()))
-        .filter(|(_, n)| *n > 0)
-        .map(|(c, n)| format!("{n} {}", c.as_str()))
-        .collect();
     Some(format!(
-        "the target stopped answering {}–{} s into the {ran_s:.0} s run and did not come back: none of the {unanswered} \
-         requests after that got an answer ({}), so the run measured no build for its last {gone_s:.0} s",
-        last_answer,
+        "the target stopped answering {last_answer}–{} s into the {ran_s:.0} s run and did not come back: none of \
+         the {unanswered} requests after that got an answer ({}), so the run measured no build for its last \
+         {gone_s:.0} s",
         last_answer + 1,
-        classes.join(", ")
+        listed(&after, among(&TRANSPORT))
     ))
 }
 

@@ -1,7 +1,7 @@
 //! "What changed": the latest judged run of a scenario, its findings that say something (regressions and
 //! breached gates first, worst change first, then improvements), with baseline → tonight in their units, the
-//! signed change and the chance of a change that large by noise alone. It heads the scenario page and each scenario on the
-//! overview, so nobody has to read 27 charts to learn which route regressed.
+//! signed change and the chance of a change that large by noise alone. It heads the scenario page and each
+//! scenario on the overview, so nobody has to read 27 charts to learn which route regressed.
 
 use std::cmp::Ordering;
 

@@ -232,6 +232,10 @@ async fn every_failure_lands_in_its_class_and_never_stops_the_run() {
     assert!(assertion.error_samples["assertion"][0].contains("found \"broken\""), "{assertion:?}");
     let extraction = one_second_of(&url, "", "path = \"/json\"\nextract = { id = \"$.id\" }", "").await;
     assert_eq!(only_class(&extraction), ("extraction", 10));
+    let step = "path = \"/latin1-header\"\nextract = { token = { header = \"x-token\" } }";
+    let unreadable = one_second_of(&url, "", step, "").await;
+    assert_eq!(only_class(&unreadable), ("extraction", 10));
+    assert_eq!(unreadable.error_samples["extraction"][0], "the x-token header is not UTF-8 text", "there, not missing");
     let dropped = one_second_of(&url, "", "path = \"/slow\"", "max_in_flight = 2").await;
     assert_eq!(dropped.errors_by_class["dropped"], 8, "{dropped:?}");
 

@@ -75,6 +75,11 @@ impl StubTarget {
                 get(|Path(code): Path<u16>| async move { (StatusCode::from_u16(code).unwrap(), "as asked") }),
             )
             .route("/json", get(|| async { Json(json!({"state": "broken", "count": 3})) }))
+            // A header HTTP allows (obs-text) that is not UTF-8: Latin-1 "café".
+            .route(
+                "/latin1-header",
+                get(|| async { ([("x-token", axum::http::HeaderValue::from_bytes(b"caf\xe9").unwrap())], "ok") }),
+            )
             .route("/echo", get(echo))
             .route("/items", post(create))
             .route("/items/{id}", get(read).delete(delete))
