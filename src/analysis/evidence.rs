@@ -9,12 +9,12 @@
 //! that level? Error rates are counts of failed requests. Throughput is judged only in the closed model: in the
 //! open model the generator sets the arrival rate, and sessions cut short show as errors upstream.
 
-use super::counts::{Count, CountHistory, Wobble};
+use super::counts::{Count, CountHistory};
 use super::detector::{ERROR_MIN_RISE, LOG_SIGMA_FLOOR};
 use super::level::{Estimate, estimate};
 use super::relative::RelativeEvidence;
 use super::sample::{Sample, Side};
-use super::shift::Shift;
+use super::shift::{Shift, t_tail};
 use crate::analysis::Gates;
 use crate::metrics::interval::requests_needed;
 use crate::model::{EndpointResult, Interval, Metric};
@@ -103,6 +103,13 @@ impl ValueEvidence {
 }
 
 /// Did more of tonight's requests take at least `threshold_ms` than on the baseline nights at the current level?
+///
+/// Counting requests knows tonight's sampling exactly, but not how far an ordinary night moves the percentile:
+/// that is the level's night-to-night noise. A far-tail share moves steeply with the night's speed (×3 for a
+/// night 12 % slower, see `counts`), so a night that is merely slow makes the share look rare. The test
+/// therefore rejects only where the night noise alone, with no sampling at all, also leaves tonight's value
+/// unlikely: its p-value is the larger of the two. Both must reject, and it differs from the level test only
+/// in how tonight's sampling is read, which is what it is for (a tail percentile of a few hundred requests).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SlowShare {
     /// Tonight's percentile value, ms: the threshold.
@@ -114,7 +121,23 @@ pub(super) struct SlowShare {
     /// How many nights that is.
     pub nights: usize,
     /// The chance of tonight's share by the baseline's alone; 1 when tonight is not the minimum effect above.
+    pub share_p: f64,
+    /// Tonight's percentile (ln ms) and the level it is measured from.
+    value: f64,
+    level: f64,
+    /// The test's p-value: the larger of `share_p` and the night noise's (see [`SlowShare::weigh_night_noise`]).
     pub p: f64,
+}
+
+impl SlowShare {
+    /// Sets the p-value from the series' night-to-night noise, once the pooled prior is in `estimate`: the
+    /// chance that an ordinary night, measured exactly, lies as far above the level as tonight.
+    pub(super) fn weigh_night_noise(&mut self, estimate: &Estimate) {
+        let level_var = estimate.sigma.powi(2) / estimate.level_nights.max(1) as f64;
+        let spread = (estimate.night_var + level_var).sqrt();
+        let night_p = if spread > 0.0 { t_tail((self.value - self.level) / spread, estimate.dof) } else { 0.0 };
+        self.p = self.share_p.max(night_p);
+    }
 }
 
 /// Failed requests tonight and on the baseline nights.
@@ -233,8 +256,8 @@ fn current_level<'a>(judged: &'a [&'a Sample], estimate: &Estimate) -> (&'a [&'a
 }
 
 /// The slow-share test at tonight's percentile value `value`, when it lies the minimum effect above `level`
-/// and the series has held that level for the `needed` nights a baseline needs: the night-to-night wobble of
-/// the share is measured on those nights alone, with no prior, and fewer would understate it.
+/// and the series has held that level for the `needed` nights a baseline needs: the share's night-to-night
+/// wobble is measured on those nights alone (with the prior of `counts`), and fewer would say little of it.
 fn slow_share(
     tonight: &Sample,
     history: &[&Sample],
@@ -248,20 +271,29 @@ fn slow_share(
         .iter()
         .map(|s| Count { hits: s.share_at_or_above(value, Side::High) * s.timed() as f64, trials: s.timed() as f64 })
         .collect();
-    let nights = CountHistory::new(&counts, Wobble::Additive);
-    let p = if history.len() >= needed && value >= level + min_effect.ln_1p() {
+    let nights = CountHistory::new(&counts);
+    let share_p = if history.len() >= needed && value >= level + min_effect.ln_1p() {
         let hits = (share_tonight * tonight.timed() as f64 - 1e-9).ceil().max(0.0) as u64;
         nights.p_at_least(hits, tonight.timed() as f64)
     } else {
         1.0
     };
-    SlowShare { threshold_ms: value.exp(), tonight: share_tonight, baseline: nights.rate(), nights: history.len(), p }
+    SlowShare {
+        threshold_ms: value.exp(),
+        tonight: share_tonight,
+        baseline: nights.rate(),
+        nights: history.len(),
+        share_p,
+        value,
+        level,
+        p: share_p,
+    }
 }
 
 fn error_evidence(endpoint: &EndpointResult, tonight: &Sample, history: &[Sample]) -> ErrorEvidence {
     let counts: Vec<Count> =
         history.iter().map(|s| Count { hits: s.errors as f64, trials: s.requests as f64 }).collect();
-    let history = CountHistory::new(&counts, Wobble::Multiplicative);
+    let history = CountHistory::new(&counts);
     ErrorEvidence {
         p: history.p_at_least(tonight.errors, tonight.requests as f64),
         history,

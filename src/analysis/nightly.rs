@@ -129,6 +129,9 @@ fn pooled_priors(drafts: &[Draft], select: fn(&ValueEvidence) -> Option<&ValueEv
 fn settle(v: &mut ValueEvidence, prior: Option<&Prior>) {
     v.estimate = v.estimate.with_prior(prior.copied().unwrap_or(LOG_PRIOR), LOG_SIGMA_FLOOR);
     v.shift = Some(shift(&v.estimate, v.tonight, v.tonight_var));
+    if let Some(slow) = &mut v.slow_share {
+        slow.weigh_night_noise(&v.estimate);
+    }
 }
 
 /// Every test the drafts make, each with its p-value; the family's size does not depend on tonight's values.

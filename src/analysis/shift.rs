@@ -66,6 +66,12 @@ pub fn shift(e: &Estimate, candidate: f64, candidate_sampling_var: f64) -> Shift
     Shift { z, dof: e.dof, p_worse: t.sf(z), p_better: t.cdf(z), forecast, se, baselines }
 }
 
+/// The chance that Student's t with `dof` degrees of freedom exceeds `z`.
+#[must_use]
+pub fn t_tail(z: f64, dof: f64) -> f64 {
+    students_t(dof).sf(z)
+}
+
 /// The `q` quantile of Student's t with `dof` degrees of freedom.
 #[must_use]
 pub fn t_quantile(q: f64, dof: f64) -> f64 {
