@@ -11,11 +11,12 @@
 //! - failures come in bursts: a flaky dependency fails three times as often on some nights;
 //! - the share of requests slower than a threshold far in the tail moves with the night's speed, and steeply:
 //!   where a p99 sits, a night 5 % slower than usual makes the share beyond it about 1.5 times as large and a
-//!   night 12 % slower about 3 times (a log-normal body of spread 0.3). An additive wobble, measured on the
+//!   night 12 % slower 2.5–3 times (a log-normal body of spread 0.3). An additive wobble, measured on the
 //!   few nights at the current level, made such nights look impossible: on simulated unchanged nights of a
 //!   machine whose speed varies by ±12 %, five baseline nights of 2,000 requests, the share behind p95 fell
 //!   below 2·10⁻⁴ (where a run's first test is held) on 4.8 % of nights, 240 times as often as it should;
-//!   by a factor, on 0.2 %. The slow-share test also asks the level's night noise (`evidence::SlowShare`).
+//!   by a factor, on 0.2 %, still ten times too often: so the slow-share test also asks the level's night
+//!   noise (`evidence::SlowShare`).
 
 use statrs::distribution::{DiscreteCDF, NegativeBinomial};
 
@@ -90,9 +91,6 @@ impl CountHistory {
             let nb = NegativeBinomial::new(shape, shape / (shape + night_mean)).expect("a positive shape and mean");
             p += weight * nb.sf(hits - 1);
             weights += weight;
-            if sd == 0.0 {
-                return nb.sf(hits - 1);
-            }
         }
         (p / weights).clamp(0.0, 1.0)
     }

@@ -14,7 +14,7 @@ use super::detector::{ERROR_MIN_RISE, LOG_SIGMA_FLOOR};
 use super::level::{Estimate, estimate};
 use super::relative::RelativeEvidence;
 use super::sample::{Sample, Side};
-use super::shift::{Shift, t_tail};
+use super::shift::Shift;
 use crate::analysis::Gates;
 use crate::metrics::interval::requests_needed;
 use crate::model::{EndpointResult, Interval, Metric};
@@ -105,11 +105,12 @@ impl ValueEvidence {
 /// Did more of tonight's requests take at least `threshold_ms` than on the baseline nights at the current level?
 ///
 /// Counting requests knows tonight's sampling exactly, but not how far an ordinary night moves the percentile:
-/// that is the level's night-to-night noise. A far-tail share moves steeply with the night's speed (×3 for a
-/// night 12 % slower, see `counts`), so a night that is merely slow makes the share look rare. The test
+/// that is the level's night-to-night noise. A far-tail share moves steeply with the night's speed (×2.5–3
+/// for a night 12 % slower, see `counts`), so a night that is merely slow makes the share look rare. The test
 /// therefore rejects only where the night noise alone, with no sampling at all, also leaves tonight's value
-/// unlikely: its p-value is the larger of the two. Both must reject, and it differs from the level test only
-/// in how tonight's sampling is read, which is what it is for (a tail percentile of a few hundred requests).
+/// unlikely (`shift::p_worse_by_night_noise`): its p-value is the larger of the two. Both must reject, and it
+/// differs from the level test only in how tonight's sampling is read, which is what it is for (a tail
+/// percentile of a few hundred requests).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SlowShare {
     /// Tonight's percentile value, ms: the threshold.
@@ -122,21 +123,14 @@ pub(super) struct SlowShare {
     pub nights: usize,
     /// The chance of tonight's share by the baseline's alone; 1 when tonight is not the minimum effect above.
     pub share_p: f64,
-    /// Tonight's percentile (ln ms) and the level it is measured from.
-    value: f64,
-    level: f64,
-    /// The test's p-value: the larger of `share_p` and the night noise's (see [`SlowShare::weigh_night_noise`]).
-    pub p: f64,
+    /// The chance of tonight's value by the night-to-night noise alone, once the pooled prior has set it.
+    pub night_p: Option<f64>,
 }
 
 impl SlowShare {
-    /// Sets the p-value from the series' night-to-night noise, once the pooled prior is in `estimate`: the
-    /// chance that an ordinary night, measured exactly, lies as far above the level as tonight.
-    pub(super) fn weigh_night_noise(&mut self, estimate: &Estimate) {
-        let level_var = estimate.sigma.powi(2) / estimate.level_nights.max(1) as f64;
-        let spread = (estimate.night_var + level_var).sqrt();
-        let night_p = if spread > 0.0 { t_tail((self.value - self.level) / spread, estimate.dof) } else { 0.0 };
-        self.p = self.share_p.max(night_p);
+    /// The test's p-value: the larger of the two chances (1 until the night noise is known).
+    pub fn p(&self) -> f64 {
+        self.share_p.max(self.night_p.unwrap_or(1.0))
     }
 }
 
@@ -284,9 +278,7 @@ fn slow_share(
         baseline: nights.rate(),
         nights: history.len(),
         share_p,
-        value,
-        level,
-        p: share_p,
+        night_p: None,
     }
 }
 

@@ -18,7 +18,7 @@ use super::detector::{ERROR_MIN_RISE, LOG_PRIOR, LOG_SIGMA_FLOOR};
 use super::evidence::{Draft, ErrorEvidence, Evidence, PERCENTILES, ValueEvidence, endpoint_drafts};
 use super::level::{Prior, median};
 use super::relative::{MIN_CONTROLS, Nights, RelativeEvidence, Table};
-use super::shift::shift;
+use super::shift::{p_worse_by_night_noise, shift};
 use crate::analysis::Gates;
 use crate::metrics::interval::error_rate_interval;
 use crate::model::{EndpointResult, Finding, FindingOutcome, Metric, OVERALL_ENDPOINT};
@@ -130,7 +130,7 @@ fn settle(v: &mut ValueEvidence, prior: Option<&Prior>) {
     v.estimate = v.estimate.with_prior(prior.copied().unwrap_or(LOG_PRIOR), LOG_SIGMA_FLOOR);
     v.shift = Some(shift(&v.estimate, v.tonight, v.tonight_var));
     if let Some(slow) = &mut v.slow_share {
-        slow.weigh_night_noise(&v.estimate);
+        slow.night_p = Some(p_worse_by_night_noise(&v.estimate, v.tonight));
     }
 }
 
@@ -146,7 +146,7 @@ fn tests_of(drafts: &[Draft]) -> Vec<Test> {
                     tests.push(test(i, TestKind::Relative, r.value.shift.as_ref().map_or(1.0, |s| s.p_worse)));
                 }
                 if let Some(slow) = &v.slow_share {
-                    tests.push(test(i, TestKind::SlowShare, slow.p));
+                    tests.push(test(i, TestKind::SlowShare, slow.p()));
                 }
             }
             Evidence::Errors(e) => tests.push(test(i, TestKind::Errors, e.p)),
@@ -357,11 +357,8 @@ fn error_finding(f: &mut Finding, d: &Draft, e: &ErrorEvidence, tests: &[Test], 
     f.interval = e.interval.or_else(|| error_rate_interval(e.errors, e.requests));
     f.limit = Some(error_limit(&e.history, e.requests, alpha, base, d.min_effect));
     let regressed = test.is_some_and(|t| t.rejected) && e.is_effect(d.min_effect);
-    let wobble = if e.history.log_wobble_var > 0.0 {
-        format!("the nightly rate varies ×{:.1}", e.history.log_wobble_var.sqrt().exp())
-    } else {
-        "a steady rate".to_owned()
-    };
+    // Never 0: the prior alone makes the rate wobble.
+    let wobble = format!("the nightly rate varies ×{:.1}", e.history.log_wobble_var.sqrt().exp());
     f.reason = format!(
         "{} of {} requests failed against {base:.3} % over {} nights ({wobble}); chance {:.1e}, a regression needs \
          {alpha:.1e} (1 % false alarms over the run's {family} tests), +{ERROR_MIN_RISE} pp and {:.0} %",

@@ -46,12 +46,28 @@ impl Shift {
 /// Tonight's `candidate` (sampling variance `candidate_sampling_var`) against the series described by `e`.
 #[must_use]
 pub fn shift(e: &Estimate, candidate: f64, candidate_sampling_var: f64) -> Shift {
+    let (z, forecast, se, baselines) = distance(e, candidate, e.night_var + candidate_sampling_var.max(e.sampling_var));
+    let t = students_t(e.dof);
+    Shift { z, dof: e.dof, p_worse: t.sf(z), p_better: t.cdf(z), forecast, se, baselines }
+}
+
+/// The chance that the night-to-night noise alone puts `candidate` this far above the level, as if tonight
+/// were measured exactly (no sampling noise at all): what a test that reads tonight's sampling exactly, the
+/// share of slow requests, must also find unlikely before a merely slow night counts against the build.
+#[must_use]
+pub fn p_worse_by_night_noise(e: &Estimate, candidate: f64) -> f64 {
+    let (z, ..) = distance(e, candidate, e.night_var);
+    students_t(e.dof).sf(z)
+}
+
+/// Tonight's standardised distance from the level when tonight varies by `tonight_var`, with the forecast,
+/// the spread and the levels it was measured from (see [`Shift`]).
+fn distance(e: &Estimate, candidate: f64, tonight_var: f64) -> (f64, f64, f64, Vec<f64>) {
     let sigma = e.sigma;
     // Tomorrow's expected value given tonight's residual (AR(1)); with an unsettled tail there is no settled
     // last night to carry over.
     let residual = if e.tail.is_some() { 0.0 } else { (e.last - e.level).clamp(-2.0 * sigma, 2.0 * sigma) };
     let forecast = e.level + e.phi * residual;
-    let tonight_var = e.night_var + candidate_sampling_var.max(e.sampling_var);
     let level_var = sigma * sigma * (1.0 + e.phi) / ((1.0 - e.phi) * e.level_nights as f64);
     let se = (tonight_var * (1.0 - e.phi * e.phi) + level_var).sqrt();
     let mut z = (candidate - forecast) / se;
@@ -62,14 +78,7 @@ pub fn shift(e: &Estimate, candidate: f64, candidate_sampling_var: f64) -> Shift
         z = if z >= 0.0 { z.min(tail_z) } else { z.max(tail_z) };
         baselines.push(tail_median);
     }
-    let t = students_t(e.dof);
-    Shift { z, dof: e.dof, p_worse: t.sf(z), p_better: t.cdf(z), forecast, se, baselines }
-}
-
-/// The chance that Student's t with `dof` degrees of freedom exceeds `z`.
-#[must_use]
-pub fn t_tail(z: f64, dof: f64) -> f64 {
-    students_t(dof).sf(z)
+    (z, forecast, se, baselines)
 }
 
 /// The `q` quantile of Student's t with `dof` degrees of freedom.
