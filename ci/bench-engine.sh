@@ -11,9 +11,11 @@
 #      (target < 1 ms) and CPU per request (target <= 15 us; the best peer, oha, needs 33-36 us). The CPU is
 #      the whole process's, start-up and the stored run included (shown apart from a 1 request run), printed
 #      beside the floor of any open-model generator on this machine (ci/open-model-floor.c, needs gcc): woken
-#      for each request's arrival and for its answer, and woken for arrivals only, each answer read on the
-#      next one and timed by the kernel's stamp, as degrade does; and, on x86-64, what one exit to the
-#      hypervisor costs, of which each request pays at least two;
+#      for each request's arrival and for its answer; woken for arrivals only, each answer read on the next
+#      one and timed by the kernel's stamp, as degrade does; woken once a millisecond for that millisecond's
+#      arrivals, as a generator on a millisecond timer is (oha), the least any generator within the lag
+#      target can spend; and, on x86-64, what one exit to the hypervisor costs, of which each request sent at
+#      its instant pays at least two;
 #   3. open model at 20,000 req/s: achieved rate (target within 1 %) and schedule-lag p99 (target < 1 ms).
 #      Open runs cap connections at 256, as a service's client pool does: without a cap, one hiccup of the
 #      (virtual) machine makes the overdue arrivals open hundreds of connections at once;
@@ -22,7 +24,7 @@
 #      warm-up, so the two peaks differ by how long they ran, not by how many connections a hiccup opened.
 #      Identical runs differ by up to 1 MB, so read these figures to about a megabyte.
 # Usage: bash ci/bench-engine.sh   (ROUNDS=5 by default; installs nginx-light and wrk if missing; builds the
-#        `dist` profile, or measures DEGRADE=path/to/degrade)
+#        `dist` profile, or measures DEGRADE=path/to/degrade; OHA=path/to/oha adds oha's open-model figure)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -137,13 +139,24 @@ print(f"schedule-lag p99: {load['schedule_lag_p99_us'] / 1000:.3f} ms (target < 
 print(f"CPU: {cpu * 1e6 / sent:.1f} us/request over the whole process (target <= 15; oha 33-36); "
       f"{(cpu - one) * 1e6 / sent:.1f} us/request without the {one * 1000:.0f} ms of a 1 request run")
 PY
+# A peer's figure from the same machine and minute, when one is at hand (OHA=path/to/oha; `cargo install oha`
+# builds it in ~10 minutes, too long for every run): the same requests at the same rate, coordinated omission
+# corrected. oha paces on tokio's millisecond timer, sending the arrivals of each tick together, late by up to
+# a millisecond; degrade sends each at its instant.
+if [ -n "${OHA:-}" ]; then
+    taskset -c 1 /usr/bin/time -f '%U %S' -o "$work/oha.time" "$OHA" -n $((5000 * SECONDS_PER_RUN)) -q 5000 -c 16 \
+        --no-tui --latency-correction "http://127.0.0.1:$port/e1" > "$work/oha.out" 2>&1 || true
+    echo "oha $("$OHA" --version | awk '{print $2}'): $(awk '/Requests\/sec/ {printf "%.1f req/s", $2}' "$work/oha.out"), $(python3 -c "print(f'{$(cpu "$work/oha.time") * 1e6 / (5000 * $SECONDS_PER_RUN):.1f}')") us CPU/request, same rate and count"
+fi
 # What any generator must spend here: a timerfd, a send and a receive per request, nothing measured or kept;
 # woken for each answer (two wake-ups per request), or reading it on the next arrival as degrade does (one).
 if command -v gcc >/dev/null; then
     gcc -O2 -o "$work/floor" ci/open-model-floor.c
     woken=$(taskset -c 1 "$work/floor" "$port" $((5000 * SECONDS_PER_RUN)) woken)
     stamped=$(taskset -c 1 "$work/floor" "$port" $((5000 * SECONDS_PER_RUN)) stamped)
+    ticked=$(taskset -c 1 "$work/floor" "$port" $((5000 * SECONDS_PER_RUN)) ticked)
     echo "floor on this machine (ci/open-model-floor.c): $woken us/request woken for each answer, $stamped us/request reading it on the next arrival"
+    echo "  and $ticked us/request sending each millisecond's arrivals together (up to 1 ms late, as far as the lag target allows): no generator within that target spends less here"
     # Setting the timer and waking nginx's idle core each leave the guest for its hypervisor: what one such
     # exit costs here bounds what a request can cost (tens of ns on bare metal, ~1 us in a VM, 10+ nested).
     if exit_cost=$(taskset -c 1 "$work/floor" exit); then
