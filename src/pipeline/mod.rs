@@ -10,6 +10,7 @@ pub mod alerting;
 pub mod claim;
 pub mod confirm;
 pub mod held_back;
+pub mod interrupted;
 pub mod judge_run;
 pub mod runner;
 

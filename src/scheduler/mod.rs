@@ -20,6 +20,7 @@ use chrono::{DateTime, Utc};
 use tokio_cron_scheduler::{Job, JobScheduler};
 
 use crate::config::{Config, ScenarioConfig, Schedule};
+use crate::pipeline::interrupted::settle_unconfirmed_orphans;
 use crate::pipeline::{Runner, alerting};
 use crate::store::Store;
 
@@ -156,6 +157,14 @@ async fn look_after(shared: &SchedulerContext) {
         }
         Ok(_) => {}
         Err(e) => tracing::error!(error = %e, "cannot look for runs orphaned by a stopped degrade"),
+    }
+    let now = shared.runner.clock().now();
+    match settle_unconfirmed_orphans(&shared.store, &shared.config, Utc::now(), now).await {
+        Ok(settled) if !settled.is_empty() => {
+            tracing::warn!(?settled, "regressions whose confirmation rerun a stopped degrade left unfinished stand");
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = format!("{e:#}"), "cannot settle runs whose rerun was cut short"),
     }
     check_missing(shared).await;
 }

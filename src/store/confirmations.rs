@@ -2,8 +2,10 @@
 //! regressed is run again at once on the same build; the night is regressed only when the rerun reproduces it,
 //! else the first run is `unconfirmed` (shown, never alerted, never a baseline) and the rerun is the night.
 
+use chrono::{DateTime, Utc};
+
 use super::retry::retry_busy;
-use super::{Store, StoreError, on_pool};
+use super::{Store, StoreError, on_pool, to_millis};
 use crate::model::{RunId, RunStatus};
 
 impl Store {
@@ -30,6 +32,18 @@ impl Store {
             Ok(())
         })
         .await
+    }
+
+    /// Runs left `unconfirmed` that no rerun is linked to, of scenarios no degrade holds a lease on at `now`:
+    /// their rerun was cut short by a kill or a crash (one that ends in any other way is linked first).
+    pub async fn unconfirmed_without_rerun(&self, now: DateTime<Utc>) -> Result<Vec<RunId>, StoreError> {
+        let query = "select id from runs where status = 'unconfirmed' \
+                     and not exists (select 1 from runs reruns where reruns.confirms_run_id = runs.id) \
+                     and scenario_id not in (select scenario_id from scenario_leases where expires_at > $1) \
+                     order by id";
+        let rows: Vec<(i64,)> =
+            on_pool!(self, |pool| sqlx::query_as(query).bind(to_millis(now)).fetch_all(pool).await?);
+        Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     /// The rerun that was asked to confirm `first`, if there was one.

@@ -117,6 +117,19 @@ async fn judged_night(
     panic!("six nights in a row had an invalid run: this machine is too busy to measure anything");
 }
 
+/// Five valid nights of history; a night this machine was too slow for is invalid and does not count.
+async fn five_valid_nights(dir: &tempfile::TempDir, hook: &Receiver, store: &Store) {
+    let mut valid = 0;
+    let mut runs = 0;
+    while valid < 5 {
+        assert!(runs < 12, "12 history nights without 5 valid ones");
+        let (code, output) = check_run_now(dir, hook).await;
+        assert!(matches!(code, Some(0 | 3)), "history night {}: {output}", runs + 1);
+        runs += 1;
+        valid += i32::from(store.find_run(runs).await.unwrap().unwrap().status.is_valid_measurement());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     let target = SlowFor::start().await;
@@ -124,15 +137,7 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     let dir = project_for(&target);
     // Five valid nights of history; a night this machine was too slow for is invalid and does not count.
     let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
-    let mut valid = 0;
-    let mut runs = 0;
-    while valid < 5 {
-        assert!(runs < 12, "12 history nights without 5 valid ones");
-        let (code, output) = check_run_now(&dir, &hook).await;
-        assert!(matches!(code, Some(0 | 3)), "history night {}: {output}", runs + 1);
-        runs += 1;
-        valid += i32::from(store.find_run(runs).await.unwrap().unwrap().status.is_valid_measurement());
-    }
+    five_valid_nights(&dir, &hook, &store).await;
 
     // A noisy night: the first run (80 requests) is slow throughout, its rerun is not.
     let (code, output, first) = judged_night(&dir, &hook, &target, (80, i64::MAX)).await;
@@ -213,4 +218,68 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     assert!(summary.contains("GET /items p95 ") && summary.contains("stayed where it regressed to"), "{summary}");
     assert!(summary.contains("(nothing got faster)"), "{summary}");
     store.close().await;
+}
+
+/// Polls `done` every 50 ms for at most a minute; false when `child` exited or the minute ran out first.
+async fn until(child: &mut tokio::process::Child, done: impl AsyncFn() -> bool) -> bool {
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_mins(1) && child.try_wait().unwrap().is_none() {
+        if done().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done().await
+}
+
+/// A degrade killed (SIGKILL: no chance to tidy up) while its rerun measured the build left the regressed run
+/// `unconfirmed`, never alerted. When degrade comes back and the killed one's lease has run out, the rerun
+/// measured nothing, and the first verdict stands: the run is regressed and alerted, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
+    let target = SlowFor::start().await;
+    let hook = Receiver::start().await;
+    let dir = project_for(&target);
+    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
+    five_valid_nights(&dir, &hook, &store).await;
+    let hook_url = hook.url();
+    let mut first = None;
+    for _ in 0..6 {
+        // Every request slow: the first run regresses and its rerun starts; kill degrade as it measures.
+        let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
+        target.slow((i64::MAX, i64::MAX));
+        let mut night = degrade_child(dir.path(), &["check", "--run-now"], &[("HOOK", hook_url.as_str())]);
+        let status = async || store.find_run(before + 1).await.unwrap().map(|r| r.status);
+        let rerunning = until(&mut night, async || status().await == Some(RunStatus::Unconfirmed)).await;
+        night.kill().await.unwrap();
+        if rerunning {
+            first = Some(before + 1);
+            break;
+        }
+        // This machine, busy with other tests, made the run invalid: such a night regresses nothing.
+    }
+    let first = first.expect("six slow nights in a row were invalid: this machine is too busy to measure anything");
+    assert!(hook.delivered().is_empty(), "nothing is alerted before the rerun decides: {:?}", hook.delivered());
+    // The killed degrade's lease would run out in two minutes; here it has.
+    let database = format!("sqlite://{}", dir.path().join("degrade.db").display());
+    let pool = sqlx::SqlitePool::connect(&database).await.unwrap();
+    sqlx::query("update scenario_leases set expires_at = 0").execute(&pool).await.unwrap();
+    pool.close().await;
+
+    let env = [("HOOK", hook_url.as_str()), ("DEGRADE_SERVER_LISTEN", "127.0.0.1:0")];
+    let mut server = degrade_child(dir.path(), &["serve"], &env);
+    let settled = until(&mut server, async || {
+        store.find_run(first).await.unwrap().unwrap().status == RunStatus::Regressed && !hook.delivered().is_empty()
+    })
+    .await;
+    server.kill().await.unwrap();
+    let output = server.wait_with_output().await.unwrap();
+    let (_, stderr) = text(&output);
+    assert!(settled, "run #{first} was not settled: {:?}\n{stderr}", store.find_run(first).await.unwrap());
+    assert!(stderr.contains("confirmation rerun a stopped degrade left unfinished"), "{stderr}");
+    let delivered = hook.delivered();
+    assert_eq!(delivered.len(), 1, "one alert: {delivered:?}");
+    assert_eq!(delivered[0]["run_id"], first, "{delivered:?}");
+    let rerun = store.find_run(first + 1).await.unwrap().unwrap();
+    assert_eq!(rerun.status, RunStatus::Aborted, "the killed rerun: {rerun:?}");
 }
