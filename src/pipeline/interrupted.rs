@@ -15,23 +15,36 @@ use crate::model::{BaselineSpec, RunId, RunStatus};
 use crate::store::Store;
 
 /// Lets the first verdict stand for every run whose rerun a stopped degrade left unfinished (their scenarios'
-/// leases ran out, `lease_now` on the system's clock), judged and alerted `at`; returns those runs.
+/// leases ran out, `lease_now` on the system's clock), judged and alerted `at`; returns those settled. One
+/// that cannot be judged again is logged and left regressed: the verdict stands, only its alert is missing.
 pub async fn settle_unconfirmed_orphans(
     store: &Store,
     config: &Config,
     lease_now: DateTime<Utc>,
     at: DateTime<Utc>,
 ) -> anyhow::Result<Vec<RunId>> {
-    let orphans = store.unconfirmed_without_rerun(lease_now).await?;
-    for &id in &orphans {
+    let mut settled = Vec::new();
+    for id in store.unconfirmed_without_rerun(lease_now).await? {
+        // First, so the verdict stored again moves the run as any verdict does, and the watch never finds it
+        // again however the rest goes.
         store.set_confirmed_status(id, RunStatus::Regressed).await?;
-        let run = store.find_run(id).await?.with_context(|| format!("run #{id} is gone"))?;
-        // The baseline it was judged against; the scenario's, should that verdict be unreadable.
-        let judged = store.latest_verdict(id).await?.and_then(|v| v.baseline_spec.parse::<BaselineSpec>().ok());
-        let spec =
-            judged.unwrap_or_else(|| config.scenario(&run.scenario).map(|s| s.baseline.clone()).unwrap_or_default());
-        let report = judge_run(store, config, &run, &spec, at).await.with_context(|| format!("judge run #{id}"))?;
-        alerting::after_judgement(store, config, &report, at).await?;
+        match judge_and_alert(store, config, id, at).await {
+            Ok(()) => settled.push(id),
+            Err(e) => {
+                tracing::error!(run_id = id, error = format!("{e:#}"), "cannot alert a run whose rerun was cut short");
+            }
+        }
     }
-    Ok(orphans)
+    Ok(settled)
+}
+
+/// Judges run `id` again against the baseline it was judged against and updates the scenario's episodes.
+async fn judge_and_alert(store: &Store, config: &Config, id: RunId, at: DateTime<Utc>) -> anyhow::Result<()> {
+    let run = store.find_run(id).await?.with_context(|| format!("run #{id} is gone"))?;
+    // The scenario's baseline, should that verdict be unreadable.
+    let judged = store.latest_verdict(id).await?.and_then(|v| v.baseline_spec.parse::<BaselineSpec>().ok());
+    let spec = judged.unwrap_or_else(|| config.scenario(&run.scenario).map(|s| s.baseline.clone()).unwrap_or_default());
+    let report = judge_run(store, config, &run, &spec, at).await.with_context(|| format!("judge run #{id}"))?;
+    alerting::after_judgement(store, config, &report, at).await?;
+    Ok(())
 }
