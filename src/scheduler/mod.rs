@@ -148,7 +148,8 @@ async fn catch_up(shared: &Arc<SchedulerContext>) {
 }
 
 /// The periodic watch: runs left `running` by a degrade that died (its lease has expired) become
-/// `aborted`, then overdue runs raise their alerts.
+/// `aborted`, regressions whose rerun it left unfinished stand (`pipeline::interrupted`), then overdue runs
+/// raise their alerts.
 async fn look_after(shared: &SchedulerContext) {
     // Leases are on the system's clock (see `clock`), so the watch for expired ones is too.
     match shared.store.abort_interrupted_runs(Utc::now()).await {

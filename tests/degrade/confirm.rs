@@ -249,8 +249,13 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
         let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
         target.slow((i64::MAX, i64::MAX));
         let mut night = degrade_child(dir.path(), &["check", "--run-now"], &[("HOOK", hook_url.as_str())]);
-        let status = async || store.find_run(before + 1).await.unwrap().map(|r| r.status);
-        let rerunning = until(&mut night, async || status().await == Some(RunStatus::Unconfirmed)).await;
+        // The first run is `unconfirmed` and its rerun stored and measuring.
+        let status = async |id| store.find_run(id).await.unwrap().map(|r| r.status);
+        let rerunning = until(&mut night, async || {
+            status(before + 1).await == Some(RunStatus::Unconfirmed)
+                && status(before + 2).await == Some(RunStatus::Running)
+        })
+        .await;
         night.kill().await.unwrap();
         if rerunning {
             first = Some(before + 1);
