@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::notify::Courier;
 use crate::pipeline::RunsUnderWay;
 use crate::scheduler::Scheduler;
-use crate::store::Store;
+use crate::store::{LeftBehind, Store};
 use crate::web::{self, AppState};
 
 /// How the service runs, beyond its configuration.
@@ -64,7 +64,7 @@ impl Service {
         let store = Store::connect(&config.database)
             .await
             .with_context(|| format!("cannot open the database {}", config.database))?;
-        let aborted = store.abort_interrupted_runs(Utc::now()).await?;
+        let aborted = store.abort_interrupted_runs(LeftBehind::Unleased(Utc::now()), Utc::now()).await?;
         if !aborted.is_empty() {
             tracing::warn!(?aborted, "runs left running by an earlier degrade that stopped were marked aborted");
         }

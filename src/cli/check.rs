@@ -93,14 +93,27 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
             say!("note: this regression was not confirmed by its rerun on the same build; exiting 0");
             Exit::Ok
         }
+        // The rerun that decides it is under way, or was cut short and the scenario's next run, or `serve`,
+        // decides it: not a verdict yet.
+        VerdictOutcome::Regressed if status == Some(RunStatus::Confirming) => undecided(
+            "this regression is not decided yet: a rerun of the same build confirms or refutes it",
+            args.strict,
+        ),
         VerdictOutcome::Regressed => Exit::Regression,
-        VerdictOutcome::Inconclusive if args.strict => Exit::Inconclusive,
-        VerdictOutcome::Inconclusive => {
-            say!("warning: the verdict is inconclusive; exiting 0 (pass --strict to exit 3)");
-            Exit::Ok
-        }
+        VerdictOutcome::Inconclusive => undecided("the verdict is inconclusive", args.strict),
         VerdictOutcome::Passed => Exit::Ok,
     })
+}
+
+/// An undecided verdict's exit, and why: 3 with `--strict`, else 0 with a warning.
+fn undecided(why: &str, strict: bool) -> Exit {
+    if strict {
+        say!("{why}; exiting 3 (--strict)");
+        Exit::Inconclusive
+    } else {
+        say!("warning: {why}; exiting 0 (pass --strict to exit 3)");
+        Exit::Ok
+    }
 }
 
 /// With `--run-now`, runs the scenario through the whole chain (claim, deploy, load, store, judge, episodes

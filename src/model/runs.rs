@@ -25,6 +25,9 @@ pub enum RunStatus {
     Passed,
     /// Judged: a regression or a breached gate.
     Regressed,
+    /// Judged regressed, and a rerun of the same build is measuring now to confirm it: not alerted yet, never
+    /// part of a baseline. One a stopped degrade left so is settled by the next (`pipeline::interrupted`).
+    Confirming,
     /// Judged regressed, but a rerun of the same build at once did not reproduce it: a noisy night, never
     /// alerted and never part of a baseline.
     Unconfirmed,
@@ -38,11 +41,12 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// Every status, in life order.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Running,
         Self::Finished,
         Self::Passed,
         Self::Regressed,
+        Self::Confirming,
         Self::Unconfirmed,
         Self::Failed,
         Self::Invalid,
@@ -57,6 +61,7 @@ impl RunStatus {
             Self::Finished => "finished",
             Self::Passed => "passed",
             Self::Regressed => "regressed",
+            Self::Confirming => "confirming",
             Self::Unconfirmed => "unconfirmed",
             Self::Failed => "failed",
             Self::Invalid => "invalid",
@@ -102,6 +107,9 @@ pub struct NewRun {
     pub deploy_output: Option<String>,
     /// When the run started.
     pub started_at: DateTime<Utc>,
+    /// The run this one reruns to confirm its regression, linked from the start so a rerun a kill cuts short
+    /// is still found.
+    pub confirms: Option<RunId>,
 }
 
 /// A run as stored.

@@ -1,8 +1,9 @@
 //! Confirmation reruns (`[scenario.gates] confirm`, on by default). A single slow night on a shared machine is
 //! the commonest false alarm there is; degrade owns the load generator, so before anyone hears of a regression
-//! it runs the same build again at once (no deploy) and judges that run against the same baseline. The night is
-//! regressed only when at least one of the same endpoint × metric findings regresses again; otherwise the first
-//! run is stored as `unconfirmed` (never alerted, never a baseline) and the rerun is the night's result. Either
+//! it runs the same build again at once (no deploy) and judges that run against the same baseline; the first run
+//! is `confirming` meanwhile. The night is regressed only when at least one of the same endpoint × metric
+//! findings regresses again; otherwise the first run is stored as `unconfirmed` (never alerted, never a
+//! baseline) and the rerun is the night's result. Either
 //! way, what the rerun alone found is `unconfirmed` too: a finding seen once is not believed, whichever run saw it.
 //! A rerun that cannot be judged (measured on a held-back machine, or invalid) neither confirms nor refutes:
 //! the first run stays `unconfirmed` and the night is inconclusive, never "not reproduced".
@@ -87,6 +88,24 @@ pub fn compare(first: &CheckReport, rerun: &CheckReport) -> Confirmation {
     Confirmation { first_run: first.run_id, rerun }
 }
 
+/// Decides the pair once the rerun is judged: compares the two reports, stores the statuses both runs end with
+/// (in one transaction, only if the first run is still `confirming`), and puts what the rerun found in its
+/// report. Returns the confirmation and the rerun's new status, if it has one; `None` when another degrade
+/// had decided the pair already.
+pub async fn decide(
+    store: &Store,
+    first: &CheckReport,
+    rerun: &mut CheckReport,
+) -> Result<Option<(Confirmation, Option<RunStatus>)>, StoreError> {
+    let confirmation = compare(first, rerun);
+    let (first_status, rerun_status) = statuses(&confirmation, rerun);
+    if !store.end_confirmation(first.run_id, first_status, rerun_status.map(|s| (rerun.run_id, s))).await? {
+        return Ok(None);
+    }
+    rerun.confirmation = Some(confirmation.describe(rerun.run_id));
+    Ok(Some((confirmation, rerun_status)))
+}
+
 /// The statuses the first run and the rerun end with, given what the rerun found.
 #[must_use]
 pub fn statuses(confirmation: &Confirmation, rerun: &CheckReport) -> (RunStatus, Option<RunStatus>) {
@@ -139,6 +158,9 @@ pub fn only_what_reproduced(judgement: Judgement, first_run: RunId, first: &[Fin
 pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, StoreError> {
     if let Some(rerun) = store.rerun_of(run.id).await? {
         let text = match (run.status, undecided(store, rerun).await?) {
+            (RunStatus::Confirming, _) => {
+                format!("being confirmed: rerun #{rerun} of the same build decides whether this regression stands")
+            }
             (RunStatus::Unconfirmed, true) => format!(
                 "undecided: rerun #{rerun} of the same build could not be judged, so it neither confirms nor \
                  refutes this regression; run #{} is stored as unconfirmed (never alerted, never a baseline)",
@@ -156,6 +178,7 @@ pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, S
     let Some(first) = store.confirmed_by(run.id).await? else { return Ok(None) };
     let text = match (store.find_run(first).await?.map(|r| r.status), undecided(store, run.id).await?) {
         (Some(RunStatus::Regressed), _) => format!("this run is the rerun that confirmed run #{first}'s regression"),
+        (Some(RunStatus::Confirming), _) => format!("this run is the rerun of run #{first}, not decided yet"),
         (_, true) => format!(
             "this run is the rerun of run #{first} and could not be judged, so it neither confirms nor refutes \
              that run's regression"

@@ -1,50 +1,151 @@
-//! What a degrade that was killed mid-way left undecided. A regressed run is `unconfirmed` while its rerun
-//! measures the same build; a rerun that ends in any way, even stopped or failed, is linked to the run and
-//! decides it (`runner`). A rerun cut short by a kill, a crash or a power cut decides nothing, and the run
-//! stayed `unconfirmed` for good: never alerted and never a baseline, so a real regression went unheard. Such a
-//! rerun measured nothing, and as for any rerun that measured nothing, the first verdict stands: the run is
-//! judged again against the baseline it was judged against, and its regression alerted.
+//! What a degrade stopped mid-way (a kill, a crash, a power cut) left undecided, settled by the next one: runs
+//! left `running` become `aborted`, and a regression left `confirming` is decided as the runner would have
+//! decided it. `serve`'s watch does this for every scenario whose lease has run out, and every run through the
+//! runner first does it for the scenario it has claimed, so a setup that only runs `degrade check --run-now`
+//! is covered too, and the night that follows is judged after the one left behind.
+//!
+//! A first run is `confirming` from its verdict until its rerun decides it; the rerun is linked to it from
+//! the moment it is stored. Where the rerun measured the build (a kill after the load, before the verdict or
+//! the statuses), the pair is decided from the two runs, each judged again against the first run's baseline.
+//! Where it measured nothing (cut short, failed, never stored), the first verdict stands, as for any rerun that
+//! measured nothing. The night's report is then alerted, unless a later night of the scenario has been judged
+//! since: the episodes follow that night now, and reopening one for an older night would be a stale alarm.
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 
 use super::alerting;
-use super::judge_run::judge_run;
+use super::confirm;
+use super::judge_run::{JudgeError, judge_run};
 use crate::config::Config;
-use crate::model::{BaselineSpec, RunId, RunStatus};
-use crate::store::Store;
+use crate::model::{BaselineSpec, Run, RunId, RunStatus, VerdictOutcome};
+use crate::report::CheckReport;
+use crate::store::{LeftBehind, Store};
 
-/// Lets the first verdict stand for every run whose rerun a stopped degrade left unfinished (their scenarios'
-/// leases ran out, `lease_now` on the system's clock), judged and alerted `at`; returns those settled. One
-/// that cannot be judged again is logged and left regressed: the verdict stands, only its alert is missing.
-pub async fn settle_unconfirmed_orphans(
-    store: &Store,
-    config: &Config,
-    lease_now: DateTime<Utc>,
-    at: DateTime<Utc>,
-) -> anyhow::Result<Vec<RunId>> {
-    let mut settled = Vec::new();
-    for id in store.unconfirmed_without_rerun(lease_now).await? {
-        // First, so the verdict stored again moves the run as any verdict does, and the watch never finds it
-        // again however the rest goes.
-        store.set_confirmed_status(id, RunStatus::Regressed).await?;
-        match judge_and_alert(store, config, id, at).await {
-            Ok(()) => settled.push(id),
-            Err(e) => {
-                tracing::error!(run_id = id, error = format!("{e:#}"), "cannot alert a run whose rerun was cut short");
-            }
+/// Aborts the runs a stopped degrade left `running` and decides the regressions it left `confirming`, where
+/// `scope` says; verdicts and alerts are made `at`. Everything is logged, nothing is returned: what cannot be
+/// settled now is found again next time.
+pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: DateTime<Utc>) {
+    // Leases are on the system's clock (see `clock`), and so is the time a run was seen to be cut short.
+    match store.abort_interrupted_runs(scope, Utc::now()).await {
+        Ok(aborted) if !aborted.is_empty() => {
+            tracing::warn!(?aborted, "runs whose degrade stopped were marked aborted");
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "cannot look for runs orphaned by a stopped degrade"),
+    }
+    let left = match store.confirming_left_behind(scope).await {
+        Ok(left) => left,
+        Err(e) => return tracing::error!(error = %e, "cannot look for regressions left confirming"),
+    };
+    for first in left {
+        match decide(store, config, first, at).await {
+            Ok(Some(night)) => tracing::warn!(
+                run_id = first,
+                night,
+                "a regression whose confirmation a stopped degrade left undecided is decided"
+            ),
+            Ok(None) => {}
+            Err(e) => tracing::error!(
+                run_id = first,
+                error = format!("{e:#}"),
+                "cannot decide a regression whose confirmation a stopped degrade left undecided"
+            ),
         }
     }
-    Ok(settled)
 }
 
-/// Judges run `id` again against the baseline it was judged against and updates the scenario's episodes.
-async fn judge_and_alert(store: &Store, config: &Config, id: RunId, at: DateTime<Utc>) -> anyhow::Result<()> {
-    let run = store.find_run(id).await?.with_context(|| format!("run #{id} is gone"))?;
-    // The scenario's baseline, should that verdict be unreadable.
-    let judged = store.latest_verdict(id).await?.and_then(|v| v.baseline_spec.parse::<BaselineSpec>().ok());
-    let spec = judged.unwrap_or_else(|| config.scenario(&run.scenario).map(|s| s.baseline.clone()).unwrap_or_default());
-    let report = judge_run(store, config, &run, &spec, at).await.with_context(|| format!("judge run #{id}"))?;
-    alerting::after_judgement(store, config, &report, at).await?;
+/// Decides run `first`, left `confirming`, and alerts the night; returns the run that is the night's result,
+/// or `None` when another degrade decided it first.
+async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>) -> anyhow::Result<Option<RunId>> {
+    let first = store.find_run(first).await?.with_context(|| format!("run #{first} is gone"))?;
+    let spec = judged_against(store, config, &first).await?;
+    // Judged again while still `confirming`, which a verdict does not move (see `Store::save_verdict`).
+    let Some(first_report) = judge_again(store, config, &first, &spec, at).await? else {
+        store.end_confirmation(first.id, RunStatus::Regressed, None).await?;
+        anyhow::bail!("run #{} cannot be judged again; its regression stands, not alerted", first.id);
+    };
+    let rerun = match store.rerun_of(first.id).await? {
+        Some(id) => store.find_run(id).await?,
+        None => None,
+    };
+    let rerun_report = match rerun.as_ref().filter(|r| measured(r.status)) {
+        Some(rerun) => judge_again(store, config, rerun, &spec, at).await?,
+        None => None,
+    };
+    let night = if let Some(mut report) = rerun_report {
+        if confirm::decide(store, &first_report, &mut report).await?.is_none() {
+            return Ok(None);
+        }
+        report
+    } else {
+        let mut report = first_report;
+        if !store.end_confirmation(first.id, status_after(report.outcome), None).await? {
+            return Ok(None);
+        }
+        report.confirmation = rerun
+            .map(|r| format!("rerun #{} of the same build measured nothing to judge, so this verdict stands", r.id));
+        report
+    };
+    alert_unless_superseded(store, config, &night, at).await?;
+    Ok(Some(night.run_id))
+}
+
+/// Judges `run` again against `spec`; `None`, logged, when it cannot be judged (a store error is returned,
+/// to be tried again next time).
+async fn judge_again(
+    store: &Store,
+    config: &Config,
+    run: &Run,
+    spec: &BaselineSpec,
+    at: DateTime<Utc>,
+) -> anyhow::Result<Option<CheckReport>> {
+    match judge_run(store, config, run, spec, at).await {
+        Ok(report) => Ok(Some(report)),
+        Err(JudgeError::Refused(why)) => {
+            tracing::warn!(run_id = run.id, "cannot judge the run again: {why}");
+            Ok(None)
+        }
+        Err(JudgeError::Store(e)) => Err(e).with_context(|| format!("judge run #{} again", run.id)),
+    }
+}
+
+/// Alerts the night's report as the runner would have, unless it is not believed (`unconfirmed`) or a later
+/// night of the scenario has been judged since.
+async fn alert_unless_superseded(
+    store: &Store,
+    config: &Config,
+    night: &CheckReport,
+    at: DateTime<Utc>,
+) -> anyhow::Result<()> {
+    let status = store.find_run(night.run_id).await?.map(|r| r.status);
+    if status == Some(RunStatus::Unconfirmed) {
+        return Ok(());
+    }
+    if store.judged_since(night.run_id).await? {
+        tracing::info!(run_id = night.run_id, "not alerted: a later night of the scenario has been judged since");
+        return Ok(());
+    }
+    alerting::after_judgement(store, config, night, at).await?;
     Ok(())
+}
+
+/// The baseline `run` was judged against, from its stored verdict; the scenario's, should that be unreadable.
+async fn judged_against(store: &Store, config: &Config, run: &Run) -> anyhow::Result<BaselineSpec> {
+    let judged = store.latest_verdict(run.id).await?.and_then(|v| v.baseline_spec.parse::<BaselineSpec>().ok());
+    Ok(judged.unwrap_or_else(|| config.scenario(&run.scenario).map(|s| s.baseline.clone()).unwrap_or_default()))
+}
+
+/// Whether a run with this status measured the build, so it can be judged.
+fn measured(status: RunStatus) -> bool {
+    !matches!(status, RunStatus::Running | RunStatus::Failed | RunStatus::Aborted)
+}
+
+/// The status a first run whose rerun measured nothing ends with: its verdict's, judged again.
+fn status_after(outcome: VerdictOutcome) -> RunStatus {
+    match outcome {
+        VerdictOutcome::Regressed => RunStatus::Regressed,
+        VerdictOutcome::Passed => RunStatus::Passed,
+        VerdictOutcome::Inconclusive => RunStatus::Finished,
+    }
 }

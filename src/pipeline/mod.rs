@@ -38,6 +38,8 @@ pub struct Job {
     pub plan: Plan,
     /// Its degrade.toml entry: target, build settings, gates.
     pub scenario: Option<ScenarioConfig>,
+    /// The run this one reruns to confirm a regression (see [`Job::rerun`]).
+    pub confirms: Option<RunId>,
 }
 
 impl Job {
@@ -52,13 +54,14 @@ impl Job {
     }
 
     /// The same job again, to confirm a regression on the build it measured: no deploy (the build is there).
+    /// Which run it confirms is set once that run is stored ([`Job::confirms`]).
     #[must_use]
     pub fn rerun(&self) -> Self {
         let mut scenario = self.scenario.clone();
         if let Some(scenario) = &mut scenario {
             scenario.build.deploy = None;
         }
-        Self { name: self.name.clone(), plan: self.plan.clone(), scenario }
+        Self { name: self.name.clone(), plan: self.plan.clone(), scenario, confirms: None }
     }
 
     /// The job for `wanted`: a `[[scenario]]` name, a scenario file's path, or (when `None`) the only
@@ -106,7 +109,7 @@ impl Job {
             let count = errors.0.len();
             anyhow::anyhow!("{errors}\n{count} problem{} in the scenario", if count == 1 { "" } else { "s" })
         })?;
-        Ok(Self { name, plan, scenario: entry })
+        Ok(Self { name, plan, scenario: entry, confirms: None })
     }
 }
 
@@ -162,7 +165,7 @@ pub async fn run(
     stop: watch::Receiver<bool>,
     on_progress: impl FnMut(&Progress),
 ) -> anyhow::Result<RunOutcome> {
-    let Job { name, plan, scenario } = job;
+    let Job { name, plan, scenario, confirms } = job;
     let started_at = clock.now();
     let mut deploy_output = None;
     let (prepared, stopped) = prepare_unless_stopped(scenario.as_ref(), build, &mut deploy_output, stop.clone()).await;
@@ -181,6 +184,7 @@ pub async fn run(
         scenario_hash: plan.hash.clone(),
         scenario_source: Some(plan.source_text.clone()),
         started_at,
+        confirms,
     };
     let run_id = retry(Retry::Unreachable, "record the run's start", || store.create_run(&new_run))
         .await

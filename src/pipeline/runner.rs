@@ -13,14 +13,14 @@ use tokio::sync::watch;
 use super::claim::{Claim, ClaimError, RunsUnderWay, holder_name};
 use super::confirm::{self, Confirmation};
 use super::judge_run::{JudgeError, judge_run};
-use super::{Job, RunOutcome, alerting};
+use super::{Job, RunOutcome, alerting, interrupted};
 use crate::analysis::Gates;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::engine::Progress;
 use crate::model::{BaselineSpec, RunId, RunStatus, VerdictOutcome};
 use crate::report::CheckReport;
-use crate::store::{Retry, Store, retry};
+use crate::store::{LeftBehind, Retry, Store, retry};
 
 /// How a chained run ended.
 #[allow(missing_docs, reason = "the field names say what they hold")]
@@ -151,6 +151,8 @@ impl Runner {
         mut on_progress: impl FnMut(&Progress),
     ) -> anyhow::Result<Ended> {
         let scenario = job.name.clone();
+        // What a stopped degrade left of this scenario is settled first, so tonight is judged after it.
+        interrupted::settle(&self.store, &self.config, LeftBehind::Claimed(&scenario), self.clock.now()).await;
         let confirm = self.config.scenario(&scenario).map_or(Gates::default().confirm, |s| s.gates.confirm);
         let rerun = confirm.then(|| job.rerun());
         // The claim is held until the verdict and the alerts are stored, so a shutdown that waits for runs
@@ -180,7 +182,9 @@ impl Runner {
     }
 
     /// Reruns the build `first` was judged regressed on and judges the rerun against the same baseline; the
-    /// night is regressed only when the rerun reproduces a finding (see `confirm`).
+    /// night is regressed only when the rerun reproduces a finding (see `confirm`). A rerun that measured nothing
+    /// to judge (it could not be done, the target went down, degrade was stopped) confirms nothing: the first
+    /// verdict stands.
     async fn confirm(
         &self,
         first: Ended,
@@ -191,42 +195,34 @@ impl Runner {
         let (store, scenario) = (&self.store, job.name.clone());
         let first_report = first.report.clone().context("a regressed run has its report")?;
         tracing::info!(scenario, run_id = first.run_id, "judged regressed; rerunning the same build to confirm");
-        // Out of the baseline while its rerun is judged.
-        store.set_confirmed_status(first.run_id, RunStatus::Unconfirmed).await?;
+        // Out of the baseline while its rerun is judged; a degrade stopped before the pair is decided leaves it
+        // so, for the next one to decide (`interrupted`).
+        store.begin_confirmation(first.run_id).await?;
+        let job = Job { confirms: Some(first.run_id), ..job };
         let build = first_report.build_id.clone();
         let rerun = async {
             let outcome = Box::pin(super::run(store, job, build, &self.clock, self.stop.clone(), on_progress)).await?;
-            store.link_confirmation(outcome.run_id(), first.run_id).await?;
             anyhow::Ok(retry(Retry::Unreachable, "judge the rerun", || self.conclude(&scenario, &outcome, spec)).await?)
         }
         .await;
         let mut rerun = match rerun {
-            Ok(rerun) => rerun,
-            Err(e) => {
-                // A rerun that could not be done confirms nothing: the first verdict stands and is alerted.
-                tracing::warn!(scenario, error = %e, "the confirmation rerun failed; the first verdict stands");
-                store.set_confirmed_status(first.run_id, RunStatus::Regressed).await?;
+            Ok(rerun) if rerun.report.is_some() => rerun,
+            unjudged => {
+                if let Err(e) = unjudged {
+                    tracing::warn!(scenario, error = %e, "the confirmation rerun failed; the first verdict stands");
+                }
+                store.end_confirmation(first.run_id, RunStatus::Regressed, None).await?;
                 return Ok(first);
             }
         };
-        let Some(report) = rerun.report.as_ref() else {
-            // The rerun measured nothing to judge (the target went down, or degrade was stopped): the first
-            // verdict stands.
-            store.set_confirmed_status(first.run_id, RunStatus::Regressed).await?;
-            return Ok(first);
+        let report = rerun.report.as_mut().context("a judged rerun has its report")?;
+        let Some((confirmation, status)) = confirm::decide(store, &first_report, report).await? else {
+            anyhow::bail!("run #{} was decided by another degrade while its rerun was under way", first.run_id);
         };
-        let confirmation = confirm::compare(&first_report, report);
-        let (first_status, rerun_status) = confirm::statuses(&confirmation, report);
-        store.set_confirmed_status(first.run_id, first_status).await?;
-        if let Some(status) = rerun_status {
-            store.set_confirmed_status(rerun.run_id, status).await?;
+        if let Some(status) = status {
             rerun.status = status;
         }
-        let said = confirmation.describe(rerun.run_id);
-        tracing::info!(scenario, run_id = rerun.run_id, "{said}");
-        if let Some(report) = rerun.report.as_mut() {
-            report.confirmation = Some(said);
-        }
+        tracing::info!(scenario, run_id = rerun.run_id, "{}", confirmation.describe(rerun.run_id));
         rerun.confirmation = Some(confirmation);
         Ok(rerun)
     }

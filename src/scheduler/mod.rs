@@ -20,9 +20,9 @@ use chrono::{DateTime, Utc};
 use tokio_cron_scheduler::{Job, JobScheduler};
 
 use crate::config::{Config, ScenarioConfig, Schedule};
-use crate::pipeline::interrupted::settle_unconfirmed_orphans;
+use crate::pipeline::interrupted;
 use crate::pipeline::{Runner, alerting};
-use crate::store::Store;
+use crate::store::{LeftBehind, Store};
 
 /// How often overdue runs and runs orphaned by a crashed degrade are looked for.
 const WATCH_EVERY: Duration = Duration::from_mins(1);
@@ -147,26 +147,13 @@ async fn catch_up(shared: &Arc<SchedulerContext>) {
     }
 }
 
-/// The periodic watch: runs left `running` by a degrade that died (its lease has expired) become
-/// `aborted`, regressions whose rerun it left unfinished stand (`pipeline::interrupted`), then overdue runs
-/// raise their alerts.
+/// The periodic watch: what a degrade that stopped left of scenarios whose lease has run out is settled (runs
+/// left `running` are aborted, regressions left `confirming` decided: `pipeline::interrupted`), then overdue
+/// runs raise their alerts.
 async fn look_after(shared: &SchedulerContext) {
     // Leases are on the system's clock (see `clock`), so the watch for expired ones is too.
-    match shared.store.abort_interrupted_runs(Utc::now()).await {
-        Ok(aborted) if !aborted.is_empty() => {
-            tracing::warn!(?aborted, "runs whose degrade stopped were marked aborted");
-        }
-        Ok(_) => {}
-        Err(e) => tracing::error!(error = %e, "cannot look for runs orphaned by a stopped degrade"),
-    }
-    let now = shared.runner.clock().now();
-    match settle_unconfirmed_orphans(&shared.store, &shared.config, Utc::now(), now).await {
-        Ok(settled) if !settled.is_empty() => {
-            tracing::warn!(?settled, "regressions whose confirmation rerun a stopped degrade left unfinished stand");
-        }
-        Ok(_) => {}
-        Err(e) => tracing::error!(error = format!("{e:#}"), "cannot settle runs whose rerun was cut short"),
-    }
+    let left_behind = LeftBehind::Unleased(Utc::now());
+    interrupted::settle(&shared.store, &shared.config, left_behind, shared.runner.clock().now()).await;
     check_missing(shared).await;
 }
 

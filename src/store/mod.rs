@@ -37,6 +37,7 @@ use std::str::FromStr;
 
 use crate::model::RunId;
 
+pub use confirmations::LeftBehind;
 pub use episodes::{Acknowledged, Episode, NewEpisode};
 pub use grid::{GridFinding, GridRun};
 pub use leases::Lease;

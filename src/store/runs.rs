@@ -6,7 +6,7 @@ use sqlx::QueryBuilder;
 
 use super::retry::retry_busy;
 use super::rows::{EndpointRow, RunRow, TimelineSeconds, convert, select_runs, to_json};
-use super::{Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
+use super::{LeftBehind, Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
 use crate::model::{
     EndpointResult, Interval, Metric, NewRun, OVERALL_ENDPOINT, Run, RunDetail, RunId, RunResults, RunStatus,
     TimelinePoint, TrendPoint,
@@ -61,7 +61,7 @@ impl Store {
     pub async fn create_run(&self, run: &NewRun) -> Result<RunId, StoreError> {
         let scenario_id = self.ensure_scenario(&run.scenario, run.started_at).await?;
         let query = "insert into runs (scenario_id, build_id, status, started_at, scenario_hash, seed, scenario_source, \
-                     deploy_output) values ($1, $2, 'running', $3, $4, $5, $6, $7) returning id";
+                     deploy_output, confirms_run_id) values ($1, $2, 'running', $3, $4, $5, $6, $7, $8) returning id";
         retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
                 .bind(scenario_id)
@@ -71,6 +71,7 @@ impl Store {
                 .bind(run.seed)
                 .bind(run.scenario_source.as_deref())
                 .bind(run.deploy_output.as_deref())
+                .bind(run.confirms)
                 .fetch_one(pool)
                 .await?))
         })
@@ -205,17 +206,33 @@ impl Store {
         }
     }
 
-    /// Marks every run still `running` whose scenario nobody holds a lease on as `aborted`: called at
-    /// start-up, when no run of this process can be under way, so such runs were cut short by a crash or a
-    /// kill (a run of another degrade sharing the database keeps its lease renewed). Returns their ids.
-    pub async fn abort_interrupted_runs(&self, now: DateTime<Utc>) -> Result<Vec<RunId>, StoreError> {
+    /// Marks `aborted`, at `now`, every run still `running` where `scope` says: of a scenario nobody holds a
+    /// lease on (at start-up and in `serve`'s watch: a run of another degrade sharing the database keeps its
+    /// lease renewed), or of the scenario the caller has claimed, before it starts a run. Such runs were cut
+    /// short by a crash or a kill. Returns their ids.
+    pub async fn abort_interrupted_runs(
+        &self,
+        scope: LeftBehind<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<RunId>, StoreError> {
+        let (unleased, claimed) = match scope {
+            LeftBehind::Unleased(at) => (Some(to_millis(at)), None),
+            LeftBehind::Claimed(scenario) => (None, Some(scenario)),
+        };
         let query = "update runs set status = 'aborted', finished_at = $1, \
                      failure_reason = 'degrade stopped while the run was under way' \
                      where status = 'running' \
-                     and scenario_id not in (select scenario_id from scenario_leases where expires_at > $1) \
+                     and (cast($2 as bigint) is null or scenario_id not in \
+                         (select scenario_id from scenario_leases where expires_at > $2)) \
+                     and (cast($3 as text) is null or scenario_id in (select id from scenarios where name = $3)) \
                      returning id";
         let mut ids: Vec<RunId> = retry_busy(|| async move {
-            Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(to_millis(now)).fetch_all(pool).await?))
+            Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
+                .bind(to_millis(now))
+                .bind(unleased)
+                .bind(claimed)
+                .fetch_all(pool)
+                .await?))
         })
         .await?;
         ids.sort_unstable();

@@ -346,7 +346,7 @@ impl TrendChart<'_> {
                     Px(y - r - 2.0)
                 );
             }
-            if point.status == Some(RunStatus::Unconfirmed) {
+            if matches!(point.status, Some(RunStatus::Unconfirmed | RunStatus::Confirming)) {
                 let _ = write!(
                     svg,
                     "<circle class=\"unconfirmed\" cx=\"{px}\" cy=\"{py}\" r=\"{}\" fill=\"none\" stroke=\"#b9770e\" \

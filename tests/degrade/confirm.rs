@@ -232,8 +232,8 @@ async fn until(child: &mut tokio::process::Child, done: impl AsyncFn() -> bool) 
     done().await
 }
 
-/// A degrade killed (SIGKILL: no chance to tidy up) while its rerun measured the build left the regressed run
-/// `unconfirmed`, never alerted. When degrade comes back and the killed one's lease has run out, the rerun
+/// A degrade killed (SIGKILL: no chance to tidy up) while its rerun measured the build leaves the regressed run
+/// `confirming`, not alerted. When `serve` comes back and the killed one's lease has run out, the rerun
 /// measured nothing, and the first verdict stands: the run is regressed and alerted, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
@@ -249,10 +249,10 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
         let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
         target.slow((i64::MAX, i64::MAX));
         let mut night = degrade_child(dir.path(), &["check", "--run-now"], &[("HOOK", hook_url.as_str())]);
-        // The first run is `unconfirmed` and its rerun stored and measuring.
+        // The first run is `confirming` and its rerun stored and measuring.
         let status = async |id| store.find_run(id).await.unwrap().map(|r| r.status);
         let rerunning = until(&mut night, async || {
-            status(before + 1).await == Some(RunStatus::Unconfirmed)
+            status(before + 1).await == Some(RunStatus::Confirming)
                 && status(before + 2).await == Some(RunStatus::Running)
         })
         .await;
@@ -265,6 +265,12 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
     }
     let first = first.expect("six slow nights in a row were invalid: this machine is too busy to measure anything");
     assert!(hook.delivered().is_empty(), "nothing is alerted before the rerun decides: {:?}", hook.delivered());
+    // Until it is decided, the gate calls the regression undecided, not a verdict.
+    let gate = degrade_child(dir.path(), &["check", "--strict"], &[("HOOK", hook_url.as_str())]);
+    let gate = gate.wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&gate);
+    assert_eq!(gate.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(stderr.contains("this regression is not decided yet"), "{stderr}");
     // The killed degrade's lease would run out in two minutes; here it has.
     let database = format!("sqlite://{}", dir.path().join("degrade.db").display());
     let pool = sqlx::SqlitePool::connect(&database).await.unwrap();
@@ -281,10 +287,71 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
     let output = server.wait_with_output().await.unwrap();
     let (_, stderr) = text(&output);
     assert!(settled, "run #{first} was not settled: {:?}\n{stderr}", store.find_run(first).await.unwrap());
-    assert!(stderr.contains("confirmation rerun a stopped degrade left unfinished"), "{stderr}");
+    assert!(stderr.contains("confirmation a stopped degrade left undecided is decided"), "{stderr}");
     let delivered = hook.delivered();
     assert_eq!(delivered.len(), 1, "one alert: {delivered:?}");
     assert_eq!(delivered[0]["run_id"], first, "{delivered:?}");
     let rerun = store.find_run(first + 1).await.unwrap().unwrap();
     assert_eq!(rerun.status, RunStatus::Aborted, "the killed rerun: {rerun:?}");
+}
+
+/// A degrade killed after the rerun measured the build, before the rerun was judged, leaves the first run
+/// `confirming` and the rerun `finished`, linked to it and unjudged. Built here from real runs (`degrade run`
+/// twice on the slow build, the first judged by a plain `check`), with the two links the runner makes before a
+/// rerun starts written by hand, where the kill would have left them. The next night, started by `check
+/// --run-now` alone (no `serve`), first decides that pair as the runner would have (the rerun reproduced the
+/// regression: both regressed, one alert for it), then judges itself after it (fast again: the recovery).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_regression_left_undecided_after_its_rerun_measured_is_decided_by_the_next_night() {
+    let target = SlowFor::start().await;
+    let hook = Receiver::start().await;
+    let dir = project_for(&target);
+    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
+    five_valid_nights(&dir, &hook, &store).await;
+    let hook_url = hook.url();
+    let env = [("HOOK", hook_url.as_str())];
+    let (first, rerun) = two_valid_slow_runs(&dir, &target, &store).await;
+    let judged = degrade_child(dir.path(), &["check", "--run", &first.to_string()], &env);
+    let output = judged.wait_with_output().await.unwrap();
+    assert_eq!(output.status.code(), Some(1), "the slow run regressed: {:?}", text(&output));
+    let database = format!("sqlite://{}", dir.path().join("degrade.db").display());
+    let pool = sqlx::SqlitePool::connect(&database).await.unwrap();
+    sqlx::query("update runs set status = 'confirming' where id = $1").bind(first).execute(&pool).await.unwrap();
+    let link = "update runs set confirms_run_id = $1 where id = $2";
+    sqlx::query(link).bind(first).bind(rerun).execute(&pool).await.unwrap();
+    pool.close().await;
+    assert!(hook.delivered().is_empty(), "{:?}", hook.delivered());
+
+    // Nothing slow tonight (no request is numbered below 0).
+    let (code, output, tonight) = judged_night(&dir, &hook, &target, (0, i64::MAX)).await;
+    assert_eq!(code, Some(0), "{output}");
+    assert_eq!(store.find_run(first).await.unwrap().unwrap().status, RunStatus::Regressed);
+    assert_eq!(store.find_run(rerun).await.unwrap().unwrap().status, RunStatus::Regressed);
+    let delivered = hook.delivered();
+    let events: Vec<(&str, i64)> =
+        delivered.iter().map(|d| (d["event"].as_str().unwrap(), d["run_id"].as_i64().unwrap())).collect();
+    assert_eq!(events, [("regression", rerun), ("recovery", tonight)], "{delivered:?}");
+    let verdict = store.latest_verdict(tonight).await.unwrap().expect("tonight was judged");
+    assert!(verdict.baseline_run_ids.contains(&rerun), "judged after the pair: {verdict:?}");
+    assert!(!verdict.baseline_run_ids.contains(&first), "the pair is one night: {verdict:?}");
+    store.close().await;
+}
+
+/// Two runs in a row of the slow build through `degrade run` (measured, not judged), both valid: a busy
+/// machine can make one invalid, and then the pair is measured again.
+async fn two_valid_slow_runs(dir: &tempfile::TempDir, target: &SlowFor, store: &Store) -> (i64, i64) {
+    for _ in 0..6 {
+        target.slow((i64::MAX, i64::MAX));
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let output = degrade_child(dir.path(), &["run"], &[]).wait_with_output().await.unwrap();
+            assert!(matches!(output.status.code(), Some(0 | 3)), "{:?}", text(&output));
+            ids.push(store.last_runs("shop", 1).await.unwrap()[0].id);
+        }
+        let statuses = [store.find_run(ids[0]).await.unwrap().unwrap(), store.find_run(ids[1]).await.unwrap().unwrap()];
+        if statuses.iter().all(|r| r.status == RunStatus::Finished) {
+            return (ids[0], ids[1]);
+        }
+    }
+    panic!("six slow pairs in a row had an invalid run: this machine is too busy to measure anything");
 }

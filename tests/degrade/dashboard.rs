@@ -430,6 +430,7 @@ async fn run_and_scenario_pages_name_the_workload_series() {
             scenario_source: None,
             deploy_output: None,
             started_at,
+            confirms: None,
         };
         let id = store.create_run(&run).await.unwrap();
         let load_summary =

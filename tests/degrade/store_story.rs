@@ -7,7 +7,7 @@ use degrade::model::{
     EndpointResult, Finding, FindingOutcome, Interval, Intervals, LoadSummary, Metric, NewRun, NewVerdict,
     OVERALL_ENDPOINT, RunResults, RunStatus, TimelinePoint, VerdictOutcome,
 };
-use degrade::store::{ChartPoint, Store, StoreError, TrendSpan};
+use degrade::store::{ChartPoint, LeftBehind, Store, StoreError, TrendSpan};
 
 use crate::support::TestDb;
 
@@ -50,6 +50,7 @@ fn new_run(n: i64) -> NewRun {
         scenario_source: Some("[load]\nmodel = \"open\"\n".into()),
         deploy_output: None,
         started_at: night(n),
+        confirms: None,
     }
 }
 
@@ -211,12 +212,17 @@ async fn storage_story(db: &TestDb) {
     reopened.close().await;
 }
 
-/// A run left `running` by a crash becomes `aborted` at the next start, and can no longer be finished.
+/// A run left `running` by a crash becomes `aborted` at the next start, or when its scenario is next claimed,
+/// and can no longer be finished.
 async fn crash_story(store: &Store, url: &degrade::store::DatabaseUrl) {
     let crashed = store.create_run(&new_run(5)).await.unwrap();
+    let elsewhere = store.create_run(&NewRun { scenario: "search".into(), ..new_run(5) }).await.unwrap();
     let restarted = Store::connect(url).await.unwrap();
-    assert_eq!(restarted.abort_interrupted_runs(night(6)).await.unwrap(), [crashed]);
-    assert!(restarted.abort_interrupted_runs(night(6)).await.unwrap().is_empty());
+    let unleased = LeftBehind::Unleased(night(6));
+    // Whoever claims `checkout` aborts what was left running of it, and only of it.
+    assert_eq!(restarted.abort_interrupted_runs(LeftBehind::Claimed("checkout"), night(6)).await.unwrap(), [crashed]);
+    assert_eq!(restarted.abort_interrupted_runs(unleased, night(6)).await.unwrap(), [elsewhere]);
+    assert!(restarted.abort_interrupted_runs(unleased, night(6)).await.unwrap().is_empty());
     let run = restarted.find_run(crashed).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Aborted);
     assert!(run.failure_reason.unwrap().contains("stopped while the run was under way"));

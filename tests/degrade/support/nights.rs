@@ -43,6 +43,7 @@ pub fn new_run(scenario: &str, n: i64) -> NewRun {
         scenario_source: None,
         deploy_output: None,
         started_at: night(n),
+        confirms: None,
     }
 }
 
