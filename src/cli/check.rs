@@ -1,5 +1,6 @@
 //! `degrade check`: the CI gate. Judges a stored run against its baseline, stores the verdict, prints the
-//! report, and exits 0 (passed), 1 (regressed) or 3 (inconclusive, 0 unless `--strict`).
+//! report, and exits 0 (passed), 1 (regressed) or 3 (inconclusive, or a regression its rerun has not decided
+//! yet; 0 unless `--strict`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use super::{ConfigSource, Exit, print_stdout};
 use crate::config::Config;
 use crate::model::{BaselineSpec, Run, RunStatus, VerdictOutcome};
 use crate::notify::Courier;
-use crate::pipeline::judge_run::judge_run;
+use crate::pipeline::judge_run::{IfRegressed, judge_run};
 use crate::pipeline::{Job, Runner};
 use crate::report::{CheckReport, Format};
 use crate::store::Store;
@@ -52,7 +53,8 @@ pub struct CheckArgs {
     /// How to print the report.
     #[arg(long, short, value_enum, default_value_t = Format::Human)]
     pub format: Format,
-    /// Exit 3 when the verdict is inconclusive (too few baseline runs, invalid run) instead of 0.
+    /// Exit 3 when the verdict is inconclusive (too few baseline runs, invalid run), or a regression its
+    /// rerun has not decided yet, instead of 0.
     #[arg(long)]
     pub strict: bool,
 }
@@ -121,7 +123,8 @@ fn undecided(why: &str, strict: bool) -> Exit {
 async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Result<CheckReport> {
     if !args.run_now {
         let candidate = candidate(store, config, args, args.run).await?;
-        return Ok(judge_run(store, config, &candidate, &spec(config, args, &candidate.scenario), Utc::now()).await?);
+        let spec = spec(config, args, &candidate.scenario);
+        return Ok(judge_run(store, config, &candidate, &spec, IfRegressed::Stands, Utc::now()).await?);
     }
     let mut job = Job::find(config, args.scenario_as_given())?;
     for warning in &job.plan.warnings {

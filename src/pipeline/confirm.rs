@@ -6,7 +6,7 @@
 //! baseline) and the rerun is the night's result. Either
 //! way, what the rerun alone found is `unconfirmed` too: a finding seen once is not believed, whichever run saw it.
 //! A rerun that cannot be judged (measured on a held-back machine, or invalid) neither confirms nor refutes:
-//! the first run stays `unconfirmed` and the night is inconclusive, never "not reproduced".
+//! the first run becomes `unconfirmed` and the night is inconclusive, never "not reproduced".
 
 use std::collections::BTreeSet;
 
@@ -88,22 +88,39 @@ pub fn compare(first: &CheckReport, rerun: &CheckReport) -> Confirmation {
     Confirmation { first_run: first.run_id, rerun }
 }
 
-/// Decides the pair once the rerun is judged: compares the two reports, stores the statuses both runs end with
-/// (in one transaction, only if the first run is still `confirming`), and puts what the rerun found in its
-/// report. Returns the confirmation and the rerun's new status, if it has one; `None` when another degrade
-/// had decided the pair already.
-pub async fn decide(
-    store: &Store,
-    first: &CheckReport,
-    rerun: &mut CheckReport,
-) -> Result<Option<(Confirmation, Option<RunStatus>)>, StoreError> {
-    let confirmation = compare(first, rerun);
-    let (first_status, rerun_status) = statuses(&confirmation, rerun);
-    if !store.end_confirmation(first.run_id, first_status, rerun_status.map(|s| (rerun.run_id, s))).await? {
-        return Ok(None);
+/// How a judged rerun decides its pair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// What the rerun made of the first run's regression.
+    pub confirmation: Confirmation,
+    /// The status the first run ends with.
+    pub first: RunStatus,
+    /// The rerun's status, when the decision changes it.
+    pub rerun: Option<RunStatus>,
+}
+
+impl Decision {
+    /// Compares the two reports, and puts what the rerun found in its report.
+    #[must_use]
+    pub fn of(first: &CheckReport, rerun: &mut CheckReport) -> Self {
+        let confirmation = compare(first, rerun);
+        let (first_status, rerun_status) = statuses(&confirmation, rerun);
+        rerun.confirmation = Some(confirmation.describe(rerun.run_id));
+        Self { confirmation, first: first_status, rerun: rerun_status }
     }
-    rerun.confirmation = Some(confirmation.describe(rerun.run_id));
-    Ok(Some((confirmation, rerun_status)))
+
+    /// Whether the rerun's report is the night's to alert: not when the rerun is not believed either.
+    #[must_use]
+    pub fn alerted(&self) -> bool {
+        self.rerun != Some(RunStatus::Unconfirmed)
+    }
+
+    /// Stores both statuses in one transaction, if the first run is still `confirming`; false when another
+    /// degrade had decided the pair already. Its alerts are stored first, so a kill between the two only
+    /// makes the next degrade decide the pair again, and its alert, which says nothing new, too.
+    pub async fn store(&self, store: &Store, first: RunId, rerun: RunId) -> Result<bool, StoreError> {
+        store.end_confirmation(first, self.first, self.rerun.map(|s| (rerun, s))).await
+    }
 }
 
 /// The statuses the first run and the rerun end with, given what the rerun found.
@@ -157,9 +174,13 @@ pub fn only_what_reproduced(judgement: Judgement, first_run: RunId, first: &[Fin
 /// confirmed it, or which run it was the rerun of.
 pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, StoreError> {
     if let Some(rerun) = store.rerun_of(run.id).await? {
+        let nothing = measured_nothing(store, rerun).await?;
         let text = match (run.status, undecided(store, rerun).await?) {
             (RunStatus::Confirming, _) => {
                 format!("being confirmed: rerun #{rerun} of the same build decides whether this regression stands")
+            }
+            _ if nothing => {
+                format!("rerun #{rerun} of the same build measured nothing to judge, so this verdict stands")
             }
             (RunStatus::Unconfirmed, true) => format!(
                 "undecided: rerun #{rerun} of the same build could not be judged, so it neither confirms nor \
@@ -176,9 +197,13 @@ pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, S
         return Ok(Some((text, rerun)));
     }
     let Some(first) = store.confirmed_by(run.id).await? else { return Ok(None) };
+    let nothing = measured_nothing(store, run.id).await?;
     let text = match (store.find_run(first).await?.map(|r| r.status), undecided(store, run.id).await?) {
-        (Some(RunStatus::Regressed), _) => format!("this run is the rerun that confirmed run #{first}'s regression"),
         (Some(RunStatus::Confirming), _) => format!("this run is the rerun of run #{first}, not decided yet"),
+        _ if nothing => {
+            format!("this run is the rerun of run #{first} and measured nothing to judge, so that run's verdict stands")
+        }
+        (Some(RunStatus::Regressed), _) => format!("this run is the rerun that confirmed run #{first}'s regression"),
         (_, true) => format!(
             "this run is the rerun of run #{first} and could not be judged, so it neither confirms nor refutes \
              that run's regression"
@@ -186,6 +211,12 @@ pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, S
         (_, false) => format!("this run is the rerun of run #{first}, whose regression it did not reproduce"),
     };
     Ok(Some((text, first)))
+}
+
+/// Whether a rerun was cut short or could not be done, so the first verdict stands.
+async fn measured_nothing(store: &Store, rerun: RunId) -> Result<bool, StoreError> {
+    let status = store.find_run(rerun).await?.map(|r| r.status);
+    Ok(matches!(status, Some(RunStatus::Failed | RunStatus::Aborted)))
 }
 
 /// Whether a rerun's latest verdict is inconclusive, so it confirmed nothing either way.

@@ -4,19 +4,20 @@
 //! runner first does it for the scenario it has claimed, so a setup that only runs `degrade check --run-now`
 //! is covered too, and the night that follows is judged after the one left behind.
 //!
-//! A first run is `confirming` from its verdict until its rerun decides it; the rerun is linked to it from
-//! the moment it is stored. Where the rerun measured the build (a kill after the load, before the verdict or
-//! the statuses), the pair is decided from the two runs, each judged again against the first run's baseline.
-//! Where it measured nothing (cut short, failed, never stored), the first verdict stands, as for any rerun that
-//! measured nothing. The night's report is then alerted, unless a later night of the scenario has been judged
-//! since: the episodes follow that night now, and reopening one for an older night would be a stale alarm.
+//! A first run is `confirming` from its verdict (stored in the same transaction) until the pair's statuses
+//! are, after the night's alerts; the rerun is linked to it from the moment it is stored. Where the rerun
+//! measured the build (a kill after its load, before its verdict, the alerts or the statuses), the pair is
+//! decided from the two runs, each judged again against the runner's baseline for the first. Where it measured
+//! nothing (cut short, failed, never stored), the first verdict stands, as for any rerun that measured nothing.
+//! The night is alerted, unless a later night has opened or resolved a regression episode of the scenario
+//! since: the alerts follow that night now, and reopening one for an older night would be a stale alarm.
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 
 use super::alerting;
 use super::confirm;
-use super::judge_run::{JudgeError, judge_run};
+use super::judge_run::{IfRegressed, JudgeError, judge_run};
 use crate::config::Config;
 use crate::model::{BaselineSpec, Run, RunId, RunStatus, VerdictOutcome};
 use crate::report::CheckReport;
@@ -56,12 +57,13 @@ pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: D
 }
 
 /// Decides run `first`, left `confirming`, and alerts the night; returns the run that is the night's result,
-/// or `None` when another degrade decided it first.
+/// or `None` when another degrade decided it first. Alerts are stored before the statuses, as the runner
+/// does: a kill in between leaves the pair `confirming`, to be decided (and alerted, saying nothing new) again.
 async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>) -> anyhow::Result<Option<RunId>> {
     let first = store.find_run(first).await?.with_context(|| format!("run #{first} is gone"))?;
     let spec = judged_against(store, config, &first).await?;
     // Judged again while still `confirming`, which a verdict does not move (see `Store::save_verdict`).
-    let Some(first_report) = judge_again(store, config, &first, &spec, at).await? else {
+    let Some(mut first_report) = judge_again(store, config, &first, &spec, at).await? else {
         store.end_confirmation(first.id, RunStatus::Regressed, None).await?;
         anyhow::bail!("run #{} cannot be judged again; its regression stands, not alerted", first.id);
     };
@@ -69,26 +71,25 @@ async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>)
         Some(id) => store.find_run(id).await?,
         None => None,
     };
-    let rerun_report = match rerun.as_ref().filter(|r| measured(r.status)) {
+    // A rerun decides only a regression; should the first run no longer regress against its baseline (a
+    // baseline night since set aside), its verdict now is what stands.
+    let to_decide = rerun.as_ref().filter(|r| measured(r.status) && first_report.outcome == VerdictOutcome::Regressed);
+    let rerun_report = match to_decide {
         Some(rerun) => judge_again(store, config, rerun, &spec, at).await?,
         None => None,
     };
-    let night = if let Some(mut report) = rerun_report {
-        if confirm::decide(store, &first_report, &mut report).await?.is_none() {
-            return Ok(None);
+    if let Some(mut report) = rerun_report {
+        let decision = confirm::Decision::of(&first_report, &mut report);
+        if decision.alerted() {
+            alert_unless_superseded(store, config, &report, at).await?;
         }
-        report
-    } else {
-        let mut report = first_report;
-        if !store.end_confirmation(first.id, status_after(report.outcome), None).await? {
-            return Ok(None);
-        }
-        report.confirmation = rerun
-            .map(|r| format!("rerun #{} of the same build measured nothing to judge, so this verdict stands", r.id));
-        report
-    };
-    alert_unless_superseded(store, config, &night, at).await?;
-    Ok(Some(night.run_id))
+        return Ok(decision.store(store, first.id, report.run_id).await?.then_some(report.run_id));
+    }
+    first_report.confirmation =
+        rerun.map(|r| format!("rerun #{} of the same build measured nothing to judge, so this verdict stands", r.id));
+    alert_unless_superseded(store, config, &first_report, at).await?;
+    let stands = status_after(first_report.outcome);
+    Ok(store.end_confirmation(first.id, stands, None).await?.then_some(first.id))
 }
 
 /// Judges `run` again against `spec`; `None`, logged, when it cannot be judged (a store error is returned,
@@ -100,7 +101,7 @@ async fn judge_again(
     spec: &BaselineSpec,
     at: DateTime<Utc>,
 ) -> anyhow::Result<Option<CheckReport>> {
-    match judge_run(store, config, run, spec, at).await {
+    match judge_run(store, config, run, spec, IfRegressed::Stands, at).await {
         Ok(report) => Ok(Some(report)),
         Err(JudgeError::Refused(why)) => {
             tracing::warn!(run_id = run.id, "cannot judge the run again: {why}");
@@ -110,29 +111,26 @@ async fn judge_again(
     }
 }
 
-/// Alerts the night's report as the runner would have, unless it is not believed (`unconfirmed`) or a later
-/// night of the scenario has been judged since.
+/// Alerts the night's report as the runner would have, unless a later night has opened or resolved a
+/// regression episode of the scenario since: its alerts follow that night now.
 async fn alert_unless_superseded(
     store: &Store,
     config: &Config,
     night: &CheckReport,
     at: DateTime<Utc>,
 ) -> anyhow::Result<()> {
-    let status = store.find_run(night.run_id).await?.map(|r| r.status);
-    if status == Some(RunStatus::Unconfirmed) {
-        return Ok(());
-    }
-    if store.judged_since(night.run_id).await? {
-        tracing::info!(run_id = night.run_id, "not alerted: a later night of the scenario has been judged since");
+    if store.episodes_moved_since(night.run_id).await? {
+        tracing::info!(run_id = night.run_id, "not alerted: a later night's alerts have moved the scenario on");
         return Ok(());
     }
     alerting::after_judgement(store, config, night, at).await?;
     Ok(())
 }
 
-/// The baseline `run` was judged against, from its stored verdict; the scenario's, should that be unreadable.
+/// The baseline the runner judged `run` against, from its first verdict (a `check` of it since may have named
+/// another); the scenario's, should that be unreadable.
 async fn judged_against(store: &Store, config: &Config, run: &Run) -> anyhow::Result<BaselineSpec> {
-    let judged = store.latest_verdict(run.id).await?.and_then(|v| v.baseline_spec.parse::<BaselineSpec>().ok());
+    let judged = store.first_baseline_spec(run.id).await?.and_then(|spec| spec.parse::<BaselineSpec>().ok());
     Ok(judged.unwrap_or_else(|| config.scenario(&run.scenario).map(|s| s.baseline.clone()).unwrap_or_default()))
 }
 

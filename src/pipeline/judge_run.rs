@@ -65,13 +65,23 @@ fn ensure_measured(candidate: &Run) -> Result<(), JudgeError> {
     Ok(())
 }
 
+/// What a regressed verdict makes of the run it judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfRegressed {
+    /// The run is `regressed`: the verdict is the night's.
+    Stands,
+    /// The run is `confirming`: a rerun of the same build decides it (`confirm`).
+    Confirm,
+}
+
 /// Judges `candidate` against the runs `spec` selects, with the scenario's gates, and stores the verdict made
-/// `at` that time.
+/// `at` that time; a regressed one moves the run as `if_regressed` says.
 pub async fn judge_run(
     store: &Store,
     config: &Config,
     candidate: &Run,
     spec: &BaselineSpec,
+    if_regressed: IfRegressed,
     at: DateTime<Utc>,
 ) -> Result<CheckReport, JudgeError> {
     ensure_measured(candidate)?;
@@ -89,7 +99,10 @@ pub async fn judge_run(
         created_at: at,
         findings: judgement.findings.clone(),
     };
-    store.save_verdict(candidate.id, &verdict).await?;
+    match if_regressed {
+        IfRegressed::Stands => store.save_verdict(candidate.id, &verdict).await?,
+        IfRegressed::Confirm => store.save_verdict_to_confirm(candidate.id, &verdict).await?,
+    };
     let Judgement { outcome, findings, mut summary } = judgement;
     if outcome == VerdictOutcome::Inconclusive && candidate.status != RunStatus::Invalid {
         summary += &other_series(store, candidate).await?;

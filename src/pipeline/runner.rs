@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use super::claim::{Claim, ClaimError, RunsUnderWay, holder_name};
 use super::confirm::{self, Confirmation};
-use super::judge_run::{JudgeError, judge_run};
+use super::judge_run::{IfRegressed, JudgeError, judge_run};
 use super::{Job, RunOutcome, alerting, interrupted};
 use crate::analysis::Gates;
 use crate::clock::Clock;
@@ -161,20 +161,18 @@ impl Runner {
             // Boxed, as is the rerun's: each run's future holds the whole engine.
             let outcome =
                 Box::pin(super::run(&self.store, job, build, &self.clock, self.stop.clone(), &mut on_progress)).await?;
-            let first = retry(Retry::Unreachable, "judge the run", || self.conclude(&scenario, &outcome, spec)).await?;
-            let ended = match (first.report.as_ref().map(|r| r.outcome), rerun) {
-                (Some(VerdictOutcome::Regressed), Some(rerun)) => {
-                    Box::pin(self.confirm(first, rerun, spec, &mut on_progress)).await?
-                }
-                _ => first,
-            };
-            if let Some(report) = ended.report.as_ref().filter(|_| ended.status != RunStatus::Unconfirmed) {
-                retry(Retry::Unreachable, "update alerts", || {
-                    alerting::after_judgement(&self.store, &self.config, report, self.clock.now())
-                })
-                .await?;
+            // A regression to confirm is stored `confirming` with its verdict.
+            let if_regressed = if rerun.is_some() { IfRegressed::Confirm } else { IfRegressed::Stands };
+            let judge = || self.conclude(&scenario, &outcome, spec, if_regressed);
+            let first = retry(Retry::Unreachable, "judge the run", judge).await?;
+            let regressed = first.report.as_ref().is_some_and(|r| r.outcome == VerdictOutcome::Regressed);
+            if let Some(rerun) = rerun.filter(|_| regressed) {
+                return Box::pin(self.confirm(first, rerun, spec, &mut on_progress)).await;
             }
-            anyhow::Ok(ended)
+            if let Some(report) = &first.report {
+                self.alert(report).await?;
+            }
+            Ok(first)
         }
         .await;
         claim.release().await;
@@ -184,7 +182,8 @@ impl Runner {
     /// Reruns the build `first` was judged regressed on and judges the rerun against the same baseline; the
     /// night is regressed only when the rerun reproduces a finding (see `confirm`). A rerun that measured nothing
     /// to judge (it could not be done, the target went down, degrade was stopped) confirms nothing: the first
-    /// verdict stands.
+    /// verdict stands. The night's alerts are stored before the pair's statuses: a degrade stopped before the
+    /// statuses leaves the first run `confirming`, for the next one to decide (`interrupted`).
     async fn confirm(
         &self,
         first: Ended,
@@ -195,14 +194,12 @@ impl Runner {
         let (store, scenario) = (&self.store, job.name.clone());
         let first_report = first.report.clone().context("a regressed run has its report")?;
         tracing::info!(scenario, run_id = first.run_id, "judged regressed; rerunning the same build to confirm");
-        // Out of the baseline while its rerun is judged; a degrade stopped before the pair is decided leaves it
-        // so, for the next one to decide (`interrupted`).
-        store.begin_confirmation(first.run_id).await?;
         let job = Job { confirms: Some(first.run_id), ..job };
         let build = first_report.build_id.clone();
         let rerun = async {
             let outcome = Box::pin(super::run(store, job, build, &self.clock, self.stop.clone(), on_progress)).await?;
-            anyhow::Ok(retry(Retry::Unreachable, "judge the rerun", || self.conclude(&scenario, &outcome, spec)).await?)
+            let judge = || self.conclude(&scenario, &outcome, spec, IfRegressed::Stands);
+            anyhow::Ok(retry(Retry::Unreachable, "judge the rerun", judge).await?)
         }
         .await;
         let mut rerun = match rerun {
@@ -211,24 +208,39 @@ impl Runner {
                 if let Err(e) = unjudged {
                     tracing::warn!(scenario, error = %e, "the confirmation rerun failed; the first verdict stands");
                 }
-                store.end_confirmation(first.run_id, RunStatus::Regressed, None).await?;
-                return Ok(first);
+                self.alert(&first_report).await?;
+                let decided = store.end_confirmation(first.run_id, RunStatus::Regressed, None).await?;
+                return only_if_decided(Ended { status: RunStatus::Regressed, ..first }, first_report.run_id, decided);
             }
         };
         let report = rerun.report.as_mut().context("a judged rerun has its report")?;
-        let Some((confirmation, status)) = confirm::decide(store, &first_report, report).await? else {
-            anyhow::bail!("run #{} was decided by another degrade while its rerun was under way", first.run_id);
-        };
-        if let Some(status) = status {
-            rerun.status = status;
+        let decision = confirm::Decision::of(&first_report, report);
+        if decision.alerted() {
+            self.alert(report).await?;
         }
-        tracing::info!(scenario, run_id = rerun.run_id, "{}", confirmation.describe(rerun.run_id));
-        rerun.confirmation = Some(confirmation);
-        Ok(rerun)
+        let decided = decision.store(store, first.run_id, rerun.run_id).await?;
+        tracing::info!(scenario, run_id = rerun.run_id, "{}", decision.confirmation.describe(rerun.run_id));
+        rerun.status = decision.rerun.unwrap_or(rerun.status);
+        rerun.confirmation = Some(decision.confirmation);
+        only_if_decided(rerun, first.run_id, decided)
     }
 
-    /// Judges a stored run and opens or resolves the scenario's episodes; safe to repeat.
-    async fn conclude(&self, scenario: &str, outcome: &RunOutcome, spec: &BaselineSpec) -> Result<Ended, JudgeError> {
+    /// Opens or resolves the scenario's episodes after `report`, asking again while the database is unreachable.
+    async fn alert(&self, report: &CheckReport) -> anyhow::Result<()> {
+        let update = || alerting::after_judgement(&self.store, &self.config, report, self.clock.now());
+        retry(Retry::Unreachable, "update alerts", update).await?;
+        Ok(())
+    }
+
+    /// Judges a stored run (a regressed one moved as `if_regressed` says) and opens or resolves the scenario's
+    /// run-failed and missing-run episodes; safe to repeat. Regression episodes are the caller's.
+    async fn conclude(
+        &self,
+        scenario: &str,
+        outcome: &RunOutcome,
+        spec: &BaselineSpec,
+        if_regressed: IfRegressed,
+    ) -> Result<Ended, JudgeError> {
         let (store, config) = (&self.store, self.config.as_ref());
         let (run_id, results) = match outcome {
             RunOutcome::Stopped { run_id, reason } => {
@@ -250,7 +262,7 @@ impl Runner {
         let Some(run) = store.find_run(run_id).await? else {
             return Err(JudgeError::Refused(format!("run #{run_id}, just stored, is gone")));
         };
-        let report = judge_run(store, config, &run, spec, self.clock.now()).await?;
+        let report = judge_run(store, config, &run, spec, if_regressed, self.clock.now()).await?;
         let status = store.find_run(run_id).await?.map_or(run.status, |r| r.status);
         Ok(Ended { run_id, status, report: Some(report), failure: None, confirmation: None })
     }
@@ -262,4 +274,11 @@ impl Runner {
         alerting::after_failure(&self.store, &self.config, scenario, run_id, build_id, &reason, at).await?;
         Ok(Ended::unjudged(run_id, RunStatus::Failed, Some(reason)))
     }
+}
+
+/// How the pair of `first` ended, unless another degrade decided it first: this one's lease ran out while it
+/// ran (its renewals failed), and the scenario's next holder settled what it took for left behind.
+fn only_if_decided(ended: Ended, first: RunId, decided: bool) -> anyhow::Result<Ended> {
+    anyhow::ensure!(decided, "run #{first} was decided by another degrade while its rerun was under way");
+    Ok(ended)
 }

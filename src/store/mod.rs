@@ -12,6 +12,7 @@ mod baselines;
 mod episodes;
 mod grid;
 mod confirmations;
+mod left_behind;
 mod leases;
 mod migrations;
 mod outbox;
@@ -37,10 +38,10 @@ use std::str::FromStr;
 
 use crate::model::RunId;
 
-pub use confirmations::LeftBehind;
 pub use episodes::{Acknowledged, Episode, NewEpisode};
 pub use grid::{GridFinding, GridRun};
 pub use leases::Lease;
+pub use left_behind::LeftBehind;
 pub use outbox::{NewMessage, OutboxMessage};
 pub use overview::{ScenarioSummary, StatusCount};
 pub(crate) use retry::{Retry, StoreCause, retry};

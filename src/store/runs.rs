@@ -6,7 +6,7 @@ use sqlx::QueryBuilder;
 
 use super::retry::retry_busy;
 use super::rows::{EndpointRow, RunRow, TimelineSeconds, convert, select_runs, to_json};
-use super::{LeftBehind, Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
+use super::{Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
 use crate::model::{
     EndpointResult, Interval, Metric, NewRun, OVERALL_ENDPOINT, Run, RunDetail, RunId, RunResults, RunStatus,
     TimelinePoint, TrendPoint,
@@ -204,39 +204,6 @@ impl Store {
             Ok(None) => StoreError::RunNotFound(id),
             Err(e) => e,
         }
-    }
-
-    /// Marks `aborted`, at `now`, every run still `running` where `scope` says: of a scenario nobody holds a
-    /// lease on (at start-up and in `serve`'s watch: a run of another degrade sharing the database keeps its
-    /// lease renewed), or of the scenario the caller has claimed, before it starts a run. Such runs were cut
-    /// short by a crash or a kill. Returns their ids.
-    pub async fn abort_interrupted_runs(
-        &self,
-        scope: LeftBehind<'_>,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<RunId>, StoreError> {
-        let (unleased, claimed) = match scope {
-            LeftBehind::Unleased(at) => (Some(to_millis(at)), None),
-            LeftBehind::Claimed(scenario) => (None, Some(scenario)),
-        };
-        let query = "update runs set status = 'aborted', finished_at = $1, \
-                     failure_reason = 'degrade stopped while the run was under way' \
-                     where status = 'running' \
-                     and (cast($2 as bigint) is null or scenario_id not in \
-                         (select scenario_id from scenario_leases where expires_at > $2)) \
-                     and (cast($3 as text) is null or scenario_id in (select id from scenarios where name = $3)) \
-                     returning id";
-        let mut ids: Vec<RunId> = retry_busy(|| async move {
-            Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
-                .bind(to_millis(now))
-                .bind(unleased)
-                .bind(claimed)
-                .fetch_all(pool)
-                .await?))
-        })
-        .await?;
-        ids.sort_unstable();
-        Ok(ids)
     }
 
     /// One run, without its results.

@@ -20,9 +20,24 @@ impl Store {
     /// Stores a verdict and its findings, and moves a measured run to `passed` or `regressed` to match, all
     /// in one transaction. An inconclusive verdict leaves the run's status as it is.
     pub async fn save_verdict(&self, run_id: RunId, verdict: &NewVerdict) -> Result<i64, StoreError> {
+        self.save_verdict_as(run_id, verdict, RunStatus::Regressed).await
+    }
+
+    /// As [`Store::save_verdict`], but a regressed verdict moves the run to `confirming`, for a rerun to
+    /// decide: in the same transaction, so no kill can leave it `regressed` and never alerted.
+    pub async fn save_verdict_to_confirm(&self, run_id: RunId, verdict: &NewVerdict) -> Result<i64, StoreError> {
+        self.save_verdict_as(run_id, verdict, RunStatus::Confirming).await
+    }
+
+    async fn save_verdict_as(
+        &self,
+        run_id: RunId,
+        verdict: &NewVerdict,
+        regressed: RunStatus,
+    ) -> Result<i64, StoreError> {
         let status = match verdict.outcome {
             VerdictOutcome::Passed => Some(RunStatus::Passed),
-            VerdictOutcome::Regressed => Some(RunStatus::Regressed),
+            VerdictOutcome::Regressed => Some(regressed),
             VerdictOutcome::Inconclusive => None,
         };
         let figures = verdict.findings.iter().flat_map(|f| {

@@ -7,7 +7,8 @@ use degrade::clock::Clock;
 use degrade::config::Config;
 use degrade::model::{BaselineSpec, RunStatus, VerdictOutcome};
 use degrade::notify::Courier;
-use degrade::pipeline::{alerting, judge_run::judge_run};
+use degrade::pipeline::alerting;
+use degrade::pipeline::judge_run::{IfRegressed, judge_run};
 use degrade::store::Store;
 use serde_json::Value;
 
@@ -19,7 +20,8 @@ use crate::support::{TestDb, project};
 /// Judges the stored run `id` against last-7d and updates episodes, as the nightly chain does.
 async fn judge_night(store: &Store, config: &Config, id: i64) -> VerdictOutcome {
     let run = store.find_run(id).await.unwrap().unwrap();
-    let report = judge_run(store, config, &run, &BaselineSpec::LastDays(7), Utc::now()).await.unwrap();
+    let report =
+        judge_run(store, config, &run, &BaselineSpec::LastDays(7), IfRegressed::Stands, Utc::now()).await.unwrap();
     alerting::after_judgement(store, config, &report, Utc::now()).await.unwrap();
     report.outcome
 }

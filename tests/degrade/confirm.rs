@@ -264,6 +264,7 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
         // This machine, busy with other tests, made the run invalid: such a night regresses nothing.
     }
     let first = first.expect("six slow nights in a row were invalid: this machine is too busy to measure anything");
+    assert_eq!(store.confirmed_by(first + 1).await.unwrap(), Some(first), "the rerun is linked from its creation");
     assert!(hook.delivered().is_empty(), "nothing is alerted before the rerun decides: {:?}", hook.delivered());
     // Until it is decided, the gate calls the regression undecided, not a verdict.
     let gate = degrade_child(dir.path(), &["check", "--strict"], &[("HOOK", hook_url.as_str())]);

@@ -35,6 +35,7 @@ mod engine;
 mod held_back_machine;
 mod hostile_input;
 mod layers;
+mod left_behind;
 mod nightly;
 mod run_cli;
 mod store_story;

@@ -1,0 +1,71 @@
+//! What a degrade that stopped mid-way (a kill, a crash, a power cut) left for the next one to settle: runs
+//! still `running`, and regressions still `confirming` (see `pipeline::interrupted`), where [`LeftBehind`] says.
+
+use chrono::{DateTime, Utc};
+
+use super::retry::retry_busy;
+use super::{Store, StoreError, on_pool, to_millis};
+use crate::model::RunId;
+
+/// Where to look for what a stopped degrade left behind.
+#[derive(Debug, Clone, Copy)]
+pub enum LeftBehind<'a> {
+    /// Every scenario whose lease has run out at this time (by the system's clock): at start-up and in
+    /// `serve`'s watch (a degrade still running keeps its leases renewed).
+    Unleased(DateTime<Utc>),
+    /// The scenario the caller holds the claim on, so no run of it can be under way elsewhere.
+    Claimed(&'a str),
+}
+
+impl<'a> LeftBehind<'a> {
+    /// The queries' two optional parameters: the lease time (`Unleased`) and the scenario's name (`Claimed`).
+    fn parameters(self) -> (Option<i64>, Option<&'a str>) {
+        match self {
+            Self::Unleased(now) => (Some(to_millis(now)), None),
+            Self::Claimed(scenario) => (None, Some(scenario)),
+        }
+    }
+}
+
+impl Store {
+    /// Marks `aborted`, at `now`, every run still `running` where `scope` says; returns their ids.
+    pub async fn abort_interrupted_runs(
+        &self,
+        scope: LeftBehind<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<RunId>, StoreError> {
+        let (unleased, claimed) = scope.parameters();
+        let query = "update runs set status = 'aborted', finished_at = $1, \
+                     failure_reason = 'degrade stopped while the run was under way' \
+                     where status = 'running' \
+                     and (cast($2 as bigint) is null or scenario_id not in \
+                         (select scenario_id from scenario_leases where expires_at > $2)) \
+                     and (cast($3 as text) is null or scenario_id in (select id from scenarios where name = $3)) \
+                     returning id";
+        let mut ids: Vec<RunId> = retry_busy(|| async move {
+            Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
+                .bind(to_millis(now))
+                .bind(unleased)
+                .bind(claimed)
+                .fetch_all(pool)
+                .await?))
+        })
+        .await?;
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Runs left `confirming` by a degrade that stopped before their rerun decided them, where `scope` says.
+    pub async fn confirming_left_behind(&self, scope: LeftBehind<'_>) -> Result<Vec<RunId>, StoreError> {
+        let (unleased, claimed) = scope.parameters();
+        let query = "select runs.id from runs join scenarios on scenarios.id = runs.scenario_id \
+                     where runs.status = 'confirming' \
+                     and (cast($1 as bigint) is null or runs.scenario_id not in \
+                         (select scenario_id from scenario_leases where expires_at > $1)) \
+                     and (cast($2 as text) is null or scenarios.name = $2) \
+                     order by runs.id";
+        let rows: Vec<(i64,)> =
+            on_pool!(self, |pool| sqlx::query_as(query).bind(unleased).bind(claimed).fetch_all(pool).await?);
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+}
