@@ -189,7 +189,10 @@ async fn resolve(
     alert: Option<Alert>,
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    for episode in store.unresolved_episodes(scenario).await?.into_iter().filter(|e| e.kind == kind) {
+    // A run resolves only what it or an earlier run opened: a first run whose verdict stands after its rerun
+    // failed, or a night decided late (`interrupted`), says nothing of a failure or a regression seen after it.
+    let episodes = store.unresolved_episodes(scenario).await?.into_iter();
+    for episode in episodes.filter(|e| e.kind == kind && e.opened_run_id.is_none_or(|opened| opened <= run_id)) {
         let messages = alert.as_ref().map(|a| notify::messages(config, a, episode.id)).unwrap_or_default();
         if store.resolve_episode(episode.id, Some(run_id), at, &messages).await? {
             tracing::info!(scenario, kind, episode = episode.id, run_id, "episode resolved");

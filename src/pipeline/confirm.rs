@@ -88,6 +88,15 @@ pub fn compare(first: &CheckReport, rerun: &CheckReport) -> Confirmation {
     Confirmation { first_run: first.run_id, rerun }
 }
 
+/// What a first run's report says when its rerun (`rerun`, if one was stored) measured nothing to judge.
+#[must_use]
+pub fn measured_nothing_note(rerun: Option<RunId>) -> String {
+    match rerun {
+        Some(rerun) => format!("rerun #{rerun} of the same build measured nothing to judge, so this verdict stands"),
+        None => "the rerun of the same build could not be done, so this verdict stands".to_owned(),
+    }
+}
+
 /// How a judged rerun decides its pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
@@ -179,9 +188,7 @@ pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, S
             (RunStatus::Confirming, _) => {
                 format!("being confirmed: rerun #{rerun} of the same build decides whether this regression stands")
             }
-            _ if nothing => {
-                format!("rerun #{rerun} of the same build measured nothing to judge, so this verdict stands")
-            }
+            _ if nothing => measured_nothing_note(Some(rerun)),
             (RunStatus::Unconfirmed, true) => format!(
                 "undecided: rerun #{rerun} of the same build could not be judged, so it neither confirms nor \
                  refutes this regression; run #{} is stored as unconfirmed (never alerted, never a baseline)",

@@ -6,11 +6,12 @@
 //!
 //! A first run is `confirming` from its verdict (stored in the same transaction) until the pair's statuses
 //! are, after the night's alerts; the rerun is linked to it from the moment it is stored. Where the rerun
-//! measured the build (a kill after its load, before its verdict, the alerts or the statuses), the pair is
-//! decided from the two runs, each judged again against the runner's baseline for the first. Where it measured
-//! nothing (cut short, failed, never stored), the first verdict stands, as for any rerun that measured nothing.
-//! The night is alerted, unless a later night has opened or resolved a regression episode of the scenario
-//! since: the alerts follow that night now, and reopening one for an older night would be a stale alarm.
+//! measured the build (a kill after its load, before its verdict, the alerts or the statuses), the rerun is
+//! judged again against the baseline of the runner's verdict on the first run, and the pair decided from that
+//! verdict and the rerun's. Where it measured nothing (cut short, failed, never stored), the first verdict
+//! stands, as for any rerun that measured nothing. The night is alerted, unless a later night has been judged,
+//! or has moved the scenario's regression episodes, since: the team has heard of that night, and an alarm for
+//! an older one would be stale.
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
@@ -19,8 +20,8 @@ use super::alerting;
 use super::confirm;
 use super::judge_run::{IfRegressed, JudgeError, judge_run};
 use crate::config::Config;
-use crate::model::{BaselineSpec, Run, RunId, RunStatus, VerdictOutcome};
-use crate::report::CheckReport;
+use crate::model::{BaselineSpec, Run, RunId, RunStatus, Verdict};
+use crate::report::{BaselineRun, CheckReport};
 use crate::store::{LeftBehind, Store};
 
 /// Aborts the runs a stopped degrade left `running` and decides the regressions it left `confirming`, where
@@ -61,20 +62,15 @@ pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: D
 /// does: a kill in between leaves the pair `confirming`, to be decided (and alerted, saying nothing new) again.
 async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>) -> anyhow::Result<Option<RunId>> {
     let first = store.find_run(first).await?.with_context(|| format!("run #{first} is gone"))?;
-    let spec = judged_against(store, config, &first).await?;
-    // Judged again while still `confirming`, which a verdict does not move (see `Store::save_verdict`).
-    let Some(mut first_report) = judge_again(store, config, &first, &spec, at).await? else {
-        store.end_confirmation(first.id, RunStatus::Regressed, None).await?;
-        anyhow::bail!("run #{} cannot be judged again; its regression stands, not alerted", first.id);
-    };
+    // The runner's verdict, which made the run `confirming`, is the one the rerun confirms or refutes.
+    let verdict = store.first_verdict(first.id).await?.with_context(|| format!("run #{} has no verdict", first.id))?;
+    let spec = verdict.baseline_spec.parse::<BaselineSpec>().map_err(|e| anyhow::anyhow!(e))?;
+    let mut first_report = stored_report(store, &first, verdict).await?;
     let rerun = match store.rerun_of(first.id).await? {
         Some(id) => store.find_run(id).await?,
         None => None,
     };
-    // A rerun decides only a regression; should the first run no longer regress against its baseline (a
-    // baseline night since set aside), its verdict now is what stands.
-    let to_decide = rerun.as_ref().filter(|r| measured(r.status) && first_report.outcome == VerdictOutcome::Regressed);
-    let rerun_report = match to_decide {
+    let rerun_report = match rerun.as_ref().filter(|r| measured(r.status)) {
         Some(rerun) => judge_again(store, config, rerun, &spec, at).await?,
         None => None,
     };
@@ -85,11 +81,33 @@ async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>)
         }
         return Ok(decision.store(store, first.id, report.run_id).await?.then_some(report.run_id));
     }
-    first_report.confirmation =
-        rerun.map(|r| format!("rerun #{} of the same build measured nothing to judge, so this verdict stands", r.id));
+    first_report.confirmation = Some(confirm::measured_nothing_note(rerun.map(|r| r.id)));
     alert_unless_superseded(store, config, &first_report, at).await?;
-    let stands = status_after(first_report.outcome);
-    Ok(store.end_confirmation(first.id, stands, None).await?.then_some(first.id))
+    Ok(store.end_confirmation(first.id, RunStatus::Regressed, None).await?.then_some(first.id))
+}
+
+/// `run`'s report as its stored `verdict` made it (the nights the verdict left out are not stored, and not
+/// listed).
+async fn stored_report(store: &Store, run: &Run, verdict: Verdict) -> anyhow::Result<CheckReport> {
+    let mut baseline = Vec::new();
+    for id in &verdict.baseline_run_ids {
+        if let Some(night) = store.find_run(*id).await? {
+            baseline.push(BaselineRun::from(&night));
+        }
+    }
+    Ok(CheckReport {
+        scenario: run.scenario.clone(),
+        run_id: run.id,
+        build_id: run.build_id.clone(),
+        started_at: run.started_at,
+        outcome: verdict.outcome,
+        summary: verdict.summary,
+        baseline_spec: verdict.baseline_spec,
+        baseline,
+        left_out: Vec::new(),
+        findings: verdict.findings,
+        confirmation: None,
+    })
 }
 
 /// Judges `run` again against `spec`; `None`, logged, when it cannot be judged (a store error is returned,
@@ -104,46 +122,30 @@ async fn judge_again(
     match judge_run(store, config, run, spec, IfRegressed::Stands, at).await {
         Ok(report) => Ok(Some(report)),
         Err(JudgeError::Refused(why)) => {
-            tracing::warn!(run_id = run.id, "cannot judge the run again: {why}");
+            tracing::warn!(run_id = run.id, "cannot judge the rerun: {why}; the first verdict stands");
             Ok(None)
         }
         Err(JudgeError::Store(e)) => Err(e).with_context(|| format!("judge run #{} again", run.id)),
     }
 }
 
-/// Alerts the night's report as the runner would have, unless a later night has opened or resolved a
-/// regression episode of the scenario since: its alerts follow that night now.
+/// Alerts the night's report as the runner would have, unless a later night has been judged or has moved the
+/// scenario's regression episodes since: the team has heard of that night, and the alerts follow it now.
 async fn alert_unless_superseded(
     store: &Store,
     config: &Config,
     night: &CheckReport,
     at: DateTime<Utc>,
 ) -> anyhow::Result<()> {
-    if store.episodes_moved_since(night.run_id).await? {
-        tracing::info!(run_id = night.run_id, "not alerted: a later night's alerts have moved the scenario on");
+    if store.superseded(night.run_id).await? {
+        tracing::info!(run_id = night.run_id, "not alerted: a later night of the scenario was judged since");
         return Ok(());
     }
     alerting::after_judgement(store, config, night, at).await?;
     Ok(())
 }
 
-/// The baseline the runner judged `run` against, from its first verdict (a `check` of it since may have named
-/// another); the scenario's, should that be unreadable.
-async fn judged_against(store: &Store, config: &Config, run: &Run) -> anyhow::Result<BaselineSpec> {
-    let judged = store.first_baseline_spec(run.id).await?.and_then(|spec| spec.parse::<BaselineSpec>().ok());
-    Ok(judged.unwrap_or_else(|| config.scenario(&run.scenario).map(|s| s.baseline.clone()).unwrap_or_default()))
-}
-
-/// Whether a run with this status measured the build, so it can be judged.
+/// Whether a rerun with this status measured the build, so it can be judged.
 fn measured(status: RunStatus) -> bool {
     !matches!(status, RunStatus::Running | RunStatus::Failed | RunStatus::Aborted)
-}
-
-/// The status a first run whose rerun measured nothing ends with: its verdict's, judged again.
-fn status_after(outcome: VerdictOutcome) -> RunStatus {
-    match outcome {
-        VerdictOutcome::Regressed => RunStatus::Regressed,
-        VerdictOutcome::Passed => RunStatus::Passed,
-        VerdictOutcome::Inconclusive => RunStatus::Finished,
-    }
 }

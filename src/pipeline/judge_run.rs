@@ -148,7 +148,8 @@ async fn judge_against_nights(
         judgement = excuse_a_held_back_machine(judgement, candidate, &tonight, &baseline, &before);
     }
     if let Some(first) = store.confirmed_by(candidate.id).await? {
-        let first_findings = store.latest_verdict(first).await?.map(|v| v.findings).unwrap_or_default();
+        // The runner's verdict on the first run, whatever a `check` of it said since.
+        let first_findings = store.first_verdict(first).await?.map(|v| v.findings).unwrap_or_default();
         judgement = super::confirm::only_what_reproduced(judgement, first, &first_findings);
     }
     if !left_out.is_empty() {

@@ -54,7 +54,7 @@ impl Job {
     }
 
     /// The same job again, to confirm a regression on the build it measured: no deploy (the build is there).
-    /// Which run it confirms is set once that run is stored ([`Job::confirms`]).
+    /// The runner sets which run it confirms ([`Job::confirms`]) once that run is judged regressed.
     #[must_use]
     pub fn rerun(&self) -> Self {
         let mut scenario = self.scenario.clone();

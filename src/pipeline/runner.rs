@@ -196,22 +196,24 @@ impl Runner {
         tracing::info!(scenario, run_id = first.run_id, "judged regressed; rerunning the same build to confirm");
         let job = Job { confirms: Some(first.run_id), ..job };
         let build = first_report.build_id.clone();
-        let rerun = async {
-            let outcome = Box::pin(super::run(store, job, build, &self.clock, self.stop.clone(), on_progress)).await?;
-            let judge = || self.conclude(&scenario, &outcome, spec, IfRegressed::Stands);
-            anyhow::Ok(retry(Retry::Unreachable, "judge the rerun", judge).await?)
-        }
-        .await;
-        let mut rerun = match rerun {
-            Ok(rerun) if rerun.report.is_some() => rerun,
-            unjudged => {
-                if let Err(e) = unjudged {
-                    tracing::warn!(scenario, error = %e, "the confirmation rerun failed; the first verdict stands");
-                }
-                self.alert(&first_report).await?;
-                let decided = store.end_confirmation(first.run_id, RunStatus::Regressed, None).await?;
-                return only_if_decided(Ended { status: RunStatus::Regressed, ..first }, first_report.run_id, decided);
+        let outcome = Box::pin(super::run(store, job, build, &self.clock, self.stop.clone(), on_progress)).await;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::warn!(scenario, error = %e, "the confirmation rerun could not be done; the first verdict stands");
+                return self.first_stands(first, first_report, None).await;
             }
+        };
+        let judge = || self.conclude(&scenario, &outcome, spec, IfRegressed::Stands);
+        let mut rerun = match retry(Retry::Unreachable, "judge the rerun", judge).await {
+            Ok(rerun) if rerun.report.is_some() => rerun,
+            Ok(_) => return self.first_stands(first, first_report, Some(outcome.run_id())).await,
+            Err(JudgeError::Refused(why)) => {
+                tracing::warn!(scenario, "cannot judge the confirmation rerun: {why}; the first verdict stands");
+                return self.first_stands(first, first_report, Some(outcome.run_id())).await;
+            }
+            // The database did not answer: the pair stays `confirming`, for the next degrade to decide.
+            Err(e) => return Err(e).context("judge the confirmation rerun"),
         };
         let report = rerun.report.as_mut().context("a judged rerun has its report")?;
         let decision = confirm::Decision::of(&first_report, report);
@@ -223,6 +225,15 @@ impl Runner {
         rerun.status = decision.rerun.unwrap_or(rerun.status);
         rerun.confirmation = Some(decision.confirmation);
         only_if_decided(rerun, first.run_id, decided)
+    }
+
+    /// The first verdict stands when its rerun (`rerun`, if it was stored) measured nothing to judge: alerted,
+    /// then the run `regressed`.
+    async fn first_stands(&self, first: Ended, mut report: CheckReport, rerun: Option<RunId>) -> anyhow::Result<Ended> {
+        report.confirmation = Some(confirm::measured_nothing_note(rerun));
+        self.alert(&report).await?;
+        let decided = self.store.end_confirmation(first.run_id, RunStatus::Regressed, None).await?;
+        only_if_decided(Ended { status: RunStatus::Regressed, report: Some(report), ..first }, first.run_id, decided)
     }
 
     /// Opens or resolves the scenario's episodes after `report`, asking again while the database is unreachable.

@@ -29,11 +29,14 @@ struct Conditions {
 }
 
 impl Store {
-    /// The newest run of `scenario` that is no longer running: the run a check judges by default.
+    /// The newest run of `scenario` that is no longer running, and not a confirmation rerun that measured
+    /// nothing (the run it was to confirm is the night): the run a check judges by default.
     pub async fn latest_completed_run(&self, scenario: &str) -> Result<Option<Run>, StoreError> {
         let query = concat!(
             select_runs!(),
-            "where scenarios.name = $1 and runs.status <> 'running' order by runs.started_at desc, runs.id desc limit 1"
+            "where scenarios.name = $1 and runs.status <> 'running' \
+             and not (runs.confirms_run_id is not null and runs.status in ('failed', 'aborted')) \
+             order by runs.started_at desc, runs.id desc limit 1"
         );
         let row: Option<RunRow> =
             on_pool!(self, |pool| sqlx::query_as(query).bind(scenario).fetch_optional(pool).await?);

@@ -37,22 +37,19 @@ impl Store {
         .await
     }
 
-    /// Whether a regression episode of `run`'s scenario was opened or resolved by a later run: the scenario's
-    /// alerts follow that night now.
-    pub async fn episodes_moved_since(&self, run: RunId) -> Result<bool, StoreError> {
-        let query = "select count(*) from episodes join runs this on this.id = $1 \
-                     where episodes.scenario_id = this.scenario_id and episodes.kind = 'regression' \
-                     and (episodes.opened_run_id > this.id or episodes.resolved_run_id > this.id)";
+    /// Whether a later night of `run`'s scenario has been judged by the runner (any run since, other than
+    /// `run`'s own rerun, that passed, regressed or awaits or failed its confirmation) or has opened or resolved
+    /// a regression episode: the team has heard of a later night, and the scenario's alerts follow it now.
+    pub async fn superseded(&self, run: RunId) -> Result<bool, StoreError> {
+        let query = "select count(*) from runs this where this.id = $1 and (\
+                     exists (select 1 from runs later where later.scenario_id = this.scenario_id \
+                         and later.id > this.id and later.status in ('passed', 'regressed', 'confirming', 'unconfirmed') \
+                         and (later.confirms_run_id is null or later.confirms_run_id <> this.id)) \
+                     or exists (select 1 from episodes where episodes.scenario_id = this.scenario_id \
+                         and episodes.kind = 'regression' \
+                         and (episodes.opened_run_id > this.id or episodes.resolved_run_id > this.id)))";
         let (count,): (i64,) = on_pool!(self, |pool| sqlx::query_as(query).bind(run).fetch_one(pool).await?);
         Ok(count > 0)
-    }
-
-    /// The baseline `run` was first judged against: the runner's own verdict, before any `check` of it.
-    pub async fn first_baseline_spec(&self, run: RunId) -> Result<Option<String>, StoreError> {
-        let query = "select baseline_spec from verdicts where run_id = $1 order by id limit 1";
-        let row: Option<(String,)> =
-            on_pool!(self, |pool| sqlx::query_as(query).bind(run).fetch_optional(pool).await?);
-        Ok(row.map(|(spec,)| spec))
     }
 
     /// The rerun that was asked to confirm `first`, if there was one.

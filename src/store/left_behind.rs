@@ -59,7 +59,7 @@ impl Store {
     pub async fn confirming_left_behind(&self, scope: LeftBehind<'_>) -> Result<Vec<RunId>, StoreError> {
         let (unleased, claimed) = scope.parameters();
         let query = "select runs.id from runs join scenarios on scenarios.id = runs.scenario_id \
-                     where runs.status = 'confirming' \
+                     where runs.status = 'confirming' and runs.confirms_run_id is null \
                      and (cast($1 as bigint) is null or runs.scenario_id not in \
                          (select scenario_id from scenario_leases where expires_at > $1)) \
                      and (cast($2 as text) is null or scenarios.name = $2) \

@@ -110,6 +110,19 @@ impl Store {
     pub async fn latest_verdict(&self, run_id: RunId) -> Result<Option<Verdict>, StoreError> {
         let query = "select id, run_id, baseline_spec, baseline_run_ids, outcome, summary, created_at from verdicts \
                      where run_id = $1 order by created_at desc, id desc limit 1";
+        self.verdict_by(query, run_id).await
+    }
+
+    /// The run's first verdict, with its findings: the one the runner made when the run was measured, before
+    /// any `check` of it since (which may have named another baseline).
+    pub async fn first_verdict(&self, run_id: RunId) -> Result<Option<Verdict>, StoreError> {
+        let query = "select id, run_id, baseline_spec, baseline_run_ids, outcome, summary, created_at from verdicts \
+                     where run_id = $1 order by id limit 1";
+        self.verdict_by(query, run_id).await
+    }
+
+    /// The verdict `query` selects for `run_id`, with its findings.
+    async fn verdict_by(&self, query: &'static str, run_id: RunId) -> Result<Option<Verdict>, StoreError> {
         let row: Option<VerdictRow> =
             on_pool!(self, |pool| sqlx::query_as(query).bind(run_id).fetch_optional(pool).await?);
         let Some(row) = row else { return Ok(None) };

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{FindingOutcome, OVERALL_ENDPOINT};
+use crate::model::{FindingOutcome, OVERALL_ENDPOINT, RunStatus};
 use crate::report::with_unit;
 use crate::store::{GridFinding, GridRun};
 
@@ -87,13 +87,13 @@ fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
     let title = |what: String| format!("run #{}, {when}: {what}", run.id);
     let signed = |f: &GridFinding| f.delta_pct.map(short_change).unwrap_or_default();
     if let Some(f) = worst(&[FindingOutcome::Regression, FindingOutcome::GateBreached]) {
-        return Cell {
-            class: "regressed",
-            style: String::new(),
-            text: signed(f),
-            title: title(described(f)),
-            run_id: run.id,
+        // A regression the night's rerun did not reproduce, or has not decided yet, is shown, not alarmed.
+        let (class, why) = match run.status.parse::<RunStatus>() {
+            Ok(RunStatus::Unconfirmed) => ("unconfirmed", "; not reproduced by the night's rerun"),
+            Ok(RunStatus::Confirming) => ("unconfirmed", "; a rerun of the same build is deciding it"),
+            _ => ("regressed", ""),
         };
+        return Cell { class, style: String::new(), text: signed(f), title: title(described(f)) + why, run_id: run.id };
     }
     if let Some(f) = worst(&[FindingOutcome::Improvement]) {
         return Cell {
@@ -192,5 +192,20 @@ mod tests {
         assert_eq!(cells[0].style, "background: rgba(217, 45, 32, 0.09)");
         assert!(grid.rows[1].1.iter().all(|c| c.class != "regressed"), "the other route stays calm");
         assert_eq!([short_change(-12.4), short_change(260.0), short_change(4404.0)], ["-12", "×3.6", "×45"]);
+    }
+
+    #[test]
+    fn a_regression_the_nights_rerun_did_not_reproduce_is_shown_not_alarmed() {
+        let regressed = [("GET /a", "p95", FindingOutcome::Regression, 35.0)];
+        let runs = [
+            GridRun { status: "unconfirmed".into(), ..run(1, &regressed) },
+            GridRun { status: "confirming".into(), ..run(2, &regressed) },
+            GridRun { status: "regressed".into(), ..run(3, &regressed) },
+        ];
+        let cells = &Grid::new(&runs, 10.0).rows[0].1;
+        let classes: Vec<&str> = cells.iter().map(|c| c.class).collect();
+        assert_eq!(classes, ["unconfirmed", "unconfirmed", "regressed"]);
+        assert!(cells[0].title.ends_with("(regression); not reproduced by the night's rerun"), "{}", cells[0].title);
+        assert!(cells[1].title.ends_with("; a rerun of the same build is deciding it"), "{}", cells[1].title);
     }
 }

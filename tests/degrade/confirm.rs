@@ -18,12 +18,13 @@ use crate::support::receiver::Receiver;
 use crate::support::{degrade_child, project, text};
 
 /// Which requests, counted from the last `slow` call, take 40 ms longer: those numbered below `first` and those
-/// from `again` on. The rest answer at once.
+/// from `again` on. The rest answer at once. Those from `stall` on take 20 s, past any run's request timeout.
 #[derive(Default)]
 struct Slow {
     served: AtomicI64,
     first: AtomicI64,
     again: AtomicI64,
+    stall: AtomicI64,
 }
 
 /// A target slow by the numbers in [`Slow`].
@@ -41,7 +42,8 @@ impl Drop for SlowFor {
 
 impl SlowFor {
     async fn start() -> Self {
-        let slow = Arc::new(Slow { again: AtomicI64::new(i64::MAX), ..Slow::default() });
+        let slow =
+            Arc::new(Slow { again: AtomicI64::new(i64::MAX), stall: AtomicI64::new(i64::MAX), ..Slow::default() });
         let app = Router::new().route("/items", get(items)).with_state(slow.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -55,13 +57,21 @@ impl SlowFor {
     fn slow(&self, (first, again): (i64, i64)) {
         self.slow.first.store(first, Ordering::SeqCst);
         self.slow.again.store(again, Ordering::SeqCst);
+        self.slow.stall.store(i64::MAX, Ordering::SeqCst);
         self.slow.served.store(0, Ordering::SeqCst);
+    }
+
+    /// From request number `from` on (counted as `slow` counts), each takes 20 s.
+    fn stall(&self, from: i64) {
+        self.slow.stall.store(from, Ordering::SeqCst);
     }
 }
 
 async fn items(State(slow): State<Arc<Slow>>) -> &'static str {
     let number = slow.served.fetch_add(1, Ordering::SeqCst);
-    if number < slow.first.load(Ordering::SeqCst) || number >= slow.again.load(Ordering::SeqCst) {
+    if number >= slow.stall.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_secs(20)).await;
+    } else if number < slow.first.load(Ordering::SeqCst) || number >= slow.again.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(40)).await;
     }
     "[]"
@@ -245,9 +255,11 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
     let hook_url = hook.url();
     let mut first = None;
     for _ in 0..6 {
-        // Every request slow: the first run regresses and its rerun starts; kill degrade as it measures.
+        // Every request slow: the first run (80 requests) regresses and its rerun starts, and waits on its
+        // stalled requests until their timeout; kill degrade as it does.
         let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
         target.slow((i64::MAX, i64::MAX));
+        target.stall(80);
         let mut night = degrade_child(dir.path(), &["check", "--run-now"], &[("HOOK", hook_url.as_str())]);
         // The first run is `confirming` and its rerun stored and measuring.
         let status = async |id| store.find_run(id).await.unwrap().map(|r| r.status);
@@ -292,6 +304,11 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
     let delivered = hook.delivered();
     assert_eq!(delivered.len(), 1, "one alert: {delivered:?}");
     assert_eq!(delivered[0]["run_id"], first, "{delivered:?}");
+    // Nor is another waiting to be sent.
+    let pool = sqlx::SqlitePool::connect(&database).await.unwrap();
+    let (messages,): (i64,) = sqlx::query_as("select count(*) from outbox").fetch_one(&pool).await.unwrap();
+    pool.close().await;
+    assert_eq!(messages, 1, "one message stored: {delivered:?}");
     let rerun = store.find_run(first + 1).await.unwrap().unwrap();
     assert_eq!(rerun.status, RunStatus::Aborted, "the killed rerun: {rerun:?}");
 }

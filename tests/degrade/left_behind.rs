@@ -79,10 +79,12 @@ async fn left_behind_story(db: &TestDb) {
     assert_eq!(store.abort_interrupted_runs(unleased, now).await.unwrap(), [rerun]);
     assert_eq!(status(&store, busy_rerun).await, RunStatus::Running, "a live degrade's run is left alone");
 
-    // A verdict of a `check` since does not move a confirming run, nor change the baseline it is decided on.
-    store.save_verdict(first, &verdict(VerdictOutcome::Regressed, "run:1")).await.unwrap();
+    // A verdict of a `check` since does not move a confirming run, nor change the verdict it is decided by.
+    store.save_verdict(first, &verdict(VerdictOutcome::Passed, "run:1")).await.unwrap();
     assert_eq!(status(&store, first).await, RunStatus::Confirming);
-    assert_eq!(store.first_baseline_spec(first).await.unwrap().as_deref(), Some("last-7d"));
+    let runners = store.first_verdict(first).await.unwrap().unwrap();
+    assert_eq!((runners.outcome, runners.baseline_spec.as_str()), (VerdictOutcome::Regressed, "last-7d"));
+    assert_eq!(store.latest_verdict(first).await.unwrap().unwrap().outcome, VerdictOutcome::Passed);
 
     // Decided once: the second degrade to try changes nothing.
     assert!(
@@ -95,31 +97,40 @@ async fn left_behind_story(db: &TestDb) {
     );
     assert!(store.confirming_left_behind(LeftBehind::Claimed("shop")).await.unwrap().is_empty());
 
-    // The scenario's alerts have moved on once a later night opened or resolved a regression episode.
-    assert!(!store.episodes_moved_since(first).await.unwrap());
+    // A pair decided late is alerted unless the team has heard of a later night: a later run only measured
+    // (`degrade run`) does not count, one judged does, and so does a regression episode a later run opened.
     let later = store_night(&store, "shop", 2, 100.0, RunStatus::Finished).await;
+    assert!(!store.superseded(first).await.unwrap());
+    store.save_verdict(later, &verdict(VerdictOutcome::Passed, "last-7d")).await.unwrap();
+    assert!(store.superseded(first).await.unwrap());
+    let latest = store_night(&store, "shop", 3, 100.0, RunStatus::Finished).await;
+    assert!(!store.superseded(later).await.unwrap());
     let episode = NewEpisode {
         scenario: "shop".into(),
         kind: "regression".into(),
-        run_id: Some(later),
+        run_id: Some(latest),
         last_good_run_id: None,
         summary: "later".into(),
         at: now,
     };
     store.open_episode(&episode, |_| vec![]).await.unwrap();
-    assert!(store.episodes_moved_since(first).await.unwrap());
-    assert!(!store.episodes_moved_since(later).await.unwrap());
+    assert!(store.superseded(later).await.unwrap());
+    migration_story(db, store, later).await;
+}
 
-    // An older degrade left a run `unconfirmed` with no rerun linked when its rerun was killed; the migration
-    // makes it `confirming`. A run its rerun did not reproduce stays `unconfirmed`.
-    let killed = store_night(&store, "shop", 3, 100.0, RunStatus::Finished).await;
-    execute(db, &format!("update runs set status = 'unconfirmed' where id = {killed}")).await;
+/// An older degrade left a first run `unconfirmed`, with no rerun linked, when its rerun was killed; the
+/// migration makes it `confirming`. Not a rerun its first run did not reproduce, nor a run of a scenario a live
+/// degrade holds the lease on (its rerun may be under way).
+async fn migration_story(db: &TestDb, store: Store, earlier: i64) {
+    let killed = store_night(&store, "shop", 4, 100.0, RunStatus::Finished).await;
+    let leased = store_night(&store, "search", 4, 100.0, RunStatus::Finished).await;
+    let rerun = store.create_run(&NewRun { confirms: Some(earlier), ..new_run("shop", 5) }).await.unwrap();
+    let unconfirmed = format!("update runs set status = 'unconfirmed' where id in ({killed}, {leased}, {rerun})");
+    execute(db, &unconfirmed).await;
     store.close().await;
     execute(db, "delete from _sqlx_migrations where version = 11").await;
     let store = Store::connect(&db.url).await.unwrap();
-    assert_eq!(
-        (status(&store, killed).await, status(&store, first).await),
-        (RunStatus::Confirming, RunStatus::Unconfirmed)
-    );
+    let statuses = [status(&store, killed).await, status(&store, leased).await, status(&store, rerun).await];
+    assert_eq!(statuses, [RunStatus::Confirming, RunStatus::Unconfirmed, RunStatus::Unconfirmed]);
     store.close().await;
 }
