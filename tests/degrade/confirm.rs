@@ -140,14 +140,19 @@ async fn five_valid_nights(dir: &tempfile::TempDir, hook: &Receiver, store: &Sto
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
+/// The slow target, a webhook receiver, and a project with five valid nights of history, with its store.
+async fn five_nights_in() -> (SlowFor, Receiver, tempfile::TempDir, Store) {
     let target = SlowFor::start().await;
     let hook = Receiver::start().await;
     let dir = project_for(&target);
-    // Five valid nights of history; a night this machine was too slow for is invalid and does not count.
     let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
     five_valid_nights(&dir, &hook, &store).await;
+    (target, hook, dir, store)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
+    let (target, hook, dir, store) = five_nights_in().await;
 
     // A noisy night: the first run (80 requests) is slow throughout, its rerun is not.
     let (code, output, first) = judged_night(&dir, &hook, &target, (80, i64::MAX)).await;
@@ -247,11 +252,7 @@ async fn until(child: &mut tokio::process::Child, done: impl AsyncFn() -> bool) 
 /// measured nothing, and the first verdict stands: the run is regressed and alerted, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
-    let target = SlowFor::start().await;
-    let hook = Receiver::start().await;
-    let dir = project_for(&target);
-    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
-    five_valid_nights(&dir, &hook, &store).await;
+    let (target, hook, dir, store) = five_nights_in().await;
     let hook_url = hook.url();
     let mut first = None;
     for _ in 0..6 {
@@ -321,11 +322,7 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
 /// regression: both regressed, one alert for it), then judges itself after it (fast again: the recovery).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_left_undecided_after_its_rerun_measured_is_decided_by_the_next_night() {
-    let target = SlowFor::start().await;
-    let hook = Receiver::start().await;
-    let dir = project_for(&target);
-    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
-    five_valid_nights(&dir, &hook, &store).await;
+    let (target, hook, dir, store) = five_nights_in().await;
     let hook_url = hook.url();
     let env = [("HOOK", hook_url.as_str())];
     let (first, rerun) = two_valid_slow_runs(&dir, &target, &store).await;
