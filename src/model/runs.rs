@@ -69,6 +69,12 @@ impl RunStatus {
         }
     }
 
+    /// Whether the run measured nothing to judge: it could not be done, or was cut short.
+    #[must_use]
+    pub fn measured_nothing(self) -> bool {
+        matches!(self, Self::Failed | Self::Aborted)
+    }
+
     /// Whether the run measured the build validly, so it may serve in a baseline.
     #[must_use]
     pub fn is_valid_measurement(self) -> bool {

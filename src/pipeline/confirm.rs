@@ -222,8 +222,7 @@ pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, S
 
 /// Whether a rerun was cut short or could not be done, so the first verdict stands.
 async fn measured_nothing(store: &Store, rerun: RunId) -> Result<bool, StoreError> {
-    let status = store.find_run(rerun).await?.map(|r| r.status);
-    Ok(matches!(status, Some(RunStatus::Failed | RunStatus::Aborted)))
+    Ok(store.find_run(rerun).await?.is_some_and(|r| r.status.measured_nothing()))
 }
 
 /// Whether a rerun's latest verdict is inconclusive, so it confirmed nothing either way.

@@ -70,7 +70,8 @@ async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>)
         Some(id) => store.find_run(id).await?,
         None => None,
     };
-    let rerun_report = match rerun.as_ref().filter(|r| measured(r.status)) {
+    // A rerun still `running` here was left so by a stopped degrade (`settle` aborts such runs first).
+    let rerun_report = match rerun.as_ref().filter(|r| r.status != RunStatus::Running && !r.status.measured_nothing()) {
         Some(rerun) => judge_again(store, config, rerun, &spec, at).await?,
         None => None,
     };
@@ -143,9 +144,4 @@ async fn alert_unless_superseded(
     }
     alerting::after_judgement(store, config, night, at).await?;
     Ok(())
-}
-
-/// Whether a rerun with this status measured the build, so it can be judged.
-fn measured(status: RunStatus) -> bool {
-    !matches!(status, RunStatus::Running | RunStatus::Failed | RunStatus::Aborted)
 }
