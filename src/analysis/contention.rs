@@ -400,8 +400,9 @@ mod tests {
         );
         assert!(
             judged.findings[1].reason.starts_with(
-                "not blamed on the build: measured while the host held the machine back (other endpoints moved up \
-                 to +14.3 % and +0.10 ms, and this one not beyond both by its limit); judged alone it was 4.6 sigma"
+                "not blamed on the build: measured while the host held the machine back (the other endpoints moved \
+                 +5.4 % and +0.07 ms at the median, spread ±3.3 % and ±0.03 ms, and this one not beyond that by \
+                 both its limit and 53.5 spreads); judged alone it was 4.6 sigma"
             ),
             "{}",
             judged.findings[1].reason

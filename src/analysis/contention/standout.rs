@@ -1,30 +1,44 @@
 //! Which latency regressions of a held-back night are still the build's: those that stand out from what the
-//! rest of the run went through. The others are marked excused.
+//! machine did to the rest of the run. The others are marked excused.
 //!
 //! A busier machine or a host that steals time slows every endpoint of the run, unevenly: a wait added to
 //! every request is a large factor on the fastest route and a large time on the slowest, and a CPU-bound
-//! route suffers more than one that waits on I/O. So on such a night a regression of one endpoint's
-//! percentile is only believed when it is beyond its own limit *after* taking out the largest slowdown any
-//! other endpoint saw tonight in the same percentile, both as a factor and as time added. The worst of the
-//! others, not their median, is the yardstick: it asks the held-back machine to have hit this endpoint
-//! harder than every other one, in both senses and by the whole of its limit, before the build is blamed (a
-//! route already blamed is no longer one of "the others"). The demo's 80 ms added to a sub-millisecond route
-//! passes; a saturated machine that added 60 µs to a 0.1 ms route (+57 %) while the others lost up to 0.3 ms
-//! does not. Builds that slow every route alike are not told apart from the machine this way: the night
-//! stays inconclusive for them, as it would without it. Only p50 and p95 can stand out (see [`central`]).
+//! route suffers more than one that waits on I/O. What the machine did tonight is read from the endpoints
+//! that did not stand out: the median change of the same percentile across them, as a factor and as time
+//! added, and the spread of those changes around it (1.4826 × the median absolute deviation, a standard
+//! deviation where the changes are normal and robust to the few that are not). A regression is the build's
+//! when it is beyond that median by its own limit *and* by [`OUTLIER_SPREADS`] spreads, in both senses: a
+//! machine that added the same wait everywhere gives the fastest route an outlying factor but an ordinary
+//! added time, and the slowest route the reverse.
+//!
+//! Never the largest change among the others: a regression rarely touches one endpoint alone (a lost index
+//! slows every query that used it), and two routes the build slowed alike would each be excused by the
+//! other. The median needs half the others to move before it moves. A route found to stand out leaves the
+//! yardstick, and the rest are measured again. Builds that slow every route alike are not told apart from
+//! the machine this way: the night stays inconclusive for them, as it would without it. Only p50 and p95
+//! can stand out (see [`central`]).
 
 use std::collections::BTreeSet;
 
 use super::super::relative::MIN_CONTROLS;
+use super::super::shift::t_quantile;
 use crate::model::{Finding, FindingOutcome, Metric, OVERALL_ENDPOINT};
+
+/// How far past the others' median a change must be to stand out, in spreads: the outlier cut-off of
+/// Iglewicz and Hoaglin's modified z-score (3.5 on 0.6745 × the deviation over the MAD, which is 3.5 of the
+/// spreads used here), read as the one-sided tail of a normal it leaves (2.3 in 10,000) and widened for how
+/// few the others are (see [`spreads_to_stand_out`]). Under it, a change is what ordinary ones hold now and
+/// then.
+const OUTLIER_SPREADS: f64 = 3.5;
+/// The MAD of normal data is 0.6745 of its standard deviation; 1.4826 turns it into one.
+const MAD_TO_SIGMA: f64 = 1.4826;
 
 /// The (endpoint, metric) pairs blamed on the build.
 pub(super) type Blamed = BTreeSet<(String, String)>;
 
 /// The (endpoint, metric) of every regression in `findings` that stands out from the rest of the run. A
 /// route found to stand out is the build's, not evidence of what the machine did, so it leaves the others'
-/// yardstick and the rest are measured again, until no more stand out: a second route the build slowed
-/// is not excused by the first one's slowdown.
+/// yardstick and the rest are measured again, until no more stand out.
 #[must_use]
 pub(super) fn standing_out(findings: &[Finding]) -> Blamed {
     let mut blamed = Blamed::new();
@@ -53,37 +67,81 @@ fn is_blamed(f: &Finding, blamed: &Blamed) -> bool {
     blamed.contains(&(f.endpoint.clone(), f.metric.clone()))
 }
 
-/// The largest slowdown tonight of the other endpoints not `blamed` on the build, in `f`'s metric.
+/// What the machine did tonight to the other endpoints not `blamed` on the build, in `f`'s metric.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Worst {
-    /// As a factor (1.2: 20 % slower; 1.0 when none was slower).
+pub(super) struct MachineShift {
+    /// The median change as a factor (1.2: 20 % slower).
     pub factor: f64,
-    /// As time added, in the metric's unit (0 when none was slower).
+    /// The spread of the changes' logarithms around the median's (0.05: about ±5 %).
+    pub factor_spread: f64,
+    /// The median change as time added, in the metric's unit (negative when most got faster).
     pub added: f64,
+    /// The spread of the added times around their median, in the metric's unit.
+    pub added_spread: f64,
+    /// How many spreads past the median a change must be to stand out, given how many others there were.
+    pub spreads: f64,
 }
 
-/// The other endpoints' largest slowdowns, as a factor and as time added (each its own worst), when enough of
-/// them were judged to say (the ratio test's minimum of controls). Both, because a held-back machine slows
-/// by both: a host that takes the CPU in slices adds about the same wait to every request, which is a large
-/// factor on the fastest route and a large time on the slowest one. No speed-up of the others is credited to
-/// the endpoint: its own limit is the least it must clear.
+/// The others' median change and its spread, when enough of them were judged to say (the ratio test's
+/// minimum of controls). Both as a factor and as time added, because a held-back machine slows by both.
+/// A speed-up of most others is not credited to the endpoint: the median counts as no change at most, and
+/// the endpoint's own limit is the least it must clear.
 #[must_use]
-pub(super) fn worst_others(f: &Finding, findings: &[Finding], blamed: &Blamed) -> Option<Worst> {
+pub(super) fn machine_shift(f: &Finding, findings: &[Finding], blamed: &Blamed) -> Option<MachineShift> {
     let others: Vec<(f64, f64)> = findings
         .iter()
         .filter(|o| o.metric == f.metric && o.endpoint != f.endpoint && !is_blamed(o, blamed))
         .filter_map(change)
         .collect();
-    (others.len() >= MIN_CONTROLS).then(|| Worst {
-        factor: others.iter().map(|(base, tonight)| tonight / base).fold(1.0, f64::max),
-        added: others.iter().map(|(base, tonight)| tonight - base).fold(0.0, f64::max),
+    if others.len() < MIN_CONTROLS {
+        return None;
+    }
+    let logs: Vec<f64> = others.iter().map(|(base, tonight)| (tonight / base).ln()).collect();
+    let added: Vec<f64> = others.iter().map(|(base, tonight)| tonight - base).collect();
+    let (log_median, log_spread) = median_and_spread(&logs);
+    let (added_median, added_spread) = median_and_spread(&added);
+    Some(MachineShift {
+        factor: log_median.max(0.0).exp(),
+        factor_spread: log_spread,
+        added: added_median.max(0.0),
+        added_spread,
+        spreads: spreads_to_stand_out(others.len()),
     })
 }
 
 fn stands_out(f: &Finding, findings: &[Finding], blamed: &Blamed) -> bool {
     let (Some((base, tonight)), Some(limit)) = (change(f), f.limit) else { return false };
-    let Some(worst) = worst_others(f, findings, blamed) else { return false };
-    limit > base && tonight / base / worst.factor >= limit / base && tonight - base - worst.added >= limit - base
+    let Some(shift) = machine_shift(f, findings, blamed) else { return false };
+    let beyond_factor = (tonight / base).ln() - shift.factor.ln();
+    let beyond_added = tonight - base - shift.added;
+    limit > base
+        && beyond_factor >= (limit / base).ln()
+        && beyond_factor >= shift.spreads * shift.factor_spread
+        && beyond_added >= limit - base
+        && beyond_added >= shift.spreads * shift.added_spread
+}
+
+/// How many spreads a change must be past the median of `others` changes to stand out: [`OUTLIER_SPREADS`]
+/// as a one-sided tail, read on Student's t with `others − 1` degrees of freedom and widened by
+/// √(1 + 1/others), as a prediction interval for one more value is when the spread is estimated from a few:
+/// 5.7 spreads with ten others, 13 with four, 48 with three (two others' spread says almost nothing).
+fn spreads_to_stand_out(others: usize) -> f64 {
+    let n = others as f64;
+    let tail = statrs::function::erf::erfc(OUTLIER_SPREADS / std::f64::consts::SQRT_2) / 2.0;
+    t_quantile(1.0 - tail, n - 1.0) * (1.0 + 1.0 / n).sqrt()
+}
+
+/// The median of `values` (not empty) and 1.4826 × their median absolute deviation from it.
+fn median_and_spread(values: &[f64]) -> (f64, f64) {
+    let middle = median(values.to_vec());
+    let deviations: Vec<f64> = values.iter().map(|v| (v - middle).abs()).collect();
+    (middle, MAD_TO_SIGMA * median(deviations))
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let half = values.len() / 2;
+    if values.len() % 2 == 1 { values[half] } else { f64::midpoint(values[half - 1], values[half]) }
 }
 
 /// Marks every latency regression not in `blamed` as excused, its reason saying why, and counts them. The
@@ -97,13 +155,16 @@ pub(super) fn excuse_the_rest(findings: Vec<Finding>, blamed: &Blamed, on: &str)
             let kept =
                 blamed.iter().any(|(e, m)| *m == f.metric && (*e == f.endpoint || f.endpoint == OVERALL_ENDPOINT));
             if f.outcome == FindingOutcome::Regression && !kept {
-                let others = match worst_others(&f, &snapshot, blamed) {
-                    Some(w) if w.factor > 1.0 => format!(
-                        " (other endpoints moved up to {:+.1} % and +{}, and this one not beyond both by its limit)",
-                        100.0 * (w.factor - 1.0),
-                        crate::model::format_ms(w.added)
+                let others = match machine_shift(&f, &snapshot, blamed) {
+                    Some(s) => format!(
+                        " (the other endpoints moved {:+.1} % and +{} at the median, spread ±{:.1} % and ±{}, and \
+                         this one not beyond that by both its limit and {:.1} spreads)",
+                        100.0 * (s.factor - 1.0),
+                        crate::model::format_ms(s.added),
+                        100.0 * s.factor_spread.exp_m1(),
+                        crate::model::format_ms(s.added_spread),
+                        s.spreads
                     ),
-                    Some(_) => " (no other endpoint was slower, and this one not past its limit)".to_owned(),
                     None => String::new(),
                 };
                 f.reason = format!("not blamed on the build: measured {on}{others}; judged alone it was {}", f.reason);
@@ -145,6 +206,10 @@ mod tests {
         }
     }
 
+    fn blamed(run: &[Finding]) -> Vec<String> {
+        standing_out(run).into_iter().map(|(endpoint, _)| endpoint).collect()
+    }
+
     #[test]
     fn a_route_slowed_far_beyond_what_the_others_went_through_stands_out() {
         // The demo's 80 ms on a 0.7 ms route, on a night when the host slowed the others by up to 30 %.
@@ -155,13 +220,49 @@ mod tests {
             p95("PATCH /cards", 2.2, 2.3, 2.5),
             p95(OVERALL_ENDPOINT, 2.0, 82.0, 2.3),
         ];
-        let out = standing_out(&run);
-        assert_eq!(out.into_iter().collect::<Vec<_>>(), [("GET /cards".to_owned(), "p95".to_owned())]);
+        assert_eq!(blamed(&run), ["GET /cards"]);
+    }
+
+    /// Eleven routes on a machine that read 15 % slower, as the lost-index night of a JSON storage service
+    /// did: every route moved by the machine's 10–20 %, and `slowed` by `factor` on top.
+    fn lost_index_night(slowed: &[&str], factor: f64) -> Vec<Finding> {
+        let machine = [1.12, 1.18, 1.15, 1.10, 1.20, 1.14, 1.17, 1.13, 1.16, 1.19, 1.11];
+        (0..11)
+            .map(|i| {
+                let name = format!("GET /r{i}");
+                let base = 8.0 + f64::from(i);
+                let by =
+                    if slowed.contains(&name.as_str()) { machine[i as usize] * factor } else { machine[i as usize] };
+                p95(&name, base, base * by, base * 1.1)
+            })
+            .collect()
     }
 
     #[test]
-    fn a_slowdown_no_larger_than_the_others_by_its_limit_does_not() {
-        // 60 % slower, but another endpoint was 40 % slower: 1.6 / 1.4 is below its 20 % limit.
+    fn two_routes_the_build_slowed_alike_do_not_excuse_each_other() {
+        // Each was ×3: with the worst other change as the yardstick, each was excused by the other.
+        assert_eq!(blamed(&lost_index_night(&["GET /r3", "GET /r7"], 3.0)), ["GET /r3", "GET /r7"]);
+        // Three of eleven alike, and a lesser ×1.6 on two.
+        assert_eq!(blamed(&lost_index_night(&["GET /r1", "GET /r2", "GET /r9"], 3.0)).len(), 3);
+        assert_eq!(blamed(&lost_index_night(&["GET /r0", "GET /r5"], 1.6)), ["GET /r0", "GET /r5"]);
+    }
+
+    #[test]
+    fn a_whole_machine_slowdown_stands_out_nowhere() {
+        // Every route 10–20 % slower, by the machine alone.
+        assert!(blamed(&lost_index_night(&[], 1.0)).is_empty());
+        // A constant 0.4 ms wait on every request: a large factor on the fast routes, a like time on all.
+        let run: Vec<Finding> = [0.3, 0.5, 1.0, 4.0, 12.0, 30.0]
+            .iter()
+            .enumerate()
+            .map(|(i, &base)| p95(&format!("GET /w{i}"), base, base + 0.4 + 0.02 * i as f64, base * 1.1))
+            .collect();
+        assert!(blamed(&run).is_empty());
+    }
+
+    #[test]
+    fn a_slowdown_within_the_others_spread_does_not() {
+        // 60 % slower, on a night when the others moved from 0 to 40 %: within what the machine did.
         let run = [
             p95("GET /a", 1.0, 1.6, 1.2),
             p95("GET /b", 1.0, 1.4, 1.2),
@@ -180,29 +281,34 @@ mod tests {
     #[test]
     fn others_that_sped_up_lend_no_credit() {
         // Everything else 30 % faster: the route must still clear its own limit, and 15 % does not.
-        let run = [
+        let mut run = [
             p95("GET /a", 1.0, 1.15, 1.2),
             p95("GET /b", 1.0, 0.7, 1.2),
             p95("GET /c", 1.0, 0.7, 1.2),
             p95("GET /d", 1.0, 0.7, 1.2),
         ];
-        let mut a = run[0].clone();
-        a.outcome = FindingOutcome::Regression;
-        assert!(standing_out(&[a, run[1].clone(), run[2].clone(), run[3].clone()]).is_empty());
-        assert_eq!(worst_others(&run[0], &run, &Blamed::new()), Some(Worst { factor: 1.0, added: 0.0 }));
+        run[0].outcome = FindingOutcome::Regression;
+        assert!(standing_out(&run).is_empty());
+        let shift = machine_shift(&run[0], &run, &Blamed::new()).unwrap();
+        assert_eq!((shift.factor, shift.added), (1.0, 0.0));
+        assert!((spreads_to_stand_out(10) - 5.7).abs() < 0.1, "{}", spreads_to_stand_out(10));
     }
 
     #[test]
     fn a_second_slowed_route_is_not_excused_by_the_first() {
-        // The build adds 80 ms to one route and 60 % to another; the host slowed the rest by up to 25 %.
+        // The build adds 80 ms to one route and doubles another; the host slowed the rest by up to 25 %.
         let run = [
             p95("GET /a", 0.5, 80.0, 0.6),
-            p95("GET /b", 2.0, 3.2, 2.3),
+            p95("GET /b", 2.0, 4.0, 2.3),
             p95("GET /c", 1.0, 1.25, 1.2),
             p95("GET /d", 1.0, 1.1, 1.2),
             p95("GET /e", 1.0, 1.0, 1.2),
+            p95("GET /f", 1.0, 1.05, 1.2),
+            p95("GET /g", 1.0, 1.15, 1.2),
+            p95("GET /h", 1.0, 1.08, 1.2),
+            p95("GET /i", 1.0, 1.12, 1.2),
+            p95("GET /j", 1.0, 1.02, 1.2),
         ];
-        let blamed: Vec<String> = standing_out(&run).into_iter().map(|(e, _)| e).collect();
-        assert_eq!(blamed, ["GET /a", "GET /b"], "1.6 / 1.25 is past GET /b's 15 % limit");
+        assert_eq!(blamed(&run), ["GET /a", "GET /b"]);
     }
 }
