@@ -5,8 +5,13 @@
 //! findings regresses again; otherwise the first run is stored as `unconfirmed` (never alerted, never a
 //! baseline) and the rerun is the night's result. Either
 //! way, what the rerun alone found is `unconfirmed` too: a finding seen once is not believed, whichever run saw it.
-//! A rerun that cannot be judged (measured on a held-back machine, or invalid) neither confirms nor refutes:
-//! the first run becomes `unconfirmed` and the night is inconclusive, never "not reproduced".
+//! Only a rerun that measured the build and did not reproduce the finding refutes it. A rerun that cannot be
+//! judged (invalid, because a build that burns CPU starved the generator; or measured on a held-back
+//! machine) neither confirms nor refutes: the runner tries again a few times, spaced, and when none can be
+//! judged the first verdict stands, regressed and alerted, saying so. The first run's verdict already
+//! carries the run-level false-alarm control; the rerun only lowers it further, and machine trouble must
+//! never turn a regression into a pass (the worse a build burns CPU on a shared box, the likelier its rerun
+//! is invalid).
 
 use std::collections::BTreeSet;
 
@@ -22,7 +27,8 @@ pub enum Rerun {
     Reproduced(Vec<(String, String)>),
     /// The rerun was judged, and none of the first run's findings regressed again.
     NotReproduced,
-    /// The rerun's verdict is inconclusive (a held-back machine, an invalid run): it says nothing either way.
+    /// The rerun's verdict is inconclusive (a held-back machine, an invalid run): it says nothing either way,
+    /// and when no rerun says more, the first verdict stands.
     Undecided,
 }
 
@@ -61,9 +67,9 @@ impl Confirmation {
                  rerun is the night's result"
             ),
             Rerun::Undecided => format!(
-                "undecided: run #{first} was judged regressed, but rerun #{rerun} of the same build could not be \
-                 judged, so it neither confirms nor refutes it: run #{first} is stored as unconfirmed (never \
-                 alerted, never a baseline) and the night is inconclusive; run it again when the machine is quieter"
+                "undecided: run #{first} was judged regressed, and rerun #{rerun} of the same build could not be \
+                 judged, so it neither confirms nor refutes it; unless another rerun can be, run #{first}'s verdict \
+                 stands"
             ),
         }
     }
@@ -97,6 +103,20 @@ pub fn measured_nothing_note(rerun: Option<RunId>) -> String {
     }
 }
 
+/// What a first run's report says when none of its `reruns` (each with why it could not be judged) could be
+/// judged: the verdict stands, since only a rerun that measured the build can refute it.
+#[must_use]
+pub fn unconfirmable_note(reruns: &[(RunId, String)]) -> String {
+    let named: Vec<String> = reruns.iter().map(|(id, _)| format!("#{id}")).collect();
+    let why: Vec<String> = reruns.iter().map(|(id, why)| format!("#{id}: {why}")).collect();
+    format!(
+        "the confirmation could not be made: {} of the same build could not be judged ({}), and only a rerun \
+         that measured the build can refute a regression, so this verdict stands",
+        if named.len() == 1 { format!("rerun {}", named[0]) } else { format!("reruns {}", named.join(", ")) },
+        why.join("; ")
+    )
+}
+
 /// How a judged rerun decides its pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
@@ -118,17 +138,19 @@ impl Decision {
         Self { confirmation, first: first_status, rerun: rerun_status }
     }
 
-    /// Whether the rerun's report is the night's to alert: not when the rerun is not believed either.
+    /// Whether the rerun's report is the night's to alert: not when the rerun is not believed either, nor
+    /// when it could not be judged (the first run's report is the night's then).
     #[must_use]
     pub fn alerted(&self) -> bool {
-        self.rerun != Some(RunStatus::Unconfirmed)
+        self.rerun != Some(RunStatus::Unconfirmed) && self.confirmation.rerun != Rerun::Undecided
     }
 
     /// Stores both statuses in one transaction, if the first run is still `confirming`; false when another
     /// degrade had decided the pair already. Its alerts are stored first, so a kill between the two only
     /// makes the next degrade decide the pair again, and its alert, which says nothing new, too.
     pub async fn store(&self, store: &Store, first: RunId, rerun: RunId) -> Result<bool, StoreError> {
-        store.end_confirmation(first, self.first, self.rerun.map(|s| (rerun, s))).await
+        let reruns: Vec<(RunId, RunStatus)> = self.rerun.map(|s| (rerun, s)).into_iter().collect();
+        store.end_confirmation(first, self.first, &reruns).await
     }
 }
 
@@ -142,7 +164,10 @@ pub fn statuses(confirmation: &Confirmation, rerun: &CheckReport) -> (RunStatus,
         Rerun::NotReproduced if rerun.findings.iter().any(|f| f.outcome == FindingOutcome::Unconfirmed) => {
             (RunStatus::Unconfirmed, Some(RunStatus::Unconfirmed))
         }
-        Rerun::NotReproduced | Rerun::Undecided => (RunStatus::Unconfirmed, None),
+        Rerun::NotReproduced => (RunStatus::Unconfirmed, None),
+        // The first verdict stands; a rerun that measured validly on a held-back machine is kept out of the
+        // baselines (`unconfirmed`), so the night counts once, as its first run.
+        Rerun::Undecided => (RunStatus::Regressed, Some(RunStatus::Unconfirmed)),
     }
 }
 
@@ -189,6 +214,10 @@ pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, S
                 format!("being confirmed: rerun #{rerun} of the same build decides whether this regression stands")
             }
             _ if nothing => measured_nothing_note(Some(rerun)),
+            (RunStatus::Regressed, true) => format!(
+                "not confirmable: rerun #{rerun} of the same build could not be judged (the reruns before it neither), \
+                 and only a rerun that measured the build can refute a regression, so this verdict stands"
+            ),
             (RunStatus::Unconfirmed, true) => format!(
                 "undecided: rerun #{rerun} of the same build could not be judged, so it neither confirms nor \
                  refutes this regression; run #{} is stored as unconfirmed (never alerted, never a baseline)",
@@ -210,7 +239,12 @@ pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, S
         _ if nothing => {
             format!("this run is the rerun of run #{first} and measured nothing to judge, so that run's verdict stands")
         }
-        (Some(RunStatus::Regressed), _) => format!("this run is the rerun that confirmed run #{first}'s regression"),
+        (Some(RunStatus::Regressed), true) => {
+            format!("this run is a rerun of run #{first} and could not be judged, so that run's verdict stands")
+        }
+        (Some(RunStatus::Regressed), false) => {
+            format!("this run is the rerun that confirmed run #{first}'s regression")
+        }
         (_, true) => format!(
             "this run is the rerun of run #{first} and could not be judged, so it neither confirms nor refutes \
              that run's regression"
@@ -328,8 +362,11 @@ mod tests {
         let confirmation = compare(&first, &report(8, held_back.clone()));
         assert_eq!(confirmation.rerun, Rerun::Undecided);
         assert!(!confirmation.confirmed());
-        assert!(confirmation.describe(8).starts_with("undecided: run #7 was judged regressed, but rerun #8"));
-        assert_eq!(statuses(&confirmation, &report(8, held_back)), (RunStatus::Unconfirmed, None));
+        assert!(confirmation.describe(8).starts_with("undecided: run #7 was judged regressed, and rerun #8"));
+        let ended = statuses(&confirmation, &report(8, held_back));
+        assert_eq!(ended, (RunStatus::Regressed, Some(RunStatus::Unconfirmed)), "the first verdict stands");
+        let note = unconfirmable_note(&[(8, "run #8 is invalid".into()), (9, "run #9 is invalid".into())]);
+        assert!(note.starts_with("the confirmation could not be made: reruns #8, #9 of the same build"), "{note}");
         let again = report(8, judged(vec![found("GET /a", "p50", FindingOutcome::Regression)]));
         assert_eq!(compare(&first, &again).rerun, Rerun::Reproduced(vec![("GET /a".into(), "p50".into())]));
     }

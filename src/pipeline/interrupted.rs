@@ -8,8 +8,8 @@
 //! are, after the night's alerts; the rerun is linked to it from the moment it is stored. Where the rerun
 //! measured the build (a kill after its load, before its verdict, the alerts or the statuses), the rerun is
 //! judged again against the baseline of the runner's verdict on the first run, and the pair decided from that
-//! verdict and the rerun's. Where it measured nothing (cut short, failed, never stored), the first verdict
-//! stands, as for any rerun that measured nothing. The night is alerted, unless a later night has been judged,
+//! verdict and the rerun's. Where it measured nothing (cut short, failed, never stored) or could not be judged
+//! (invalid, a held-back machine), the first verdict stands, as after the runner's last rerun. The night is alerted, unless a later night has been judged,
 //! or has moved the scenario's regression episodes, since: the team has heard of that night, and an alarm for
 //! an older one would be stale.
 
@@ -77,6 +77,12 @@ async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>)
     };
     if let Some(mut report) = rerun_report {
         let decision = confirm::Decision::of(&first_report, &mut report);
+        if decision.confirmation.rerun == confirm::Rerun::Undecided {
+            // No more reruns for a night gone by: the first verdict stands, as after the runner's last attempt.
+            first_report.confirmation = Some(confirm::unconfirmable_note(&[(report.run_id, report.summary.clone())]));
+            alert_unless_superseded(store, config, &first_report, at).await?;
+            return Ok(decision.store(store, first.id, report.run_id).await?.then_some(first.id));
+        }
         if decision.alerted() {
             alert_unless_superseded(store, config, &report, at).await?;
         }
@@ -84,7 +90,7 @@ async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>)
     }
     first_report.confirmation = Some(confirm::measured_nothing_note(rerun.map(|r| r.id)));
     alert_unless_superseded(store, config, &first_report, at).await?;
-    Ok(store.end_confirmation(first.id, RunStatus::Regressed, None).await?.then_some(first.id))
+    Ok(store.end_confirmation(first.id, RunStatus::Regressed, &[]).await?.then_some(first.id))
 }
 
 /// `run`'s report as its stored `verdict` made it (the nights the verdict left out are not stored, and not

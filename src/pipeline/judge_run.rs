@@ -87,7 +87,8 @@ pub async fn judge_run(
     ensure_measured(candidate)?;
     let gates = config.scenario(&candidate.scenario).map(|s| s.gates.clone()).unwrap_or_default();
     let (baseline, left_out, judgement) = if candidate.status == RunStatus::Invalid {
-        (Vec::new(), Vec::new(), invalid_run(candidate))
+        // Not compared, but the header still says which nights a valid run would have been judged against.
+        (store.baseline_runs(candidate, spec).await?, Vec::new(), invalid_run(candidate))
     } else {
         judge_against_nights(store, candidate, spec, &gates).await?
     };
@@ -152,12 +153,39 @@ async fn judge_against_nights(
         let first_findings = store.first_verdict(first).await?.map(|v| v.findings).unwrap_or_default();
         judgement = super::confirm::only_what_reproduced(judgement, first, &first_findings);
     }
+    if comparison == Comparison::Nightly && baseline.len() < gates.min_runs as usize {
+        judgement.summary += &invalid_nights_left_out(&store.invalid_runs_in_window(candidate, spec).await?);
+    }
     if !left_out.is_empty() {
         let ids: Vec<String> = left_out.iter().map(|l| format!("#{}", l.id)).collect();
         let (nights, their) = if ids.len() == 1 { ("night", "its") } else { ("nights", "their") };
         judgement.summary += &format!("; baseline {nights} {} left out, {their} machine held back", ids.join(", "));
     }
     Ok((baseline, left_out, judgement))
+}
+
+/// `; 3 invalid nights left out: #4 (schedule lag …), …`, naming why each could not serve, so a baseline too
+/// short to judge against says what shortened it; empty when none did.
+fn invalid_nights_left_out(invalid: &[Run]) -> String {
+    const NAMED: usize = 5;
+    if invalid.is_empty() {
+        return String::new();
+    }
+    let mut named: Vec<String> = invalid
+        .iter()
+        .rev()
+        .take(NAMED)
+        .rev()
+        .map(|run| match run.validity_reasons.first() {
+            Some(why) => format!("#{} ({why})", run.id),
+            None => format!("#{}", run.id),
+        })
+        .collect();
+    if invalid.len() > NAMED {
+        named.insert(0, format!("{} earlier", invalid.len() - NAMED));
+    }
+    let nights = if invalid.len() == 1 { "night" } else { "nights" };
+    format!("; {} invalid {nights} left out: {}", invalid.len(), named.join(", "))
 }
 
 /// The runs `spec` selects; when a `run:ID` baseline selects nothing, says why that run cannot serve.

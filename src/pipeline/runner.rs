@@ -44,6 +44,20 @@ impl Ended {
     }
 }
 
+/// How many reruns a regression gets before its first verdict stands unconfirmed: a rerun the machine spoilt
+/// is worth another try, but a night must end, and the first verdict already holds its false alarms to 1 %.
+const CONFIRMATION_ATTEMPTS: usize = 3;
+/// The longest wait between two confirmation reruns, seconds.
+const RETRY_PAUSE_MAX_SECS: f64 = 60.0;
+
+/// What one confirmation rerun came to.
+enum Attempt {
+    /// It was judged (its verdict may still be inconclusive).
+    Judged(Box<Ended>),
+    /// It measured nothing to judge (the rerun, if one was stored): the first verdict stands.
+    MeasuredNothing(Option<RunId>),
+}
+
 /// Runs scenarios through the chain; cheap to clone.
 #[derive(Clone)]
 pub struct Runner {
@@ -180,8 +194,10 @@ impl Runner {
     }
 
     /// Reruns the build `first` was judged regressed on and judges the rerun against the same baseline; the
-    /// night is regressed only when the rerun reproduces a finding (see `confirm`). A rerun that measured nothing
-    /// to judge (it could not be done, the target went down, degrade was stopped) confirms nothing: the first
+    /// night is regressed only when the rerun reproduces a finding, and unconfirmed when a rerun measured the
+    /// build and did not (see `confirm`). A rerun that could not be judged (invalid, or on a held-back machine)
+    /// is tried again, up to [`CONFIRMATION_ATTEMPTS`] reruns spaced by [`pause_before_retry`]; when none could
+    /// be, or one measured nothing (it could not be done, the target went down, degrade was stopped), the first
     /// verdict stands. The night's alerts are stored before the pair's statuses: a degrade stopped before the
     /// statuses leaves the first run `confirming`, for the next one to decide (`interrupted`).
     async fn confirm(
@@ -191,40 +207,101 @@ impl Runner {
         spec: &BaselineSpec,
         on_progress: &mut impl FnMut(&Progress),
     ) -> anyhow::Result<Ended> {
-        let (store, scenario) = (&self.store, job.name.clone());
         let first_report = first.report.clone().context("a regressed run has its report")?;
-        tracing::info!(scenario, run_id = first.run_id, "judged regressed; rerunning the same build to confirm");
-        let job = Job { confirms: Some(first.run_id), ..job };
+        tracing::info!(
+            scenario = job.name,
+            run_id = first.run_id,
+            "judged regressed; rerunning the same build to confirm"
+        );
+        let mut undecided: Vec<(RunId, String)> = Vec::new();
+        for attempt in 1..=CONFIRMATION_ATTEMPTS {
+            if attempt > 1 {
+                self.pause_before_retry(&first_report).await;
+            }
+            let attempt_job = Job { confirms: Some(first.run_id), ..job.rerun() };
+            let rerun = match Box::pin(self.rerun_once(attempt_job, &first_report, spec, on_progress)).await? {
+                Attempt::MeasuredNothing(rerun) => return self.first_stands(first, first_report, rerun).await,
+                Attempt::Judged(rerun) => rerun,
+            };
+            let report = rerun.report.as_ref().context("a judged rerun has its report")?;
+            let mut rerun_report = report.clone();
+            let decision = confirm::Decision::of(&first_report, &mut rerun_report);
+            if decision.confirmation.rerun != confirm::Rerun::Undecided {
+                return self.decided(first.run_id, *rerun, rerun_report, decision).await;
+            }
+            tracing::warn!(
+                scenario = job.name,
+                run_id = rerun.run_id,
+                attempt,
+                "the confirmation rerun could not be judged: {}",
+                report.summary
+            );
+            undecided.push((rerun.run_id, report.summary.clone()));
+        }
+        self.first_stands_unconfirmable(first, first_report, &undecided).await
+    }
+
+    /// Runs and judges one confirmation rerun of `job`'s build.
+    async fn rerun_once(
+        &self,
+        job: Job,
+        first_report: &CheckReport,
+        spec: &BaselineSpec,
+        on_progress: &mut impl FnMut(&Progress),
+    ) -> anyhow::Result<Attempt> {
+        let (store, scenario) = (&self.store, job.name.clone());
         let build = first_report.build_id.clone();
-        let outcome = Box::pin(super::run(store, job, build, &self.clock, self.stop.clone(), on_progress)).await;
-        let outcome = match outcome {
+        let outcome = match Box::pin(super::run(store, job, build, &self.clock, self.stop.clone(), on_progress)).await {
             Ok(outcome) => outcome,
             Err(e) => {
                 tracing::warn!(scenario, error = %e, "the confirmation rerun could not be done; the first verdict stands");
-                return self.first_stands(first, first_report, None).await;
+                return Ok(Attempt::MeasuredNothing(None));
             }
         };
         let judge = || self.conclude(&scenario, &outcome, spec, IfRegressed::Stands);
-        let mut rerun = match retry(Retry::Unreachable, "judge the rerun", judge).await {
-            Ok(rerun) if rerun.report.is_some() => rerun,
-            Ok(_) => return self.first_stands(first, first_report, Some(outcome.run_id())).await,
+        match retry(Retry::Unreachable, "judge the rerun", judge).await {
+            Ok(rerun) if rerun.report.is_some() => Ok(Attempt::Judged(Box::new(rerun))),
+            Ok(_) => Ok(Attempt::MeasuredNothing(Some(outcome.run_id()))),
             Err(JudgeError::Refused(why)) => {
                 tracing::warn!(scenario, "cannot judge the confirmation rerun: {why}; the first verdict stands");
-                return self.first_stands(first, first_report, Some(outcome.run_id())).await;
+                Ok(Attempt::MeasuredNothing(Some(outcome.run_id())))
             }
             // The database did not answer: the pair stays `confirming`, for the next degrade to decide.
-            Err(e) => return Err(e).context("judge the confirmation rerun"),
-        };
-        let report = rerun.report.as_mut().context("a judged rerun has its report")?;
-        let decision = confirm::Decision::of(&first_report, report);
-        if decision.alerted() {
-            self.alert(report).await?;
+            Err(e) => Err(e).context("judge the confirmation rerun"),
         }
-        let decided = decision.store(store, first.run_id, rerun.run_id).await?;
-        tracing::info!(scenario, run_id = rerun.run_id, "{}", decision.confirmation.describe(rerun.run_id));
+    }
+
+    /// Stores what a judged rerun decided: its alerts, then the pair's statuses.
+    async fn decided(
+        &self,
+        first: RunId,
+        mut rerun: Ended,
+        report: CheckReport,
+        decision: confirm::Decision,
+    ) -> anyhow::Result<Ended> {
+        if decision.alerted() {
+            self.alert(&report).await?;
+        }
+        let decided = decision.store(&self.store, first, rerun.run_id).await?;
+        tracing::info!(run_id = rerun.run_id, "{}", decision.confirmation.describe(rerun.run_id));
         rerun.status = decision.rerun.unwrap_or(rerun.status);
+        rerun.report = Some(report);
         rerun.confirmation = Some(decision.confirmation);
-        only_if_decided(rerun, first.run_id, decided)
+        only_if_decided(rerun, first, decided)
+    }
+
+    /// Waits before another confirmation rerun, so a passing spell on the machine can end: as long as the first
+    /// run measured, between 1 s and a minute; a stop cuts the wait short (the rerun then measures nothing).
+    async fn pause_before_retry(&self, first: &CheckReport) {
+        let measured = self.store.find_run(first.run_id).await.ok().flatten().and_then(|run| run.finished_at);
+        let secs =
+            measured.map_or(RETRY_PAUSE_MAX_SECS, |end| (end - first.started_at).num_milliseconds() as f64 / 1e3);
+        let pause = std::time::Duration::from_secs_f64(secs.clamp(1.0, RETRY_PAUSE_MAX_SECS));
+        let mut stop = self.stop.clone();
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            _ = stop.wait_for(|stopped| *stopped) => {}
+        }
     }
 
     /// The first verdict stands when its rerun (`rerun`, if it was stored) measured nothing to judge: alerted,
@@ -232,7 +309,23 @@ impl Runner {
     async fn first_stands(&self, first: Ended, mut report: CheckReport, rerun: Option<RunId>) -> anyhow::Result<Ended> {
         report.confirmation = Some(confirm::measured_nothing_note(rerun));
         self.alert(&report).await?;
-        let decided = self.store.end_confirmation(first.run_id, RunStatus::Regressed, None).await?;
+        let decided = self.store.end_confirmation(first.run_id, RunStatus::Regressed, &[]).await?;
+        only_if_decided(Ended { status: RunStatus::Regressed, report: Some(report), ..first }, first.run_id, decided)
+    }
+
+    /// The first verdict stands when none of its reruns (`undecided`, each with why) could be judged: alerted,
+    /// then the run `regressed` and the reruns that measured validly `unconfirmed` (the night counts once).
+    async fn first_stands_unconfirmable(
+        &self,
+        first: Ended,
+        mut report: CheckReport,
+        undecided: &[(RunId, String)],
+    ) -> anyhow::Result<Ended> {
+        report.confirmation = Some(confirm::unconfirmable_note(undecided));
+        tracing::warn!(run_id = first.run_id, "{}", report.confirmation.as_deref().unwrap_or_default());
+        self.alert(&report).await?;
+        let reruns: Vec<(RunId, RunStatus)> = undecided.iter().map(|(id, _)| (*id, RunStatus::Unconfirmed)).collect();
+        let decided = self.store.end_confirmation(first.run_id, RunStatus::Regressed, &reruns).await?;
         only_if_decided(Ended { status: RunStatus::Regressed, report: Some(report), ..first }, first.run_id, decided)
     }
 

@@ -18,6 +18,24 @@ use crate::model::{BaselineSpec, Run, RunId};
 /// `last-Nd` window reaches this much further back and still holds the run from N nights ago.
 const WINDOW_SLACK: Duration = Duration::hours(12);
 
+/// Which runs of a window the baseline query returns.
+#[derive(Debug, Clone, Copy)]
+enum Measured {
+    /// Those that may serve in a baseline.
+    Validly,
+    /// Those the generator shaped (`invalid`).
+    Invalidly,
+}
+
+impl Measured {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Validly => "valid",
+            Self::Invalidly => "invalid",
+        }
+    }
+}
+
 /// The optional conditions of the baseline query, one per kind of spec.
 #[derive(Default)]
 struct Conditions {
@@ -30,12 +48,15 @@ struct Conditions {
 
 impl Store {
     /// The newest run of `scenario` that is no longer running, and not a confirmation rerun that measured
-    /// nothing (the run it was to confirm is the night): the run a check judges by default.
+    /// nothing, nor one whose first run's verdict stood without it (it could not be judged): the run it was to
+    /// confirm is the night. The run a check judges by default.
     pub async fn latest_completed_run(&self, scenario: &str) -> Result<Option<Run>, StoreError> {
         let query = concat!(
             select_runs!(),
             "where scenarios.name = $1 and runs.status <> 'running' \
              and not (runs.confirms_run_id is not null and runs.status in ('failed', 'aborted')) \
+             and not (runs.status <> 'regressed' and exists (select 1 from runs as first \
+                 where first.id = runs.confirms_run_id and first.status = 'regressed')) \
              order by runs.started_at desc, runs.id desc limit 1"
         );
         let row: Option<RunRow> =
@@ -91,6 +112,21 @@ impl Store {
     /// The runs `spec` selects for judging `candidate`, oldest first: `last-Nd` the runs started in the N days
     /// before it, `last-N` the N runs before it, `build:ID` that build's runs before it, `run:ID` that run.
     pub async fn baseline_runs(&self, candidate: &Run, spec: &BaselineSpec) -> Result<Vec<Run>, StoreError> {
+        self.runs_in_window(candidate, spec, Measured::Validly).await
+    }
+
+    /// The `invalid` runs of `candidate`'s workload that `spec`'s window holds, oldest first: the nights a short
+    /// baseline lost to a generator that shaped its numbers.
+    pub async fn invalid_runs_in_window(&self, candidate: &Run, spec: &BaselineSpec) -> Result<Vec<Run>, StoreError> {
+        self.runs_in_window(candidate, spec, Measured::Invalidly).await
+    }
+
+    async fn runs_in_window(
+        &self,
+        candidate: &Run,
+        spec: &BaselineSpec,
+        measured: Measured,
+    ) -> Result<Vec<Run>, StoreError> {
         let before = Some(to_millis(candidate.started_at));
         let conditions = match spec {
             BaselineSpec::LastDays(days) => Conditions {
@@ -109,9 +145,10 @@ impl Store {
         let query = concat!(
             select_runs!(),
             "where scenarios.name = $1 and runs.scenario_hash = $2 and runs.id <> $3 \
-             and runs.status in ('finished', 'passed', 'regressed') \
-             and (cast($7 as bigint) is not null or not exists (select 1 from runs as reruns \
-                 where reruns.confirms_run_id = runs.id and reruns.status in ('finished', 'passed', 'regressed'))) \
+             and ((cast($9 as text) = 'valid' and runs.status in ('finished', 'passed', 'regressed') \
+                 and (cast($7 as bigint) is not null or not exists (select 1 from runs as reruns \
+                     where reruns.confirms_run_id = runs.id and reruns.status in ('finished', 'passed', 'regressed')))) \
+                 or (cast($9 as text) = 'invalid' and runs.status = 'invalid')) \
              and (cast($4 as bigint) is null or runs.started_at >= $4) \
              and (cast($5 as bigint) is null or runs.started_at < $5) \
              and (cast($6 as text) is null or runs.build_id = $6) \
@@ -128,6 +165,7 @@ impl Store {
             .bind(build_id.as_deref())
             .bind(run_id)
             .bind(limit.unwrap_or(i64::MAX))
+            .bind(measured.as_str())
             .fetch_all(pool)
             .await?);
         rows.reverse();

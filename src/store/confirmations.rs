@@ -8,17 +8,17 @@ use super::{Store, StoreError, in_transaction, on_pool};
 use crate::model::{RunId, RunStatus};
 
 impl Store {
-    /// Ends `first`'s confirmation in one transaction: `first` takes `first_status`, and the rerun its status
-    /// when one is given. Returns false, changing nothing, when `first` is no longer `confirming` (another
-    /// degrade settled it first).
+    /// Ends `first`'s confirmation in one transaction: `first` takes `first_status`, and each of `reruns` its
+    /// status if it measured the build validly (an invalid or failed rerun keeps what it was). Returns false,
+    /// changing nothing, when `first` is no longer `confirming` (another degrade settled it first).
     pub async fn end_confirmation(
         &self,
         first: RunId,
         first_status: RunStatus,
-        rerun: Option<(RunId, RunStatus)>,
+        reruns: &[(RunId, RunStatus)],
     ) -> Result<bool, StoreError> {
         let update_first = "update runs set status = $1 where id = $2 and status = 'confirming'";
-        let update_rerun = "update runs set status = $1 where id = $2";
+        let update_rerun = "update runs set status = $1 where id = $2 and status in ('finished', 'passed', 'regressed', 'unconfirmed')";
         retry_busy(|| async move {
             Ok(in_transaction!(self, |tx| {
                 let ended = sqlx::query(update_first)
@@ -28,7 +28,7 @@ impl Store {
                     .await?
                     .rows_affected()
                     == 1;
-                if let Some((rerun, status)) = rerun.filter(|_| ended) {
+                for (rerun, status) in reruns.iter().filter(|_| ended) {
                     sqlx::query(update_rerun).bind(status.as_str()).bind(rerun).execute(&mut *tx).await?;
                 }
                 ended

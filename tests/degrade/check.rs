@@ -135,6 +135,30 @@ async fn too_few_nights_are_inconclusive() {
 }
 
 #[tokio::test]
+async fn a_short_baseline_names_the_invalid_nights_it_dropped() {
+    // Seven nights in the window, three of them invalid, then tonight's, invalid too.
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    for n in 0..8 {
+        let status = if [3, 4, 5, 7].contains(&n) { RunStatus::Invalid } else { RunStatus::Finished };
+        store_night(&store, "checkout", n, 100.0, status).await;
+    }
+    let (code, stdout, stderr) = check(&db, &["--run", "7"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "verdict: inconclusive: 3 valid runs in the baseline, at least 5 needed to judge against night-to-night \
+             noise; 3 invalid nights left out: #4 (dropped 12 % of arrivals), #5 (dropped 12 % of arrivals), #6"
+        ),
+        "{stdout}"
+    );
+    // An invalid run is not compared, and its header still counts the baseline a valid one would have had.
+    let (code, stdout, stderr) = check(&db, &[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("baseline last-7d: 4 runs: #1 ("), "{stdout}");
+}
+
+#[tokio::test]
 async fn bad_input_gets_a_clear_message_and_the_right_exit_code() {
     let db = TestDb::sqlite();
     let missing = check(&db, &[]);

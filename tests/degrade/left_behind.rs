@@ -87,13 +87,12 @@ async fn left_behind_story(db: &TestDb) {
     assert_eq!(store.latest_verdict(first).await.unwrap().unwrap().outcome, VerdictOutcome::Passed);
 
     // Decided once: the second degrade to try changes nothing.
-    assert!(
-        store.end_confirmation(first, RunStatus::Unconfirmed, Some((rerun, RunStatus::Unconfirmed))).await.unwrap()
-    );
-    assert!(!store.end_confirmation(first, RunStatus::Regressed, Some((rerun, RunStatus::Regressed))).await.unwrap());
+    assert!(store.end_confirmation(first, RunStatus::Unconfirmed, &[(rerun, RunStatus::Unconfirmed)]).await.unwrap());
+    assert!(!store.end_confirmation(first, RunStatus::Regressed, &[(rerun, RunStatus::Regressed)]).await.unwrap());
     assert_eq!(
         (status(&store, first).await, status(&store, rerun).await),
-        (RunStatus::Unconfirmed, RunStatus::Unconfirmed)
+        (RunStatus::Unconfirmed, RunStatus::Aborted),
+        "a rerun that measured nothing keeps its status"
     );
     assert!(store.confirming_left_behind(LeftBehind::Claimed("shop")).await.unwrap().is_empty());
 

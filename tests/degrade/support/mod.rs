@@ -6,6 +6,7 @@ pub mod app;
 pub mod config;
 pub mod nights;
 pub mod receiver;
+pub mod slow_target;
 pub mod target;
 
 use std::path::{Path, PathBuf};
