@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use super::counts::CountHistory;
 use super::detector::{ERROR_MIN_RISE, LOG_PRIOR, LOG_SIGMA_FLOOR};
-use super::evidence::{Draft, ErrorEvidence, Evidence, PERCENTILES, ValueEvidence, endpoint_drafts};
+use super::evidence::{Draft, ErrorEvidence, Evidence, PERCENTILES, SlowShare, ValueEvidence, endpoint_drafts};
 use super::level::{Prior, median};
 use super::relative::{MIN_CONTROLS, Nights, RelativeEvidence, Table};
 use super::shift::{p_worse_by_night_noise, shift};
@@ -273,10 +273,12 @@ fn value_finding(
     let improved = shift.p_better <= RUN_FALSE_ALARM_RATE / family.max(1) as f64
         && v.better_by() >= d.min_effect
         && !(d.metric != Metric::Throughput && errors_rose(all, &d.endpoint));
-    f.reason = value_reason(d, v, k, family, slow_says);
-    if slow_says && !level_says {
-        // The limit printed beside the value is the level test's: say which test called it.
-        f.reason += "; a regression by the share of slow requests, not by the level";
+    // The share's figures are said once: first when it alone decided, after the level when both did.
+    f.reason = value_reason(d, v, k, family, slow_says && level_says);
+    if let (true, false, Some(slow), Some(t)) = (slow_says, level_says, &v.slow_share, slow_test) {
+        // The limit printed beside the value is the level test's, which did not pass: the test that called it
+        // comes first, so the reason reads true from its first words.
+        f.reason = format!("{}; the level alone: {}", decided_by_the_share(slow, t), f.reason);
     }
     if let (Some((r, t)), true) = (relative, relative_says) {
         f.reason += &relative_reason(r, t.alpha);
@@ -317,6 +319,23 @@ fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, slow_says: 
         text += &format!("; the last {nights} nights moved to a new level that is not settled yet");
     }
     text
+}
+
+/// `decided by the share of slow requests: 5.30 % of tonight's requests took 41.0 ms or longer, against 0.90 %
+/// on the 7 nights at the level (6.1 sigma, 4.3 needed)`: the share test's own figures, its p-value read as a
+/// normal deviate so it compares with the level test's sigmas.
+fn decided_by_the_share(slow: &SlowShare, test: &Test) -> String {
+    let sigma = |p: f64| std::f64::consts::SQRT_2 * statrs::function::erf::erfc_inv(2.0 * p.clamp(1e-300, 1.0));
+    format!(
+        "decided by the share of slow requests: {:.2} % of tonight's requests took {} or longer, against {:.2} % on \
+         the {} nights at the level ({:.1} sigma, {:.1} needed)",
+        100.0 * slow.tonight,
+        crate::model::format_ms(slow.threshold_ms),
+        100.0 * slow.baseline,
+        slow.nights,
+        sigma(test.p),
+        sigma(test.alpha)
+    )
 }
 
 /// The log value tonight's ratio test needs, given tonight's common factor.
@@ -376,4 +395,21 @@ fn error_limit(history: &CountHistory, requests: u64, alpha: f64, base_pct: f64,
     let effect = (base_pct + ERROR_MIN_RISE).max(base_pct * (1.0 + min_effect));
     let significant = history.hits_needed(requests, alpha).map_or(100.0, |k| 100.0 * k as f64 / requests as f64);
     effect.max(significant).min(100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finding_the_share_decided_says_so_in_sigmas_like_the_level_s() {
+        let slow =
+            SlowShare { threshold_ms: 41.0, tonight: 0.053, baseline: 0.009, nights: 7, share_p: 5e-10, night_p: None };
+        let test = Test { draft: 0, kind: TestKind::SlowShare, p: 5.3e-10, alpha: 8.5e-6, rejected: true };
+        assert_eq!(
+            decided_by_the_share(&slow, &test),
+            "decided by the share of slow requests: 5.30 % of tonight's requests took 41.0 ms or longer, against \
+             0.90 % on the 7 nights at the level (6.1 sigma, 4.3 needed)"
+        );
+    }
 }

@@ -1,4 +1,6 @@
-//! The terminal rendering: only the findings that need attention, then the baseline and the verdict.
+//! The terminal rendering: only the findings that need attention, then the baseline and the verdict. A CI
+//! log is read by people: the figures too few requests could judge are one line, their reasons in JSON and
+//! on the run page.
 
 use super::{CheckReport, interval_text, signed_pct, with_unit};
 use crate::model::FindingOutcome;
@@ -10,7 +12,6 @@ pub(super) fn render(report: &CheckReport) -> String {
             FindingOutcome::Regression => "REGRESSION",
             FindingOutcome::GateBreached => "GATE",
             FindingOutcome::Improvement => "improved",
-            FindingOutcome::TooFew => "too few",
             FindingOutcome::Excused => "excused",
             FindingOutcome::Unconfirmed => "unconfirmed",
             _ => continue,
@@ -29,9 +30,39 @@ pub(super) fn render(report: &CheckReport) -> String {
         lines.push(format!("  {label:<10}  {}  {}  {numbers}", f.endpoint, f.metric));
         lines.push(format!("  {:<10}  {}", "", f.reason));
     }
+    if let Some(line) = too_few_line(report) {
+        lines.push(line);
+    }
     if let Some(confirmation) = &report.confirmation {
         lines.push(format!("confirmation: {confirmation}"));
     }
     lines.push(format!("verdict: {}", report.summary));
     lines.join("\n") + "\n"
+}
+
+/// How many figures of a run the too-few line names before it counts the rest.
+const TOO_FEW_NAMED: usize = 6;
+
+/// `  too few     3 figures had too few requests to judge: GET /a p99, …`, or `None` when none had.
+fn too_few_line(report: &CheckReport) -> Option<String> {
+    let too_few: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.outcome == FindingOutcome::TooFew)
+        .map(|f| format!("{} {}", f.endpoint, f.metric))
+        .collect();
+    let (count, figures) = match too_few.len() {
+        0 => return None,
+        1 => (1, "figure"),
+        n => (n, "figures"),
+    };
+    let mut named = too_few.iter().take(TOO_FEW_NAMED).cloned().collect::<Vec<_>>().join(", ");
+    if count > TOO_FEW_NAMED {
+        named += &format!(" and {} more", count - TOO_FEW_NAMED);
+    }
+    Some(format!(
+        "  {:<10}  {count} {figures} had too few requests to judge: {named} (why, and how many are needed: \
+         --format json, or the run page)",
+        "too few"
+    ))
 }

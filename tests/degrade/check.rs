@@ -111,10 +111,17 @@ async fn a_percentile_of_too_few_requests_is_named_and_not_judged() {
     }
     let (code, stdout, stderr) = check(&db, &[]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
-    let too_few = stdout.lines().position(|l| l.contains("too few") && l.contains("GET /admin/report  p99")).unwrap();
-    let reason = stdout.lines().nth(too_few + 1).unwrap();
-    assert!(reason.contains("p99 of 200 requests: too few to judge"), "{stdout}");
-    assert!(reason.contains("are needed); p95 judged instead"), "{stdout}");
+    // One line for people; the reasons are in the JSON.
+    assert!(
+        stdout.contains(
+            "  too few     1 figure had too few requests to judge: GET /admin/report p99 (why, and how many are \
+             needed: --format json, or the run page)"
+        ),
+        "{stdout}"
+    );
+    let (_, json, _) = check(&db, &["--format", "json"]);
+    assert!(json.contains("p99 of 200 requests: too few to judge"), "{json}");
+    assert!(json.contains("are needed); p95 judged instead"), "{json}");
     assert!(stdout.contains("verdict: passed: ") && stdout.contains("1 on too few requests to judge"), "{stdout}");
     store.close().await;
 }
