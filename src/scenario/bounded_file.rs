@@ -1,6 +1,7 @@
-//! Reading the files a scenario names (the scenario itself, its feeders) with a size limit: a device such as
-//! `/dev/zero`, a named pipe or a directory is refused before it is opened, and a file past the limit is
-//! refused instead of filling memory.
+//! Reading the files a scenario names (the scenario itself, its feeders, its tape) safely: a device such as
+//! `/dev/zero`, a named pipe, a directory or a file of the kernel's own (`/proc`, `/sys`, whose "regular"
+//! files report no size and may never end) is refused before it is opened ([`regular_file`], the one check
+//! for every such file), and a file past its limit is refused instead of filling memory.
 
 use std::io::Read;
 use std::path::Path;
@@ -11,6 +12,8 @@ pub(super) enum FileProblem {
     Unreadable(std::io::Error),
     /// A directory, device or pipe.
     NotRegular,
+    /// A file the kernel makes up as it is read (under `/proc` or `/sys`).
+    KernelFile,
     /// Larger than the limit, in MB, before or while it was read.
     TooLarge(u64),
     /// Not UTF-8.
@@ -23,19 +26,36 @@ impl FileProblem {
         match self {
             Self::Unreadable(e) => format!("cannot read {subject}: {e}"),
             Self::NotRegular => format!("{subject} is not a regular file (a directory, device or pipe)"),
+            Self::KernelFile => {
+                format!("{subject} is a file of the kernel's (under /proc or /sys), not data: its size is unknown")
+            }
             Self::TooLarge(megabytes) => format!("{subject} is larger than {megabytes} MB, the most that is read"),
             Self::NotText(e) => format!("{subject} is not UTF-8 text: {e}"),
         }
     }
 }
 
-/// The text of the regular file at `path`, at most `max_bytes` long.
-pub(super) fn read_text(path: &Path, max_bytes: u64) -> Result<String, FileProblem> {
-    // Looked at before opening: opening a named pipe would wait for a writer.
+/// Where the kernel's made-up files live: regular to `stat`, with no size, and some never end.
+const KERNEL_FILE_SYSTEMS: [&str; 2] = ["/proc", "/sys"];
+
+/// The metadata of `path` if it is a regular file of data that can be read to its end: looked at before
+/// anything opens it, since opening a named pipe waits for a writer and reading a device may never end.
+pub(super) fn regular_file(path: &Path) -> Result<std::fs::Metadata, FileProblem> {
     let metadata = std::fs::metadata(path).map_err(FileProblem::Unreadable)?;
     if !metadata.is_file() {
         return Err(FileProblem::NotRegular);
     }
+    // Resolved, so a symbolic link or `..` does not hide where the file is.
+    let real = std::fs::canonicalize(path).map_err(FileProblem::Unreadable)?;
+    if KERNEL_FILE_SYSTEMS.iter().any(|root| real.starts_with(root)) {
+        return Err(FileProblem::KernelFile);
+    }
+    Ok(metadata)
+}
+
+/// The text of the regular file at `path`, at most `max_bytes` long.
+pub(super) fn read_text(path: &Path, max_bytes: u64) -> Result<String, FileProblem> {
+    let metadata = regular_file(path)?;
     let too_large = FileProblem::TooLarge(max_bytes / 1_000_000);
     if metadata.len() > max_bytes {
         return Err(too_large);
@@ -48,4 +68,21 @@ pub(super) fn read_text(path: &Path, max_bytes: u64) -> Result<String, FileProbl
         return Err(too_large);
     }
     String::from_utf8(bytes).map_err(FileProblem::NotText)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_pipes_and_kernel_files_are_refused_before_they_are_opened() {
+        let refused = |path: &str| regular_file(Path::new(path)).map(|_| ()).map_err(|p| p.about(path));
+        assert_eq!(refused("/dev/zero"), Err("/dev/zero is not a regular file (a directory, device or pipe)".into()));
+        assert!(refused("/proc/self/environ").is_err_and(|e| e.contains("a file of the kernel's (under /proc")));
+        assert!(refused("/proc/self/../self/status").is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data.csv");
+        std::fs::write(&data, "id\n1\n").unwrap();
+        assert!(regular_file(&data).is_ok());
+    }
 }

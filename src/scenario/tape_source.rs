@@ -47,6 +47,9 @@ pub(super) fn resolve_tape(
     };
     let path = checker.folder().join(file.get_ref());
     let router = router?;
+    // The one check of every file a scenario reads: a device or a pipe would never end or never start.
+    let regular = super::bounded_file::regular_file(&path).map_err(|p| p.about(&path.display().to_string()));
+    checker.check(&file, "tape.file", |_| regular)?;
     let survey = checker.check(&file, "tape.file", |_| match survey(&path, &router) {
         Ok(survey) if survey.requests == 0 => Err(format!("{} holds no requests", path.display())),
         Ok(survey) => Ok(survey),

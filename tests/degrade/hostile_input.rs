@@ -137,6 +137,35 @@ fn devices_and_directories_are_not_read_as_files() {
     assert!(stderr.contains("folder.toml is not a regular file"), "{stderr}");
 }
 
+/// A tape or feeder that is a device, a named pipe or a kernel file is refused by `validate` at once, with the
+/// scenario's file, line and field: `/dev/zero` would spin forever, a pipe would block forever, and
+/// `/proc/self/environ` would put degrade's own environment in a request.
+#[test]
+fn a_tape_or_feeder_that_is_no_regular_file_is_refused_at_validate() {
+    let (dir, _) = project("", &[]);
+    let fifo = std::process::Command::new("mkfifo").arg(dir.path().join("pipe.tape")).status().unwrap();
+    assert!(fifo.success());
+    let load = "[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"3s\"\nrate = 5\n";
+    for (tape, said) in [
+        ("/dev/zero", "/dev/zero is not a regular file"),
+        ("pipe.tape", "pipe.tape is not a regular file"),
+        ("/proc/self/status", "is a file of the kernel's (under /proc or /sys)"),
+    ] {
+        let scenario = format!("[target]\nbase_url = \"http://127.0.0.1:9\"\n[[tape]]\nfile = \"{tape}\"\n{load}");
+        std::fs::write(dir.path().join("s.toml"), scenario).unwrap();
+        let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
+        let (_, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{tape}: {stderr}");
+        assert!(stderr.contains("s.toml:4:8: tape.file: ") && stderr.contains(said), "{tape}: {stderr}");
+    }
+    let feeder = format!("[[data]]\nname = \"d\"\nfile = \"/proc/self/environ\"\n{}", scenario_with("stage", "10s"));
+    std::fs::write(dir.path().join("s.toml"), feeder).unwrap();
+    let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("/proc/self/environ is a file of the kernel's"), "{stderr}");
+}
+
 /// A scenario named after its file follows the naming rule: `h#x?y` and `..` would break dashboard links.
 #[test]
 fn scenario_names_from_file_names_follow_the_naming_rule() {
