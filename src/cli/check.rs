@@ -130,7 +130,7 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
     for warning in &job.plan.warnings {
         say!("warning: {warning}");
     }
-    if job.reshape(args.duration, args.rate_scale.unwrap_or(1.0)) {
+    if job.reshape(args.duration, args.rate_scale.unwrap_or(1.0))? {
         say!(
             "note: a run reshaped by --duration or --rate-scale is another workload: it starts its own series and \
              is judged only against runs shaped the same way, never against the nightly ones"

@@ -57,7 +57,7 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
     for warning in &job.plan.warnings {
         say!("warning: {warning}");
     }
-    job.reshape(args.duration, args.rate_scale);
+    job.reshape(args.duration, args.rate_scale)?;
     let store = Store::connect(&config.database)
         .await
         .with_context(|| format!("cannot open the database {}", config.database))?;

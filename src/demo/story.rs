@@ -184,7 +184,7 @@ async fn history(runner: &Runner, config: &Config, options: &Options, knobs: &Kn
 /// runner's clock.
 async fn night(runner: &Runner, config: &Config, options: &Options) -> anyhow::Result<Ended> {
     let mut job = Job::find(config, Some(SCENARIO))?;
-    job.plan = job.plan.scaled(Some(options.night_length), 1.0);
+    job.plan = job.plan.scaled(Some(options.night_length), 1.0).map_err(anyhow::Error::msg)?;
     let claim = runner.claim(SCENARIO).await?;
     runner.run(claim, job, None, &BaselineSpec::default(), |_| {}).await
 }

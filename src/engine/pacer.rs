@@ -103,7 +103,9 @@ async fn wait_until(at: Instant, stop: &mut watch::Receiver<bool>, timer: &mut P
 
 /// Starts sessions at the planned arrival times; returns the sessions still running and why it stopped
 /// early, if it did. Each wake-up for an arrival is also when parked readers look for their answers
-/// ([`super::ticks`]).
+/// ([`super::ticks`]). A stage's end is a deadline, whatever its rate: arrivals the generator has not sent
+/// by then are never sent (the run then falls short of its planned rate and is invalid), so a rate past what
+/// this machine can plan cannot make a night last longer than its schedule says.
 pub(super) async fn open(
     shared: Arc<RunShared>,
     start: Instant,
@@ -112,52 +114,53 @@ pub(super) async fn open(
     let load = &shared.plan.load;
     let mut timer = PreciseTimer::new();
     let mut sessions = JoinSet::new();
-    let mut arrivals = planned_arrivals(&load.stages, load.arrivals, shared.plan.seed, start).peekable();
+    // The pacer's generator is separate from the sessions', so a session's choices do not depend on how
+    // many arrivals came before it.
+    let mut rng = SmallRng::seed_from_u64(shared.plan.seed.rotate_left(17) ^ 0x5eed);
     let mut number = 0_u64;
-    let interruption = loop {
-        let Some((at, measured)) = arrivals.next() else { break None };
-        if !wait_until(at, &mut stop, &mut timer).await {
-            break Some(Interruption::Stopped);
+    let mut stage_start = start;
+    let mut interruption = None;
+    for stage in &load.stages {
+        let stage_end = stage_start + stage.duration;
+        let mut arrivals =
+            ArrivalClock::new(stage, load.arrivals, SmallRng::from_rng(&mut rng)).map(|o| stage_start + o).peekable();
+        while let Some(at) = arrivals.next() {
+            if !wait_until(at, &mut stop, &mut timer).await {
+                interruption = Some(Interruption::Stopped);
+                break;
+            }
+            let dispatching = Instant::now();
+            if dispatching >= stage_end {
+                tracing::warn!(
+                    "the generator fell behind its plan past the stage's end; its other arrivals are not sent"
+                );
+                break;
+            }
+            if ended_out_of_data(&mut sessions) {
+                interruption = Some(Interruption::OutOfData);
+                break;
+            }
+            if sessions.len() >= load.max_in_flight {
+                record_dropped(&shared, number, at, stage.measure);
+            } else {
+                sessions.spawn(open_session(Arc::clone(&shared), number, at, stage.measure));
+            }
+            if let Some(ticks) = &shared.ticks {
+                ticks.tick(arrivals.peek().copied());
+            }
+            shared.busy.add(dispatching.elapsed());
+            number += 1;
         }
-        let dispatching = Instant::now();
-        if ended_out_of_data(&mut sessions) {
-            break Some(Interruption::OutOfData);
+        if interruption.is_some() {
+            break;
         }
-        if sessions.len() >= load.max_in_flight {
-            record_dropped(&shared, number, at, measured);
-        } else {
-            sessions.spawn(open_session(Arc::clone(&shared), number, at, measured));
-        }
-        if let Some(ticks) = &shared.ticks {
-            ticks.tick(arrivals.peek().map(|&(next, _)| next));
-        }
-        shared.busy.add(dispatching.elapsed());
-        number += 1;
-    };
+        stage_start = stage_end;
+    }
     if let Some(ticks) = &shared.ticks {
         // No wake-up to wait for any more: readers go back to the kernel's.
         ticks.tick(None);
     }
     (sessions, interruption)
-}
-
-/// Every planned arrival of the stages in order: when it is due, and whether its stage is measured.
-fn planned_arrivals(
-    stages: &[Stage],
-    arrivals: Arrivals,
-    seed: u64,
-    start: Instant,
-) -> impl Iterator<Item = (Instant, bool)> + Send + '_ {
-    // The pacer's generator is separate from the sessions', so a session's choices do not depend on how
-    // many arrivals came before it.
-    let mut rng = SmallRng::seed_from_u64(seed.rotate_left(17) ^ 0x5eed);
-    let mut stage_start = start;
-    stages.iter().flat_map(move |stage| {
-        let clock = ArrivalClock::new(stage, arrivals, SmallRng::from_rng(&mut rng));
-        let begins = stage_start;
-        stage_start += stage.duration;
-        clock.map(move |offset| (begins + offset, stage.measure))
-    })
 }
 
 /// Collects the sessions that ended; true when one found its `stop` feeder out of data.

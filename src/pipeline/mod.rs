@@ -45,12 +45,15 @@ pub struct Job {
 impl Job {
     /// Stretches or shrinks the plan to `duration` and scales its rates (`degrade run --duration 20s`, a smoke
     /// run); `true` when that changed the workload, which then forms a series of its own.
-    pub fn reshape(&mut self, duration: Option<std::time::Duration>, rate_scale: f64) -> bool {
+    ///
+    /// # Errors
+    /// When the scaled plan asks for more than one generator can plan.
+    pub fn reshape(&mut self, duration: Option<std::time::Duration>, rate_scale: f64) -> anyhow::Result<bool> {
         let reshaped = duration.is_some() || (rate_scale - 1.0).abs() > f64::EPSILON;
         if reshaped {
-            self.plan = self.plan.clone().scaled(duration, rate_scale);
+            self.plan = self.plan.clone().scaled(duration, rate_scale).map_err(anyhow::Error::msg)?;
         }
-        reshaped
+        Ok(reshaped)
     }
 
     /// The same job again, to confirm a regression on the build it measured: no deploy (the build is there).

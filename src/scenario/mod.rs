@@ -55,14 +55,24 @@ impl Plan {
     /// The plan with every stage stretched to total `duration` (if given) and every rate and user count
     /// multiplied by `rate_scale`: a short smoke run of the same shape. The workload hash changes with it,
     /// so a smoke run is never compared with full runs.
-    #[must_use]
-    pub fn scaled(mut self, duration: Option<Duration>, rate_scale: f64) -> Self {
+    ///
+    /// # Errors
+    /// When a scaled rate would pass [`plan::MAX_RATE`].
+    pub fn scaled(mut self, duration: Option<Duration>, rate_scale: f64) -> Result<Self, String> {
         let total = self.load.duration().as_secs_f64();
         for stage in &mut self.load.stages {
             if let Some(d) = duration {
                 stage.duration = Duration::from_secs_f64(stage.duration.as_secs_f64() / total * d.as_secs_f64());
             }
             stage.shape = match stage.shape {
+                StageShape::Rate { from, to } if from.max(to) * rate_scale > plan::MAX_RATE => {
+                    return Err(format!(
+                        "--rate-scale {rate_scale} makes a stage plan {:.0} arrivals per second, more than one \
+                         generator can plan (at most {:.0})",
+                        from.max(to) * rate_scale,
+                        plan::MAX_RATE
+                    ));
+                }
                 StageShape::Rate { from, to } => StageShape::Rate { from: from * rate_scale, to: to * rate_scale },
                 StageShape::Users(n) => StageShape::Users(((f64::from(n) * rate_scale).round() as u32).max(1)),
             };
@@ -72,7 +82,7 @@ impl Plan {
         if let Some(tape) = &mut self.tape {
             tape.planned_requests = tape_source::planned_requests(tape, &self.load);
         }
-        self
+        Ok(self)
     }
 }
 

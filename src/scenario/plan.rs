@@ -268,6 +268,11 @@ pub enum Arrivals {
     Poisson,
 }
 
+/// The highest arrival rate a stage may plan, per second: ten times what one generator has been measured to
+/// send (about 120,000 requests a second at its 8.5 µs a request, `ci/bench-engine.sh`). Past it a plan is a
+/// typo (`rate = 1e300`), not a load, and would only be cut short by the stage's end.
+pub const MAX_RATE: f64 = 1_000_000.0;
+
 /// One `[[load.stage]]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stage {

@@ -249,7 +249,17 @@ fn resolve_stage(
     let length = checker.check(&length, &field("duration"), |d| positive(duration(d)?));
     let rate_value = |c: &mut Checker<'_>, v: &toml::Spanned<f64>, name: &str| {
         c.check(v, &field(name), |&r| {
-            if r.is_finite() && r >= 0.0 { Ok(r) } else { Err(format!("{r} is not a rate (arrivals per second)")) }
+            if !(r.is_finite() && r >= 0.0) {
+                Err(format!("{r} is not a rate (arrivals per second)"))
+            } else if r > super::plan::MAX_RATE {
+                Err(format!(
+                    "{r} arrivals per second is more than one generator can plan (at most {:.0}); spread the load \
+                     over several scenarios or machines",
+                    super::plan::MAX_RATE
+                ))
+            } else {
+                Ok(r)
+            }
         })
     };
     let shape = match (model, rate, from, to, users) {

@@ -195,6 +195,28 @@ async fn a_stop_cuts_off_requests_in_flight_and_counts_them() {
     assert!(measurement.results.validity_reasons[0].contains("stopped after 1."), "{:?}", measurement.results);
 }
 
+/// A stage's end is a deadline whatever its rate: two seconds at the highest rate a scenario may plan (a
+/// million arrivals a second, past what this generator sends) end with the stage, falling short of the plan
+/// (invalid), instead of sending every planned arrival however late. The timeout only guards against a hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stage_ends_on_time_whatever_its_rate() {
+    let target = StubTarget::start().await;
+    let text = format!(
+        "[target]\nbase_url = \"{}\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/fast\"\n[load]\n\
+         model = \"open\"\nmax_in_flight = 100\n[[load.stage]]\nduration = \"2s\"\nrate = 1000000\n",
+        target.url()
+    );
+    let plan = scenario::parse(Path::new("s.toml"), &text, None, &|_| None).unwrap();
+    let (_stop_tx, stop) = tokio::sync::watch::channel(false);
+    let run = engine::run(Arc::new(plan), stop, |_| {});
+    let measurement = tokio::time::timeout(std::time::Duration::from_secs(120), run).await.expect("the run ended");
+    let summary = &measurement.results.load_summary;
+    assert!(summary.achieved_rate < 1_000_000.0, "{summary:?}");
+    if summary.achieved_rate < 950_000.0 {
+        assert_eq!(measurement.results.status, RunStatus::Invalid, "{:?}", measurement.results.validity_reasons);
+    }
+}
+
 /// Runs one step against `base_url` for a second and returns its only endpoint's result.
 async fn one_second_of(base_url: &str, target_extra: &str, step: &str, load_extra: &str) -> EndpointResult {
     let text = format!(

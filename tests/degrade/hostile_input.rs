@@ -166,6 +166,29 @@ fn a_tape_or_feeder_that_is_no_regular_file_is_refused_at_validate() {
     assert!(stderr.contains("/proc/self/environ is a file of the kernel's"), "{stderr}");
 }
 
+/// A rate past what one generator can plan is refused at validate with its line and field, whether `rate` or a
+/// ramp's `from`/`to`, and so is a `--rate-scale` that would take a stage past it.
+#[test]
+fn a_rate_no_generator_can_plan_is_refused() {
+    let (dir, _) = project("", &[]);
+    let head = "[target]\nbase_url = \"http://127.0.0.1:9\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/a\"\n\
+                [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"3s\"\n";
+    for (shape, field) in [("rate = 1e300", "load.stage[0].rate"), ("from = 1e308\nto = 5", "load.stage[0].from")] {
+        std::fs::write(dir.path().join("s.toml"), format!("{head}{shape}\n")).unwrap();
+        let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
+        let (_, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{shape}: {stderr}");
+        assert!(stderr.contains(&format!("s.toml:11:")) && stderr.contains(field), "{shape}: {stderr}");
+        assert!(stderr.contains("more than one generator can plan (at most 1000000)"), "{shape}: {stderr}");
+    }
+    std::fs::write(dir.path().join("s.toml"), format!("{head}rate = 500000\n")).unwrap();
+    assert_eq!(degrade(dir.path(), &["validate", "s.toml"], &[]).status.code(), Some(0));
+    let output = degrade(dir.path(), &["run", "s.toml", "--rate-scale", "4"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--rate-scale 4 makes a stage plan 2000000 arrivals per second"), "{stderr}");
+}
+
 /// A scenario named after its file follows the naming rule: `h#x?y` and `..` would break dashboard links.
 #[test]
 fn scenario_names_from_file_names_follow_the_naming_rule() {
