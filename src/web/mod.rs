@@ -16,6 +16,7 @@ mod metrics;
 mod overview_page;
 mod range;
 mod run_page;
+mod security_headers;
 mod sparkline;
 mod svg;
 mod trend_chart;
@@ -82,6 +83,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard))
+        .layer(axum::middleware::map_response(security_headers::add))
         .with_state(state)
 }
 

@@ -486,7 +486,7 @@ async fn run_and_scenario_pages_name_the_workload_series() {
 /// holding its connection open for good; HEAD on a public page needs no token; a cross-site POST is refused
 /// even with the token (a browser would send a saved login with it).
 #[tokio::test]
-async fn half_sent_requests_time_out_and_cross_site_posts_are_refused() {
+async fn half_sent_requests_time_out_cross_site_posts_are_refused_and_pages_are_never_framed() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let db = TestDb::sqlite();
     let app = TestApp::spawn_with(&db, "", Some("t0ken")).await;
@@ -497,6 +497,16 @@ async fn half_sent_requests_time_out_and_cross_site_posts_are_refused() {
 
     let head = app.client.head(format!("{}/runs/{last}", app.address)).send().await.unwrap();
     assert_eq!(head.status().as_u16(), 200);
+    // No page may be framed by another site (a hidden Acknowledge button), nor run a script: every answer,
+    // pages, errors and the API alike, says so.
+    for path in [format!("/runs/{last}"), "/alerts".to_owned(), "/nothing".to_owned(), "/api/v1/scenarios".to_owned()] {
+        let answer = app.client.get(format!("{}{path}", app.address)).send().await.unwrap();
+        let header = |name: &str| answer.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        assert_eq!(header("x-frame-options"), "DENY", "{path}");
+        let policy = header("content-security-policy");
+        assert!(policy.contains("frame-ancestors 'none'") && policy.starts_with("default-src 'none'"), "{path}");
+        assert!(policy.contains("form-action 'self'"), "{path}: {policy}");
+    }
     let path = format!("{}/api/v1/scenarios/checkout/runs", app.address);
     let cross_site = app
         .client

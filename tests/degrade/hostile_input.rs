@@ -178,7 +178,7 @@ fn a_rate_no_generator_can_plan_is_refused() {
         let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
         let (_, stderr) = text(&output);
         assert_eq!(output.status.code(), Some(2), "{shape}: {stderr}");
-        assert!(stderr.contains(&format!("s.toml:11:")) && stderr.contains(field), "{shape}: {stderr}");
+        assert!(stderr.contains("s.toml:11:") && stderr.contains(field), "{shape}: {stderr}");
         assert!(stderr.contains("more than one generator can plan (at most 1000000)"), "{shape}: {stderr}");
     }
     std::fs::write(dir.path().join("s.toml"), format!("{head}rate = 500000\n")).unwrap();
