@@ -13,6 +13,7 @@ mod machine_load;
 mod failure;
 mod http1;
 mod outcome;
+mod own_runtime;
 mod pacer;
 mod precise_timer;
 #[cfg(target_os = "linux")]
@@ -34,6 +35,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 pub use outcome::{Measurement, ServiceTimes};
+pub use own_runtime::run_apart;
 pub use recorder::Snapshot;
 
 use crate::scenario::Plan;
