@@ -19,6 +19,7 @@
 //! - `layers`: every module of `src/` uses only modules of a lower layer (the table ARCHITECTURE.md draws).
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
 //! - `tape`: `degrade tape import` of the committed fixtures, and tape replays against a recording server.
+//! - `tape_privacy`: a corpus of recordings full of private values, none of which may reach a tape or flows.
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
 #![allow(clippy::float_cmp)]
@@ -40,4 +41,5 @@ mod nightly;
 mod run_cli;
 mod store_story;
 mod tape;
+mod tape_privacy;
 mod support;
