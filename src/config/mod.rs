@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub(crate) use checker::{Checker, http_url, parse_raw, url_port};
+pub(crate) use checker::{Checker, header_text, http_url, parse_raw, path_text, plain_name, url_port};
 pub use error::{ConfigError, ConfigErrors, Location};
 pub(crate) use scenario_entries::scenario_name;
 pub use schedule::{CronForm, Schedule};

@@ -19,7 +19,8 @@ use super::json_template::JsonTemplate;
 use super::plan::{Assertion, Body, Check, Expect, ExtractFrom, Extraction, Flow, Step, Think};
 use super::raw_scenario::{RawExpect, RawFlow, RawStep};
 use super::template::{Expr, Template};
-use crate::config::Checker;
+use crate::config::{Checker, header_text, path_text, plain_name};
+use crate::outside_text::printable;
 
 /// What every step's templates may refer to, and the names collected so far.
 pub(super) struct Scope<'a> {
@@ -87,6 +88,7 @@ pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, ra
     for (index, flow) in raw.into_iter().enumerate() {
         let RawFlow { name, weight, steps } = flow;
         let prefix = format!("flow[{index}]");
+        checker.check(&name, &format!("{prefix}.name"), |n| plain_name(n));
         let weight = match &weight {
             Some(w) => checker.check(w, &format!("{prefix}.weight"), |&w| {
                 u32::try_from(w).ok().filter(|&w| w > 0).ok_or_else(|| format!("{w} is not a positive weight"))
@@ -143,13 +145,18 @@ fn resolve_step(
 ) -> Option<Step> {
     let RawStep { name, method, path, query, headers, json, body, expect, extract, think } = raw;
     let field = |f: &str| format!("{prefix}.{f}");
+    if let Some(name) = &name {
+        checker.check(name, &field("name"), |n| plain_name(n));
+    }
     let method = match &method {
         Some(m) => checker.check(m, &field("method"), |m| parse_method(m)),
         None => Some(Method::GET),
     };
     // A path may also be one extracted whole (`{{ location }}`), which the server made absolute.
     let path_template = if path.get_ref().starts_with('/') || path.get_ref().starts_with("{{") {
-        template(checker, scope, &path, &field("path"), known, later)
+        checker
+            .check(&path, &field("path"), |p| path_text(p))
+            .and_then(|()| template(checker, scope, &path, &field("path"), known, later))
     } else {
         checker.error(&path, &field("path"), format!("`{}` must start with `/`", path.get_ref()));
         None
@@ -176,7 +183,11 @@ fn resolve_step(
     let expect = resolve_expect(checker, &field("expect"), expect);
     let mut extractions = Vec::new();
     for (var, value) in &extract {
-        if let Some(from) = checker.check(value, &field(&format!("extract.{var}")), parse_extract) {
+        let var_field = field(&format!("extract.{}", printable(var)));
+        if checker.check(value, &var_field, |_| plain_name(var)).is_none() {
+            continue;
+        }
+        if let Some(from) = checker.check(value, &var_field, parse_extract) {
             extractions.push(Extraction { variable: scope.variable(var), from });
         }
     }
@@ -247,8 +258,9 @@ pub(super) fn header_templates(
 ) -> Vec<(HeaderName, Template)> {
     let mut out = Vec::new();
     for (name, value) in headers {
-        let field = format!("{field}.{name}");
-        let Some(header) = checker.check(value, &field, |_| {
+        let field = format!("{field}.{}", printable(name));
+        let Some(header) = checker.check(value, &field, |text| {
+            header_text(text)?;
             let header =
                 HeaderName::try_from(name.as_str()).map_err(|_| format!("`{name}` is not a valid header name"))?;
             if FRAMING_HEADERS.contains(&header) {

@@ -81,7 +81,8 @@ impl Router {
 
 fn parse_pattern(text: &str) -> Result<Pattern, String> {
     let path = text.trim();
-    if !path.starts_with('/') || path.contains(['?', '#', ' ']) {
+    // A pattern names an endpoint, which is shown and stored: no control character either.
+    if !path.starts_with('/') || path.contains(['?', '#', ' ']) || path.contains(char::is_control) {
         return Err(format!("`{path}` is not a path pattern; write e.g. `/users/{{name}}`"));
     }
     let segments = path

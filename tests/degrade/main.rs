@@ -15,6 +15,8 @@
 //! - `nightly`: the nightly chain, the scheduler, leases across instances, and `degrade serve` itself.
 //! - `confirm`: confirmation reruns of `check --run-now` on a target that is slow for a set number of requests.
 //! - `hostile_input`: overflowing durations, sizes, ports, devices as files, bad names: refused, never a panic.
+//! - `control_characters`: NUL and other control characters refused by `validate` in names, header values and
+//!   paths; text carrying a NUL stored on SQLite and PostgreSQL.
 //! - `held_back_machine`: nights measured on a busy or held-back machine, left out and excused.
 //! - `layers`: every module of `src/` uses only modules of a lower layer (the table ARCHITECTURE.md draws).
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
@@ -27,6 +29,7 @@
 mod check;
 mod cli;
 mod config_errors;
+mod control_characters;
 mod confirm;
 mod alerts;
 mod browser;
