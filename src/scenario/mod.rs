@@ -9,6 +9,7 @@ pub mod json_template;
 pub mod plan;
 mod planner;
 mod raw_scenario;
+mod step_values;
 mod steps;
 pub mod tape_source;
 pub mod template;
