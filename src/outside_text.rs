@@ -1,7 +1,10 @@
 //! Text that comes from outside degrade (a target's answers, a webhook receiver's reply, a build id, a
 //! deploy's output) made safe to print and store: control characters, and so terminal escape sequences,
 //! are shown as `\u{1b}`-style escapes, and a long value is cut at a character boundary; text bound for
-//! markup is escaped.
+//! markup is escaped; and every text the store writes goes through [`storable`], so no NUL reaches a
+//! database, whatever a caller forgot.
+
+use std::borrow::Cow;
 
 /// `text` with every control character but newline and tab written out as `\u{…}`, so a terminal never
 /// acts on it (a target could otherwise move the cursor, retitle the window, or hide lines of a report).
@@ -19,6 +22,14 @@ pub fn printable(text: &str) -> String {
         }
     }
     out
+}
+
+/// `text` as a database can hold it: U+0000, which PostgreSQL's text type refuses outright (one NUL in an
+/// endpoint name or an error message would fail the whole transaction, and the night with it), written out as
+/// `\u{0}` as [`printable`] writes it; the rest kept as it is, without a copy when there is no NUL.
+#[must_use]
+pub fn storable(text: &str) -> Cow<'_, str> {
+    if text.contains('\0') { Cow::Owned(text.replace('\0', "\\u{0}")) } else { Cow::Borrowed(text) }
 }
 
 /// [`printable`], cut to at most `max_chars` characters with `…` marking the cut.
@@ -83,6 +94,12 @@ mod tests {
         assert_eq!(printable("\u{1b}[2J\u{1b}]0;pwned\u{7}ok"), "\\u{1b}[2J\\u{1b}]0;pwned\\u{7}ok");
         assert_eq!(printable("line one\nline\ttwo é"), "line one\nline\ttwo é");
         assert_eq!(printable("\r\u{9b}31m"), "\\u{d}\\u{9b}31m");
+    }
+
+    #[test]
+    fn a_nul_is_written_out_for_the_database_and_other_text_is_not_copied() {
+        assert_eq!(storable("step\u{0}nul"), "step\\u{0}nul");
+        assert!(matches!(storable("plain\ttext\n"), Cow::Borrowed("plain\ttext\n")));
     }
 
     #[test]

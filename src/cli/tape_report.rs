@@ -90,7 +90,7 @@ fn scrubbed_and_routes(out: &mut String, report: &ImportReport, survey: &Survey)
         (s.headers, "credential headers"),
         (s.query, "query values"),
         (s.fields, "body fields"),
-        (s.values, "values that looked like emails, phone numbers or tokens"),
+        (s.values, "values holding emails, phone or card numbers, IBANs, keys or tokens"),
         (s.bodies, "bodies that could not be checked (dropped)"),
     ];
     let parts: Vec<String> =

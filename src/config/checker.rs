@@ -75,6 +75,70 @@ impl<'a> Checker<'a> {
     }
 }
 
+/// A name degrade shows and stores (a flow, a step, a notifier): text without control characters. A NUL
+/// cannot be stored in PostgreSQL at all, a line break splits a report's line, an escape acts on a terminal.
+pub(crate) fn plain_name(name: &str) -> Result<(), String> {
+    match name.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!(
+            "`{}` holds a control character ({}); a name is printable text on one line",
+            shown(name),
+            c.escape_unicode()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A fixed header value as a request can carry it: no control character but tab (a line break would end
+/// the header early, a NUL is refused by servers), so a mistake is found by `validate`, not by every request.
+pub(crate) fn header_text(value: &str) -> Result<(), String> {
+    match value.chars().find(|&c| c.is_control() && c != '\t') {
+        Some(c) => Err(format!(
+            "`{}` holds a control character ({}), which no header value can carry",
+            shown(value),
+            c.escape_unicode()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A step's path as the request line carries it: outside `{{ … }}`, visible ASCII only (a space, a control or
+/// a non-ASCII character would end the request line early or be refused); write them percent-encoded.
+pub(crate) fn path_text(path: &str) -> Result<(), String> {
+    let mut rest = path;
+    let mut literal = String::new();
+    while let Some(open) = rest.find("{{") {
+        literal.push_str(&rest[..open]);
+        rest = rest[open..].find("}}").map_or("", |close| &rest[open + close + 2..]);
+    }
+    literal.push_str(rest);
+    if let Some(c) = path.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "`{}` holds a control character ({}); write it percent-encoded",
+            shown(path),
+            c.escape_unicode()
+        ));
+    }
+    match literal.chars().find(|c| !c.is_ascii_graphic()) {
+        Some(' ') => Err(format!("`{path}` holds a space, which would end the request line; write it as `%20`")),
+        Some(c) => Err(format!("`{path}` holds `{c}`, which a request line cannot carry; write it percent-encoded")),
+        None => Ok(()),
+    }
+}
+
+/// A refused value quoted in its message: cut short, and every control character written out, line breaks
+/// too (the message is one line).
+fn shown(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(60)
+        .map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() })
+        .collect();
+    if text.chars().nth(60).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// A listen address with its port: `127.0.0.1:8080`, `[::]:8080`.
 pub(crate) fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
     text.parse().map_err(|_| format!("`{text}` is not an address with a port, e.g. `127.0.0.1:8080` or `[::]:8080`"))

@@ -66,6 +66,16 @@ impl ConfigError {
         let message = crate::outside_text::clipped(&message.into(), MAX_MESSAGE_CHARS);
         Self { location, field: field.into(), message }
     }
+
+    /// The file at `path` is not UTF-8: an error at the line and column of the first byte that is not, so an
+    /// editor can jump to it.
+    #[must_use]
+    pub fn not_utf8(path: &Path, error: &std::string::FromUtf8Error) -> Self {
+        let valid = error.utf8_error().valid_up_to();
+        let before = String::from_utf8_lossy(&error.as_bytes()[..valid]);
+        let location = Location::at_offset(path, &before, before.len());
+        Self::new(location, "", "not UTF-8 text: a byte here starts no UTF-8 character; save the file as UTF-8")
+    }
 }
 
 /// Characters of one error message at most.
@@ -114,5 +124,13 @@ mod tests {
         assert_eq!(at(0), "d.toml:1:1");
         assert_eq!(at(6), "d.toml:2:1");
         assert_eq!(at(24), "d.toml:3:10");
+    }
+
+    #[test]
+    fn a_byte_that_is_not_utf8_is_placed_by_line_and_column() {
+        let bytes = b"a = 1\n[s]\nname = \"caf\xe9\"\n".to_vec();
+        let error = String::from_utf8(bytes).unwrap_err();
+        let shown = ConfigError::not_utf8(Path::new("d.toml"), &error).to_string();
+        assert!(shown.starts_with("d.toml:3:12: not UTF-8 text"), "{shown}");
     }
 }

@@ -100,6 +100,7 @@ fn resolve_notifiers(
     for (index, notify) in raw.into_iter().enumerate() {
         let RawNotify { name, kind, url_env, events, scenarios: only } = notify;
         let field = |f: &str| format!("notify[{index}].{f}");
+        checker.check(&name, &field("name"), |n| super::checker::plain_name(n));
         if let Some(first) = seen.insert(name.get_ref().clone(), checker.location(&name)) {
             checker.error(
                 &name,

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub(crate) use checker::{Checker, http_url, parse_raw, url_port};
+pub(crate) use checker::{Checker, header_text, http_url, parse_raw, path_text, plain_name, url_port};
 pub use error::{ConfigError, ConfigErrors, Location};
 pub(crate) use scenario_entries::scenario_name;
 pub use schedule::{CronForm, Schedule};
@@ -221,7 +221,7 @@ impl Config {
 
     /// As [`Config::load`], with the environment given as a lookup function (tests pass a map).
     pub fn load_with_env(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigErrors> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let bytes = std::fs::read(path).map_err(|e| {
             let message = if e.kind() == std::io::ErrorKind::NotFound {
                 format!("no such file; run `degrade init` to write a commented one, or pass --config PATH ({e})")
             } else {
@@ -229,6 +229,7 @@ impl Config {
             };
             ConfigError::new(Location::WholeFile(path.to_owned()), "", message)
         })?;
+        let text = String::from_utf8(bytes).map_err(|e| ConfigError::not_utf8(path, &e))?;
         Self::parse_with_env(path, &text, env)
     }
 

@@ -30,7 +30,8 @@ impl FileProblem {
                 format!("{subject} is a file of the kernel's (under /proc or /sys), not data: its size is unknown")
             }
             Self::TooLarge(megabytes) => format!("{subject} is larger than {megabytes} MB, the most that is read"),
-            Self::NotText(e) => format!("{subject} is not UTF-8 text: {e}"),
+            // Where, as an editor reads it (`data.csv:3:7: not UTF-8 text…`), not a byte index.
+            Self::NotText(e) => crate::config::ConfigError::not_utf8(Path::new(subject), e).to_string(),
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod json_template;
 pub mod plan;
 mod planner;
 mod raw_scenario;
+mod step_values;
 mod steps;
 pub mod tape_source;
 pub mod template;
@@ -31,8 +32,9 @@ pub fn load(
     target_override: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, ConfigErrors> {
-    let text = bounded_file::read_text(path, MAX_SCENARIO_BYTES).map_err(|problem| {
-        ConfigError::new(Location::WholeFile(path.to_owned()), "", problem.about("the scenario file"))
+    let text = bounded_file::read_text(path, MAX_SCENARIO_BYTES).map_err(|problem| match problem {
+        bounded_file::FileProblem::NotText(e) => ConfigError::not_utf8(path, &e),
+        problem => ConfigError::new(Location::WholeFile(path.to_owned()), "", problem.about("the scenario file")),
     })?;
     parse(path, &text, target_override, env)
 }

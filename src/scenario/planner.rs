@@ -11,9 +11,10 @@ use serde_json::Value;
 use super::feeder::{Feeder, Order, WhenExhausted};
 use super::plan::{Arrivals, Load, Plan, Stage, StageShape, Target};
 use super::raw_scenario::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget};
-use super::steps::{Scope, duration, header_templates, resolve_flows};
+use super::step_values::duration;
+use super::steps::{Scope, header_templates, resolve_flows};
 use super::tape_source::resolve_tape;
-use crate::config::{Checker, ConfigError, ConfigErrors, Location, http_url};
+use crate::config::{Checker, ConfigError, ConfigErrors, Location, http_url, plain_name};
 use crate::model::LoadModel;
 
 /// Open-model sessions in flight at most, unless `max_in_flight` says otherwise: enough for 1,000 req/s at
@@ -30,6 +31,9 @@ pub(super) fn resolve(
     let mut checker = Checker::new(path, text);
     let RawScenario { seed, target, vars, feeders, flows, tapes, load } = raw;
     let seed = seed.map_or(1, |s| s.into_inner().cast_unsigned());
+    for (name, value) in &vars {
+        checker.check(value, &format!("vars.{}", crate::outside_text::printable(name)), |_| plain_name(name));
+    }
     let constants: BTreeMap<String, Value> =
         vars.into_iter().map(|(k, v)| (k, serde_json::to_value(v.into_inner()).unwrap_or(Value::Null))).collect();
     let feeders = resolve_feeders(&mut checker, feeders);

@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use super::plan::{Load, TapeOrder, TapeReplay};
 use super::raw_scenario::{RawTape, RawTapeExpect};
-use super::steps::parse_statuses;
+use super::step_values::parse_statuses;
 use crate::config::{Checker, ConfigWarning, WarningKind};
 use crate::model::LoadModel;
 use crate::tape::Router;

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::outbox::{NewMessage, enqueue_on};
 use super::retry::retry_busy;
 use super::{Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
+use crate::outside_text::storable;
 
 /// An episode as stored.
 #[allow(missing_docs, reason = "the field names say what they hold")]
@@ -125,18 +126,21 @@ impl Store {
         let messages = &messages;
         let opened = retry_busy(|| async move {
             Ok(in_transaction!(self, |tx| {
-                let open: Option<i64> =
-                    sqlx::query_scalar(existing).bind(scenario_id).bind(&episode.kind).fetch_optional(&mut *tx).await?;
+                let open: Option<i64> = sqlx::query_scalar(existing)
+                    .bind(scenario_id)
+                    .bind(storable(&episode.kind))
+                    .fetch_optional(&mut *tx)
+                    .await?;
                 if open.is_some() {
                     None
                 } else {
                     let id: i64 = sqlx::query_scalar(insert)
                         .bind(scenario_id)
-                        .bind(&episode.kind)
+                        .bind(storable(&episode.kind))
                         .bind(to_millis(episode.at))
                         .bind(episode.run_id)
                         .bind(episode.last_good_run_id)
-                        .bind(&episode.summary)
+                        .bind(storable(&episode.summary))
                         .fetch_one(&mut *tx)
                         .await?;
                     for message in messages(id) {
@@ -225,7 +229,7 @@ impl Store {
         let updated = retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query(update)
                 .bind(to_millis(at))
-                .bind(reason)
+                .bind(storable(reason))
                 .bind(id)
                 .execute(pool)
                 .await?

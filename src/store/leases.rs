@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 
 use super::retry::retry_busy;
 use super::{Store, StoreError, from_millis, on_pool, to_millis};
+use crate::outside_text::storable;
 
 /// Who holds a scenario's lease, as recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +43,7 @@ impl Store {
         let taken = retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query(upsert)
                 .bind(scenario_id)
-                .bind(holder)
+                .bind(storable(holder))
                 .bind(to_millis(until))
                 .bind(to_millis(now))
                 .execute(pool)
@@ -67,7 +68,7 @@ impl Store {
         let renewed = retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query(update)
                 .bind(scenario)
-                .bind(holder)
+                .bind(storable(holder))
                 .bind(to_millis(until))
                 .bind(to_millis(now))
                 .execute(pool)
@@ -96,7 +97,12 @@ impl Store {
         let delete = "delete from scenario_leases where holder = $2 \
                       and scenario_id = (select id from scenarios where name = $1)";
         retry_busy(|| async move {
-            on_pool!(self, |pool| sqlx::query(delete).bind(scenario).bind(holder).execute(pool).await?.rows_affected());
+            on_pool!(self, |pool| sqlx::query(delete)
+                .bind(scenario)
+                .bind(storable(holder))
+                .execute(pool)
+                .await?
+                .rows_affected());
             Ok(())
         })
         .await

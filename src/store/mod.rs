@@ -6,7 +6,8 @@
 //! [`on_pool!`]/[`in_transaction!`] macros run it on whichever pool is open; native pools are used rather than
 //! `sqlx::Any`, which cannot decode every column type. Writes that belong together share one transaction, and
 //! SQLite write transactions start with `BEGIN IMMEDIATE` so two writers queue on the busy timeout instead of
-//! failing mid-transaction; a busy error that still escapes is retried (see [`retry`]).
+//! failing mid-transaction; a busy error that still escapes is retried (see [`retry`]). Every text a write
+//! binds goes through [`crate::outside_text::storable`], so a NUL, which PostgreSQL cannot hold, never fails one.
 
 mod baselines;
 mod episodes;

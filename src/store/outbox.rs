@@ -87,10 +87,10 @@ macro_rules! enqueue_on {
         let message: &$crate::store::NewMessage = $message;
         sqlx::query($crate::store::outbox::INSERT)
             .bind(message.episode_id)
-            .bind(&message.notifier)
-            .bind(&message.event)
-            .bind(&message.payload)
-            .bind(&message.idempotency_key)
+            .bind($crate::outside_text::storable(&message.notifier))
+            .bind($crate::outside_text::storable(&message.event))
+            .bind($crate::outside_text::storable(&message.payload))
+            .bind($crate::outside_text::storable(&message.idempotency_key))
             .bind($crate::store::to_millis(message.created_at))
             .execute($executor)
             .await?
@@ -163,7 +163,7 @@ impl Store {
         retry_busy(|| async move {
             on_pool!(self, |pool| sqlx::query(update)
                 .bind(delivered)
-                .bind(error)
+                .bind(error.map(crate::outside_text::storable))
                 .bind(next)
                 .bind(gave_up)
                 .bind(id)

@@ -11,6 +11,7 @@ use crate::model::{
     EndpointResult, Interval, Metric, NewRun, OVERALL_ENDPOINT, Run, RunDetail, RunId, RunResults, RunStatus,
     TimelinePoint, TrendPoint,
 };
+use crate::outside_text::storable;
 
 /// The trend query for one stored column.
 macro_rules! trend_query {
@@ -52,7 +53,11 @@ impl Store {
         let query = "insert into scenarios (name, created_at) values ($1, $2) \
                      on conflict (name) do update set name = excluded.name returning id";
         retry_busy(|| async move {
-            Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(name).bind(to_millis(now)).fetch_one(pool).await?))
+            Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
+                .bind(storable(name))
+                .bind(to_millis(now))
+                .fetch_one(pool)
+                .await?))
         })
         .await
     }
@@ -65,12 +70,12 @@ impl Store {
         retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
                 .bind(scenario_id)
-                .bind(run.build_id.as_deref())
+                .bind(run.build_id.as_deref().map(storable))
                 .bind(to_millis(run.started_at))
-                .bind(&run.scenario_hash)
+                .bind(storable(&run.scenario_hash))
                 .bind(run.seed)
-                .bind(run.scenario_source.as_deref())
-                .bind(run.deploy_output.as_deref())
+                .bind(run.scenario_source.as_deref().map(storable))
+                .bind(run.deploy_output.as_deref().map(storable))
                 .bind(run.confirms)
                 .fetch_one(pool)
                 .await?))
@@ -139,7 +144,7 @@ impl Store {
                     for weeks in ROLLUP_WEEKS {
                         sqlx::query(add_to_period)
                             .bind(scenario_id)
-                            .bind(&e.endpoint)
+                            .bind(storable(&e.endpoint).into_owned())
                             .bind(weeks)
                             .bind(started_at / (weeks * MILLIS_PER_WEEK))
                             .bind(started_at)
@@ -156,7 +161,7 @@ impl Store {
                     let mut insert = QueryBuilder::new(timeline_head);
                     insert.push_values(chunk, |mut row, p| {
                         row.push_bind(id)
-                            .push_bind(&p.endpoint)
+                            .push_bind(storable(&p.endpoint))
                             .push_bind(p.elapsed_s)
                             .push_bind(p.requests)
                             .push_bind(p.errors)
@@ -186,7 +191,7 @@ impl Store {
         let updated = retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query(query)
                 .bind(status.as_str())
-                .bind(reason)
+                .bind(storable(reason))
                 .bind(to_millis(at))
                 .bind(id)
                 .execute(pool)
@@ -379,7 +384,7 @@ where
     let (p99_lo, p99_hi) = us(e.intervals.p99_us);
     let errors = e.intervals.error_pct;
     query
-        .bind(e.endpoint.as_str())
+        .bind(storable(&e.endpoint).into_owned())
         .bind(e.requests)
         .bind(e.errors)
         .bind(e.error_pct())

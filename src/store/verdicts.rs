@@ -4,6 +4,7 @@ use super::retry::retry_busy;
 use super::rows::{FindingRow, json, to_json};
 use super::{Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
 use crate::model::{Finding, NewVerdict, RunId, RunStatus, Verdict, VerdictOutcome};
+use crate::outside_text::storable;
 
 #[derive(sqlx_macros::FromRow)]
 struct VerdictRow {
@@ -74,18 +75,18 @@ impl Store {
         let id = in_transaction!(self, |tx| {
             let id: i64 = sqlx::query_scalar(insert)
                 .bind(run_id)
-                .bind(&verdict.baseline_spec)
+                .bind(storable(&verdict.baseline_spec))
                 .bind(to_json(&verdict.baseline_run_ids))
                 .bind(verdict.outcome.as_str())
-                .bind(&verdict.summary)
+                .bind(storable(&verdict.summary))
                 .bind(to_millis(verdict.created_at))
                 .fetch_one(&mut *tx)
                 .await?;
             for f in &verdict.findings {
                 sqlx::query(insert_finding)
                     .bind(id)
-                    .bind(&f.endpoint)
-                    .bind(&f.metric)
+                    .bind(storable(&f.endpoint))
+                    .bind(storable(&f.metric))
                     .bind(f.outcome.as_str())
                     .bind(f.baseline_value)
                     .bind(f.candidate_value)
@@ -94,7 +95,7 @@ impl Store {
                     .bind(f.interval.map(|i| i.lo))
                     .bind(f.interval.and_then(|i| i.hi))
                     .bind(f.p_value)
-                    .bind(&f.reason)
+                    .bind(storable(&f.reason))
                     .execute(&mut *tx)
                     .await?;
             }

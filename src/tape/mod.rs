@@ -13,12 +13,15 @@ pub mod fnv;
 pub mod format;
 pub mod import;
 pub mod lines;
+mod placeholders;
 mod private_values;
 pub mod route;
 pub mod sample;
 pub mod scrub;
 pub mod sources;
 pub mod survey;
+mod value_shapes;
+mod within;
 pub mod writer;
 
 pub use format::{TapeReader, TapeRequest};

@@ -1,6 +1,11 @@
-//! What is private: the names that mark a secret or personal value (the built-in list, plus and minus the
-//! user's), what such a value looks like wherever it appears (an email address, a phone number, a JWT), and
-//! the percent-encoding of the query strings and form bodies they hide in.
+//! What is private: the names that mark a secret or personal value (the built-in list with the session
+//! cookies of the common frameworks, plus and minus the user's), what such a value looks like wherever it
+//! appears (an email address, a phone number, a JWT, a known token; card numbers, IBANs and random keys are
+//! in [`super::value_shapes`]), and the percent-encoding of the query strings and form bodies they hide in.
+
+use base64::Engine as _;
+
+use super::value_shapes::{is_card, is_iban, is_random_key};
 
 /// Names (lowercase, `-`, `_` and `.` removed) that mark a secret or personal value wherever they appear in
 /// a longer name (`csrf_token`, `user_email`).
@@ -26,8 +31,14 @@ const SECRET_PARTS: &[&str] = &[
 /// Short names that mark one only when they are the whole name (`key`, but not `monkey`).
 const SECRET_NAMES: &[&str] = &[
     "pwd", "pass", "sid", "sig", "key", "auth", "ssn", "cvv", "cvc", "otp", "pin", "tel", "iban", "mail", "jwt",
-    "csrf", "xsrf", "code",
+    "csrf", "xsrf", "code", "pan",
 ];
+
+/// Session ids of the common frameworks, by the name their cookie or parameter has (normalized like the
+/// rest): PHP's `PHPSESSID`, ColdFusion's `CFID`/`CFTOKEN`, Express's `connect.sid`, Sails' `sails.sid`.
+/// Java's `JSESSIONID`, ASP.NET's `ASP.NET_SessionId`, Rails' `_myapp_session` and Laravel's
+/// `laravel_session` hold `session` and are found by [`SECRET_PARTS`].
+const SESSION_NAMES: &[&str] = &["phpsessid", "sessid", "cfid", "cftoken", "connectsid", "sailssid", "koasess"];
 
 /// Which names are scrubbed: the built-in list, plus and minus the user's.
 #[derive(Debug, Clone, Default)]
@@ -51,13 +62,61 @@ impl ScrubRules {
             return false;
         }
         SECRET_NAMES.contains(&name.as_str())
+            || SESSION_NAMES.contains(&name.as_str())
             || SECRET_PARTS.iter().any(|part| name.contains(part))
             || self.extra.iter().any(|extra| name == *extra || (extra.len() >= 5 && name.contains(extra.as_str())))
     }
 }
 
 fn normalize(name: &str) -> String {
-    name.chars().filter(|c| !matches!(c, '-' | '_' | '.')).flat_map(char::to_lowercase).collect()
+    name.chars().filter(|c| !matches!(c, '-' | '_' | '.' | ':')).flat_map(char::to_lowercase).collect()
+}
+
+/// What a private value is, by its look alone: each kind has a placeholder of its own shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Private {
+    /// An email address.
+    Email,
+    /// A phone number.
+    Phone,
+    /// A payment card number.
+    Card,
+    /// An IBAN.
+    Iban,
+    /// A token, key or credential: a JWT, a known prefix, a random key, a bearer token, a URL's password.
+    Secret,
+}
+
+/// What `text` (trimmed) is as a whole, if it is private.
+pub(super) fn classify(text: &str) -> Option<Private> {
+    let text = text.trim();
+    if is_email(text) {
+        Some(Private::Email)
+    } else if is_card(text) {
+        // Before phones: a card printed in groups would also pass for a phone number written with separators.
+        Some(Private::Card)
+    } else if is_phone(text) {
+        Some(Private::Phone)
+    } else if is_iban(text) {
+        Some(Private::Iban)
+    } else if is_jwt(text) || is_known_token(text) || is_random_key(text) || is_bearer(text) || has_userinfo(text) {
+        Some(Private::Secret)
+    } else {
+        None
+    }
+}
+
+/// An `Authorization` value quoted whole: `Bearer …`, or `Basic` and the base64 of `user:password` (a
+/// `Basic plan` is no credential).
+fn is_bearer(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once(' ') else { return false };
+    let rest = rest.trim();
+    if scheme.eq_ignore_ascii_case("bearer") {
+        !rest.is_empty()
+    } else {
+        scheme.eq_ignore_ascii_case("basic")
+            && base64::engine::general_purpose::STANDARD.decode(rest).is_ok_and(|pair| pair.contains(&b':'))
+    }
 }
 
 pub(super) fn is_email(text: &str) -> bool {
@@ -152,8 +211,13 @@ pub(super) fn is_jwt(text: &str) -> bool {
         && text.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '='))
 }
 
+/// `text` with `+` read as a space and `%XX` decoded, whole (an `&` in a path segment is no pair's end).
 pub(super) fn percent_decode(text: &str) -> String {
-    form_urlencoded::parse(format!("x={text}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
+    if !text.contains(['%', '+']) {
+        return text.to_owned();
+    }
+    let whole = format!("x={}", text.replace('&', "%26"));
+    form_urlencoded::parse(whole.as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
 }
 
 pub(super) fn percent_encode(text: &str) -> String {
@@ -171,6 +235,7 @@ mod tests {
         assert!(!is_phone("2026-11-30"));
         assert!(is_jwt("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc") && !is_jwt("eyJ.a"));
         assert_eq!(percent_decode("jane%40example.com+x"), "jane@example.com x");
+        assert_eq!(percent_decode("a&b%20c"), "a&b c");
         assert!(!is_phone("192.168.1.20"));
         assert!(
             is_known_token("AKIAIOSFODNN7EXAMPLE")

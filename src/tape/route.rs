@@ -3,7 +3,8 @@
 //! endpoint of the service, not per URL.
 //!
 //! A path segment becomes `{id}` when it is a number, a UUID, a hex hash (8+ hex digits with a digit, or 16+),
-//! a long token of letters and digits (20+ characters, both present), holds an `@` or is a placeholder the
+//! a long token of letters and digits (20+ characters, both present), a number written in groups (12+ digits
+//! split by `-` or an encoded space: a card number, or its placeholder), holds an `@` or is a placeholder the
 //! import left (`redacted-…`); `{date}` when it is a
 //! date (`2026-11-30`, `20261130`). User patterns (`/users/{name}`) are tried first, in order: a pattern
 //! matches a path with as many segments whose literal segments are equal.
@@ -80,7 +81,8 @@ impl Router {
 
 fn parse_pattern(text: &str) -> Result<Pattern, String> {
     let path = text.trim();
-    if !path.starts_with('/') || path.contains(['?', '#', ' ']) {
+    // A pattern names an endpoint, which is shown and stored: no control character either.
+    if !path.starts_with('/') || path.contains(['?', '#', ' ']) || path.contains(char::is_control) {
         return Err(format!("`{path}` is not a path pattern; write e.g. `/users/{{name}}`"));
     }
     let segments = path
@@ -117,11 +119,25 @@ fn placeholder(segment: &str) -> Option<&'static str> {
             && digits > 0
             && bytes.iter().any(u8::is_ascii_alphabetic)
             && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_')))
+        || is_grouped_number(segment)
         || segment.contains('@')
         || segment.contains("%40")
         // What the import's scrubbing left of a token or an address in the path.
         || segment.starts_with("redacted-");
     id.then_some("{id}")
+}
+
+/// Digits in groups split by `-` or `%20` (`4111-1111-1111-1111`), 12 of them at least: a date has fewer.
+fn is_grouped_number(segment: &str) -> bool {
+    let groups = segment.split('-').flat_map(|part| part.split("%20"));
+    let mut digits = 0;
+    for group in groups {
+        if group.is_empty() || !group.bytes().all(|b| b.is_ascii_digit()) {
+            return false;
+        }
+        digits += group.len();
+    }
+    digits >= 12
 }
 
 fn is_uuid(bytes: &[u8]) -> bool {
@@ -168,6 +184,8 @@ mod tests {
         assert_eq!(key("/"), "GET /");
         assert_eq!(key("/reset/redacted-abe1765f"), "GET /reset/{id}");
         assert_eq!(key("/boards/1;jsessionid=ABC"), "GET /boards/{id}");
+        assert_eq!(key("/cards/9994-1600-4712-2636/limits"), "GET /cards/{id}/limits");
+        assert_eq!(key("/cards/9994%201600%204712%202636"), "GET /cards/{id}");
         // Words stay: a kind of resource, a version, a short slug.
         assert_eq!(key("/api/v2/boards/"), "GET /api/v2/boards/");
         assert_eq!(key("/posts/how-to-cook"), "GET /posts/how-to-cook");

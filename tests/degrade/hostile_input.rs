@@ -249,3 +249,33 @@ fn a_configured_target_that_is_not_a_url_is_refused() {
         assert!(stderr.contains("scenario[0].target: `http://ho st` is not a valid URL"), "{args:?}: {stderr}");
     }
 }
+
+/// A file that is not UTF-8 (saved as Latin-1, say) is refused at the line and column of the first byte that
+/// is not, as an editor counts them, not at a byte index: the scenario, degrade.toml and a feeder alike.
+#[test]
+fn a_byte_that_is_not_utf8_is_placed_by_line_and_column() {
+    let scenario = scenario_with("stage", "10s").replacen("name = \"f\"", "name = \"caf\u{e9}\"", 1);
+    let at = scenario.find('\u{e9}').unwrap();
+    let line = scenario[..at].matches('\n').count() + 1;
+    let latin1 = |text: &str| -> Vec<u8> { text.chars().map(|c| u8::try_from(u32::from(c)).unwrap()).collect() };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.toml"), latin1(&scenario)).unwrap();
+    std::fs::write(dir.path().join("degrade.toml"), latin1("[server]\n# r\u{e9}sum\u{e9}\n")).unwrap();
+    std::fs::write(dir.path().join("users.csv"), latin1("name\nJos\u{e9}\n")).unwrap();
+    let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("s.toml:{line}:12: not UTF-8 text")), "{stderr}");
+    let output = degrade(dir.path(), &["validate"], &[]);
+    let (_, stderr) = text(&output);
+    assert!(stderr.contains("degrade.toml:2:4: not UTF-8 text"), "{stderr}");
+    let feeder = scenario_with("stage", "10s").replacen(
+        "[[flow]]",
+        "[[data]]\nname = \"users\"\nfile = \"users.csv\"\n[[flow]]",
+        1,
+    );
+    std::fs::write(dir.path().join("s.toml"), feeder).unwrap();
+    let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
+    let (_, stderr) = text(&output);
+    assert!(stderr.contains("users.csv:2:4: not UTF-8 text"), "{stderr}");
+}

@@ -15,10 +15,13 @@
 //! - `nightly`: the nightly chain, the scheduler, leases across instances, and `degrade serve` itself.
 //! - `confirm`: confirmation reruns of `check --run-now` on a target that is slow for a set number of requests.
 //! - `hostile_input`: overflowing durations, sizes, ports, devices as files, bad names: refused, never a panic.
+//! - `control_characters`: NUL and other control characters refused by `validate` in names, header values and
+//!   paths; text carrying a NUL stored on SQLite and PostgreSQL.
 //! - `held_back_machine`: nights measured on a busy or held-back machine, left out and excused.
 //! - `layers`: every module of `src/` uses only modules of a lower layer (the table ARCHITECTURE.md draws).
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
 //! - `tape`: `degrade tape import` of the committed fixtures, and tape replays against a recording server.
+//! - `tape_privacy`: a corpus of recordings full of private values, none of which may reach a tape or flows.
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
 #![allow(clippy::float_cmp)]
@@ -26,6 +29,7 @@
 mod check;
 mod cli;
 mod config_errors;
+mod control_characters;
 mod confirm;
 mod alerts;
 mod browser;
@@ -40,4 +44,5 @@ mod nightly;
 mod run_cli;
 mod store_story;
 mod tape;
+mod tape_privacy;
 mod support;

@@ -2,31 +2,13 @@
 //! Lines log, a HAR recorded by Chromium) through the real binary, and replays against a recording server on
 //! 127.0.0.1. `tests/fixtures/tape/EXPECTED.md` lists what each fixture holds.
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
 use axum::http::{Method, StatusCode, Uri};
 use degrade::scenario;
 
-use crate::support::{degrade, run_scenario, text};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tape").join(name)
-}
-
-/// `degrade tape import FIXTURE ARGS…` in a temp folder: its output, the tape's text and the folder.
-fn import(name: &str, args: &[&str]) -> (String, String, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let source = fixture(name);
-    let mut all = vec!["tape", "import", source.to_str().unwrap(), "--output", "t.tape", "--scenario", "replay.toml"];
-    all.extend_from_slice(args);
-    let output = degrade(dir.path(), &all, &[]);
-    let (stdout, stderr) = text(&output);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    let tape = std::fs::read_to_string(dir.path().join("t.tape")).unwrap_or_default();
-    (stdout, tape, dir)
-}
+use crate::support::{degrade, import_fixture as import, run_scenario, tape_fixture as fixture, text};
 
 fn route_line(stdout: &str, route: &str) -> String {
     stdout

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::import::is_static;
+use super::private_values::percent_decode;
 use super::scrub::{Counter, ScrubRules, Scrubber};
 use super::sources::HarEntry;
 use answers::learn;
@@ -81,7 +82,11 @@ pub fn scenario_from_har(entries: &[HarEntry], scrubber: &mut Scrubber, origin_n
         if is_static(path) {
             continue;
         }
-        let page = entry.page.clone().unwrap_or_else(|| "recording".to_owned());
+        // A page's title may name its user ("Orders of jane@example.com").
+        let page = entry
+            .page
+            .as_deref()
+            .map_or_else(|| "recording".to_owned(), |p| scrubber.value(None, p).unwrap_or_else(|| p.to_owned()));
         match pages.iter_mut().find(|(name, _)| *name == page) {
             Some((_, list)) => list.push(entry),
             None => pages.push((page, vec![entry])),
@@ -131,10 +136,16 @@ impl Page<'_> {
     fn step(&mut self, entry: &HarEntry, scrubber: &mut Scrubber) -> StepDraft {
         let request = &entry.recorded.request;
         let (path, query) = request.target.split_once('?').map_or((request.target.as_str(), ""), |(p, q)| (p, q));
-        let query = form_urlencoded::parse(query.as_bytes())
-            .map(|(k, v)| {
-                let value = self.use_value(&v).unwrap_or_else(|| literal(&scrubbed(scrubber, Some(&k), &v)));
-                (k.into_owned(), value)
+        let query = query
+            .split('&')
+            .filter(|pair| !pair.is_empty())
+            .map(|pair| {
+                let (name, raw) = pair.split_once('=').unwrap_or((pair, ""));
+                let (name, value) = (percent_decode(name), percent_decode(raw));
+                let value = self.use_value(&value).unwrap_or_else(|| {
+                    literal(&scrubber.pair_value(Some(&name), raw, Counter::Query).unwrap_or(value))
+                });
+                (name, value)
             })
             .collect();
         let mut headers = Vec::new();
@@ -153,7 +164,7 @@ impl Page<'_> {
             template_json(&mut json, &rules, &mut |secret, name, value| {
                 if secret {
                     scrubber.counts.fields += 1;
-                    return Some(scrubber.placeholder(value));
+                    return Some(scrubber.secret(value));
                 }
                 self.use_value(value).or_else(|| scrubber.value(name, value)).or_else(|| Some(literal(value)))
             });
@@ -187,7 +198,9 @@ impl Page<'_> {
         }
         path.split('/')
             .zip(segments)
-            .map(|(segment, used)| used.unwrap_or_else(|| literal(&scrubbed(scrubber, None, segment))))
+            .map(|(segment, used)| {
+                used.unwrap_or_else(|| literal(&scrubber.path_segment(segment).unwrap_or_else(|| segment.to_owned())))
+            })
             .collect::<Vec<_>>()
             .join("/")
     }
@@ -236,10 +249,6 @@ fn other_body(body: Option<&str>, scrubber: &mut Scrubber) -> Option<String> {
     None
 }
 
-fn scrubbed(scrubber: &mut Scrubber, name: Option<&str>, value: &str) -> String {
-    scrubber.value(name, value).unwrap_or_else(|| value.to_owned())
-}
-
 /// Recorded text written where a scenario reads templates: `{{` would start one (and `{{ env("…") }}` in a
 /// recording would send the user's secret), so it is broken apart.
 fn literal(text: &str) -> String {
@@ -271,7 +280,8 @@ fn template_field(value: &mut Value, rules: &ScrubRules, secret: bool, name: Opt
         }
         Value::Number(n) => {
             if let Some(new) = replace(secret, name, &n.to_string()).filter(|new| *new != n.to_string()) {
-                *value = Value::String(new);
+                // A card number's placeholder is digits, and stays a number as the recording sent it.
+                *value = new.parse::<u64>().map_or(Value::String(new), Value::from);
             }
         }
         _ => {}

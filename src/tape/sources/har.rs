@@ -188,7 +188,14 @@ fn entry_of(entry: Entry) -> Result<HarEntry, String> {
     let mut tape = TapeRequest::new(method, target);
     tape.body = body;
     tape.session.clone_from(&pageref);
-    tape.time = started_date_time.as_deref().and_then(super::time);
+    // A time that is there but cannot be read makes the entry malformed, rather than kept without its time.
+    tape.time = match started_date_time.as_deref().filter(|t| !t.is_empty()) {
+        Some(time) => Some(
+            super::time(time)
+                .ok_or_else(|| format!("startedDateTime: `{}` is not an ISO 8601 time", super::excerpt(time)))?,
+        ),
+        None => None,
+    };
     let response = response.unwrap_or(Response { status: 0, headers: Vec::new(), content: None });
     // Browsers record 0 for a request that got no answer (blocked, aborted).
     tape.status = u16::try_from(response.status).ok().filter(|s| (100..=599).contains(s));

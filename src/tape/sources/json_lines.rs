@@ -37,7 +37,14 @@ pub(super) fn parse(line: &str) -> Result<Recorded, String> {
     let (target, absolute_host) = target(&target_text).map_err(|e| format!("path: {e}"))?;
     let mut request = TapeRequest::new(method, target);
     request.status = status(&text("status").unwrap_or_default()).map_err(|e| format!("status: {e}"))?;
-    request.time = text("time").or_else(|| text("timestamp")).as_deref().and_then(super::time);
+    // A time that is there but cannot be read makes the line malformed, rather than kept without its time.
+    request.time =
+        match ["time", "timestamp"].iter().find_map(|key| text(key).filter(|t| !t.is_empty()).map(|t| (key, t))) {
+            Some((key, time)) => Some(super::time(&time).ok_or_else(|| {
+                format!("{key}: `{}` is not a time (RFC 3339, or seconds since the epoch)", super::excerpt(&time))
+            })?),
+            None => None,
+        };
     request.session = text("session");
     request.body = match object.get("body") {
         None | Some(Value::Null) => None,
@@ -96,5 +103,9 @@ mod tests {
         assert_eq!(parse("{oops").unwrap_err().split(':').next(), Some("not JSON"));
         assert_eq!(parse(r#"{"status":200}"#).unwrap_err(), "method: missing");
         assert!(parse(r#"{"method":"GET","path":"/a","status":9}"#).unwrap_err().starts_with("status:"));
+        assert_eq!(
+            parse(r#"{"method":"GET","path":"/a","status":200,"time":"yesterday"}"#).unwrap_err(),
+            "time: `yesterday` is not a time (RFC 3339, or seconds since the epoch)"
+        );
     }
 }

@@ -5,6 +5,8 @@
 //! does not end a quoted field). Text after the last literal is ignored, so the many "combined plus extras"
 //! formats read as combined. nginx writes `"`, `\` and control bytes as `\xHH`; those are decoded.
 
+use chrono::{DateTime, Utc};
+
 use super::{Recorded, excerpt, method, status, target};
 use crate::tape::format::TapeRequest;
 
@@ -76,10 +78,7 @@ impl LogFormat {
         let (target, absolute_host) = target(&target_text).map_err(|e| format!("request: {e}"))?;
         let mut request = TapeRequest::new(method, target);
         request.status = status(get("status").unwrap_or_default()).map_err(|e| format!("status: {e}"))?;
-        request.time = get("time_local")
-            .and_then(|t| chrono::DateTime::parse_from_str(t, "%d/%b/%Y:%H:%M:%S %z").ok())
-            .map(|t| t.to_utc())
-            .or_else(|| get("time_iso8601").or(get("msec")).and_then(super::time));
+        request.time = recorded_time(&get)?;
         request.body = get("request_body").map(str::to_owned);
         let headers = fields
             .iter()
@@ -201,6 +200,26 @@ fn decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// When a line says it was sent: `$time_local`, else `$time_iso8601` or `$msec`; `None` when the format
+/// records none (or the line has `-`). A time that is there but cannot be read makes the line malformed,
+/// reported with its number, rather than a request kept without its time, which `--since`/`--until` and the
+/// recorded rate would silently miss.
+fn recorded_time<'a>(get: &dyn Fn(&str) -> Option<&'a str>) -> Result<Option<DateTime<Utc>>, String> {
+    let local = get("time_local");
+    if let Some(time) = local.and_then(|t| DateTime::parse_from_str(t, "%d/%b/%Y:%H:%M:%S %z").ok()) {
+        return Ok(Some(time.to_utc()));
+    }
+    let others = [("time_iso8601", get("time_iso8601")), ("msec", get("msec"))];
+    if let Some(time) = others.iter().find_map(|(_, t)| t.and_then(super::time)) {
+        return Ok(Some(time));
+    }
+    let unread = local.map(|t| ("time_local", t)).or_else(|| others.iter().find_map(|(n, t)| t.map(|t| (*n, t))));
+    match unread {
+        Some((field, text)) => Err(format!("{field}: `{}` is not a time this log format writes", excerpt(text))),
+        None => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +246,13 @@ mod tests {
         assert!(format.parse(cut).unwrap_err().starts_with("request: no `\" ` after it"), "{:?}", format.parse(cut));
         let status = r#"1.2.3.4 - - [30/Nov/2026:10:00:01 +0000] "GET /a HTTP/1.1" abc 1 "-" "-""#;
         assert!(format.parse(status).unwrap_err().starts_with("status: "));
+        let time = r#"1.2.3.4 - - [30/Nov/2026 10h00] "GET /a HTTP/1.1" 200 1 "-" "-""#;
+        assert_eq!(
+            format.parse(time).unwrap_err(),
+            "time_local: `30/Nov/2026 10h00` is not a time this log format writes"
+        );
+        let unknown = r#"1.2.3.4 - - [-] "GET /a HTTP/1.1" 200 1 "-" "-""#;
+        assert_eq!(format.parse(unknown).unwrap().request.time, None, "`-`: no time recorded, kept");
     }
 
     #[test]

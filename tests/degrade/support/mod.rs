@@ -176,6 +176,24 @@ pub fn check_on(url: &str, args: &[&str]) -> (Option<i32>, String, String) {
     (output.status.code(), stdout, stderr)
 }
 
+/// A committed tape fixture (`tests/fixtures/tape`).
+pub fn tape_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tape").join(name)
+}
+
+/// `degrade tape import FIXTURE ARGS…` in a temp folder: its output, the tape's text and the folder.
+pub fn import_fixture(name: &str, args: &[&str]) -> (String, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let source = tape_fixture(name);
+    let mut all = vec!["tape", "import", source.to_str().unwrap(), "--output", "t.tape", "--scenario", "replay.toml"];
+    all.extend_from_slice(args);
+    let output = degrade(dir.path(), &all, &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let tape = std::fs::read_to_string(dir.path().join("t.tape")).unwrap_or_default();
+    (stdout, tape, dir)
+}
+
 /// Runs scenario `text` (written in a temp folder with `files` beside it) to its end.
 pub async fn run_scenario(text: &str, files: &[(&str, &str)]) -> degrade::engine::Measurement {
     let dir = tempfile::tempdir().unwrap();

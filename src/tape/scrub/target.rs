@@ -1,0 +1,104 @@
+//! Request targets: path segments, path parameters and query pairs, each percent-decoded, scrubbed and
+//! written back encoded; what is left untouched keeps its bytes.
+
+use super::{Counter, Scrubber};
+use crate::tape::private_values::{classify, percent_decode, percent_encode};
+
+impl Scrubber {
+    /// The target with private path segments and query values replaced.
+    pub(super) fn target(&mut self, target: &str) -> String {
+        let (path, query) = target.split_once('?').map_or((target, None), |(p, q)| (p, Some(q)));
+        let mut out = String::with_capacity(target.len());
+        for (i, segment) in path.split('/').enumerate() {
+            if i > 0 {
+                out.push('/');
+            }
+            // Path parameters (`/boards/1;jsessionid=…`) are pairs like a query's.
+            if let Some((head, params)) = segment.split_once(';') {
+                out.push_str(&self.path_segment(head).unwrap_or_else(|| head.to_owned()));
+                out.push(';');
+                out.push_str(&self.pairs(&params.replace(';', "&"), Counter::Query).replace('&', ";"));
+                continue;
+            }
+            out.push_str(&self.path_segment(segment).unwrap_or_else(|| segment.to_owned()));
+        }
+        if let Some(query) = query {
+            out.push('?');
+            out.push_str(&self.pairs(query, Counter::Query));
+        }
+        out
+    }
+
+    /// A path segment as recorded (percent-encoded), scrubbed, if anything in it is private.
+    pub fn path_segment(&mut self, segment: &str) -> Option<String> {
+        let scrubbed = if segment.contains('%') {
+            self.private(&percent_decode(&segment.replace('+', "%2B")))?
+        } else {
+            self.private(segment)?
+        };
+        self.counts.values += 1;
+        Some(path_encode(&scrubbed))
+    }
+
+    /// `a=1&b=2` (a query or a form body) with secret values replaced; untouched pairs stay byte for byte.
+    pub fn pairs(&mut self, text: &str, counter: Counter) -> String {
+        let mut out = String::with_capacity(text.len());
+        for (i, pair) in text.split('&').enumerate() {
+            if i > 0 {
+                out.push('&');
+            }
+            let Some((name, value)) = pair.split_once('=') else {
+                // A bare value (`?jane%40example.com`) is checked by its look alone.
+                match self.pair_value(None, pair, counter) {
+                    Some(scrubbed) => out.push_str(&percent_encode(&scrubbed)),
+                    None => out.push_str(pair),
+                }
+                continue;
+            };
+            out.push_str(name);
+            out.push('=');
+            match self.pair_value(Some(&percent_decode(name)), value, counter) {
+                Some(scrubbed) => out.push_str(&percent_encode(&scrubbed)),
+                None => out.push_str(value),
+            }
+        }
+        out
+    }
+
+    /// The decoded value of one pair (as recorded, percent-encoded) called `name`, scrubbed, if it must be.
+    /// A `+` is a space in a query, but a key of base64 written unencoded keeps it: the value is checked as a
+    /// whole both ways.
+    pub fn pair_value(&mut self, name: Option<&str>, raw: &str, counter: Counter) -> Option<String> {
+        let decoded = percent_decode(raw);
+        if name.is_some_and(|n| self.rules.is_secret(n)) {
+            if raw.is_empty() {
+                return None;
+            }
+            self.count(counter);
+            return Some(self.secret(&decoded));
+        }
+        let literal_plus = raw.contains('+').then(|| percent_decode(&raw.replace('+', "%2B")));
+        let whole = literal_plus.and_then(|v| classify(&v).map(|kind| self.placeholders.of(kind, &v)));
+        whole.or_else(|| self.private(&decoded)).inspect(|_| self.counts.values += 1)
+    }
+
+    fn count(&mut self, counter: Counter) {
+        match counter {
+            Counter::Query => self.counts.query += 1,
+            Counter::Field => self.counts.fields += 1,
+        }
+    }
+}
+
+/// A scrubbed path segment written back into a path: what a path cannot hold as it is, percent-encoded.
+fn path_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,=:@".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
