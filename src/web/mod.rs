@@ -13,6 +13,7 @@ mod compare;
 mod error;
 mod grid;
 mod metrics;
+mod no_nul;
 mod overview_page;
 mod range;
 mod run_page;
@@ -83,6 +84,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(state.clone(), auth::guard))
+        .layer(axum::middleware::from_fn(no_nul::refuse))
         .layer(axum::middleware::map_response(security_headers::add))
         .with_state(state)
 }

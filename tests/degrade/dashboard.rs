@@ -186,7 +186,7 @@ async fn not_found_and_bad_requests() {
     let db = TestDb::sqlite();
     let app = TestApp::spawn(&db).await;
     app.store_nights(2).await;
-    let pages: [(&str, u16, &str); 15] = [
+    let pages: [(&str, u16, &str); 17] = [
         ("/runs/424242", 404, "There is no run #424242."),
         ("/runs/abc", 400, "`abc` is not a run id"),
         ("/scenarios/search", 404, "No scenario is called `search`."),
@@ -211,6 +211,9 @@ async fn not_found_and_bad_requests() {
         ("/scenarios/checkout?from_run=x", 400, "`from_run` must be a run number like 42, not `x`"),
         ("/scenarios/checkout?from_run=999999", 404, "Scenario `checkout` has no run #999999."),
         ("/scenarios/checkout?from=2026-12-01&to_run=3", 400, "zoom by dates (`from`, `to`) or by runs"),
+        // No name holds a NUL, and PostgreSQL would refuse to look one up: a 400, never a 500.
+        ("/scenarios/check%00out", 400, "A URL cannot carry a NUL character"),
+        ("/api/v1/scenarios/checkout/trend?endpoint=GET%20%2F%00", 400, r#"{"error":{"code":"bad_request","#),
     ];
     for (path, status, message) in pages {
         let (actual, body) = app.get(path).await;
