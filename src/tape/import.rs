@@ -160,6 +160,8 @@ fn each_kept(
     let mut scrubber = Scrubber::new(options.scrub.clone(), key);
     for item in sources::open(source, &options.format)? {
         report.read += 1;
+        // A malformed line's message may quote it, and the report is printed and pasted into tickets.
+        let item = item.map_err(|bad| Malformed { message: quoted_privately(&mut scrubber, &bad.message), ..bad });
         let Some(recorded) =
             report.take(item).map_err(|bad| format!("{}:{}: {}", source.display(), bad.line, bad.message))?
         else {
@@ -194,6 +196,14 @@ fn each_kept(
     }
     report.scrubbed = scrubber.counts;
     Ok(())
+}
+
+/// `message` with what is private in it replaced, as in a request; the scrubbed counts stay those of requests.
+fn quoted_privately(scrubber: &mut Scrubber, message: &str) -> String {
+    let counts = scrubber.counts;
+    let quoted = scrubber.value(None, message).unwrap_or_else(|| message.to_owned());
+    scrubber.counts = counts;
+    quoted
 }
 
 impl ImportReport {

@@ -98,9 +98,10 @@ fn value_after(text: &str, from: usize, separator: u8) -> Range<usize> {
     start..end
 }
 
-/// Characters that split a word into pieces checked whole (`to=jane@example.com`, `(card 4111111111111111)`).
+/// Characters that split a word into pieces checked whole (`to=jane@example.com`, `(card 4111111111111111)`);
+/// a backquote too, which quotes a value in messages and Markdown.
 fn is_delimiter(c: char) -> bool {
-    c.is_whitespace() || "=&;,\"'<>()[]{}|".contains(c)
+    c.is_whitespace() || "=&;,\"'`<>()[]{}|".contains(c)
 }
 
 /// Each word, and each piece of it between delimiters, checked whole; and the word after `Bearer`.

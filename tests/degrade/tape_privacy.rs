@@ -174,3 +174,20 @@ fn flows_made_from_a_har_carry_no_private_value_and_still_validate() {
     let validated = degrade(dir.path(), &["validate", "flows.toml"], &[]);
     assert!(validated.status.success(), "{:?}", text(&validated));
 }
+
+/// The import report quotes the first malformed lines, and is printed and pasted into tickets: what is private
+/// in them is replaced there too.
+#[test]
+fn the_malformed_lines_the_report_quotes_carry_no_private_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = "127.0.0.1 - - [04/Dec/2026:10:00:00 +0000] \"GET /boards HTTP/1.1\" 200 12 \"-\" \"curl\"\n";
+    // Each message quotes the field it could not read: here a time and a status that hold private values.
+    let bad = "127.0.0.1 - - [ada@example.org 4111 1111 1111 1111] \"GET /pay HTTP/1.1\" 200 12 \"-\" \"curl\"\n\
+               127.0.0.1 - - [04/Dec/2026:10:00:02 +0000] \"GET /pay HTTP/1.1\" DE89370400440532013000 1 \"-\" \"-\"\n";
+    std::fs::write(dir.path().join("access.log"), format!("{good}{bad}{good}")).unwrap();
+    let output = degrade(dir.path(), &["tape", "import", "access.log", "--output", "t.tape"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("skipped   2 malformed lines"), "{stdout}");
+    assert_none_private(&format!("{stdout}{stderr}"));
+}
