@@ -112,9 +112,13 @@ pub struct DemoTargetArgs {
     /// 250 µs, spent as work).
     #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = slowdown_ms)]
     pub slowdown_ms: f64,
-    /// The route --slowdown-ms slows, as METHOD /template.
-    #[arg(long, value_name = "ROUTE", default_value = SLOW_ROUTE)]
-    pub slow_route: String,
+    /// A route --slowdown-ms slows, as METHOD /template; repeat it to slow several routes alike.
+    #[arg(long, value_name = "ROUTE", default_values_t = [SLOW_ROUTE.to_owned()])]
+    pub slow_route: Vec<String>,
+    /// The share of the slowed routes' requests that are slowed, from 0 to 1 (0.02 slows one request in
+    /// fifty: a change of the tail only).
+    #[arg(long, value_name = "SHARE", default_value_t = 1.0)]
+    pub slow_share: f64,
     /// Share of requests answered 500, from 0 to 1.
     #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
     pub error_rate: f64,
@@ -136,7 +140,10 @@ pub(super) async fn demo_target(args: DemoTargetArgs) -> anyhow::Result<Exit> {
         anyhow::bail!("--error-rate {} is not a share between 0 and 1", args.error_rate);
     }
     let knobs = Knobs::new(&args.build);
-    knobs.slow_down(&args.slow_route, Duration::from_secs_f64(args.slowdown_ms / 1000.0));
+    if !(0.0..=1.0).contains(&args.slow_share) {
+        anyhow::bail!("--slow-share {} is not a share between 0 and 1", args.slow_share);
+    }
+    knobs.slow_down_share(&args.slow_route, Duration::from_secs_f64(args.slowdown_ms / 1000.0), args.slow_share);
     knobs.fail(args.error_rate);
     let target = DemoTarget::start(SocketAddr::from(([127, 0, 0, 1], args.port)), knobs).await?;
     println!(

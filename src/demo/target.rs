@@ -50,10 +50,15 @@ const TIMER_RESOLUTION: Duration = Duration::from_millis(2);
 /// What a user (or the demo) can change while the API runs.
 #[derive(Debug, Default)]
 pub struct Knobs {
-    /// Extra microseconds on every request to [`Knobs::slow_route`].
+    /// Extra microseconds on the slowed requests of [`Knobs::slow_routes`].
     pub slowdown_us: AtomicU64,
-    /// The route that is slowed, as `METHOD /template` (e.g. `GET /boards/{board_id}/cards`) or a bare template.
-    pub slow_route: Mutex<String>,
+    /// The routes that are slowed, each as `METHOD /template` (e.g. `GET /boards/{board_id}/cards`) or a bare
+    /// template.
+    pub slow_routes: Mutex<Vec<String>>,
+    /// Which share of those routes' requests is slowed, in millionths (a tail-only slowdown: 2 % of them);
+    /// spread evenly over the requests, so a night's share is the share asked for.
+    pub slow_share_ppm: AtomicU64,
+    slow_seen: AtomicU64,
     /// Share of requests answered 500, in millionths.
     pub error_ppm: AtomicU64,
     /// What `/version` reports.
@@ -75,11 +80,17 @@ impl Knobs {
         build.clone_into(&mut self.build.lock().unwrap_or_else(PoisonError::into_inner));
     }
 
-    /// Slows `route` by `delay` (zero removes the slowdown), to the microsecond.
+    /// Slows every request of `route` by `delay` (zero removes the slowdown), to the microsecond.
     pub fn slow_down(&self, route: &str, delay: Duration) {
-        route.clone_into(&mut self.slow_route.lock().unwrap_or_else(PoisonError::into_inner));
+        self.slow_down_share(&[route.to_owned()], delay, 1.0);
+    }
+
+    /// Slows `share` (0–1) of the requests of each of `routes` by `delay`.
+    pub fn slow_down_share(&self, routes: &[String], delay: Duration, share: f64) {
+        routes.clone_into(&mut self.slow_routes.lock().unwrap_or_else(PoisonError::into_inner));
         let us = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
         self.slowdown_us.store(us, Ordering::Relaxed);
+        self.slow_share_ppm.store((share.clamp(0.0, 1.0) * 1e6) as u64, Ordering::Relaxed);
     }
 
     /// Answers this share of requests (0.0 – 1.0) with 500.
@@ -89,9 +100,18 @@ impl Knobs {
 
     fn delay_for(&self, method: &str, template: &str) -> Duration {
         let us = self.slowdown_us.load(Ordering::Relaxed);
-        let route = self.slow_route.lock().unwrap_or_else(PoisonError::into_inner);
-        let matches = *route == template || *route == format!("{method} {template}");
-        Duration::from_micros(if matches { us } else { 0 })
+        let matches = {
+            let routes = self.slow_routes.lock().unwrap_or_else(PoisonError::into_inner);
+            routes.iter().any(|route| *route == template || *route == format!("{method} {template}"))
+        };
+        if !matches || us == 0 {
+            return Duration::ZERO;
+        }
+        // Request n is slowed when the running count of slowed ones, n × share, reaches a new whole number.
+        let n = self.slow_seen.fetch_add(1, Ordering::Relaxed);
+        let ppm = self.slow_share_ppm.load(Ordering::Relaxed);
+        let slowed = (n + 1) * ppm / 1_000_000 > n * ppm / 1_000_000;
+        Duration::from_micros(if slowed { us } else { 0 })
     }
 }
 
