@@ -114,6 +114,32 @@ impl Store {
         self.verdict_by(query, run_id).await
     }
 
+    /// The nights of `scenario` up to run `upto`, newest first, that the gate did not judge because their
+    /// machine was held back (their latest verdict inconclusive, with latency findings excused), as long as
+    /// they come one after another: a streak the next judged night ends. Reruns and nights never judged (failed,
+    /// aborted) neither count nor break it.
+    pub async fn held_back_in_a_row(&self, scenario: &str, upto: RunId) -> Result<Vec<RunId>, StoreError> {
+        const LOOKED_AT: i64 = 20;
+        let query = "select runs.id, latest.outcome, (select count(*) from findings \
+                         where findings.verdict_id = latest.id and findings.outcome = 'excused') \
+                     from runs join scenarios on scenarios.id = runs.scenario_id \
+                     join verdicts latest on latest.id = (select id from verdicts \
+                         where verdicts.run_id = runs.id order by created_at desc, id desc limit 1) \
+                     where scenarios.name = $1 and runs.id <= $2 and runs.confirms_run_id is null \
+                     order by runs.id desc limit $3";
+        let rows: Vec<(i64, String, i64)> = on_pool!(self, |pool| sqlx::query_as(query)
+            .bind(scenario)
+            .bind(upto)
+            .bind(LOOKED_AT)
+            .fetch_all(pool)
+            .await?);
+        Ok(rows
+            .into_iter()
+            .take_while(|(_, outcome, excused)| outcome == "inconclusive" && *excused > 0)
+            .map(|(id, _, _)| id)
+            .collect())
+    }
+
     /// The run's first verdict, with its findings: the one the runner made when the run was measured, before
     /// any `check` of it since (which may have named another baseline).
     pub async fn first_verdict(&self, run_id: RunId) -> Result<Option<Verdict>, StoreError> {

@@ -64,6 +64,29 @@ async fn a_slowdown_on_a_busier_machine_is_not_blamed_on_the_build() {
 }
 
 #[tokio::test]
+async fn two_nights_held_back_in_a_row_are_said_to_be_unjudged() {
+    // Nights 10 and 11 double the route while something else keeps half the machine busy: each inconclusive.
+    let db = TestDb::sqlite();
+    fast_route_doubles_under(&db, machine(55.0, 0.2)).await;
+    let (code, _, stderr) = check(&db, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("the gate has not judged"), "one night is not a streak: {stderr}");
+    let store = Store::connect(&db.url).await.unwrap();
+    store_night_under(&store, "checkout", 11, 2.0, RunStatus::Finished, machine(57.0, 0.2)).await;
+    store.close().await;
+    let (code, stdout, stderr) = check(&db, &[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("verdict: inconclusive: the machine was busier"), "{stdout}");
+    assert!(
+        stderr.contains(
+            "warning: the gate has not judged scenario checkout for 2 nights in a row (runs #11, #12): each time its \
+             machine was held back"
+        ),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
 async fn a_slowdown_while_the_host_held_the_machine_back_is_not_blamed_on_the_build() {
     // A guest as quiet as usual, but its hypervisor kept 3 % of the cores' time from it (a third of what it
     // asked for).
