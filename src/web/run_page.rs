@@ -42,6 +42,9 @@ struct RunPage {
     other_series: (usize, i64),
     /// The run of the same scenario before this one, for "compare with the previous run".
     previous: Option<i64>,
+    /// The nights up to this one, newest first, whose machine was held back one after another, when there
+    /// were two or more: the gate has not been watching.
+    held_back: Vec<i64>,
 }
 
 // Templates pass every argument by reference.
@@ -53,6 +56,11 @@ impl RunPage {
 
     fn errors(endpoint: &EndpointResult) -> String {
         format!("{:.3}", endpoint.error_pct())
+    }
+
+    /// `#8, #9`: the held-back nights, oldest first.
+    fn held_back_runs(&self) -> String {
+        self.held_back.iter().rev().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ")
     }
 
     /// A count with thousands separated: `20,000`.
@@ -163,6 +171,10 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let other_series = (others.len(), others.iter().map(|s| s.measured_runs).sum());
     let series = mine.into_iter().next();
     let previous = state.store.previous_run(run.id).await?;
+    let mut held_back = state.store.held_back_in_a_row(&run.scenario, run.id).await?;
+    if held_back.len() < 2 || held_back.first() != Some(&run.id) {
+        held_back.clear();
+    }
     let page = RunPage {
         run,
         duration,
@@ -175,6 +187,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         series,
         other_series,
         previous,
+        held_back,
     };
     Ok(Html(page.render()?))
 }

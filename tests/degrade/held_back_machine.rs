@@ -84,6 +84,11 @@ async fn two_nights_held_back_in_a_row_are_said_to_be_unjudged() {
         ),
         "{stderr}"
     );
+    // The run page says it too, where people look.
+    let app = crate::support::app::TestApp::spawn(&db).await;
+    let (status, page) = app.get("/runs/12").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("The gate has not judged this scenario for 2 nights in a row (runs #11, #12)"), "{page}");
 }
 
 #[tokio::test]
