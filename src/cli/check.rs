@@ -96,7 +96,7 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
     store.close().await;
     let report = outcome?;
     print_stdout(&report.render(args.format))?;
-    if held_back.len() >= 2 {
+    if held_back.len() >= 2 && held_back.first() == Some(&report.run_id) {
         say!("warning: {}", not_judged_for(&report.scenario, &held_back));
     }
     Ok(match report.outcome {

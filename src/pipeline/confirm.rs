@@ -13,12 +13,16 @@
 //! never turn a regression into a pass (the worse a build burns CPU on a shared box, the likelier its rerun
 //! is invalid).
 
+mod note;
+
 use std::collections::BTreeSet;
 
 use crate::analysis::judge::{Judgement, counted_findings};
-use crate::model::{Finding, FindingOutcome, Run, RunId, RunStatus, VerdictOutcome};
+use crate::model::{Finding, FindingOutcome, RunId, RunStatus, VerdictOutcome};
 use crate::report::CheckReport;
 use crate::store::{Store, StoreError};
+
+pub use note::note;
 
 /// What a rerun made of a regression.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,10 +88,17 @@ fn regressions(findings: &[Finding]) -> BTreeSet<(String, String)> {
 #[must_use]
 pub fn compare(first: &CheckReport, rerun: &CheckReport) -> Confirmation {
     let again = regressions(&rerun.findings);
-    let reproduced: Vec<(String, String)> =
-        regressions(&first.findings).into_iter().filter(|f| again.contains(f)).collect();
+    let first_found = regressions(&first.findings);
+    let reproduced: Vec<(String, String)> = first_found.iter().filter(|f| again.contains(*f)).cloned().collect();
+    // A finding the rerun excused (its machine held back) was neither reproduced nor refuted: however the rest
+    // of the rerun was judged, it cannot pass the night.
+    let excused_again = rerun
+        .findings
+        .iter()
+        .any(|f| f.outcome == FindingOutcome::Excused && first_found.contains(&(f.endpoint.clone(), f.metric.clone())));
     let rerun = match (rerun.outcome, reproduced.is_empty()) {
         (VerdictOutcome::Inconclusive, _) => Rerun::Undecided,
+        (_, true) if excused_again => Rerun::Undecided,
         (_, true) => Rerun::NotReproduced,
         (_, false) => Rerun::Reproduced(reproduced),
     };
@@ -103,18 +114,34 @@ pub fn measured_nothing_note(rerun: Option<RunId>) -> String {
     }
 }
 
-/// What a first run's report says when none of its `reruns` (each with why it could not be judged) could be
-/// judged: the verdict stands, since only a rerun that measured the build can refute it.
+/// How the last rerun of a first run whose verdict stands ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastRerun {
+    /// It could not be judged either (it is the last of the undecided ones).
+    Undecided,
+    /// It measured nothing to judge (the rerun, if it was stored): cut short, failed, or never started.
+    MeasuredNothing(Option<RunId>),
+}
+
+/// What a first run's report says when its verdict stands without a rerun to decide it: the `undecided`
+/// reruns (each with why it could not be judged), then how the `last` ended. Only a rerun that measured the
+/// build can refute a regression.
 #[must_use]
-pub fn unconfirmable_note(reruns: &[(RunId, String)]) -> String {
-    let named: Vec<String> = reruns.iter().map(|(id, _)| format!("#{id}")).collect();
-    let why: Vec<String> = reruns.iter().map(|(id, why)| format!("#{id}: {why}")).collect();
-    format!(
-        "the confirmation could not be made: {} of the same build could not be judged ({}), and only a rerun \
-         that measured the build can refute a regression, so this verdict stands",
-        if named.len() == 1 { format!("rerun {}", named[0]) } else { format!("reruns {}", named.join(", ")) },
-        why.join("; ")
-    )
+pub fn stands_note(undecided: &[(RunId, String)], last: LastRerun) -> String {
+    let named: Vec<String> = undecided.iter().map(|(id, _)| format!("#{id}")).collect();
+    let why: Vec<String> = undecided.iter().map(|(id, why)| format!("#{id}: {why}")).collect();
+    let reruns = if named.len() == 1 { format!("rerun {}", named[0]) } else { format!("reruns {}", named.join(", ")) };
+    match last {
+        LastRerun::MeasuredNothing(rerun) if undecided.is_empty() => measured_nothing_note(rerun),
+        LastRerun::MeasuredNothing(rerun) => {
+            format!("{}; {reruns} before it could not be judged ({})", measured_nothing_note(rerun), why.join("; "))
+        }
+        LastRerun::Undecided => format!(
+            "the confirmation could not be made: {reruns} of the same build could not be judged ({}), and only a \
+             rerun that measured the build can refute a regression, so this verdict stands",
+            why.join("; ")
+        ),
+    }
 }
 
 /// How a judged rerun decides its pair.
@@ -148,8 +175,16 @@ impl Decision {
     /// Stores both statuses in one transaction, if the first run is still `confirming`; false when another
     /// degrade had decided the pair already. Its alerts are stored first, so a kill between the two only
     /// makes the next degrade decide the pair again, and its alert, which says nothing new, too.
-    pub async fn store(&self, store: &Store, first: RunId, rerun: RunId) -> Result<bool, StoreError> {
-        let reruns: Vec<(RunId, RunStatus)> = self.rerun.map(|s| (rerun, s)).into_iter().collect();
+    /// The `earlier` reruns, which could not be judged, become `unconfirmed` with it (the night counts once).
+    pub async fn store(
+        &self,
+        store: &Store,
+        first: RunId,
+        rerun: RunId,
+        earlier: &[RunId],
+    ) -> Result<bool, StoreError> {
+        let mut reruns: Vec<(RunId, RunStatus)> = earlier.iter().map(|id| (*id, RunStatus::Unconfirmed)).collect();
+        reruns.extend(self.rerun.map(|s| (rerun, s)));
         store.end_confirmation(first, self.first, &reruns).await
     }
 }
@@ -202,66 +237,6 @@ pub fn only_what_reproduced(judgement: Judgement, first_run: RunId, first: &[Fin
     };
     let summary = counted_findings(outcome, &findings);
     Judgement { outcome, findings, summary }
-}
-
-/// What the store says about `run`'s confirmation, in words, with the other run of the pair: whether its rerun
-/// confirmed it, or which run it was the rerun of.
-pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, StoreError> {
-    if let Some(rerun) = store.rerun_of(run.id).await? {
-        let nothing = measured_nothing(store, rerun).await?;
-        let text = match (run.status, undecided(store, rerun).await?) {
-            (RunStatus::Confirming, _) => {
-                format!("being confirmed: rerun #{rerun} of the same build decides whether this regression stands")
-            }
-            _ if nothing => measured_nothing_note(Some(rerun)),
-            (RunStatus::Regressed, true) => format!(
-                "not confirmable: rerun #{rerun} of the same build could not be judged (the reruns before it neither), \
-                 and only a rerun that measured the build can refute a regression, so this verdict stands"
-            ),
-            (RunStatus::Unconfirmed, true) => format!(
-                "undecided: rerun #{rerun} of the same build could not be judged, so it neither confirms nor \
-                 refutes this regression; run #{} is stored as unconfirmed (never alerted, never a baseline)",
-                run.id
-            ),
-            (RunStatus::Unconfirmed, false) => format!(
-                "not confirmed: rerun #{rerun} of the same build did not reproduce this regression, so run #{} is \
-                 stored as unconfirmed (never alerted, never a baseline)",
-                run.id
-            ),
-            _ => format!("confirmed by rerun #{rerun} of the same build"),
-        };
-        return Ok(Some((text, rerun)));
-    }
-    let Some(first) = store.confirmed_by(run.id).await? else { return Ok(None) };
-    let nothing = measured_nothing(store, run.id).await?;
-    let text = match (store.find_run(first).await?.map(|r| r.status), undecided(store, run.id).await?) {
-        (Some(RunStatus::Confirming), _) => format!("this run is the rerun of run #{first}, not decided yet"),
-        _ if nothing => {
-            format!("this run is the rerun of run #{first} and measured nothing to judge, so that run's verdict stands")
-        }
-        (Some(RunStatus::Regressed), true) => {
-            format!("this run is a rerun of run #{first} and could not be judged, so that run's verdict stands")
-        }
-        (Some(RunStatus::Regressed), false) => {
-            format!("this run is the rerun that confirmed run #{first}'s regression")
-        }
-        (_, true) => format!(
-            "this run is the rerun of run #{first} and could not be judged, so it neither confirms nor refutes \
-             that run's regression"
-        ),
-        (_, false) => format!("this run is the rerun of run #{first}, whose regression it did not reproduce"),
-    };
-    Ok(Some((text, first)))
-}
-
-/// Whether a rerun was cut short or could not be done, so the first verdict stands.
-async fn measured_nothing(store: &Store, rerun: RunId) -> Result<bool, StoreError> {
-    Ok(store.find_run(rerun).await?.is_some_and(|r| r.status.measured_nothing()))
-}
-
-/// Whether a rerun's latest verdict is inconclusive, so it confirmed nothing either way.
-async fn undecided(store: &Store, rerun: RunId) -> Result<bool, StoreError> {
-    Ok(store.latest_verdict(rerun).await?.is_some_and(|v| v.outcome == VerdictOutcome::Inconclusive))
 }
 
 #[cfg(test)]
@@ -365,10 +340,29 @@ mod tests {
         assert!(confirmation.describe(8).starts_with("undecided: run #7 was judged regressed, and rerun #8"));
         let ended = statuses(&confirmation, &report(8, held_back));
         assert_eq!(ended, (RunStatus::Regressed, Some(RunStatus::Unconfirmed)), "the first verdict stands");
-        let note = unconfirmable_note(&[(8, "run #8 is invalid".into()), (9, "run #9 is invalid".into())]);
+        let undecided = [(8, "run #8 is invalid".into()), (9, "run #9 is invalid".into())];
+        let note = stands_note(&undecided, LastRerun::Undecided);
         assert!(note.starts_with("the confirmation could not be made: reruns #8, #9 of the same build"), "{note}");
         let again = report(8, judged(vec![found("GET /a", "p50", FindingOutcome::Regression)]));
         assert_eq!(compare(&first, &again).rerun, Rerun::Reproduced(vec![("GET /a".into(), "p50".into())]));
+    }
+
+    #[test]
+    fn a_rerun_that_excused_the_finding_cannot_pass_the_night() {
+        // The host held the rerun back: GET /a p95 excused, and only GET /b, seen in the rerun alone, stood out.
+        let first = report(7, judged(vec![found("GET /a", "p95", FindingOutcome::Regression)]));
+        let rerun = Judgement {
+            outcome: VerdictOutcome::Passed,
+            findings: vec![
+                found("GET /a", "p95", FindingOutcome::Excused),
+                found("GET /b", "p50", FindingOutcome::Unconfirmed),
+            ],
+            summary: "passed: 1 excused, 1 not reproduced".into(),
+        };
+        assert_eq!(compare(&first, &report(8, rerun)).rerun, Rerun::Undecided);
+        let note = stands_note(&[(8, "its machine was held back".into())], LastRerun::MeasuredNothing(Some(9)));
+        assert!(note.starts_with("rerun #9 of the same build measured nothing to judge"), "{note}");
+        assert!(note.ends_with("; rerun #8 before it could not be judged (#8: its machine was held back)"), "{note}");
     }
 
     #[test]

@@ -66,10 +66,13 @@ async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>)
     let verdict = store.first_verdict(first.id).await?.with_context(|| format!("run #{} has no verdict", first.id))?;
     let spec = verdict.baseline_spec.parse::<BaselineSpec>().map_err(|e| anyhow::anyhow!(e))?;
     let mut first_report = stored_report(store, &first, verdict).await?;
-    let rerun = match store.rerun_of(first.id).await? {
+    // The newest rerun decides; the ones before it could not be judged (the runner tries again only then).
+    let mut reruns = store.reruns_of(first.id).await?;
+    let rerun = match reruns.pop() {
         Some(id) => store.find_run(id).await?,
         None => None,
     };
+    let earlier = reruns;
     // A rerun still `running` here was left so by a stopped degrade (`settle` aborts such runs first).
     let rerun_report = match rerun.as_ref().filter(|r| r.status != RunStatus::Running && !r.status.measured_nothing()) {
         Some(rerun) => judge_again(store, config, rerun, &spec, at).await?,
@@ -79,18 +82,20 @@ async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>)
         let decision = confirm::Decision::of(&first_report, &mut report);
         if decision.confirmation.rerun == confirm::Rerun::Undecided {
             // No more reruns for a night gone by: the first verdict stands, as after the runner's last attempt.
-            first_report.confirmation = Some(confirm::unconfirmable_note(&[(report.run_id, report.summary.clone())]));
+            let undecided = [(report.run_id, report.summary.clone())];
+            first_report.confirmation = Some(confirm::stands_note(&undecided, confirm::LastRerun::Undecided));
             alert_unless_superseded(store, config, &first_report, at).await?;
-            return Ok(decision.store(store, first.id, report.run_id).await?.then_some(first.id));
+            return Ok(decision.store(store, first.id, report.run_id, &earlier).await?.then_some(first.id));
         }
         if decision.alerted() {
             alert_unless_superseded(store, config, &report, at).await?;
         }
-        return Ok(decision.store(store, first.id, report.run_id).await?.then_some(report.run_id));
+        return Ok(decision.store(store, first.id, report.run_id, &earlier).await?.then_some(report.run_id));
     }
     first_report.confirmation = Some(confirm::measured_nothing_note(rerun.map(|r| r.id)));
     alert_unless_superseded(store, config, &first_report, at).await?;
-    Ok(store.end_confirmation(first.id, RunStatus::Regressed, &[]).await?.then_some(first.id))
+    let earlier: Vec<(RunId, RunStatus)> = earlier.iter().map(|id| (*id, RunStatus::Unconfirmed)).collect();
+    Ok(store.end_confirmation(first.id, RunStatus::Regressed, &earlier).await?.then_some(first.id))
 }
 
 /// `run`'s report as its stored `verdict` made it (the nights the verdict left out are not stored, and not

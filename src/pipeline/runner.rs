@@ -220,14 +220,18 @@ impl Runner {
             }
             let attempt_job = Job { confirms: Some(first.run_id), ..job.rerun() };
             let rerun = match Box::pin(self.rerun_once(attempt_job, &first_report, spec, on_progress)).await? {
-                Attempt::MeasuredNothing(rerun) => return self.first_stands(first, first_report, rerun).await,
+                Attempt::MeasuredNothing(rerun) => {
+                    let last = confirm::LastRerun::MeasuredNothing(rerun);
+                    return self.first_stands(first, first_report, &undecided, last).await;
+                }
                 Attempt::Judged(rerun) => rerun,
             };
             let report = rerun.report.as_ref().context("a judged rerun has its report")?;
             let mut rerun_report = report.clone();
             let decision = confirm::Decision::of(&first_report, &mut rerun_report);
             if decision.confirmation.rerun != confirm::Rerun::Undecided {
-                return self.decided(first.run_id, *rerun, rerun_report, decision).await;
+                let earlier: Vec<RunId> = undecided.iter().map(|(id, _)| *id).collect();
+                return self.decided(first.run_id, *rerun, rerun_report, decision, &earlier).await;
             }
             tracing::warn!(
                 scenario = job.name,
@@ -238,7 +242,7 @@ impl Runner {
             );
             undecided.push((rerun.run_id, report.summary.clone()));
         }
-        self.first_stands_unconfirmable(first, first_report, &undecided).await
+        self.first_stands(first, first_report, &undecided, confirm::LastRerun::Undecided).await
     }
 
     /// Runs and judges one confirmation rerun of `job`'s build.
@@ -250,6 +254,10 @@ impl Runner {
         on_progress: &mut impl FnMut(&Progress),
     ) -> anyhow::Result<Attempt> {
         let (store, scenario) = (&self.store, job.name.clone());
+        if *self.stop.borrow() {
+            // Stopped during the pause: no rerun is started, let alone stored.
+            return Ok(Attempt::MeasuredNothing(None));
+        }
         let build = first_report.build_id.clone();
         let outcome = match Box::pin(super::run(store, job, build, &self.clock, self.stop.clone(), on_progress)).await {
             Ok(outcome) => outcome,
@@ -271,18 +279,20 @@ impl Runner {
         }
     }
 
-    /// Stores what a judged rerun decided: its alerts, then the pair's statuses.
+    /// Stores what a judged rerun decided: its alerts, then the pair's statuses (the `earlier` reruns, which could
+    /// not be judged, `unconfirmed`: the night counts once).
     async fn decided(
         &self,
         first: RunId,
         mut rerun: Ended,
         report: CheckReport,
         decision: confirm::Decision,
+        earlier: &[RunId],
     ) -> anyhow::Result<Ended> {
         if decision.alerted() {
             self.alert(&report).await?;
         }
-        let decided = decision.store(&self.store, first, rerun.run_id).await?;
+        let decided = decision.store(&self.store, first, rerun.run_id, earlier).await?;
         tracing::info!(run_id = rerun.run_id, "{}", decision.confirmation.describe(rerun.run_id));
         rerun.status = decision.rerun.unwrap_or(rerun.status);
         rerun.report = Some(report);
@@ -304,25 +314,20 @@ impl Runner {
         }
     }
 
-    /// The first verdict stands when its rerun (`rerun`, if it was stored) measured nothing to judge: alerted,
-    /// then the run `regressed`.
-    async fn first_stands(&self, first: Ended, mut report: CheckReport, rerun: Option<RunId>) -> anyhow::Result<Ended> {
-        report.confirmation = Some(confirm::measured_nothing_note(rerun));
-        self.alert(&report).await?;
-        let decided = self.store.end_confirmation(first.run_id, RunStatus::Regressed, &[]).await?;
-        only_if_decided(Ended { status: RunStatus::Regressed, report: Some(report), ..first }, first.run_id, decided)
-    }
-
-    /// The first verdict stands when none of its reruns (`undecided`, each with why) could be judged: alerted,
-    /// then the run `regressed` and the reruns that measured validly `unconfirmed` (the night counts once).
-    async fn first_stands_unconfirmable(
+    /// The first verdict stands without a rerun to decide it: none of the reruns (`undecided`, each with why)
+    /// could be judged, and the `last` measured nothing or could not be judged either. Alerted, then the run
+    /// `regressed` and the reruns that measured validly `unconfirmed` (the night counts once).
+    async fn first_stands(
         &self,
         first: Ended,
         mut report: CheckReport,
         undecided: &[(RunId, String)],
+        last: confirm::LastRerun,
     ) -> anyhow::Result<Ended> {
-        report.confirmation = Some(confirm::unconfirmable_note(undecided));
-        tracing::warn!(run_id = first.run_id, "{}", report.confirmation.as_deref().unwrap_or_default());
+        report.confirmation = Some(confirm::stands_note(undecided, last));
+        if !undecided.is_empty() {
+            tracing::warn!(run_id = first.run_id, "{}", report.confirmation.as_deref().unwrap_or_default());
+        }
         self.alert(&report).await?;
         let reruns: Vec<(RunId, RunStatus)> = undecided.iter().map(|(id, _)| (*id, RunStatus::Unconfirmed)).collect();
         let decided = self.store.end_confirmation(first.run_id, RunStatus::Regressed, &reruns).await?;

@@ -148,7 +148,7 @@ impl Store {
              and ((cast($9 as text) = 'valid' and runs.status in ('finished', 'passed', 'regressed') \
                  and (cast($7 as bigint) is not null or not exists (select 1 from runs as reruns \
                      where reruns.confirms_run_id = runs.id and reruns.status in ('finished', 'passed', 'regressed')))) \
-                 or (cast($9 as text) = 'invalid' and runs.status = 'invalid')) \
+                 or (cast($9 as text) = 'invalid' and runs.status = 'invalid' and runs.confirms_run_id is null)) \
              and (cast($4 as bigint) is null or runs.started_at >= $4) \
              and (cast($5 as bigint) is null or runs.started_at < $5) \
              and (cast($6 as text) is null or runs.build_id = $6) \

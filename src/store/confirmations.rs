@@ -59,6 +59,13 @@ impl Store {
         Ok(row.map(|(id,)| id))
     }
 
+    /// Every rerun that was asked to confirm `first`, oldest first.
+    pub async fn reruns_of(&self, first: RunId) -> Result<Vec<RunId>, StoreError> {
+        let query = "select id from runs where confirms_run_id = $1 order by id";
+        let rows: Vec<(i64,)> = on_pool!(self, |pool| sqlx::query_as(query).bind(first).fetch_all(pool).await?);
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
     /// The run that `rerun` was asked to confirm, if it is a rerun.
     pub async fn confirmed_by(&self, rerun: RunId) -> Result<Option<RunId>, StoreError> {
         let query = "select confirms_run_id from runs where id = $1";

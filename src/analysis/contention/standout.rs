@@ -124,7 +124,7 @@ fn stands_out(f: &Finding, findings: &[Finding], blamed: &Blamed) -> bool {
 /// How many spreads a change must be past the median of `others` changes to stand out: [`OUTLIER_SPREADS`]
 /// as a one-sided tail, read on Student's t with `others − 1` degrees of freedom and widened by
 /// √(1 + 1/others), as a prediction interval for one more value is when the spread is estimated from a few:
-/// 5.7 spreads with ten others, 13 with four, 48 with three (two others' spread says almost nothing).
+/// 5.7 spreads with ten others, 13 with four, 53 with three (two others' spread says almost nothing).
 fn spreads_to_stand_out(others: usize) -> f64 {
     let n = others as f64;
     let tail = statrs::function::erf::erfc(OUTLIER_SPREADS / std::f64::consts::SQRT_2) / 2.0;
