@@ -68,6 +68,14 @@ fn describe_plan(plan: &Plan) -> Vec<String> {
         ),
         format!("  target    {}", redact_url(&plan.target.base_url)),
     ]);
+    match crate::scenario::night_sizes::endpoint_nights(plan) {
+        Some(nights) => lines.extend(nights.iter().map(|n| format!("  per night {}", n.describe()))),
+        None => lines.push(
+            "  per night each endpoint's requests depend on the target's speed (closed model): which percentiles \
+             can be judged shows on the first run's page"
+                .to_owned(),
+        ),
+    }
     for feeder in &plan.feeders {
         lines.push(format!("  data      {}: {} rows of {}", feeder.name, feeder.rows.len(), feeder.columns.join(", ")));
     }

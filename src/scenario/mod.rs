@@ -4,6 +4,7 @@
 //! and build a [`Plan`], which is all the engine sees. Every error names file, line, column and field.
 
 mod bounded_file;
+pub mod night_sizes;
 pub mod feeder;
 pub mod json_template;
 pub mod plan;

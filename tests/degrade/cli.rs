@@ -160,3 +160,26 @@ fn only_commands_that_alert_warn_about_an_unset_webhook() {
     let validate = degrade(dir.path(), &["validate"], &[]);
     assert!(text(&validate).1.contains(warning), "{}", text(&validate).1);
 }
+
+/// Before the first night, `validate` says what each endpoint's night will give to judge at the planned load,
+/// so a user sizes the night for the tails they care about.
+#[test]
+fn validate_says_which_percentiles_a_night_can_judge_per_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = "[target]\nbase_url = \"http://127.0.0.1:9\"\n[[flow]]\nname = \"read\"\nweight = 9\n\
+                    [[flow.step]]\npath = \"/a\"\n[[flow]]\nname = \"draft\"\nweight = 1\n[[flow.step]]\n\
+                    method = \"POST\"\npath = \"/drafts\"\n[load]\nmodel = \"open\"\n[[load.stage]]\n\
+                    duration = \"60s\"\nrate = 9\n";
+    std::fs::write(dir.path().join("s.toml"), scenario).unwrap();
+    let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("  per night GET /a: ~486 requests: p50, p95, p99 judged\n"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "  per night POST /drafts: ~54 requests: p50 judged; p95 needs ~73, p99 ~381: raise its share of the load \
+             or the night's length\n"
+        ),
+        "{stdout}"
+    );
+}

@@ -1,0 +1,107 @@
+//! What a night of a plan gives each endpoint to judge, before the first night: the requests it will send
+//! there at the planned load (open model; a closed model's count depends on the target's speed), and which
+//! percentiles that many requests can judge at all (`metrics::interval::requests_needed`: the fewest whose
+//! 95 % interval has an upper end). A user sizes the night for the tails they care about instead of learning
+//! it from a verdict's "too few to judge".
+
+use super::plan::{Plan, StageShape};
+use crate::metrics::interval::requests_needed;
+use crate::model::LoadModel;
+
+/// The percentiles the judge reads, with their quantile.
+const PERCENTILES: [(&str, f64); 3] = [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)];
+
+/// One endpoint's night: its planned requests and what they can judge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointNight {
+    /// The metric key.
+    pub endpoint: String,
+    /// Requests a measured night plans for it.
+    pub requests: f64,
+    /// The percentiles that many requests can judge.
+    pub judged: Vec<&'static str>,
+    /// The percentiles it cannot, with the requests each needs.
+    pub short: Vec<(&'static str, u64)>,
+}
+
+impl EndpointNight {
+    /// `POST /drafts: ~52 requests: p50 judged; p95 needs ~59, p99 ~299: raise its share of the load or the
+    /// night's length`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let judged =
+            if self.judged.is_empty() { "nothing judged".to_owned() } else { self.judged.join(", ") + " judged" };
+        let mut text =
+            format!("{}: ~{} requests: {judged}", self.endpoint, super::tape_source::thousands(self.requests.round()));
+        if !self.short.is_empty() {
+            let needs: Vec<String> = self
+                .short
+                .iter()
+                .enumerate()
+                .map(|(i, (p, n))| if i == 0 { format!("{p} needs ~{n}") } else { format!("{p} ~{n}") })
+                .collect();
+            text += &format!("; {}: raise its share of the load or the night's length", needs.join(", "));
+        }
+        text
+    }
+}
+
+/// Each endpoint's planned night, in the plan's endpoint order; `None` for the closed model.
+#[must_use]
+pub fn endpoint_nights(plan: &Plan) -> Option<Vec<EndpointNight>> {
+    if plan.load.model == LoadModel::Closed {
+        return None;
+    }
+    let sessions: f64 = plan
+        .load
+        .stages
+        .iter()
+        .filter(|s| s.measure && matches!(s.shape, StageShape::Rate { .. }))
+        .map(super::plan::Stage::planned_arrivals)
+        .sum();
+    let mut requests = vec![0.0; plan.endpoints.len()];
+    if let Some(tape) = &plan.tape {
+        let planned = tape.planned_requests.unwrap_or(0.0);
+        for route in &tape.survey.routes {
+            let at = tape.endpoints.get(&route.key).copied().or(tape.other_routes);
+            if let Some(slot) = at.and_then(|i| requests.get_mut(i)) {
+                *slot += planned * route.requests as f64 / tape.survey.requests.max(1) as f64;
+            }
+        }
+    } else {
+        let weights: f64 = plan.flows.iter().map(|f| f64::from(f.weight)).sum();
+        for flow in &plan.flows {
+            let share = f64::from(flow.weight) / weights.max(1.0);
+            for step in &flow.steps {
+                if let Some(slot) = requests.get_mut(step.endpoint) {
+                    *slot += sessions * share;
+                }
+            }
+        }
+    }
+    Some(plan.endpoints.iter().zip(requests).map(|(endpoint, n)| night(endpoint, n)).collect())
+}
+
+fn night(endpoint: &str, requests: f64) -> EndpointNight {
+    let (mut judged, mut short) = (Vec::new(), Vec::new());
+    for (name, p) in PERCENTILES {
+        let needed = requests_needed(p);
+        if requests >= needed as f64 { judged.push(name) } else { short.push((name, needed)) }
+    }
+    EndpointNight { endpoint: endpoint.to_owned(), requests, judged, short }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thin_endpoint_says_what_its_tails_need() {
+        let thin = night("POST /drafts", 52.0);
+        assert_eq!(thin.judged, ["p50"]);
+        let said = thin.describe();
+        assert!(said.starts_with("POST /drafts: ~52 requests: p50 judged; p95 needs ~"), "{said}");
+        assert!(said.ends_with(": raise its share of the load or the night's length"), "{said}");
+        assert_eq!(night("GET /a", 20_000.0).describe(), "GET /a: ~20,000 requests: p50, p95, p99 judged");
+    }
+}
