@@ -16,8 +16,7 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     let (target, hook, dir, store) = five_nights_in().await;
 
     // A noisy night: the first run (80 requests) is slow throughout, its rerun is not.
-    let (code, output, first) = judged_night(&dir, &hook, &target, (80, i64::MAX)).await;
-    let rerun = first + 1;
+    let (code, output, first, rerun) = judged_night(&dir, &hook, &target, (80, i64::MAX)).await;
     assert_eq!(code, Some(0), "an unconfirmed regression does not fail the gate: {output}");
     let said = format!("confirmation: not confirmed: run #{first} was judged regressed, but rerun #{rerun}");
     assert!(output.contains(&said), "{output}");
@@ -35,8 +34,7 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
 
     // A real regression, worse in the rerun: a fifth of the first run's requests are slow (its p95), all of the
     // rerun's (its p50 too). One alert, for what both runs found, and the gate fails.
-    let (code, output, second) = judged_night(&dir, &hook, &target, (16, 80)).await;
-    let second_rerun = second + 1;
+    let (code, output, second, second_rerun) = judged_night(&dir, &hook, &target, (16, 80)).await;
     assert_eq!(code, Some(1), "{output}");
     let said = format!("confirmation: confirmed: run #{second} was judged regressed, and rerun #{second_rerun}");
     assert!(output.contains(&said), "{output}");
@@ -76,7 +74,7 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     // The next night of the same slow build is its second night, not its third: still a regression of the p95
     // (with the pair counted as two nights, the p95 would have "held" long enough to be the new level), and
     // no new alert while the episode is open.
-    let (code, output, third) = judged_night(&dir, &hook, &target, (0, 0)).await;
+    let (code, output, third, _) = judged_night(&dir, &hook, &target, (0, 0)).await;
     assert_eq!(code, Some(1), "{output}");
     assert!(output.contains("REGRESSION  GET /items  p95"), "{output}");
     let verdict = store.latest_verdict(third).await.unwrap().unwrap();
@@ -85,7 +83,7 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
 
     // Its third night: the slower level has held for three nights and is the level now. The episode resolves,
     // and the recovery says the slowdown stayed rather than that anything got faster.
-    let (code, output, _) = judged_night(&dir, &hook, &target, (0, 0)).await;
+    let (code, output, _, _) = judged_night(&dir, &hook, &target, (0, 0)).await;
     assert_eq!(code, Some(0), "{output}");
     let delivered = hook.delivered();
     assert_eq!(delivered.len(), 2, "{delivered:?}");
@@ -199,7 +197,7 @@ async fn a_regression_left_undecided_after_its_rerun_measured_is_decided_by_the_
     assert!(hook.delivered().is_empty(), "{:?}", hook.delivered());
 
     // Nothing slow tonight (no request is numbered below 0).
-    let (code, output, tonight) = judged_night(&dir, &hook, &target, (0, i64::MAX)).await;
+    let (code, output, tonight, _) = judged_night(&dir, &hook, &target, (0, i64::MAX)).await;
     assert_eq!(code, Some(0), "{output}");
     assert_eq!(store.find_run(first).await.unwrap().unwrap().status, RunStatus::Regressed);
     assert_eq!(store.find_run(rerun).await.unwrap().unwrap().status, RunStatus::Regressed);

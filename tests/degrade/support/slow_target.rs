@@ -120,24 +120,31 @@ pub async fn check_run_now(dir: &tempfile::TempDir, hook: &Receiver) -> (Option<
     (output.status.code(), format!("{stdout}{stderr}"))
 }
 
-/// One night through `check --run-now` with requests slowed as `slow` says (see [`SlowFor::slow`]), again while any run of it was
-/// invalid (this machine, busy with other tests, sent requests late: such a run says nothing about the build,
-/// whatever the target did). Returns the exit code, the output and the night's first run.
+/// One night through `check --run-now` with requests slowed as `slow` says (see [`SlowFor::slow`]), again while
+/// its first run, or the run that decided it, was invalid (this machine, busy with other tests, sent requests
+/// late: such a run says nothing about the build, whatever the target did; an invalid rerun in between is tried
+/// again by degrade itself). Returns the exit code, the output, the night's first run and the run that decided
+/// it (its last rerun, or the first run when it had none).
 pub async fn judged_night(
     dir: &tempfile::TempDir,
     hook: &Receiver,
     target: &SlowFor,
     slow: (i64, i64),
-) -> (Option<i32>, String, i64) {
+) -> (Option<i32>, String, i64, i64) {
     let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
     for _ in 0..6 {
         let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
         target.slow(slow);
         let (code, output) = check_run_now(dir, hook).await;
-        let made = store.last_runs("shop", 2).await.unwrap();
-        if made.iter().filter(|r| r.id > before).all(|r| r.status != RunStatus::Invalid) {
+        // The night's first run and the run that decided it (its last rerun, if any: an invalid rerun is tried
+        // again, so one in the middle says nothing) must both have measured.
+        let made = store.last_runs("shop", 4).await.unwrap();
+        let made: Vec<_> = made.iter().filter(|r| r.id > before).collect();
+        let (first, last) = (made.iter().min_by_key(|r| r.id), made.iter().max_by_key(|r| r.id));
+        if [first, last].into_iter().flatten().all(|r| r.status != RunStatus::Invalid) {
+            let decider = last.map_or(before + 1, |r| r.id);
             store.close().await;
-            return (code, output, before + 1);
+            return (code, output, before + 1, decider);
         }
     }
     panic!("six nights in a row had an invalid run: this machine is too busy to measure anything");
