@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::MAX_JSON_TREE_BYTES;
 use super::import::is_static;
 use super::private_values::percent_decode;
 use super::scrub::{Counter, ScrubRules, Scrubber};
@@ -176,7 +177,12 @@ impl Page<'_> {
         }
         let kept = scrubber.headers(&plain).into_iter().filter(|(n, _)| n != "accept-encoding");
         headers.extend(kept.map(|(n, v)| (n, literal(&v))));
-        let json = request.body.as_deref().and_then(|b| serde_json::from_str::<Value>(b).ok()).filter(Value::is_object);
+        let json = request
+            .body
+            .as_deref()
+            .filter(|b| b.len() <= MAX_JSON_TREE_BYTES)
+            .and_then(|b| serde_json::from_str::<Value>(b).ok())
+            .filter(Value::is_object);
         let rules = scrubber.rules().clone();
         let json = json.map(|mut json| {
             template_json(&mut json, &rules, &mut |secret, name, value| {
@@ -256,11 +262,12 @@ impl Page<'_> {
     }
 }
 
-/// A body that is not JSON: a form is scrubbed pair by pair; anything else (multipart, binary) cannot be
-/// checked, so it is left out (and counted).
+/// A body that is not a JSON object read as a tree: a form is scrubbed pair by pair; anything else
+/// (multipart, binary, JSON over [`MAX_JSON_TREE_BYTES`]) cannot be checked, so it is left out (and counted).
 fn other_body(body: Option<&str>, scrubber: &mut Scrubber) -> Option<String> {
     let body = body?;
-    if !body.contains(char::is_whitespace) && body.contains('=') {
+    let json = body.starts_with(['{', '[']);
+    if !json && !body.contains(char::is_whitespace) && body.contains('=') {
         return Some(literal(&scrubber.pairs(body, Counter::Field)));
     }
     scrubber.counts.bodies += 1;
@@ -349,5 +356,14 @@ mod tests {
         assert!(!text.contains("jane@example.com"), "{text}");
         assert!(text.contains(r#"path = "/users/redacted-"#) && text.contains(r#"/a/{{ a_id }}""#), "{text}");
         assert!(text.parse::<toml::Table>().is_ok(), "{text}");
+    }
+
+    #[test]
+    fn a_json_body_too_long_for_a_tree_is_left_out() {
+        let long = format!(r#"{{"a":"b=c","n":[{}0]}}"#, "0,".repeat(MAX_JSON_TREE_BYTES / 2));
+        let mut scrubber = Scrubber::new(ScrubRules::default(), 9);
+        let built = scenario_from_har(&[entry(Method::POST, "/a", Some(&long), None)], &mut scrubber, "test");
+        assert!(!built.text.contains("json =") && !built.text.contains("body ="), "a body of {} bytes", long.len());
+        assert_eq!(scrubber.counts.bodies, 1);
     }
 }
