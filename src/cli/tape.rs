@@ -8,11 +8,12 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use super::tape_report::{describe, write_scenario};
 use super::{Exit, print_stdout};
 use crate::outside_text::printable;
-use crate::tape::Router;
+use crate::tape::flows::{Recording, read_recording, scenario_from_har};
 use crate::tape::import::{ImportOptions, ImportReport, import};
 use crate::tape::scrub::ScrubRules;
 use crate::tape::sources::SourceFormat;
 use crate::tape::survey::survey;
+use crate::tape::{MAX_JSON_TREE_BYTES, Router};
 
 /// `degrade tape …`.
 #[derive(Debug, clap::Subcommand)]
@@ -189,36 +190,22 @@ fn flows(source: &Path, scenario: &Path, rules: ScrubRules) -> anyhow::Result<Ex
     if scenario.exists() {
         anyhow::bail!("{} exists; name a new file with --scenario", scenario.display());
     }
-    let lines = crate::tape::lines::LineReader::open(source)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read it: {e}", source.display()))?;
-    let entries = crate::tape::sources::read_har(lines).map_err(|e| anyhow::anyhow!("{}: {e}", source.display()))?;
-    let mut text = String::new();
-    let mut good = Vec::new();
-    for entry in entries {
-        match entry {
-            Ok(entry) => good.push(entry),
-            Err(bad) => {
-                let _ =
-                    writeln!(text, "  skipped   {}: entry {}: {}", source.display(), bad.line, printable(&bad.message));
-            }
-        }
-    }
-    let origin =
-        good.iter().find_map(|e| e.recorded.host.clone()).map_or_else(String::new, |h| format!("recorded against {h}"));
+    let recording = read_recording(source).map_err(anyhow::Error::msg)?;
+    let skipped = skipped_entries(source, &recording);
+    let origin = recording
+        .entries
+        .iter()
+        .find_map(|e| e.recorded.host.clone())
+        .map_or_else(String::new, |h| format!("recorded against {h}"));
     let mut scrubber = crate::tape::scrub::Scrubber::new(rules, rand::random());
-    let built = crate::tape::flows::scenario_from_har(&good, &mut scrubber, &origin);
+    let built = scenario_from_har(&recording.entries, &mut scrubber, &origin);
     if built.flows.is_empty() {
-        print_stdout(&text)?;
+        print_stdout(&skipped)?;
         anyhow::bail!("{}: no API requests to make flows of", source.display());
     }
     std::fs::write(scenario, &built.text)
         .map_err(|e| anyhow::anyhow!("{}: cannot write it: {e}", scenario.display()))?;
-    let mut out = format!(
-        "Wrote {} from {}:
-",
-        scenario.display(),
-        source.display()
-    );
+    let mut out = format!("Wrote {} from {}:\n", scenario.display(), source.display());
     for (flow, steps) in &built.flows {
         let _ = writeln!(out, "  flow      {} ({steps} steps)", printable(flow));
     }
@@ -226,15 +213,37 @@ fn flows(source: &Path, scenario: &Path, rules: ScrubRules) -> anyhow::Result<Ex
         let (from, step) = (printable(&c.from), printable(&c.from_step));
         let _ = writeln!(out, "  correlated {} = {from} of {step}'s answer, used {} time(s) later", c.variable, c.uses);
     }
+    for unread in &built.unread {
+        let _ = writeln!(
+            out,
+            "  unread    the answer of {} (entry {}) is {:.1} MB, over the {} MiB read for values to correlate",
+            printable(&unread.step),
+            unread.entry,
+            unread.bytes as f64 / 1e6,
+            MAX_JSON_TREE_BYTES >> 20
+        );
+    }
     let _ = writeln!(
         out,
-        "  scrubbed  {} values and headers
-{text}Next: set its base_url, then `degrade validate {}`",
+        "  scrubbed  {} values and headers\n{skipped}Next: set its base_url, then `degrade validate {}`",
         scrubber.counts.total(),
         scenario.display()
     );
     print_stdout(&out)?;
     Ok(Exit::Ok)
+}
+
+/// The lines naming the entries `--flows` skipped, the first few quoted.
+fn skipped_entries(source: &Path, recording: &Recording) -> String {
+    let mut text = String::new();
+    for bad in &recording.malformed_examples {
+        let _ = writeln!(text, "  skipped   {}: entry {}: {}", source.display(), bad.line, printable(&bad.message));
+    }
+    let more = recording.malformed - recording.malformed_examples.len() as u64;
+    if more > 0 {
+        let _ = writeln!(text, "            … and {more} more malformed entries");
+    }
+    text
 }
 
 /// `access` for `/var/log/nginx/access.log.1.gz`.

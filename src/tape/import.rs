@@ -158,42 +158,21 @@ fn each_kept(
     keep: &mut dyn FnMut(&TapeRequest, &str) -> std::io::Result<bool>,
 ) -> Result<(), String> {
     let mut scrubber = Scrubber::new(options.scrub.clone(), key);
-    for item in sources::open(source, &options.format)? {
+    sources::read(source, &options.format, &mut |item| {
         report.read += 1;
         // A malformed line's message may quote it, and the report is printed and pasted into tickets.
         let item = item.map_err(|bad| Malformed { message: quoted_privately(&mut scrubber, &bad.message), ..bad });
         let Some(recorded) =
             report.take(item).map_err(|bad| format!("{}:{}: {}", source.display(), bad.line, bad.message))?
         else {
-            continue;
+            return Ok(());
         };
         if let Some(reason) = filtered_out(&recorded, options) {
             *report.dropped.entry(reason).or_default() += 1;
-            continue;
+            return Ok(());
         }
-        let Recorded { mut request, headers, host } = recorded;
-        let scrubbed_before = scrubber.counts;
-        scrubber.request(&mut request, &headers);
-        let mut route = options.router.route(request.method.as_str(), &request.target).key;
-        if report.routes.len() >= MAX_SURVEYED_ROUTES && !report.routes.contains_key(&route) {
-            // A messy log's endless routes share one entry, so memory stays bounded.
-            OTHER_ROUTES.clone_into(&mut route);
-        }
-        if !keep(&request, &route).map_err(|e| format!("{{tape}}: cannot write the tape: {e}"))? {
-            *report.dropped.entry(Dropped::Sampled).or_default() += 1;
-            // What was scrubbed from a request the tape does not keep is not in the tape.
-            scrubber.counts = scrubbed_before;
-            continue;
-        }
-        report.kept += 1;
-        report.hostless += u64::from(!options.hosts.is_empty() && host.is_none());
-        report.bodiless_writes +=
-            u64::from(request.body.is_none() && matches!(request.method, Method::POST | Method::PUT | Method::PATCH));
-        *report.routes.entry(route).or_default() += 1;
-        if let Some(time) = request.time {
-            report.span = Some(report.span.map_or((time, time), |(a, b)| (a.min(time), b.max(time))));
-        }
-    }
+        report.keep(recorded, options, &mut scrubber, keep)
+    })?;
     report.scrubbed = scrubber.counts;
     Ok(())
 }
@@ -207,6 +186,39 @@ fn quoted_privately(scrubber: &mut Scrubber, message: &str) -> String {
 }
 
 impl ImportReport {
+    /// Scrubs `recorded` and hands it to `keep`, counting it if kept.
+    fn keep(
+        &mut self,
+        recorded: Recorded,
+        options: &ImportOptions,
+        scrubber: &mut Scrubber,
+        keep: &mut dyn FnMut(&TapeRequest, &str) -> std::io::Result<bool>,
+    ) -> Result<(), String> {
+        let Recorded { mut request, headers, host } = recorded;
+        let scrubbed_before = scrubber.counts;
+        scrubber.request(&mut request, &headers);
+        let mut route = options.router.route(request.method.as_str(), &request.target).key;
+        if self.routes.len() >= MAX_SURVEYED_ROUTES && !self.routes.contains_key(&route) {
+            // A messy log's endless routes share one entry, so memory stays bounded.
+            OTHER_ROUTES.clone_into(&mut route);
+        }
+        if !keep(&request, &route).map_err(|e| format!("{{tape}}: cannot write the tape: {e}"))? {
+            *self.dropped.entry(Dropped::Sampled).or_default() += 1;
+            // What was scrubbed from a request the tape does not keep is not in the tape.
+            scrubber.counts = scrubbed_before;
+            return Ok(());
+        }
+        self.kept += 1;
+        self.hostless += u64::from(!options.hosts.is_empty() && host.is_none());
+        self.bodiless_writes +=
+            u64::from(request.body.is_none() && matches!(request.method, Method::POST | Method::PUT | Method::PATCH));
+        *self.routes.entry(route).or_default() += 1;
+        if let Some(time) = request.time {
+            self.span = Some(self.span.map_or((time, time), |(a, b)| (a.min(time), b.max(time))));
+        }
+        Ok(())
+    }
+
     /// A source's item: the request, or `None` for a malformed line (counted, the first few kept for the
     /// report); `Err` when the source cannot be read further.
     fn take(&mut self, item: Result<Recorded, Malformed>) -> Result<Option<Recorded>, Malformed> {

@@ -95,14 +95,10 @@ impl LineReader {
         Ok(Some((self.number, line)))
     }
 
-    /// Everything left, at most `limit` bytes (for formats read whole, such as HAR).
-    pub fn read_rest(mut self, limit: u64) -> io::Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        (&mut self.reader).take(limit + 1).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > limit {
-            return Err(io::Error::other(format!("larger than {} MB", limit / 1_000_000)));
-        }
-        Ok(bytes)
+    /// The rest of the file as a stream of bytes (for formats that are not line by line, such as HAR).
+    #[must_use]
+    pub fn into_reader(self) -> Box<dyn BufRead + Send> {
+        self.reader
     }
 }
 

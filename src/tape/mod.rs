@@ -25,5 +25,9 @@ mod within;
 pub mod writer;
 
 pub use format::{TapeReader, TapeRequest};
+
+/// The longest JSON text read into a tree (`serde_json::Value`), which takes up to ~35 times its text (32
+/// bytes for each `0,` of `[0,0,…]`): a longer answer is not read for values to correlate.
+pub const MAX_JSON_TREE_BYTES: usize = 1 << 20;
 pub use route::Router;
 pub use writer::TapeWriter;

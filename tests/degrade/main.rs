@@ -22,6 +22,8 @@
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
 //! - `tape`: `degrade tape import` of the committed fixtures, and tape replays against a recording server.
 //! - `tape_privacy`: a corpus of recordings full of private values, none of which may reach a tape or flows.
+//! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
+//!   it; `.ci/run` installs it).
 
 // Stored figures must come back bit for bit, so exact float comparison is the point of these assertions.
 #![allow(clippy::float_cmp)]
@@ -36,6 +38,7 @@ mod browser;
 mod dashboard;
 mod demo;
 mod engine;
+mod har_memory;
 mod held_back_machine;
 mod hostile_input;
 mod layers;

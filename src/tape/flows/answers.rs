@@ -1,12 +1,13 @@
 //! What a recorded answer gave that a later request may send back: the values of its JSON body (and a
-//! relative `Location`), each with where it came from.
+//! relative `Location`), each with where it came from. A body is read into a JSON tree only up to
+//! [`MAX_ANSWER_BYTES`] (the HAR reader lets longer ones go): past it, the answer is left unread, and said so.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Extract, Known};
-use crate::tape::sources::HarEntry;
+use super::{Extract, Known, UnreadAnswer};
+use crate::tape::sources::{Answer, HarEntry};
 
 /// Remembers the values `entry`'s answer gave, to be found in later requests.
 pub(super) fn learn(known: &mut BTreeMap<String, Known>, step: usize, route: &str, entry: &HarEntry) {
@@ -19,7 +20,10 @@ pub(super) fn learn(known: &mut BTreeMap<String, Known>, step: usize, route: &st
         format!("{resource}_{field}")
     };
     // The body first: `$.id` reads better than the end of a Location header, and is where ids usually are.
-    let json = entry.response_body.as_deref().filter(|_| entry.response_type.contains("json"));
+    let json = match &entry.answer {
+        Answer::Text(body) if entry.response_type.contains("json") => Some(body.as_str()),
+        _ => None,
+    };
     let mut values = Vec::new();
     if let Some(json) = json.and_then(|body| serde_json::from_str::<Value>(body).ok()) {
         collect_values(&json, "$".to_owned(), "", &mut values);
@@ -32,10 +36,19 @@ pub(super) fn learn(known: &mut BTreeMap<String, Known>, step: usize, route: &st
         known.insert(value, Known { name: name(&field), variable: None, step, from: Extract::Json(path) });
     }
     // A relative Location is a whole path a later request may open as it is.
-    let location = entry.response_headers.iter().find(|(n, _)| n == "location").map(|(_, v)| v.clone());
-    if let Some(location) = location.filter(|l| l.starts_with('/') && !known.contains_key(l)) {
+    if let Some(location) = entry.location.clone().filter(|l| l.starts_with('/') && !known.contains_key(l)) {
         let from = Extract::Header("location".to_owned());
         known.insert(location, Known { name: name("location"), variable: None, step, from });
+    }
+}
+
+/// The JSON answer of `entry`, sent to `route`, if it was too long to be read for values.
+pub(super) fn unread(entry: &HarEntry, route: &str) -> Option<UnreadAnswer> {
+    match entry.answer {
+        Answer::TooLong(bytes) if entry.response_type.contains("json") => {
+            Some(UnreadAnswer { entry: entry.number, step: route.to_owned(), bytes })
+        }
+        _ => None,
     }
 }
 

@@ -5,19 +5,23 @@
 //! request of the same page sends back — in its path, query, JSON body or a header — become an `extract` on the step
 //! that received them and a `{{ variable }}` where they are used, so the replay creates its own objects and
 //! uses their ids instead of the recorded ones. What is not correlated is scrubbed as an import is.
+//! `recording` reads the HAR: it holds the entries it uses, at most 10,000 from 256 MB of HAR.
 
 mod answers;
+mod recording;
 mod write;
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::MAX_JSON_TREE_BYTES;
 use super::import::is_static;
 use super::private_values::percent_decode;
 use super::scrub::{Counter, ScrubRules, Scrubber};
 use super::sources::HarEntry;
-use answers::learn;
+use answers::{learn, unread};
+pub use recording::{MAX_ENTRIES, MAX_HAR_BYTES, Recording, read_recording};
 use write::write_flow;
 
 /// A value found in an earlier answer and used later.
@@ -33,6 +37,17 @@ pub struct Correlation {
     pub uses: usize,
 }
 
+/// A JSON answer too long to be read for values (over [`crate::tape::MAX_JSON_TREE_BYTES`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadAnswer {
+    /// The entry's number in the recording.
+    pub entry: u64,
+    /// The step (route) it answered.
+    pub step: String,
+    /// Its length.
+    pub bytes: usize,
+}
+
 /// What `--flows` produced.
 #[derive(Debug, Clone)]
 pub struct FlowsScenario {
@@ -42,6 +57,8 @@ pub struct FlowsScenario {
     pub flows: Vec<(String, usize)>,
     /// The correlations found.
     pub correlations: Vec<Correlation>,
+    /// Answers nothing was correlated from, for their length.
+    pub unread: Vec<UnreadAnswer>,
 }
 
 /// An answer's value that a later request may use.
@@ -100,8 +117,10 @@ pub fn scenario_from_har(entries: &[HarEntry], scrubber: &mut Scrubber, origin_n
     );
     let mut flows = Vec::new();
     let mut correlations = Vec::new();
+    let mut unread_answers = Vec::new();
     for (page, entries) in &pages {
         let steps = correlate(entries, scrubber, &mut correlations);
+        unread_answers.extend(entries.iter().zip(&steps).filter_map(|(entry, step)| unread(entry, &step.route)));
         write_flow(&mut text, page, &steps);
         flows.push((page.clone(), steps.len()));
     }
@@ -109,7 +128,7 @@ pub fn scenario_from_har(entries: &[HarEntry], scrubber: &mut Scrubber, origin_n
         "\n[load]\nmodel = \"open\"\n\n  [[load.stage]]\n  duration = \"30s\"\n  from = 0.2\n  to = 1\n  measure = false\n\n  \
          [[load.stage]]\n  duration = \"5m\"\n  rate = 1                     # sessions per second\n",
     );
-    FlowsScenario { text, flows, correlations }
+    FlowsScenario { text, flows, correlations, unread: unread_answers }
 }
 
 /// The steps of one page, with values from earlier answers replaced by variables.
@@ -158,7 +177,12 @@ impl Page<'_> {
         }
         let kept = scrubber.headers(&plain).into_iter().filter(|(n, _)| n != "accept-encoding");
         headers.extend(kept.map(|(n, v)| (n, literal(&v))));
-        let json = request.body.as_deref().and_then(|b| serde_json::from_str::<Value>(b).ok()).filter(Value::is_object);
+        let json = request
+            .body
+            .as_deref()
+            .filter(|b| b.len() <= MAX_JSON_TREE_BYTES)
+            .and_then(|b| serde_json::from_str::<Value>(b).ok())
+            .filter(Value::is_object);
         let rules = scrubber.rules().clone();
         let json = json.map(|mut json| {
             template_json(&mut json, &rules, &mut |secret, name, value| {
@@ -238,11 +262,12 @@ impl Page<'_> {
     }
 }
 
-/// A body that is not JSON: a form is scrubbed pair by pair; anything else (multipart, binary) cannot be
-/// checked, so it is left out (and counted).
+/// A body that is not a JSON object read as a tree: a form is scrubbed pair by pair; anything else
+/// (multipart, binary, JSON over [`MAX_JSON_TREE_BYTES`]) cannot be checked, so it is left out (and counted).
 fn other_body(body: Option<&str>, scrubber: &mut Scrubber) -> Option<String> {
     let body = body?;
-    if !body.contains(char::is_whitespace) && body.contains('=') {
+    let json = body.starts_with(['{', '[']);
+    if !json && !body.contains(char::is_whitespace) && body.contains('=') {
         return Some(literal(&scrubber.pairs(body, Counter::Field)));
     }
     scrubber.counts.bodies += 1;
@@ -295,17 +320,18 @@ mod tests {
     use super::*;
     use crate::tape::TapeRequest;
     use crate::tape::scrub::ScrubRules;
-    use crate::tape::sources::Recorded;
+    use crate::tape::sources::{Answer, Recorded};
 
     fn entry(method: Method, target: &str, body: Option<&str>, answer: Option<&str>) -> HarEntry {
         let mut request = TapeRequest::new(method, target.to_owned());
         request.body = body.map(str::to_owned);
         request.status = Some(200);
         HarEntry {
+            number: 1,
             recorded: Recorded { request, headers: Vec::new(), host: None },
             page: None,
-            response_headers: Vec::new(),
-            response_body: answer.map(str::to_owned),
+            location: None,
+            answer: answer.map_or(Answer::Absent, |a| Answer::Text(a.to_owned())),
             response_type: "application/json".to_owned(),
         }
     }
@@ -330,5 +356,14 @@ mod tests {
         assert!(!text.contains("jane@example.com"), "{text}");
         assert!(text.contains(r#"path = "/users/redacted-"#) && text.contains(r#"/a/{{ a_id }}""#), "{text}");
         assert!(text.parse::<toml::Table>().is_ok(), "{text}");
+    }
+
+    #[test]
+    fn a_json_body_too_long_for_a_tree_is_left_out() {
+        let long = format!(r#"{{"a":"b=c","n":[{}0]}}"#, "0,".repeat(MAX_JSON_TREE_BYTES / 2));
+        let mut scrubber = Scrubber::new(ScrubRules::default(), 9);
+        let built = scenario_from_har(&[entry(Method::POST, "/a", Some(&long), None)], &mut scrubber, "test");
+        assert!(!built.text.contains("json =") && !built.text.contains("body ="), "a body of {} bytes", long.len());
+        assert_eq!(scrubber.counts.bodies, 1);
     }
 }

@@ -1,14 +1,16 @@
 //! Bodies: JSON field by field, forms pair by pair, plain text searched inside; a body that cannot be checked
-//! is dropped.
+//! is dropped. JSON is read into a tree only up to [`MAX_JSON_TREE_BYTES`] (a tree takes up to ~35 times its
+//! text): a longer JSON body cannot be checked, and is dropped.
 
 use serde_json::Value;
 
 use super::{Counter, Scrubber};
+use crate::tape::MAX_JSON_TREE_BYTES;
 
 impl Scrubber {
     /// A body scrubbed by its kind: JSON field by field, a form pair by pair; a body that cannot be read
-    /// field by field (multipart, binary, JSON that does not parse) is dropped and counted, since what it
-    /// holds cannot be checked. Plain text keeps its words, with what is private inside it replaced.
+    /// field by field (multipart, binary, JSON that does not parse or is over 1 MiB) is dropped and counted,
+    /// since what it holds cannot be checked. Plain text keeps its words, with what is private inside it replaced.
     pub(super) fn any_body(&mut self, body: String, content_type: &str) -> Option<String> {
         let looks_json = matches!(body.trim_start().chars().next(), Some('{' | '['));
         let looks_form = !body.contains(char::is_whitespace) && body.contains('=');
@@ -32,8 +34,12 @@ impl Scrubber {
     }
 
     /// A JSON body with secret fields and private-looking strings replaced, if anything was; `Ok(None)` when
-    /// it is unchanged (so it stays as recorded, key order and spacing included); `Err` when it is not JSON.
+    /// it is unchanged (so it stays as recorded, key order and spacing included); `Err` when it is not JSON,
+    /// or too long to be read as a tree.
     fn json_body(&mut self, body: &str) -> Result<Option<String>, ()> {
+        if body.len() > MAX_JSON_TREE_BYTES {
+            return Err(());
+        }
         let mut json: Value = serde_json::from_str(body).map_err(|_| ())?;
         let before = self.counts;
         self.json(&mut json);

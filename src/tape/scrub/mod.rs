@@ -245,6 +245,9 @@ mod tests {
         assert_eq!((counts.fields, counts.values), (1, 1));
         let (request, _) = scrub("/a", &[("Content-Type", "application/json")], Some("{not json password=x"));
         assert_eq!(request.body, None, "JSON that does not parse cannot be checked");
+        let zeros = format!("[{}0]", "0,".repeat(crate::tape::MAX_JSON_TREE_BYTES / 2));
+        let (request, counts) = scrub("/a", &[], Some(&zeros));
+        assert_eq!((request.body, counts.bodies), (None, 1), "JSON too long for a tree cannot be checked");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Where recorded traffic comes from: access logs in any nginx `log_format` (combined by default), JSON Lines
-//! logs and HAR recordings. Each is read as a stream of [`Recorded`] requests; a line that is not a request is
-//! a [`Malformed`] item with its line number, counted and skipped by the import; only a source that cannot
-//! be read further (a truncated gzip stream) stops it.
+//! logs and HAR recordings. Each is read as a stream of [`Recorded`] requests, handed over one at a time; a
+//! line (or HAR entry) that is not a request is a [`Malformed`] item with its line number, counted and
+//! skipped by the import; only a source that cannot be read further (a truncated gzip stream) stops it.
 
 mod har;
 mod json_lines;
@@ -12,7 +12,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use http::Method;
 
-pub use har::{HarEntry, read_har};
+pub use har::{Answer, HarEntry, HarError, MAX_ENTRY_BYTES, read_har};
 pub use log_format::LogFormat;
 
 use super::format::TapeRequest;
@@ -93,22 +93,27 @@ fn has_extension(name: &str, extensions: &[&str]) -> bool {
     name.rsplit_once('.').is_some_and(|(_, ext)| extensions.contains(&ext))
 }
 
-/// The requests of the file at `path`, streamed.
-pub fn open(
+/// Hands every request of the file at `path` (or why a line is not one) to `each`, in order, as it is read;
+/// stops at the first error, of the source or of `each`.
+pub fn read(
     path: &Path,
     format: &SourceFormat,
-) -> Result<Box<dyn Iterator<Item = Result<Recorded, Malformed>>>, String> {
+    each: &mut dyn FnMut(Result<Recorded, Malformed>) -> Result<(), String>,
+) -> Result<(), String> {
     let lines = LineReader::open(path).map_err(|e| format!("{}: cannot read it: {e}", path.display()))?;
-    Ok(match format {
-        SourceFormat::Log(format) => {
-            Box::new(LineSource { lines, parse: LineParser::Log(format.clone()), broken: false })
-        }
-        SourceFormat::JsonLines => Box::new(LineSource { lines, parse: LineParser::Json, broken: false }),
+    let parse = match format {
+        SourceFormat::Log(format) => LineParser::Log(format.clone()),
+        SourceFormat::JsonLines => LineParser::Json,
         SourceFormat::Har => {
-            let entries = read_har(lines).map_err(|e| format!("{}: {e}", path.display()))?;
-            Box::new(entries.into_iter().map(|entry| entry.map(|e| e.recorded)))
+            // A HAR is read for the import's requests alone: one entry at a time, whatever its length.
+            return match read_har(lines, None, &mut |entry| each(entry.map(|e| e.recorded))) {
+                Ok(_) => Ok(()),
+                Err(HarError::Unreadable(why)) => Err(format!("{}: {why}", path.display())),
+                Err(HarError::Stopped(why)) => Err(why),
+            };
         }
-    })
+    };
+    LineSource { lines, parse, broken: false }.try_for_each(each)
 }
 
 enum LineParser {

@@ -117,17 +117,43 @@ pub fn degrade_child(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> tokio::
     command.spawn().expect("start the degrade binary")
 }
 
+/// The real binary run in `dir` under `/usr/bin/time -v`: its output and its peak resident memory in KiB, or
+/// `None` where `/usr/bin/time` is not installed (`.ci/run` installs it). Memory, unlike time, does not depend
+/// on the machine's speed.
+pub fn degrade_peak_memory(dir: &Path, args: &[&str]) -> Option<(Output, u64)> {
+    let time = Path::new("/usr/bin/time");
+    if !time.is_file() {
+        return None;
+    }
+    let mut command = std::process::Command::new(time);
+    command.current_dir(dir).arg("-v").arg(env!("CARGO_BIN_EXE_degrade")).args(args);
+    without_degrade_variables(&mut command);
+    let output = command.output().expect("run the degrade binary under /usr/bin/time");
+    let report = String::from_utf8_lossy(&output.stderr);
+    let peak = report
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Maximum resident set size (kbytes):"))
+        .and_then(|kib| kib.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak memory in /usr/bin/time's report:\n{report}"));
+    Some((output, peak))
+}
+
 /// `degrade args` in `dir`, with only the `DEGRADE_*` variables in `env`.
 fn command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_degrade"));
     command.current_dir(dir).args(args);
+    without_degrade_variables(&mut command);
+    command.envs(env.iter().copied());
+    command
+}
+
+/// No `DEGRADE_*` variable of the test's own environment reaches `command`.
+fn without_degrade_variables(command: &mut std::process::Command) {
     for (key, _) in std::env::vars() {
         if key.starts_with("DEGRADE_") {
             command.env_remove(key);
         }
     }
-    command.envs(env.iter().copied());
-    command
 }
 
 /// Standard output and standard error of a finished command, for assertions and failure messages.
