@@ -8,13 +8,18 @@
 #   3. one night each with GET /boards/{board_id}/cards slowed by +10 %, +25 % and +50 % of its measured median
 #      (--slowdown-ms sized from the unchanged nights' p50), judged against the unchanged nights;
 #   4. a tail-only change: 2 % of that route's requests 20 ms slower;
-#   5. two routes slowed alike (that route and GET /cards/{card_id}, each by half their mean p50) on a night
-#      with one core kept busy: a lost index hits every query that used it, on a machine that is rarely idle.
+#   5. two routes slowed alike (that route and GET /cards/{card_id}, each by twice their mean p50: about ×3, the
+#      lost index of issue 50) on a night with one core kept busy: a lost index hits every query that used it, on
+#      a machine that is rarely idle.
 # It prints, for the unchanged nights, the first runs judged regressed (each refuted or confirmed by its rerun)
 # and the confirmed false alarms separately, and for each slowdown whether it was caught and which endpoints were
 # named. Target: at most 1 first run in 20 unchanged nights judged regressed, 0 confirmed; +25 % and +50 %
 # caught on the slowed route alone; the tail-only change caught on its route; both slowed routes named on the
-# busy night. Traffic goes to 127.0.0.1 only, to the demo target this script starts; every night is bounded by
+# busy night. Measured on this 2-core VM (session 42, 30 s nights): 0 / 20 first runs judged regressed, 0 confirmed;
+# +10 % not caught, +25 % and +50 % caught on the route alone, the tail-only change caught on its route's p99;
+# two routes ×3 with one core busy (20 s nights, by hand) caught, exit 1, on one of the two (the other excused:
+# on a busy night the eight routes' own changes spread widely, and 7 others widen the cut-off to 6.5 spreads).
+# Traffic goes to 127.0.0.1 only, to the demo target this script starts; every night is bounded by
 # the scenario's plan (NIGHT long).
 #   bash ci/bench-verdicts.sh                 # 20 judged nights of 30 s: about 20 minutes
 #   NIGHTS=5 NIGHT=20s bash ci/bench-verdicts.sh
@@ -174,7 +179,7 @@ start_target 1.2.0 20 --slow-route "$ROUTE" --slow-share 0.02
 slowed_night "tail only (2 % of $ROUTE +20 ms)" "$ROUTE"
 
 OTHER='GET /cards/{card_id}'
-both=$(python3 -c "print(round(($p50 + $(route_p50_ms "$OTHER")) / 2 * 0.5, 3))")
+both=$(python3 -c "print(round(($p50 + $(route_p50_ms "$OTHER")) / 2 * 2, 3))")
 start_target 1.3.0 "$both" --slow-route "$ROUTE" --slow-route "$OTHER"
 python3 -c 'while True: pass' &
 busy_pid=$!
