@@ -25,6 +25,16 @@ struct ScenarioCard {
     sparklines: Vec<Sparkline>,
     /// When the scheduler runs it next, in its own timezone, or why it does not.
     next_run: String,
+    /// Its newest nights, newest first, held back by their machine one after another, when there were two or
+    /// more: the gate has not been watching.
+    held_back: Vec<i64>,
+}
+
+impl ScenarioCard {
+    /// `#8, #9`: the held-back nights, oldest first.
+    fn held_back_runs(&self) -> String {
+        self.held_back.iter().rev().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ")
+    }
 }
 
 /// `/`: every scenario with its latest run, and the last month's p95 of each endpoint.
@@ -56,7 +66,11 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
             }
         }
         let next_run = next_run(&state, &summary.name, now);
-        scenarios.push(ScenarioCard { summary, changes, sparklines, next_run });
+        let mut held_back = state.store.held_back_in_a_row(&summary.name, i64::MAX).await?;
+        if held_back.len() < 2 {
+            held_back.clear();
+        }
+        scenarios.push(ScenarioCard { summary, changes, sparklines, next_run, held_back });
     }
     Ok(Html(OverviewPage { scenarios }.render()?))
 }

@@ -89,6 +89,9 @@ async fn two_nights_held_back_in_a_row_are_said_to_be_unjudged() {
     let (status, page) = app.get("/runs/12").await;
     assert_eq!(status, 200);
     assert!(page.contains("The gate has not judged this scenario for 2 nights in a row (runs #11, #12)"), "{page}");
+    let (status, overview) = app.get("/").await;
+    assert_eq!(status, 200);
+    assert!(overview.contains("for 2 nights in a row (runs #11, #12): each time its machine"), "{overview}");
 }
 
 #[tokio::test]
