@@ -11,7 +11,7 @@ use chrono::Utc;
 use super::run::Live;
 use super::{ConfigSource, Exit, print_stdout};
 use crate::config::Config;
-use crate::model::{BaselineSpec, Run, RunId, RunStatus, VerdictOutcome};
+use crate::model::{BaselineSpec, Run, RunStatus, VerdictOutcome};
 use crate::notify::Courier;
 use crate::pipeline::judge_run::{IfRegressed, judge_run};
 use crate::pipeline::{Job, Runner};
@@ -88,16 +88,22 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
         Err(_) => None,
     };
     let held_back = match &outcome {
-        Ok(report) if report.outcome == VerdictOutcome::Inconclusive => {
-            store.held_back_in_a_row(&report.scenario, report.run_id).await.unwrap_or_default()
-        }
-        _ => Vec::new(),
+        Ok(report) if report.outcome == VerdictOutcome::Inconclusive => store
+            .held_back_in_a_row(&report.scenario, report.run_id)
+            .await
+            .unwrap_or_default()
+            .told_at(Some(report.run_id)),
+        _ => None,
     };
     store.close().await;
     let report = outcome?;
     print_stdout(&report.render(args.format))?;
-    if held_back.len() >= 2 && held_back.first() == Some(&report.run_id) {
-        say!("warning: {}", not_judged_for(&report.scenario, &held_back));
+    if let Some(streak) = held_back {
+        say!(
+            "warning: the gate has not judged scenario {} {}; give the nightly run a quieter machine or hour",
+            report.scenario,
+            streak.describe()
+        );
     }
     Ok(match report.outcome {
         VerdictOutcome::Regressed if status == Some(RunStatus::Unconfirmed) => {
@@ -114,19 +120,6 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
         VerdictOutcome::Inconclusive => undecided("the verdict is inconclusive", args.strict),
         VerdictOutcome::Passed => Exit::Ok,
     })
-}
-
-/// `the gate has not judged scenario X for 2 nights in a row (runs #8, #9): …`: an inconclusive night is no
-/// free pass, and a streak of them means nothing is watching.
-fn not_judged_for(scenario: &str, held_back: &[RunId]) -> String {
-    let runs: Vec<String> = held_back.iter().rev().map(|id| format!("#{id}")).collect();
-    format!(
-        "the gate has not judged scenario {scenario} for {} nights in a row (runs {}): each time its machine was \
-         held back (busier with other work, its host taking CPU time, or slower in itself), so a regression on \
-         those nights went unjudged; give the nightly run a quieter machine or hour",
-        held_back.len(),
-        runs.join(", ")
-    )
 }
 
 /// An undecided verdict's exit, and why: 3 with `--strict`, else 0 with a warning.

@@ -186,3 +186,34 @@ impl std::str::FromStr for FindingOutcome {
         Self::ALL.into_iter().find(|o| o.as_str() == text).ok_or_else(|| format!("unknown finding outcome `{text}`"))
     }
 }
+
+/// A scenario's newest nights, newest first, that the gate did not judge one after another because their
+/// machine was held back (`Store::held_back_in_a_row`): an inconclusive night is no free pass, and a streak of
+/// them means nothing is watching.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeldBackNights(pub Vec<RunId>);
+
+impl HeldBackNights {
+    /// Two nights make a streak worth telling; one is the odd busy night.
+    const WORTH_TELLING: usize = 2;
+
+    /// The streak, when it is worth telling and ends at `run` (at the newest judged night when `None`).
+    #[must_use]
+    pub fn told_at(self, run: Option<RunId>) -> Option<Self> {
+        let ends_there = run.is_none_or(|run| self.0.first() == Some(&run));
+        (self.0.len() >= Self::WORTH_TELLING && ends_there).then_some(self)
+    }
+
+    /// `for 2 nights in a row (runs #8, #9): each time its machine was held back (…), so a regression on those
+    /// nights went unjudged`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let runs: Vec<String> = self.0.iter().rev().map(|id| format!("#{id}")).collect();
+        format!(
+            "for {} nights in a row (runs {}): each time its machine was held back (busier with other work, its \
+             host taking CPU time, or slower in itself), so a regression on those nights went unjudged",
+            self.0.len(),
+            runs.join(", ")
+        )
+    }
+}

@@ -3,7 +3,7 @@
 use super::retry::retry_busy;
 use super::rows::{FindingRow, json, to_json};
 use super::{Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
-use crate::model::{Finding, NewVerdict, RunId, RunStatus, Verdict, VerdictOutcome};
+use crate::model::{Finding, HeldBackNights, NewVerdict, RunId, RunStatus, Verdict, VerdictOutcome};
 use crate::outside_text::storable;
 
 #[derive(sqlx_macros::FromRow)]
@@ -118,7 +118,7 @@ impl Store {
     /// machine was held back (their latest verdict inconclusive, with latency findings excused), as long as
     /// they come one after another: a streak the next judged night ends. Reruns and nights never judged (failed,
     /// aborted) neither count nor break it.
-    pub async fn held_back_in_a_row(&self, scenario: &str, upto: RunId) -> Result<Vec<RunId>, StoreError> {
+    pub async fn held_back_in_a_row(&self, scenario: &str, upto: RunId) -> Result<HeldBackNights, StoreError> {
         const LOOKED_AT: i64 = 20;
         let query = "select runs.id, latest.outcome, (select count(*) from findings \
                          where findings.verdict_id = latest.id and findings.outcome = 'excused') \
@@ -133,11 +133,12 @@ impl Store {
             .bind(LOOKED_AT)
             .fetch_all(pool)
             .await?);
-        Ok(rows
-            .into_iter()
-            .take_while(|(_, outcome, excused)| outcome == "inconclusive" && *excused > 0)
-            .map(|(id, _, _)| id)
-            .collect())
+        Ok(HeldBackNights(
+            rows.into_iter()
+                .take_while(|(_, outcome, excused)| outcome == "inconclusive" && *excused > 0)
+                .map(|(id, _, _)| id)
+                .collect(),
+        ))
     }
 
     /// The run's first verdict, with its findings: the one the runner made when the run was measured, before

@@ -12,7 +12,7 @@ use chrono::Utc;
 use super::changes::Changes;
 use super::sparkline::{Sparkline, relative_to_level};
 use super::{AppState, WebError};
-use crate::model::OVERALL_ENDPOINT;
+use crate::model::{HeldBackNights, OVERALL_ENDPOINT};
 use crate::store::{ChartPoint, ScenarioSummary, TrendSpan};
 
 /// How many days of p95 the overview's sparklines show.
@@ -27,14 +27,7 @@ struct ScenarioCard {
     next_run: String,
     /// Its newest nights, newest first, held back by their machine one after another, when there were two or
     /// more: the gate has not been watching.
-    held_back: Vec<i64>,
-}
-
-impl ScenarioCard {
-    /// `#8, #9`: the held-back nights, oldest first.
-    fn held_back_runs(&self) -> String {
-        self.held_back.iter().rev().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ")
-    }
+    held_back: Option<HeldBackNights>,
 }
 
 /// `/`: every scenario with its latest run, and the last month's p95 of each endpoint.
@@ -66,10 +59,7 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
             }
         }
         let next_run = next_run(&state, &summary.name, now);
-        let mut held_back = state.store.held_back_in_a_row(&summary.name, i64::MAX).await?;
-        if held_back.len() < 2 {
-            held_back.clear();
-        }
+        let held_back = state.store.held_back_in_a_row(&summary.name, i64::MAX).await?.told_at(None);
         scenarios.push(ScenarioCard { summary, changes, sparklines, next_run, held_back });
     }
     Ok(Html(OverviewPage { scenarios }.render()?))

@@ -10,7 +10,9 @@ use axum::response::Html;
 use super::charts::{Merge, Series, timeline_svg};
 use super::trend_chart::colour;
 use super::{AppState, WebError, parse_run_id};
-use crate::model::{EndpointResult, Finding, FindingOutcome, Interval, Run, RunDetail, TimelinePoint, Verdict};
+use crate::model::{
+    EndpointResult, Finding, FindingOutcome, HeldBackNights, Interval, Run, RunDetail, TimelinePoint, Verdict,
+};
 use crate::report::{interval_text, signed_pct, with_unit};
 use crate::store::WorkloadSeries;
 
@@ -44,7 +46,7 @@ struct RunPage {
     previous: Option<i64>,
     /// The nights up to this one, newest first, whose machine was held back one after another, when there
     /// were two or more: the gate has not been watching.
-    held_back: Vec<i64>,
+    held_back: Option<HeldBackNights>,
 }
 
 // Templates pass every argument by reference.
@@ -56,11 +58,6 @@ impl RunPage {
 
     fn errors(endpoint: &EndpointResult) -> String {
         format!("{:.3}", endpoint.error_pct())
-    }
-
-    /// `#8, #9`: the held-back nights, oldest first.
-    fn held_back_runs(&self) -> String {
-        self.held_back.iter().rev().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ")
     }
 
     /// A count with thousands separated: `20,000`.
@@ -171,10 +168,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let other_series = (others.len(), others.iter().map(|s| s.measured_runs).sum());
     let series = mine.into_iter().next();
     let previous = state.store.previous_run(run.id).await?;
-    let mut held_back = state.store.held_back_in_a_row(&run.scenario, run.id).await?;
-    if held_back.len() < 2 || held_back.first() != Some(&run.id) {
-        held_back.clear();
-    }
+    let held_back = state.store.held_back_in_a_row(&run.scenario, run.id).await?.told_at(Some(run.id));
     let page = RunPage {
         run,
         duration,

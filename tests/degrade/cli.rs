@@ -183,3 +183,18 @@ fn validate_says_which_percentiles_a_night_can_judge_per_endpoint() {
         "{stdout}"
     );
 }
+
+/// The demo API's knobs refuse what is not a share, saying which.
+#[test]
+fn demo_target_refuses_a_share_that_is_not_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, said) in [
+        ("--slow-share", "--slow-share 2 is not a share between 0 and 1"),
+        ("--error-rate", "--error-rate 2 is not a share between 0 and 1"),
+    ] {
+        let output = degrade(dir.path(), &["demo-target", "--port", "1", flag, "2"], &[]);
+        let (_, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(said), "{stderr}");
+    }
+}
