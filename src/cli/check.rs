@@ -50,6 +50,10 @@ pub struct CheckArgs {
     /// too).
     #[arg(long, value_name = "FACTOR", requires = "run_now", value_parser = super::run::positive_factor)]
     pub rate_scale: Option<f64>,
+    /// With --run-now: the build under test, instead of asking the scenario's version_url or
+    /// version_command, as `degrade run --build` takes it (it is the same night).
+    #[arg(long, value_name = "ID", requires = "run_now")]
+    pub build: Option<String>,
     /// How to print the report.
     #[arg(long, short, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -156,7 +160,7 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
     let config = Arc::new(config.clone());
     let runner = Runner::new(store.clone(), config.clone(), stop);
     let claim = runner.claim(&job.name).await?;
-    let ended = runner.run(claim, job, None, &spec, |p| live.update(p)).await;
+    let ended = runner.run(claim, job, args.build.clone(), &spec, |p| live.update(p)).await;
     live.finish();
     let ended = ended?;
     // Alerts about this run go out now; what cannot be delivered stays in the outbox for `degrade serve`.

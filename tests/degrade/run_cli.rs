@@ -243,6 +243,21 @@ async fn check_run_now_waits_for_health_names_the_build_runs_and_judges() {
     assert_measured(run.status, &run.validity_reasons);
 }
 
+/// `check --run-now` is the same night as `run`: `--build` names the build there too, instead of the
+/// scenario's version_url; without `--run-now` there is no run for it to name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_run_now_takes_the_build_as_run_does() {
+    let build = "version_url = \"TARGET/json\"\nversion_pointer = \"/count\"\n";
+    let args = ["check", "--run-now", "--build", "1.1.1"];
+    let (code, output, run) = run_with_build(build, &args).await;
+    assert!(matches!(code, Some(0 | 3)), "{output}");
+    assert_eq!(run.build_id.as_deref(), Some("1.1.1"), "{output}");
+    let (dir, _) = project("", &[]);
+    let output = degrade(dir.path(), &["check", "--build", "1.1.1"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).1.contains("--run-now"), "{}", text(&output).1);
+}
+
 #[test]
 fn run_names_what_is_wrong_with_its_arguments() {
     let config = "[[scenario]]\nname = \"a\"\nfile = \"a.toml\"\ntarget = \"http://127.0.0.1:9\"\n";
