@@ -44,6 +44,7 @@ async fn check_story(db: &TestDb) {
     assert!(boards_p95.contains(", tonight 1") && boards_p95.contains("–1"), "tonight's 95 % interval: {stdout}");
     assert!(stdout.contains("(1 % false alarms over the run's "), "the reason names the run's family: {stdout}");
     assert!(stdout.lines().last().unwrap().starts_with("verdict: regressed: "), "{stdout}");
+    crate::support::quoted::assert_quoted("check-regressed", &stdout);
     assert_eq!(store.find_run(regressed).await.unwrap().unwrap().status, RunStatus::Regressed);
     let verdict = store.latest_verdict(regressed).await.unwrap().unwrap();
     assert_eq!(verdict.baseline_run_ids.len(), 7);
@@ -119,6 +120,7 @@ async fn a_percentile_of_too_few_requests_is_named_and_not_judged() {
         ),
         "{stdout}"
     );
+    crate::support::quoted::assert_quoted("check-too-few", &stdout);
     let (_, json, _) = check(&db, &["--format", "json"]);
     assert!(json.contains("p99 of 200 requests: too few to judge"), "{json}");
     assert!(json.contains("are needed); p95 judged instead"), "{json}");

@@ -182,6 +182,7 @@ fn validate_says_which_percentiles_a_night_can_judge_per_endpoint() {
         ),
         "{stdout}"
     );
+    crate::support::quoted::assert_quoted("validate-per-night", &stdout);
 }
 
 /// The demo API's knobs refuse what is not a share, saying which.

@@ -20,6 +20,7 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     assert_eq!(code, Some(0), "an unconfirmed regression does not fail the gate: {output}");
     let said = format!("confirmation: not confirmed: run #{first} was judged regressed, but rerun #{rerun}");
     assert!(output.contains(&said), "{output}");
+    crate::support::quoted::assert_quoted("confirmation-not-confirmed", &output);
     assert_eq!(store.find_run(first).await.unwrap().unwrap().status, RunStatus::Unconfirmed);
     assert_eq!(store.confirmed_by(rerun).await.unwrap(), Some(first), "the rerun names the run it confirmed");
     assert!(hook.delivered().is_empty(), "nothing is alerted: {:?}", hook.delivered());
@@ -43,6 +44,7 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     assert!(output.contains("unconfirmed  GET /items  p50"), "seen in the rerun only: {output}");
     assert!(output.contains(&format!("seen in this rerun only: run #{second}, the night's first run")), "{output}");
     assert!(output.contains("not reproduced"), "the verdict counts it apart: {output}");
+    crate::support::quoted::assert_quoted("confirmation-confirmed", &output);
     assert_eq!(store.find_run(second).await.unwrap().unwrap().status, RunStatus::Regressed);
     assert_eq!(store.find_run(second_rerun).await.unwrap().unwrap().status, RunStatus::Regressed);
     let delivered = hook.delivered();

@@ -54,6 +54,7 @@ async fn a_slowdown_on_a_busier_machine_is_not_blamed_on_the_build() {
         "{stdout}"
     );
     assert!(stdout.contains("excused     GET /boards/{id}  p95"), "the findings stay visible: {stdout}");
+    crate::support::quoted::assert_quoted("busy-machine", &stdout);
     assert_eq!(check(&db, &["--strict"]).0, Some(3));
 
     // The same slowdown on a machine as quiet as usual is a regression.

@@ -20,6 +20,8 @@
 //! - `held_back_machine`: nights measured on a busy or held-back machine, left out and excused.
 //! - `layers`: every module of `src/` uses only modules of a lower layer (the table ARCHITECTURE.md draws).
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
+//! - `docs`: every `degrade` command the README writes parses, and every output it quotes is marked with the
+//!   test that compares it with what degrade prints (`support::quoted`).
 //! - `tape`: `degrade tape import` of the committed fixtures, and tape replays against a recording server.
 //! - `tape_privacy`: a corpus of recordings full of private values, none of which may reach a tape or flows.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
@@ -37,6 +39,7 @@ mod alerts;
 mod browser;
 mod dashboard;
 mod demo;
+mod docs;
 mod engine;
 mod har_memory;
 mod held_back_machine;

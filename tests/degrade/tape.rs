@@ -81,6 +81,27 @@ fn arguments_that_could_keep_nothing_are_refused_up_front() {
     assert!(!dir.path().join("scenarios/access.tape").exists());
 }
 
+/// The README's import, as a new user types it: the tape and its scenario land in `scenarios/`, named after
+/// the log (`access.tape`, `access.tape.gz` from a gzipped log), and the summary is the one the README quotes.
+#[test]
+fn an_import_with_no_options_writes_what_the_readme_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = std::fs::read(fixture("access.log")).unwrap();
+    std::fs::write(dir.path().join("access.log"), &log).unwrap();
+    let output = degrade(dir.path(), &["tape", "import", "access.log"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(dir.path().join("scenarios/access.tape").is_file() && dir.path().join("scenarios/access.toml").is_file());
+    crate::support::quoted::assert_quoted("tape-import", &stdout);
+
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gzip, &log).unwrap();
+    std::fs::write(dir.path().join("access.log.1.gz"), gzip.finish().unwrap()).unwrap();
+    let output = degrade(dir.path(), &["tape", "import", "access.log.1.gz"], &[]);
+    assert!(output.status.success(), "{}", text(&output).1);
+    assert!(dir.path().join("scenarios/access.tape.gz").is_file(), "{}", text(&output).0);
+}
+
 #[test]
 fn a_truncated_gzip_log_stops_the_import_with_where_and_writes_no_tape() {
     let dir = tempfile::tempdir().unwrap();

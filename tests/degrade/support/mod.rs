@@ -5,6 +5,7 @@
 pub mod app;
 pub mod config;
 pub mod nights;
+pub mod quoted;
 pub mod receiver;
 pub mod slow_target;
 pub mod target;
