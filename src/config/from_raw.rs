@@ -123,7 +123,13 @@ fn resolve_notifiers(
             }
         }
         let events = events.unwrap_or_else(|| {
-            vec![NotifyEvent::Regression, NotifyEvent::Recovery, NotifyEvent::MissingRun, NotifyEvent::RunFailed]
+            vec![
+                NotifyEvent::Regression,
+                NotifyEvent::Recovery,
+                NotifyEvent::MissingRun,
+                NotifyEvent::RunFailed,
+                NotifyEvent::Unjudged,
+            ]
         });
         notifiers.push(NotifierConfig { name: name.into_inner(), kind, url_env: var, url, events, scenarios: names });
     }

@@ -210,6 +210,8 @@ pub enum NotifyEvent {
     MissingRun,
     /// A run could not be done (deploy failed, target unhealthy).
     RunFailed,
+    /// The gate has not judged the scenario for nights in a row: each night's machine was held back.
+    Unjudged,
 }
 
 impl Config {

@@ -32,6 +32,8 @@ pub enum Event {
     MissingRun,
     /// A run could not be done (deploy failed, target unhealthy).
     RunFailed,
+    /// Nights in a row went unjudged: each night's machine was held back.
+    Unjudged,
     /// `degrade notify test`.
     Test,
 }
@@ -45,6 +47,7 @@ impl Event {
             Self::Recovery => "recovery",
             Self::MissingRun => "missing_run",
             Self::RunFailed => "run_failed",
+            Self::Unjudged => "unjudged",
             Self::Test => "test",
         }
     }
@@ -56,6 +59,7 @@ impl Event {
             Self::Recovery => NotifyEvent::Recovery,
             Self::MissingRun => NotifyEvent::MissingRun,
             Self::RunFailed => NotifyEvent::RunFailed,
+            Self::Unjudged => NotifyEvent::Unjudged,
             Self::Test => return true,
         };
         notifier.events.contains(&event)

@@ -27,6 +27,9 @@ pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
         }
         Event::MissingRun => (format!("degrade: no recent run of {scenario}"), format!("Missing run of {scenario}")),
         Event::RunFailed => (format!("degrade: a run of {scenario} failed"), format!("Run of {scenario} failed")),
+        Event::Unjudged => {
+            (format!("degrade: {scenario} has gone unjudged"), format!("{scenario} not judged for nights in a row"))
+        }
         Event::Test => (format!("degrade: test message for {scenario}"), "degrade test message".to_owned()),
     };
     let mut blocks = vec![

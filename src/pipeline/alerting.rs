@@ -6,7 +6,10 @@
 //!   still where they went, the slower level has held long enough to be the one judged against, and the
 //!   alert says so instead of "passed again";
 //! - a run that could not be done → a run_failed episode opens (one alert) until a run measures again;
-//! - no run for longer than the schedule allows → a missing_run episode opens (one alert) until a run starts.
+//! - no run for longer than the schedule allows → a missing_run episode opens (one alert) until a run starts;
+//! - nights held back one after another (each inconclusive because its machine was busy, its host took CPU
+//!   time, or it was slower in itself) → an unjudged episode opens (one alert) until a night is judged: an
+//!   inconclusive gate is no free pass, and a streak of them means nothing is watching.
 //!
 //! Inconclusive verdicts (too little history, an invalid run) neither open nor resolve a regression: they
 //! say nothing about the build. Each episode change and its messages are stored in one transaction.
@@ -27,6 +30,8 @@ pub mod kind {
     pub const RUN_FAILED: &str = "run_failed";
     /// No run happened when one was due.
     pub const MISSING_RUN: &str = "missing_run";
+    /// Nights in a row were held back by their machine, so the gate judged none of them.
+    pub const UNJUDGED: &str = "unjudged";
 }
 
 /// Opens or resolves the scenario's episodes after `report` judged a run; `at` stamps the change.
@@ -38,6 +43,10 @@ pub async fn after_judgement(
 ) -> Result<(), StoreError> {
     let scenario = &report.scenario;
     resolve(store, config, scenario, kind::RUN_FAILED, report.run_id, None, at).await?;
+    if report.outcome != VerdictOutcome::Inconclusive {
+        // Judged again: the streak is over. Quietly: the night's own verdict is what the team hears next.
+        resolve(store, config, scenario, kind::UNJUDGED, report.run_id, None, at).await?;
+    }
     match report.outcome {
         VerdictOutcome::Regressed => {
             let (last_good, builds) = store.builds_since_last_pass(scenario, report.run_id).await?;
@@ -63,8 +72,26 @@ pub async fn after_judgement(
             };
             resolve(store, config, scenario, kind::REGRESSION, report.run_id, Some(recovery), at).await
         }
-        VerdictOutcome::Inconclusive => Ok(()),
+        VerdictOutcome::Inconclusive => held_back(store, config, report, at).await,
     }
+}
+
+/// After an inconclusive night: when it makes a streak of nights held back by their machine, tells the team
+/// once (the episode stays open, silent, until a night is judged).
+async fn held_back(store: &Store, config: &Config, report: &CheckReport, at: DateTime<Utc>) -> Result<(), StoreError> {
+    let streak = store.held_back_in_a_row(&report.scenario, report.run_id).await?;
+    let Some(streak) = streak.told_at(Some(report.run_id)) else { return Ok(()) };
+    let summary = format!(
+        "the gate has not judged scenario {} {}; give the nightly run a quieter machine or hour",
+        report.scenario,
+        streak.describe()
+    );
+    let alert = Alert {
+        run_id: Some(report.run_id),
+        build_id: report.build_id.clone(),
+        ..Alert::about(Event::Unjudged, &report.scenario, summary, at)
+    };
+    open(store, config, kind::UNJUDGED, Some(report.run_id), None, alert).await
 }
 
 /// When the figures that opened the scenario's regression episode are still nearer where they regressed to than

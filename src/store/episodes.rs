@@ -17,7 +17,7 @@ pub struct Episode {
     pub id: i64,
     /// The scenario it belongs to.
     pub scenario: String,
-    /// `regression`, `missing_run` or `run_failed`.
+    /// `regression`, `missing_run`, `run_failed` or `unjudged`.
     pub kind: String,
     /// `open`, `acknowledged` or `resolved`.
     pub state: String,
@@ -99,7 +99,7 @@ pub enum Acknowledged {
 pub struct NewEpisode {
     /// The scenario it belongs to.
     pub scenario: String,
-    /// `regression`, `missing_run` or `run_failed`.
+    /// `regression`, `missing_run`, `run_failed` or `unjudged`.
     pub kind: String,
     /// The run that opened it (none for a missing run).
     pub run_id: Option<i64>,

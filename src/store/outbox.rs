@@ -18,7 +18,7 @@ pub struct NewMessage {
     pub episode_id: Option<i64>,
     /// The `[[notify]]` name it goes to.
     pub notifier: String,
-    /// `regression`, `recovery`, `missing_run`, `run_failed` or `test`.
+    /// `regression`, `recovery`, `missing_run`, `run_failed`, `unjudged` or `test`.
     pub event: String,
     /// The JSON body to post.
     pub payload: String,

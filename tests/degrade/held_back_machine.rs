@@ -269,3 +269,52 @@ async fn a_baseline_night_on_a_held_back_machine_is_left_out() {
     );
     assert_eq!(baseline.matches("#7 (").count(), 1, "{baseline}");
 }
+
+/// The alert channel hears of a streak of held-back nights once, when it becomes one; a judged night ends it
+/// quietly, and the next streak is told again. A webhook that did not ask for `unjudged` hears nothing.
+#[tokio::test]
+async fn a_streak_of_held_back_nights_is_alerted_once() {
+    use degrade::model::{BaselineSpec, VerdictOutcome};
+    use degrade::pipeline::alerting;
+    use degrade::pipeline::judge_run::{IfRegressed, judge_run};
+
+    let slack = crate::support::receiver::Receiver::start().await;
+    let json = crate::support::receiver::Receiver::start().await;
+    let config = crate::support::config::alerting_config("");
+    let (_dir, path) = crate::support::project(&config, &[("quick.toml", crate::support::config::QUICK_SCENARIO)]);
+    let config = crate::support::config::load(&path, &slack.url(), &json.url());
+    let db = TestDb::sqlite();
+    fast_route_doubles_under(&db, machine(55.0, 0.2)).await;
+    let store = Store::connect(&db.url).await.unwrap();
+    let courier = degrade::notify::Courier::new(store.clone(), config.clone()).unwrap();
+    // Night 10 is stored already; nights 11 and 12 double the route on a busy machine too, a week of quiet
+    // nights follows (the first judged one ends the streak), then two more held-back nights.
+    let held_back = |n: i64| (10..=12).contains(&n) || n >= 20;
+    let nights = (10..=21).map(|n| if held_back(n) { (n, 2.0, 55.0 + (n % 3) as f64) } else { (n, 1.0, 6.0) });
+    let mut told = Vec::new();
+    for (n, factor, busy) in nights {
+        let id = if n == 10 {
+            store.last_runs("checkout", 1).await.unwrap()[0].id
+        } else {
+            store_night_under(&store, "checkout", n, factor, RunStatus::Finished, machine(busy, 0.2)).await
+        };
+        let run = store.find_run(id).await.unwrap().unwrap();
+        let spec = BaselineSpec::LastDays(7);
+        let report = judge_run(&store, &config, &run, &spec, IfRegressed::Stands, chrono::Utc::now()).await.unwrap();
+        let expected = if held_back(n) { VerdictOutcome::Inconclusive } else { VerdictOutcome::Passed };
+        assert_eq!(report.outcome, expected, "night {n}: {}", report.summary);
+        alerting::after_judgement(&store, &config, &report, chrono::Utc::now()).await.unwrap();
+        told.push(courier.deliver_due().await.unwrap());
+    }
+    assert_eq!(told, [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], "once per streak, to the one webhook that wants it");
+    assert!(json.posts().is_empty(), "the JSON webhook asked for regressions and recoveries only");
+    let messages = slack.delivered();
+    assert_eq!(messages[0]["text"], "degrade: checkout has gone unjudged", "{:#}", messages[0]);
+    let context = messages[0].to_string();
+    assert!(
+        context.contains("the gate has not judged scenario checkout for 2 nights in a row (runs #11, #12)"),
+        "{context}"
+    );
+    assert!(messages[1].to_string().contains("for 2 nights in a row (runs #21, #22)"), "{:#}", messages[1]);
+    store.close().await;
+}
