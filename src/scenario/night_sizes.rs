@@ -2,7 +2,7 @@
 //! there at the planned load (open model; a closed model's count depends on the target's speed), and which
 //! percentiles that many requests can judge at all (`metrics::interval::requests_needed`: the fewest whose
 //! 95 % interval has an upper end). A user sizes the night for the tails they care about instead of learning
-//! it from a verdict's "too few to judge".
+//! it from a verdict's "too few to judge". The run page says the same of a measured night's own counts.
 
 use super::plan::{Plan, StageShape};
 use crate::metrics::interval::requests_needed;
@@ -16,8 +16,10 @@ const PERCENTILES: [(&str, f64); 3] = [("p50", 0.50), ("p95", 0.95), ("p99", 0.9
 pub struct EndpointNight {
     /// The metric key.
     pub endpoint: String,
-    /// Requests a measured night plans for it.
+    /// Requests a measured night plans for it, or a measured night sent it.
     pub requests: f64,
+    /// Whether `requests` is a plan (`~52`) rather than a count.
+    pub planned: bool,
     /// The percentiles that many requests can judge.
     pub judged: Vec<&'static str>,
     /// The percentiles it cannot, with the requests each needs.
@@ -31,8 +33,9 @@ impl EndpointNight {
     pub fn describe(&self) -> String {
         let judged =
             if self.judged.is_empty() { "nothing judged".to_owned() } else { self.judged.join(", ") + " judged" };
-        let mut text =
-            format!("{}: ~{} requests: {judged}", self.endpoint, super::tape_source::thousands(self.requests.round()));
+        let about = if self.planned { "~" } else { "" };
+        let count = super::tape_source::thousands(self.requests.round());
+        let mut text = format!("{}: {about}{count} requests: {judged}", self.endpoint);
         if !self.short.is_empty() {
             let needs: Vec<String> = self
                 .short
@@ -79,16 +82,24 @@ pub fn endpoint_nights(plan: &Plan) -> Option<Vec<EndpointNight>> {
             }
         }
     }
-    Some(plan.endpoints.iter().zip(requests).map(|(endpoint, n)| night(endpoint, n)).collect())
+    Some(
+        plan.endpoints
+            .iter()
+            .zip(requests)
+            .map(|(endpoint, n)| EndpointNight { planned: true, ..night(endpoint, n) })
+            .collect(),
+    )
 }
 
-fn night(endpoint: &str, requests: f64) -> EndpointNight {
+/// What a night of `requests` to `endpoint` can judge (a count, as measured).
+#[must_use]
+pub fn night(endpoint: &str, requests: f64) -> EndpointNight {
     let (mut judged, mut short) = (Vec::new(), Vec::new());
     for (name, p) in PERCENTILES {
         let needed = requests_needed(p);
         if requests >= needed as f64 { judged.push(name) } else { short.push((name, needed)) }
     }
-    EndpointNight { endpoint: endpoint.to_owned(), requests, judged, short }
+    EndpointNight { endpoint: endpoint.to_owned(), requests, planned: false, judged, short }
 }
 
 #[cfg(test)]
@@ -97,11 +108,11 @@ mod tests {
 
     #[test]
     fn a_thin_endpoint_says_what_its_tails_need() {
-        let thin = night("POST /drafts", 52.0);
+        let thin = EndpointNight { planned: true, ..night("POST /drafts", 52.0) };
         assert_eq!(thin.judged, ["p50"]);
         let said = thin.describe();
         assert!(said.starts_with("POST /drafts: ~52 requests: p50 judged; p95 needs ~"), "{said}");
         assert!(said.ends_with(": raise its share of the load or the night's length"), "{said}");
-        assert_eq!(night("GET /a", 20_000.0).describe(), "GET /a: ~20,000 requests: p50, p95, p99 judged");
+        assert_eq!(night("GET /a", 20_000.0).describe(), "GET /a: 20,000 requests: p50, p95, p99 judged");
     }
 }

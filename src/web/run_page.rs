@@ -47,6 +47,8 @@ struct RunPage {
     /// The nights up to this one, newest first, whose machine was held back one after another, when there
     /// were two or more: the gate has not been watching.
     held_back: Option<HeldBackNights>,
+    /// The endpoints whose requests this night were too few for a percentile, in words: what it needs.
+    thin: Vec<String>,
 }
 
 // Templates pass every argument by reference.
@@ -169,6 +171,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let series = mine.into_iter().next();
     let previous = state.store.previous_run(run.id).await?;
     let held_back = state.store.held_back_in_a_row(&run.scenario, run.id).await?.told_at(Some(run.id));
+    let thin = thin_endpoints(&endpoints);
     let page = RunPage {
         run,
         duration,
@@ -182,8 +185,21 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         other_series,
         previous,
         held_back,
+        thin,
     };
     Ok(Html(page.render()?))
+}
+
+/// `POST /drafts: 54 requests: p50 judged; p95 needs ~73, p99 ~381: raise …` for each endpoint that served
+/// requests, but too few for a percentile the judge reads: the night's size, told where its figures are.
+fn thin_endpoints(endpoints: &[EndpointResult]) -> Vec<String> {
+    endpoints
+        .iter()
+        .filter(|e| e.requests > 0)
+        .map(|e| crate::scenario::night_sizes::night(&e.endpoint, e.requests as f64))
+        .filter(|night| !night.short.is_empty())
+        .map(|night| night.describe())
+        .collect()
 }
 
 /// Per endpoint: p50/p99, requests per second, and failures per class, second by second.

@@ -125,6 +125,12 @@ async fn a_percentile_of_too_few_requests_is_named_and_not_judged() {
     assert!(json.contains("p99 of 200 requests: too few to judge"), "{json}");
     assert!(json.contains("are needed); p95 judged instead"), "{json}");
     assert!(stdout.contains("verdict: passed: ") && stdout.contains("1 on too few requests to judge"), "{stdout}");
+    // The run page says what the night's size let it judge, and what the thin tail needs.
+    let app = crate::support::app::TestApp::spawn(&db).await;
+    let (status, page) = app.get("/runs/11").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("GET /admin/report: 200 requests: p50, p95 judged; p99 needs ~"), "{page}");
+    assert!(!page.contains("GET /boards/{id}: "), "an endpoint with enough requests is not listed: {page}");
     store.close().await;
 }
 
