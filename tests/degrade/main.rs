@@ -20,8 +20,15 @@
 //! - `held_back_machine`: nights measured on a busy or held-back machine, left out and excused.
 //! - `layers`: every module of `src/` uses only modules of a lower layer (the table ARCHITECTURE.md draws).
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
-//! - `docs`: every `degrade` command the README writes parses, and every output it quotes is marked with the
-//!   test that compares it with what degrade prints (`support::quoted`).
+//! - `docs`: every `degrade` command the README and the manual write parses, and every output they quote is
+//!   marked with the test that compares it with what degrade prints (`support::quoted`).
+//! - `manual_quotes`: the manual's quotes of `validate`, the JSON API and the webhook payloads.
+//! - `manual_examples`: every TOML example of the README and the manual is accepted by degrade's checkers,
+//!   every tape example by the tape reader.
+//! - `reference`, `reference_cli`: the manual's reference lists exactly the keys, values, functions,
+//!   statuses, error classes, commands, options and exit codes degrade has (`support::toml_keys`).
+//! - `book`: the manual builds with mdBook without a warning and its links resolve (ignored without mdbook;
+//!   `.ci/run` installs it).
 //! - `tape`: `degrade tape import` of the committed fixtures, and tape replays against a recording server.
 //! - `tape_privacy`: a corpus of recordings full of private values, none of which may reach a tape or flows.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
@@ -36,6 +43,7 @@ mod config_errors;
 mod control_characters;
 mod confirm;
 mod alerts;
+mod book;
 mod browser;
 mod dashboard;
 mod demo;
@@ -46,7 +54,11 @@ mod held_back_machine;
 mod hostile_input;
 mod layers;
 mod left_behind;
+mod manual_examples;
+mod manual_quotes;
 mod nightly;
+mod reference;
+mod reference_cli;
 mod run_cli;
 mod store_story;
 mod tape;

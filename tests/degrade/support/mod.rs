@@ -4,11 +4,13 @@
 
 pub mod app;
 pub mod config;
+pub mod markdown;
 pub mod nights;
 pub mod quoted;
 pub mod receiver;
 pub mod slow_target;
 pub mod target;
+pub mod toml_keys;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
