@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{FindingOutcome, OVERALL_ENDPOINT, RunStatus};
+use crate::model::{Change, FindingOutcome, OVERALL_ENDPOINT, RunStatus};
 use crate::report::with_unit;
 use crate::store::{GridFinding, GridRun};
 
@@ -19,7 +19,7 @@ pub struct Cell {
     pub class: &'static str,
     /// A background tint for steady cells, by how far p95 moved.
     pub style: String,
-    /// The signed change shown in the cell, rounded: `+12`.
+    /// The change shown in the cell as the grid writes it ([`Change::short`]): `+12`, `×316`.
     pub text: String,
     /// What hovering says.
     pub title: String,
@@ -79,13 +79,13 @@ fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
     let described = |f: &GridFinding| {
         let tonight = with_unit(&f.metric, f.candidate_value);
         let values = f.baseline_value.map_or(tonight.clone(), |b| format!("{} → {tonight}", with_unit(&f.metric, b)));
-        match f.delta_pct {
-            Some(d) => format!("{endpoint} {} {values}, {d:+.1} % ({})", f.metric, f.outcome),
+        match f.delta_pct.map(Change::from_pct) {
+            Some(change) => format!("{endpoint} {} {values}, {} ({})", f.metric, change.spelled_out(), f.outcome),
             None => format!("{endpoint} {} {values} ({})", f.metric, f.outcome),
         }
     };
     let title = |what: String| format!("run #{}, {when}: {what}", run.id);
-    let signed = |f: &GridFinding| f.delta_pct.map(short_change).unwrap_or_default();
+    let signed = |f: &GridFinding| f.delta_pct.map(|d| Change::from_pct(d).short()).unwrap_or_default();
     if let Some(f) = worst(&[FindingOutcome::Regression, FindingOutcome::GateBreached]) {
         // A regression the night's rerun did not reproduce, or has not decided yet, is shown, not alarmed.
         let (class, why) = match run.status.parse::<RunStatus>() {
@@ -125,16 +125,6 @@ fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
             title: title(format!("{endpoint}: not judged ({})", run.status)),
             run_id: run.id,
         },
-    }
-}
-
-/// A change that fits a cell: `+35` (percent) up to a doubling, then the factor: `×3.6`, `×45`.
-fn short_change(delta_pct: f64) -> String {
-    let factor = 1.0 + delta_pct / 100.0;
-    match factor {
-        f if f >= 10.0 => format!("×{f:.0}"),
-        f if f >= 2.0 => format!("×{f:.1}"),
-        _ => format!("{delta_pct:+.0}"),
     }
 }
 
@@ -191,7 +181,8 @@ mod tests {
         assert_eq!(cells[1].title, "run #2, 2026-11-22 02:00 UTC: GET /a p95 20.0 ms → 27.0 ms, +35.0 % (regression)");
         assert_eq!(cells[0].style, "background: rgba(217, 45, 32, 0.09)");
         assert!(grid.rows[1].1.iter().all(|c| c.class != "regressed"), "the other route stays calm");
-        assert_eq!([short_change(-12.4), short_change(260.0), short_change(4404.0)], ["-12", "×3.6", "×45"]);
+        let cell = |pct: f64| Change::from_pct(pct).short();
+        assert_eq!([cell(-12.4), cell(260.0), cell(4404.0)], ["-12", "+260", "×45"], "the table's rule, shorter");
     }
 
     #[test]

@@ -11,9 +11,9 @@ use super::charts::{Merge, Series, timeline_svg};
 use super::trend_chart::colour;
 use super::{AppState, WebError, parse_run_id};
 use crate::model::{
-    EndpointResult, Finding, FindingOutcome, HeldBackNights, Interval, Run, RunDetail, TimelinePoint, Verdict,
+    Change, EndpointResult, Finding, FindingOutcome, HeldBackNights, Interval, Run, RunDetail, TimelinePoint, Verdict,
 };
-use crate::report::{interval_text, signed_pct, with_unit};
+use crate::report::{change_text, interval_text, with_unit};
 use crate::store::WorkloadSeries;
 
 /// Error classes on the errors-per-second chart: the errors' amber first, then colours no other figure uses.
@@ -96,8 +96,14 @@ impl RunPage {
         with_unit(&finding.metric, finding.candidate_value)
     }
 
+    /// The change as every output writes it (`+31.9 %`, `×316`), empty without a baseline.
     fn signed(delta: &Option<f64>) -> String {
-        if delta.is_some() { signed_pct(*delta) } else { String::new() }
+        if delta.is_some() { change_text(*delta) } else { String::new() }
+    }
+
+    /// The exact percentage, for the change's tooltip.
+    fn exact(delta: &Option<f64>) -> String {
+        delta.map(|pct| Change::from_pct(pct).exact()).unwrap_or_default()
     }
 
     /// A finding's outcome in words (`too few requests`, not the stored `too_few`).

@@ -267,7 +267,7 @@ async fn run_page_compare_alerts_and_metrics() {
     assert_eq!(status, 200, "{body}");
     assert!(
         body.contains(
-            "<tr class=\"worse\"><td>p95 ms</td><td class=\"num\">100.00</td><td class=\"num\">135.00</td><td class=\"num change\">+35.0 %</td>"
+            "<tr class=\"worse\"><td>p95 ms</td><td class=\"num\">100.00</td><td class=\"num\">135.00</td><td class=\"num change\" title=\"+35.0 %\">+35.0 %</td>"
         ),
         "{body}"
     );

@@ -8,6 +8,7 @@
 //! - `cli`: `degrade --help`, `init`, `validate`, `migrate` through the real binary.
 //! - `dashboard`: the pages and JSON API over real HTTP, on SQLite and PostgreSQL.
 //! - `browser`: the pages in headless Chromium at 1400 and 400 px: screenshots, overflow, links.
+//! - `glance`: one way to write a change (`check`, alerts, dashboard).
 //! - `check`: the CI gate and `degrade detect` through the real binary, on runs stored through the store.
 //! - `engine`: the load engine against the stub targets; scenario validation errors.
 //! - `run_cli`: `degrade run` and `validate` of scenarios through the real binary.
@@ -38,6 +39,7 @@ mod browser;
 mod dashboard;
 mod demo;
 mod engine;
+mod glance;
 mod har_memory;
 mod held_back_machine;
 mod hostile_input;
