@@ -8,6 +8,7 @@ use axum::response::Html;
 use serde::Deserialize;
 
 use super::charts::overlay_svg;
+use super::route_name::chart_title;
 use super::{AppState, WebError};
 use crate::model::{Change, EndpointResult, Metric, Run, RunDetail, TimelinePoint};
 
@@ -76,7 +77,7 @@ pub(super) async fn page(
     for ea in &a.endpoints {
         let Some(eb) = b.endpoints.iter().find(|e| e.endpoint == ea.endpoint) else { continue };
         let (sa, sb) = (seconds_of(&timeline_a, &ea.endpoint), seconds_of(&timeline_b, &ea.endpoint));
-        let title = format!("{}: p99 ms per second", ea.endpoint);
+        let title = chart_title(&ea.endpoint, "p99 ms per second");
         let timeline_svg = overlay_svg(&title, ("run A", &sa), ("run B", &sb), |p| p.p99_us as f64 / 1000.0)?;
         endpoints.push(EndpointComparison { endpoint: ea.endpoint.clone(), cells: cells(ea, eb), timeline_svg });
     }

@@ -8,6 +8,7 @@ use axum::extract::{Path, State};
 use axum::response::Html;
 
 use super::charts::{Merge, Series, timeline_svg};
+use super::route_name::chart_title;
 use super::trend_chart::colour;
 use super::{AppState, WebError, parse_run_id};
 use crate::model::{
@@ -224,12 +225,12 @@ fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError
             .collect();
         charts.push(EndpointTimeline {
             endpoint: name.to_owned(),
-            latency_svg: timeline_svg(&format!("{name}: response time per second"), &seconds, &latency)?,
-            rate_svg: timeline_svg(&format!("{name}: requests per second"), &seconds, &rate)?,
+            latency_svg: timeline_svg(&chart_title(name, "response time per second"), &seconds, &latency)?,
+            rate_svg: timeline_svg(&chart_title(name, "requests per second"), &seconds, &rate)?,
             errors_svg: if errors.is_empty() {
                 String::new()
             } else {
-                timeline_svg(&format!("{name}: errors per second by class"), &seconds, &errors)?
+                timeline_svg(&chart_title(name, "errors per second by class"), &seconds, &errors)?
             },
         });
     }

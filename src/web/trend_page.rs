@@ -17,6 +17,7 @@ use super::changes::Changes;
 use super::grid::{GRID_NIGHTS, Grid};
 use super::overview_page::endpoint_names;
 use super::range::Range;
+use super::route_name::chart_title;
 use super::trend_chart::{Line, OverBuckets, Scale, TrendChart, colour};
 use super::trend_view::{TrendQuery, View, Zoom};
 use super::{AppState, WebError, ensure_scenario};
@@ -161,7 +162,7 @@ const THROUGHPUT: [Line; 1] =
 fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], gates: &Gates, scale: Scale, zoom: &str) -> EndpointTrend {
     let absolute = &gates.absolute;
     let chart = |title: &str, unit: &'static str, lines: &'static [Line]| TrendChart {
-        title: format!("{endpoint}: {title}"),
+        title: chart_title(endpoint, title),
         unit,
         lines,
         spread: None,

@@ -127,7 +127,7 @@ async fn the_dashboard_colours_and_labels_only_what_the_verdict_found() {
         sparklines[start..].split("</li>").next().unwrap().to_owned()
     };
     // The regressed route's line is its p50, with the verdict's own change against its baseline.
-    let boards = sparkline("GET /boards/{id}");
+    let boards = sparkline("GET /boards<wbr>/{id}");
     assert!(boards.contains(r#"p50 65.0 ms (<span title="+31531.5 %">×316</span> vs baseline)"#), "{boards}");
     assert!(boards.contains("regressed: p50, p95"), "{boards}");
     // The route judged unchanged carries no change of its own, however far it moved.
@@ -149,7 +149,7 @@ async fn the_dashboard_colours_and_labels_only_what_the_verdict_found() {
     assert!(grid.contains(">×316</a></td>"), "the cell says what the table says: {grid}");
 
     // The invalid night is marked apart from the boards line, above its scale, never joined into it.
-    let boards_chart = trend.split("<h2>GET /boards/{id}</h2>").nth(1).unwrap().split("</svg>").next().unwrap();
+    let boards_chart = trend.split("<h2>GET /boards<wbr>/{id}</h2>").nth(1).unwrap().split("</svg>").next().unwrap();
     let marked = format!(r#"<a href="/runs/{invalid}"><title>run #{invalid}, "#);
     let apart = boards_chart.split(&marked).nth(1).unwrap().split("</a>").next().unwrap();
     assert!(apart.contains("; invalid: never judged, drawn apart from the line"), "{apart}");
