@@ -21,7 +21,7 @@ use super::relative::{MIN_CONTROLS, Nights, RelativeEvidence, Table};
 use super::shift::{p_worse_by_night_noise, shift};
 use crate::analysis::Gates;
 use crate::metrics::interval::error_rate_interval;
-use crate::model::{EndpointResult, Finding, FindingOutcome, Metric, OVERALL_ENDPOINT};
+use crate::model::{Change, EndpointResult, Finding, FindingOutcome, Metric, OVERALL_ENDPOINT};
 
 /// The chance, per run, that a night with no change has any regression finding.
 pub const RUN_FALSE_ALARM_RATE: f64 = 0.01;
@@ -349,10 +349,10 @@ fn relative_limit(r: &RelativeEvidence, alpha: f64, min_effect: f64) -> f64 {
 fn relative_reason(r: &RelativeEvidence, alpha: f64) -> String {
     let shift = r.value.shift.as_ref().expect("ratios are tested");
     format!(
-        "; against the run's {} other endpoints, which were {:+.1} % off their usual values tonight, it is {:.1} \
+        "; against the run's {} other endpoints, which were {} off their usual values tonight, it is {:.1} \
          sigma above its usual share (noise ±{:.1} %; {:.1} needed)",
         r.controls,
-        100.0 * r.common.exp_m1(),
+        Change::from_pct(100.0 * r.common.exp_m1()),
         shift.z,
         100.0 * r.value.estimate.night_var.sqrt(),
         shift.threshold(alpha)

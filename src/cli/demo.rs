@@ -69,7 +69,7 @@ fn print_story(demo: &story::Demo, options: &Options) {
             "  worse: {} {}: {baseline} → {tonight} ({})",
             f.endpoint,
             f.metric,
-            crate::report::signed_pct(f.delta_pct)
+            crate::report::change_text(f.delta_pct)
         );
     }
     for run in &verdict.false_alarms {

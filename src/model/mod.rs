@@ -1,14 +1,17 @@
-//! The project's vocabulary: runs, their figures, metrics, baselines, verdicts and findings.
+//! The project's vocabulary: runs, their figures, metrics, baselines, verdicts and findings, and how a change
+//! between two figures is written.
 //!
 //! Every layer speaks these types — the engine produces them, the store keeps them, the analysis judges
 //! them, the reports and the dashboard show them — so they live below all of those and import none of them.
 
 mod baseline;
+mod change;
 mod figures;
 mod runs;
 mod verdict;
 
 pub use baseline::BaselineSpec;
+pub use change::Change;
 pub use figures::*;
 pub use runs::*;
 pub use verdict::*;

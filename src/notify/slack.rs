@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Alert, Event, Links, Worse};
-use crate::report::{signed_pct, with_unit};
+use crate::report::{change_text, with_unit};
 
 /// Endpoint lines listed before "…and N more": Slack truncates long sections, and ten say enough.
 const LISTED: usize = 10;
@@ -92,7 +92,7 @@ fn worse_lines(worse: &[Worse]) -> String {
             let tonight = with_unit(&w.metric, w.tonight);
             let change = match w.baseline {
                 Some(baseline) => {
-                    format!("{} → {tonight} ({})", with_unit(&w.metric, baseline), signed_pct(w.delta_pct))
+                    format!("{} → {tonight} ({})", with_unit(&w.metric, baseline), change_text(w.delta_pct))
                 }
                 None => tonight,
             };

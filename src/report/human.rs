@@ -2,7 +2,7 @@
 //! log is read by people: the figures too few requests could judge are one line, their reasons in JSON and
 //! on the run page.
 
-use super::{CheckReport, interval_text, signed_pct, with_unit};
+use super::{CheckReport, change_text, interval_text, with_unit};
 use crate::model::FindingOutcome;
 
 pub(super) fn render(report: &CheckReport) -> String {
@@ -23,7 +23,7 @@ pub(super) fn render(report: &CheckReport) -> String {
                 "{} -> {} ({}{interval}{limit})",
                 with_unit(&f.metric, base),
                 with_unit(&f.metric, f.candidate_value),
-                signed_pct(f.delta_pct)
+                change_text(f.delta_pct)
             ),
             None => format!("{}{interval}{limit}", with_unit(&f.metric, f.candidate_value)),
         };

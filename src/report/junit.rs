@@ -2,7 +2,7 @@
 //! gate); regressions and breached gates are failures carrying the numbers, inconclusive and too-few lines are
 //! skipped.
 
-use super::{CheckReport, interval_text, signed_pct, with_unit};
+use super::{CheckReport, change_text, interval_text, with_unit};
 use crate::model::FindingOutcome;
 use crate::outside_text::xml_escape;
 
@@ -48,7 +48,7 @@ pub(super) fn render(report: &CheckReport) -> String {
             f.baseline_value.map_or_else(|| "n/a".to_owned(), |v| with_unit(&f.metric, v)),
             with_unit(&f.metric, f.candidate_value),
             interval_text(f).map(|i| format!(" ({i})")).unwrap_or_default(),
-            signed_pct(f.delta_pct),
+            change_text(f.delta_pct),
             f.limit.map_or_else(|| "n/a".to_owned(), |v| with_unit(&f.metric, v)),
         );
         out += &match f.outcome {

@@ -1,7 +1,7 @@
 //! The Markdown rendering, for a PR comment or a CI job summary: a heading with the verdict, the baseline,
 //! and a table of the findings that need attention (all of them in a collapsed section).
 
-use super::{CheckReport, interval_text, signed_pct, with_unit};
+use super::{CheckReport, change_text, interval_text, with_unit};
 use crate::model::{Finding, FindingOutcome, VerdictOutcome};
 
 pub(super) fn render(report: &CheckReport) -> String {
@@ -51,7 +51,7 @@ fn table(findings: &[&Finding]) -> String {
             f.endpoint.replace('`', "'"),
             f.metric,
             with_unit(&f.metric, f.candidate_value),
-            signed_pct(f.delta_pct),
+            change_text(f.delta_pct),
             f.outcome.as_str().replace('_', " ")
         );
     }

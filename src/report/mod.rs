@@ -8,7 +8,7 @@ mod markdown;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::model::{Finding, Run, VerdictOutcome};
+use crate::model::{Change, Finding, Run, VerdictOutcome};
 
 /// The output formats of `degrade check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -144,7 +144,7 @@ pub(crate) fn interval_text(f: &Finding) -> Option<String> {
     })
 }
 
-/// A signed percentage: `+31.9 %`.
-pub(crate) fn signed_pct(delta: Option<f64>) -> String {
-    delta.map_or_else(|| "n/a".to_owned(), |d| format!("{d:+.1} %"))
+/// A finding's change as every output writes it ([`Change`]): `+31.9 %`, `×316`, or `n/a` without a baseline.
+pub(crate) fn change_text(delta_pct: Option<f64>) -> String {
+    delta_pct.map_or_else(|| "n/a".to_owned(), |pct| Change::from_pct(pct).to_string())
 }

@@ -53,6 +53,17 @@ pub struct ChartPoint {
     pub build_id: Option<String>,
 }
 
+impl ChartPoint {
+    /// Whether the point's figures were never judged and never will be: an invalid run (the generator shaped
+    /// its numbers, so they say nothing about the build), or a bucket of invalid runs only. Charts draw such a
+    /// point apart from the line and leave it out of their scale. A `finished` run stays on the line: it
+    /// measured the build validly and is a baseline, whether it was judged inconclusive or not judged yet.
+    #[must_use]
+    pub fn never_judged(&self) -> bool {
+        self.runs > 0 && self.invalid >= self.runs
+    }
+}
+
 /// Up to this many runs in a range, every run is a point of its own (about one a night for a year, or a
 /// few a day for three months): past it a chart's points would be narrower than a pixel.
 pub const MAX_RUN_POINTS: i64 = 400;

@@ -6,8 +6,8 @@
 use std::cmp::Ordering;
 
 use super::WebError;
-use crate::model::{Finding, FindingOutcome, Run};
-use crate::report::{signed_pct, with_unit};
+use crate::model::{Change, Finding, FindingOutcome, Run};
+use crate::report::with_unit;
 use crate::store::Store;
 
 /// How many of a scenario's newest runs are searched for the latest one with a verdict.
@@ -23,8 +23,8 @@ pub struct ChangeRow {
     pub baseline: String,
     /// Tonight's value with its unit.
     pub tonight: String,
-    /// The change, signed: `+31.9 %`.
-    pub delta: String,
+    /// The change from the baseline, none for a gate.
+    pub change: Option<Change>,
     /// How likely a change this large is by noise alone (`2e-24`): the finding's p-value, empty when the
     /// figure was not tested (a gate).
     pub chance: String,
@@ -32,6 +32,20 @@ pub struct ChangeRow {
     pub worse: bool,
     /// The judge's reason in words: how many sigma, against what.
     pub reason: String,
+}
+
+impl ChangeRow {
+    /// The change as every output writes it (`+31.9 %`, `×316`), empty for a gate.
+    #[must_use]
+    pub fn delta(&self) -> String {
+        self.change.map(|c| c.to_string()).unwrap_or_default()
+    }
+
+    /// The exact percentage, for the change's tooltip.
+    #[must_use]
+    pub fn exact(&self) -> String {
+        self.change.map(Change::exact).unwrap_or_default()
+    }
 }
 
 /// The latest verdict of a scenario, summarised.
@@ -90,7 +104,7 @@ pub fn rows(findings: &[Finding]) -> Vec<ChangeRow> {
             metric: f.metric.clone(),
             baseline: f.baseline_value.map(|v| with_unit(&f.metric, v)).unwrap_or_default(),
             tonight: with_unit(&f.metric, f.candidate_value),
-            delta: if f.delta_pct.is_some() { signed_pct(f.delta_pct) } else { String::new() },
+            change: f.delta_pct.map(Change::from_pct),
             chance: f.p_value.map(chance).unwrap_or_default(),
             worse,
             reason: f.reason.clone(),

@@ -8,8 +8,9 @@ use axum::response::Html;
 use serde::Deserialize;
 
 use super::charts::overlay_svg;
+use super::route_name::chart_title;
 use super::{AppState, WebError};
-use crate::model::{EndpointResult, Metric, Run, RunDetail, TimelinePoint};
+use crate::model::{Change, EndpointResult, Metric, Run, RunDetail, TimelinePoint};
 
 #[derive(Deserialize)]
 pub(super) struct CompareQuery {
@@ -25,7 +26,10 @@ struct Cell {
     metric: &'static str,
     a: String,
     b: String,
+    /// B against A as every output writes a change (`+31.9 %`, `×316`), or `from 0`.
     delta: String,
+    /// The exact percentage, for the change's tooltip.
+    exact: String,
     /// `worse`, `better` or empty.
     class: &'static str,
     /// How much worse B is, in percent (negative: better).
@@ -73,7 +77,7 @@ pub(super) async fn page(
     for ea in &a.endpoints {
         let Some(eb) = b.endpoints.iter().find(|e| e.endpoint == ea.endpoint) else { continue };
         let (sa, sb) = (seconds_of(&timeline_a, &ea.endpoint), seconds_of(&timeline_b, &ea.endpoint));
-        let title = format!("{}: p99 ms per second", ea.endpoint);
+        let title = chart_title(&ea.endpoint, "p99 ms per second");
         let timeline_svg = overlay_svg(&title, ("run A", &sa), ("run B", &sb), |p| p.p99_us as f64 / 1000.0)?;
         endpoints.push(EndpointComparison { endpoint: ea.endpoint.clone(), cells: cells(ea, eb), timeline_svg });
     }
@@ -104,11 +108,12 @@ fn cells(a: &EndpointResult, b: &EndpointResult) -> Vec<Cell> {
                 _ => "",
             };
             let delta = match change {
-                Some(c) => format!("{c:+.1} %"),
+                Some(c) => Change::from_pct(c).to_string(),
                 None if worsening.is_infinite() => "from 0".to_owned(),
                 None => String::new(),
             };
-            Cell { metric: name, a: format!("{va:.2}"), b: format!("{vb:.2}"), delta, class, worsening }
+            let exact = change.map(|c| Change::from_pct(c).exact()).unwrap_or_default();
+            Cell { metric: name, a: format!("{va:.2}"), b: format!("{vb:.2}"), delta, exact, class, worsening }
         })
         .collect()
 }

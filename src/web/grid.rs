@@ -1,25 +1,29 @@
 //! The regression grid of the scenario page: endpoints × the last nights of one workload series, each cell
 //! coloured by what that night's verdict said of the endpoint — the alarm colour for a regression or a
-//! breached gate, green for an improvement, and otherwise a tint that grows with the p95 change against the
-//! baseline — with the numbers on hover and the run a click away. One glance shows which route started
-//! degrading on which night, and whether it was one route or all of them.
+//! breached gate, amber for one the night's rerun did not reproduce, green for an improvement — and plain
+//! otherwise, however far a figure moved: a movement the verdict judged no change is not a finding, and a tint
+//! would read as one. The numbers are on hover and the run a click away; each column is headed by its build,
+//! so "since which build" is read without hovering. One glance shows which route started degrading on which
+//! build, and whether it was one route or all of them.
 
 use std::collections::BTreeSet;
 
-use crate::model::{FindingOutcome, OVERALL_ENDPOINT, RunStatus};
+use super::route_name::shortened;
+use crate::model::{Change, FindingOutcome, OVERALL_ENDPOINT, RunStatus};
 use crate::report::with_unit;
 use crate::store::{GridFinding, GridRun};
 
 /// How many nights the grid shows.
 pub const GRID_NIGHTS: u32 = 30;
 
-/// One cell: its CSS class and inline tint, its text, tooltip and run.
+/// A column head's build is shortened (from the middle) to this many characters; the tooltip has it whole.
+const BUILD_CHARACTERS: usize = 12;
+
+/// One cell: its CSS class, its text, tooltip and run.
 pub struct Cell {
-    /// `regressed`, `improved`, `steady` or `unjudged`.
+    /// `regressed`, `unconfirmed`, `improved`, `steady` or `unjudged`.
     pub class: &'static str,
-    /// A background tint for steady cells, by how far p95 moved.
-    pub style: String,
-    /// The signed change shown in the cell, rounded: `+12`.
+    /// The change shown in the cell as the grid writes it ([`Change::short`]): `+12`, `×316`.
     pub text: String,
     /// What hovering says.
     pub title: String,
@@ -27,19 +31,28 @@ pub struct Cell {
     pub run_id: i64,
 }
 
-/// The grid: column heads (run, short date, tooltip) and one row of cells per endpoint.
+/// One column's head: the night's run, its build (or run number without one) and a tooltip.
+pub struct Night {
+    /// The run the head links to.
+    pub run_id: i64,
+    /// The build, shortened to fit; `#12` for a run without a build id.
+    pub label: String,
+    /// Run number, time, whole build and status.
+    pub title: String,
+}
+
+/// The grid: column heads and one row of cells per endpoint.
 pub struct Grid {
-    /// Per night: the run, its date as `MM-DD`, and a tooltip (build, status).
-    pub nights: Vec<(i64, String, String)>,
+    /// One head per night, oldest first.
+    pub nights: Vec<Night>,
     /// Per endpoint, the whole run first: its name and cells, one per night.
     pub rows: Vec<(String, Vec<Cell>)>,
 }
 
 impl Grid {
-    /// The grid of `runs` (oldest first); `min_effect_pct` scales the tint: a steady cell at the minimum
-    /// effect is as strong as a tint gets.
+    /// The grid of `runs` (oldest first).
     #[must_use]
-    pub fn new(runs: &[GridRun], min_effect_pct: f64) -> Self {
+    pub fn new(runs: &[GridRun]) -> Self {
         let mut endpoints: Vec<&str> = runs
             .iter()
             .flat_map(|r| r.findings.iter().map(|f| f.endpoint.as_str()))
@@ -51,21 +64,26 @@ impl Grid {
             .iter()
             .map(|r| {
                 let build = r.build_id.as_deref().map(|b| format!(", build {b}")).unwrap_or_default();
-                let tip = format!("run #{}, {}{build}: {}", r.id, r.started_at.format("%Y-%m-%d %H:%M UTC"), r.status);
-                (r.id, r.started_at.format("%m-%d").to_string(), tip)
+                let when = r.started_at.format("%Y-%m-%d %H:%M UTC");
+                Night {
+                    run_id: r.id,
+                    label: r
+                        .build_id
+                        .as_deref()
+                        .map_or_else(|| format!("#{}", r.id), |b| shortened(b, BUILD_CHARACTERS)),
+                    title: format!("run #{}, {when}{build}: {}", r.id, r.status),
+                }
             })
             .collect();
         let rows = endpoints
             .iter()
-            .map(|endpoint| {
-                ((*endpoint).to_owned(), runs.iter().map(|run| cell(run, endpoint, min_effect_pct)).collect())
-            })
+            .map(|endpoint| ((*endpoint).to_owned(), runs.iter().map(|run| cell(run, endpoint)).collect()))
             .collect();
         Self { nights, rows }
     }
 }
 
-fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
+fn cell(run: &GridRun, endpoint: &str) -> Cell {
     let mine: Vec<&GridFinding> = run.findings.iter().filter(|f| f.endpoint == endpoint).collect();
     let delta = |f: &&GridFinding| f.delta_pct.unwrap_or(0.0);
     let worst = |outcomes: &[FindingOutcome]| {
@@ -79,13 +97,13 @@ fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
     let described = |f: &GridFinding| {
         let tonight = with_unit(&f.metric, f.candidate_value);
         let values = f.baseline_value.map_or(tonight.clone(), |b| format!("{} → {tonight}", with_unit(&f.metric, b)));
-        match f.delta_pct {
-            Some(d) => format!("{endpoint} {} {values}, {d:+.1} % ({})", f.metric, f.outcome),
+        match f.delta_pct.map(Change::from_pct) {
+            Some(change) => format!("{endpoint} {} {values}, {} ({})", f.metric, change.spelled_out(), f.outcome),
             None => format!("{endpoint} {} {values} ({})", f.metric, f.outcome),
         }
     };
     let title = |what: String| format!("run #{}, {when}: {what}", run.id);
-    let signed = |f: &GridFinding| f.delta_pct.map(short_change).unwrap_or_default();
+    let signed = |f: &GridFinding| f.delta_pct.map(|d| Change::from_pct(d).short()).unwrap_or_default();
     if let Some(f) = worst(&[FindingOutcome::Regression, FindingOutcome::GateBreached]) {
         // A regression the night's rerun did not reproduce, or has not decided yet, is shown, not alarmed.
         let (class, why) = match run.status.parse::<RunStatus>() {
@@ -93,48 +111,25 @@ fn cell(run: &GridRun, endpoint: &str, min_effect_pct: f64) -> Cell {
             Ok(RunStatus::Confirming) => ("unconfirmed", "; a rerun of the same build is deciding it"),
             _ => ("regressed", ""),
         };
-        return Cell { class, style: String::new(), text: signed(f), title: title(described(f)) + why, run_id: run.id };
+        return Cell { class, text: signed(f), title: title(described(f)) + why, run_id: run.id };
     }
     if let Some(f) = worst(&[FindingOutcome::Improvement]) {
-        return Cell {
-            class: "improved",
-            style: String::new(),
-            text: signed(f),
-            title: title(described(f)),
-            run_id: run.id,
-        };
+        return Cell { class: "improved", text: signed(f), title: title(described(f)), run_id: run.id };
     }
-    match mine.iter().find(|f| f.metric == "p95" && f.delta_pct.is_some()) {
+    // Judged, and no change: plain, whatever p95 did; the tooltip still has its numbers. Too few requests, or
+    // an inconclusive verdict, is not judged.
+    match mine.iter().find(|f| f.metric == "p95") {
         Some(p95) => {
-            let d = p95.delta_pct.unwrap_or(0.0);
-            // Up to 45 % opacity at the minimum effect: a steady cell never looks like a regressed one.
-            let strength = (d.abs() / min_effect_pct.max(1.0)).min(1.0) * 0.45;
-            let rgb = if d > 0.0 { "217, 45, 32" } else { "30, 132, 73" };
-            Cell {
-                class: "steady",
-                style: format!("background: rgba({rgb}, {strength:.2})"),
-                text: String::new(),
-                title: title(described(p95)),
-                run_id: run.id,
-            }
+            let judged = matches!(p95.outcome, FindingOutcome::NoChange | FindingOutcome::Excused);
+            let class = if judged { "steady" } else { "unjudged" };
+            Cell { class, text: String::new(), title: title(described(p95)), run_id: run.id }
         }
         None => Cell {
             class: "unjudged",
-            style: String::new(),
             text: String::new(),
             title: title(format!("{endpoint}: not judged ({})", run.status)),
             run_id: run.id,
         },
-    }
-}
-
-/// A change that fits a cell: `+35` (percent) up to a doubling, then the factor: `×3.6`, `×45`.
-fn short_change(delta_pct: f64) -> String {
-    let factor = 1.0 + delta_pct / 100.0;
-    match factor {
-        f if f >= 10.0 => format!("×{f:.0}"),
-        f if f >= 2.0 => format!("×{f:.1}"),
-        _ => format!("{delta_pct:+.0}"),
     }
 }
 
@@ -165,33 +160,51 @@ mod tests {
     }
 
     #[test]
-    fn one_route_that_started_degrading_stands_out() {
+    fn one_route_that_started_degrading_stands_out_and_only_findings_are_coloured() {
         let runs = [
             run(
                 1,
-                &[("GET /a", "p95", FindingOutcome::NoChange, 2.0), ("GET /b", "p95", FindingOutcome::NoChange, -1.0)],
+                &[("GET /a", "p95", FindingOutcome::NoChange, 8.0), ("GET /b", "p95", FindingOutcome::NoChange, -1.0)],
             ),
             run(
                 2,
                 &[
-                    ("GET /a", "p95", FindingOutcome::Regression, 35.0),
-                    ("GET /b", "p95", FindingOutcome::NoChange, 1.0),
+                    ("GET /a", "p95", FindingOutcome::Regression, 31531.5),
+                    ("GET /b", "p95", FindingOutcome::NoChange, 57.0),
                 ],
             ),
             run(3, &[]),
+            GridRun { build_id: None, ..run(4, &[("GET /a", "p95", FindingOutcome::TooFew, 3.0)]) },
         ];
-        let grid = Grid::new(&runs, 10.0);
-        assert_eq!(grid.nights.len(), 3);
-        assert_eq!(grid.nights[1].1, "11-22");
+        let grid = Grid::new(&runs);
+        let heads: Vec<(&str, &str)> = grid.nights.iter().map(|n| (n.label.as_str(), n.title.as_str())).collect();
+        assert_eq!(
+            heads[1],
+            ("1.0.2", "run #2, 2026-11-22 02:00 UTC, build 1.0.2: passed"),
+            "the build heads a column"
+        );
+        assert_eq!(heads[3].0, "#4", "a run without a build is named by its number");
         let (name, cells) = &grid.rows[0];
         assert_eq!(name, "GET /a");
         let classes: Vec<&str> = cells.iter().map(|c| c.class).collect();
-        assert_eq!(classes, ["steady", "regressed", "unjudged"]);
-        assert_eq!(cells[1].text, "+35");
-        assert_eq!(cells[1].title, "run #2, 2026-11-22 02:00 UTC: GET /a p95 20.0 ms → 27.0 ms, +35.0 % (regression)");
-        assert_eq!(cells[0].style, "background: rgba(217, 45, 32, 0.09)");
-        assert!(grid.rows[1].1.iter().all(|c| c.class != "regressed"), "the other route stays calm");
-        assert_eq!([short_change(-12.4), short_change(260.0), short_change(4404.0)], ["-12", "×3.6", "×45"]);
+        assert_eq!(classes, ["steady", "regressed", "unjudged", "unjudged"]);
+        assert_eq!(cells[1].text, "×316", "the factor the changes table shows too");
+        assert_eq!(
+            cells[1].title,
+            "run #2, 2026-11-22 02:00 UTC: GET /a p95 20.0 ms → 6326.3 ms, ×316 (+31531.5 %) (regression)"
+        );
+        // GET /b moved +57 % and the verdict said no change: a plain cell, its numbers on hover only.
+        let b = &grid.rows[1].1[1];
+        assert_eq!((b.class, b.text.as_str()), ("steady", ""));
+        assert!(b.title.ends_with("20.0 ms → 31.4 ms, +57.0 % (no_change)"), "{}", b.title);
+    }
+
+    #[test]
+    fn a_long_build_is_shortened_in_the_middle_in_its_head() {
+        let long = GridRun { build_id: Some("2026.12.04-main-8f3e2a91".into()), ..run(1, &[]) };
+        let night = &Grid::new(&[long]).nights[0];
+        assert_eq!(night.label, "202…8f3e2a91");
+        assert!(night.title.contains("build 2026.12.04-main-8f3e2a91"), "{}", night.title);
     }
 
     #[test]
@@ -202,7 +215,7 @@ mod tests {
             GridRun { status: "confirming".into(), ..run(2, &regressed) },
             GridRun { status: "regressed".into(), ..run(3, &regressed) },
         ];
-        let cells = &Grid::new(&runs, 10.0).rows[0].1;
+        let cells = &Grid::new(&runs).rows[0].1;
         let classes: Vec<&str> = cells.iter().map(|c| c.class).collect();
         assert_eq!(classes, ["unconfirmed", "unconfirmed", "regressed"]);
         assert!(cells[0].title.ends_with("(regression); not reproduced by the night's rerun"), "{}", cells[0].title);

@@ -1,6 +1,6 @@
-//! `/`: every scenario with its latest run, what its latest verdict found, open alerts, and a p95 sparkline
-//! per endpoint on one shared relative scale (so 1.5 ms of jitter on a fast route never looks like a
-//! regression on a slow one).
+//! `/`: every scenario with its latest run, what its latest verdict found, open alerts, and a sparkline per
+//! endpoint on one shared relative scale (so 1.5 ms of jitter on a fast route never looks like a regression on
+//! a slow one): its p95, or the figure the verdict found changed, with the verdict's own change beside it.
 
 use std::collections::BTreeMap;
 
@@ -9,8 +9,8 @@ use axum::extract::State;
 use axum::response::Html;
 use chrono::Utc;
 
-use super::changes::Changes;
-use super::sparkline::{Sparkline, relative_to_level};
+use super::changes::{ChangeRow, Changes};
+use super::sparkline::{Sparkline, for_endpoint};
 use super::{AppState, WebError};
 use crate::model::{HeldBackNights, OVERALL_ENDPOINT};
 use crate::store::{ChartPoint, ScenarioSummary, TrendSpan};
@@ -42,9 +42,9 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
     let mut scenarios = Vec::new();
     for summary in state.store.scenario_summaries().await? {
         let changes = Changes::latest(&state.store, &summary.name).await?;
-        let mut regressed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for row in changes.iter().flat_map(|c| c.rows.iter().filter(|r| r.worse)) {
-            regressed.entry(row.endpoint.as_str()).or_default().push(row.metric.clone());
+        let mut found: BTreeMap<&str, Vec<&ChangeRow>> = BTreeMap::new();
+        for row in changes.iter().flat_map(|c| c.rows.iter()) {
+            found.entry(row.endpoint.as_str()).or_default().push(row);
         }
         let series = state.store.workload_series(&summary.name).await?;
         let mut sparklines = Vec::new();
@@ -53,9 +53,8 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
             let span = TrendSpan { scenario: &summary.name, series: &newest.hash, from, to: now, buckets: 60 };
             let trend = state.store.trend_points(span).await?;
             for endpoint in endpoint_names(&trend.points) {
-                let p95: Vec<f64> = trend.points.iter().filter(|p| p.endpoint == endpoint).map(|p| p.p95_ms).collect();
-                let metrics = regressed.get(endpoint).cloned().unwrap_or_default();
-                sparklines.push(relative_to_level(endpoint, &p95, metrics));
+                let points: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == endpoint).collect();
+                sparklines.push(for_endpoint(endpoint, &points, found.get(endpoint).map_or(&[], Vec::as_slice)));
             }
         }
         let next_run = next_run(&state, &summary.name, now);

@@ -8,12 +8,13 @@ use axum::extract::{Path, State};
 use axum::response::Html;
 
 use super::charts::{Merge, Series, timeline_svg};
+use super::route_name::chart_title;
 use super::trend_chart::colour;
 use super::{AppState, WebError, parse_run_id};
 use crate::model::{
-    EndpointResult, Finding, FindingOutcome, HeldBackNights, Interval, Run, RunDetail, TimelinePoint, Verdict,
+    Change, EndpointResult, Finding, FindingOutcome, HeldBackNights, Interval, Run, RunDetail, TimelinePoint, Verdict,
 };
-use crate::report::{interval_text, signed_pct, with_unit};
+use crate::report::{change_text, interval_text, with_unit};
 use crate::store::WorkloadSeries;
 
 /// Error classes on the errors-per-second chart: the errors' amber first, then colours no other figure uses.
@@ -98,8 +99,14 @@ impl RunPage {
         with_unit(&finding.metric, finding.candidate_value)
     }
 
+    /// The change as every output writes it (`+31.9 %`, `×316`), empty without a baseline.
     fn signed(delta: &Option<f64>) -> String {
-        if delta.is_some() { signed_pct(*delta) } else { String::new() }
+        if delta.is_some() { change_text(*delta) } else { String::new() }
+    }
+
+    /// The exact percentage, for the change's tooltip.
+    fn exact(delta: &Option<f64>) -> String {
+        delta.map(|pct| Change::from_pct(pct).exact()).unwrap_or_default()
     }
 
     /// A finding's outcome in words (`too few requests`, not the stored `too_few`).
@@ -234,12 +241,12 @@ fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError
             .collect();
         charts.push(EndpointTimeline {
             endpoint: name.to_owned(),
-            latency_svg: timeline_svg(&format!("{name}: response time per second"), &seconds, &latency)?,
-            rate_svg: timeline_svg(&format!("{name}: requests per second"), &seconds, &rate)?,
+            latency_svg: timeline_svg(&chart_title(name, "response time per second"), &seconds, &latency)?,
+            rate_svg: timeline_svg(&chart_title(name, "requests per second"), &seconds, &rate)?,
             errors_svg: if errors.is_empty() {
                 String::new()
             } else {
-                timeline_svg(&format!("{name}: errors per second by class"), &seconds, &errors)?
+                timeline_svg(&chart_title(name, "errors per second by class"), &seconds, &errors)?
             },
         });
     }

@@ -1,18 +1,18 @@
 //! Trend charts, drawn as SVG here rather than by charts-rs, because every point must be a way in: each run
 //! is a dot with a tooltip (`<title>`: run, build, time, value with its unit, verdict) and a link to its run,
 //! regressed runs carry a pin in the one alarm colour, a bucket of many runs shows its spread as a whisker,
-//! and build changes are labelled ticks on the time axis. Points are spaced one slot per point, not by
-//! time, so ten runs within an hour stay ten dots. Text and axes use the page's colour and font, so the
+//! and build changes are labelled ticks on the time axis; an invalid run, never judged, is marked apart from
+//! the line and outside its scale (`trend_marks`). Points are spaced one slot per point, not by time, so ten
+//! runs within an hour stay ten dots. Text and axes use the page's colour and font, so the
 //! chart reads the same as the page in light and dark mode.
 
 use std::fmt::Write as _;
 
-use chrono::{Datelike, Timelike};
+use chrono::Datelike;
 
-use super::svg::{Px, format_value, log_ticks, nice_ticks, push_integer, push_px, tick_label};
+use super::svg::{format_value, log_ticks, nice_ticks, push_px, tick_label};
 use super::trend_time_axis::time_axis;
-use crate::model::RunStatus;
-use crate::outside_text::{push_xml_escaped, xml_escape};
+use crate::outside_text::xml_escape;
 use crate::store::ChartPoint;
 
 /// The colour of anything that means "regressed", on every chart and page.
@@ -37,7 +37,7 @@ pub(super) const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 290.0;
 pub(super) const LEFT: f64 = 62.0;
 pub(super) const RIGHT: f64 = 14.0;
-const TOP: f64 = 52.0;
+pub(super) const TOP: f64 = 52.0;
 /// The plot's bottom edge; below it, date labels and then build labels.
 pub(super) const BOTTOM: f64 = 236.0;
 
@@ -106,14 +106,37 @@ pub struct TrendChart<'a> {
 }
 
 /// Where values land on the plot.
-struct Axis {
+pub(super) struct Axis {
     low: f64,
     high: f64,
     scale: Scale,
 }
 
+/// Where a value lies against the value axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OnScale {
+    /// On the plot.
+    Within,
+    /// Above its top edge.
+    Above,
+    /// Below its bottom edge (a log axis starts above zero).
+    Below,
+}
+
 impl Axis {
-    fn y(&self, value: f64) -> f64 {
+    /// Where `value` lies against the axis.
+    pub(super) fn place(&self, value: f64) -> OnScale {
+        if value > self.high {
+            OnScale::Above
+        } else if value < self.low {
+            OnScale::Below
+        } else {
+            OnScale::Within
+        }
+    }
+
+    /// The height of `value` on the plot.
+    pub(super) fn y(&self, value: f64) -> f64 {
         let (v, low, high) = match self.scale {
             Scale::Linear => (value, self.low, self.high),
             Scale::Log => (value.max(self.low).ln(), self.low.ln(), self.high.ln()),
@@ -129,7 +152,7 @@ pub(super) fn slot_x(index: usize, count: usize) -> f64 {
 
 /// Where a bucket's dot leads: the page zoomed from the bucket's first day to the day the next bucket starts
 /// (both included, so a run near the edge is never lost), or to today for the last bucket.
-fn bucket_zoom(page: &str, bucket: &ChartPoint, next: Option<&ChartPoint>) -> String {
+pub(super) fn bucket_zoom(page: &str, bucket: &ChartPoint, next: Option<&ChartPoint>) -> String {
     let mut link = format!("{page}&from=");
     push_date(&mut link, bucket);
     if let Some(next) = next {
@@ -160,14 +183,18 @@ impl TrendChart<'_> {
         self.draw_lines(&mut svg, &axis, points);
         time_axis(&mut svg, points);
         if self.main || points.len() <= DENSE {
-            self.dots(&mut svg, &axis, points);
+            self.marks(&mut svg, &axis, points);
         }
         svg.push_str("</svg>");
         svg
     }
 
-    /// The value axis covering every value, the band and the limit, and its tick values.
+    /// The value axis covering every value of the points on the line, the band and the limits, and its tick
+    /// values. Points never judged (invalid runs) are left out, unless there is nothing else: their figures
+    /// say nothing about the build, and one saturated night at ×5 would flatten every other night.
     fn axis(&self, points: &[&ChartPoint]) -> (Axis, Vec<f64>) {
+        let on_line: Vec<&ChartPoint> = points.iter().copied().filter(|p| !p.never_judged()).collect();
+        let points = if on_line.is_empty() { points } else { &on_line };
         let mut values: Vec<f64> =
             self.lines.iter().flat_map(|line| points.iter().map(move |p| (line.value)(p))).collect();
         if let Some(spread) = self.spread {
@@ -263,10 +290,14 @@ impl TrendChart<'_> {
         }
     }
 
+    /// The lines through the points on them, with each bucket's whisker. A point never judged keeps its slot
+    /// but is not joined in: the line goes from the judged point before it to the one after, the series the
+    /// judge reads, and the point is marked apart by [`Self::marks`].
     fn draw_lines(&self, svg: &mut String, axis: &Axis, points: &[&ChartPoint]) {
         let count = points.len();
+        let on_line = || points.iter().enumerate().filter(|(_, p)| !p.never_judged());
         if let Some(spread) = self.spread {
-            for (i, point) in points.iter().enumerate().filter(|(_, p)| p.runs > 1) {
+            for (i, point) in on_line().filter(|(_, p)| p.runs > 1) {
                 let (low, high) = spread(point);
                 let x = slot_x(i, count);
                 let _ = write!(
@@ -281,8 +312,8 @@ impl TrendChart<'_> {
         }
         for line in self.lines.iter().rev() {
             let _ = write!(svg, "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" points=\"", line.colour);
-            for (i, p) in points.iter().enumerate() {
-                if i > 0 {
+            for (n, (i, p)) in on_line().enumerate() {
+                if n > 0 {
                     svg.push(' ');
                 }
                 push_px(svg, slot_x(i, count));
@@ -292,265 +323,13 @@ impl TrendChart<'_> {
             svg.push_str("\"/>");
         }
     }
-
-    /// A dot per point of the first line, in a link to its run (or its bucket's days) that carries the
-    /// tooltip once for every mark of the point: pins on regressed runs, rings on unconfirmed ones, crosses
-    /// under invalid ones.
-    fn dots(&self, svg: &mut String, axis: &Axis, points: &[&ChartPoint]) {
-        let count = points.len();
-        let radius = if count > DENSE { 2.5 } else { 4.0 };
-        let first = &self.lines[0];
-        // One buffer for every tooltip: a long range draws thousands of them.
-        let mut tooltip = String::new();
-        for (i, point) in points.iter().enumerate() {
-            let (x, y) = (slot_x(i, count), axis.y((first.value)(point)));
-            let (px, py) = (Px(x), Px(y));
-            let close = match (point.run_id, &self.zoom) {
-                (Some(id), _) => {
-                    svg.push_str("<a href=\"/runs/");
-                    push_integer(svg, id.unsigned_abs());
-                    svg.push_str("\">");
-                    "</a>"
-                }
-                (None, Some(zoom)) => {
-                    svg.push_str("<a href=\"");
-                    push_xml_escaped(svg, &bucket_zoom(zoom, point, points.get(i + 1).copied()));
-                    svg.push_str("\">");
-                    "</a>"
-                }
-                (None, None) => {
-                    svg.push_str("<g>");
-                    "</g>"
-                }
-            };
-            tooltip.clear();
-            self.tooltip(&mut tooltip, point);
-            svg.push_str("<title>");
-            push_xml_escaped(svg, &tooltip);
-            svg.push_str("</title>");
-            let regressed = self.main && point.regressed > 0;
-            let (fill, r) = if regressed { (ALARM, radius + 1.5) } else { (first.colour, radius) };
-            svg.push_str("<circle class=\"point\" cx=\"");
-            push_px(svg, x);
-            svg.push_str("\" cy=\"");
-            push_px(svg, y);
-            svg.push_str("\" r=\"");
-            push_px(svg, r);
-            svg.push_str("\" fill=\"");
-            svg.push_str(fill);
-            svg.push_str("\"/>");
-            if regressed {
-                let _ = write!(
-                    svg,
-                    "<path class=\"pin\" d=\"M {px} {} l -5 -9 h 10 z\" fill=\"{ALARM}\"/>",
-                    Px(y - r - 2.0)
-                );
-            }
-            if matches!(point.status, Some(RunStatus::Unconfirmed | RunStatus::Confirming)) {
-                let _ = write!(
-                    svg,
-                    "<circle class=\"unconfirmed\" cx=\"{px}\" cy=\"{py}\" r=\"{}\" fill=\"none\" stroke=\"#b9770e\" \
-                     stroke-width=\"1.5\"/>",
-                    r + 3.0
-                );
-            }
-            if point.invalid > 0 {
-                let _ = write!(
-                    svg,
-                    "<text class=\"invalid-run\" x=\"{px}\" y=\"{}\" text-anchor=\"middle\" font-size=\"14\" \
-                     fill=\"#8a8f98\">×</text>",
-                    BOTTOM - 4.0
-                );
-            }
-            svg.push_str(close);
-        }
-    }
-
-    /// What hovering a point says, written onto `text`: the run (or the bucket), its build and time, the
-    /// values with their unit, and the verdict.
-    fn tooltip(&self, text: &mut String, point: &ChartPoint) {
-        match point.run_id {
-            Some(id) => {
-                let _ = write!(text, "run #{id}, ");
-            }
-            None => {
-                let _ = write!(text, "{} runs from ", point.runs);
-            }
-        }
-        let time = point.started_at.naive_utc();
-        push_date(text, point);
-        let _ = write!(text, " {:02}:{:02} UTC", time.hour(), time.minute());
-        if let Some(build) = &point.build_id {
-            let _ = write!(text, ", build {build}");
-        }
-        for (k, line) in self.lines.iter().enumerate() {
-            let over = match (point.runs > 1, line.over_buckets) {
-                (false, _) => "",
-                (true, OverBuckets::Mean) => " mean",
-                (true, OverBuckets::Worst) => " worst",
-            };
-            let separator = if k == 0 { ": " } else { ", " };
-            let _ = write!(text, "{separator}{}{over} {}", line.name, format_value((line.value)(point), self.unit));
-        }
-        if let (Some(spread), true) = (self.spread, point.runs > 1) {
-            let (low, high) = spread(point);
-            let _ = write!(
-                text,
-                " ({} {} to {})",
-                self.lines[0].name,
-                format_value(low, self.unit),
-                format_value(high, self.unit)
-            );
-        }
-        if let Some(status) = point.status {
-            let _ = write!(text, "; {status}");
-        }
-        match (point.regressed, point.runs) {
-            (0, _) => {}
-            (_, 1) => text.push_str("; this endpoint regressed"),
-            (n, _) => {
-                let _ = write!(text, "; this endpoint regressed in {n} of them");
-            }
-        }
-        if point.run_id.is_none() && self.zoom.is_some() {
-            text.push_str("; click to zoom in");
-        }
-    }
 }
 
 /// The point's UTC day as `2026-11-30`, written without chrono's format parser (thousands per page).
-fn push_date(text: &mut String, point: &ChartPoint) {
+pub(super) fn push_date(text: &mut String, point: &ChartPoint) {
     let day = point.started_at.date_naive();
     let _ = write!(text, "{}-{:02}-{:02}", day.year(), day.month(), day.day());
 }
 
 #[cfg(test)]
-mod tests {
-    use chrono::TimeZone;
-
-    use super::*;
-
-    fn point(hour: u32, p95: f64, build: &str) -> ChartPoint {
-        ChartPoint {
-            endpoint: "GET /x".into(),
-            started_at: chrono::Utc.with_ymd_and_hms(2026, 11, 30, hour, 0, 0).unwrap(),
-            runs: 1,
-            run_id: Some(i64::from(hour) + 1),
-            status: Some(RunStatus::Passed),
-            p50_ms: p95 / 2.0,
-            p95_ms: p95,
-            p99_ms: p95 * 1.5,
-            error_pct: 0.0,
-            rate: 10.0,
-            p95_range_ms: (p95, p95),
-            p99_max_ms: p95 * 1.5,
-            error_pct_max: 0.0,
-            regressed: 0,
-            invalid: 0,
-            build_id: Some(build.to_owned()),
-        }
-    }
-
-    const P95: [Line; 1] =
-        [Line { name: "p95", over_buckets: OverBuckets::Mean, colour: "#1e8449", value: |p| p.p95_ms }];
-
-    fn chart(scale: Scale) -> TrendChart<'static> {
-        TrendChart {
-            title: "GET /x <p95>".into(),
-            unit: "ms",
-            lines: &P95,
-            spread: None,
-            band: None,
-            limits: Vec::new(),
-            scale,
-            main: true,
-            zoom: None,
-        }
-    }
-
-    #[test]
-    fn every_run_is_a_linked_dot_with_its_numbers() {
-        let mut points: Vec<ChartPoint> = (0..10).map(|h| point(h, 5.0, "1.0.0")).collect();
-        points[9].p95_ms = 32.0;
-        points[9].regressed = 1;
-        points[9].status = Some(RunStatus::Regressed);
-        points[9].build_id = Some("1.1.0".into());
-        let refs: Vec<&ChartPoint> = points.iter().collect();
-        let svg = chart(Scale::Linear).render(&refs);
-        assert_eq!(svg.matches("<circle class=\"point\"").count(), 10, "ten runs in one day are ten dots");
-        assert_eq!(svg.matches("<a href=\"/runs/").count(), 10);
-        assert!(
-            svg.contains("run #10, 2026-11-30 09:00 UTC, build 1.1.0: p95 32.0 ms; regressed; this endpoint regressed"),
-            "{svg}"
-        );
-        assert_eq!(svg.matches("class=\"pin\"").count(), 1);
-        assert!(svg.contains(&format!("fill=\"{ALARM}\"")));
-        assert_eq!(svg.matches("class=\"build-change\"").count(), 1, "a tick only where the build changed");
-        assert!(svg.contains("build 1.0.0 → 1.1.0"));
-        assert!(svg.contains("GET /x &lt;p95&gt;"), "titles are escaped");
-    }
-
-    #[test]
-    fn a_bucket_shows_its_worst_tail_and_zooms_in_on_its_days() {
-        const TAIL: [Line; 2] = [
-            Line { name: "p95", over_buckets: OverBuckets::Mean, colour: "#1e8449", value: |p| p.p95_ms },
-            Line { name: "p99", over_buckets: OverBuckets::Worst, colour: "#7d3c98", value: |p| p.p99_max_ms },
-        ];
-        let buckets: Vec<ChartPoint> = [1, 12, 23]
-            .into_iter()
-            .map(|day| ChartPoint {
-                started_at: chrono::Utc.with_ymd_and_hms(2026, 10, day, 2, 0, 0).unwrap(),
-                runs: 11,
-                run_id: None,
-                status: None,
-                p95_range_ms: (4.0, 9.0),
-                p99_max_ms: 80.0,
-                regressed: i64::from(day == 12),
-                ..point(0, 5.0, "1.0.0")
-            })
-            .collect();
-        let refs: Vec<&ChartPoint> = buckets.iter().collect();
-        let zoomed = TrendChart {
-            lines: &TAIL,
-            spread: Some(|p| p.p95_range_ms),
-            zoom: Some("?range=all&scale=log".into()),
-            ..chart(Scale::Linear)
-        };
-        let svg = zoomed.render(&refs);
-        assert!(svg.contains("<a href=\"?range=all&amp;scale=log&amp;from=2026-10-12&amp;to=2026-10-23\">"), "{svg}");
-        assert!(svg.contains("<a href=\"?range=all&amp;scale=log&amp;from=2026-10-23\">"), "the last runs to today");
-        assert!(
-            svg.contains(
-                "11 runs from 2026-10-12 02:00 UTC, build 1.0.0: p95 mean 5.00 ms, p99 worst 80.0 ms (p95 4.00 ms \
-                 to 9.00 ms); this endpoint regressed in 1 of them; click to zoom in"
-            ),
-            "{svg}"
-        );
-        assert_eq!(svg.matches("class=\"pin\"").count(), 1);
-        assert!(!chart(Scale::Linear).render(&refs).contains("<a href"), "without a page to zoom, no link");
-    }
-
-    #[test]
-    fn every_configured_gate_is_a_line_with_its_zone() {
-        let points: Vec<ChartPoint> = (0..6).map(|h| point(h, 5.0, "1")).collect();
-        let refs: Vec<&ChartPoint> = points.iter().collect();
-        let gated = TrendChart { limits: vec![("p95", 20.0), ("p99", 60.0)], ..chart(Scale::Linear) };
-        let svg = gated.render(&refs);
-        assert_eq!(svg.matches("class=\"gate-zone\"").count(), 2, "{svg}");
-        assert!(svg.contains("<title>gate: p95 at most 20.0 ms</title>"), "{svg}");
-        assert!(svg.contains("<title>gate: p99 at most 60.0 ms</title>"), "{svg}");
-        assert!(gated.axis(&refs).0.high >= 60.0, "the axis reaches the highest gate");
-        assert!(!chart(Scale::Linear).render(&refs).contains("gate-zone"), "no gate, no zone");
-    }
-
-    #[test]
-    fn a_log_axis_keeps_the_normal_range_readable() {
-        let mut points: Vec<ChartPoint> = (0..6).map(|h| point(h, 1.0 + f64::from(h) * 0.1, "1")).collect();
-        points[5].p95_ms = 80.0;
-        let refs: Vec<&ChartPoint> = points.iter().collect();
-        let linear = chart(Scale::Linear).axis(&refs).0;
-        let log = chart(Scale::Log).axis(&refs).0;
-        let spread = |axis: &Axis| axis.y(1.0) - axis.y(1.4);
-        assert!(spread(&log) > 10.0 * spread(&linear), "log {} vs linear {}", spread(&log), spread(&linear));
-    }
-}
+mod tests;

@@ -17,6 +17,7 @@ use super::changes::Changes;
 use super::grid::{GRID_NIGHTS, Grid};
 use super::overview_page::endpoint_names;
 use super::range::Range;
+use super::route_name::chart_title;
 use super::trend_chart::{Line, OverBuckets, Scale, TrendChart, colour};
 use super::trend_view::{TrendQuery, View, Zoom};
 use super::{AppState, WebError, ensure_scenario};
@@ -95,7 +96,7 @@ pub(super) async fn page(
     if let Some(hash) = &shown_series {
         let gates = state.config.scenario(&name).map(|s| s.gates.clone()).unwrap_or_default();
         let nights = state.store.regression_grid(&name, hash, GRID_NIGHTS).await?;
-        grid = Some(Grid::new(&nights, gates.min_effect_pct)).filter(|g| !g.rows.is_empty());
+        grid = Some(Grid::new(&nights)).filter(|g| !g.rows.is_empty());
         let (from, to) = view.window;
         let span = TrendSpan { scenario: &name, series: hash, from, to, buckets: view.range.points() };
         let trend = state.store.trend_points(span).await?;
@@ -161,7 +162,7 @@ const THROUGHPUT: [Line; 1] =
 fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], gates: &Gates, scale: Scale, zoom: &str) -> EndpointTrend {
     let absolute = &gates.absolute;
     let chart = |title: &str, unit: &'static str, lines: &'static [Line]| TrendChart {
-        title: format!("{endpoint}: {title}"),
+        title: chart_title(endpoint, title),
         unit,
         lines,
         spread: None,
@@ -204,7 +205,9 @@ const BAND_POINTS: usize = 30;
 /// (at most 30) points before it: between its improvement and regression lines (`detector::band`, from the
 /// same function as `degrade detect`'s decision), with the scenario's minimum effect and minimum history.
 fn detector_band(points: &[&ChartPoint], gates: &Gates) -> Option<(f64, f64)> {
-    let earlier = &points[..points.len().saturating_sub(1)];
+    // Invalid runs were never judged: the detector reads the valid ones only, as the judge does.
+    let valid: Vec<&ChartPoint> = points.iter().copied().filter(|p| !p.never_judged()).collect();
+    let earlier = &valid[..valid.len().saturating_sub(1)];
     let history: Vec<f64> = earlier[earlier.len().saturating_sub(BAND_POINTS)..].iter().map(|p| p.p95_ms).collect();
     let band = detector::band(&Question {
         history: &history,

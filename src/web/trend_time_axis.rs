@@ -7,8 +7,10 @@ use super::trend_chart::{BOTTOM, LEFT, RIGHT, WIDTH, slot_x};
 use crate::outside_text::xml_escape;
 use crate::store::ChartPoint;
 
-/// Date labels on the time axis, at most.
-const DATE_LABELS: usize = 6;
+/// Room a date label needs per character, in the chart's units, at the largest text it gets (a phone shows
+/// chart text at 20 units: a digit is about 12 wide), and the room beside it.
+const LABEL_CHARACTER: f64 = 12.0;
+const LABEL_MARGIN: f64 = 18.0;
 /// Past this many build changes a chart draws no build ticks: about one every 10 px of plot, a tick per night.
 const MAX_BUILD_TICKS: usize = 60;
 /// Build labels closer than this to the previous one are left to their tick's tooltip.
@@ -22,7 +24,6 @@ pub(super) fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
         "<line x1=\"{LEFT}\" y1=\"{BOTTOM}\" x2=\"{}\" y2=\"{BOTTOM}\" stroke=\"currentColor\" stroke-opacity=\"0.5\"/>",
         WIDTH - RIGHT
     );
-    let labels = DATE_LABELS.min(count);
     let same_day =
         points.first().map(|p| p.started_at.date_naive()) == points.last().map(|p| p.started_at.date_naive());
     // A range of about a year or more names the year: month and day alone repeat across years.
@@ -30,26 +31,42 @@ pub(super) fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
         (Some(first), Some(last)) => last.started_at - first.started_at > chrono::Duration::days(300),
         _ => false,
     };
-    let format = match (same_day, long) {
-        (true, _) => "%H:%M",
-        (false, true) => "%Y-%m",
-        (false, false) => "%m-%d",
+    // Each format with the characters it writes.
+    let (format, characters) = match (same_day, long) {
+        (true, _) => ("%H:%M", 5.0),
+        (false, true) => ("%Y-%m", 7.0),
+        (false, false) => ("%m-%d", 5.0),
     };
-    for k in 0..labels {
-        let index = if labels == 1 { 0 } else { k * (count - 1) / (labels - 1) };
-        // A last label near the plot's edge ends there rather than centring on its point, so enlarged text on a
-        // narrow screen is not cut off by the chart's border.
+    let width = LABEL_CHARACTER * characters + LABEL_MARGIN;
+    for index in label_indexes(count, width) {
+        // The newest label near the plot's edge ends there rather than centring on its point, so enlarged text
+        // on a narrow screen is not cut off by the chart's border.
         let x = slot_x(index, count);
         let (x, anchor) =
-            if k + 1 == labels && x > WIDTH - RIGHT - 40.0 { (WIDTH - RIGHT, "end") } else { (x, "middle") };
+            if index + 1 == count && x > WIDTH - RIGHT - 40.0 { (WIDTH - RIGHT, "end") } else { (x, "middle") };
         let _ = write!(
             svg,
-            "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"{anchor}\" fill-opacity=\"0.8\">{}</text>",
+            "<text class=\"date\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"{anchor}\" fill-opacity=\"0.8\">{}</text>",
             BOTTOM + 16.0,
             points[index].started_at.format(format)
         );
     }
     build_ticks(svg, points);
+}
+
+/// The points of `count` that get a date label `width` units wide: every `stride`-th one back from the newest,
+/// which always has one, the stride the fewest slots that keep labels apart. A constant stride matters: six
+/// labels picked among eight points by rounding skipped the fourth (12-01) between labelled neighbours, and
+/// a gap in a regular row reads as a missing date.
+fn label_indexes(count: usize, width: f64) -> Vec<usize> {
+    if count == 0 {
+        return Vec::new();
+    }
+    let slot = (WIDTH - LEFT - RIGHT) / count as f64;
+    let stride = (width / slot).ceil().max(1.0) as usize;
+    let mut indexes: Vec<usize> = (0..count).rev().step_by(stride).collect();
+    indexes.reverse();
+    indexes
 }
 
 /// A labelled tick wherever the build changed; none where it changes at nearly every point (a nightly build
@@ -93,5 +110,64 @@ fn build_ticks(svg: &mut String, points: &[&ChartPoint]) {
             );
             last_label = x;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    /// Nightly points from 2026-11-28, one a day, build 1.0.n.
+    fn nights(count: u32) -> Vec<ChartPoint> {
+        (0..count)
+            .map(|n| ChartPoint {
+                endpoint: "(all)".into(),
+                started_at: chrono::Utc.with_ymd_and_hms(2026, 11, 28, 22, 0, 0).unwrap() + chrono::Days::new(n.into()),
+                runs: 1,
+                run_id: Some(i64::from(n) + 1),
+                status: None,
+                p50_ms: 1.0,
+                p95_ms: 2.0,
+                p99_ms: 3.0,
+                error_pct: 0.0,
+                rate: 10.0,
+                p95_range_ms: (2.0, 2.0),
+                p99_max_ms: 3.0,
+                error_pct_max: 0.0,
+                regressed: 0,
+                invalid: 0,
+                build_id: Some(format!("1.0.{n}")),
+            })
+            .collect()
+    }
+
+    fn dates(points: &[ChartPoint]) -> Vec<String> {
+        let refs: Vec<&ChartPoint> = points.iter().collect();
+        let mut svg = String::new();
+        time_axis(&mut svg, &refs);
+        svg.split("<text class=\"date\"").skip(1).map(|t| t.split('>').nth(1).unwrap().replace("</text", "")).collect()
+    }
+
+    #[test]
+    fn eight_nights_get_eight_dates_and_none_is_skipped_between_its_neighbours() {
+        // The demo's week: six labels picked among eight points by rounding left out 12-01.
+        assert_eq!(dates(&nights(8)), ["11-28", "11-29", "11-30", "12-01", "12-02", "12-03", "12-04", "12-05"]);
+    }
+
+    #[test]
+    fn more_nights_are_labelled_at_one_stride_ending_on_the_newest() {
+        let month = dates(&nights(30));
+        assert_eq!(month.last().map(String::as_str), Some("12-27"), "the newest night is always named");
+        let days: Vec<u32> = nights(30)
+            .iter()
+            .filter(|p| month.contains(&p.started_at.format("%m-%d").to_string()))
+            .map(|p| p.run_id.unwrap() as u32)
+            .collect();
+        let strides: Vec<u32> = days.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(strides.len() >= 4 && strides.windows(2).all(|w| w[0] == w[1]), "{month:?}");
+        assert_eq!(label_indexes(1, 72.0), [0]);
+        assert!(label_indexes(0, 72.0).is_empty());
     }
 }

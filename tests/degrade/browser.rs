@@ -1,20 +1,24 @@
-//! The dashboard in a real browser: Debian's headless Chromium (installed by `.ci/run`) renders the
-//! overview, the trend page and a run page at 1400 px and 400 px. Screenshots prove something was drawn;
-//! the rendered DOM proves what a reader sees: nothing wider than a phone's screen, the summary naming the
-//! regressed endpoint, chart points linked to their runs.
+//! The dashboard in a real browser: Debian's headless Chromium (installed by `.ci/run`) renders every page of
+//! the demo at 1400 px and 400 px: the story `degrade demo` tells (nights of history, a slowed build, its
+//! rerun, the alert), then a crawl from the overview through the same-origin links of each rendered page,
+//! one page per route shape (`/runs/N`, `/compare?a&b`, `/scenarios/demo?range`, …), so a page nobody listed
+//! is measured too. The rendered DOM proves what a reader sees: nothing wider than a phone's screen on any
+//! page, the summary naming the regressed endpoint, chart points linked to their runs; screenshots of the
+//! overview, the trend page and a run page prove something was drawn.
 //!
 //! The page is read through a small proxy on 127.0.0.1 that appends one script to each HTML answer: it
 //! writes the page's layout width into the DOM, which `--dump-dom` then prints. The dashboard itself ships
 //! no JavaScript.
 
+use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 
-use crate::support::TestDb;
-use crate::support::app::TestApp;
+use degrade::demo::story::{Demo, Options, tell};
 
 const CHROMIUM: [&str; 2] = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
 
@@ -65,45 +69,149 @@ fn installed() -> &'static str {
     CHROMIUM.into_iter().find(|p| Path::new(p).exists()).expect("chromium: .ci/run installs Debian's package")
 }
 
+/// Pages the crawl visits at most: one per route shape, of which the demo has about a dozen. A crawl that
+/// reaches this found shapes without end (a link that grows its own query), which is a failure.
+const MAX_PAGES: usize = 40;
+
+/// The demo's story, short: five nights of history (the judge's minimum) of 3 s each, then the slowed build
+/// and its confirming rerun.
+async fn the_demo(folder: &Path) -> Demo {
+    let options = Options {
+        folder: folder.join("degrade-demo"),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        nights: 5,
+        night_length: Duration::from_secs(3),
+        slowdown_ms: 80,
+    };
+    tell(&options).await.unwrap()
+}
+
+/// The overflow the measuring script wrote into the rendered DOM, in px (0 or less: none).
+fn overflow_of(dom: &str, page: &str, width: u32) -> i64 {
+    dom.split("data-overflow=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("{page} at {width} px: the measuring script did not run: {dom}"))
+        .parse()
+        .unwrap()
+}
+
+/// The same-origin pages `dom` (the rendered page at `page`) links to: paths, and queries on its own path,
+/// without their fragment.
+fn links(dom: &str, page: &str) -> Vec<String> {
+    let own_path = page.split('?').next().unwrap_or(page);
+    dom.split("href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .map(|href| href.replace("&amp;", "&"))
+        .map(|href| href.split('#').next().unwrap_or_default().to_owned())
+        .filter_map(|href| match href.chars().next() {
+            Some('/') if !href.starts_with("//") => Some(href),
+            Some('?') => Some(format!("{own_path}{href}")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What kind of page `page` is: its path with numbers as `N`, and its query's names: `/runs/N`,
+/// `/compare?a&b`, `/scenarios/demo?range&scale`.
+fn shape(page: &str) -> String {
+    let (path, query) = page.split_once('?').unwrap_or((page, ""));
+    let path: Vec<&str> =
+        path.split('/').map(|s| if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) { "N" } else { s }).collect();
+    let names: BTreeSet<&str> =
+        query.split('&').filter(|p| !p.is_empty()).map(|p| p.split('=').next().unwrap()).collect();
+    let names: Vec<&str> = names.into_iter().collect();
+    if names.is_empty() { path.join("/") } else { format!("{}?{}", path.join("/"), names.join("&")) }
+}
+
+/// One page of the crawl: its path and its rendered DOM at 400 px.
+struct Visited {
+    page: String,
+    dom: String,
+}
+
+/// Every HTML page reachable from `/` through the proxy, one per route shape, each rendered at 1400 and 400 px;
+/// panics naming every page that overflows a screen, and any link that does not answer 200.
+async fn crawl(binary: &str, proxy: &str, profiles: &Path) -> Vec<Visited> {
+    let mut queue = VecDeque::from([("/".to_owned(), "the start".to_owned())]);
+    let mut shapes = BTreeSet::from([shape("/")]);
+    let (mut visited, mut overflowing) = (Vec::new(), Vec::new());
+    while let Some((page, from)) = queue.pop_front() {
+        assert!(visited.len() < MAX_PAGES, "the crawl found more than {MAX_PAGES} route shapes: {shapes:?}");
+        let url = format!("{proxy}{page}");
+        let answer = crate::support::http_client().get(&url).send().await.unwrap();
+        assert_eq!(answer.status().as_u16(), 200, "{page}, linked from {from}");
+        let kind = answer.headers().get("content-type").and_then(|k| k.to_str().ok()).unwrap_or_default();
+        if !kind.starts_with("text/html") {
+            continue;
+        }
+        let mut dom = String::new();
+        for width in [1400, 400] {
+            dom = chromium(binary, &profiles.join(format!("profile-{width}")), width, "--dump-dom", &url).await;
+            let overflow = overflow_of(&dom, &page, width);
+            if overflow > 0 {
+                overflowing.push(format!("{page} at {width} px is {overflow} px wider than the screen"));
+            }
+        }
+        for link in links(&dom, &page) {
+            if shapes.insert(shape(&link)) {
+                queue.push_back((link, page.clone()));
+            }
+        }
+        visited.push(Visited { page, dom });
+    }
+    assert!(overflowing.is_empty(), "{overflowing:#?}");
+    visited
+}
+
 #[tokio::test]
 #[ignore = "needs Chromium: apt-get install chromium, and pass --include-ignored (.ci/run does both)"]
-async fn pages_read_right_in_a_browser_at_1400_and_400_px() {
+async fn no_page_of_the_demo_overflows_and_the_pages_read_right_at_1400_and_400_px() {
     let binary = installed();
-    let db = TestDb::sqlite();
-    let app = TestApp::spawn(&db).await;
-    let last = app.store_nights(10).await;
-    let proxy = measuring_proxy(&app.address).await;
     let dir = tempfile::tempdir().unwrap();
-    let pages = ["/".to_owned(), "/scenarios/checkout?range=30d".to_owned(), format!("/runs/{last}")];
-    for page in &pages {
-        let url = format!("{proxy}{page}");
+    let demo = the_demo(dir.path()).await;
+    let proxy = measuring_proxy(&demo.dashboard).await;
+    let visited = crawl(binary, &proxy, dir.path()).await;
+    let shapes: BTreeSet<String> = visited.iter().map(|v| shape(&v.page)).collect();
+    for expected in ["/", "/scenarios/demo", "/scenarios/demo?range", "/runs/N", "/compare?a&b", "/alerts"] {
+        assert!(shapes.contains(expected), "the crawl reached no {expected}: {shapes:?}");
+    }
+    let run = &demo.verdict.run_id;
+    let trend = visited.iter().find(|v| v.page == "/scenarios/demo").unwrap();
+    // The slowed route, named whole (it breaks between its segments on a phone), leads the summary.
+    let slowed = r#"<tr class="worse"><td><span class="endpoint">GET /boards<wbr>/{board_id}<wbr>/cards</span>"#;
+    assert!(trend.dom.contains(slowed), "{}", trend.dom);
+    // The link holds the point's tooltip, then its dot.
+    let point = format!(r#"<a href="/runs/{run}"><title>run #{run}, "#);
+    let linked = trend.dom.split(&point).nth(1).and_then(|rest| rest.split("</a>").next()).unwrap_or_default();
+    assert!(linked.contains(r#"<circle class="point""#), "{}", trend.dom);
+    let run_page = visited.iter().find(|v| shape(&v.page) == "/runs/N").unwrap();
+    assert!(run_page.dom.contains("<h2>The scenario as run</h2>"), "the run page measured holds its <pre>");
+    for page in ["/".to_owned(), "/scenarios/demo".to_owned(), run_page.page.clone()] {
         for width in [1400, 400] {
             let profile = dir.path().join(format!("profile-{width}"));
-            let dom = chromium(binary, &profile, width, "--dump-dom", &url).await;
-            let overflow: i64 = dom
-                .split("data-overflow=\"")
-                .nth(1)
-                .and_then(|rest| rest.split('"').next())
-                .unwrap_or_else(|| panic!("{page} at {width} px: the measuring script did not run: {dom}"))
-                .parse()
-                .unwrap();
-            assert!(overflow <= 0, "{page} at {width} px is {overflow} px wider than the screen");
             let shot: PathBuf = dir.path().join(format!("shot-{width}.png"));
-            chromium(binary, &profile, width, &format!("--screenshot={}", shot.display()), &url).await;
+            chromium(binary, &profile, width, &format!("--screenshot={}", shot.display()), &format!("{proxy}{page}"))
+                .await;
             let png = std::fs::read(&shot).unwrap();
             assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG file");
             // A blank page compresses to a few KB; charts, tables and text make it far larger.
             assert!(png.len() > 20_000, "{page} at {width} px looks empty: {} bytes", png.len());
-            if page.starts_with("/scenarios/") {
-                assert!(
-                    dom.contains(r#"<tr class="worse"><td><span class="endpoint">GET /boards/{id}</span>"#),
-                    "{dom}"
-                );
-                // The link holds the point's tooltip, then its dot.
-                let point = format!(r#"<a href="/runs/{last}"><title>run #{last}, "#);
-                let linked = dom.split(&point).nth(1).and_then(|rest| rest.split("</a>").next()).unwrap_or_default();
-                assert!(linked.contains(r#"<circle class="point""#), "{dom}");
-            }
         }
     }
+    demo.close().await;
+}
+
+#[test]
+fn the_crawl_tells_route_shapes_apart_and_follows_same_origin_links_only() {
+    assert_eq!(shape("/runs/12"), "/runs/N");
+    assert_eq!(shape("/compare?b=8&a=6"), "/compare?a&b");
+    assert_eq!(shape("/scenarios/demo?range=7d&scale=log"), "/scenarios/demo?range&scale");
+    let dom = r##"<a href="/runs/3#top"></a><a href="?range=7d&amp;scale=log"></a><a href="https://x.example/">
+        <a href="//x.example/"></a><a href="#series"></a><link href="/static/style.css">"##;
+    assert_eq!(
+        links(dom, "/scenarios/demo?range=30d"),
+        ["/runs/3", "/scenarios/demo?range=7d&scale=log", "/static/style.css"]
+    );
 }

@@ -34,8 +34,8 @@ async fn dashboard_story(db: &TestDb) {
         "{body}"
     );
     assert!(
-        body.contains(r#"<tr class="worse"><td><span class="endpoint">GET /boards/{id}</span>"#)
-            && body.contains(r#"<span class="endpoint">GET /boards/{id}</span>"#)
+        body.contains(r#"<tr class="worse"><td><span class="endpoint">GET /boards<wbr>/{id}</span>"#)
+            && body.contains(r#"<span class="endpoint">GET /boards<wbr>/{id}</span>"#)
             && body.contains(r#"<strong class="alarm small">regressed: p95</strong>"#),
         "the overview names the regressed endpoint: {body}"
     );
@@ -93,7 +93,7 @@ async fn trend_page_story(app: &TestApp, last: i64) {
     let from = (Utc::now() - Duration::days(2)).format("%Y-%m-%d");
     let (status, zoomed) = app.get(&format!("/scenarios/checkout?from={from}")).await;
     assert_eq!(status, 200, "{zoomed}");
-    let charts = zoomed.split("<h2>GET /boards/{id}</h2>").nth(1).unwrap().split("<h2>").next().unwrap();
+    let charts = zoomed.split("<h2>GET /boards<wbr>/{id}</h2>").nth(1).unwrap().split("<h2>").next().unwrap();
     assert!(charts.contains(&format!("<title>run #{last}, ")), "{charts}");
     assert!(!charts.contains(&format!("<title>run #{}, ", last - 5)), "an older run is outside the zoom: {charts}");
     assert!(zoomed.contains(&format!("scale=log&#38;from={from}&#38;to=")), "{zoomed}");
@@ -102,7 +102,7 @@ async fn trend_page_story(app: &TestApp, last: i64) {
     let (status, by_runs) =
         app.get(&format!("/scenarios/checkout?from=&to=&from_run={}&to_run={last}", last - 1)).await;
     assert_eq!(status, 200, "{by_runs}");
-    let charts = by_runs.split("<h2>GET /boards/{id}</h2>").nth(1).unwrap().split("<h2>").next().unwrap();
+    let charts = by_runs.split("<h2>GET /boards<wbr>/{id}</h2>").nth(1).unwrap().split("<h2>").next().unwrap();
     for inside in [last - 1, last] {
         assert!(charts.contains(&format!("<title>run #{inside}, ")), "run #{inside} is in the zoom: {charts}");
     }
@@ -121,7 +121,7 @@ async fn trend_page_story(app: &TestApp, last: i64) {
     assert!(body.contains(&format!(": regressed here (run #{last}, build 1.0.9)</li>")), "{body}");
     // The summary at the top says what regressed, by how much, before any chart.
     let summary = body
-        .find(r#"<tr class="worse"><td><span class="endpoint">GET /boards/{id}</span> <strong>p95</strong></td>"#)
+        .find(r#"<tr class="worse"><td><span class="endpoint">GET /boards<wbr>/{id}</span> <strong>p95</strong></td>"#)
         .expect("the summary row");
     assert!(summary < body.find("<svg").unwrap(), "the summary comes first");
     assert!(body[summary..].contains("+35.0 %"), "{body}");
@@ -133,7 +133,7 @@ async fn trend_page_story(app: &TestApp, last: i64) {
     // Error charts only for endpoints that had errors.
     assert!(body.contains("GET /boards/{id}: error rate"), "{body}");
     assert!(!body.contains("alert(1)&lt;/script&gt;: error rate"), "no all-zero error chart: {body}");
-    let worse = body.find("<h2>GET /boards/{id}</h2>").expect("the boards section");
+    let worse = body.find("<h2>GET /boards<wbr>/{id}</h2>").expect("the boards section");
     let whole = body.find("<h2>(all)</h2>").expect("the whole-run section, which had no finding");
     let (marked, steady) =
         if worse < whole { (&body[worse..whole], &body[whole..]) } else { (&body[worse..], &body[whole..worse]) };
@@ -153,7 +153,7 @@ async fn trend_page_story(app: &TestApp, last: i64) {
         "a few build changes are listed one by one, once for every endpoint: {body}"
     );
     assert!(
-        body.find(": build 1.0.8 → 1.0.9</li>") < body.find("<h2>GET /boards/{id}</h2>"),
+        body.find(": build 1.0.8 → 1.0.9</li>") < body.find("<h2>GET /boards<wbr>/{id}</h2>"),
         "above the charts: {body}"
     );
     assert!(body.contains(r#"class="build-change""#) && body.contains("<title>build 1.0.8 → 1.0.9</title>"), "{body}");
@@ -163,7 +163,7 @@ async fn trend_page_story(app: &TestApp, last: i64) {
 async fn run_page_story(app: &TestApp, last: i64) {
     let (status, body) = app.get(&format!("/runs/{last}")).await;
     assert_eq!(status, 200);
-    let verdict_row = r#"<tr class="worse"><td data-label="Endpoint">GET /boards/{id}</td><td data-label="Metric">p95</td><td data-label="Baseline" class="num">100.0 ms</td>"#;
+    let verdict_row = r#"<tr class="worse"><td data-label="Endpoint">GET /boards<wbr>/{id}</td><td data-label="Metric">p95</td><td data-label="Baseline" class="num">100.0 ms</td>"#;
     let linked = format!(r#"<a href="/compare?a={}&amp;b={last}">Compare with the baseline</a>"#, last - 1);
     let previous = format!(r#"<a href="/compare?a={}&amp;b={last}">Compare with the previous run</a>"#, last - 1);
     for expected in [
@@ -267,7 +267,7 @@ async fn run_page_compare_alerts_and_metrics() {
     assert_eq!(status, 200, "{body}");
     assert!(
         body.contains(
-            "<tr class=\"worse\"><td>p95 ms</td><td class=\"num\">100.00</td><td class=\"num\">135.00</td><td class=\"num change\">+35.0 %</td>"
+            "<tr class=\"worse\"><td>p95 ms</td><td class=\"num\">100.00</td><td class=\"num\">135.00</td><td class=\"num change\" title=\"+35.0 %\">+35.0 %</td>"
         ),
         "{body}"
     );
@@ -309,7 +309,7 @@ async fn run_page_compare_alerts_and_metrics() {
         "{body}"
     );
     // The alert names the endpoints and numbers of its run, and shows the message as it was sent.
-    assert!(body.contains(r#"<li><span class="endpoint">GET /boards/{id}</span> <strong>p95</strong>"#), "{body}");
+    assert!(body.contains(r#"<li><span class="endpoint">GET /boards<wbr>/{id}</span> <strong>p95</strong>"#), "{body}");
     assert!(body.contains("<pre class=\"message\">*GET /boards/{id}* p95 100 ms -&#62; 135 ms</pre>"), "{body}");
     assert!(body.contains("status-pending\">pending"), "{body}");
     let (status, metrics) = app.get("/metrics").await;

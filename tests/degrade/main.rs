@@ -7,7 +7,10 @@
 //! - `config_errors`: every config mistake gets file:line:column and the field.
 //! - `cli`: `degrade --help`, `init`, `validate`, `migrate` through the real binary.
 //! - `dashboard`: the pages and JSON API over real HTTP, on SQLite and PostgreSQL.
-//! - `browser`: the pages in headless Chromium at 1400 and 400 px: screenshots, overflow, links.
+//! - `browser`: every page of the demo, crawled from the overview, in headless Chromium at 1400 and 400 px:
+//!   overflow, screenshots, links.
+//! - `glance`: one way to write a change (`check`, alerts, dashboard); only findings coloured or labelled as
+//!   such; builds heading the grid; invalid runs drawn apart on trends.
 //! - `check`: the CI gate and `degrade detect` through the real binary, on runs stored through the store.
 //! - `engine`: the load engine against the stub targets; scenario validation errors.
 //! - `run_cli`: `degrade run` and `validate` of scenarios through the real binary.
@@ -49,6 +52,7 @@ mod dashboard;
 mod demo;
 mod docs;
 mod engine;
+mod glance;
 mod har_memory;
 mod held_back_machine;
 mod hostile_input;

@@ -157,9 +157,9 @@ pub(super) fn excuse_the_rest(findings: Vec<Finding>, blamed: &Blamed, on: &str)
             if f.outcome == FindingOutcome::Regression && !kept {
                 let others = match machine_shift(&f, &snapshot, blamed) {
                     Some(s) => format!(
-                        " (the other endpoints moved {:+.1} % and +{} at the median, spread ±{:.1} % and ±{}, and \
+                        " (the other endpoints moved {} and +{} at the median, spread ±{:.1} % and ±{}, and \
                          this one not beyond that by both its limit and {:.1} spreads)",
-                        100.0 * (s.factor - 1.0),
+                        crate::model::Change::from_pct(100.0 * (s.factor - 1.0)),
                         crate::model::format_ms(s.added),
                         100.0 * s.factor_spread.exp_m1(),
                         crate::model::format_ms(s.added_spread),
