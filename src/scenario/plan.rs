@@ -26,6 +26,10 @@ pub struct Plan {
     pub source_text: String,
     /// Identifies the workload: runs with different hashes are different series and never compared.
     pub hash: String,
+    /// Whether some metric key names query parameters (`GET /posts?userId=`), where releases before keys had
+    /// them keyed the path alone (`GET /posts`): part of [`Plan::hash`], so the runs stored under the old keys
+    /// stay a series of their own instead of being compared with endpoints they never had.
+    pub query_keys: bool,
     /// All randomness derives from it.
     pub seed: u64,
     /// Where requests go.

@@ -21,6 +21,8 @@
 //! - `layers`: every module of `src/` uses only modules of a lower layer (the table ARCHITECTURE.md draws).
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
 //! - `tape`: `degrade tape import` of the committed fixtures, and tape replays against a recording server.
+//! - `route_keys`: endpoints keyed by their query parameter names, in scenario runs, tape imports and replays,
+//!   and the runs stored under the old keys, which stay a series of their own.
 //! - `tape_privacy`: a corpus of recordings full of private values, none of which may reach a tape or flows.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
@@ -44,6 +46,7 @@ mod hostile_input;
 mod layers;
 mod left_behind;
 mod nightly;
+mod route_keys;
 mod run_cli;
 mod store_story;
 mod tape;
