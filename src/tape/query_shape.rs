@@ -4,9 +4,10 @@
 //! same request alike through here.
 //!
 //! What an access log holds decides the rules:
-//! - names are compared percent-decoded, and shown as written only where that is safe: visible ASCII other than
-//!   `%&=#+?` as is, a space as `+`, every other byte (a control character, non-ASCII text) `%XX`, so a key,
-//!   which is stored and shown, never carries a control character;
+//! - names are compared percent-decoded, and shown as written only where that is safe: visible ASCII as is, but
+//!   what would end or split a query (`%&=#+?`) or a Markdown table, code span or HTML text (`` |`<>"\ ``); a
+//!   space as `+`; every other byte (a control character, non-ASCII text) `%XX`, so a key, which is stored and
+//!   shown in terminals, Slack, Markdown and HTML, never carries a control character;
 //! - a name given twice (`?tag=a&tag=b`) counts once, an empty one (`?&&`, `?=x`) not at all, and an index in
 //!   brackets is no name of its own (`ids[0]`, `ids[1]` are `ids[]`);
 //! - cache-busters (`_=1700000000`, `_dc=`) and tracking parameters (`utm_*`, `fbclid`, `gclid`, …) are left
@@ -127,15 +128,15 @@ pub fn decoded(encoded: &str) -> Vec<u8> {
     out
 }
 
-/// Decoded bytes written back so that nothing in them can be misread: visible ASCII but `%&=#+?` as is, a
-/// space as `+`, anything else `%XX`.
+/// Decoded bytes written back so that nothing in them can be misread: visible ASCII but ``%&=#+?|`<>"\`` as
+/// is, a space as `+`, anything else `%XX`.
 #[must_use]
 pub fn shown(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for &b in bytes {
         match b {
             b' ' => out.push('+'),
-            b'%' | b'&' | b'=' | b'#' | b'+' | b'?' => {
+            b'%' | b'&' | b'=' | b'#' | b'+' | b'?' | b'|' | b'`' | b'<' | b'>' | b'"' | b'\\' => {
                 let _ = write!(out, "%{b:02X}");
             }
             b if b.is_ascii_graphic() => out.push(b as char),
@@ -205,6 +206,8 @@ mod tests {
         // A control character or a byte that is not ASCII never reaches a key as itself.
         assert_eq!(shape("a%0Ab=1&%00=2&caf%C3%A9=3"), "?%00=&a%0Ab=&caf%C3%A9=");
         assert_eq!(shape("bad%zz=1&%=2"), "?%25=&bad%25zz=");
+        // Nor what would split a Markdown table or a code span, or open an HTML tag.
+        assert_eq!(shape("a|b=1&c%3Cd%3E=2&e`f=3"), "?a%7Cb=&c%3Cd%3E=&e%60f=");
     }
 
     #[test]
