@@ -25,6 +25,10 @@ pub const MAX_NAME_BYTES: usize = 40;
 /// Names shown in a key at most; further ones are written `&…`.
 pub const MAX_NAMES: usize = 8;
 
+/// Parameters of one request read for its shape: a hand-written tape's line may hold millions, and a request
+/// with more than this many is no kind of request a service has; its shape is that of its first ones.
+pub const MAX_PARAMETERS_READ: usize = 1000;
+
 /// Parameter names that never name a kind of request: cache-busters and tracking parameters.
 const IGNORED_NAMES: &[&str] = &[
     "_",
@@ -65,7 +69,7 @@ impl QueryShape {
 
     /// The shape of parameters with these names, each percent-encoded as sent.
     pub fn of_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
-        let mut names: Vec<String> = names.into_iter().filter_map(key_name).collect();
+        let mut names: Vec<String> = names.into_iter().take(MAX_PARAMETERS_READ).filter_map(key_name).collect();
         names.sort_unstable();
         names.dedup();
         Self { names }
@@ -216,5 +220,7 @@ mod tests {
         let key = shape(&query.join("&"));
         assert_eq!(key, "?p00=&p01=&p02=&p03=&p04=&p05=&p06=&p07=&…");
         assert_eq!(QueryShape::of_query(&query.join("&")).names().len(), 30);
+        let endless = "&x=1".repeat(100_000) + "&a=1";
+        assert_eq!(QueryShape::of_query(&endless).names(), ["x"], "only the first parameters are read");
     }
 }

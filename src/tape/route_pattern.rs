@@ -10,7 +10,7 @@
 //! - `/posts?` matches only requests without parameters; `/search?*` every request to the path whatever its
 //!   query, keyed by the path alone (`GET /search`): the way to keep one endpoint for a path.
 
-use super::query_shape::{QueryShape, decoded, key_name, parameters, shown};
+use super::query_shape::{MAX_PARAMETERS_READ, QueryShape, decoded, key_name, parameters, shown};
 
 /// A path pattern given by the user: literal segments and placeholders, and what it asks of the query.
 #[derive(Debug, Clone)]
@@ -116,7 +116,9 @@ fn matches_exactly<'a>(wanted: &[Parameter], query: &'a str, ids: &mut Vec<&'a s
         return false;
     }
     for parameter in wanted {
-        let mut values = parameters(query).filter(|(n, _)| key_name(n).as_deref() == Some(&parameter.name));
+        let mut values = parameters(query)
+            .take(MAX_PARAMETERS_READ)
+            .filter(|(n, _)| key_name(n).as_deref() == Some(&parameter.name));
         match &parameter.value {
             Some(required) => {
                 if !values.all(|(_, v)| decoded(v) == *required) {
