@@ -65,6 +65,14 @@ pub(super) fn describe(
         }
     }
     scrubbed_and_routes(&mut out, report, survey);
+    notes(&mut out, report, survey);
+    out
+}
+
+/// What the import's reader should act on: a path with more query shapes than are told apart, requests whose
+/// host or body the source did not record.
+fn notes(out: &mut String, report: &ImportReport, survey: &Survey) {
+    let count = |n: u64| thousands(n as f64);
     for shared in survey.shared_query_routes() {
         let path = shared.key.strip_suffix(OTHER_QUERIES).unwrap_or(&shared.key);
         let bare = path.split_once(' ').map_or(path, |(_, p)| p);
@@ -95,7 +103,6 @@ pub(super) fn describe(
             count(report.bodiless_writes)
         );
     }
-    out
 }
 
 /// The scrubbing line and the routes' table.
