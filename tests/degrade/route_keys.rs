@@ -192,6 +192,11 @@ async fn a_tape_route_with_a_query_part_keys_the_replay() {
     let expected =
         ["GET /echo?page=&state=", "GET /echo?state=", "GET /echo?state=open", "GET /fast?q=", "GET /status/{code}"];
     assert_eq!(keys, expected, "a fixed value, any value, the built-in rules, a path whatever its query");
+    assert!(plan.query_keys, "keys with a query part: a new series for runs stored under the old keys");
+    std::fs::write(dir.path().join("plain.tape"), "GET\t/boards/1\t200\nGET\t/status/404?x=1\t200\n").unwrap();
+    let plain = text.replace("file = \"t.tape\"", "file = \"plain.tape\"");
+    let plain = scenario::parse(&dir.path().join("s.toml"), &plain, None, &|_| None).unwrap();
+    assert!(!plain.query_keys, "a tape whose keys did not change keeps its series");
     let measurement = run_scenario(&text, &[("t.tape", tape)]).await;
     let endpoint = |name: &str| measurement.results.endpoints.iter().find(|e| e.endpoint == name).unwrap().clone();
     assert_eq!((endpoint("GET /echo?state=open").requests, endpoint("GET /echo?state=").requests), (2, 2));
@@ -302,6 +307,10 @@ async fn old_keys_stay_a_series_of_their_own(db: &TestDb) {
     assert_eq!(trend["points"].as_array().map(Vec::len), Some(1), "{trend}");
     let (status, _) = app.get(&format!("/runs/{id}")).await;
     assert_eq!(status, 200);
+    // An old night and tonight side by side: only the whole run is in both, under the same key.
+    let (status, compared) = app.get(&format!("/compare?a=6&b={id}")).await;
+    assert_eq!(status, 200, "{compared}");
+    assert!(compared.contains("<h2>(all)</h2>") && !compared.contains("<h2>GET /echo</h2>"), "{compared}");
 }
 
 #[tokio::test]
