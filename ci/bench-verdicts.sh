@@ -31,7 +31,8 @@ NIGHTS=${NIGHTS:-20}
 WARMUP=${WARMUP:-6}
 NIGHT=${NIGHT:-30s}
 PORT=${PORT:-39417}
-ROUTE='GET /boards/{board_id}/cards'
+ROUTE='GET /boards/{board_id}/cards'                       # the demo target's route that is slowed
+ENDPOINT='GET /boards/{board_id}/cards?page=&per_page='     # the scenario's metric key for it
 
 [ -n "${NO_BUILD:-}" ] || cargo build --release --quiet
 bin="${CARGO_TARGET_DIR:-$PWD/target}/release/degrade"
@@ -98,8 +99,8 @@ night() {
 last_run() { grep -m1 '^degrade check: ' "$work/check.txt" | sed -E 's/.*run #([0-9]+).*/\1/'; }
 confirmation() { grep '^confirmation: ' "$work/check.txt" | cut -c15- || true; }
 
-route_p50_ms() { # a route's p50 over the unchanged nights, ms (default: the slowed route)
-    python3 - "$work/bench.db" "${1:-$ROUTE}" <<'PY'
+route_p50_ms() { # an endpoint's p50 over the unchanged nights, ms (default: the slowed route's)
+    python3 - "$work/bench.db" "${1:-$ENDPOINT}" <<'PY'
 import sqlite3, statistics, sys
 db = sqlite3.connect(sys.argv[1])
 rows = db.execute(
@@ -172,18 +173,18 @@ caught_summary=""
 for pct in 10 25 50; do
     slowdown=$(python3 -c "print(round($p50 * $pct / 100, 3))")
     start_target "1.1.$pct" "$slowdown"
-    slowed_night "+$pct % (+$slowdown ms on $ROUTE)" "$ROUTE"
+    slowed_night "+$pct % (+$slowdown ms on $ROUTE)" "$ENDPOINT"
 done
 
 start_target 1.2.0 20 --slow-route "$ROUTE" --slow-share 0.02
-slowed_night "tail only (2 % of $ROUTE +20 ms)" "$ROUTE"
+slowed_night "tail only (2 % of $ROUTE +20 ms)" "$ENDPOINT"
 
 OTHER='GET /cards/{card_id}'
 both=$(python3 -c "print(round(($p50 + $(route_p50_ms "$OTHER")) / 2 * 2, 3))")
 start_target 1.3.0 "$both" --slow-route "$ROUTE" --slow-route "$OTHER"
 python3 -c 'while True: pass' &
 busy_pid=$!
-slowed_night "two routes +$both ms, one core busy" "$OTHER;$ROUTE"
+slowed_night "two routes +$both ms, one core busy" "$OTHER;$ENDPOINT"
 kill "$busy_pid"; wait "$busy_pid" 2>/dev/null || true; busy_pid=""
 
 echo "unchanged nights: $first_flags / $NIGHTS first runs judged regressed ($unconfirmed refuted by their rerun), \

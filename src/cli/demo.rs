@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{Exit, shutdown_signal};
-use crate::demo::story::{self, Options, SLOW_ROUTE};
+use crate::demo::story::{self, Options, SLOW_ENDPOINT, SLOW_ROUTE};
 use crate::demo::target::{DemoTarget, Knobs};
 
 fn duration(text: &str) -> Result<Duration, String> {
@@ -89,7 +89,7 @@ fn print_story(demo: &story::Demo, options: &Options) {
     );
     let d = &demo.dashboard;
     println!("\nLook at:\n  {d}/                   every scenario, with its latest status");
-    println!("  {d}/scenarios/demo      the trend: {SLOW_ROUTE} jumps at build 1.1.0");
+    println!("  {d}/scenarios/demo      the trend: {SLOW_ENDPOINT} jumps at build 1.1.0");
     println!("  {d}/runs/{}             tonight's verdict, findings and per-second timeline", verdict.run_id);
     println!("  {d}/alerts              the regression episode and the message sent");
     println!(

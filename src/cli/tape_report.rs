@@ -6,6 +6,7 @@ use std::path::Path;
 use crate::outside_text::printable;
 use crate::scenario::tape_source::thousands;
 use crate::tape::import::{Dropped, ImportReport};
+use crate::tape::route_tally::{MAX_QUERY_SHAPES, OTHER_QUERIES};
 use crate::tape::sources::SourceFormat;
 use crate::tape::survey::Survey;
 
@@ -64,6 +65,29 @@ pub(super) fn describe(
         }
     }
     scrubbed_and_routes(&mut out, report, survey);
+    notes(&mut out, report, survey);
+    out
+}
+
+/// What the import's reader should act on: a path with more query shapes than are told apart, requests whose
+/// host or body the source did not record.
+fn notes(out: &mut String, report: &ImportReport, survey: &Survey) {
+    let count = |n: u64| thousands(n as f64);
+    for shared in survey.shared_query_routes() {
+        let path = shared.key.strip_suffix(OTHER_QUERIES).unwrap_or(&shared.key);
+        let bare = path.split_once(' ').map_or(path, |(_, p)| p);
+        let _ = writeln!(
+            out,
+            "  note      {} has more query shapes than the {MAX_QUERY_SHAPES} told apart for one path: {} of its \
+             requests share one route, {} (name the shapes that matter with --route '{}?name={{x}}', or keep the \
+             path as one route with --route '{}?*')",
+            printable(path),
+            count(shared.requests),
+            printable(&shared.key),
+            printable(bare),
+            printable(bare)
+        );
+    }
     if report.hostless > 0 {
         let _ = writeln!(
             out,
@@ -79,7 +103,6 @@ pub(super) fn describe(
             count(report.bodiless_writes)
         );
     }
-    out
 }
 
 /// The scrubbing line and the routes' table.

@@ -26,8 +26,10 @@ use crate::web::{self, AppState};
 pub const DEMO_SCENARIO: &str = include_str!("../../scenarios/demo.toml");
 /// Its search terms feeder.
 pub const DEMO_TERMS: &str = include_str!("../../scenarios/demo-terms.csv");
-/// The route the demo slows down tonight.
+/// The route the demo slows down tonight, as the demo target names it.
 pub const SLOW_ROUTE: &str = "GET /boards/{board_id}/cards";
+/// The demo scenario's metric key for the requests to [`SLOW_ROUTE`]: its path and the names of its query.
+pub const SLOW_ENDPOINT: &str = "GET /boards/{board_id}/cards?page=&per_page=";
 const SCENARIO: &str = "demo";
 const WEBHOOK_ENV: &str = "DEGRADE_DEMO_WEBHOOK";
 const TOKEN_ENV: &str = "DEGRADE_DEMO_TOKEN";
@@ -93,7 +95,7 @@ impl StoryVerdict {
     #[must_use]
     pub fn as_planned(&self) -> bool {
         self.regressed
-            && self.found.iter().any(|f| f.endpoint == SLOW_ROUTE)
+            && self.found.iter().any(|f| f.endpoint == SLOW_ENDPOINT)
             && self.false_findings.is_empty()
             && self.false_alarms.is_empty()
             && self.alerts.len() == 1
@@ -197,7 +199,7 @@ fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<St
     // still counts (and is alerted).
     let worse = report.findings.iter().filter(|f| f.outcome.is_failure());
     let (found, false_findings): (Vec<Finding>, Vec<Finding>) =
-        worse.cloned().partition(|f| f.endpoint == SLOW_ROUTE || f.endpoint == OVERALL_ENDPOINT);
+        worse.cloned().partition(|f| f.endpoint == SLOW_ENDPOINT || f.endpoint == OVERALL_ENDPOINT);
     let regressed = tonight.status == RunStatus::Regressed;
     let summary = match &report.confirmation {
         Some(confirmation) => format!("{}; {confirmation}", report.summary),

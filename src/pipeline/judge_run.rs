@@ -247,9 +247,24 @@ async fn other_series(store: &Store, candidate: &Run) -> Result<String, JudgeErr
     if others == 0 {
         return Ok(String::new());
     }
+    if let Some((key, runs)) = store.runs_keyed_without_query_names(candidate).await? {
+        return Ok(keys_changed(&key, runs));
+    }
     Ok(format!(
         "; {others} earlier run{} of this scenario used another workload (an edited scenario file, or --duration \
          or --rate-scale): each workload is a series of its own, so smoke runs never form the nightly baseline",
         if others == 1 { "" } else { "s" }
     ))
+}
+
+/// Why the nights before an upgrade are another series: their endpoints were keyed without the names of their
+/// query parameters, and a change of keys is a new workload series (the stored runs keep their old keys).
+fn keys_changed(example: &str, runs: i64) -> String {
+    let path = example.split_once('?').map_or(example, |(path, _)| path);
+    let (runs, were) = if runs == 1 { ("run".to_owned(), "was") } else { (format!("{runs} runs"), "were") };
+    format!(
+        "; the earlier {runs} of this scenario {were} keyed without query parameter names (`{path}` where this \
+         run has `{example}`): degrade now keys each endpoint by them too, and a change of keys starts a new \
+         workload series, whose baseline builds up over the next nights"
+    )
 }

@@ -10,6 +10,7 @@ pub mod json_template;
 pub mod plan;
 mod planner;
 mod raw_scenario;
+mod step_key;
 mod step_values;
 mod steps;
 pub mod tape_source;
@@ -81,7 +82,7 @@ impl Plan {
             };
         }
         let tape = self.tape.as_ref().map(|t| t.survey.digest.clone());
-        self.hash = workload_hash(&self.source_text, tape.as_deref(), rate_scale, duration);
+        self.hash = workload_hash(&self.source_text, tape.as_deref(), self.query_keys, rate_scale, duration);
         if let Some(tape) = &mut self.tape {
             tape.planned_requests = tape_source::planned_requests(tape, &self.load);
         }
@@ -90,15 +91,40 @@ impl Plan {
 }
 
 /// Identifies a workload: the scenario as parsed (so comments and spacing do not start a new series), the
-/// requests of its tape (a new tape is a new series), plus any overrides; hashed with [`Fnv`](crate::tape::fnv::Fnv),
-/// stable across Rust releases as a stored value must be.
-pub(crate) fn workload_hash(text: &str, tape: Option<&str>, rate_scale: f64, duration: Option<Duration>) -> String {
+/// requests of its tape (a new tape is a new series), whether its metric keys name query parameters (a change
+/// of keys is a new series; a scenario whose keys did not change keeps its hash), plus any overrides; hashed
+/// with [`Fnv`](crate::tape::fnv::Fnv), stable across Rust releases as a stored value must be.
+pub(crate) fn workload_hash(
+    text: &str,
+    tape: Option<&str>,
+    query_keys: bool,
+    rate_scale: f64,
+    duration: Option<Duration>,
+) -> String {
     let canonical = text.parse::<toml::Table>().map_or_else(|_| text.to_owned(), |t| t.to_string());
+    // Added only when true, so every hash stored before keys named query parameters is still computed alike.
+    let keys = if query_keys { "\nkeys=query-names" } else { "" };
     let overrides = match (duration, rate_scale) {
         (None, s) if (s - 1.0).abs() < f64::EPSILON => String::new(),
         (d, s) => format!("\nrate_scale={s} duration={:?}", d.map(|d| d.as_millis())),
     };
     let tape = tape.map(|digest| format!("\ntape={digest}")).unwrap_or_default();
-    let hash = crate::tape::fnv::Fnv::default().add((canonical + &tape + &overrides).as_bytes()).value();
+    let hash = crate::tape::fnv::Fnv::default().add((canonical + &tape + keys + &overrides).as_bytes()).value();
     format!("{hash:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workload_hash;
+
+    #[test]
+    fn keys_naming_query_parameters_change_the_workload_and_nothing_else_does() {
+        // FNV-1a of the text as it is (it is not TOML), as every release has hashed it: a scenario whose keys
+        // did not change keeps its series.
+        assert_eq!(workload_hash("not toml [", None, false, 1.0, None), "f3de72d37025f8d7");
+        assert_eq!(workload_hash("not toml [", Some("abc"), false, 1.0, None), "b216029766575a2a");
+        let keyed = workload_hash("not toml [", None, true, 1.0, None);
+        assert_ne!(keyed, "f3de72d37025f8d7", "a change of keys is a new series");
+        assert_ne!(workload_hash("not toml [", None, true, 0.5, None), keyed);
+    }
 }

@@ -26,6 +26,10 @@ pub struct Plan {
     pub source_text: String,
     /// Identifies the workload: runs with different hashes are different series and never compared.
     pub hash: String,
+    /// Whether some metric key names query parameters (`GET /posts?userId=`), where releases before keys had
+    /// them keyed the path alone (`GET /posts`): part of [`Plan::hash`], so the runs stored under the old keys
+    /// stay a series of their own instead of being compared with endpoints they never had.
+    pub query_keys: bool,
     /// All randomness derives from it.
     pub seed: u64,
     /// Where requests go.
@@ -57,7 +61,8 @@ pub struct TapeReplay {
     pub preserve_mix: bool,
     /// Route keys of the tape's requests (its `[[tape.route]]` patterns first).
     pub router: Router,
-    /// Index into [`Plan::endpoints`] of each route with its own metric key.
+    /// Index into [`Plan::endpoints`] of each route the survey counted: its own metric key, or the one the
+    /// least requested routes share past [`MAX_TAPE_ROUTES`](super::MAX_TAPE_ROUTES).
     pub endpoints: HashMap<String, usize>,
     /// The endpoint shared by the least requested routes when a tape has more than
     /// [`MAX_TAPE_ROUTES`](super::MAX_TAPE_ROUTES).
@@ -72,10 +77,16 @@ pub struct TapeReplay {
 }
 
 impl TapeReplay {
-    /// The metric key (endpoint index) of a request with route `key`.
+    /// The metric key (endpoint index) of a request with route `key`. A key the survey did not count is a query
+    /// shape it folded into its path's `?(other queries)`, or a route past its cap of routes: (other routes).
     #[must_use]
     pub fn endpoint(&self, key: &str) -> usize {
-        self.endpoints.get(key).copied().or(self.other_routes).unwrap_or(0)
+        if let Some(&endpoint) = self.endpoints.get(key) {
+            return endpoint;
+        }
+        let folded =
+            crate::tape::route_tally::other_queries(key).and_then(|shared| self.endpoints.get(&shared).copied());
+        folded.or(self.other_routes).unwrap_or(0)
     }
 }
 

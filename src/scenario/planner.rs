@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::feeder::{Feeder, Order, WhenExhausted};
 use super::plan::{Arrivals, Load, Plan, Stage, StageShape, Target};
 use super::raw_scenario::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget};
+use super::step_key::StepKeys;
 use super::step_values::duration;
 use super::steps::{Scope, header_templates, resolve_flows};
 use super::tape_source::resolve_tape;
@@ -43,7 +44,7 @@ pub(super) fn resolve(
         env,
         variables: Vec::new(),
         endpoints: Vec::new(),
-        queries: BTreeMap::new(),
+        keys: StepKeys::default(),
     };
     let target = resolve_target(&mut checker, &scope, target, target_override);
     let has_tape = !tapes.is_empty();
@@ -69,12 +70,15 @@ pub(super) fn resolve(
         None
     };
     let tape = resolve_tape(&mut checker, tapes, load.as_ref(), &mut scope.endpoints);
-    let Scope { variables, endpoints, .. } = scope;
+    let Scope { variables, endpoints, keys, .. } = scope;
+    // Tape keys had no query part before: any route with one is a key of this release.
+    let query_keys = keys.changed || tape.as_ref().is_some_and(|t| t.survey.routes.iter().any(|r| r.key.contains('?')));
     match (checker.errors.is_empty(), target, load) {
         (true, Some(target), Some(load)) => Ok(Plan {
             source: path.to_owned(),
             source_text: text.to_owned(),
-            hash: super::workload_hash(text, tape.as_ref().map(|t| t.survey.digest.as_str()), 1.0, None),
+            hash: super::workload_hash(text, tape.as_ref().map(|t| t.survey.digest.as_str()), query_keys, 1.0, None),
+            query_keys,
             seed,
             target,
             feeders,

@@ -1,5 +1,6 @@
 //! Checks each `[[flow]]` and its `[[flow.step]]`s: names, paths and headers as a request can carry them,
-//! templates against the names in scope; `expect`, `extract` and `think` are read by [`super::step_values`].
+//! templates against the names in scope; `expect`, `extract` and `think` are read by [`super::step_values`],
+//! and a step without a `name` is keyed by [`super::step_key`].
 //!
 //! Names in scope for a step: `[vars]` constants, feeder columns (`users.email`), and the variables that
 //! *earlier* steps of the same flow extract. A name extracted only later, or in another flow, is an error
@@ -15,6 +16,7 @@ use super::feeder::Feeder;
 use super::json_template::JsonTemplate;
 use super::plan::{Body, Extraction, Flow, Step};
 use super::raw_scenario::{RawFlow, RawStep};
+use super::step_key::StepKeys;
 use super::step_values::{parse_extract, parse_method, parse_think, resolve_expect};
 use super::template::{Expr, Template};
 use crate::config::{Checker, header_text, path_text, plain_name};
@@ -29,10 +31,8 @@ pub(super) struct Scope<'a> {
     pub variables: Vec<String>,
     /// Metric keys; a step refers to one by index.
     pub endpoints: Vec<String>,
-    /// Per metric key named after its method and path, the first step that made it and the queries seen, as
-    /// written: another step with the same key but a new query is measured as the same endpoint, which is
-    /// worth a warning.
-    pub queries: BTreeMap<String, (String, Vec<String>)>,
+    /// The default metric keys made so far (steps without a `name`), with the queries that made them.
+    pub keys: StepKeys,
 }
 
 impl Scope<'_> {
@@ -194,10 +194,8 @@ fn resolve_step(
     let endpoint_name = if let Some(name) = &name {
         name.get_ref().clone()
     } else {
-        let endpoint = format!("{method} {}", path_template.route(&|e| expr_name(scope, e)));
-        let written: Vec<String> = query.iter().map(|(k, v)| format!("{k}={}", v.get_ref())).collect();
-        warn_if_merged(checker, scope, prefix, &endpoint, written.join("&"));
-        endpoint
+        let route = path_template.route(&|e| expr_name(scope, e));
+        scope.keys.key(checker, prefix, &method, &route, &query)
     };
     let endpoint = scope.endpoint(&endpoint_name);
     let step = Step {
@@ -212,28 +210,6 @@ fn resolve_step(
         think,
     };
     Some(step)
-}
-
-/// Warns when `endpoint` (a method and path) was made by an earlier step with another query: both are
-/// measured as one endpoint, which is right for `?page=1` and `?page=2` but not for two different searches.
-fn warn_if_merged(checker: &mut Checker<'_>, scope: &mut Scope<'_>, step: &str, endpoint: &str, query: String) {
-    match scope.queries.get_mut(endpoint) {
-        None => {
-            scope.queries.insert(endpoint.to_owned(), (step.to_owned(), vec![query]));
-        }
-        Some((first, seen)) if !seen.contains(&query) => {
-            let shown = |q: &str| if q.is_empty() { "no query".to_owned() } else { format!("`?{q}`") };
-            let message = format!(
-                "{step} and {first} are both `{endpoint}` with different queries ({} and {}), so they are \
-                 measured as one endpoint; give one of them a `name` to measure them apart",
-                shown(&query),
-                shown(&seen[0])
-            );
-            checker.warnings.push(crate::config::ConfigWarning::new(crate::config::WarningKind::Setting, message));
-            seen.push(query);
-        }
-        Some(_) => {}
-    }
 }
 
 /// Headers that say where a request ends and what becomes of its connection: the engine writes them from the

@@ -11,7 +11,8 @@ use super::step_values::parse_statuses;
 use crate::config::{Checker, ConfigWarning, WarningKind};
 use crate::model::LoadModel;
 use crate::tape::Router;
-use crate::tape::survey::{OTHER_ROUTES, survey};
+use crate::tape::route_tally::OTHER_ROUTES;
+use crate::tape::survey::survey;
 
 /// Routes with a metric key of their own; the least requested beyond them share one, "(other routes)",
 /// so a messy log cannot make thousands of series.
@@ -67,7 +68,7 @@ pub(super) fn resolve_tape(
         survey,
     };
     add_endpoints(&mut replay, endpoints);
-    resolve_expect(checker, &mut replay, expect);
+    resolve_expect(checker, &mut replay, endpoints, expect);
     if replay.order == TapeOrder::Session && replay.survey.sessions == replay.survey.requests {
         let message = "order = \"session\", but the tape records no sessions (no s= fields): each arrival replays \
                        one request, as with \"sequential\"";
@@ -100,7 +101,9 @@ fn resolve_preserve(checker: &mut Checker<'_>, preserve: Option<&Spanned<String>
     })
 }
 
-/// Gives the most requested routes a metric key each, and the rest one shared key.
+/// Gives the most requested routes a metric key each, and the rest one shared key. Every route of the survey
+/// is mapped, so the replay tells a route the survey counted among the rest from a query shape it folded into
+/// its path's `?(other queries)` ([`TapeReplay::endpoint`]).
 fn add_endpoints(replay: &mut TapeReplay, endpoints: &mut Vec<String>) {
     for route in replay.survey.routes.iter().take(MAX_TAPE_ROUTES) {
         replay.endpoints.insert(route.key.clone(), endpoints.len());
@@ -108,24 +111,35 @@ fn add_endpoints(replay: &mut TapeReplay, endpoints: &mut Vec<String>) {
     }
     if replay.survey.routes.len() > MAX_TAPE_ROUTES {
         // The survey may have folded routes into this key already; then it is the one endpoint for the rest.
-        replay.other_routes = Some(replay.endpoints.get(OTHER_ROUTES).copied().unwrap_or_else(|| {
+        let other = replay.endpoints.get(OTHER_ROUTES).copied().unwrap_or_else(|| {
             endpoints.push(OTHER_ROUTES.to_owned());
             endpoints.len() - 1
-        }));
+        });
+        replay.other_routes = Some(other);
+        for route in &replay.survey.routes[MAX_TAPE_ROUTES..] {
+            replay.endpoints.insert(route.key.clone(), other);
+        }
     } else {
         replay.other_routes = replay.endpoints.get(OTHER_ROUTES).copied();
     }
     replay.expect = vec![None; endpoints.len()];
 }
 
-/// `[[tape.expect]]`: the statuses accepted for a route, instead of its recorded class.
-fn resolve_expect(checker: &mut Checker<'_>, replay: &mut TapeReplay, rules: Vec<RawTapeExpect>) {
+/// `[[tape.expect]]`: the statuses accepted for a route with a metric key of its own, instead of its recorded
+/// class. The route may be written with its query's names in any order (`GET /posts?_sort=&_order=`).
+fn resolve_expect(checker: &mut Checker<'_>, replay: &mut TapeReplay, endpoints: &[String], rules: Vec<RawTapeExpect>) {
     for rule in rules {
         let statuses = checker.check(&rule.status, "tape.expect.status", parse_statuses);
         let endpoint = checker.check(&rule.route, "tape.expect.route", |route| {
-            replay.endpoints.get(route.trim()).copied().ok_or_else(|| {
+            let own = |key: &str| replay.endpoints.get(key).copied().filter(|&i| endpoints[i] == key);
+            let route = route.trim();
+            let canonical = route.split_once(' ').map(|(method, target)| Router::default().route(method, target).key);
+            own(route).or_else(|| canonical.and_then(|key| own(&key))).ok_or_else(|| {
                 let known: Vec<&str> = replay.survey.routes.iter().take(5).map(|r| r.key.as_str()).collect();
-                format!("the tape has no route `{route}`; its routes include {}", known.join(", "))
+                format!(
+                    "the tape has no route `{route}` with a metric key of its own; its routes include {}",
+                    known.join(", ")
+                )
             })
         });
         if let (Some(statuses), Some(endpoint)) = (statuses, endpoint) {

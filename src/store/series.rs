@@ -1,11 +1,12 @@
-//! Workload series: the runs of one scenario grouped by scenario hash. An edited scenario file, or a run
-//! reshaped by `--duration` or `--rate-scale`, starts a series of its own, and a run is only ever judged
-//! against runs of its own series; the dashboard names the series so a short baseline is not a mystery.
+//! Workload series: the runs of one scenario grouped by scenario hash. An edited scenario file, a run
+//! reshaped by `--duration` or `--rate-scale`, or metric keys that now name query parameters, starts a series
+//! of its own, and a run is only ever judged against runs of its own series; the dashboard names the series so
+//! a short baseline is not a mystery.
 
 use chrono::{DateTime, Utc};
 
-use super::{Store, StoreError, from_millis, on_pool};
-use crate::model::{LoadSummary, RunId};
+use super::{Store, StoreError, from_millis, on_pool, to_millis};
+use crate::model::{LoadSummary, Run, RunId};
 
 /// One workload series of a scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,5 +74,30 @@ impl Store {
             });
         }
         Ok(series)
+    }
+
+    /// Why `candidate`'s earlier runs may be another series although its scenario file is the same: the
+    /// candidate has an endpoint keyed by its query parameter names (the first such key, returned), and this
+    /// many measured runs before it, of another series, ran the same scenario text with no such key: nights
+    /// keyed before degrade named query parameters in keys. Their stored keys are left as they were.
+    pub async fn runs_keyed_without_query_names(&self, candidate: &Run) -> Result<Option<(String, i64)>, StoreError> {
+        let example = "select endpoint from endpoint_results where run_id = $1 and endpoint like '%?%' \
+                       order by endpoint limit 1";
+        let example: Option<String> =
+            on_pool!(self, |pool| sqlx::query_scalar(example).bind(candidate.id).fetch_optional(pool).await?);
+        let Some(example) = example else { return Ok(None) };
+        let count = "select count(*) from runs join scenarios on scenarios.id = runs.scenario_id \
+                     where scenarios.name = $1 and runs.scenario_hash <> $2 and runs.started_at < $3 \
+                     and runs.status in ('finished', 'passed', 'regressed') \
+                     and runs.scenario_source = (select scenario_source from runs where id = $4) \
+                     and not exists (select 1 from endpoint_results e where e.run_id = runs.id and e.endpoint like '%?%')";
+        let count: i64 = on_pool!(self, |pool| sqlx::query_scalar(count)
+            .bind(&candidate.scenario)
+            .bind(&candidate.scenario_hash)
+            .bind(to_millis(candidate.started_at))
+            .bind(candidate.id)
+            .fetch_one(pool)
+            .await?);
+        Ok((count > 0).then_some((example, count)))
     }
 }

@@ -2,8 +2,9 @@
 //! a tape, with a report of what was kept, dropped and scrubbed.
 //!
 //! Memory does not grow with the log: requests are written as they are read; what is kept per route (its
-//! count) grows with the number of routes only, at most [`MAX_SURVEYED_ROUTES`] of them. A sample reads the
-//! source twice (counting routes, then choosing), so it needs a file, not a pipe.
+//! count) grows with the number of routes only, within the caps of [`RouteTally`]. A sample reads the source
+//! twice (counting routes, then choosing), so it needs a file, not a pipe; both passes see the same requests in
+//! the same order, so a route shares a key past a cap in both alike.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,10 +14,10 @@ use http::Method;
 
 use super::format::TapeRequest;
 use super::route::Router;
+use super::route_tally::RouteTally;
 use super::sample::StratifiedSample;
 use super::scrub::{ScrubRules, Scrubbed, Scrubber};
 use super::sources::{self, Malformed, Recorded, SourceFormat};
-use super::survey::{MAX_SURVEYED_ROUTES, OTHER_ROUTES};
 use super::writer::TapeWriter;
 
 /// What to keep, and how.
@@ -93,8 +94,8 @@ pub struct ImportReport {
     pub malformed_examples: Vec<Malformed>,
     /// What was scrubbed.
     pub scrubbed: Scrubbed,
-    /// Kept requests per route key.
-    pub routes: BTreeMap<String, u64>,
+    /// Kept requests per route key (a route every request of which was left out counts 0).
+    pub routes: RouteTally<u64>,
     /// The earliest and latest recorded times of kept requests.
     pub span: Option<(DateTime<Utc>, DateTime<Utc>)>,
     /// Kept requests whose source recorded no host although `--host` was given (kept: they cannot be told
@@ -126,7 +127,8 @@ pub fn import(
         Some(size) => {
             let mut counting = ImportReport::default();
             each_kept(source, options, key, &mut counting, &mut |_, _| Ok(true))?;
-            Some(StratifiedSample::plan(&counting.routes, size, options.seed))
+            let counts: BTreeMap<String, u64> = counting.routes.into_routes().into_iter().collect();
+            Some(StratifiedSample::plan(&counts, size, options.seed))
         }
         None => None,
     };
@@ -197,22 +199,19 @@ impl ImportReport {
         let Recorded { mut request, headers, host } = recorded;
         let scrubbed_before = scrubber.counts;
         scrubber.request(&mut request, &headers);
-        let mut route = options.router.route(request.method.as_str(), &request.target).key;
-        if self.routes.len() >= MAX_SURVEYED_ROUTES && !self.routes.contains_key(&route) {
-            // A messy log's endless routes share one entry, so memory stays bounded.
-            OTHER_ROUTES.clone_into(&mut route);
-        }
-        if !keep(&request, &route).map_err(|e| format!("{{tape}}: cannot write the tape: {e}"))? {
+        // Counted whether kept or not, so both passes of a sample give a route the same key.
+        let (route, count) = self.routes.entry(&options.router.route(request.method.as_str(), &request.target).key);
+        if !keep(&request, route).map_err(|e| format!("{{tape}}: cannot write the tape: {e}"))? {
             *self.dropped.entry(Dropped::Sampled).or_default() += 1;
             // What was scrubbed from a request the tape does not keep is not in the tape.
             scrubber.counts = scrubbed_before;
             return Ok(());
         }
+        *count += 1;
         self.kept += 1;
         self.hostless += u64::from(!options.hosts.is_empty() && host.is_none());
         self.bodiless_writes +=
             u64::from(request.body.is_none() && matches!(request.method, Method::POST | Method::PUT | Method::PATCH));
-        *self.routes.entry(route).or_default() += 1;
         if let Some(time) = request.time {
             self.span = Some(self.span.map_or((time, time), |(a, b)| (a.min(time), b.max(time))));
         }

@@ -2,7 +2,8 @@
 //!
 //! `degrade tape import` turns an access log, a JSON Lines log or a HAR recording into a tape ([`format`]):
 //! sources are read as streams ([`sources`]), filtered, scrubbed of secrets and personal data ([`scrub`]),
-//! grouped into routes ([`route`]) and optionally sampled ([`sample`]) by [`import`]. A scenario's `[[tape]]`
+//! grouped into routes ([`route`]: method, path template and query parameter names, counted within the caps of
+//! [`route_tally`]) and optionally sampled ([`sample`]) by [`import`]. A scenario's `[[tape]]`
 //! replays it; [`survey`] reads a tape once when the scenario is loaded, for its routes, its content hash
 //! and the realism report (how often the planned run repeats each distinct request). [`flows`] turns a HAR
 //! recording into an editable scenario of flows instead, with values from earlier answers correlated.
@@ -15,7 +16,10 @@ pub mod import;
 pub mod lines;
 mod placeholders;
 mod private_values;
+pub mod query_shape;
 pub mod route;
+mod route_pattern;
+pub mod route_tally;
 pub mod sample;
 pub mod scrub;
 pub mod sources;

@@ -1,21 +1,18 @@
-//! Routes, not URLs: the metric key of a recorded request is its method and its path with the parts that
-//! vary per object replaced by placeholders (`GET /boards/{id}/cards`), so a night's figures are kept per
-//! endpoint of the service, not per URL.
+//! Routes, not URLs: the metric key of a recorded request is its method, its path with the parts that vary
+//! per object replaced by placeholders, and the names of its query parameters (`GET /boards/{id}/cards?page=`),
+//! so a night's figures are kept per endpoint of the service, not per URL, and two kinds of request to one path
+//! (`/posts?userId=3`, `/posts?q=rust`) are two endpoints.
 //!
 //! A path segment becomes `{id}` when it is a number, a UUID, a hex hash (8+ hex digits with a digit, or 16+),
 //! a long token of letters and digits (20+ characters, both present), a number written in groups (12+ digits
 //! split by `-` or an encoded space: a card number, or its placeholder), holds an `@` or is a placeholder the
 //! import left (`redacted-…`); `{date}` when it is a
-//! date (`2026-11-30`, `20261130`). User patterns (`/users/{name}`) are tried first, in order: a pattern
-//! matches a path with as many segments whose literal segments are equal.
+//! date (`2026-11-30`, `20261130`). The query's names are read by [`super::query_shape`]. User patterns
+//! ([`super::route_pattern`]: `/users/{name}`, `/posts?q={q}`) are tried first, in order: a pattern matches a
+//! path with as many segments whose literal segments are equal, and a query as its query part says.
 
-/// A path pattern given by the user: literal segments and placeholders.
-#[derive(Debug, Clone)]
-struct Pattern {
-    text: String,
-    /// `None` for a placeholder.
-    segments: Vec<Option<String>>,
-}
+use super::query_shape::QueryShape;
+use super::route_pattern::Pattern;
 
 /// Turns request targets into route keys.
 #[derive(Debug, Clone, Default)]
@@ -23,43 +20,42 @@ pub struct Router {
     patterns: Vec<Pattern>,
 }
 
-/// What a route key was made from: the key and the segments that were replaced by placeholders.
+/// What a route key was made from: the key and the values that were replaced by placeholders.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Routed<'a> {
-    /// `METHOD /path/{id}`.
+    /// `METHOD /path/{id}?name=`.
     pub key: String,
     /// The values of its placeholders, in order (the object a request touched).
     pub ids: Vec<&'a str>,
 }
 
 impl Router {
-    /// A router trying `patterns` (e.g. `/users/{name}`) before the built-in rules.
+    /// A router trying `patterns` (e.g. `/users/{name}`, `/posts?q={q}`) before the built-in rules.
     pub fn new(patterns: &[String]) -> Result<Self, String> {
-        let patterns = patterns.iter().map(|p| parse_pattern(p)).collect::<Result<_, _>>()?;
+        let patterns = patterns.iter().map(|p| Pattern::parse(p)).collect::<Result<_, _>>()?;
         Ok(Self { patterns })
     }
 
-    /// The route of a request: `method` and the path of `target` (its query left out).
+    /// The route of a request: `method`, the path of `target` and the names of its query parameters.
     #[must_use]
     pub fn route<'a>(&self, method: &str, target: &'a str) -> Routed<'a> {
-        // Read once per request of a tape when its scenario loads, and by the replay: no allocation but the key.
+        // Read once per request of a tape when its scenario loads, and by the replay: few allocations.
         let end = target.bytes().position(|b| b == b'?' || b == b'#').unwrap_or(target.len());
         let path = &target[..end];
+        // A fragment never reaches the server.
+        let query = target[end..].strip_prefix('?').map_or("", |q| q.split('#').next().unwrap_or_default());
         // Path parameters (`;jsessionid=…`) are not part of the route.
         let segments = path.split('/').skip(1).map(|s| s.find(';').map_or(s, |at| &s[..at]));
         let mut ids = Vec::new();
         if !self.patterns.is_empty() {
             let list: Vec<&str> = segments.clone().collect();
             for pattern in &self.patterns {
-                if pattern.segments.len() == list.len()
-                    && pattern.segments.iter().zip(&list).all(|(p, s)| p.as_deref().is_none_or(|p| p == *s))
-                {
-                    ids.extend(pattern.segments.iter().zip(&list).filter(|(p, _)| p.is_none()).map(|(_, s)| *s));
-                    return Routed { key: format!("{method} {}", pattern.text), ids };
+                if let Some(key) = pattern.key(method, &list, query, &mut ids) {
+                    return Routed { key, ids };
                 }
             }
         }
-        let mut key = String::with_capacity(method.len() + path.len() + 8);
+        let mut key = String::with_capacity(method.len() + target.len() + 8);
         key.push_str(method);
         key.push(' ');
         for segment in segments {
@@ -75,34 +71,13 @@ impl Router {
         if key.len() == method.len() + 1 {
             key.push('/');
         }
+        QueryShape::of_query(query).push_to(&mut key);
         Routed { key, ids }
     }
 }
 
-fn parse_pattern(text: &str) -> Result<Pattern, String> {
-    let path = text.trim();
-    // A pattern names an endpoint, which is shown and stored: no control character either.
-    if !path.starts_with('/') || path.contains(['?', '#', ' ']) || path.contains(char::is_control) {
-        return Err(format!("`{path}` is not a path pattern; write e.g. `/users/{{name}}`"));
-    }
-    let segments = path
-        .split('/')
-        .skip(1)
-        .map(|s| {
-            if s.starts_with('{') && s.ends_with('}') && s.len() > 2 {
-                Ok(None)
-            } else if s.contains(['{', '}']) {
-                Err(format!("in `{path}`, `{s}`: a placeholder is a whole segment, `{{name}}`"))
-            } else {
-                Ok(Some(s.to_owned()))
-            }
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(Pattern { text: path.to_owned(), segments })
-}
-
 /// The placeholder a segment stands for, if it names one object rather than a kind of resource.
-fn placeholder(segment: &str) -> Option<&'static str> {
+pub(super) fn placeholder(segment: &str) -> Option<&'static str> {
     let bytes = segment.as_bytes();
     if bytes.is_empty() {
         return None;
@@ -175,7 +150,7 @@ mod tests {
 
     #[test]
     fn ids_hashes_and_dates_become_placeholders() {
-        assert_eq!(key("/boards/17/cards?page=2"), "GET /boards/{id}/cards");
+        assert_eq!(key("/boards/17/cards"), "GET /boards/{id}/cards");
         assert_eq!(key("/users/3f2b8c1e-9a4d-4e2b-8f6a-0c1d2e3f4a5b"), "GET /users/{id}");
         assert_eq!(key("/blobs/9f86d081884c7d65"), "GET /blobs/{id}");
         assert_eq!(key("/reports/2026-11-30/daily"), "GET /reports/{date}/daily");
@@ -193,13 +168,88 @@ mod tests {
     }
 
     #[test]
+    fn query_parameter_names_are_part_of_the_key() {
+        assert_eq!(key("/boards/17/cards?page=2"), "GET /boards/{id}/cards?page=");
+        assert_eq!(key("/posts?userId=3"), "GET /posts?userId=");
+        assert_eq!(key("/posts?q=rust"), "GET /posts?q=");
+        assert_eq!(key("/posts?_sort=views&_order=desc"), "GET /posts?_order=&_sort=");
+        assert_eq!(key("/posts?_order=asc&_sort=id"), "GET /posts?_order=&_sort=");
+        assert_eq!(key("/posts?"), "GET /posts");
+        assert_eq!(key("/posts?_=1700000000&utm_source=x"), "GET /posts");
+        assert_eq!(key("/posts#top?q=1"), "GET /posts");
+        assert_eq!(key("/posts?q=1#frag&page=2"), "GET /posts?q=");
+        assert_eq!(key("/?q=1"), "GET /?q=");
+    }
+
+    fn router(patterns: &[&str]) -> Router {
+        Router::new(&patterns.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>()).unwrap()
+    }
+
+    fn refused(pattern: &str) -> String {
+        Router::new(&[pattern.to_owned()]).unwrap_err()
+    }
+
+    #[test]
     fn user_patterns_win_and_name_their_values() {
-        let router = Router::new(&["/users/{name}".to_owned()]).unwrap();
+        let router = router(&["/users/{name}"]);
         let routed = router.route("GET", "/users/jane?x=1");
-        assert_eq!(routed, Routed { key: "GET /users/{name}".to_owned(), ids: vec!["jane"] });
+        assert_eq!(routed, Routed { key: "GET /users/{name}?x=".to_owned(), ids: vec!["jane"] });
+        assert_eq!(router.route("GET", "/users/jane").key, "GET /users/{name}");
         assert_eq!(router.route("GET", "/users/jane/cards").key, "GET /users/jane/cards");
         assert_eq!(router.route("DELETE", "/boards/9").ids, ["9"]);
-        assert!(Router::new(&["users/{x}".to_owned()]).is_err());
-        assert!(Router::new(&["/users/a{x}".to_owned()]).is_err());
+        assert!(refused("users/{x}").contains("is not a path pattern"));
+        assert!(refused("/users/a{x}").contains("a placeholder is a whole segment"));
+    }
+
+    #[test]
+    fn a_pattern_with_a_query_matches_exactly_its_names() {
+        let router = router(&["/posts?q={q}"]);
+        assert_eq!(router.route("GET", "/posts?q=rust"), Routed { key: "GET /posts?q=".to_owned(), ids: vec!["rust"] });
+        // Names left out of every key do not stop a match; any other name does.
+        assert_eq!(router.route("GET", "/posts?utm_source=x&q=a&_=1").key, "GET /posts?q=");
+        let other = router.route("GET", "/posts?q=rust&page=2");
+        assert_eq!((other.key.as_str(), other.ids.len()), ("GET /posts?page=&q=", 0), "the built-in rules");
+        assert_eq!(router.route("GET", "/posts").key, "GET /posts");
+        let router = self::router(&["/users/{user}/posts?sort={by}&page={n}"]);
+        let routed = router.route("GET", "/users/ada/posts?page=2&sort=new");
+        assert_eq!(
+            routed,
+            Routed { key: "GET /users/{user}/posts?page=&sort=".to_owned(), ids: vec!["ada", "2", "new"] }
+        );
+    }
+
+    #[test]
+    fn a_fixed_value_splits_one_parameter_into_endpoints() {
+        let router = router(&["/issues?state=open", "/issues?state=closed&label={l}"]);
+        assert_eq!(router.route("GET", "/issues?state=open").key, "GET /issues?state=open");
+        assert_eq!(router.route("GET", "/issues?state=%6Fpen").key, "GET /issues?state=open", "compared decoded");
+        assert_eq!(router.route("GET", "/issues?label=bug&state=closed").key, "GET /issues?label=&state=closed");
+        assert_eq!(router.route("GET", "/issues?state=all").key, "GET /issues?state=");
+        assert_eq!(router.route("GET", "/issues?state=open&state=all").key, "GET /issues?state=");
+        let spaced = self::router(&["/search?q=two+words"]);
+        assert_eq!(spaced.route("GET", "/search?q=two%20words").key, "GET /search?q=two+words");
+    }
+
+    #[test]
+    fn an_empty_or_starred_query_part_says_no_parameters_or_any() {
+        let router = router(&["/posts?", "/search?*"]);
+        assert_eq!(router.route("GET", "/posts?utm_source=x").key, "GET /posts");
+        assert_eq!(router.route("GET", "/posts?q=1").key, "GET /posts?q=");
+        for target in ["/search", "/search?q=a", "/search?q=a&page=2&sort=x"] {
+            assert_eq!(router.route("GET", target).key, "GET /search", "{target}");
+        }
+    }
+
+    #[test]
+    fn a_query_part_that_cannot_match_is_refused_with_the_reason() {
+        assert!(refused("/posts?{x}=1").contains("a parameter's name is fixed"));
+        assert!(refused("/posts?q=a{x}").contains("a placeholder is a whole value"));
+        assert!(refused("/posts?q={a}&q={b}").contains("`q` is named twice"));
+        assert!(refused("/posts?utm_source={s}").contains("is never part of a route key"));
+        assert!(refused("/posts?_={t}").contains("is never part of a route key"));
+        assert!(refused("/posts?q={q}#x").contains("is not a path pattern"));
+        assert!(refused("/posts?q=a b").contains("is not a path pattern"));
+        assert!(refused("/posts?q=\u{7}").contains("is not a path pattern"));
+        assert!(refused("/posts?q=\u{1b}[31m").contains("is not a path pattern"));
     }
 }

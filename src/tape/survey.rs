@@ -3,22 +3,17 @@
 //! its requests, so a new tape starts a new series.
 //!
 //! Memory does not grow with the tape: distinct requests and each route's distinct ids are counted by
-//! [`DistinctCounter`] (exact while few, a 16 or 4 KiB sketch beyond), and at most [`MAX_SURVEYED_ROUTES`]
-//! routes are told apart (a messy log's rest share one entry); nothing of the requests themselves is kept.
+//! [`DistinctCounter`] (exact while few, a 16 or 4 KiB sketch beyond), and routes are told apart within the
+//! caps of [`RouteTally`] (16 query shapes a path, 10,000 routes; a messy log's rest share one entry each);
+//! nothing of the requests themselves is kept.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use super::distinct::DistinctCounter;
 use super::fnv::Fnv;
 use super::format::{TapeError, TapeReader, TapeRequest};
 use super::route::Router;
-
-/// Routes told apart by a survey; requests of any further route are counted under [`OTHER_ROUTES`].
-pub const MAX_SURVEYED_ROUTES: usize = 10_000;
-
-/// The key shared by routes beyond a cap.
-pub const OTHER_ROUTES: &str = "(other routes)";
+use super::route_tally::{OTHER_QUERIES, RouteTally};
 
 /// What a tape holds.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -48,6 +43,12 @@ pub struct RouteSurvey {
 }
 
 impl Survey {
+    /// The routes whose method and path had more query shapes than one path keeps apart: the key their
+    /// further shapes share (`GET /search?(other queries)`).
+    pub fn shared_query_routes(&self) -> impl Iterator<Item = &RouteSurvey> {
+        self.routes.iter().filter(|r| r.key.ends_with(OTHER_QUERIES))
+    }
+
     /// Requests per recorded session, on average.
     #[must_use]
     pub fn requests_per_session(&self) -> f64 {
@@ -60,41 +61,33 @@ pub fn survey(file: &Path, router: &Router) -> Result<Survey, TapeError> {
     let mut reader = TapeReader::open(file)?;
     let mut requests = 0_u64;
     let mut distinct = DistinctCounter::new(14);
-    let mut ids: Vec<DistinctCounter> = Vec::new();
-    let mut routes: Vec<RouteSurvey> = Vec::new();
-    let mut route_index: HashMap<String, u32> = HashMap::new();
+    // Per route: its requests, and the distinct values of its placeholders (a 4 KiB sketch at most).
+    let mut tally: RouteTally<(u64, Option<DistinctCounter>)> = RouteTally::default();
     let (mut sessions, mut last_session) = (0, None::<Option<String>>);
     while let Some(next) = reader.next_request() {
         let (_, request) = next?;
         requests += 1;
         distinct.add(request_hash(&request));
         let routed = router.route(request.method.as_str(), &request.target);
-        let full = route_index.len() >= MAX_SURVEYED_ROUTES;
-        let key = if full && !route_index.contains_key(&routed.key) { OTHER_ROUTES } else { routed.key.as_str() };
-        let index = if let Some(&index) = route_index.get(key) {
-            index as usize
-        } else {
-            routes.push(RouteSurvey { key: key.to_owned(), requests: 0, distinct_ids: 0 });
-            ids.push(DistinctCounter::new(12));
-            route_index.insert(key.to_owned(), (routes.len() - 1) as u32);
-            routes.len() - 1
-        };
-        routes[index].requests += 1;
+        let (_, (count, ids)) = tally.entry(&routed.key);
+        *count += 1;
         if !routed.ids.is_empty() {
             let mut hash = Fnv::default();
             for id in &routed.ids {
                 hash.add(id.as_bytes()).add(b"/");
             }
-            ids[index].add(hash.value());
+            ids.get_or_insert_with(|| DistinctCounter::new(12)).add(hash.value());
         }
         if request.session.is_none() || last_session.as_ref() != Some(&request.session) {
             sessions += 1;
         }
         last_session = Some(request.session);
     }
-    for (route, ids) in routes.iter_mut().zip(&ids) {
-        route.distinct_ids = ids.count();
-    }
+    let mut routes: Vec<RouteSurvey> = tally
+        .into_routes()
+        .into_iter()
+        .map(|(key, (requests, ids))| RouteSurvey { key, requests, distinct_ids: ids.map_or(0, |i| i.count()) })
+        .collect();
     routes.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.key.cmp(&b.key)));
     Ok(Survey { requests, distinct: distinct.count(), sessions, digest: format!("{:016x}", reader.digest()), routes })
 }

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use degrade::demo::story;
 use degrade::demo::target::{DemoTarget, Knobs};
 use serde_json::{Value, json};
 
@@ -73,6 +74,11 @@ fn the_demo_scenario_validates() {
     let output = degrade(repo, &["validate", "scenarios/demo.toml"], &[]);
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    // The demo's story looks for its regression under this key: the slowed route and the names of its query.
+    let plan =
+        degrade::scenario::parse(&repo.join("scenarios/demo.toml"), story::DEMO_SCENARIO, None, &|_| None).unwrap();
+    assert!(plan.endpoints.iter().any(|e| e == story::SLOW_ENDPOINT), "{:?}", plan.endpoints);
+    assert!(story::SLOW_ENDPOINT.starts_with(story::SLOW_ROUTE));
 }
 
 #[test]

@@ -215,13 +215,16 @@ fn a_bad_extraction_is_one_error_not_two() {
     assert!(errors.to_string().contains("flow[0].step[0].extract.board_id"), "{errors}");
 }
 
-/// Two steps with the same method and path but different queries are one endpoint: valid, but `validate`
-/// warns, naming both steps.
+/// Two steps with the same method, path and query parameter names but different values are one endpoint:
+/// valid, but `validate` warns, naming both steps; so are two steps that differ only in a cache-buster.
 #[test]
 fn two_requests_measured_as_one_endpoint_are_warned_about() {
-    let steps = "[[flow.step]]\npath = \"/search\"\nquery = { q = \"shoes\" }\n\
+    let steps = "[[flow.step]]\npath = \"/search?q=shoes\"\n\
+                 [[flow.step]]\npath = \"/search\"\nquery = { q = \"hats\" }\n\
+                 [[flow.step]]\npath = \"/search\"\nquery = { q = \"hats\" }\n\
                  [[flow.step]]\npath = \"/search\"\nquery = { q = \"hats\", sort = \"price\" }\n\
-                 [[flow.step]]\npath = \"/search\"\nquery = { q = \"hats\", sort = \"price\" }\n";
+                 [[flow.step]]\npath = \"/boards\"\n\
+                 [[flow.step]]\npath = \"/boards\"\nquery = { _ = \"{{ now() }}\" }\n";
     let scenario = format!(
         "[target]\nbase_url = \"http://127.0.0.1:9\"\n[[flow]]\nname = \"f\"\n{steps}\
          [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"10s\"\nrate = 5\n"
@@ -230,10 +233,18 @@ fn two_requests_measured_as_one_endpoint_are_warned_about() {
     let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
-    let warning = "warning   flow[0].step[1] and flow[0].step[0] are both `GET /search` with different queries \
-                   (`?q=hats&sort=price` and `?q=shoes`)";
-    assert!(stdout.contains(warning), "{stdout}");
-    assert_eq!(stdout.matches("warning").count(), 1, "the third step repeats the second: {stdout}");
+    let values = "warning   flow[0].step[1] and flow[0].step[0] are both `GET /search?q=`: their queries (`?q=hats` and \
+                  `?q=shoes`) differ only in their values, so they are measured as one endpoint; give one of them a \
+                  `name` to measure them apart";
+    assert!(stdout.contains(values), "{stdout}");
+    let left_out = "warning   flow[0].step[5] and flow[0].step[4] are both `GET /boards`: their queries (`?_={{ now() }}` \
+                    and no query) differ only in parameters that metric keys leave out";
+    assert!(stdout.contains(left_out), "{stdout}");
+    assert_eq!(
+        stdout.matches("warning").count(),
+        2,
+        "the third step repeats the second, the fourth has a name more: {stdout}"
+    );
 }
 
 /// A `[[scenario]] target` in degrade.toml is checked like a scenario's own base URL: a host with a space

@@ -33,6 +33,8 @@
 //! - `book`: the manual builds with mdBook without a warning and its links resolve (ignored without mdbook;
 //!   `.ci/run` installs it).
 //! - `tape`: `degrade tape import` of the committed fixtures, and tape replays against a recording server.
+//! - `route_keys`: endpoints keyed by their query parameter names, in scenario runs, tape imports and replays,
+//!   and the runs stored under the old keys, which stay a series of their own.
 //! - `tape_privacy`: a corpus of recordings full of private values, none of which may reach a tape or flows.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
@@ -63,6 +65,7 @@ mod manual_quotes;
 mod nightly;
 mod reference;
 mod reference_cli;
+mod route_keys;
 mod run_cli;
 mod store_story;
 mod tape;

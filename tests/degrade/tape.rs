@@ -28,9 +28,13 @@ fn an_access_log_becomes_routes_with_secrets_scrubbed_and_junk_lines_located() {
         assert!(stdout.contains(&format!("access.log:{line}: ")), "line {line} in\n{stdout}");
     }
     assert!(stdout.contains("access.log:27: status: "), "{stdout}");
-    assert!(route_line(&stdout, "GET /api/boards/{id}/cards").contains(" 8 "), "{stdout}");
+    // One path's query shapes are routes of their own: the names of the parameters, not their values.
+    assert!(route_line(&stdout, "GET /api/boards/{id}/cards").contains(" 7 "), "{stdout}");
+    assert!(route_line(&stdout, "GET /api/boards/{id}/cards?page=").contains(" 1 "), "{stdout}");
+    assert!(route_line(&stdout, "GET /api/boards?page=").contains(" 5 "), "{stdout}");
+    assert!(route_line(&stdout, "GET /api/search?email=&q=&token=").contains(" 1 "), "{stdout}");
     assert!(route_line(&stdout, "GET /api/reports/{date}").contains(" 1 "), "{stdout}");
-    assert_eq!(stdout.lines().filter(|l| l.contains(" % ")).count(), 11, "11 routes:\n{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.contains(" % ")).count(), 12, "12 routes:\n{stdout}");
     for secret in ["SECRETTOKEN123", "jane.doe", "14155550123"] {
         assert!(!tape.contains(secret), "{secret} in the tape:\n{tape}");
     }
@@ -54,9 +58,9 @@ fn an_access_log_becomes_routes_with_secrets_scrubbed_and_junk_lines_located() {
     );
     let (sampled, tape, _) = import("access.log", &["--sample", "22", "--seed", "3"]);
     assert!(sampled.contains("left out by --sample"), "{sampled}");
-    assert_eq!(sampled.lines().filter(|l| l.contains(" % ")).count(), 11, "every route kept:\n{sampled}");
+    assert_eq!(sampled.lines().filter(|l| l.contains(" % ")).count(), 12, "every route kept:\n{sampled}");
     let (again, same_tape, _) = import("access.log", &["--sample", "22", "--seed", "3"]);
-    assert_eq!(route_line(&again, "GET /api/boards"), route_line(&sampled, "GET /api/boards"));
+    assert_eq!(route_line(&again, "GET /api/boards?page="), route_line(&sampled, "GET /api/boards?page="));
     // Placeholders differ between imports (their key is drawn each time); the requests chosen do not.
     let requests = |t: &str| {
         t.lines().filter(|l| !l.starts_with('#')).map(|l| l.split('?').next().unwrap().to_owned()).collect::<Vec<_>>()
