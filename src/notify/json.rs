@@ -1,5 +1,6 @@
 //! degrade's own alert JSON, for receivers that are not chat tools (an incident tool, a script). The schema,
-//! `degrade.alert.v1`, is documented in the README; fields are added, never renamed, within a version:
+//! `degrade.alert.v1`, is documented in the manual (docs/src/reference/webhooks.md); fields are added, never
+//! renamed, within a version:
 //!
 //! ```json
 //! { "schema": "degrade.alert.v1", "event": "regression", "scenario": "checkout", "episode_id": 3,
