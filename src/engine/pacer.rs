@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 use super::alarm::Alarm;
 use super::cpu::timed;
 use super::precise_timer::PreciseTimer;
-use super::session::{RunShared, SessionEnd, Slot, record_dropped, run_session};
+use super::session::{RunShared, SessionEnd, Slot, record_dropped, run_flow};
 use crate::scenario::plan::Arrivals;
 use crate::scenario::{Stage, StageShape};
 
@@ -255,6 +255,21 @@ async fn user(shared: &RunShared, index: u32, active: &AtomicU32, measured: &Ato
         count += 1;
     }
     SessionEnd::Next(next)
+}
+
+/// Runs session `number`: the tape's next requests when the plan replays one, else one of its flows.
+async fn run_session(
+    shared: &RunShared,
+    number: u64,
+    start: Instant,
+    measured: bool,
+    alarm: &mut Alarm,
+    first_slot: Option<Slot<'_>>,
+) -> SessionEnd {
+    match &shared.tape {
+        Some(tape) => super::replay::run_replay(shared, tape, start, measured, alarm, first_slot).await,
+        None => run_flow(shared, number, start, measured, alarm, first_slot).await,
+    }
 }
 
 #[cfg(test)]

@@ -115,9 +115,9 @@ pub(super) struct Slot<'a> {
     pub waiting_since: Instant,
 }
 
-/// Runs session `number`, intended to start at `start`, timing its requests out with `alarm`; its first
-/// request uses `first_slot` when one was taken for it.
-pub(super) async fn run_session(
+/// Runs session `number` of a plan of flows, intended to start at `start`, timing its requests out with
+/// `alarm`; its first request uses `first_slot` when one was taken for it.
+pub(super) async fn run_flow(
     shared: &RunShared,
     number: u64,
     start: Instant,
@@ -125,9 +125,6 @@ pub(super) async fn run_session(
     alarm: &mut Alarm,
     mut first_slot: Option<Slot<'_>>,
 ) -> SessionEnd {
-    if let Some(tape) = &shared.tape {
-        return super::replay::run_replay(shared, tape, start, measured, alarm, first_slot).await;
-    }
     let plan = &shared.plan;
     let mut rng = session_rng(plan.seed, number);
     let flow_index = choose_flow(&plan.flows, &mut rng);

@@ -22,6 +22,7 @@ mod retry;
 mod rows;
 mod runs;
 mod series;
+mod trend_rows;
 mod trend_runs;
 mod trends;
 mod url;

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::trends::{PointRow, failing_outcomes, regressed_here};
+use super::trend_rows::{PointRow, failing_outcomes, regressed_here};
 use super::{Store, StoreError, on_pool};
 
 /// The measured runs of one series (`$4`) of the scenario in the range, in time order. Failed and aborted

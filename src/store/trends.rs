@@ -11,6 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::runs::{MILLIS_PER_WEEK, ROLLUP_WEEKS};
+use super::trend_rows::{PointRow, failing_outcomes, regressed_here};
 use super::{Store, StoreError, from_millis, on_pool, to_millis};
 use crate::model::{RunId, RunStatus};
 
@@ -70,29 +71,6 @@ pub const MAX_RUN_POINTS: i64 = 400;
 
 /// Ranges longer than this read the sums over periods (`rollups`) instead of every run.
 const WEEKLY_FROM: Duration = Duration::days(120);
-
-/// The stored finding outcomes that fail a run ([`FindingOutcome::is_failure`](crate::model::FindingOutcome::is_failure)), as an SQL list; a test keeps
-/// the two the same. A macro, so the queries that use it stay `&'static str`.
-macro_rules! failing_outcomes {
-    () => {
-        "('regression', 'gate_breached')"
-    };
-}
-
-/// Whether the run was judged regressed with a finding on this endpoint, as 0 or 1.
-macro_rules! regressed_here {
-    () => {
-        concat!(
-            "case when runs.status = 'regressed' and exists (select 1 from findings f \
-    where f.verdict_id = (select max(v.id) from verdicts v where v.run_id = runs.id) \
-    and f.endpoint = r.endpoint and f.outcome in ",
-            failing_outcomes!(),
-            ") then 1 else 0 end"
-        )
-    };
-}
-
-pub(super) use {failing_outcomes, regressed_here};
 
 /// The regressed runs of a scenario in the range, once per endpoint with a regression or a breached gate in
 /// the run's latest verdict. Regressions are rare, so this stays short over years.
@@ -226,27 +204,6 @@ impl PeriodBuckets {
             })
             .collect()
     }
-}
-
-#[derive(sqlx_macros::FromRow)]
-pub(super) struct PointRow {
-    pub(super) endpoint: String,
-    pub(super) started_at: i64,
-    pub(super) runs: i64,
-    pub(super) run_id: Option<i64>,
-    pub(super) status: Option<String>,
-    pub(super) p50_us: f64,
-    pub(super) p95_us: f64,
-    pub(super) p99_us: f64,
-    pub(super) error_pct: f64,
-    pub(super) rate: f64,
-    pub(super) min_p95_us: f64,
-    pub(super) max_p95_us: f64,
-    pub(super) max_p99_us: f64,
-    pub(super) max_error_pct: f64,
-    pub(super) regressed: i64,
-    pub(super) invalid: i64,
-    pub(super) build_id: Option<String>,
 }
 
 impl TryFrom<PointRow> for ChartPoint {
@@ -430,14 +387,6 @@ fn pin_regressed_runs(mut rows: Vec<PointRow>, regressed: &[(String, i64, i64)])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::FindingOutcome;
-
-    #[test]
-    fn the_sql_list_of_failing_outcomes_is_is_failure() {
-        let failing: Vec<String> =
-            FindingOutcome::ALL.into_iter().filter(|o| o.is_failure()).map(|o| format!("'{}'", o.as_str())).collect();
-        assert_eq!(failing_outcomes!(), format!("({})", failing.join(", ")));
-    }
 
     /// (period weeks, periods per bucket, buckets) for a range of `days` drawn as about `buckets` buckets.
     fn fit(days: i64, buckets: u32) -> (i64, i64, i64) {

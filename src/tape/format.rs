@@ -21,7 +21,7 @@ use http::Method;
 
 use super::fnv::Fnv;
 use super::lines::{Line, LineReader};
-use super::private_values::excerpt;
+use super::private_values::{ScrubRules, excerpt};
 
 /// The first line of every tape, naming the format's version.
 pub const HEADER: &str = "# degrade tape 1";
@@ -153,7 +153,7 @@ impl TapeRequest {
                         format!("`{name}` is written by degrade from the body, never taken from a tape"),
                     ));
                 }
-                if CREDENTIAL_HEADERS.contains(&name.as_str()) || super::scrub::ScrubRules::default().is_secret(&name) {
+                if CREDENTIAL_HEADERS.contains(&name.as_str()) || ScrubRules::default().is_secret(&name) {
                     return Err((
                         "h",
                         format!("a tape holds no credentials (`{name}`); set them in [target] headers with env()"),

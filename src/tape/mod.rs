@@ -12,6 +12,7 @@ pub mod distinct;
 pub mod flows;
 pub mod fnv;
 pub mod format;
+mod id_segments;
 pub mod import;
 pub mod lines;
 mod placeholders;

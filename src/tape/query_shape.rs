@@ -109,7 +109,7 @@ pub fn key_name(encoded: &str) -> Option<String> {
         || shown.len() > MAX_NAME_BYTES
         || IGNORED_NAMES.contains(&lower.as_str())
         || lower.starts_with("utm_")
-        || super::route::placeholder(&shown).is_some();
+        || super::id_segments::placeholder(&shown).is_some();
     (!ignored).then_some(shown)
 }
 

@@ -22,6 +22,7 @@ mod security_headers;
 mod sparkline;
 mod svg;
 mod trend_chart;
+mod trend_geometry;
 mod trend_marks;
 mod trend_time_axis;
 mod trend_page;

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use chrono::Datelike;
 
 use super::svg::{format_value, log_ticks, nice_ticks, push_px, tick_label};
+use super::trend_geometry::{BOTTOM, HEIGHT, LEFT, RIGHT, TOP, WIDTH, slot_x};
 use super::trend_time_axis::time_axis;
 use crate::outside_text::xml_escape;
 use crate::store::ChartPoint;
@@ -33,13 +34,6 @@ pub mod colour {
 
 /// Fonts named on the chart: the page's own stack, ending in fonts that exist on a bare Linux box.
 pub const FONTS: &str = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Noto Sans', 'DejaVu Sans', sans-serif";
-pub(super) const WIDTH: f64 = 720.0;
-const HEIGHT: f64 = 290.0;
-pub(super) const LEFT: f64 = 62.0;
-pub(super) const RIGHT: f64 = 14.0;
-pub(super) const TOP: f64 = 52.0;
-/// The plot's bottom edge; below it, date labels and then build labels.
-pub(super) const BOTTOM: f64 = 236.0;
 
 /// Past this many points a chart's dots overlap (a slot is under 5.4 px wide): they are drawn smaller, and only
 /// on an endpoint's main chart.
@@ -143,11 +137,6 @@ impl Axis {
         };
         BOTTOM - (v - low) / (high - low) * (BOTTOM - TOP)
     }
-}
-
-/// The centre of point `index` of `count`, one slot each.
-pub(super) fn slot_x(index: usize, count: usize) -> f64 {
-    LEFT + (WIDTH - LEFT - RIGHT) * (index as f64 + 0.5) / count as f64
 }
 
 /// Where a bucket's dot leads: the page zoomed from the bucket's first day to the day the next bucket starts

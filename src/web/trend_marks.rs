@@ -9,9 +9,8 @@ use std::fmt::Write as _;
 use chrono::Timelike;
 
 use super::svg::{Px, format_value, push_integer, push_px};
-use super::trend_chart::{
-    ALARM, Axis, BOTTOM, DENSE, OnScale, OverBuckets, TOP, TrendChart, bucket_zoom, push_date, slot_x,
-};
+use super::trend_chart::{ALARM, Axis, DENSE, OnScale, OverBuckets, TrendChart, bucket_zoom, push_date};
+use super::trend_geometry::{BOTTOM, TOP, slot_x};
 use crate::model::RunStatus;
 use crate::outside_text::push_xml_escaped;
 use crate::store::ChartPoint;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::trend_chart::{BOTTOM, LEFT, RIGHT, WIDTH, slot_x};
+use super::trend_geometry::{BOTTOM, LEFT, RIGHT, WIDTH, slot_x};
 use crate::outside_text::xml_escape;
 use crate::store::ChartPoint;
 
