@@ -56,5 +56,7 @@ pub mod demo;
 pub mod clock;
 /// Secrets that cannot be printed by accident, and URL redaction.
 pub mod secret;
+/// The Prometheus text exposition format and series selectors, read without knowing anything of degrade.
+pub mod exposition;
 /// Text from outside (targets, receivers, build ids) made safe for terminals: control characters escaped.
 pub mod outside_text;

@@ -14,6 +14,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("clock", 0),
     // The vocabulary every other layer speaks.
     ("model", 1),
+    // The Prometheus text format, read with the helpers' escaping and nothing of the domain.
+    ("exposition", 1),
     // Pure figures and judgement: data in, data out.
     ("metrics", 2),
     ("analysis", 3),
