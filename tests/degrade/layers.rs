@@ -29,6 +29,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("engine", 8),
     ("latest_build", 9),
     ("notify", 9),
+    ("telemetry", 9),
     ("pipeline", 10),
     ("scheduler", 11),
     ("web", 11),
