@@ -47,6 +47,8 @@ struct RunPage {
     /// The nights up to this one, newest first, whose machine was held back one after another, when there
     /// were two or more: the gate has not been watching.
     held_back: Option<HeldBackNights>,
+    /// The server's side of the run, when it has telemetry sources.
+    telemetry: Option<super::run_telemetry::TelemetryView>,
 }
 
 // Templates pass every argument by reference.
@@ -152,6 +154,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let verdict = state.store.latest_verdict(id).await?;
     let timeline = state.store.timeline(id).await?;
     let timelines = timelines(&timeline)?;
+    let telemetry = super::run_telemetry::view(&state.store.telemetry(id).await?, &timeline);
     let scenario_source = state.store.scenario_source(id).await?;
     let deploy_output = state.store.deploy_output(id).await?;
     let duration = run.finished_at.map_or_else(
@@ -182,6 +185,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         other_series,
         previous,
         held_back,
+        telemetry,
     };
     Ok(Html(page.render()?))
 }
