@@ -116,7 +116,7 @@ pub(super) fn describe_sources(scenario: &ScenarioConfig) -> Vec<String> {
         ));
         for spec in &source.series {
             lines.push(format!(
-                "              {} in {}, {}, worse when {}: {}",
+                "              {} ({}, {}; {} is worse) = {}",
                 spec.name,
                 spec.value_unit(),
                 spec.kind,

@@ -24,6 +24,9 @@
 //!   test that compares it with what degrade prints (`support::quoted`).
 //! - `tape`: `degrade tape import` of the committed fixtures, and tape replays against a recording server.
 //! - `tape_privacy`: a corpus of recordings full of private values, none of which may reach a tape or flows.
+//! - `telemetry`: a night scraping Debian's real node_exporter (and postgres_exporter on PostgreSQL), stored
+//!   and drawn; exporters that hang, fail or send garbage, and the night kept; `validate` and `telemetry probe`
+//!   (skipped, saying so, where the exporters are not installed; `.ci/run` installs them).
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -51,4 +54,5 @@ mod run_cli;
 mod store_story;
 mod tape;
 mod tape_privacy;
+mod telemetry;
 mod support;
