@@ -130,45 +130,14 @@ impl Store {
             sqlx::query_as(series).bind(run_id).fetch_all(pool).await?,
             sqlx::query_as(points).bind(run_id).fetch_all(pool).await?,
         ));
-        let mut telemetry = RunTelemetry::default();
-        for row in sources {
-            let SourceRow { source, status, reason, scrapes, failed_scrapes } = row;
-            telemetry.sources.push(SourceTelemetry {
-                name: source,
-                status: status.parse().map_err(StoreError::Corrupt)?,
-                reason,
-                scrapes: u32::try_from(scrapes).unwrap_or(u32::MAX),
-                failed_scrapes: u32::try_from(failed_scrapes).unwrap_or(u32::MAX),
-                series: Vec::new(),
-            });
-        }
+        let mut telemetry =
+            RunTelemetry { sources: sources.into_iter().map(SourceRow::into_source).collect::<Result<_, _>>()? };
         for row in series {
-            let SeriesRow {
-                source,
-                series,
-                unit,
-                count_unit,
-                kind,
-                worse,
-                status,
-                reason,
-                mean,
-                max,
-                per_1000_requests,
-            } = row;
-            let Some(owner) = telemetry.sources.iter_mut().find(|s| s.name == source) else { continue };
-            let summary = mean.zip(max).map(|(mean, max)| SeriesSummary { mean, max, per_1000_requests });
-            owner.series.push(SeriesTelemetry {
-                name: series,
-                unit,
-                count_unit,
-                kind: kind.parse().map_err(StoreError::Corrupt)?,
-                worse: worse.parse().map_err(StoreError::Corrupt)?,
-                status: status.parse().map_err(StoreError::Corrupt)?,
-                reason,
-                points: Vec::new(),
-                summary,
-            });
+            let source = row.source.clone();
+            let series = row.into_series()?;
+            if let Some(owner) = telemetry.sources.iter_mut().find(|s| s.name == source) {
+                owner.series.push(series);
+            }
         }
         for PointRow { source, series, elapsed_ms, value } in points {
             let owner = telemetry.sources.iter_mut().find(|s| s.name == source);
@@ -177,5 +146,38 @@ impl Store {
             }
         }
         Ok(telemetry)
+    }
+}
+
+impl SourceRow {
+    fn into_source(self) -> Result<SourceTelemetry, StoreError> {
+        let Self { source, status, reason, scrapes, failed_scrapes } = self;
+        Ok(SourceTelemetry {
+            name: source,
+            status: status.parse().map_err(StoreError::Corrupt)?,
+            reason,
+            scrapes: u32::try_from(scrapes).unwrap_or(u32::MAX),
+            failed_scrapes: u32::try_from(failed_scrapes).unwrap_or(u32::MAX),
+            series: Vec::new(),
+        })
+    }
+}
+
+impl SeriesRow {
+    /// The series without its values, which are read apart.
+    fn into_series(self) -> Result<SeriesTelemetry, StoreError> {
+        let Self { source: _, series, unit, count_unit, kind, worse, status, reason, mean, max, per_1000_requests } =
+            self;
+        Ok(SeriesTelemetry {
+            name: series,
+            unit,
+            count_unit,
+            kind: kind.parse().map_err(StoreError::Corrupt)?,
+            worse: worse.parse().map_err(StoreError::Corrupt)?,
+            status: status.parse().map_err(StoreError::Corrupt)?,
+            reason,
+            points: Vec::new(),
+            summary: mean.zip(max).map(|(mean, max)| SeriesSummary { mean, max, per_1000_requests }),
+        })
     }
 }

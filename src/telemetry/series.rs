@@ -83,27 +83,7 @@ fn series_telemetry(
             (points, Some(totals))
         }
     };
-    let unmatched = read.iter().filter(|(_, _, r)| r.matched == 0).count();
-    let own_reason = match (unmatched, read.len()) {
-        (0, _) => None,
-        (n, all) if n == all => Some(format!("no sample matched `{}` in any scrape", spec.metric)),
-        (n, all) => Some(format!("no sample matched `{}` in {n} of {all} scrapes", spec.metric)),
-    };
-    // When no scrape was read, the source's reason says it all.
-    let own_reason = own_reason.or_else(|| match (points.is_empty(), spec.kind, read.len()) {
-        (_, _, 0) => None,
-        (true, SeriesKind::Counter, 1) => {
-            Some("a counter's rate needs two scrapes in a row, and fewer were read".to_owned())
-        }
-        (true, _, _) if spec.divide_by.is_some() => Some(format!(
-            "its divisor `{}` stayed at zero",
-            spec.divide_by.as_ref().map(ToString::to_string).unwrap_or_default()
-        )),
-        (true, SeriesKind::Counter, _) => {
-            Some("the counter went down (it was reset) between every two scrapes".to_owned())
-        }
-        _ => None,
-    });
+    let own_reason = own_reason(spec, &read, points.is_empty());
     let status = match (points.is_empty(), source_status, &own_reason) {
         (true, _, _) => TelemetryStatus::Missing,
         (false, TelemetryStatus::Complete, None) => TelemetryStatus::Complete,
@@ -121,6 +101,29 @@ fn series_telemetry(
         reason: (!reason.is_empty()).then(|| reason.join("; ")),
         points,
         summary,
+    }
+}
+
+/// Why the series itself lacks values where its scrapes were read: a selector that matched nothing, a counter
+/// with too few scrapes or reset throughout, a divisor at zero. `None` when no scrape was read (the source's
+/// reason says it all) or nothing is wrong.
+fn own_reason(spec: &SeriesSpec, read: &[(i64, usize, Reading)], no_values: bool) -> Option<String> {
+    let unmatched = read.iter().filter(|(_, _, r)| r.matched == 0).count();
+    match (unmatched, read.len(), no_values, spec.kind) {
+        (_, 0, _, _) => None,
+        (n, all, _, _) if n == all => Some(format!("no sample matched `{}` in any scrape", spec.metric)),
+        (n, all, _, _) if n > 0 => Some(format!("no sample matched `{}` in {n} of {all} scrapes", spec.metric)),
+        (_, 1, true, SeriesKind::Counter) => {
+            Some("a counter's rate needs two scrapes in a row, and fewer were read".to_owned())
+        }
+        (_, _, true, _) if spec.divide_by.is_some() => Some(format!(
+            "its divisor `{}` stayed at zero",
+            spec.divide_by.as_ref().map(ToString::to_string).unwrap_or_default()
+        )),
+        (_, _, true, SeriesKind::Counter) => {
+            Some("the counter went down (it was reset) between every two scrapes".to_owned())
+        }
+        _ => None,
     }
 }
 

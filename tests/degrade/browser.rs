@@ -72,6 +72,7 @@ async fn pages_read_right_in_a_browser_at_1400_and_400_px() {
     let db = TestDb::sqlite();
     let app = TestApp::spawn(&db).await;
     let last = app.store_nights(10).await;
+    crate::support::exporters::store_telemetry(&app.store, last).await;
     let proxy = measuring_proxy(&app.address).await;
     let dir = tempfile::tempdir().unwrap();
     let pages = ["/".to_owned(), "/scenarios/checkout?range=30d".to_owned(), format!("/runs/{last}")];
@@ -94,6 +95,9 @@ async fn pages_read_right_in_a_browser_at_1400_and_400_px() {
             assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG file");
             // A blank page compresses to a few KB; charts, tables and text make it far larger.
             assert!(png.len() > 20_000, "{page} at {width} px looks empty: {} bytes", png.len());
+            if page.starts_with("/runs/") {
+                assert!(dom.contains("class=\"server-side-chart\"") && dom.contains("db: telemetry missing"), "{dom}");
+            }
             if page.starts_with("/scenarios/") {
                 assert!(
                     dom.contains(r#"<tr class="worse"><td><span class="endpoint">GET /boards/{id}</span>"#),

@@ -129,3 +129,53 @@ async fn huge(socket: &mut tokio::net::TcpStream) {
         }
     }
 }
+
+/// Stores telemetry with run `run_id` as a night scraping two sources would leave it: `host`, read every 5 s
+/// (CPU busy as a share, memory used in bytes), and `db`, which never answered.
+pub async fn store_telemetry(store: &degrade::store::Store, run_id: i64) {
+    use degrade::model::{
+        RunTelemetry, SeriesKind, SeriesSummary, SeriesTelemetry, SourceTelemetry, TelemetryPoint, TelemetryStatus,
+        Worse,
+    };
+    let series = |name: &str, unit: &str, count_unit: Option<&str>, value: fn(i64) -> f64| {
+        let points: Vec<TelemetryPoint> =
+            (1..=12).map(|i| TelemetryPoint { elapsed_ms: i * 5_000, value: value(i) }).collect();
+        let max = points.iter().map(|p| p.value).fold(0.0, f64::max);
+        let mean = points.iter().map(|p| p.value).sum::<f64>() / points.len() as f64;
+        SeriesTelemetry {
+            name: name.to_owned(),
+            unit: unit.to_owned(),
+            count_unit: count_unit.map(str::to_owned),
+            kind: if count_unit.is_some() { SeriesKind::Counter } else { SeriesKind::Gauge },
+            worse: Worse::Higher,
+            status: TelemetryStatus::Complete,
+            reason: None,
+            points,
+            summary: Some(SeriesSummary { mean, max, per_1000_requests: count_unit.map(|_| 0.41) }),
+        }
+    };
+    let host = SourceTelemetry {
+        name: "host".to_owned(),
+        status: TelemetryStatus::Complete,
+        reason: None,
+        scrapes: 12,
+        failed_scrapes: 0,
+        series: vec![
+            series("CPU busy", "share", Some("CPU s"), |i| 0.2 + 0.03 * (i % 4) as f64),
+            series("memory used", "bytes", None, |i| 2.4e9 + 1e7 * i as f64),
+        ],
+    };
+    let reason = "all 12 scrapes failed; the first: the exporter answered 500 Internal Server Error".to_owned();
+    let mut missing = series("connections", "connections", None, |_| 0.0);
+    (missing.points, missing.summary, missing.status, missing.reason) =
+        (Vec::new(), None, TelemetryStatus::Missing, Some(reason.clone()));
+    let db = SourceTelemetry {
+        name: "db".to_owned(),
+        status: TelemetryStatus::Missing,
+        reason: Some(reason),
+        scrapes: 12,
+        failed_scrapes: 12,
+        series: vec![missing],
+    };
+    store.save_telemetry(run_id, &RunTelemetry { sources: vec![host, db] }).await.unwrap();
+}
