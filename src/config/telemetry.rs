@@ -188,13 +188,7 @@ fn resolve_source(checker: &mut Checker<'_>, prefix: &str, raw: RawTelemetry, en
     let auth = resolve_auth(checker, prefix, bearer_token_env, basic_auth_user, basic_auth_password_env, env);
     let listed = resolve_series(checker, prefix, series);
     let (exporter, listed) = (exporter?, listed?);
-    let mut series = exporter.map(exporters::Exporter::series).unwrap_or_default();
-    for spec in listed {
-        match series.iter_mut().find(|s| s.name == spec.name) {
-            Some(default) => *default = spec,
-            None => series.push(spec),
-        }
-    }
+    let series = kept_series(exporter, listed);
     if series.is_empty() {
         let message = "keeps no series: name a known `exporter` (node_exporter, postgres_exporter) or list \
                        [[scenario.telemetry.series]]";
@@ -203,6 +197,18 @@ fn resolve_source(checker: &mut Checker<'_>, prefix: &str, raw: RawTelemetry, en
     }
     kind?;
     Some(TelemetrySource { name: name?, url: url?, exporter, every: every?, timeout: timeout?, auth: auth?, series })
+}
+
+/// The exporter's default series, then the listed ones; a listed series named like a default replaces it.
+fn kept_series(exporter: Option<exporters::Exporter>, listed: Vec<SeriesSpec>) -> Vec<SeriesSpec> {
+    let mut series = exporter.map(exporters::Exporter::series).unwrap_or_default();
+    for spec in listed {
+        match series.iter_mut().find(|s| s.name == spec.name) {
+            Some(default) => *default = spec,
+            None => series.push(spec),
+        }
+    }
+    series
 }
 
 /// `bearer_token_env`, or `basic_auth_user` with `basic_auth_password_env`; `Some(None)` for neither, `None`

@@ -2,7 +2,7 @@
 //! in full, and a table of each series' figures over the measured stages, with the reason when it has none.
 
 use super::telemetry_chart::{Panel, latency_panel, series_panel, server_side_svg};
-use crate::model::{RunTelemetry, TelemetryStatus, TimelinePoint};
+use crate::model::{RunTelemetry, SeriesTelemetry, TelemetryStatus, TimelinePoint};
 use crate::telemetry::shown;
 
 /// What the template shows.
@@ -54,30 +54,7 @@ pub fn view(telemetry: &RunTelemetry, timeline: &[TimelinePoint]) -> Option<Tele
                 &series.points,
                 missing,
             ));
-            let (mean, max, per_1000) = match &series.summary {
-                Some(s) => (
-                    shown::value(s.mean, &series.unit),
-                    shown::value(s.max, &series.unit),
-                    match (s.per_1000_requests, &series.count_unit) {
-                        (Some(v), Some(unit)) => shown::value(v, unit),
-                        _ => String::new(),
-                    },
-                ),
-                None => (String::new(), String::new(), String::new()),
-            };
-            let status = match (series.status, &series.reason) {
-                (TelemetryStatus::Complete, _) => "complete".to_owned(),
-                (status, Some(reason)) => format!("{status}: {reason}"),
-                (status, None) => status.to_string(),
-            };
-            rows.push(SeriesRow {
-                source: source.name.clone(),
-                series: series.name.clone(),
-                mean,
-                max,
-                per_1000,
-                status,
-            });
+            rows.push(series_row(&source.name, series));
         }
     }
     let last_second = timeline.iter().map(|p| p.elapsed_s + 1).max().unwrap_or(0) as f64;
@@ -89,4 +66,25 @@ pub fn view(telemetry: &RunTelemetry, timeline: &[TimelinePoint]) -> Option<Tele
         .map(|p| p.elapsed_ms as f64 / 1000.0)
         .fold(0.0, f64::max);
     Some(TelemetryView { svg: server_side_svg(&panels, last_second.max(last_scrape)), notes, rows })
+}
+
+/// A series' figures in words, or why it has none.
+fn series_row(source: &str, series: &SeriesTelemetry) -> SeriesRow {
+    let (mean, max, per_1000) = match &series.summary {
+        Some(s) => (
+            shown::value(s.mean, &series.unit),
+            shown::value(s.max, &series.unit),
+            match (s.per_1000_requests, &series.count_unit) {
+                (Some(v), Some(unit)) => shown::value(v, unit),
+                _ => String::new(),
+            },
+        ),
+        None => (String::new(), String::new(), String::new()),
+    };
+    let status = match (series.status, &series.reason) {
+        (TelemetryStatus::Complete, _) => "complete".to_owned(),
+        (status, Some(reason)) => format!("{status}: {reason}"),
+        (status, None) => status.to_string(),
+    };
+    SeriesRow { source: source.to_owned(), series: series.name.clone(), mean, max, per_1000, status }
 }

@@ -157,6 +157,16 @@ fn draw_panel(out: &mut String, panel: &Panel, top: f64, x: &impl Fn(f64) -> f64
         );
         return;
     }
+    let (first, last) = draw_value_axis(out, panel, bottom);
+    let y = |value: f64| bottom - (value - first) / (last - first) * PLOT;
+    for line in &panel.lines {
+        draw_line(out, line, &panel.unit, x, &y);
+    }
+}
+
+/// The value axis of a panel whose plot ends at `bottom`: a grid line per round tick, the two ends labelled;
+/// returns the axis' lowest and highest value.
+fn draw_value_axis(out: &mut String, panel: &Panel, bottom: f64) -> (f64, f64) {
     let (low, high) = panel
         .lines
         .iter()
@@ -185,9 +195,7 @@ fn draw_panel(out: &mut String, panel: &Panel, top: f64, x: &impl Fn(f64) -> f64
             xml_escape(&tick_text(tick, &panel.unit))
         );
     }
-    for line in &panel.lines {
-        draw_line(out, line, &panel.unit, x, &y);
-    }
+    (first, last)
 }
 
 /// A line, broken where values are missing (a gap longer than twice its usual spacing), with a dot and a
