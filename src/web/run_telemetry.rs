@@ -2,7 +2,7 @@
 //! in full, and a table of each series' figures over the measured stages, with the reason when it has none.
 
 use super::telemetry_chart::{Panel, latency_panel, series_panel, server_side_svg};
-use crate::model::{RunTelemetry, SeriesTelemetry, TelemetryStatus, TimelinePoint};
+use crate::model::{RunTelemetry, SHARE_UNIT, SeriesTelemetry, TelemetryStatus, TimelinePoint};
 use crate::telemetry::shown;
 
 /// What the template shows.
@@ -49,7 +49,7 @@ pub fn view(telemetry: &RunTelemetry, timeline: &[TimelinePoint]) -> Option<Tele
             // A source that was never read says why in its note; each panel says it too, briefly.
             let missing = series.reason.as_deref();
             panels.push(series_panel(
-                format!("{} · {}", source.name, series.name),
+                panel_title(&source.name, &series.name, &series.unit),
                 &series.unit,
                 &series.points,
                 missing,
@@ -87,4 +87,14 @@ fn series_row(source: &str, series: &SeriesTelemetry) -> SeriesRow {
         (status, None) => status.to_string(),
     };
     SeriesRow { source: source.to_owned(), series: series.name.clone(), mean, max, per_1000, status }
+}
+
+/// `db · transactions (transactions/s)`: the unit named where the axis' labels do not carry it (a share's and a
+/// size's do).
+fn panel_title(source: &str, series: &str, unit: &str) -> String {
+    if unit == SHARE_UNIT || unit == "bytes" {
+        format!("{source} · {series}")
+    } else {
+        format!("{source} · {series} ({unit})")
+    }
 }

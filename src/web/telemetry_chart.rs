@@ -152,7 +152,7 @@ fn draw_panel(out: &mut String, panel: &Panel, top: f64, x: &impl Fn(f64) -> f64
             "<text x=\"{}\" y=\"{}\" fill=\"currentColor\" fill-opacity=\"0.7\">no values: {}<title>{}</title></text>",
             Px(LEFT + 6.0),
             Px(plot_top + PLOT / 2.0),
-            xml_escape(&clipped(why, 80)),
+            xml_escape(&clipped(why, 48)),
             xml_escape(why)
         );
         return;
