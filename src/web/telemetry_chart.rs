@@ -69,7 +69,7 @@ pub fn latency_panel(timeline: &[TimelinePoint]) -> Panel {
         title: "response time per second".to_owned(),
         unit: "ms".to_owned(),
         lines: vec![line("p99", colour::P99, |v| v.1), line("p50", colour::P50, |v| v.0)],
-        missing: None,
+        missing: seconds.is_empty().then(|| "no request was answered".to_owned()),
     }
 }
 
