@@ -92,7 +92,14 @@ fn kept(spec: &SeriesSpec, reading: &Reading, source: &TelemetrySource) -> Strin
             if spec.divide_by.is_some() { " as a share" } else { "" },
         ),
     };
-    format!("{matched}: {now}")
+    let declared = match reading.declared {
+        Some(declared) if declared != spec.kind => format!(
+            "; note: the exporter declares it a {declared} (its # TYPE line), and this series reads it as a {}",
+            spec.kind
+        ),
+        _ => String::new(),
+    };
+    format!("{matched}: {now}{declared}")
 }
 
 /// `validate`'s lines for a scenario's sources: where each is scraped, how, and the series it keeps.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::config::{ScrapeAuth, SeriesSpec, TelemetrySource};
 use crate::engine::client::{chain, tls_config};
 use crate::exposition::{Line, parse_line};
+use crate::model::SeriesKind;
 
 /// The most bytes of one scrape read: node_exporter sends 50–150 KB, postgres_exporter about 100 KB plus a few
 /// hundred bytes per table; past this, an endpoint is not an exporter a night should parse every few seconds.
@@ -26,6 +27,9 @@ pub struct Reading {
     pub matched: usize,
     /// The sum `divide_by` matched, when the series has one.
     pub divisor: Option<f64>,
+    /// What the exporter's `# TYPE` line calls the first metric `metric` matched, when it is a counter or a
+    /// gauge: `telemetry probe` warns when the series reads it as the other.
+    pub declared: Option<SeriesKind>,
 }
 
 /// What one scrape read: one reading per series, in the source's order, and how many samples it held.
@@ -116,12 +120,18 @@ pub fn read(body: &[u8], series: &[SeriesSpec]) -> Result<Scraped, String> {
     let mut readings: Vec<Reading> =
         series.iter().map(|s| Reading { divisor: s.divide_by.as_ref().map(|_| 0.0), ..Reading::default() }).collect();
     let mut samples = 0;
+    // The format groups a family's samples after its `# TYPE` line.
+    let mut family: Option<(&str, Option<SeriesKind>)> = None;
     for (index, bytes) in body.split(|b| *b == b'\n').enumerate() {
         let number = index + 1;
         let line = std::str::from_utf8(bytes).map_err(|_| format!("line {number} of the answer is not UTF-8 text"))?;
         let sample = match parse_line(line) {
             Ok(Line::Sample(sample)) => sample,
-            Ok(Line::Type { .. } | Line::Other) => continue,
+            Ok(Line::Type { name, kind }) => {
+                family = Some((name, kind.parse().ok()));
+                continue;
+            }
+            Ok(Line::Other) => continue,
             Err(e) => return Err(format!("line {number} of the answer is not the Prometheus text format: {e}")),
         };
         samples += 1;
@@ -135,6 +145,10 @@ pub fn read(body: &[u8], series: &[SeriesSpec]) -> Result<Scraped, String> {
             if spec.metric.matches(&sample) {
                 reading.value += sample.value;
                 reading.matched += 1;
+                if reading.matched == 1 {
+                    // OpenMetrics names a counter's family without its `_total`.
+                    reading.declared = family.filter(|(name, _)| sample.name.starts_with(name)).and_then(|(_, k)| k);
+                }
             }
             if spec.minus.as_ref().is_some_and(|m| m.matches(&sample)) {
                 reading.value -= sample.value;

@@ -144,3 +144,14 @@ fn an_answer_past_the_caps_or_not_in_the_format_is_refused_whole() {
     let read = read(b"up 1\r\nnode_memory_MemTotal_bytes 1\r\n", &series).unwrap();
     assert_eq!((read.samples, read.readings[2].matched, read.readings[2].value), (2, 1, 1.0));
 }
+
+#[test]
+fn a_scrape_tells_what_the_exporter_declares_each_series_to_be() {
+    let series = node_source().series;
+    let scraped = read(&node_answer(1.0, 2.0, 0.0, 1e9), &series).unwrap();
+    assert_eq!(scraped.readings[0].declared, Some(SeriesKind::Counter));
+    // No `# TYPE` line before node_memory_*: nothing declared.
+    assert_eq!(scraped.readings[2].declared, None);
+    let typed = b"# TYPE node_memory_MemTotal_bytes gauge\nnode_memory_MemTotal_bytes 8e9\n";
+    assert_eq!(read(typed, &series).unwrap().readings[2].declared, Some(SeriesKind::Gauge));
+}

@@ -153,7 +153,9 @@ async fn validate_lists_the_series_and_probe_reads_them_once() {
     let target = StubTarget::start().await;
     let (failing, _server) = broken_exporter(Broken::Fails).await;
     let custom = "bearer_token_env = \"NODE_TOKEN\"\n[[scenario.telemetry.series]]\nname = \"free memory\"\n\
-                  metric = \"node_memory_MemFree_bytes\"\nkind = \"gauge\"\nunit = \"bytes\"\nworse = \"lower\"";
+                  metric = \"node_memory_MemFree_bytes\"\nkind = \"gauge\"\nunit = \"bytes\"\nworse = \"lower\"\n\
+                  [[scenario.telemetry.series]]\nname = \"cpu time\"\nmetric = \"node_cpu_seconds_total\"\n\
+                  kind = \"gauge\"\nunit = \"CPU s\"";
     let telemetry = source("host", &node.url, "exporter = \"node_exporter\"") + &source("api", &node.url, custom);
     let (dir, _) = project_with(&target, &telemetry);
     let output = degrade(dir.path(), &["validate"], &[("NODE_TOKEN", "s3cret-token")]);
@@ -177,6 +179,13 @@ async fn validate_lists_the_series_and_probe_reads_them_once() {
     assert!(stdout.contains("checkout / host: ") && stdout.contains(" samples read in "), "{stdout}");
     assert!(stdout.contains("a night keeps its rate as a share"), "{stdout}");
     assert!(stdout.lines().any(|l| l.trim_start().starts_with("free memory") && l.contains("1 sample: ")), "{stdout}");
+    // A counter read as a gauge is kept as a level that only grows: the probe says what the exporter declares.
+    assert!(
+        stdout.contains(
+            "note: the exporter declares it a counter (its # TYPE line), and this series reads it as a gauge"
+        ),
+        "{stdout}"
+    );
 
     let broken = source("db", &failing, "exporter = \"postgres_exporter\"");
     let (dir, _) = project_with(&target, &broken);
