@@ -90,6 +90,14 @@ async fn a_night_keeps_what_the_exporters_said(db: TestDb, with_postgres: bool) 
     assert!(page.contains("Telemetry: the server&#39;s side") || page.contains("Telemetry: the server's side"));
     assert!(page.contains("host · CPU busy") && page.contains("class=\"server-side-chart\""), "{page}");
     assert!(page.contains("per 1,000 requests") || page.contains("Per 1,000 requests"));
+    let (status, json) = app.get_json("/api/v1/runs/1").await;
+    assert_eq!(status, 200);
+    let host_json = &json["telemetry"][0];
+    assert_eq!((host_json["name"].as_str(), host_json["status"].as_str()), (Some("host"), Some("complete")));
+    // serde_json reads floats back to within an ulp, not bit for bit.
+    let mean = host_json["series"][0]["summary"]["mean"].as_f64().unwrap_or(f64::NAN);
+    assert!((mean - summary.mean).abs() < 1e-12, "{json}");
+    assert_eq!(host_json["series"][2]["points"].as_array().map(Vec::len), Some(memory.points.len()));
 }
 
 #[tokio::test]
