@@ -303,27 +303,27 @@ fn resolve_series(checker: &mut Checker<'_>, prefix: &str, raw: Vec<RawSeries>) 
 
 /// A source's name: shown on the run page and stored with the run.
 fn source_name(name: &str) -> Result<String, String> {
-    super::checker::plain_name(name)?;
-    match name.trim() {
-        "" => Err("a source needs a name, e.g. `api-host`".to_owned()),
-        n if n.chars().count() > 60 => Err("is longer than 60 characters".to_owned()),
-        n => Ok(n.to_owned()),
-    }
+    short_text(name, "a source needs a name, e.g. `api-host`", 60)
 }
 
 /// A series' name: a label on the run page.
 fn series_name(name: &str) -> Result<String, String> {
-    source_name(name)
-        .map_err(|e| e.replace("a source needs a name, e.g. `api-host`", "a series needs a name, e.g. `CPU busy`"))
+    short_text(name, "a series needs a name, e.g. `CPU busy`", 60)
 }
 
-/// A unit: short text on one line (`bytes`, `CPU s`).
+/// A unit: `bytes`, `CPU s`.
 fn series_unit(unit: &str) -> Result<String, String> {
-    super::checker::plain_name(unit)?;
-    match unit.trim() {
-        "" => Err("a series needs a unit, e.g. `bytes`, `connections`, `transactions`".to_owned()),
-        u if u.chars().count() > 30 => Err("is longer than 30 characters".to_owned()),
-        u => Ok(u.to_owned()),
+    short_text(unit, "a series needs a unit, e.g. `bytes`, `connections`, `transactions`", 30)
+}
+
+/// Printable text on one line, not blank (`empty` says what is missing) and at most `longest` characters:
+/// it labels a chart and a table cell.
+fn short_text(text: &str, empty: &str, longest: usize) -> Result<String, String> {
+    super::checker::plain_name(text)?;
+    match text.trim() {
+        "" => Err(empty.to_owned()),
+        t if t.chars().count() > longest => Err(format!("is longer than {longest} characters")),
+        t => Ok(t.to_owned()),
     }
 }
 
