@@ -26,6 +26,8 @@ pub mod config;
 pub mod model;
 /// The build under test: its id from a version URL or command.
 pub mod latest_build;
+/// The server's side of a night: Prometheus exporters scraped during the measured stages.
+pub mod telemetry;
 /// Request tapes: real traffic imported from access logs and HAR recordings, scrubbed, routed, replayed.
 pub mod tape;
 /// Scenario files: flows, data, load, parsed and validated into a plan.
@@ -56,5 +58,7 @@ pub mod demo;
 pub mod clock;
 /// Secrets that cannot be printed by accident, and URL redaction.
 pub mod secret;
+/// The Prometheus text exposition format and series selectors, read without knowing anything of degrade.
+pub mod exposition;
 /// Text from outside (targets, receivers, build ids) made safe for terminals: control characters escaped.
 pub mod outside_text;

@@ -24,6 +24,7 @@ mod run_report;
 mod serve;
 mod tape;
 mod tape_report;
+mod telemetry;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -202,6 +203,9 @@ pub enum Command {
         Exits 2 when any webhook did not accept the message (the reason is printed, never the URL)."
     )]
     Notify(notify::NotifyCommand),
+    /// Work with the [[scenario.telemetry]] sources: exporters scraped during a night.
+    #[command(subcommand)]
+    Telemetry(telemetry::TelemetryCommand),
 }
 
 /// Runs the parsed command line and returns its exit code; errors are printed to standard error.
@@ -222,6 +226,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::DemoTarget(args) => runtime().and_then(|rt| rt.block_on(demo::demo_target(args))),
         Command::Notify(command) => runtime().and_then(|rt| rt.block_on(notify::run(&source, command))),
         Command::Tape(command) => tape::run(command),
+        Command::Telemetry(command) => runtime().and_then(|rt| rt.block_on(telemetry::run(&source, command))),
     };
     outcome.unwrap_or_else(|e| {
         say!("error: {}", error_chain(&e));
@@ -237,6 +242,7 @@ impl Command {
             | Self::Validate { config, .. }
             | Self::Migrate(config)
             | Self::Notify(notify::NotifyCommand::Test(config)) => config,
+            Self::Telemetry(telemetry::TelemetryCommand::Probe(args)) => &args.config,
             Self::Run(args) => &args.config,
             Self::Check(args) => &args.config,
             Self::Serve(args) => &args.config,

@@ -66,9 +66,14 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
     let report = match outcome? {
         (_, RunOutcome::Failed { run_id, reason }) => bail!("run {run_id} failed before any load was sent: {reason}"),
         (_, RunOutcome::Stopped { run_id, reason }) => bail!("run {run_id} is stored as aborted: {reason}"),
-        (scenario, RunOutcome::Measured { run_id, build_id, measurement }) => {
-            RunReport { id: run_id, scenario, build_id, status: measurement.results.status, measurement: *measurement }
-        }
+        (scenario, RunOutcome::Measured { run_id, build_id, measurement, telemetry }) => RunReport {
+            id: run_id,
+            scenario,
+            build_id,
+            status: measurement.results.status,
+            measurement: *measurement,
+            telemetry,
+        },
     };
     print_stdout(&report.render(args.format))?;
     Ok(match report.status {

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::engine::Measurement;
-use crate::model::{RunId, RunStatus};
+use crate::model::{RunId, RunStatus, RunTelemetry, TelemetryStatus};
 
 /// `--format` of `degrade run`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -21,6 +21,8 @@ pub(super) struct RunReport {
     pub build_id: Option<String>,
     pub status: RunStatus,
     pub measurement: Measurement,
+    /// What its telemetry sources gave.
+    pub telemetry: RunTelemetry,
 }
 
 fn ms(us: i64) -> String {
@@ -42,6 +44,35 @@ fn machine_figures(load: &crate::model::LoadSummary) -> String {
         _ => String::new(),
     };
     cpu + &echo
+}
+
+/// The telemetry block: each series' summary, or why it has none; nothing when no source is configured.
+fn telemetry_lines(telemetry: &RunTelemetry) -> String {
+    if telemetry.sources.is_empty() {
+        return String::new();
+    }
+    let mut out = "Telemetry, over the measured stages:\n".to_owned();
+    let width = telemetry.sources.iter().flat_map(|s| &s.series).map(|s| s.name.chars().count()).max().unwrap_or(0);
+    for source in &telemetry.sources {
+        let note = source.reason.as_deref().map_or_else(String::new, |r| format!(": {r}"));
+        out.push_str(&format!(
+            "  {} ({} of {} scrapes read{note})\n",
+            source.name,
+            source.scrapes - source.failed_scrapes,
+            source.scrapes
+        ));
+        for series in &source.series {
+            let figures = match (&series.summary, &series.reason) {
+                (Some(summary), _) => crate::telemetry::shown::summary(series, summary),
+                // A source that was never read said why above.
+                (None, Some(reason)) if source.status != TelemetryStatus::Missing => format!("missing: {reason}"),
+                (None, _) => "missing".to_owned(),
+            };
+            out.push_str(&format!("    {:<width$}  {figures}\n", series.name));
+        }
+    }
+    out.push('\n');
+    out
 }
 
 impl RunReport {
@@ -100,6 +131,7 @@ impl RunReport {
             }
         }
         out.push('\n');
+        out.push_str(&telemetry_lines(&self.telemetry));
         if r.status == RunStatus::Failed {
             out.push_str("Failed, so it is never judged and never serves as a baseline:\n");
             for reason in &r.validity_reasons {
@@ -139,6 +171,7 @@ impl RunReport {
             "load_summary": r.load_summary,
             "endpoints": r.endpoints,
             "service_times": self.measurement.service,
+            "telemetry": self.telemetry.sources,
         });
         serde_json::to_string_pretty(&value).expect("plain data serializes") + "\n"
     }

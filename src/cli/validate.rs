@@ -159,5 +159,6 @@ fn describe_scenario(scenario: &ScenarioConfig) -> Vec<String> {
         "            baseline {}, at least {} runs, regressions from {} %",
         scenario.baseline, gates.min_runs, gates.min_effect_pct
     ));
+    lines.extend(super::telemetry::describe_sources(scenario));
     lines
 }

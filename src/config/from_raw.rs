@@ -36,7 +36,7 @@ pub(super) fn resolve(
         None => Some(DatabaseUrl::default_in(&folder)),
     };
     let database = env::database_override(&mut checker, env).or(database);
-    let scenarios = resolve_scenarios(&mut checker, scenarios);
+    let scenarios = resolve_scenarios(&mut checker, scenarios, env);
     let notifiers = resolve_notifiers(&mut checker, notifiers, &scenarios, env);
     match (checker.errors.is_empty(), server, database) {
         (true, Some(server), Some(database)) => {
@@ -75,7 +75,7 @@ fn resolve_server(
     Some(ServerConfig { listen: listen?, public_url, api_token, pages_require_token })
 }
 
-fn env_var_name(text: &str) -> Result<String, String> {
+pub(super) fn env_var_name(text: &str) -> Result<String, String> {
     let valid = !text.is_empty()
         && !text.starts_with(|c: char| c.is_ascii_digit())
         && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');

@@ -13,6 +13,8 @@ mod raw_config;
 mod scenario_entries;
 mod from_raw;
 pub mod schedule;
+pub mod exporters;
+mod telemetry;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -24,6 +26,7 @@ pub(crate) use checker::{Checker, header_text, http_url, parse_raw, path_text, p
 pub use error::{ConfigError, ConfigErrors, Location};
 pub(crate) use scenario_entries::scenario_name;
 pub use schedule::{CronForm, Schedule};
+pub use telemetry::{DEFAULT_EVERY, ScrapeAuth, SeriesSpec, TelemetrySource};
 
 use crate::analysis::Gates;
 use crate::model::BaselineSpec;
@@ -126,6 +129,9 @@ pub struct ScenarioConfig {
     pub build: BuildConfig,
     /// When a run fails the check.
     pub gates: Gates,
+    /// Where the server's side of the night is read while it runs: exporters scraped during the measured
+    /// stages (`[[scenario.telemetry]]`).
+    pub telemetry: Vec<TelemetrySource>,
 }
 
 /// `[scenario.build]`.

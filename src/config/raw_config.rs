@@ -57,6 +57,38 @@ pub struct RawScenario {
     pub build: RawBuild,
     #[serde(default)]
     pub gates: RawGates,
+    #[serde(default)]
+    pub telemetry: Vec<RawTelemetry>,
+}
+
+/// One `[[scenario.telemetry]]`: a source of the server's side of the night.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTelemetry {
+    pub name: Spanned<String>,
+    pub kind: Spanned<String>,
+    pub url: Spanned<String>,
+    pub exporter: Option<Spanned<String>>,
+    pub every: Option<Spanned<String>>,
+    pub timeout: Option<Spanned<String>>,
+    pub bearer_token_env: Option<Spanned<String>>,
+    pub basic_auth_user: Option<Spanned<String>>,
+    pub basic_auth_password_env: Option<Spanned<String>>,
+    #[serde(default)]
+    pub series: Vec<RawSeries>,
+}
+
+/// One `[[scenario.telemetry.series]]`: a series a source keeps.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSeries {
+    pub name: Spanned<String>,
+    pub metric: Spanned<String>,
+    pub minus: Option<Spanned<String>>,
+    pub divide_by: Option<Spanned<String>>,
+    pub kind: Spanned<String>,
+    pub unit: Spanned<String>,
+    pub worse: Option<Spanned<String>>,
 }
 
 /// `[scenario.build]`: how to learn, deploy and wait for the latest build.

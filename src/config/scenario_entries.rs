@@ -1,4 +1,5 @@
-//! Checks each `[[scenario]]`: its name, file, target, schedule, latest-build settings and gates.
+//! Checks each `[[scenario]]`: its name, file, target, schedule, latest-build settings, gates and telemetry
+//! sources (`telemetry.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +18,11 @@ fn duration(text: &str) -> Result<Duration, String> {
     super::durations::parse(text, "90s, 10m or 25h")
 }
 
-pub(super) fn resolve_scenarios(checker: &mut Checker<'_>, raw: Vec<RawScenario>) -> Vec<ScenarioConfig> {
+pub(super) fn resolve_scenarios(
+    checker: &mut Checker<'_>,
+    raw: Vec<RawScenario>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<ScenarioConfig> {
     let mut seen: BTreeMap<String, Location> = BTreeMap::new();
     let mut scenarios = Vec::new();
     for (index, scenario) in raw.into_iter().enumerate() {
@@ -30,7 +35,7 @@ pub(super) fn resolve_scenarios(checker: &mut Checker<'_>, raw: Vec<RawScenario>
         } else {
             seen.insert(scenario.name.get_ref().clone(), location);
         }
-        if let Some(scenario) = resolve_scenario(checker, &prefix, scenario) {
+        if let Some(scenario) = resolve_scenario(checker, &prefix, scenario, env) {
             scenarios.push(scenario);
         }
     }
@@ -54,9 +59,25 @@ pub(crate) fn scenario_name(name: &str) -> Result<String, String> {
     }
 }
 
-fn resolve_scenario(checker: &mut Checker<'_>, prefix: &str, raw: RawScenario) -> Option<ScenarioConfig> {
-    let RawScenario { name, file, target, schedule, timezone, catch_up, missing_run_grace, baseline, build, gates } =
-        raw;
+fn resolve_scenario(
+    checker: &mut Checker<'_>,
+    prefix: &str,
+    raw: RawScenario,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<ScenarioConfig> {
+    let RawScenario {
+        name,
+        file,
+        target,
+        schedule,
+        timezone,
+        catch_up,
+        missing_run_grace,
+        baseline,
+        build,
+        gates,
+        telemetry,
+    } = raw;
     let field = |name: &str| format!("{prefix}.{name}");
     let name = checker.check(&name, &field("name"), |n| scenario_name(n));
     let folder = checker.folder();
@@ -87,6 +108,7 @@ fn resolve_scenario(checker: &mut Checker<'_>, prefix: &str, raw: RawScenario) -
     };
     let build = resolve_build(checker, prefix, build);
     let gates = resolve_gates(checker, prefix, gates);
+    let telemetry = super::telemetry::resolve_telemetry(checker, prefix, telemetry, env);
     Some(ScenarioConfig {
         name: name?,
         file: file?,
@@ -97,6 +119,7 @@ fn resolve_scenario(checker: &mut Checker<'_>, prefix: &str, raw: RawScenario) -
         baseline: baseline?,
         build: build?,
         gates: gates?,
+        telemetry: telemetry?,
     })
 }
 

@@ -1,5 +1,5 @@
-//! The project's vocabulary: runs, their figures, metrics, baselines, verdicts and findings, and how a change
-//! between two figures is written.
+//! The project's vocabulary: runs, their figures, metrics, baselines, verdicts and findings, how a change
+//! between two figures is written, and the server's telemetry kept beside them.
 //!
 //! Every layer speaks these types — the engine produces them, the store keeps them, the analysis judges
 //! them, the reports and the dashboard show them — so they live below all of those and import none of them.
@@ -8,10 +8,12 @@ mod baseline;
 mod change;
 mod figures;
 mod runs;
+mod telemetry;
 mod verdict;
 
 pub use baseline::BaselineSpec;
 pub use change::Change;
 pub use figures::*;
 pub use runs::*;
+pub use telemetry::*;
 pub use verdict::*;

@@ -3,6 +3,9 @@
 //! resolve episodes with their alerts ([`alerting`]). [`runner::Runner`] chains all of it behind a claim
 //! ([`claim`]) for the scheduler, the API and `degrade check --run-now`; `degrade run` measures only.
 //!
+//! While the load runs, the scenario's telemetry sources are scraped beside it (`telemetry`), and what they
+//! gave is stored after the run's results, never in their way.
+//!
 //! Every attempt leaves a stored run: one that could not start (deploy failed, target never healthy,
 //! version unknown) is stored as `failed` with the reason, so a missed night is visible, not silent.
 
@@ -16,6 +19,7 @@ pub mod runner;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use tokio::sync::watch;
@@ -23,7 +27,7 @@ use tokio::sync::watch;
 use crate::clock::Clock;
 use crate::config::{Config, ScenarioConfig};
 use crate::engine::{self, Measurement, Progress};
-use crate::model::{NewRun, RunId, RunStatus};
+use crate::model::{NewRun, RunId, RunStatus, RunTelemetry};
 use crate::scenario::{self, Plan};
 use crate::store::{Retry, Store, StoreCause, StoreError, retry};
 
@@ -131,6 +135,8 @@ pub enum RunOutcome {
         build_id: Option<String>,
         /// Its numbers (boxed: far larger than the other variants).
         measurement: Box<Measurement>,
+        /// What its telemetry sources gave (stored with it, unless storing it failed).
+        telemetry: RunTelemetry,
     },
     /// degrade was stopped before the load started; the run is stored as `aborted`.
     Stopped {
@@ -202,8 +208,16 @@ pub async fn run(
             RunOutcome::Failed { run_id, reason }
         });
     }
+    // The exporters are scraped on this runtime while the engine runs on its own; the latency timeline counts
+    // from the engine's start, a thread and a runtime later than this instant (well under a millisecond).
+    let sources = scenario.as_ref().map(|s| s.telemetry.as_slice()).unwrap_or_default();
+    let watch = crate::telemetry::Watch::start(sources, &crate::telemetry::measured_windows(&plan), Instant::now());
     // Apart from the dashboard's and the scheduler's threads, so a page loaded mid-run does not delay it.
     let mut measurement = engine::run_apart(Arc::new(plan), stop, on_progress).await;
+    let telemetry = match watch {
+        Some(watch) => watch.finish(completed(&measurement.results)).await,
+        None => RunTelemetry::default(),
+    };
     // The engine stamps its start and end on the system's clock; a shifted or manual clock moves them alike,
     // so a stored run still spans its deploy, health wait and load.
     let shift = clock.shift();
@@ -216,7 +230,21 @@ pub async fn run(
         let _ = store.end_run(run_id, RunStatus::Failed, &failed, clock.now()).await;
         return Err(e).context("cannot store the run's results");
     }
-    Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement: Box::new(measurement) })
+    // Telemetry is stored apart, after the run's own results: whatever it holds, the night is kept.
+    if !telemetry.sources.is_empty()
+        && let Err(e) =
+            retry(Retry::Unreachable, "store the telemetry", || store.save_telemetry(run_id, &telemetry)).await
+    {
+        tracing::warn!("run {run_id}: its telemetry could not be stored ({e}); the run's own results are");
+    }
+    Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement: Box::new(measurement), telemetry })
+}
+
+/// What the run's measured stages completed: the denominator of a counter's cost per 1,000 requests.
+fn completed(results: &crate::model::RunResults) -> crate::telemetry::Completed {
+    let requests =
+        results.endpoints.iter().find(|e| e.endpoint == crate::model::OVERALL_ENDPOINT).map_or(0, |e| e.requests);
+    crate::telemetry::Completed { requests: requests.max(0) as u64, measured_secs: results.load_summary.measured_secs }
 }
 
 /// [`prepare`], given up when `stop` becomes true: a shutdown during a long deploy or health wait must not be

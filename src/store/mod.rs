@@ -1,5 +1,5 @@
 //! The only place with degrade's own SQL (the demo target keeps its own database): runs, results, timelines,
-//! verdicts, alert episodes and the notification outbox, on embedded SQLite or a shared PostgreSQL server.
+//! telemetry, verdicts, alert episodes and the notification outbox, on embedded SQLite or a shared PostgreSQL server.
 //!
 //! The backend is chosen by the URL scheme. Each query is written once, in SQL both dialects accept
 //! (`$1` placeholders, `returning`, integer milliseconds for times, only i64/f64/text/bytes binds), and the
@@ -23,6 +23,7 @@ mod rows;
 mod runs;
 mod series;
 mod trend_rows;
+mod telemetry;
 mod trend_runs;
 mod trends;
 mod url;

@@ -58,13 +58,15 @@ pub(super) async fn runs(
     Ok(Json(json!({ "scenario": name, "runs": runs, "next": next })))
 }
 
-/// `GET /api/v1/runs/{id}`: one run with its per-endpoint results and its latest verdict.
+/// `GET /api/v1/runs/{id}`: one run with its per-endpoint results, its latest verdict and its telemetry (each
+/// source with its series, their values and summaries; an empty list when it had no source).
 pub(super) async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     let id = parse_run_id(&id)?;
     let detail =
         state.store.run_detail(id).await?.ok_or_else(|| WebError::NotFound(format!("There is no run #{id}.")))?;
     let verdict = state.store.latest_verdict(id).await?;
-    Ok(Json(json!({ "run": detail.run, "endpoints": detail.endpoints, "verdict": verdict })))
+    let telemetry = state.store.telemetry(id).await?.sources;
+    Ok(Json(json!({ "run": detail.run, "endpoints": detail.endpoints, "verdict": verdict, "telemetry": telemetry })))
 }
 
 #[derive(Deserialize)]

@@ -50,6 +50,8 @@ struct RunPage {
     held_back: Option<HeldBackNights>,
     /// The endpoints whose requests this night were too few for a percentile, in words: what it needs.
     thin: Vec<String>,
+    /// The server's side of the run, when it has telemetry sources.
+    telemetry: Option<super::run_telemetry::TelemetryView>,
 }
 
 // Templates pass every argument by reference.
@@ -161,6 +163,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let verdict = state.store.latest_verdict(id).await?;
     let timeline = state.store.timeline(id).await?;
     let timelines = timelines(&timeline)?;
+    let telemetry = super::run_telemetry::view(&state.store.telemetry(id).await?, &timeline);
     let scenario_source = state.store.scenario_source(id).await?;
     let deploy_output = state.store.deploy_output(id).await?;
     let duration = run.finished_at.map_or_else(
@@ -193,6 +196,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         previous,
         held_back,
         thin,
+        telemetry,
     };
     Ok(Html(page.render()?))
 }

@@ -20,6 +20,9 @@ use axum::response::{IntoResponse, Response};
 
 use degrade::demo::story::{Demo, Options, tell};
 
+use crate::support::TestDb;
+use crate::support::app::TestApp;
+
 const CHROMIUM: [&str; 2] = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
 
 /// Writes whether anything overflows the viewport, and by how much, into `<body data-overflow=…>`.
@@ -201,6 +204,28 @@ async fn no_page_of_the_demo_overflows_and_the_pages_read_right_at_1400_and_400_
         }
     }
     demo.close().await;
+}
+
+/// A run page with the server's side of the night (a source read and one missing) draws it under the response
+/// time at 1400 and 400 px, the missing source named, nothing wider than the screen.
+#[tokio::test]
+#[ignore = "needs Chromium: apt-get install chromium, and pass --include-ignored (.ci/run does both)"]
+async fn a_run_page_with_telemetry_reads_right_at_1400_and_400_px() {
+    let binary = installed();
+    let db = TestDb::sqlite();
+    let app = TestApp::spawn(&db).await;
+    let last = app.store_nights(10).await;
+    crate::support::exporters::store_telemetry(&app.store, last).await;
+    let proxy = measuring_proxy(&app.address).await;
+    let dir = tempfile::tempdir().unwrap();
+    let page = format!("/runs/{last}");
+    for width in [1400, 400] {
+        let profile = dir.path().join(format!("profile-{width}"));
+        let dom = chromium(binary, &profile, width, "--dump-dom", &format!("{proxy}{page}")).await;
+        let overflow = overflow_of(&dom, &page, width);
+        assert!(overflow <= 0, "{page} at {width} px is {overflow} px wider than the screen");
+        assert!(dom.contains("class=\"server-side-chart\"") && dom.contains("db: telemetry missing"), "{dom}");
+    }
 }
 
 #[test]

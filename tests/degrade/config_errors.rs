@@ -249,3 +249,57 @@ fn build_and_gate_settings() {
         "{message}"
     );
 }
+
+#[test]
+fn telemetry_mistakes_name_line_column_and_field_and_never_echo_a_password() {
+    let telemetry = "[[scenario.telemetry]]\nname = \"host\"\nkind = \"prometheus\"\n\
+        url = \"http://degrade:pa55word@127.0.0.1:9100/metrics\"\nexporter = \"nginx_exporter\"\nevery = \"5s\"\n\
+        timeout = \"10s\"\n[[scenario.telemetry.series]]\nname = \"open files\"\n\
+        metric = 'process_open_fds{job=~\"(api\"}'\nkind = \"level\"\nunit = \"files\"\nworse = \"up\"\n";
+    let message = error(&format!("{SCENARIO}{telemetry}"));
+    let field = "scenario[0].telemetry[0]";
+    for expected in [
+        format!("degrade.toml:6:8: {field}.kind: `prometheus` (a query to a Prometheus server) is not supported yet"),
+        format!("degrade.toml:7:7: {field}.url: contains a password; secrets only come from the environment"),
+        format!("degrade.toml:8:12: {field}.exporter: `nginx_exporter` is not an exporter degrade knows"),
+        format!("degrade.toml:10:11: {field}.timeout: `10s` is longer than `every` (5s)"),
+        format!(
+            "degrade.toml:13:10: {field}.series[0].metric: `process_open_fds{{job=~\"(api\"}}` is not a series \
+             selector: the pattern of `job` is not a regular expression"
+        ),
+        format!("degrade.toml:14:8: {field}.series[0].kind: `level` is not one of `gauge`, `counter`"),
+        format!("degrade.toml:16:9: {field}.series[0].worse: `up` is not one of `higher`, `lower`"),
+    ] {
+        assert!(message.contains(&expected), "missing `{expected}` in:\n{message}");
+    }
+    assert!(!message.contains("pa55word"), "{message}");
+
+    let nothing_kept =
+        "[[scenario.telemetry]]\nname = \"host\"\nkind = \"scrape\"\nurl = \"http://127.0.0.1:9100/metrics\"\n";
+    let message = error(&format!("{SCENARIO}{nothing_kept}"));
+    assert!(message.starts_with("degrade.toml:5:8: scenario[0].telemetry[0].series: keeps no series"), "{message}");
+    let twice = format!("{nothing_kept}exporter = \"node_exporter\"\n{nothing_kept}exporter = \"node_exporter\"\n");
+    let message = error(&format!("{SCENARIO}{twice}"));
+    assert!(
+        message.contains("degrade.toml:10:8: scenario[0].telemetry[1].name: another telemetry source"),
+        "{message}"
+    );
+    let unknown = format!("{nothing_kept}exporter = \"node_exporter\"\nscrape_every = \"5s\"\n");
+    let message = error(&format!("{SCENARIO}{unknown}"));
+    assert!(message.starts_with("degrade.toml:9:1: scenario[0].telemetry[0].scrape_every: unknown field"), "{message}");
+}
+
+#[test]
+fn the_manuals_telemetry_example_is_valid_and_keeps_what_it_says() {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/guide/telemetry.md");
+    let page = std::fs::read_to_string(page).unwrap();
+    let example = page.split("```toml\n").nth(1).unwrap().split("```").next().unwrap();
+    let config = load(example, &[("DB_EXPORTER_TOKEN", "a-token")]).unwrap_or_else(|e| panic!("{e}\n{example}"));
+    let sources = &config.scenario("checkout").unwrap().telemetry;
+    let kept: Vec<Vec<&str>> = sources.iter().map(|s| s.series.iter().map(|s| s.name.as_str()).collect()).collect();
+    assert_eq!(
+        kept,
+        [vec!["CPU busy", "iowait", "memory used"], vec!["connections", "transactions", "blocks read", "cache misses"]]
+    );
+    assert_eq!(sources[1].series[3].value_unit(), "share");
+}

@@ -14,6 +14,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("clock", 0),
     // The vocabulary every other layer speaks.
     ("model", 1),
+    // The Prometheus text format, read with the helpers' escaping and nothing of the domain.
+    ("exposition", 1),
     // Pure figures and judgement: data in, data out.
     ("metrics", 2),
     ("analysis", 3),
@@ -27,6 +29,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("engine", 8),
     ("latest_build", 9),
     ("notify", 9),
+    ("telemetry", 9),
     ("pipeline", 10),
     ("scheduler", 11),
     ("web", 11),

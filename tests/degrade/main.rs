@@ -36,6 +36,9 @@
 //! - `route_keys`: endpoints keyed by their query parameter names, in scenario runs, tape imports and replays,
 //!   and the runs stored under the old keys, which stay a series of their own.
 //! - `tape_privacy`: a corpus of recordings full of private values, none of which may reach a tape or flows.
+//! - `telemetry`: a night scraping Debian's real node_exporter (and postgres_exporter on PostgreSQL), stored
+//!   and drawn; exporters that hang, fail or send garbage, and the night kept; `validate` and `telemetry probe`
+//!   (skipped, saying so, where the exporters are not installed; `.ci/run` installs them).
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -70,4 +73,5 @@ mod run_cli;
 mod store_story;
 mod tape;
 mod tape_privacy;
+mod telemetry;
 mod support;

@@ -44,7 +44,7 @@ async fn run_is_printed_and_stored(db: TestDb) {
     assert!(stdout.contains("Valid: the generator delivered") || stdout.contains("Not valid, so"), "{stdout}");
     // How fast the machine itself was: a loopback echo, whatever this machine's speed.
     assert!(stdout.contains(" µs (p50/p90)") && stdout.contains("loopback echo "), "{stdout}");
-    // The README quotes a valid run; a machine too slow to keep the schedule prints another ending.
+    // The manual quotes a valid run; a machine too slow to keep the schedule prints another ending.
     if stdout.contains("): finished") {
         crate::support::quoted::assert_quoted("run-table", &stdout);
     }

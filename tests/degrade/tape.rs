@@ -85,8 +85,8 @@ fn arguments_that_could_keep_nothing_are_refused_up_front() {
     assert!(!dir.path().join("scenarios/access.tape").exists());
 }
 
-/// The README's import, as a new user types it: the tape and its scenario land in `scenarios/`, named after
-/// the log (`access.tape`, `access.tape.gz` from a gzipped log), and the summary is the one the README quotes.
+/// The manual's import, as a new user types it: the tape and its scenario land in `scenarios/`, named after
+/// the log (`access.tape`, `access.tape.gz` from a gzipped log), and the summary is the one the manual quotes.
 #[test]
 fn an_import_with_no_options_writes_what_the_readme_says() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,10 +1,12 @@
 //! Everything the tests share, in one place: a fresh database per test and the real `degrade` binary (here),
 //! the app in-process ([`app::TestApp`]), stored nights ([`nights`]), configuration ([`config`]), stub
-//! targets ([`target`]) and a stub webhook receiver ([`receiver`]), all on 127.0.0.1.
+//! targets ([`target`]), a stub webhook receiver ([`receiver`]) and Prometheus exporters, real and broken
+//! ([`exporters`]), all on 127.0.0.1.
 
 pub mod app;
 pub mod config;
 pub mod markdown;
+pub mod exporters;
 pub mod nights;
 pub mod quoted;
 pub mod receiver;

@@ -1,0 +1,271 @@
+//! The server's side of a run, drawn under its response times on one time axis: a panel of the run's p50 and
+//! p99 per second, then one panel per telemetry series, every panel spanning the same seconds, so the second
+//! iowait spiked is the second p99 jumped. Hand-drawn SVG like the trend charts (charts-rs spaces points by
+//! category, not by time, and telemetry is sampled every few seconds at its own offsets); text and axes take
+//! the page's colour, so it reads the same in light and dark mode. Each value is a dot with its tooltip.
+
+use std::fmt::Write as _;
+
+use super::svg::{Px, nice_ticks, tick_label};
+use super::trend_chart::{FONTS, colour};
+use crate::model::{SHARE_UNIT, TelemetryPoint, TimelinePoint};
+use crate::outside_text::{clipped, xml_escape};
+use crate::telemetry::shown;
+
+const WIDTH: f64 = 720.0;
+const LEFT: f64 = 78.0;
+const RIGHT: f64 = 14.0;
+/// A panel: its label row, then its plot.
+const LABEL_ROW: f64 = 26.0;
+const PLOT: f64 = 78.0;
+const GAP: f64 = 14.0;
+/// Below the last panel: the seconds.
+const AXIS_ROW: f64 = 26.0;
+
+/// The colour of telemetry lines: no figure of the client's uses it.
+const TELEMETRY: &str = "#0e8a7e";
+
+/// Past this many points a line is drawn without a dot (and tooltip) on each.
+const DOTS_UP_TO: usize = 300;
+
+/// One line of a panel: its legend, colour and points as (seconds since the run started, value).
+pub struct Line {
+    /// Legend text.
+    pub name: String,
+    /// Stroke colour.
+    pub colour: &'static str,
+    /// Its points, oldest first.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One panel: a series, or the run's response times.
+pub struct Panel {
+    /// Above the plot: `api-host · CPU busy`.
+    pub title: String,
+    /// The unit of its values: `ms`, `bytes`, [`SHARE_UNIT`].
+    pub unit: String,
+    /// Its lines; none when it has no values.
+    pub lines: Vec<Line>,
+    /// Why it has no values, when it has none.
+    pub missing: Option<String>,
+}
+
+/// The run's response times per second: the slowest endpoint's p99 and p50 each second (one endpoint's own
+/// figures when it has one), at the middle of the second they were measured in.
+#[must_use]
+pub fn latency_panel(timeline: &[TimelinePoint]) -> Panel {
+    let mut seconds: std::collections::BTreeMap<i64, (f64, f64)> = std::collections::BTreeMap::new();
+    for p in timeline.iter().filter(|p| p.requests > 0) {
+        let second = seconds.entry(p.elapsed_s).or_insert((0.0, 0.0));
+        second.0 = second.0.max(p.p50_us as f64 / 1000.0);
+        second.1 = second.1.max(p.p99_us as f64 / 1000.0);
+    }
+    let line = |name: &str, colour, pick: fn(&(f64, f64)) -> f64| Line {
+        name: name.to_owned(),
+        colour,
+        points: seconds.iter().map(|(s, v)| (*s as f64 + 0.5, pick(v))).collect(),
+    };
+    Panel {
+        title: "response time per second".to_owned(),
+        unit: "ms".to_owned(),
+        lines: vec![line("p99", colour::P99, |v| v.1), line("p50", colour::P50, |v| v.0)],
+        missing: seconds.is_empty().then(|| "no request was answered".to_owned()),
+    }
+}
+
+/// A telemetry series' panel.
+#[must_use]
+pub fn series_panel(title: String, unit: &str, points: &[TelemetryPoint], missing: Option<&str>) -> Panel {
+    let points: Vec<(f64, f64)> = points.iter().map(|p| (p.elapsed_ms as f64 / 1000.0, p.value)).collect();
+    let lines =
+        if points.is_empty() { Vec::new() } else { vec![Line { name: String::new(), colour: TELEMETRY, points }] };
+    Panel { title, unit: unit.to_owned(), lines, missing: missing.map(str::to_owned) }
+}
+
+/// The figure: `panels` stacked over one axis of seconds, from 0 to `span_secs`.
+#[must_use]
+pub fn server_side_svg(panels: &[Panel], span_secs: f64) -> String {
+    let span = span_secs.max(1.0);
+    let height = panels.len() as f64 * (LABEL_ROW + PLOT + GAP) + AXIS_ROW;
+    let x = |secs: f64| LEFT + secs.clamp(0.0, span) / span * (WIDTH - LEFT - RIGHT);
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"server-side-chart\" viewBox=\"0 0 {WIDTH} {}\" \
+         width=\"{WIDTH}\" height=\"{}\" font-family=\"{FONTS}\" font-size=\"12\" role=\"img\" \
+         aria-label=\"Response times and telemetry on one time axis\">",
+        Px(height),
+        Px(height)
+    );
+    let ticks: Vec<f64> = nice_ticks(0.0, span).into_iter().filter(|t| *t <= span).collect();
+    // The seconds' grid runs through every panel, so a moment reads straight down.
+    for tick in &ticks {
+        let _ = write!(
+            out,
+            "<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/>",
+            Px(x(*tick)),
+            Px(LABEL_ROW),
+            Px(height - AXIS_ROW)
+        );
+    }
+    for (index, panel) in panels.iter().enumerate() {
+        let top = index as f64 * (LABEL_ROW + PLOT + GAP);
+        draw_panel(&mut out, panel, top, &x);
+    }
+    let axis_y = height - AXIS_ROW + 16.0;
+    for tick in &ticks {
+        let _ = write!(
+            out,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"currentColor\">{} s</text>",
+            Px(x(*tick)),
+            Px(axis_y),
+            tick_label(*tick)
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+fn draw_panel(out: &mut String, panel: &Panel, top: f64, x: &impl Fn(f64) -> f64) {
+    let plot_top = top + LABEL_ROW;
+    let bottom = plot_top + PLOT;
+    let _ = write!(
+        out,
+        "<text class=\"title\" x=\"{}\" y=\"{}\" fill=\"currentColor\" font-weight=\"600\">{}",
+        Px(4.0),
+        Px(top + 17.0),
+        xml_escape(&panel.title)
+    );
+    for line in panel.lines.iter().filter(|l| !l.name.is_empty()) {
+        let _ = write!(out, "<tspan fill=\"{}\" dx=\"10\">— {}</tspan>", line.colour, xml_escape(&line.name));
+    }
+    out.push_str("</text>");
+    let _ = write!(
+        out,
+        "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"currentColor\" stroke-opacity=\"0.4\"/>",
+        Px(LEFT),
+        Px(WIDTH - RIGHT),
+        Px(bottom)
+    );
+    if panel.lines.iter().all(|l| l.points.is_empty()) {
+        let why = panel.missing.as_deref().unwrap_or("no values");
+        let _ = write!(
+            out,
+            "<text x=\"{}\" y=\"{}\" fill=\"currentColor\" fill-opacity=\"0.7\">no values: {}<title>{}</title></text>",
+            Px(LEFT + 6.0),
+            Px(plot_top + PLOT / 2.0),
+            xml_escape(&clipped(why, 48)),
+            xml_escape(why)
+        );
+        return;
+    }
+    let (first, last) = draw_value_axis(out, panel, bottom);
+    let y = |value: f64| bottom - (value - first) / (last - first) * PLOT;
+    for line in &panel.lines {
+        draw_line(out, line, &panel.unit, x, &y);
+    }
+}
+
+/// The value axis of a panel whose plot ends at `bottom`: a grid line per round tick, the two ends labelled;
+/// returns the axis' lowest and highest value.
+fn draw_value_axis(out: &mut String, panel: &Panel, bottom: f64) -> (f64, f64) {
+    let (low, high) = panel
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold((0.0, 0.0), |(lo, hi), v| (f64::min(lo, v), f64::max(hi, v)));
+    let ticks = value_ticks(low, high, &panel.unit);
+    let (first, last) = (ticks[0], ticks[ticks.len() - 1]);
+    let y = |value: f64| bottom - (value - first) / (last - first) * PLOT;
+    for tick in &ticks {
+        let _ = write!(
+            out,
+            "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"currentColor\" stroke-opacity=\"0.1\"/>",
+            Px(LEFT),
+            Px(WIDTH - RIGHT),
+            Px(y(*tick))
+        );
+    }
+    // Only the axis' ends are labelled, inside the plot's height, so a phone's larger text never runs into the
+    // panel's title; the grid lines between them keep the scale readable.
+    for (tick, nudge) in [(first, -3.0), (last, 13.0)] {
+        let _ = write!(
+            out,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"currentColor\">{}</text>",
+            Px(LEFT - 6.0),
+            Px(y(tick) + nudge),
+            xml_escape(&tick_text(tick, &panel.unit))
+        );
+    }
+    (first, last)
+}
+
+/// A line, broken where values are missing (a gap longer than twice its usual spacing), with a dot and a
+/// tooltip on each value while they are few enough to tell apart.
+fn draw_line(out: &mut String, line: &Line, unit: &str, x: &impl Fn(f64) -> f64, y: &impl Fn(f64) -> f64) {
+    let mut spacings: Vec<f64> = line.points.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    spacings.sort_by(f64::total_cmp);
+    let usual = spacings.get(spacings.len() / 2).copied().unwrap_or(f64::INFINITY);
+    let mut path = String::new();
+    let mut previous: Option<f64> = None;
+    for &(secs, value) in &line.points {
+        let command = match previous {
+            Some(before) if secs - before <= usual * 2.0 => 'L',
+            _ => 'M',
+        };
+        let _ = write!(path, "{command}{} {}", Px(x(secs)), Px(y(value)));
+        previous = Some(secs);
+    }
+    let _ = write!(out, "<path d=\"{path}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\"/>", line.colour);
+    if line.points.len() <= DOTS_UP_TO {
+        for &(secs, value) in &line.points {
+            let _ = write!(
+                out,
+                "<circle cx=\"{}\" cy=\"{}\" r=\"2.6\" fill=\"{}\"><title>{} s: {}</title></circle>",
+                Px(x(secs)),
+                Px(y(value)),
+                line.colour,
+                tick_label((secs * 10.0).round() / 10.0),
+                xml_escape(&shown_value(value, unit))
+            );
+        }
+    }
+}
+
+fn shown_value(value: f64, unit: &str) -> String {
+    if unit == "ms" { format!("{value:.1} ms") } else { shown::value(value, unit) }
+}
+
+/// Round ticks covering `low..=high`: a share never past 100 % when it is not, bytes in whole binary units.
+fn value_ticks(low: f64, high: f64, unit: &str) -> Vec<f64> {
+    let high = if unit == SHARE_UNIT && high <= 1.0 + 1e-9 { high.min(1.0) } else { high };
+    let high = if high > low { high } else { low + 1.0 };
+    if unit == "bytes" {
+        let scale = binary_scale(high.max(-low));
+        return nice_ticks(low / scale, high / scale).into_iter().map(|t| t * scale).collect();
+    }
+    nice_ticks(low, high)
+}
+
+/// The binary unit a size is told in: the largest power of 1,024 at most `bytes`.
+fn binary_scale(bytes: f64) -> f64 {
+    [1u64 << 40, 1 << 30, 1 << 20, 1 << 10].into_iter().map(|s| s as f64).find(|s| bytes >= *s).unwrap_or(1.0)
+}
+
+/// A value-axis label: short, its unit given by the title where it is long.
+fn tick_text(value: f64, unit: &str) -> String {
+    match unit {
+        SHARE_UNIT => format!("{} %", tick_label(value * 100.0)),
+        "bytes" => {
+            let scale = binary_scale(value.abs());
+            let name = match scale as u64 {
+                s if s == 1 << 40 => "TiB",
+                s if s == 1 << 30 => "GiB",
+                s if s == 1 << 20 => "MiB",
+                s if s == 1 << 10 => "KiB",
+                _ => "B",
+            };
+            format!("{} {name}", tick_label(value / scale))
+        }
+        "ms" => format!("{} ms", tick_label(value)),
+        _ => tick_label(value),
+    }
+}
