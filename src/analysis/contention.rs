@@ -21,7 +21,8 @@ mod standout;
 
 use std::collections::BTreeSet;
 
-pub use echo::{SlowerMachine, slower_machine};
+pub use echo::{SlowerMachine, machine_slowdown, slower_machine};
+pub use standout::MachineSlowdown;
 pub use host::{HeldBack, held_back_by_host};
 
 use super::judge::{Judgement, counted_findings};
@@ -155,6 +156,7 @@ pub fn busier_machine(tonight: Option<MachineLoad>, baseline: &[Option<f64>]) ->
 pub fn not_blamed_on_the_build(
     judgement: Judgement,
     contention: &Contention,
+    machine: Option<MachineSlowdown>,
     cores: u32,
     added_secs: impl Fn(&str) -> f64,
 ) -> Judgement {
@@ -176,12 +178,12 @@ pub fn not_blamed_on_the_build(
         Contention::HeldBack(held) => (held.describe(), "while the host held the machine back", "its host"),
         Contention::Slower(slower) => (slower.describe(), "on a slower machine", "the machine"),
     };
-    let blamed = standout::standing_out(&judgement.findings);
-    let (findings, excused) = standout::excuse_the_rest(judgement.findings, &blamed, on);
+    let blamed = standout::standing_out(&judgement.findings, machine);
+    let (findings, excused) = standout::excuse_the_rest(judgement.findings, &blamed, on, machine);
     if blamed.is_empty() {
         let summary = format!(
             "inconclusive: {why}; a slowdown measured {on} is not blamed on the build, so the {excused} latency \
-             regression{} below {} not counted; run it again when {quieter} is quieter",
+             regression{} listed {} not counted; run it again when {quieter} is quieter",
             if excused == 1 { "" } else { "s" },
             if excused == 1 { "is" } else { "are" }
         );
@@ -260,6 +262,7 @@ mod tests {
                 ("p50", FindingOutcome::NoChange),
             ]),
             &busy(),
+            None,
             2,
             thousand,
         );
@@ -269,7 +272,7 @@ mod tests {
             "{}",
             judged.summary
         );
-        assert!(judged.summary.contains("so the 2 latency regressions below are not counted"), "{}", judged.summary);
+        assert!(judged.summary.contains("so the 2 latency regressions listed are not counted"), "{}", judged.summary);
         assert_eq!(judged.findings.len(), 3, "the findings stay, to be seen");
     }
 
@@ -277,7 +280,7 @@ mod tests {
     fn a_slowdown_that_could_have_burnt_the_extra_cpu_is_blamed_on_the_build() {
         // 1 ms more on 20,000 requests of one route: up to 40 core-seconds, more than the machine's extra 29.
         let lines = [("GET /heavy", "p50", FindingOutcome::Regression), ("(all)", "p50", FindingOutcome::Regression)];
-        let judged = not_blamed_on_the_build(regressed_on(&lines), &busy(), 2, |_| 20.0);
+        let judged = not_blamed_on_the_build(regressed_on(&lines), &busy(), None, 2, |_| 20.0);
         assert_eq!(judged.outcome, VerdictOutcome::Regressed);
     }
 
@@ -289,7 +292,7 @@ mod tests {
             ("p95", FindingOutcome::GateBreached),
         ] {
             let judged =
-                not_blamed_on_the_build(regressed(&[("p95", FindingOutcome::Regression), kept]), &busy(), 2, thousand);
+                not_blamed_on_the_build(regressed(&[("p95", FindingOutcome::Regression), kept]), &busy(), None, 2, thousand);
             assert_eq!(judged.outcome, VerdictOutcome::Regressed, "{kept:?}");
         }
     }
@@ -326,7 +329,7 @@ mod tests {
     fn latency_regressions_while_the_host_held_the_machine_back_are_inconclusive() {
         let held = held_back_by_host(Some(host::tests::stolen(14.1, 3.16)), &host::tests::ordinary_vm()).unwrap();
         let lines = [("p50", FindingOutcome::Regression), ("p95", FindingOutcome::Regression)];
-        let judged = not_blamed_on_the_build(regressed(&lines), &Contention::HeldBack(held), 2, |_| 1_000.0);
+        let judged = not_blamed_on_the_build(regressed(&lines), &Contention::HeldBack(held), None, 2, |_| 1_000.0);
         assert_eq!(judged.outcome, VerdictOutcome::Inconclusive, "no CPU budget: stolen time was burnt by nobody here");
         assert!(
             judged.summary.contains("measured while the host held the machine back is not blamed on the build"),
@@ -369,7 +372,7 @@ mod tests {
         ];
         let judgement =
             Judgement { outcome: VerdictOutcome::Regressed, findings, summary: "regressed: as judged".into() };
-        assert_eq!(not_blamed_on_the_build(judgement.clone(), &host_spell(), 2, |_| 0.0), judgement);
+        assert_eq!(not_blamed_on_the_build(judgement.clone(), &host_spell(), None, 2, |_| 0.0), judgement);
     }
 
     #[test]
@@ -384,7 +387,7 @@ mod tests {
             line("GET /search", 0.7, 0.8),
         ];
         let judgement = Judgement { outcome: VerdictOutcome::Regressed, findings, summary: String::new() };
-        let judged = not_blamed_on_the_build(judgement, &host_spell(), 2, |_| 0.0);
+        let judged = not_blamed_on_the_build(judgement, &host_spell(), None, 2, |_| 0.0);
         assert_eq!(judged.outcome, VerdictOutcome::Regressed);
         let outcomes: Vec<FindingOutcome> = judged.findings.iter().map(|f| f.outcome).collect();
         assert_eq!(

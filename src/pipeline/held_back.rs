@@ -10,7 +10,9 @@
 //! uncaught. The decision rests on the machine's own figures, never on the endpoint's, so it cannot talk the
 //! noise of a series down (a wild night on a quiet machine stays in).
 
-use crate::analysis::contention::{Contention, MachineLoad, UsualMachine, contention, not_blamed_on_the_build};
+use crate::analysis::contention::{
+    Contention, MachineLoad, UsualMachine, contention, machine_slowdown, not_blamed_on_the_build,
+};
 use crate::analysis::judge::Judgement;
 use crate::model::{EndpointResult, Run};
 use crate::report::LeftOut;
@@ -85,7 +87,8 @@ pub fn excuse_a_held_back_machine(
     let usual: Vec<UsualMachine> = baseline.iter().map(usual_machine).collect();
     let load = machine_load(candidate);
     let Some(contention) = contention(load, &usual) else { return judgement };
-    not_blamed_on_the_build(judgement, &contention, load.map_or(1, |l| l.cores), |endpoint| {
+    let slowdown = machine_slowdown(load, &usual);
+    not_blamed_on_the_build(judgement, &contention, slowdown, load.map_or(1, |l| l.cores), |endpoint| {
         added_secs(endpoint, tonight, before)
     })
 }

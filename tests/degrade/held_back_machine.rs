@@ -108,7 +108,7 @@ async fn a_slowdown_while_the_host_held_the_machine_back_is_not_blamed_on_the_bu
             "verdict: inconclusive: the machine's host held it back more than on the baseline nights (its \
              hypervisor kept 3.0 % of the CPU time from it during the run, 33.3 % of what it asked for, against \
              0.2 % and 3.3 % on the median of 7 baseline nights); a slowdown measured while the host held the \
-             machine back is not blamed on the build, so the 3 latency regressions below are not counted; run it \
+             machine back is not blamed on the build, so the 3 latency regressions listed are not counted; run it \
              again when its host is quieter"
         ),
         "{stdout}"

@@ -10,7 +10,7 @@
 //! tonight is only ever compared with the baseline nights' median.
 
 use super::host::OWN_WORK_POINTS;
-use super::{MachineLoad, UsualMachine, median};
+use super::{MachineLoad, MachineSlowdown, UsualMachine, median};
 
 /// Tonight's echo at least this many times the usual night's: a machine a quarter slower at its own
 /// round trip. Quiet nights stayed within 12 % of their median on the VM above.
@@ -53,6 +53,15 @@ pub fn slower_machine(tonight: Option<MachineLoad>, baseline: &[UsualMachine]) -
     let slower = tonight_us >= SLOWER_FACTOR * usual_us
         && own(tonight.busy_pct, tonight.stolen_pct) - usual_own <= OWN_WORK_POINTS;
     slower.then_some(SlowerMachine { tonight_us, usual_us, nights })
+}
+
+/// How many times as long tonight's echo took as the baseline nights' median (at least 1), whatever else
+/// held the machine back: the most its slowdown can do to a request is read from it (`standout`).
+#[must_use]
+pub fn machine_slowdown(tonight: Option<MachineLoad>, baseline: &[UsualMachine]) -> Option<MachineSlowdown> {
+    let tonight_us = tonight?.echo_p50_us.filter(|e| e.is_finite() && *e > 0.0)?;
+    let (usual_us, _) = median(baseline.iter().filter_map(|n| n.echo_p50_us).filter(|e| *e > 0.0))?;
+    Some(MachineSlowdown((tonight_us / usual_us).max(1.0)))
 }
 
 #[cfg(test)]

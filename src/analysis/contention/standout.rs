@@ -17,6 +17,15 @@
 //! yardstick, and the rest are measured again. Builds that slow every route alike are not told apart from
 //! the machine this way: the night stays inconclusive for them, as it would without it. Only p50 and p95
 //! can stand out (see [`central`]).
+//!
+//! With few others, their spread says little and the cut-off is wide (53 spreads with three). So a change
+//! beyond the others' median by its limit also stands out when it is beyond what the machine's own slowdown
+//! could do to it: its limit times the square of how much slower the machine's loopback echo was tonight
+//! ([`MachineSlowdown`]). A request crosses the machine's scheduler at least twice (the generator's send
+//! and wake-up, the target's read and answer) and its own work runs slower by the same factor; on this
+//! project's VM, a night whose echo took 1.5 times as long moved every endpoint by 1.3–1.6 times, inside the
+//! square (2.25). A new user's trial had a route go ×15 (1.5 ms to 22.7 ms) against three others that did not
+//! move, on a machine whose echo read 1.44 times usual: excused by the spreads alone, the build's by this.
 
 use std::collections::BTreeSet;
 
@@ -36,17 +45,29 @@ const MAD_TO_SIGMA: f64 = 1.4826;
 /// The (endpoint, metric) pairs blamed on the build.
 pub(super) type Blamed = BTreeSet<(String, String)>;
 
+/// How many times as long the machine's own loopback echo took tonight as on the baseline nights (at least 1),
+/// when both were measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MachineSlowdown(pub f64);
+
+impl MachineSlowdown {
+    /// The most the machine's slowdown can multiply a request's time by: its square (see the module's text).
+    fn most(self) -> f64 {
+        self.0.max(1.0).powi(2)
+    }
+}
+
 /// The (endpoint, metric) of every regression in `findings` that stands out from the rest of the run. A
 /// route found to stand out is the build's, not evidence of what the machine did, so it leaves the others'
 /// yardstick and the rest are measured again, until no more stand out.
 #[must_use]
-pub(super) fn standing_out(findings: &[Finding]) -> Blamed {
+pub(super) fn standing_out(findings: &[Finding], machine: Option<MachineSlowdown>) -> Blamed {
     let mut blamed = Blamed::new();
     loop {
         let more: Vec<(String, String)> = findings
             .iter()
             .filter(|f| f.outcome == FindingOutcome::Regression && central(f))
-            .filter(|f| !is_blamed(f, &blamed) && stands_out(f, findings, &blamed))
+            .filter(|f| !is_blamed(f, &blamed) && stands_out(f, findings, &blamed, machine))
             .map(|f| (f.endpoint.clone(), f.metric.clone()))
             .collect();
         if more.is_empty() {
@@ -109,16 +130,16 @@ pub(super) fn machine_shift(f: &Finding, findings: &[Finding], blamed: &Blamed) 
     })
 }
 
-fn stands_out(f: &Finding, findings: &[Finding], blamed: &Blamed) -> bool {
+fn stands_out(f: &Finding, findings: &[Finding], blamed: &Blamed, machine: Option<MachineSlowdown>) -> bool {
     let (Some((base, tonight)), Some(limit)) = (change(f), f.limit) else { return false };
     let Some(shift) = machine_shift(f, findings, blamed) else { return false };
     let beyond_factor = (tonight / base).ln() - shift.factor.ln();
     let beyond_added = tonight - base - shift.added;
-    limit > base
-        && beyond_factor >= (limit / base).ln()
-        && beyond_factor >= shift.spreads * shift.factor_spread
-        && beyond_added >= limit - base
-        && beyond_added >= shift.spreads * shift.added_spread
+    let beyond_median = limit > base && beyond_factor >= (limit / base).ln() && beyond_added >= limit - base;
+    let beyond_spreads =
+        beyond_factor >= shift.spreads * shift.factor_spread && beyond_added >= shift.spreads * shift.added_spread;
+    let beyond_machine = machine.is_some_and(|m| tonight >= m.most() * limit);
+    beyond_median && (beyond_spreads || beyond_machine)
 }
 
 /// How many spreads a change must be past the median of `others` changes to stand out: [`OUTLIER_SPREADS`]
@@ -146,7 +167,12 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 /// Marks every latency regression not in `blamed` as excused, its reason saying why, and counts them. The
 /// `(all)` row holds every endpoint, so it stays a regression with a blamed endpoint in the same percentile.
-pub(super) fn excuse_the_rest(findings: Vec<Finding>, blamed: &Blamed, on: &str) -> (Vec<Finding>, usize) {
+pub(super) fn excuse_the_rest(
+    findings: Vec<Finding>,
+    blamed: &Blamed,
+    on: &str,
+    machine: Option<MachineSlowdown>,
+) -> (Vec<Finding>, usize) {
     let snapshot = findings.clone();
     let mut excused = 0;
     let findings = findings
@@ -155,10 +181,13 @@ pub(super) fn excuse_the_rest(findings: Vec<Finding>, blamed: &Blamed, on: &str)
             let kept =
                 blamed.iter().any(|(e, m)| *m == f.metric && (*e == f.endpoint || f.endpoint == OVERALL_ENDPOINT));
             if f.outcome == FindingOutcome::Regression && !kept {
+                let machine = machine.map_or_else(String::new, |m| {
+                    format!(", nor past {:.2} times its limit, what a machine {:.2} times slower can do", m.most(), m.0)
+                });
                 let others = match machine_shift(&f, &snapshot, blamed) {
                     Some(s) => format!(
                         " (the other endpoints moved {} and +{} at the median, spread ±{:.1} % and ±{}, and \
-                         this one not beyond that by both its limit and {:.1} spreads)",
+                         this one not beyond that by both its limit and {:.1} spreads{machine})",
                         crate::model::Change::from_pct(100.0 * (s.factor - 1.0)),
                         crate::model::format_ms(s.added),
                         100.0 * s.factor_spread.exp_m1(),
@@ -207,7 +236,7 @@ mod tests {
     }
 
     fn blamed(run: &[Finding]) -> Vec<String> {
-        standing_out(run).into_iter().map(|(endpoint, _)| endpoint).collect()
+        standing_out(run, None).into_iter().map(|(endpoint, _)| endpoint).collect()
     }
 
     #[test]
@@ -269,13 +298,13 @@ mod tests {
             p95("GET /c", 1.0, 1.1, 1.2),
             p95("GET /d", 1.0, 1.0, 1.2),
         ];
-        assert!(standing_out(&run).is_empty());
+        assert!(standing_out(&run, None).is_empty());
     }
 
     #[test]
     fn too_few_other_endpoints_say_nothing() {
         let run = [p95("GET /a", 1.0, 9.0, 1.2), p95("GET /b", 1.0, 1.0, 1.2), p95("GET /c", 1.0, 1.0, 1.2)];
-        assert!(standing_out(&run).is_empty(), "two others are fewer than the ratio test's controls");
+        assert!(standing_out(&run, None).is_empty(), "two others are fewer than the ratio test's controls");
     }
 
     #[test]
@@ -288,7 +317,7 @@ mod tests {
             p95("GET /d", 1.0, 0.7, 1.2),
         ];
         run[0].outcome = FindingOutcome::Regression;
-        assert!(standing_out(&run).is_empty());
+        assert!(standing_out(&run, None).is_empty());
         let shift = machine_shift(&run[0], &run, &Blamed::new()).unwrap();
         assert_eq!((shift.factor, shift.added), (1.0, 0.0));
         assert!((spreads_to_stand_out(10) - 5.7).abs() < 0.1, "{}", spreads_to_stand_out(10));
@@ -310,5 +339,42 @@ mod tests {
             p95("GET /j", 1.0, 1.02, 1.2),
         ];
         assert_eq!(blamed(&run), ["GET /a", "GET /b"]);
+    }
+
+    /// A new user's trial: three routes moved by their noise (+25 %, −10 %, +15 %), one ×15, on a machine whose
+    /// echo read 1.44 times usual.
+    fn the_trial(slowed: f64) -> Vec<Finding> {
+        let mut run = vec![p95("GET /boards", 1.0, 1.25, 1.3), p95("GET /cards", 2.0, 1.8, 2.5)];
+        run.push(p95("GET /search", 4.0, 4.6, 4.8));
+        run.push(p95("GET /boards/{board_id}", 1.5, 1.5 * slowed, 1.9));
+        run
+    }
+
+    #[test]
+    fn a_slowdown_past_what_the_slower_machine_can_do_stands_out_among_few_others() {
+        let trial = the_trial(15.1);
+        let slower = Some(MachineSlowdown(1.44));
+        assert!(standing_out(&trial, None).is_empty(), "three others' spread alone asks for 53 spreads");
+        assert_eq!(
+            standing_out(&trial, slower).into_iter().map(|(e, _)| e).collect::<Vec<_>>(),
+            ["GET /boards/{board_id}"]
+        );
+        // Within the square of the machine's slowdown (×2.07 here), the machine may have done it.
+        assert!(standing_out(&the_trial(1.9), slower).is_empty());
+        let (findings, excused) = excuse_the_rest(the_trial(1.9), &Blamed::new(), "on a slower machine", slower);
+        assert_eq!(excused, 1);
+        let reason = &findings[3].reason;
+        assert!(reason.contains("nor past 2.07 times its limit, what a machine 1.44 times slower can do"), "{reason}");
+    }
+
+    #[test]
+    fn a_whole_machine_one_and_a_half_times_slower_stands_out_nowhere_by_its_echo() {
+        // The VM's night whose echo took 1.5 times as long: every endpoint 1.3–1.6 times slower.
+        let run: Vec<Finding> = [1.3, 1.45, 1.6, 1.35, 1.5]
+            .iter()
+            .enumerate()
+            .map(|(i, factor)| p95(&format!("GET /r{i}"), 2.0, 2.0 * factor, 2.3))
+            .collect();
+        assert!(standing_out(&run, Some(MachineSlowdown(1.5))).is_empty());
     }
 }
