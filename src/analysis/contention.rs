@@ -22,8 +22,8 @@ mod standout;
 use std::collections::BTreeSet;
 
 pub use echo::{SlowerMachine, machine_slowdown, slower_machine};
-pub use standout::MachineSlowdown;
 pub use host::{HeldBack, held_back_by_host};
+pub use standout::MachineSlowdown;
 
 use super::judge::{Judgement, counted_findings};
 use crate::model::{Finding, FindingOutcome, Metric, OVERALL_ENDPOINT, VerdictOutcome};
@@ -291,8 +291,13 @@ mod tests {
             ("throughput", FindingOutcome::Regression),
             ("p95", FindingOutcome::GateBreached),
         ] {
-            let judged =
-                not_blamed_on_the_build(regressed(&[("p95", FindingOutcome::Regression), kept]), &busy(), None, 2, thousand);
+            let judged = not_blamed_on_the_build(
+                regressed(&[("p95", FindingOutcome::Regression), kept]),
+                &busy(),
+                None,
+                2,
+                thousand,
+            );
             assert_eq!(judged.outcome, VerdictOutcome::Regressed, "{kept:?}");
         }
     }

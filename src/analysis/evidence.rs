@@ -12,7 +12,6 @@
 use super::counts::{Count, CountHistory};
 use super::detector::{ERROR_MIN_RISE, LOG_SIGMA_FLOOR};
 use super::level::{Estimate, estimate};
-use super::relative::RelativeEvidence;
 use super::sample::{Sample, Side};
 use super::shift::Shift;
 use crate::analysis::Gates;
@@ -99,6 +98,33 @@ impl ValueEvidence {
     pub fn better_by(&self) -> f64 {
         let baselines = self.shift.as_ref().map_or_else(|| vec![self.estimate.level], |s| s.baselines.clone());
         baselines.iter().map(|b| 1.0 - (self.tonight - b).exp()).fold(f64::INFINITY, f64::min)
+    }
+}
+
+/// The others count as faster than usual tonight when a night as fast comes less than once in 20 by their
+/// usual wobble. A generous test on purpose: it guards against calling an unchanged route slower because the
+/// rest of the run got faster, so a doubt costs only the ratio test's head start, never a false alarm.
+const OTHERS_FASTER_ALPHA: f64 = 0.05;
+
+/// The ratio test's evidence: the ratio as a series like any other, and what made tonight's factor.
+#[derive(Debug, Clone)]
+pub(super) struct RelativeEvidence {
+    /// The ratio series and tonight's ratio, tested once the pooled prior is applied.
+    pub value: ValueEvidence,
+    /// Tonight's common factor, ln: how far the other endpoints stood from their usual values.
+    pub common: f64,
+    /// The chance of a factor at least this far below the usual ones by their night-to-night wobble alone
+    /// (the baseline nights' factors as a series, tested like any other).
+    pub faster_chance: f64,
+    /// The other endpoints that made it.
+    pub controls: usize,
+}
+
+impl RelativeEvidence {
+    /// Whether the other endpoints were faster tonight, by at least `min_effect` or by more than their usual
+    /// wobble explains: then a higher ratio may be their improvement rather than this endpoint's loss.
+    pub fn others_faster(&self, min_effect: f64) -> bool {
+        self.common <= -min_effect.ln_1p() || self.faster_chance <= OTHERS_FASTER_ALPHA
     }
 }
 

@@ -15,9 +15,11 @@ use std::collections::BTreeMap;
 
 use super::counts::CountHistory;
 use super::detector::{ERROR_MIN_RISE, LOG_PRIOR, LOG_SIGMA_FLOOR};
-use super::evidence::{Draft, ErrorEvidence, Evidence, PERCENTILES, SlowShare, ValueEvidence, endpoint_drafts};
+use super::evidence::{
+    Draft, ErrorEvidence, Evidence, PERCENTILES, RelativeEvidence, SlowShare, ValueEvidence, endpoint_drafts,
+};
 use super::level::{Prior, median};
-use super::relative::{MIN_CONTROLS, Nights, RelativeEvidence, Table};
+use super::relative::{MIN_CONTROLS, Nights, Table};
 use super::shift::{p_worse_by_night_noise, shift};
 use crate::analysis::Gates;
 use crate::metrics::interval::error_rate_interval;

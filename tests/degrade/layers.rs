@@ -127,3 +127,109 @@ fn every_module_uses_only_lower_layers() {
     // The check must have seen the imports it judges.
     assert!(found.contains_key(&("store".to_owned(), "model".to_owned())));
 }
+
+/// The module path of a file of `src/`: `src/tape/format.rs` is `tape::format`, `src/tape/mod.rs` is `tape`.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).unwrap().with_extension("");
+    let mut path: Vec<String> = relative.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    if path.last().is_some_and(|last| last == "mod") {
+        path.pop();
+    }
+    path
+}
+
+/// The module paths a file's code names (`crate::a::b`, `super::b`, `self::c`), resolved from `module`; its
+/// `#[cfg(test)]` part is left out, since a test module's `super` is the file itself.
+fn named_modules(text: &str, module: &[String]) -> Vec<Vec<String>> {
+    let mut named = Vec::new();
+    for line in text.lines().take_while(|l| !l.trim_start().starts_with("#[cfg(test)]")) {
+        let code = code_of(line);
+        let starts = ["crate::", "super::", "self::"].into_iter().flat_map(|start| code.match_indices(start));
+        for (at, _) in starts {
+            // Only the start of a path: `super::super::x` is read once, from its first `super`.
+            if code[..at].ends_with("::") {
+                continue;
+            }
+            let words = path_words(&code[at..]);
+            let mut path: Vec<String> = if words[0] == "crate" { Vec::new() } else { module.to_vec() };
+            for word in words.iter().skip(usize::from(matches!(words[0], "crate" | "self"))) {
+                if *word == "super" {
+                    path.pop();
+                } else {
+                    path.push((*word).to_owned());
+                }
+            }
+            named.push(path);
+        }
+    }
+    named
+}
+
+/// The lower-case words a path starts with: `super::scrub::ScrubRules::default()` is `super`, `scrub`; a
+/// word followed by anything but `::` (`run_replay(…)`) ends it.
+fn path_words(code: &str) -> Vec<&str> {
+    let mut words = Vec::new();
+    for segment in code.split("::") {
+        let end = segment.find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'));
+        let word = &segment[..end.unwrap_or(segment.len())];
+        if word.is_empty() {
+            break;
+        }
+        words.push(word);
+        if end.is_some() {
+            break;
+        }
+    }
+    words
+}
+
+fn rust_files(dir: &Path, into: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, into);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            into.push(path);
+        }
+    }
+}
+
+/// Two files of one module that use each other cannot be read in order: one of them should own what both
+/// need, or the shared part get a file of its own.
+#[test]
+fn no_two_files_of_a_module_import_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    // (parent module, using child, used child) for children that are files or folders of the parent.
+    let mut edges: BTreeMap<(Vec<String>, String, String), String> = BTreeMap::new();
+    let is_child = |parent: &[String], name: &str| {
+        let dir = parent.iter().fold(src.clone(), |dir, p| dir.join(p));
+        dir.join(format!("{name}.rs")).is_file() || dir.join(name).join("mod.rs").is_file()
+    };
+    for file in &files {
+        let module = module_path(&src, file);
+        let text = std::fs::read_to_string(file).unwrap();
+        for named in named_modules(&text, &module) {
+            let common = module.iter().zip(&named).take_while(|(a, b)| a == b).count();
+            if common >= module.len() || common >= named.len() {
+                continue;
+            }
+            let parent = &module[..common];
+            if is_child(parent, &module[common]) && is_child(parent, &named[common]) {
+                let key = (parent.to_vec(), module[common].clone(), named[common].clone());
+                edges.entry(key).or_insert_with(|| file.strip_prefix(&src).unwrap().display().to_string());
+            }
+        }
+    }
+    let pairs: Vec<String> = edges
+        .iter()
+        .filter(|((parent, a, b), _)| a < b && edges.contains_key(&(parent.clone(), b.clone(), a.clone())))
+        .map(|((parent, a, b), at)| {
+            let back = &edges[&(parent.clone(), b.clone(), a.clone())];
+            format!("{}: {a} ↔ {b} (in {at} and {back})", parent.join("::"))
+        })
+        .collect();
+    assert!(pairs.is_empty(), "files of one module that import each other:\n{}", pairs.join("\n"));
+    assert!(edges.len() > 50, "only {} uses between sibling files found: is the source still read?", edges.len());
+}
