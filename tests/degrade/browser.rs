@@ -171,6 +171,7 @@ async fn crawl(binary: &str, proxy: &str, profiles: &Path) -> Vec<Visited> {
 #[tokio::test]
 #[ignore = "needs Chromium: apt-get install chromium, and pass --include-ignored (.ci/run does both)"]
 async fn no_page_of_the_demo_overflows_and_the_pages_read_right_at_1400_and_400_px() {
+    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
     let binary = installed();
     let dir = tempfile::tempdir().unwrap();
     let demo = the_demo(dir.path()).await;
@@ -214,6 +215,7 @@ async fn no_page_of_the_demo_overflows_and_the_pages_read_right_at_1400_and_400_
 #[tokio::test]
 #[ignore = "needs Chromium: apt-get install chromium, and pass --include-ignored (.ci/run does both)"]
 async fn a_run_page_with_telemetry_reads_right_at_1400_and_400_px() {
+    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
     let binary = installed();
     let db = TestDb::sqlite();
     let app = TestApp::spawn(&db).await;

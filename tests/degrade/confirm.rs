@@ -13,6 +13,7 @@ use crate::support::{degrade_child, text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
+    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
     let (target, hook, dir, store) = five_nights_in().await;
 
     // A noisy night: the first run (80 requests) is slow throughout, its rerun is not.
@@ -113,6 +114,7 @@ async fn until(child: &mut tokio::process::Child, done: impl AsyncFn() -> bool) 
 /// measured nothing, and the first verdict stands: the run is regressed and alerted, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
+    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
     let (target, hook, dir, store) = five_nights_in().await;
     let hook_url = hook.url();
     let mut first = None;
@@ -183,6 +185,7 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
 /// regression: both regressed, one alert for it), then judges itself after it (fast again: the recovery).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_left_undecided_after_its_rerun_measured_is_decided_by_the_next_night() {
+    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
     let (target, hook, dir, store) = five_nights_in().await;
     let hook_url = hook.url();
     let env = [("HOOK", hook_url.as_str())];
@@ -238,6 +241,7 @@ async fn two_valid_slow_runs(dir: &tempfile::TempDir, target: &SlowFor, store: &
 /// `--strict`, and a plain `check` afterwards judges the first run, not an invalid rerun.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_whose_reruns_cannot_be_measured_stands() {
+    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
     let (target, hook, dir, store) = five_nights_in().await;
     let mut night = None;
     for _ in 0..6 {
