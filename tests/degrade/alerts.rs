@@ -5,25 +5,20 @@
 use chrono::{TimeDelta, Utc};
 use degrade::clock::Clock;
 use degrade::config::Config;
-use degrade::model::{BaselineSpec, RunStatus, VerdictOutcome};
+use degrade::model::{RunStatus, VerdictOutcome};
 use degrade::notify::Courier;
 use degrade::pipeline::alerting;
-use degrade::pipeline::judge_run::{IfRegressed, judge_run};
 use degrade::store::Store;
 use serde_json::Value;
 
 use crate::support::config::{QUICK_SCENARIO, alerting_config, load};
-use crate::support::nights::{night, store_night};
+use crate::support::nights::{judge_and_alert, night, store_night};
 use crate::support::receiver::{Answer, Receiver, unused_address, url_at};
 use crate::support::{TestDb, project};
 
 /// Judges the stored run `id` against last-7d and updates episodes, as the nightly chain does.
 async fn judge_night(store: &Store, config: &Config, id: i64) -> VerdictOutcome {
-    let run = store.find_run(id).await.unwrap().unwrap();
-    let report =
-        judge_run(store, config, &run, &BaselineSpec::LastDays(7), IfRegressed::Stands, Utc::now()).await.unwrap();
-    alerting::after_judgement(store, config, &report, Utc::now()).await.unwrap();
-    report.outcome
+    judge_and_alert(store, config, id).await.outcome
 }
 
 fn texts(value: &Value) -> String {

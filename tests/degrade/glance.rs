@@ -4,17 +4,13 @@
 //! verdict's own change, the grid is headed by builds, and an invalid run is drawn apart from its trend.
 
 use chrono::Utc;
-use degrade::model::{
-    BaselineSpec, Change, Finding, FindingOutcome, NewVerdict, OVERALL_ENDPOINT, RunStatus, VerdictOutcome,
-};
+use degrade::model::{Change, Finding, FindingOutcome, NewVerdict, OVERALL_ENDPOINT, RunStatus, VerdictOutcome};
 use degrade::notify::Courier;
-use degrade::pipeline::alerting;
-use degrade::pipeline::judge_run::{IfRegressed, judge_run};
 use degrade::store::Store;
 
 use crate::support::app::TestApp;
 use crate::support::config::{QUICK_SCENARIO, alerting_config, load};
-use crate::support::nights::{WOBBLE, store_night};
+use crate::support::nights::{WOBBLE, judge_and_alert, store_night};
 use crate::support::receiver::Receiver;
 use crate::support::{TestDb, check, project};
 
@@ -30,10 +26,7 @@ async fn a_change_past_tenfold_reads_as_one_factor_in_check_and_in_the_alert() {
     }
     // Tonight boards takes about 316 times as long: the judge finds it, the alert goes out.
     let slow = store_night(&store, "checkout", 10, 3163.0, RunStatus::Finished).await;
-    let run = store.find_run(slow).await.unwrap().unwrap();
-    let report = judge_run(&store, &config, &run, &BaselineSpec::LastDays(7), IfRegressed::Stands, Utc::now());
-    let report = report.await.unwrap();
-    alerting::after_judgement(&store, &config, &report, Utc::now()).await.unwrap();
+    let report = judge_and_alert(&store, &config, slow).await;
     Courier::new(store.clone(), config.clone()).unwrap().deliver_due().await.unwrap();
     let boards = |f: &&Finding| f.endpoint == "GET /boards/{id}" && f.metric == "p95";
     let delta = report.findings.iter().find(boards).and_then(|f| f.delta_pct).expect("boards p95 was judged");

@@ -274,9 +274,7 @@ async fn a_baseline_night_on_a_held_back_machine_is_left_out() {
 /// quietly, and the next streak is told again. A webhook that did not ask for `unjudged` hears nothing.
 #[tokio::test]
 async fn a_streak_of_held_back_nights_is_alerted_once() {
-    use degrade::model::{BaselineSpec, VerdictOutcome};
-    use degrade::pipeline::alerting;
-    use degrade::pipeline::judge_run::{IfRegressed, judge_run};
+    use degrade::model::VerdictOutcome;
 
     let slack = crate::support::receiver::Receiver::start().await;
     let json = crate::support::receiver::Receiver::start().await;
@@ -298,12 +296,9 @@ async fn a_streak_of_held_back_nights_is_alerted_once() {
         } else {
             store_night_under(&store, "checkout", n, factor, RunStatus::Finished, machine(busy, 0.2)).await
         };
-        let run = store.find_run(id).await.unwrap().unwrap();
-        let spec = BaselineSpec::LastDays(7);
-        let report = judge_run(&store, &config, &run, &spec, IfRegressed::Stands, chrono::Utc::now()).await.unwrap();
+        let report = crate::support::nights::judge_and_alert(&store, &config, id).await;
         let expected = if held_back(n) { VerdictOutcome::Inconclusive } else { VerdictOutcome::Passed };
         assert_eq!(report.outcome, expected, "night {n}: {}", report.summary);
-        alerting::after_judgement(&store, &config, &report, chrono::Utc::now()).await.unwrap();
         told.push(courier.deliver_due().await.unwrap());
     }
     assert_eq!(told, [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], "once per streak, to the one webhook that wants it");

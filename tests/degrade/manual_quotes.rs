@@ -2,17 +2,14 @@
 //! `validate` summary of the files `init` writes, the JSON API's answers over real HTTP, and the webhook
 //! payloads as a receiver on 127.0.0.1 gets them, after nights judged by the real judge.
 
-use chrono::Utc;
-use degrade::model::{BaselineSpec, RunStatus};
+use degrade::model::RunStatus;
 use degrade::notify::Courier;
-use degrade::pipeline::alerting;
-use degrade::pipeline::judge_run::{IfRegressed, judge_run};
 use degrade::store::Store;
 use serde_json::Value;
 
 use crate::support::app::TestApp;
 use crate::support::config::{QUICK_SCENARIO, alerting_config, load};
-use crate::support::nights::store_night;
+use crate::support::nights::{judge_and_alert, store_night};
 use crate::support::quoted::assert_quoted;
 use crate::support::receiver::Receiver;
 use crate::support::{TestDb, degrade, project, text};
@@ -65,10 +62,7 @@ async fn webhooks_get_the_payloads_the_manual_shows() {
         let boards_ms = if n == 10 { 150.0 } else { 100.0 * (1.0 + 0.01 * (n % 3) as f64) };
         let id = store_night(&store, "checkout", n, boards_ms, RunStatus::Finished).await;
         if n >= 5 {
-            let run = store.find_run(id).await.unwrap().unwrap();
-            let spec = BaselineSpec::LastDays(7);
-            let report = judge_run(&store, &config, &run, &spec, IfRegressed::Stands, Utc::now()).await.unwrap();
-            alerting::after_judgement(&store, &config, &report, Utc::now()).await.unwrap();
+            judge_and_alert(&store, &config, id).await;
         }
     }
     assert_eq!(courier.deliver_due().await.unwrap(), 2, "one regression message per webhook");

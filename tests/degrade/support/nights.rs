@@ -2,7 +2,12 @@
 //! 02:00 UTC, a steady `POST /cards`, a `GET /boards/{id}` whose p95 the test sets, and a ±2 % wobble.
 
 use chrono::{DateTime, Duration, Utc};
+use degrade::config::Config;
+use degrade::model::BaselineSpec;
 use degrade::model::{EndpointResult, LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus};
+use degrade::pipeline::alerting;
+use degrade::pipeline::judge_run::{IfRegressed, judge_run};
+use degrade::report::CheckReport;
 use degrade::store::Store;
 
 /// Night-to-night wobble of about ±2 %, the same every time.
@@ -78,4 +83,14 @@ pub async fn store_night_under(
     };
     store.finish_run(id, &results).await.unwrap();
     id
+}
+
+/// Judges stored run `id` against the last seven days and opens or resolves its alert episodes, as the
+/// nightly chain does after a run (without confirmation: a regression stands).
+pub async fn judge_and_alert(store: &Store, config: &Config, id: i64) -> CheckReport {
+    let run = store.find_run(id).await.unwrap().unwrap();
+    let spec = BaselineSpec::LastDays(7);
+    let report = judge_run(store, config, &run, &spec, IfRegressed::Stands, Utc::now()).await.unwrap();
+    alerting::after_judgement(store, config, &report, Utc::now()).await.unwrap();
+    report
 }
