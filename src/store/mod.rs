@@ -24,6 +24,7 @@ mod runs;
 mod series;
 mod trend_rows;
 mod telemetry;
+mod telemetry_trends;
 mod trend_runs;
 mod trends;
 mod url;
@@ -49,6 +50,7 @@ pub use outbox::{NewMessage, OutboxMessage};
 pub use overview::{ScenarioSummary, StatusCount};
 pub(crate) use retry::{Retry, StoreCause, retry};
 pub use series::WorkloadSeries;
+pub use telemetry_trends::{TelemetryNight, TelemetryTrend};
 pub use trends::{ChartPoint, Trend, TrendSpan};
 pub use url::DatabaseUrl;
 

@@ -28,6 +28,7 @@ mod trend_geometry;
 mod trend_marks;
 mod trend_time_axis;
 mod trend_page;
+mod trend_telemetry;
 mod trend_view;
 mod trigger;
 

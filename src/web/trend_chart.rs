@@ -77,8 +77,8 @@ pub struct Line {
 pub struct TrendChart<'a> {
     /// Above the plot.
     pub title: String,
-    /// Of every line's values: `ms`, `%`, `req/s`.
-    pub unit: &'static str,
+    /// Of every line's values: `ms`, `%`, `req/s`, or a telemetry series' own unit.
+    pub unit: &'a str,
     /// The lines, drawn in order; the first carries dots, links, pins, whiskers and the band.
     pub lines: &'a [Line],
     /// A bucket's spread on the first line (lowest, highest), drawn as a whisker.
@@ -97,6 +97,13 @@ pub struct TrendChart<'a> {
     /// The page's link keeping its scale and series (`?range=all&scale=log`): a bucket's dot adds its dates to
     /// it, so a click zooms in on the bucket's runs. None: buckets link nowhere.
     pub zoom: Option<String>,
+}
+
+/// Whether a unit fits the left margin beside the value axis where narrow screens enlarge chart text:
+/// `req/s` does, `CPU s` does not (capitals are about 1.4 lower-case letters wide).
+fn fits_the_margin(unit: &str) -> bool {
+    let width: f64 = unit.chars().map(|c| if c.is_uppercase() { 1.4 } else { 1.0 }).sum();
+    width <= 5.5
 }
 
 /// Where values land on the plot.
@@ -166,8 +173,8 @@ impl TrendChart<'_> {
              font-size=\"14\" font-weight=\"600\">{title}</text>",
             title = xml_escape(&self.title)
         );
-        self.legend(&mut svg);
-        self.grid(&mut svg, &axis, &ticks);
+        let legend_end = self.legend(&mut svg);
+        self.grid(&mut svg, &axis, &ticks, legend_end);
         self.zones(&mut svg, &axis);
         self.draw_lines(&mut svg, &axis, points);
         time_axis(&mut svg, points);
@@ -209,8 +216,8 @@ impl TrendChart<'_> {
     }
 
     /// The legend, on its own row under the title, so a long endpoint name never runs into it; spaced for
-    /// text up to 1.5 times its size (narrow screens enlarge chart text).
-    fn legend(&self, svg: &mut String) {
+    /// text up to 1.5 times its size (narrow screens enlarge chart text). Returns where it ends.
+    fn legend(&self, svg: &mut String) -> f64 {
         let mut x = LEFT;
         for line in self.lines {
             let _ = write!(
@@ -222,9 +229,10 @@ impl TrendChart<'_> {
             );
             x += 30.0 + 11.0 * line.name.len() as f64;
         }
+        x
     }
 
-    fn grid(&self, svg: &mut String, axis: &Axis, ticks: &[f64]) {
+    fn grid(&self, svg: &mut String, axis: &Axis, ticks: &[f64], legend_end: f64) {
         for tick in ticks {
             let y = axis.y(*tick);
             let _ = write!(
@@ -238,13 +246,22 @@ impl TrendChart<'_> {
             );
         }
         // The unit sits on the legend's row, left of it: just above the top tick it ran into that tick's label
-        // where a narrow screen enlarges chart text.
-        let _ = write!(
-            svg,
-            "<text x=\"{}\" y=\"35\" text-anchor=\"end\" font-weight=\"600\">{}</text>",
-            LEFT - 6.0,
-            self.unit
-        );
+        // where a narrow screen enlarges chart text. A unit too long for the margin (a telemetry series'
+        // `transactions`) follows the legend instead, in words.
+        if fits_the_margin(self.unit) {
+            let _ = write!(
+                svg,
+                "<text x=\"{}\" y=\"35\" text-anchor=\"end\" font-weight=\"600\">{}</text>",
+                LEFT - 6.0,
+                xml_escape(self.unit)
+            );
+        } else {
+            let _ = write!(
+                svg,
+                "<text x=\"{legend_end:.1}\" y=\"35\" font-weight=\"600\">in {}</text>",
+                xml_escape(self.unit)
+            );
+        }
     }
 
     /// The usual range (shaded in the first line's colour) and the gates' red zones.

@@ -6,7 +6,8 @@
 //! line carries the detector's band (between the values it would call an improvement and a regression, from the
 //! nights before the newest), each `[scenario.gates]` limit (p75, p95, p99; the error rate on its chart) as a red
 //! zone, and a pin on each run where this endpoint regressed, listed in words under its charts; build changes and
-//! invalid runs are listed once, above every endpoint's charts.
+//! invalid runs are listed once, above every endpoint's charts. Under the endpoints, the server's side: a chart
+//! per telemetry series, night over night (`trend_telemetry`).
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -19,6 +20,7 @@ use super::overview_page::endpoint_names;
 use super::range::Range;
 use super::route_name::chart_title;
 use super::trend_chart::{Line, OverBuckets, Scale, TrendChart, colour};
+use super::trend_telemetry::{SeriesTrend, series_trends};
 use super::trend_view::{TrendQuery, View, Zoom};
 use super::{AppState, WebError, ensure_scenario};
 use crate::analysis::Gates;
@@ -55,6 +57,10 @@ struct ScenarioPage {
     endpoints: Vec<EndpointTrend>,
     /// Build changes and invalid runs in the range, said once for every endpoint.
     run_notes: Vec<String>,
+    /// The server's side: a chart per telemetry series.
+    telemetry: Vec<SeriesTrend>,
+    /// Runs with telemetry older than the newest ones drawn were left off.
+    telemetry_left_off: bool,
     runs: Vec<Run>,
     /// Its workload series, newest first, and the one the charts show.
     series: Vec<WorkloadSeries>,
@@ -93,6 +99,7 @@ pub(super) async fn page(
     let mut every_series = false;
     let mut grid = None;
     let mut notes = Vec::new();
+    let (mut telemetry, mut telemetry_left_off) = (Vec::new(), false);
     if let Some(hash) = &shown_series {
         let gates = state.config.scenario(&name).map(|s| s.gates.clone()).unwrap_or_default();
         let nights = state.store.regression_grid(&name, hash, GRID_NIGHTS).await?;
@@ -109,6 +116,9 @@ pub(super) async fn page(
             let points: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == endpoint).collect();
             endpoints.push(endpoint_trend(endpoint, &points, &gates, view.scale, &zoom));
         }
+        let server_side = state.store.telemetry_trend(span).await?;
+        telemetry = series_trends(&server_side.nights, view.scale, &zoom);
+        telemetry_left_off = server_side.left_off;
     }
     let ranges = Range::ALL
         .iter()
@@ -139,6 +149,8 @@ pub(super) async fn page(
         grid,
         endpoints,
         run_notes: notes,
+        telemetry,
+        telemetry_left_off,
         series,
         shown_series,
         every_series,

@@ -214,22 +214,32 @@ async fn no_page_of_the_demo_overflows_and_the_pages_read_right_at_1400_and_400_
 /// time at 1400 and 400 px, the missing source named, nothing wider than the screen.
 #[tokio::test]
 #[ignore = "needs Chromium: apt-get install chromium, and pass --include-ignored (.ci/run does both)"]
-async fn a_run_page_with_telemetry_reads_right_at_1400_and_400_px() {
+async fn run_and_trend_pages_with_telemetry_read_right_at_1400_and_400_px() {
     let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
     let binary = installed();
     let db = TestDb::sqlite();
     let app = TestApp::spawn(&db).await;
     let last = app.store_nights(10).await;
-    crate::support::exporters::store_telemetry(&app.store, last).await;
+    for run in last - 2..=last {
+        crate::support::exporters::store_telemetry(&app.store, run).await;
+    }
     let proxy = measuring_proxy(&app.address).await;
     let dir = tempfile::tempdir().unwrap();
-    let page = format!("/runs/{last}");
+    let run_page = format!("/runs/{last}");
     for width in [1400, 400] {
-        let profile = dir.path().join(format!("profile-{width}"));
-        let dom = chromium(binary, &profile, width, "--dump-dom", &format!("{proxy}{page}")).await;
-        let overflow = overflow_of(&dom, &page, width);
-        assert!(overflow <= 0, "{page} at {width} px is {overflow} px wider than the screen");
-        assert!(dom.contains("class=\"server-side-chart\"") && dom.contains("db: telemetry missing"), "{dom}");
+        for page in [run_page.as_str(), "/scenarios/checkout"] {
+            let profile = dir.path().join(format!("profile-{width}"));
+            let dom = chromium(binary, &profile, width, "--dump-dom", &format!("{proxy}{page}")).await;
+            let overflow = overflow_of(&dom, page, width);
+            assert!(overflow <= 0, "{page} at {width} px is {overflow} px wider than the screen");
+            let drawn = if page == run_page {
+                dom.contains("class=\"server-side-chart\"") && dom.contains("db: telemetry missing")
+            } else {
+                // Night over night: the three runs with telemetry, each a dot leading to its run.
+                dom.contains("id=\"telemetry\"") && dom.contains("host · CPU busy") && dom.contains("in CPU s")
+            };
+            assert!(drawn, "{page} at {width} px: {dom}");
+        }
     }
 }
 

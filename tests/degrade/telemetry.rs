@@ -98,6 +98,14 @@ async fn a_night_keeps_what_the_exporters_said(db: TestDb, with_postgres: bool) 
     let mean = host_json["series"][0]["summary"]["mean"].as_f64().unwrap_or(f64::NAN);
     assert!((mean - summary.mean).abs() < 1e-12, "{json}");
     assert_eq!(host_json["series"][2]["points"].as_array().map(Vec::len), Some(memory.points.len()));
+
+    // Night over night on the scenario's trend page: CPU busy per 1,000 requests (a counter's cost), memory by
+    // its mean and highest value, each run a dot that leads to it.
+    let (status, trend) = app.get("/scenarios/checkout").await;
+    assert_eq!(status, 200);
+    let server_side = trend.split("id=\"telemetry\"").nth(1).unwrap_or_else(|| panic!("no server side: {trend}"));
+    assert!(server_side.contains("host · CPU busy") && server_side.contains("host · memory used"), "{server_side}");
+    assert!(server_side.contains("growth per 1,000 requests") && server_side.contains("href=\"/runs/1\""));
 }
 
 #[tokio::test]
