@@ -79,6 +79,7 @@ fn describe_plan(plan: &Plan) -> Vec<String> {
     for feeder in &plan.feeders {
         lines.push(format!("  data      {}: {} rows of {}", feeder.name, feeder.rows.len(), feeder.columns.join(", ")));
     }
+    lines.extend(crate::scenario::skew_shapes::describe(plan).into_iter().map(|s| format!("  skew      {s}")));
     lines.extend(plan.warnings.iter().map(|w| format!("  warning   {w}")));
     lines
 }

@@ -15,6 +15,7 @@ use rand::seq::SliceRandom;
 use serde_json::Value;
 
 use super::bounded_file::FileProblem;
+use super::distribution::Draw;
 
 /// A loaded data file.
 #[derive(Debug, Clone)]
@@ -33,7 +34,7 @@ pub struct Feeder {
 }
 
 /// Which row a session draws.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Order {
     /// File order.
     Sequential,
@@ -41,6 +42,9 @@ pub enum Order {
     Random,
     /// A seeded permutation, then in that order: every row once before any repeats.
     Shuffle,
+    /// A skewed draw of the row's index (`order = "zipf"`, `"hotspot"` or `"weighted"`; see
+    /// `feeder_skew`): a few rows hot, many cold.
+    Skewed(Draw),
 }
 
 /// What a feeder does after its last row.
@@ -138,8 +142,10 @@ impl Cursor {
     /// The next row, or `None` when a `stop` feeder has run out.
     pub fn draw<'f>(&self, feeder: &'f Feeder, rng: &mut SmallRng) -> Option<&'f [Value]> {
         let len = feeder.rows.len();
-        let index = match feeder.order {
+        let index = match &feeder.order {
             Order::Random => rng.random_range(0..len),
+            // The draw was made for this feeder's rows: its indices are below their count.
+            Order::Skewed(draw) => draw.sample(rng, 0).as_u64().map_or(0, |i| i as usize).min(len - 1),
             Order::Sequential | Order::Shuffle => {
                 let n = self.next.fetch_add(1, Ordering::Relaxed);
                 if n >= len && feeder.when_exhausted == WhenExhausted::Stop {

@@ -4,12 +4,15 @@
 //! and build a [`Plan`], which is all the engine sees. Every error names file, line, column and field.
 
 mod bounded_file;
+pub mod distribution;
 pub mod night_sizes;
 pub mod feeder;
+mod feeder_skew;
 pub mod json_template;
 pub mod plan;
 mod planner;
 mod raw_scenario;
+pub mod skew_shapes;
 mod step_key;
 mod step_values;
 mod steps;

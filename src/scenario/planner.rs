@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::feeder::{Feeder, Order, WhenExhausted};
+use super::feeder_skew::{self, SkewKeys};
 use super::plan::{Arrivals, Load, Plan, Stage, StageShape, Target};
 use super::raw_scenario::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget};
 use super::step_key::StepKeys;
@@ -166,7 +167,9 @@ fn positive(d: Duration) -> Result<Duration, String> {
 fn resolve_feeders(checker: &mut Checker<'_>, raw: Vec<RawFeeder>) -> Vec<Feeder> {
     let folder = checker.folder();
     let mut feeders: Vec<Feeder> = Vec::new();
-    for (i, RawFeeder { name, file, order, when_exhausted }) in raw.into_iter().enumerate() {
+    for (i, raw) in raw.into_iter().enumerate() {
+        let RawFeeder { name, file, order, when_exhausted, skew, hot_rows, hot_draws, weight_column } = raw;
+        let skew_keys = SkewKeys { skew, hot_rows, hot_draws, weight_column };
         let field = |f: &str| format!("data[{i}].{f}");
         let valid_name = checker.check(&name, &field("name"), |n| {
             let ok = !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_');
@@ -178,12 +181,15 @@ fn resolve_feeders(checker: &mut Checker<'_>, raw: Vec<RawFeeder>) -> Vec<Feeder
             }
             Ok(n.clone())
         });
-        let order = match &order {
+        feeder_skew::unused_keys(checker, i, order.as_ref().map_or("sequential", |o| o.get_ref()), &skew_keys);
+        let plain_order = match &order {
             Some(o) => checker.check(o, &field("order"), |o| match o.as_str() {
                 "sequential" => Ok(Order::Sequential),
                 "random" => Ok(Order::Random),
                 "shuffle" => Ok(Order::Shuffle),
-                other => Err(format!("`{other}` is not an order; use sequential, random or shuffle")),
+                // Drawn over the rows once they are loaded.
+                skewed if feeder_skew::is_skewed(skewed) => Ok(Order::Random),
+                other => Err(format!("`{other}` is not an order; use {}", feeder_skew::ORDERS)),
             }),
             None => Some(Order::Sequential),
         };
@@ -195,10 +201,16 @@ fn resolve_feeders(checker: &mut Checker<'_>, raw: Vec<RawFeeder>) -> Vec<Feeder
             }),
             None => Some(WhenExhausted::Wrap),
         };
-        let (Some(name), Some(order), Some(when_exhausted)) = (valid_name, order, when_exhausted) else { continue };
-        let loaded =
-            checker.check(&file, &field("file"), |f| Feeder::load(&name, &folder.join(f), order, when_exhausted));
-        feeders.extend(loaded);
+        let (Some(name), Some(plain_order), Some(when_exhausted)) = (valid_name, plain_order, when_exhausted) else {
+            continue;
+        };
+        let load = |f: &String| Feeder::load(&name, &folder.join(f), plain_order, when_exhausted);
+        let Some(mut feeder) = checker.check(&file, &field("file"), load) else { continue };
+        if let Some(order) = order.as_ref().filter(|o| feeder_skew::is_skewed(o.get_ref())) {
+            let Some(skewed) = feeder_skew::skewed_order(checker, i, order, &skew_keys, &feeder) else { continue };
+            feeder.order = skewed;
+        }
+        feeders.push(feeder);
     }
     feeders
 }

@@ -49,6 +49,13 @@ pub(super) struct RawFeeder {
     pub file: Spanned<String>,
     pub order: Option<Spanned<String>>,
     pub when_exhausted: Option<Spanned<String>>,
+    /// `order = "zipf"`: the skew s (0.99 by default).
+    pub skew: Option<Spanned<f64>>,
+    /// `order = "hotspot"`: the share of rows that are hot, and the share of draws they get.
+    pub hot_rows: Option<Spanned<f64>>,
+    pub hot_draws: Option<Spanned<f64>>,
+    /// `order = "weighted"`: the column holding each row's weight.
+    pub weight_column: Option<Spanned<String>>,
 }
 
 /// One `[[tape]]`.

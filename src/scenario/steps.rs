@@ -270,5 +270,6 @@ fn expr_name(scope: &Scope<'_>, expr: &Expr) -> String {
         Expr::Choice(_) => "choice".to_owned(),
         Expr::Seq => "seq".to_owned(),
         Expr::Now(_) => "now".to_owned(),
+        Expr::Draw(draw) => draw.name().to_owned(),
     }
 }

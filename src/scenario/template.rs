@@ -12,6 +12,8 @@ use rand::Rng;
 use rand::rngs::SmallRng;
 use serde_json::Value;
 
+use super::distribution::Draw;
+
 /// A compiled template.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Template {
@@ -48,6 +50,8 @@ pub enum Expr {
     Seq,
     /// The current time: RFC 3339, Unix seconds or Unix milliseconds.
     Now(NowFormat),
+    /// A skewed draw: `zipf(…)`, `hotspot(…)`, `weighted(…)` and the others of [`super::distribution`].
+    Draw(Draw),
 }
 
 /// How `now()` is written.
@@ -180,6 +184,7 @@ fn eval(expr: &Expr, cx: &mut RenderContext<'_>) -> Value {
         Expr::RandInt(low, high) => Value::from(cx.rng.random_range(*low..=*high)),
         Expr::Choice(values) => values[cx.rng.random_range(0..values.len())].clone(),
         Expr::Seq => Value::from(cx.seq.fetch_add(1, Ordering::Relaxed) + 1),
+        Expr::Draw(draw) => draw.sample(cx.rng, cx.seq.load(Ordering::Relaxed)),
         Expr::Now(format) => {
             let now = chrono::Utc::now();
             match format {
@@ -291,7 +296,9 @@ fn arguments(tokens: &[Token], resolve: &Resolver<'_>) -> Result<Vec<Value>, Str
 
 /// The functions a template may call.
 pub const FUNCTIONS: &str = "uuid(), randint(low, high), choice(a, b, …), seq(), now(), now(\"unix\"), \
-now(\"unix_ms\"), env(\"NAME\")";
+now(\"unix_ms\"), env(\"NAME\"), zipf(low, high, s), zipf_scrambled(low, high, s), \
+hotspot(low, high, hot_keys, hot_draws), latest(s), weighted(value, weight, …), lognormal(median, sigma), \
+pareto(min, shape)";
 
 fn call(function: &str, args: &[Value], env: &dyn Fn(&str) -> Option<String>) -> Result<Expr, String> {
     let arity = |n: usize| {
@@ -321,6 +328,9 @@ fn call(function: &str, args: &[Value], env: &dyn Fn(&str) -> Option<String>) ->
                 .ok_or_else(|| format!("environment variable {name} is not set")),
             _ => Err("env(\"NAME\") takes one quoted variable name".to_owned()),
         },
+        "zipf" | "zipf_scrambled" | "hotspot" | "latest" | "weighted" | "lognormal" | "pareto" => {
+            super::distribution::compile(function, args).map(Expr::Draw)
+        }
         other => Err(format!("unknown function `{other}`; the functions are {FUNCTIONS}")),
     }
 }

@@ -55,6 +55,7 @@ mod book;
 mod browser;
 mod dashboard;
 mod demo;
+mod distributions;
 mod docs;
 mod engine;
 mod glance;

@@ -1,0 +1,136 @@
+//! Skewed test data end to end: a real run against a stub target on 127.0.0.1 puts the share of sessions the
+//! prediction says on the hottest rows of a Zipf feeder and on the hot keys of a `hotspot()` draw, counted by
+//! the target; mistakes in skewed feeders and draws are named at file:line with their field.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use degrade::scenario::distribution;
+use serde_json::Value;
+
+use crate::support::run_scenario;
+use crate::support::target::StubTarget;
+
+/// `count` rows `id,name`, ids from 1.
+fn boards_csv(count: usize) -> String {
+    let mut csv = String::from("id,name\n");
+    for id in 1..=count {
+        csv.push_str(&format!("{id},board {id}\n"));
+    }
+    csv
+}
+
+/// The share of `values` that are among the `top` most frequent.
+fn top_share(values: &[String], top: usize) -> f64 {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for value in values {
+        *counts.entry(value.as_str()).or_default() += 1;
+    }
+    let mut sorted: Vec<usize> = counts.into_values().collect();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    sorted.iter().take(top).sum::<usize>() as f64 / values.len() as f64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skewed_rows_and_keys_get_the_predicted_share_of_sessions() {
+    let target = StubTarget::start().await;
+    let text = format!(
+        "[target]\nbase_url = \"{}\"\n[[data]]\nname = \"boards\"\nfile = \"boards.csv\"\norder = \"zipf\"\n\
+         [[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/echo\"\n\
+         query = {{ board = \"{{{{ boards.id }}}}\", card = \"{{{{ hotspot(1, 1000, 0.1, 0.9) }}}}\" }}\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"3s\"\nrate = 300\n",
+        target.url()
+    );
+    run_scenario(&text, &[("boards.csv", &boards_csv(1000))]).await;
+    let echoed = target.counters.echoed.lock().unwrap().clone();
+    assert!(echoed.len() >= 300, "a run of 900 planned sessions sent {}", echoed.len());
+    let field = |name: &str| -> Vec<String> {
+        echoed
+            .iter()
+            .map(|q| q.split('&').find_map(|kv| kv.strip_prefix(&format!("{name}="))).unwrap().to_owned())
+            .collect()
+    };
+    let (boards, cards) = (field("board"), field("card"));
+    // Zipf over 1,000 rows at s = 0.99: the hottest 10 rows take 39 % of the sessions, row 1 most of all.
+    let zipf = distribution::compile("zipf", &[0.into(), 999.into(), 0.99.into()]).unwrap().shape().unwrap();
+    let observed = top_share(&boards, 10);
+    assert!((observed - zipf.top_percent).abs() < 0.08, "top 1 %: {observed:.3} against {:.3}", zipf.top_percent);
+    let first = boards.iter().filter(|b| *b == "1").count() as f64 / boards.len() as f64;
+    assert!((first - zipf.hottest).abs() < 0.05, "row 1: {first:.3} against {:.3}", zipf.hottest);
+    // hotspot: 90 % of the draws on the first 10 % of 1,000 keys.
+    let hot = cards.iter().filter(|c| c.parse::<u32>().is_ok_and(|c| (1..=100).contains(&c))).count();
+    let hot = hot as f64 / cards.len() as f64;
+    assert!((hot - 0.9).abs() < 0.05, "hot keys: {hot:.3}");
+}
+
+#[test]
+fn skewed_feeder_and_draw_mistakes_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("boards.csv"), "id,weight\n1,5\n2,x\n").unwrap();
+    let path = dir.path().join("s.toml");
+    let error = |data: &str, query: &str| {
+        let text = format!(
+            "[target]\nbase_url = \"http://127.0.0.1:1\"\n[[data]]\nname = \"boards\"\nfile = \"boards.csv\"\n{data}\n\
+             [[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/echo\"\nquery = {{ q = \"{query}\" }}\n\
+             [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 1\n"
+        );
+        degrade::scenario::parse(Path::new(&path), &text, None, &|_| None).unwrap_err().to_string()
+    };
+    let cases = [
+        ("order = \"weighted\"", "{{ boards.id }}", "s.toml:6:9: data[0].weight_column: order = \"weighted\" needs"),
+        (
+            "order = \"weighted\"\nweight_column = \"weight\"",
+            "{{ boards.id }}",
+            "s.toml:7:17: data[0].weight_column: row 2 has `\"x\"` as its weight, not a number",
+        ),
+        (
+            "order = \"random\"\nskew = 1.2",
+            "x",
+            "s.toml:7:8: data[0].skew: `skew` shapes a skewed order, not order = \"random\"",
+        ),
+        ("order = \"zipf\"\nskew = -1", "x", "s.toml:7:8: data[0].skew: must be at least 0"),
+        ("order = \"hotspot\"\nhot_rows = 0.2", "x", "data[0].hot_draws: order = \"hotspot\" needs `hot_draws`"),
+        (
+            "",
+            "{{ zipf(10, 1, 0.99) }}",
+            "flow[0].step[0].query.q: in `{{ zipf(10, 1, 0.99) }}`: zipf(low, high, s): low and high",
+        ),
+        ("", "{{ weighted('a', 1, 'b') }}", "weighted(value, weight, …) takes values each followed by its weight"),
+    ];
+    for (data, query, expected) in cases {
+        let message = error(data, query);
+        assert!(message.contains(expected), "{data} / {query}:\n{message}\nexpected: {expected}");
+    }
+    // A feeder's rows as data: a JSON number weight reads too.
+    assert_eq!(
+        Value::from(1),
+        distribution::compile("weighted", &[1.into(), 1.into()])
+            .unwrap()
+            .sample(&mut rand::SeedableRng::seed_from_u64(1), 0)
+    );
+}
+
+#[test]
+fn validate_says_what_the_skew_will_do_before_the_first_night() {
+    let config = "[[scenario]]\nname = \"boards\"\nfile = \"scenarios/boards.toml\"\ntarget = \"http://127.0.0.1:9\"\n";
+    let scenario = "[[data]]\nname = \"boards\"\nfile = \"boards.csv\"\norder = \"zipf\"\n\
+                    [[flow]]\nname = \"open board\"\n[[flow.step]]\npath = \"/boards/{{ boards.id }}/cards\"\n\
+                    query = { card = \"{{ hotspot(1, 500000, 0.01, 0.5) }}\" }\n\
+                    [load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"60s\"\nusers = 200\n";
+    let csv = boards_csv(1000);
+    let (dir, _) =
+        crate::support::project(config, &[("scenarios/boards.toml", scenario), ("scenarios/boards.csv", &csv)]);
+    let output = crate::support::degrade(dir.path(), &["validate"], &[]);
+    let (stdout, stderr) = crate::support::text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let expected = [
+        "skew      boards: zipf over 1,000 rows: the hottest row 13 % of sessions, the top 1 % (10 rows) 38 %; \
+         of 200 users, about 25.9 on the hottest row at once",
+        "skew      GET /boards/{boards.id}/cards?card= query card: hotspot over 500,000 keys: the hottest key \
+         0.010 % of draws, the top 1 % (5,000 keys) 50 %",
+    ];
+    for line in expected {
+        assert!(stdout.contains(line), "{stdout}\nexpected: {line}");
+    }
+    crate::support::quoted::assert_quoted("validate-skew", &stdout);
+}
