@@ -199,8 +199,8 @@ fn segmentation_scale(y: &[f64], floor: f64) -> f64 {
 }
 
 /// Optimal partitioning of `y` into segments `[a, b)`: minimises the clipped squared residuals around each
-/// segment's median plus [`CHANGE_POINT_PENALTY`] per change point (dynamic programming; ties go to the
-/// earliest start).
+/// segment's median, or around its least-squares line at ln n more (see `trend`), plus
+/// [`CHANGE_POINT_PENALTY`] per change point (dynamic programming; ties go to the earliest start).
 fn segment(y: &[f64], scale: &[f64]) -> Vec<(usize, usize)> {
     let n = y.len();
     let mut best = vec![f64::INFINITY; n + 1];
@@ -210,12 +210,17 @@ fn segment(y: &[f64], scale: &[f64]) -> Vec<(usize, usize)> {
     for j in 1..=n {
         // Grow the segment [i, j) leftwards, keeping its values sorted so each median is a lookup.
         sorted.clear();
+        let mut line = trend::LineSums::default();
         let mut costs = vec![0.0; j];
         for i in (0..j).rev() {
             let position = sorted.partition_point(|v: &f64| *v < y[i]);
             sorted.insert(position, y[i]);
+            line.add(i as f64, y[i]);
             let m = median_of_sorted(&sorted);
-            costs[i] = y[i..j].iter().zip(&scale[i..j]).map(|(v, s)| ((v - m) / s).powi(2).min(CLIP_SQUARED)).sum();
+            let flat: f64 =
+                y[i..j].iter().zip(&scale[i..j]).map(|(v, s)| ((v - m) / s).powi(2).min(CLIP_SQUARED)).sum();
+            // A segment may also be a line (a slow drift), at the Schwarz criterion's price for its slope.
+            costs[i] = line.cost(&y[i..j], i, &scale[i..j], CLIP_SQUARED).map_or(flat, |l| l.min(flat));
         }
         for i in 0..j {
             let penalty = if i > 0 { CHANGE_POINT_PENALTY } else { 0.0 };

@@ -38,6 +38,43 @@ pub(super) fn drift(y: &[f64], scale: &[f64], clip: f64) -> Option<f64> {
     (line + (n as f64).ln() < flat && slope != 0.0).then_some(slope)
 }
 
+/// Running sums of a least-squares line over a segment that grows one night at a time (the segmentation
+/// reads every segment as a level and as a line, so a drift cut into short levels is seen as the one line it
+/// is).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct LineSums {
+    n: f64,
+    sx: f64,
+    sy: f64,
+    sxx: f64,
+    sxy: f64,
+}
+
+impl LineSums {
+    /// Adds the night at position `x` with value `y`.
+    pub fn add(&mut self, x: f64, y: f64) {
+        self.n += 1.0;
+        self.sx += x;
+        self.sy += y;
+        self.sxx += x * x;
+        self.sxy += x * y;
+    }
+
+    /// The clipped cost of the nights `y` (at positions `first..`, the nights added) read as their
+    /// least-squares line, plus the Schwarz criterion's ln n for the slope; `None` under [`MIN_TREND_NIGHTS`].
+    pub fn cost(&self, y: &[f64], first: usize, scale: &[f64], clip: f64) -> Option<f64> {
+        let det = self.n * self.sxx - self.sx * self.sx;
+        if y.len() < MIN_TREND_NIGHTS || det <= 0.0 {
+            return None;
+        }
+        let slope = (self.n * self.sxy - self.sx * self.sy) / det;
+        let intercept = (self.sy - slope * self.sx) / self.n;
+        let residual = |(i, v): (usize, &f64)| v - intercept - slope * (first + i) as f64;
+        let cost: f64 = y.iter().enumerate().map(|p| (residual(p) / scale[p.0]).powi(2).min(clip)).sum();
+        Some(cost + self.n.ln())
+    }
+}
+
 /// Σ (x − x̄)² over the positions `0..n`: how well `n` nights pin a slope down (its variance is σ² over it).
 pub(super) fn spread_of_positions(n: usize) -> f64 {
     let n = n as f64;
