@@ -328,6 +328,18 @@ mod tests {
     }
 
     #[test]
+    fn a_strong_drift_is_one_line_read_where_it_stands_tonight() {
+        // 4 % a night for 20 nights with ±1 % wobble: as levels alone, a staircase of short steps.
+        let wobble = [0.01, -0.01, 0.005, -0.005, 0.0, 0.01, -0.01, 0.008, -0.004, 0.002];
+        let y: Vec<f64> = (0..20).map(|i| 0.04 * i as f64 + wobble[i % 10]).collect();
+        let e = estimate(&y, &[0.0; 20], 0.02, None);
+        assert_eq!(e.segments, 1, "{e:?}");
+        assert!((e.drift - 0.04).abs() < 0.003, "{e:?}");
+        assert!((e.level - 0.04 * 20.0).abs() < 0.02, "tonight's expected value is on the line: {e:?}");
+        assert!(e.level_weight < e.level_nights as f64 / 2.0, "an extrapolation is paid for: {e:?}");
+    }
+
+    #[test]
     fn two_new_nights_are_an_unsettled_tail() {
         let y = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.01, 1.6, 1.62];
         let e = estimate(&y, &[0.0; 20][..y.len()], 0.02, None);
