@@ -8,7 +8,10 @@
 //! choices: the segmentation cost is clipped, so one wild night never becomes a level of its own; noise is
 //! measured inside settled segments only, so a past step change is a new level rather than noise; and nights
 //! far from their segment are left out of the level (the noise still never falls below the robust spread of
-//! all nights).
+//! all nights). A current level whose nights follow a line (a slow drift, see `trend`) is measured where the line
+//! stands tonight, with the slope's error in the level's uncertainty.
+
+use super::trend;
 
 /// Converts a median absolute deviation into a normal standard deviation.
 const MAD_TO_SIGMA: f64 = 1.4826;
@@ -34,6 +37,11 @@ pub struct Estimate {
     pub level: f64,
     /// How many nights the level is the mean of.
     pub level_nights: usize,
+    /// How many nights' worth of evidence the level is: `level_nights`, or fewer when it is a drifting line
+    /// extrapolated to tonight (the slope's own error grows with the distance).
+    pub level_weight: f64,
+    /// The drift of the current level per night, on the series' scale (0 when its nights follow no line).
+    pub drift: f64,
     /// Night-to-night variance beyond sampling (after the prior, at least the floor squared).
     pub night_var: f64,
     /// Night-to-night variance beyond sampling, from this series alone (no prior, no floor).
@@ -88,16 +96,22 @@ pub fn estimate(y: &[f64], sampling_var: &[f64], floor: f64, prior: Option<Prior
     if settled.is_empty() {
         settled.push((0, count));
     }
+    let (a, b) = *settled.last().expect("at least one settled segment");
+    let (detrended, drift) = detrend(y, (a, b), &night_scale);
+    let y = &detrended[..];
     let medians: Vec<f64> = settled.iter().map(|&(a, b)| median(&y[a..b])).collect();
     let Noise { var: observed_var, dof, outliers } = noise(y, &settled, &medians, floor);
     let noise_nights = settled.iter().map(|(a, b)| b - a).sum();
     let sampling = mean(sampling_var);
     let own = (observed_var - sampling).max(0.0);
     let residuals = settled.iter().zip(&medians).map(|(&(a, b), m)| y[a..b].iter().map(|v| v - m).collect()).collect();
-    let (a, b) = *settled.last().expect("at least one settled segment");
+    // The slope was measured on the same nights: one degree of freedom fewer for the noise.
+    let dof = if drift == 0.0 { dof } else { (dof - 1.0).max(1.0) };
     let mut e = Estimate {
         level: 0.0,
         level_nights: 0,
+        level_weight: 0.0,
+        drift,
         night_var: own,
         own_night_var: own,
         sampling_var: sampling,
@@ -123,7 +137,30 @@ pub fn estimate(y: &[f64], sampling_var: &[f64], floor: f64, prior: Option<Prior
     }
     e.level = mean(&inliers);
     e.level_nights = inliers.len();
+    e.level_weight = inliers.len() as f64;
+    if drift != 0.0 {
+        // The level tonight is the line extrapolated from the window's middle: the slope's error, σ²/Σ(x − x̄)²
+        // over the segment's nights, times the squared distance adds to the mean's σ²/n.
+        let distance = count as f64 - 0.5 * (a.max(b.saturating_sub(LEVEL_WINDOW)) + b - 1) as f64;
+        e.level_weight = 1.0 / (1.0 / e.level_weight + distance * distance / trend::spread_of_positions(b - a));
+    }
     e
+}
+
+/// `y` with the drift of its last settled segment `(a, b)` taken out, when its nights follow a line (see
+/// `trend`), and the drift per night (0 without). Each night of the segment, and the nights after it unless
+/// they form a new level of their own, is moved to where the line stands tonight (one night after the
+/// series), so the level measured on them is tonight's expected value.
+fn detrend(y: &[f64], (a, b): (usize, usize), night_scale: &[f64]) -> (Vec<f64>, f64) {
+    let count = y.len();
+    let Some(slope) = trend::drift(&y[a..b], &night_scale[a..b], CLIP_SQUARED) else { return (y.to_vec(), 0.0) };
+    let end = if count - b >= TAIL_MIN { b } else { count };
+    let moved = y
+        .iter()
+        .enumerate()
+        .map(|(i, v)| if (a..end).contains(&i) { v + slope * (count - i) as f64 } else { *v })
+        .collect();
+    (moved, slope)
 }
 
 impl Estimate {
@@ -162,8 +199,8 @@ fn segmentation_scale(y: &[f64], floor: f64) -> f64 {
 }
 
 /// Optimal partitioning of `y` into segments `[a, b)`: minimises the clipped squared residuals around each
-/// segment's median plus [`CHANGE_POINT_PENALTY`] per change point (dynamic programming; ties go to the
-/// earliest start).
+/// segment's median, or around its least-squares line at ln n more (see `trend`), plus
+/// [`CHANGE_POINT_PENALTY`] per change point (dynamic programming; ties go to the earliest start).
 fn segment(y: &[f64], scale: &[f64]) -> Vec<(usize, usize)> {
     let n = y.len();
     let mut best = vec![f64::INFINITY; n + 1];
@@ -173,12 +210,17 @@ fn segment(y: &[f64], scale: &[f64]) -> Vec<(usize, usize)> {
     for j in 1..=n {
         // Grow the segment [i, j) leftwards, keeping its values sorted so each median is a lookup.
         sorted.clear();
+        let mut line = trend::LineSums::default();
         let mut costs = vec![0.0; j];
         for i in (0..j).rev() {
             let position = sorted.partition_point(|v: &f64| *v < y[i]);
             sorted.insert(position, y[i]);
+            line.add(i as f64, y[i]);
             let m = median_of_sorted(&sorted);
-            costs[i] = y[i..j].iter().zip(&scale[i..j]).map(|(v, s)| ((v - m) / s).powi(2).min(CLIP_SQUARED)).sum();
+            let flat: f64 =
+                y[i..j].iter().zip(&scale[i..j]).map(|(v, s)| ((v - m) / s).powi(2).min(CLIP_SQUARED)).sum();
+            // A segment may also be a line (a slow drift), at the Schwarz criterion's price for its slope.
+            costs[i] = line.cost(&y[i..j], i, &scale[i..j], CLIP_SQUARED).map_or(flat, |l| l.min(flat));
         }
         for i in 0..j {
             let penalty = if i > 0 { CHANGE_POINT_PENALTY } else { 0.0 };
@@ -283,6 +325,18 @@ mod tests {
         assert_eq!(e.segments, 2);
         assert!((e.level - 1.5).abs() < 0.02, "{e:?}");
         assert!(e.sigma < 0.05, "the step is not noise: {e:?}");
+    }
+
+    #[test]
+    fn a_strong_drift_is_one_line_read_where_it_stands_tonight() {
+        // 4 % a night for 20 nights with ±1 % wobble: as levels alone, a staircase of short steps.
+        let wobble = [0.01, -0.01, 0.005, -0.005, 0.0, 0.01, -0.01, 0.008, -0.004, 0.002];
+        let y: Vec<f64> = (0..20).map(|i| 0.04 * i as f64 + wobble[i % 10]).collect();
+        let e = estimate(&y, &[0.0; 20], 0.02, None);
+        assert_eq!(e.segments, 1, "{e:?}");
+        assert!((e.drift - 0.04).abs() < 0.003, "{e:?}");
+        assert!((e.level - 0.04 * 20.0).abs() < 0.02, "tonight's expected value is on the line: {e:?}");
+        assert!(e.level_weight < e.level_nights as f64 / 2.0, "an extrapolation is paid for: {e:?}");
     }
 
     #[test]

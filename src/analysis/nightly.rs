@@ -317,6 +317,12 @@ fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, slow_says: 
             slow.nights
         );
     }
+    if v.estimate.drift != 0.0 {
+        text += &format!(
+            "; the level drifts {:+.1} % a night, so it is read where that line stands tonight",
+            100.0 * (v.sign * v.estimate.drift).exp_m1()
+        );
+    }
     if let Some((_, nights)) = v.estimate.tail {
         text += &format!("; the last {nights} nights moved to a new level that is not settled yet");
     }

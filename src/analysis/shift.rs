@@ -68,7 +68,7 @@ fn distance(e: &Estimate, candidate: f64, tonight_var: f64) -> (f64, f64, f64, V
     // last night to carry over.
     let residual = if e.tail.is_some() { 0.0 } else { (e.last - e.level).clamp(-2.0 * sigma, 2.0 * sigma) };
     let forecast = e.level + e.phi * residual;
-    let level_var = sigma * sigma * (1.0 + e.phi) / ((1.0 - e.phi) * e.level_nights as f64);
+    let level_var = sigma * sigma * (1.0 + e.phi) / ((1.0 - e.phi) * e.level_weight);
     let se = (tonight_var * (1.0 - e.phi * e.phi) + level_var).sqrt();
     let mut z = (candidate - forecast) / se;
     let mut baselines = vec![forecast];
