@@ -74,4 +74,5 @@ mod store_story;
 mod tape;
 mod tape_privacy;
 mod telemetry;
+mod telemetry_prometheus;
 mod support;

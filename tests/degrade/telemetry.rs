@@ -13,7 +13,7 @@ use crate::support::{TestDb, assert_measured, degrade, degrade_child, project, t
 
 /// A project whose `checkout` scenario loads `target` (a 1 s warm-up, 5 s measured), with `telemetry` as its
 /// `[[scenario.telemetry]]` tables.
-fn project_with(target: &StubTarget, telemetry: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+pub(crate) fn project_with(target: &StubTarget, telemetry: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let config = format!(
         "[[scenario]]\nname = \"checkout\"\nfile = \"scenarios/checkout.toml\"\ntarget = \"{}\"\n{telemetry}",
         target.url()
@@ -31,7 +31,7 @@ fn source(name: &str, url: &str, rest: &str) -> String {
 
 /// `degrade run` of the project in `dir` on `db`: its standard output, once it exited 0 or 3 (a machine too
 /// slow to keep the schedule makes a run invalid, which is no matter here).
-async fn run_night(dir: &tempfile::TempDir, db: &TestDb) -> String {
+pub(crate) async fn run_night(dir: &tempfile::TempDir, db: &TestDb) -> String {
     let url = db.url_string();
     let child = degrade_child(dir.path(), &["run"], &[("DEGRADE_DATABASE_URL", url.as_str())]);
     let output = child.wait_with_output().await.unwrap();
@@ -40,7 +40,7 @@ async fn run_night(dir: &tempfile::TempDir, db: &TestDb) -> String {
     stdout
 }
 
-fn source_named<'a>(telemetry: &'a RunTelemetry, name: &str) -> &'a SourceTelemetry {
+pub(crate) fn source_named<'a>(telemetry: &'a RunTelemetry, name: &str) -> &'a SourceTelemetry {
     telemetry.sources.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no source {name}: {telemetry:?}"))
 }
 

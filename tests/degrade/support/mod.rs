@@ -8,6 +8,7 @@ pub mod config;
 pub mod markdown;
 pub mod exporters;
 pub mod nights;
+pub mod prometheus;
 pub mod quoted;
 pub mod receiver;
 pub mod slow_target;
