@@ -11,8 +11,8 @@ use crate::support::app::TestApp;
 use crate::support::exporters::{Broken, broken_exporter, free_port, node_exporter};
 use crate::support::prometheus::prometheus_scraping;
 use crate::support::target::StubTarget;
+use crate::support::telemetry_night::{project_with, run_night, source_named};
 use crate::support::{TestDb, assert_measured, degrade_child, text};
-use crate::telemetry::{project_with, run_night, source_named};
 
 /// CPU busy as a share over the last 5 s of scrapes, taken as it is.
 const BUSY: &str = r#"sum(rate(node_cpu_seconds_total{mode!="idle"}[5s])) / sum(rate(node_cpu_seconds_total[5s]))"#;

@@ -13,6 +13,7 @@ pub mod quoted;
 pub mod receiver;
 pub mod slow_target;
 pub mod target;
+pub mod telemetry_night;
 pub mod toml_keys;
 
 use std::path::{Path, PathBuf};
