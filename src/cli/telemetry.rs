@@ -1,21 +1,23 @@
-//! `degrade telemetry probe`: scrapes each telemetry source once and prints what a night would keep, so a
-//! source is set up without waiting for a night; and the lines `degrade validate` prints for each source.
+//! `degrade telemetry probe`: scrapes each telemetry source once (or asks a Prometheus server each series'
+//! query at this instant) and prints what a night would keep, so a source is set up without waiting for a
+//! night; and the lines `degrade validate` prints for each source.
 
 use std::time::Instant;
 
 use super::{ConfigSource, Exit, print_stdout};
-use crate::config::{ScenarioConfig, ScrapeAuth, SeriesSpec, TelemetrySource};
+use crate::config::{Reads, ScenarioConfig, ScrapeAuth, SeriesSpec, SourceKind, TelemetrySource};
 use crate::model::SeriesKind;
 use crate::scenario::tape_source::thousands;
 use crate::secret::redact_url;
-use crate::telemetry::{Reading, Scraper, shown};
+use crate::telemetry::{Prometheus, QueryError, Reading, Scraper, shown};
 
 /// What to do with the telemetry sources.
 #[derive(Debug, clap::Subcommand)]
 pub enum TelemetryCommand {
-    /// Scrape each [[scenario.telemetry]] source once and print what a night would keep of it.
+    /// Scrape each [[scenario.telemetry]] source once (a `prometheus` source: run each series' query at this
+    /// instant) and print what a night would keep of it.
     #[command(after_help = "Examples:\n  degrade telemetry probe\n  degrade telemetry probe checkout\n\n\
-        Exits 2 when a source cannot be read or a series matches no sample.")]
+        Exits 2 when a source cannot be read, a series matches no sample or a query gives no value.")]
     Probe(ProbeArgs),
 }
 
@@ -44,40 +46,90 @@ pub(super) async fn run(source: &ConfigSource, command: TelemetryCommand) -> any
     if sources.is_empty() {
         anyhow::bail!("no [[scenario.telemetry]] source is configured in {}", config.source.display());
     }
-    let scraper = Scraper::new()?;
+    let (scraper, prometheus) = (Scraper::new()?, Prometheus::new()?);
     let mut all_read = true;
     let mut out = String::new();
     for (scenario, source) in sources {
-        let began = Instant::now();
-        let scraped = scraper.scrape(source).await;
-        let took = began.elapsed().as_millis();
-        let url = redact_url(&source.url);
-        match scraped {
-            Ok(scraped) => {
-                out.push_str(&format!(
-                    "{scenario} / {}: {url}: {} samples read in {took} ms\n",
-                    source.name,
-                    thousands(scraped.samples as f64)
-                ));
-                for (spec, reading) in source.series.iter().zip(&scraped.readings) {
-                    all_read &= reading.matched > 0;
-                    out.push_str(&format!("  {:<14} {}\n", spec.name, kept(spec, reading, source)));
-                }
-            }
-            Err(why) => {
-                all_read = false;
-                out.push_str(&format!("{scenario} / {}: {url}: not read: {why}\n", source.name));
-            }
-        }
+        let (text, read) = match source.kind {
+            SourceKind::Scrape => probe_scrape(&scraper, scenario, source).await,
+            SourceKind::Prometheus => probe_queries(&prometheus, scenario, source).await,
+        };
+        out.push_str(&text);
+        all_read &= read;
     }
     print_stdout(&out)?;
     Ok(if all_read { Exit::Ok } else { Exit::Error })
 }
 
+/// Scrapes `source` once: what it says, and whether every series was found.
+async fn probe_scrape(scraper: &Scraper, scenario: &str, source: &TelemetrySource) -> (String, bool) {
+    let began = Instant::now();
+    let scraped = scraper.scrape(source).await;
+    let took = began.elapsed().as_millis();
+    let url = redact_url(&source.url);
+    match scraped {
+        Ok(scraped) => {
+            let mut out = format!(
+                "{scenario} / {}: {url}: {} samples read in {took} ms\n",
+                source.name,
+                thousands(scraped.samples as f64)
+            );
+            let mut all_read = true;
+            for (spec, reading) in source.series.iter().zip(&scraped.readings) {
+                all_read &= reading.matched > 0;
+                out.push_str(&format!("  {:<14} {}\n", spec.name, kept(spec, reading, source)));
+            }
+            (out, all_read)
+        }
+        Err(why) => (format!("{scenario} / {}: {url}: not read: {why}\n", source.name), false),
+    }
+}
+
+/// Asks `source`'s Prometheus each series' query at this instant: what it says, and whether each gave a value.
+async fn probe_queries(prometheus: &Prometheus, scenario: &str, source: &TelemetrySource) -> (String, bool) {
+    let began = Instant::now();
+    let mut lines = Vec::new();
+    let mut all_read = true;
+    for spec in &source.series {
+        let Reads::Query(query) = &spec.reads else { continue };
+        let answer = prometheus.instant(source, query).await;
+        all_read &= matches!(answer, Ok(Some(_)));
+        if let Err(QueryError::Server(why)) = answer {
+            // The server itself could not be asked: once is enough to say so.
+            let url = redact_url(&source.url);
+            return (format!("{scenario} / {}: Prometheus at {url}: not read: {why}\n", source.name), false);
+        }
+        lines.push(format!("  {:<14} {}\n", spec.name, now(spec, &answer, source)));
+    }
+    let took = began.elapsed().as_millis();
+    let mut out = format!(
+        "{scenario} / {}: Prometheus at {}: {} queries asked in {took} ms\n",
+        source.name,
+        redact_url(&source.url),
+        lines.len()
+    );
+    out.extend(lines);
+    (out, all_read)
+}
+
+/// What an instant query says of a series: its value now, or why there is none.
+fn now(spec: &SeriesSpec, answer: &Result<Option<f64>, QueryError>, source: &TelemetrySource) -> String {
+    match (answer, spec.kind) {
+        (Err(why), _) => format!("not read: {}", why.reason()),
+        (Ok(None), _) => "the query gives no series now: the night would keep nothing of it".to_owned(),
+        (Ok(Some(value)), SeriesKind::Gauge) => format!("now {}", shown::value(*value, &spec.value_unit())),
+        (Ok(Some(value)), SeriesKind::Counter) => format!(
+            "{} in all so far; a night keeps its rate, from steps {} apart",
+            shown::value(*value, &spec.unit),
+            humantime::format_duration(source.every)
+        ),
+    }
+}
+
 /// What one scrape says of a series: what its selector matched, and its value or total.
 fn kept(spec: &SeriesSpec, reading: &Reading, source: &TelemetrySource) -> String {
     let matched = match reading.matched {
-        0 => return format!("matched no sample of `{}`: the night would keep nothing of it", spec.metric),
+        0 => return format!("matched no sample of `{}`: the night would keep nothing of it", spec.formula()),
         1 => "1 sample".to_owned(),
         n => format!("{} samples", thousands(n as f64)),
     };
@@ -89,7 +141,7 @@ fn kept(spec: &SeriesSpec, reading: &Reading, source: &TelemetrySource) -> Strin
         (SeriesKind::Counter, _) => format!(
             "{} in all so far; a night keeps its rate{}, from scrapes {every} apart",
             shown::value(reading.value, &spec.unit),
-            if spec.divide_by.is_some() { " as a share" } else { "" },
+            if spec.divide_by().is_some() { " as a share" } else { "" },
         ),
     };
     let declared = match reading.declared {
@@ -114,13 +166,22 @@ pub(super) fn describe_sources(scenario: &ScenarioConfig) -> Vec<String> {
             }
         };
         let exporter = source.exporter.map_or_else(String::new, |e| format!(" ({})", e.as_str()));
-        lines.push(format!(
-            "            telemetry {}{exporter}: scrape {} every {} (timeout {}){auth}, keeping:",
-            source.name,
+        let (url, every, timeout) = (
             redact_url(&source.url),
             humantime::format_duration(source.every),
-            humantime::format_duration(source.timeout)
-        ));
+            humantime::format_duration(source.timeout),
+        );
+        lines.push(match source.kind {
+            SourceKind::Scrape => format!(
+                "            telemetry {}{exporter}: scrape {url} every {every} (timeout {timeout}){auth}, keeping:",
+                source.name
+            ),
+            SourceKind::Prometheus => format!(
+                "            telemetry {}: query Prometheus at {url} after the run, a value every {every} \
+                 (timeout {timeout} a query){auth}, keeping:",
+                source.name
+            ),
+        });
         for spec in &source.series {
             lines.push(format!(
                 "              {} ({}, {}; {} is worse) = {}",

@@ -2,7 +2,7 @@
 //! to start: a few series an SRE reads first on the host's and the database's board, each checked against the
 //! exporters Debian ships (node_exporter 1.5, postgres_exporter 0.11).
 
-use super::telemetry::SeriesSpec;
+use super::telemetry_series::{Reads, SeriesSpec};
 use crate::exposition::Selector;
 use crate::model::{SeriesKind, Worse};
 
@@ -73,9 +73,7 @@ impl std::str::FromStr for Exporter {
 fn spec(name: &str, kind: SeriesKind, unit: &str, metric: &str) -> SeriesSpec {
     SeriesSpec {
         name: name.to_owned(),
-        metric: selector(metric),
-        minus: None,
-        divide_by: None,
+        reads: Reads::Samples { metric: selector(metric), minus: None, divide_by: None },
         kind,
         unit: unit.to_owned(),
         // Every default costs more as it grows.
@@ -89,12 +87,16 @@ fn selector(text: &str) -> Selector {
 
 impl SeriesSpec {
     fn divided_by(mut self, divisor: &str) -> Self {
-        self.divide_by = Some(selector(divisor));
+        if let Reads::Samples { divide_by, .. } = &mut self.reads {
+            *divide_by = Some(selector(divisor));
+        }
         self
     }
 
     fn minus(mut self, subtracted: &str) -> Self {
-        self.minus = Some(selector(subtracted));
+        if let Reads::Samples { minus, .. } = &mut self.reads {
+            *minus = Some(selector(subtracted));
+        }
         self
     }
 }

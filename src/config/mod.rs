@@ -15,6 +15,7 @@ mod from_raw;
 pub mod schedule;
 pub mod exporters;
 mod telemetry;
+mod telemetry_series;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -26,7 +27,8 @@ pub(crate) use checker::{Checker, header_text, http_url, parse_raw, path_text, p
 pub use error::{ConfigError, ConfigErrors, Location};
 pub(crate) use scenario_entries::scenario_name;
 pub use schedule::{CronForm, Schedule};
-pub use telemetry::{DEFAULT_EVERY, ScrapeAuth, SeriesSpec, TelemetrySource};
+pub use telemetry::{DEFAULT_EVERY, ScrapeAuth, TelemetrySource};
+pub use telemetry_series::{Reads, SeriesSpec, SourceKind};
 
 use crate::analysis::Gates;
 use crate::model::BaselineSpec;

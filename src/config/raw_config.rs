@@ -83,7 +83,8 @@ pub struct RawTelemetry {
 #[serde(deny_unknown_fields)]
 pub struct RawSeries {
     pub name: Spanned<String>,
-    pub metric: Spanned<String>,
+    pub metric: Option<Spanned<String>>,
+    pub query: Option<Spanned<String>>,
     pub minus: Option<Spanned<String>>,
     pub divide_by: Option<Spanned<String>>,
     pub kind: Spanned<String>,

@@ -1,5 +1,6 @@
 //! `[[scenario.telemetry]]`: where the server's side of a night is read (Prometheus exporters degrade scrapes
-//! itself during the measured stages), and which series each keeps.
+//! itself during the measured stages, or a Prometheus server queried after the run), and which series each
+//! keeps (checked in `telemetry_series`).
 //!
 //! Why in `degrade.toml` and not in the scenario file: an exporter's address, like `[scenario.build]`'s
 //! `health_url` and `version_url`, belongs to the deployment the scenario is run against (staging's database
@@ -12,10 +13,9 @@ use toml::Spanned;
 
 use super::checker::{Checker, http_url};
 use super::from_raw::env_var_name;
-use super::raw_config::{RawSeries, RawTelemetry};
+use super::raw_config::RawTelemetry;
+use super::telemetry_series::{SeriesSpec, SourceKind, resolve_series, source_name};
 use super::{ConfigWarning, WarningKind, exporters};
-use crate::exposition::Selector;
-use crate::model::{SHARE_UNIT, SeriesKind, Worse};
 use crate::secret::Secret;
 
 /// How often a source is scraped when `every` is not given: Prometheus' own habit for a detailed board.
@@ -32,13 +32,16 @@ const SHORTEST_EVERY: Duration = Duration::from_secs(1);
 pub struct TelemetrySource {
     /// Unique within the scenario: `api-host`; shown on the run page and stored with the run.
     pub name: String,
-    /// The exposition endpoint (`http://host:9100/metrics`), scraped with GET. Never carries a password.
+    /// Scraped by degrade, or queried from a Prometheus server.
+    pub kind: SourceKind,
+    /// The exposition endpoint (`http://host:9100/metrics`), scraped with GET; or the Prometheus server's
+    /// address (`http://prometheus:9090`), under which `/api/v1/…` is asked. Never carries a password.
     pub url: String,
-    /// The known exporter whose default series it keeps, if one is named.
+    /// The known exporter whose default series it keeps, if one is named (a scrape only).
     pub exporter: Option<exporters::Exporter>,
-    /// How often it is scraped during the measured stages.
+    /// How often it is scraped during the measured stages; for a Prometheus server, the query's step.
     pub every: Duration,
-    /// How long one scrape may take, its whole answer read; at most `every`.
+    /// How long one scrape (or one query) may take, its whole answer read; at most `every` for a scrape.
     pub timeout: Duration,
     /// Credentials sent with each scrape, from the environment.
     pub auth: Option<ScrapeAuth>,
@@ -66,61 +69,6 @@ pub enum ScrapeAuth {
         /// Its value, when set.
         password: Option<Secret>,
     },
-}
-
-/// One kept series: what to read from a scrape and how to show it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SeriesSpec {
-    /// Unique within its source: `CPU busy`.
-    pub name: String,
-    /// The samples summed into the series.
-    pub metric: Selector,
-    /// Samples summed and subtracted (memory used: total minus available).
-    pub minus: Option<Selector>,
-    /// Samples summed into the divisor: the series is then a share of them (CPU busy over all CPU time).
-    pub divide_by: Option<Selector>,
-    /// Gauge or counter (counters become rates).
-    pub kind: SeriesKind,
-    /// The unit of what `metric` measures: `bytes`, `connections`, `transactions`, `CPU s`.
-    pub unit: String,
-    /// Which direction is bad.
-    pub worse: Worse,
-}
-
-impl SeriesSpec {
-    /// The unit of the series' values: a share, the unit itself for a gauge, or per second for a counter.
-    #[must_use]
-    pub fn value_unit(&self) -> String {
-        match (self.divide_by.is_some(), self.kind) {
-            (true, _) => SHARE_UNIT.to_owned(),
-            (false, SeriesKind::Gauge) => self.unit.clone(),
-            (false, SeriesKind::Counter) => format!("{}/s", self.unit),
-        }
-    }
-
-    /// For a counter, the unit its growth per 1,000 requests is told in.
-    #[must_use]
-    pub fn count_unit(&self) -> Option<String> {
-        (self.kind == SeriesKind::Counter).then(|| self.unit.clone())
-    }
-
-    /// How the series is computed, in one line: `rate(sum(a)) / rate(sum(b))`, for `validate` and `probe`.
-    #[must_use]
-    pub fn formula(&self) -> String {
-        let sum = |s: &Selector| format!("sum({s})");
-        let mut numerator = sum(&self.metric);
-        if let Some(minus) = &self.minus {
-            numerator = format!("{numerator} - {}", sum(minus));
-        }
-        let of = |text: String| match self.kind {
-            SeriesKind::Gauge => text,
-            SeriesKind::Counter => format!("rate({text})"),
-        };
-        match &self.divide_by {
-            Some(divisor) => format!("{} / {}", of(numerator), of(sum(divisor))),
-            None => of(numerator),
-        }
-    }
 }
 
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
@@ -165,38 +113,49 @@ fn resolve_source(checker: &mut Checker<'_>, prefix: &str, raw: RawTelemetry, en
     let field = |f: &str| format!("{prefix}.{f}");
     let anchor = checker.location(&name);
     let name = checker.check(&name, &field("name"), |n| source_name(n));
-    let kind = checker.check(&kind, &field("kind"), |k| match k.as_str() {
-        "scrape" => Ok(()),
-        "prometheus" => Err("`prometheus` (a query to a Prometheus server) is not supported yet; use `scrape`, \
-                             and give the exporter's own /metrics URL"
-            .to_owned()),
-        other => Err(format!("`{}` is not a telemetry kind; use `scrape`", crate::outside_text::clipped(other, 40))),
-    });
+    let kind = checker.check(&kind, &field("kind"), |k| k.parse::<SourceKind>());
     let url = checker.check(&url, &field("url"), |u| scrape_url(u));
-    let exporter = match &exporter {
-        Some(e) => checker.check(e, &field("exporter"), |e| e.parse::<exporters::Exporter>()).map(Some),
-        None => Some(None),
+    let exporter = match (&exporter, kind) {
+        (Some(e), Some(SourceKind::Prometheus)) => {
+            let message = "an exporter's defaults are what degrade scrapes itself; a `prometheus` source lists \
+                           each series' `query` (the manual's telemetry chapter gives node_exporter's)";
+            checker.error(e, &field("exporter"), message);
+            None
+        }
+        (Some(e), _) => checker.check(e, &field("exporter"), |e| e.parse::<exporters::Exporter>()).map(Some),
+        (None, _) => Some(None),
     };
     let every = match &every {
         Some(e) => checker.check(e, &field("every"), |e| interval(e)),
         None => Some(DEFAULT_EVERY),
     };
-    let timeout = match (&timeout, every) {
-        (Some(t), every) => checker.check(t, &field("timeout"), |t| scrape_timeout(t, every)),
-        (None, every) => Some(every.unwrap_or(DEFAULT_EVERY).min(DEFAULT_TIMEOUT)),
+    let timeout = match (&timeout, every, kind) {
+        // A query is asked once after the run, not every `every`: its timeout is its own.
+        (Some(t), _, Some(SourceKind::Prometheus)) => checker.check(t, &field("timeout"), |t| scrape_timeout(t, None)),
+        (Some(t), every, _) => checker.check(t, &field("timeout"), |t| scrape_timeout(t, every)),
+        (None, _, Some(SourceKind::Prometheus)) => Some(DEFAULT_TIMEOUT),
+        (None, every, _) => Some(every.unwrap_or(DEFAULT_EVERY).min(DEFAULT_TIMEOUT)),
     };
     let auth = resolve_auth(checker, prefix, bearer_token_env, basic_auth_user, basic_auth_password_env, env);
-    let listed = resolve_series(checker, prefix, series);
+    let listed = resolve_series(checker, prefix, kind, series);
     let (exporter, listed) = (exporter?, listed?);
     let series = kept_series(exporter, listed);
     if series.is_empty() {
-        let message = "keeps no series: name a known `exporter` (node_exporter, postgres_exporter) or list \
-                       [[scenario.telemetry.series]]";
+        let message = match kind {
+            Some(SourceKind::Prometheus) => {
+                "keeps no series: list [[scenario.telemetry.series]], each with its \
+                                             PromQL `query`"
+            }
+            _ => {
+                "keeps no series: name a known `exporter` (node_exporter, postgres_exporter) or list \
+                  [[scenario.telemetry.series]]"
+            }
+        };
         checker.errors.push(super::ConfigError::new(anchor, field("series"), message));
         return None;
     }
-    kind?;
-    Some(TelemetrySource { name: name?, url: url?, exporter, every: every?, timeout: timeout?, auth: auth?, series })
+    let (name, kind, url, every, timeout, auth) = (name?, kind?, url?, every?, timeout?, auth?);
+    Some(TelemetrySource { name, kind, url, exporter, every, timeout, auth, series })
 }
 
 /// The exporter's default series, then the listed ones; a listed series named like a default replaces it.
@@ -261,79 +220,14 @@ fn resolve_auth(
     }
 }
 
-/// The listed `[[scenario.telemetry.series]]`, each checked; `None` when any is wrong.
-fn resolve_series(checker: &mut Checker<'_>, prefix: &str, raw: Vec<RawSeries>) -> Option<Vec<SeriesSpec>> {
-    let mut series: Vec<SeriesSpec> = Vec::new();
-    let mut valid = true;
-    for (index, entry) in raw.into_iter().enumerate() {
-        let RawSeries { name, metric, minus, divide_by, kind, unit, worse } = entry;
-        let field = |f: &str| format!("{prefix}.series[{index}].{f}");
-        let checked_name = checker.check(&name, &field("name"), |n| series_name(n));
-        if series.iter().any(|s| &s.name == name.get_ref()) {
-            checker.error(
-                &name,
-                &field("name"),
-                format!("another series of this source is named `{}`", name.get_ref()),
-            );
-            valid = false;
-        }
-        let selector = |checker: &mut Checker<'_>, value: &Spanned<String>, f: &str| {
-            checker.check(value, &field(f), |text| Selector::parse(text))
-        };
-        let metric = selector(checker, &metric, "metric");
-        // `Err` when given and wrong (the error is recorded), so each optional selector is checked too.
-        let minus = minus.map(|m| selector(checker, &m, "minus").ok_or(())).transpose();
-        let divide_by = divide_by.map(|d| selector(checker, &d, "divide_by").ok_or(())).transpose();
-        let kind = checker.check(&kind, &field("kind"), |k| k.parse::<SeriesKind>());
-        let unit = checker.check(&unit, &field("unit"), |u| series_unit(u));
-        let worse = match &worse {
-            Some(w) => checker.check(w, &field("worse"), |w| w.parse::<Worse>()),
-            None => Some(Worse::Higher),
-        };
-        let (Some(name), Some(metric), Ok(minus), Ok(divide_by), Some(kind), Some(unit), Some(worse)) =
-            (checked_name, metric, minus, divide_by, kind, unit, worse)
-        else {
-            valid = false;
-            continue;
-        };
-        series.push(SeriesSpec { name, metric, minus, divide_by, kind, unit, worse });
-    }
-    valid.then_some(series)
-}
-
-/// A source's name: shown on the run page and stored with the run.
-fn source_name(name: &str) -> Result<String, String> {
-    short_text(name, "a source needs a name, e.g. `api-host`", 60)
-}
-
-/// A series' name: a label on the run page.
-fn series_name(name: &str) -> Result<String, String> {
-    short_text(name, "a series needs a name, e.g. `CPU busy`", 60)
-}
-
-/// A unit: `bytes`, `CPU s`.
-fn series_unit(unit: &str) -> Result<String, String> {
-    short_text(unit, "a series needs a unit, e.g. `bytes`, `connections`, `transactions`", 30)
-}
-
-/// Printable text on one line, not blank (`empty` says what is missing) and at most `longest` characters:
-/// it labels a chart and a table cell.
-fn short_text(text: &str, empty: &str, longest: usize) -> Result<String, String> {
-    super::checker::plain_name(text)?;
-    match text.trim() {
-        "" => Err(empty.to_owned()),
-        t if t.chars().count() > longest => Err(format!("is longer than {longest} characters")),
-        t => Ok(t.to_owned()),
-    }
-}
-
 /// A basic-auth user name: no `:`, which would end it early in the header.
 fn basic_user(user: &str) -> Result<String, String> {
     super::checker::header_text(user)?;
     if user.contains(':') { Err("a basic-auth user name cannot hold `:`".to_owned()) } else { Ok(user.to_owned()) }
 }
 
-/// The exposition URL: http(s), and never with a password in it (that goes in basic_auth_password_env).
+/// The exposition (or Prometheus) URL: http(s), and never with a password in it (that goes in
+/// basic_auth_password_env).
 fn scrape_url(url: &str) -> Result<String, String> {
     if crate::secret::url_has_password(url) {
         return Err("contains a password; secrets only come from the environment: remove it here and set \

@@ -133,9 +133,10 @@ pub struct SourceTelemetry {
     pub status: TelemetryStatus,
     /// Why scrapes failed, when some did: the first failure's words, and how many failed.
     pub reason: Option<String>,
-    /// Scrapes tried during the measured stages.
+    /// Scrapes tried during the measured stages; for a `prometheus` source, the series' queries asked (each
+    /// over every measured window) once the run was over.
     pub scrapes: u32,
-    /// Of which failed.
+    /// Of which failed (gave nothing).
     pub failed_scrapes: u32,
     /// Its kept series, in the configuration's order.
     pub series: Vec<SeriesTelemetry>,

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::config::{ScrapeAuth, SeriesSpec, TelemetrySource};
+use crate::config::{Reads, ScrapeAuth, SeriesSpec, TelemetrySource};
 use crate::engine::client::{chain, tls_config};
 use crate::exposition::{Line, parse_line};
 use crate::model::SeriesKind;
@@ -118,7 +118,7 @@ impl Scraper {
 /// The first line that is not the text format, or a sample count past [`MAX_SAMPLES`].
 pub fn read(body: &[u8], series: &[SeriesSpec]) -> Result<Scraped, String> {
     let mut readings: Vec<Reading> =
-        series.iter().map(|s| Reading { divisor: s.divide_by.as_ref().map(|_| 0.0), ..Reading::default() }).collect();
+        series.iter().map(|s| Reading { divisor: s.divide_by().map(|_| 0.0), ..Reading::default() }).collect();
     let mut samples = 0;
     // The format groups a family's samples after its `# TYPE` line.
     let mut family: Option<(&str, Option<SeriesKind>)> = None;
@@ -142,7 +142,9 @@ pub fn read(body: &[u8], series: &[SeriesSpec]) -> Result<Scraped, String> {
             ));
         }
         for (spec, reading) in series.iter().zip(&mut readings) {
-            if spec.metric.matches(&sample) {
+            // A query is a Prometheus server's to answer: a scrape source holds none (the config sees to it).
+            let Reads::Samples { metric, minus, divide_by } = &spec.reads else { continue };
+            if metric.matches(&sample) {
                 reading.value += sample.value;
                 reading.matched += 1;
                 if reading.matched == 1 {
@@ -150,10 +152,10 @@ pub fn read(body: &[u8], series: &[SeriesSpec]) -> Result<Scraped, String> {
                     reading.declared = family.filter(|(name, _)| sample.name.starts_with(name)).and_then(|(_, k)| k);
                 }
             }
-            if spec.minus.as_ref().is_some_and(|m| m.matches(&sample)) {
+            if minus.as_ref().is_some_and(|m| m.matches(&sample)) {
                 reading.value -= sample.value;
             }
-            if let (Some(divisor), Some(sum)) = (&spec.divide_by, &mut reading.divisor)
+            if let (Some(divisor), Some(sum)) = (divide_by, &mut reading.divisor)
                 && divisor.matches(&sample)
             {
                 *sum += sample.value;

@@ -3,7 +3,7 @@
 //! divisor; and each series' summary over the measured stages. Pure: scrapes in, telemetry out.
 
 use super::scrape::{Reading, Scraped};
-use crate::config::{SeriesSpec, TelemetrySource};
+use crate::config::{Reads, SeriesSpec, TelemetrySource};
 use crate::model::{SeriesKind, SeriesSummary, SeriesTelemetry, SourceTelemetry, TelemetryPoint, TelemetryStatus};
 
 /// One scrape as it happened.
@@ -72,18 +72,34 @@ fn series_telemetry(
     source_reason: Option<&str>,
 ) -> SeriesTelemetry {
     // The scrapes that were read, with this series' reading in each.
-    let read: Vec<(i64, usize, Reading)> = outcomes
+    let read: Vec<Read> = outcomes
         .iter()
         .filter_map(|o| o.result.as_ref().ok().map(|s| (o.elapsed_ms, o.window, s.readings[index])))
         .collect();
+    series_from_readings(spec, &read, completed, source_status, source_reason)
+}
+
+/// One reading of a series: when (milliseconds since the run started), in which measured window, and what.
+pub type Read = (i64, usize, Reading);
+
+/// A series from its readings, in time order: a scrape's, or a Prometheus server's at each step of its query.
+/// `source_status` and `source_reason` say what the source's reads did as a whole.
+#[must_use]
+pub fn series_from_readings(
+    spec: &SeriesSpec,
+    read: &[Read],
+    completed: Completed,
+    source_status: TelemetryStatus,
+    source_reason: Option<&str>,
+) -> SeriesTelemetry {
     let (points, totals) = match spec.kind {
-        SeriesKind::Gauge => (gauge_points(&read), None),
+        SeriesKind::Gauge => (gauge_points(read), None),
         SeriesKind::Counter => {
-            let (points, totals) = counter_points(&read);
+            let (points, totals) = counter_points(read);
             (points, Some(totals))
         }
     };
-    let own_reason = own_reason(spec, &read, points.is_empty());
+    let own_reason = own_reason(spec, read, points.is_empty());
     let status = match (points.is_empty(), source_status, &own_reason) {
         (true, _, _) => TelemetryStatus::Missing,
         (false, TelemetryStatus::Complete, None) => TelemetryStatus::Complete,
@@ -104,31 +120,35 @@ fn series_telemetry(
     }
 }
 
-/// Why the series itself lacks values where its scrapes were read: a selector that matched nothing, a counter
-/// with too few scrapes or reset throughout, a divisor at zero. `None` when no scrape was read (the source's
-/// reason says it all) or nothing is wrong.
-fn own_reason(spec: &SeriesSpec, read: &[(i64, usize, Reading)], no_values: bool) -> Option<String> {
+/// Why the series itself lacks values where its scrapes were read: a selector that matched nothing (a query
+/// that gave no value), a counter with too few scrapes or reset throughout, a divisor at zero. `None` when no
+/// scrape was read (the source's reason says it all) or nothing is wrong.
+fn own_reason(spec: &SeriesSpec, read: &[Read], no_values: bool) -> Option<String> {
     let unmatched = read.iter().filter(|(_, _, r)| r.matched == 0).count();
+    let (nothing, read_one, reads) = match &spec.reads {
+        Reads::Samples { metric, .. } => (format!("no sample matched `{metric}`"), "scrape", "scrapes"),
+        Reads::Query(_) => ("the query gave no value".to_owned(), "step", "steps"),
+    };
     match (unmatched, read.len(), no_values, spec.kind) {
         (_, 0, _, _) => None,
-        (n, all, _, _) if n == all => Some(format!("no sample matched `{}` in any scrape", spec.metric)),
-        (n, all, _, _) if n > 0 => Some(format!("no sample matched `{}` in {n} of {all} scrapes", spec.metric)),
+        (n, all, _, _) if n == all && all > 0 => Some(format!("{nothing} in any {read_one}")),
+        (n, all, _, _) if n > 0 => Some(format!("{nothing} in {n} of {all} {reads}")),
         (_, 1, true, SeriesKind::Counter) => {
-            Some("a counter's rate needs two scrapes in a row, and fewer were read".to_owned())
+            Some(format!("a counter's rate needs two {reads} in a row, and fewer were read"))
         }
-        (_, _, true, _) if spec.divide_by.is_some() => Some(format!(
+        (_, _, true, _) if spec.divide_by().is_some() => Some(format!(
             "its divisor `{}` stayed at zero",
-            spec.divide_by.as_ref().map(ToString::to_string).unwrap_or_default()
+            spec.divide_by().map(ToString::to_string).unwrap_or_default()
         )),
         (_, _, true, SeriesKind::Counter) => {
-            Some("the counter went down (it was reset) between every two scrapes".to_owned())
+            Some(format!("the counter went down (it was reset) between every two {reads}"))
         }
         _ => None,
     }
 }
 
 /// A gauge's value at each scrape where it was found (and its divisor was not zero).
-fn gauge_points(read: &[(i64, usize, Reading)]) -> Vec<TelemetryPoint> {
+fn gauge_points(read: &[Read]) -> Vec<TelemetryPoint> {
     read.iter()
         .filter(|(_, _, r)| r.matched > 0)
         .filter_map(|(elapsed_ms, _, r)| {
@@ -153,7 +173,7 @@ struct Totals {
 
 /// A counter's rate (or share) between each two scrapes in a row of one window, and its totals. A pair where
 /// it went down (a restart reset it) or its divisor did not grow gives no value.
-fn counter_points(read: &[(i64, usize, Reading)]) -> (Vec<TelemetryPoint>, Totals) {
+fn counter_points(read: &[Read]) -> (Vec<TelemetryPoint>, Totals) {
     let mut points = Vec::new();
     let mut totals = Totals::default();
     for pair in read.windows(2) {
@@ -197,7 +217,7 @@ fn summary(
         let mean = points.iter().map(|p| p.value).sum::<f64>() / points.len() as f64;
         return Some(SeriesSummary { mean, max, per_1000_requests: None });
     };
-    let mean = if spec.divide_by.is_some() {
+    let mean = if spec.divide_by().is_some() {
         totals.increase / totals.divisor_increase
     } else {
         totals.increase / totals.secs

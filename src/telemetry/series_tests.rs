@@ -9,6 +9,7 @@ use crate::telemetry::read;
 fn node_source() -> TelemetrySource {
     TelemetrySource {
         name: "api-host".to_owned(),
+        kind: crate::config::SourceKind::Scrape,
         url: "http://127.0.0.1:9100/metrics".to_owned(),
         exporter: Some(Exporter::Node),
         every: Duration::from_secs(5),

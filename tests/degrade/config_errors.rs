@@ -252,14 +252,14 @@ fn build_and_gate_settings() {
 
 #[test]
 fn telemetry_mistakes_name_line_column_and_field_and_never_echo_a_password() {
-    let telemetry = "[[scenario.telemetry]]\nname = \"host\"\nkind = \"prometheus\"\n\
+    let telemetry = "[[scenario.telemetry]]\nname = \"host\"\nkind = \"victoria\"\n\
         url = \"http://degrade:pa55word@127.0.0.1:9100/metrics\"\nexporter = \"nginx_exporter\"\nevery = \"5s\"\n\
         timeout = \"10s\"\n[[scenario.telemetry.series]]\nname = \"open files\"\n\
         metric = 'process_open_fds{job=~\"(api\"}'\nkind = \"level\"\nunit = \"files\"\nworse = \"up\"\n";
     let message = error(&format!("{SCENARIO}{telemetry}"));
     let field = "scenario[0].telemetry[0]";
     for expected in [
-        format!("degrade.toml:6:8: {field}.kind: `prometheus` (a query to a Prometheus server) is not supported yet"),
+        format!("degrade.toml:6:8: {field}.kind: `victoria` is not a telemetry kind; use `scrape` (degrade reads"),
         format!("degrade.toml:7:7: {field}.url: contains a password; secrets only come from the environment"),
         format!("degrade.toml:8:12: {field}.exporter: `nginx_exporter` is not an exporter degrade knows"),
         format!("degrade.toml:10:11: {field}.timeout: `10s` is longer than `every` (5s)"),
@@ -287,6 +287,56 @@ fn telemetry_mistakes_name_line_column_and_field_and_never_echo_a_password() {
     let unknown = format!("{nothing_kept}exporter = \"node_exporter\"\nscrape_every = \"5s\"\n");
     let message = error(&format!("{SCENARIO}{unknown}"));
     assert!(message.starts_with("degrade.toml:9:1: scenario[0].telemetry[0].scrape_every: unknown field"), "{message}");
+}
+
+#[test]
+fn a_prometheus_source_keeps_queries_and_says_where_a_selector_or_an_exporter_was_given() {
+    let source = "[[scenario.telemetry]]\nname = \"prom\"\nkind = \"prometheus\"\nurl = \"http://127.0.0.1:9090\"\n";
+    let series =
+        |keys: &str| format!("[[scenario.telemetry.series]]\nname = \"s\"\nkind = \"gauge\"\nunit = \"u\"\n{keys}");
+    let field = "scenario[0].telemetry[0]";
+    for (extra, expected) in [
+        (
+            "exporter = \"node_exporter\"\n".to_owned() + &series("query = \"up\"\n"),
+            format!("degrade.toml:8:12: {field}.exporter: an exporter's defaults are what degrade scrapes itself"),
+        ),
+        (
+            series("metric = \"up\"\n"),
+            format!("degrade.toml:12:10: {field}.series[0].metric: a `prometheus` source's series is a `query`"),
+        ),
+        (series(""), format!("degrade.toml:9:8: {field}.series[0].query: missing: the PromQL expression it keeps")),
+        (
+            series("query = \"sum(up)\"\ndivide_by = \"up\"\n"),
+            format!("degrade.toml:13:13: {field}.series[0].divide_by: a query does its own arithmetic"),
+        ),
+        (
+            series("query = \"up\\u001b[2J\"\n"),
+            format!("degrade.toml:12:9: {field}.series[0].query: holds a control character (\\u{{1b}})"),
+        ),
+        (
+            String::new(),
+            format!(
+                "degrade.toml:5:8: {field}.series: keeps no series: list [[scenario.telemetry.series]], each with \
+                 its PromQL `query`"
+            ),
+        ),
+    ] {
+        let message = error(&format!("{SCENARIO}{source}{extra}"));
+        assert!(message.contains(&expected), "missing `{expected}` in:\n{message}");
+    }
+    let scrape = source.replace("prometheus\"", "scrape\"") + &series("query = \"up\"\n");
+    let message = error(&format!("{SCENARIO}{scrape}"));
+    let expected = format!("{field}.series[0].query: a `scrape` source's series reads a `metric` selector");
+    assert!(message.contains(&expected), "{message}");
+    // A query spans lines as PromQL allows, and is kept as written; the step and a query's timeout are its own.
+    let query = "sum(rate(node_cpu_seconds_total{mode!=\"idle\"}[1m]))\n  / sum(rate(node_cpu_seconds_total[1m]))";
+    let keys = format!("query = '''\n{query}'''\n");
+    let valid = format!("{source}every = \"15s\"\ntimeout = \"30s\"\n{}", series(&keys));
+    let config = load(&format!("{SCENARIO}{valid}"), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let prom = &config.scenario("checkout").unwrap().telemetry[0];
+    assert_eq!(prom.kind, degrade::config::SourceKind::Prometheus);
+    assert_eq!((prom.every.as_secs(), prom.timeout.as_secs()), (15, 30));
+    assert_eq!(prom.series[0].reads, degrade::config::Reads::Query(query.to_owned()));
 }
 
 #[test]

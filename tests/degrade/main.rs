@@ -39,6 +39,9 @@
 //! - `telemetry`: a night scraping Debian's real node_exporter (and postgres_exporter on PostgreSQL), stored
 //!   and drawn; exporters that hang, fail or send garbage, and the night kept; `validate` and `telemetry probe`
 //!   (skipped, saying so, where the exporters are not installed; `.ci/run` installs them).
+//! - `telemetry_prometheus`: a night whose series are PromQL queries asked of Debian's real Prometheus server
+//!   scraping a real node_exporter; a bad query, and servers that are absent, hang, fail or answer garbage, the
+//!   night kept; `validate` and `telemetry probe` (skipped, saying so, without Prometheus).
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -75,4 +78,5 @@ mod store_story;
 mod tape;
 mod tape_privacy;
 mod telemetry;
+mod telemetry_prometheus;
 mod support;

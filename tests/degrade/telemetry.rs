@@ -3,45 +3,18 @@
 //! fail, send 100 MB, garbage or too many series, none of which loses the night; `validate` and
 //! `telemetry probe` through the real binary.
 
-use degrade::model::{RunTelemetry, SourceTelemetry, TelemetryStatus};
+use degrade::model::TelemetryStatus;
 use degrade::store::Store;
 
 use crate::support::app::TestApp;
 use crate::support::exporters::{Broken, broken_exporter, node_exporter, postgres_exporter};
 use crate::support::target::StubTarget;
-use crate::support::{TestDb, assert_measured, degrade, degrade_child, project, text};
-
-/// A project whose `checkout` scenario loads `target` (a 1 s warm-up, 5 s measured), with `telemetry` as its
-/// `[[scenario.telemetry]]` tables.
-fn project_with(target: &StubTarget, telemetry: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let config = format!(
-        "[[scenario]]\nname = \"checkout\"\nfile = \"scenarios/checkout.toml\"\ntarget = \"{}\"\n{telemetry}",
-        target.url()
-    );
-    let scenario = "[[flow]]\nname = \"browse\"\n[[flow.step]]\npath = \"/fast\"\n[load]\nmodel = \"open\"\n\
-                    [[load.stage]]\nduration = \"1s\"\nrate = 20\nmeasure = false\n\
-                    [[load.stage]]\nduration = \"5s\"\nrate = 50\n";
-    project(&config, &[("scenarios/checkout.toml", scenario)])
-}
+use crate::support::telemetry_night::{project_with, run_night, source_named};
+use crate::support::{TestDb, assert_measured, degrade, degrade_child, text};
 
 /// A `[[scenario.telemetry]]` table scraping `url` every second.
 fn source(name: &str, url: &str, rest: &str) -> String {
     format!("[[scenario.telemetry]]\nname = \"{name}\"\nkind = \"scrape\"\nurl = \"{url}\"\nevery = \"1s\"\n{rest}\n")
-}
-
-/// `degrade run` of the project in `dir` on `db`: its standard output, once it exited 0 or 3 (a machine too
-/// slow to keep the schedule makes a run invalid, which is no matter here).
-async fn run_night(dir: &tempfile::TempDir, db: &TestDb) -> String {
-    let url = db.url_string();
-    let child = degrade_child(dir.path(), &["run"], &[("DEGRADE_DATABASE_URL", url.as_str())]);
-    let output = child.wait_with_output().await.unwrap();
-    let (stdout, stderr) = text(&output);
-    assert!(matches!(output.status.code(), Some(0 | 3)), "{stdout}\n{stderr}");
-    stdout
-}
-
-fn source_named<'a>(telemetry: &'a RunTelemetry, name: &str) -> &'a SourceTelemetry {
-    telemetry.sources.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no source {name}: {telemetry:?}"))
 }
 
 async fn a_night_keeps_what_the_exporters_said(db: TestDb, with_postgres: bool) {

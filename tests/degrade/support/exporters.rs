@@ -70,7 +70,7 @@ async fn start(binary: &str, args: &[&str], env: &[(&str, &str)]) -> Option<Expo
     panic!("{binary} did not answer on {} within a minute", exporter.url);
 }
 
-async fn free_port() -> u16 {
+pub async fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     listener.local_addr().unwrap().port()
 }

@@ -8,10 +8,12 @@ pub mod config;
 pub mod markdown;
 pub mod exporters;
 pub mod nights;
+pub mod prometheus;
 pub mod quoted;
 pub mod receiver;
 pub mod slow_target;
 pub mod target;
+pub mod telemetry_night;
 pub mod toml_keys;
 
 use std::path::{Path, PathBuf};
