@@ -2,9 +2,7 @@
 
 use super::*;
 use crate::analysis::judge::{Comparison, judge_with_telemetry};
-use crate::model::{
-    EndpointResult, LoadModel, SeriesSummary, SourceTelemetry, TelemetryStatus, VerdictOutcome, Worse,
-};
+use crate::model::{EndpointResult, LoadModel, SeriesSummary, SourceTelemetry, TelemetryStatus, VerdictOutcome, Worse};
 
 fn endpoint(name: &str, p95_ms: f64) -> EndpointResult {
     let us = (p95_ms * 1000.0) as i64;
