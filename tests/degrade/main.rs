@@ -39,6 +39,8 @@
 //! - `telemetry`: a night scraping Debian's real node_exporter (and postgres_exporter on PostgreSQL), stored
 //!   and drawn; exporters that hang, fail or send garbage, and the night kept; `validate` and `telemetry probe`
 //!   (skipped, saying so, where the exporters are not installed; `.ci/run` installs them).
+//! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
+//!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -74,4 +76,5 @@ mod store_story;
 mod tape;
 mod tape_privacy;
 mod telemetry;
+mod telemetry_judged;
 mod support;
