@@ -105,6 +105,7 @@ async fn twice_the_cpu_per_request_is_a_confirmed_regression_alerted_once() {
     assert!(output.contains("REGRESSION  api  CPU per 1,000 requests (CPU s)  "), "{output}");
     assert!(!output.contains("REGRESSION  (all)") && !output.contains("REGRESSION  GET"), "latency held: {output}");
     assert!(output.contains("regressed again on api CPU per 1,000 requests (CPU s)"), "{output}");
+    crate::support::quoted::assert_quoted("telemetry-regression", &output);
     let first = store.find_run(before + 1).await.unwrap().unwrap();
     assert_eq!((first.status, first.build_id.as_deref()), (RunStatus::Regressed, Some("1.1")), "{output}");
     // The rerun that decided it (a rerun this busy machine made invalid is tried again).
