@@ -13,9 +13,14 @@ use crate::support::receiver::{Receiver, unused_address};
 use crate::support::{degrade_child, project, text};
 
 /// The demo target's extra CPU work per request: build 1.0's, and twice that for build 1.1. Several times what
-/// the (debug-built) target itself spends on a request, which wanders by a millisecond with what else runs on
-/// the machine, so the night-to-night noise stays a few percent and twice the work reads as +60 % or more.
-const BURN_US: u64 = 6_000;
+/// the (debug-built) target itself spends on a request, so twice the work reads as +70 % or more.
+const BURN_US: u64 = 12_000;
+
+/// Valid nights of history before build 1.1. The CPU time of a fixed piece of work moves by 10–30 % from night
+/// to night on this shared 2-core machine, with what the other tests run beside it (a core's sibling thread
+/// busy slows every instruction): seven nights measure that noise well enough for +70 % to stand out from it at
+/// the run's 1 % false-alarm rate, where five left it in doubt one run in three.
+const HISTORY: i32 = 7;
 
 /// `degrade demo-target` on `address` as `build`, burning `burn_us` per request, once it answers.
 async fn demo_target(address: std::net::SocketAddr, build: &str, burn_us: u64) -> tokio::process::Child {
@@ -35,7 +40,7 @@ async fn demo_target(address: std::net::SocketAddr, build: &str, burn_us: u64) -
     panic!("the demo target did not answer within 30 s");
 }
 
-/// One scenario reading a board at 20/s for 5 s (at most a third of a core burnt for build 1.1), its build from /version, the target's CPU scraped every
+/// One scenario reading a board at 10/s for 5 s (about a quarter of a core burnt for build 1.1), its build from /version, the target's CPU scraped every
 /// second, alerting to the webhook in HOOK. The latency metrics need 3× their usual figure to count: the other
 /// tests of this binary come and go on this machine and move a route answering in about a millisecond by
 /// tens of percent, and this test is about the server's side (the CPU per request takes the scenario's 10 %).
@@ -52,7 +57,7 @@ fn project_for(address: std::net::SocketAddr) -> tempfile::TempDir {
          [[notify]]\nname = \"team\"\nkind = \"json\"\nurl_env = \"HOOK\"\n"
     );
     let scenario = "[[flow]]\nname = \"board\"\n[[flow.step]]\npath = \"/boards/1\"\n\
-                    [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"5s\"\nrate = 20\n";
+                    [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"5s\"\nrate = 10\n";
     project(&config, &[("scenarios/api.toml", scenario)]).0
 }
 
@@ -90,28 +95,33 @@ async fn twice_the_cpu_per_request_is_a_confirmed_regression_alerted_once() {
 
     let mut target = demo_target(address, "1.0", BURN_US).await;
     let mut valid = 0;
-    for night_number in 1..=12 {
+    for night_number in 1..=3 * HISTORY {
         let (code, output) = night(&dir, &hook).await;
         assert!(matches!(code, Some(0 | 3)), "history night {night_number}: {output}");
         let run = store.last_runs("api", 1).await.unwrap().remove(0);
         valid += i32::from(run.status.is_valid_measurement());
-        if valid == 5 {
+        if valid == HISTORY {
             break;
         }
     }
-    assert_eq!(valid, 5, "12 history nights without 5 valid ones: this machine is too busy to measure");
+    assert_eq!(valid, HISTORY, "too few valid history nights: this machine is too busy to measure");
     let telemetry = store.telemetry(store.last_runs("api", 1).await.unwrap()[0].id).await.unwrap();
     let cpu = telemetry.sources[0].series[0].summary.expect("the target's CPU was scraped");
     assert!(cpu.per_1000_requests.is_some_and(|c| c > BURN_US as f64 / 1000.0 * 0.8), "{cpu:?}");
 
     target.kill().await.unwrap();
     let _target = demo_target(address, "1.1", 2 * BURN_US).await;
-    // A night whose first run this busy machine made invalid (requests sent late) says nothing: again.
+    // A night whose first run, or whose deciding rerun, this busy machine made invalid (requests sent late) says
+    // nothing of the build: again, as `slow_target::judged_night` does. A verdict left standing that way is
+    // alerted already, so the alert is still one.
     let (mut code, mut output, mut before) = (None, String::new(), 0);
     for _ in 0..6 {
         before = store.last_runs("api", 1).await.unwrap()[0].id;
         (code, output) = night(&dir, &hook).await;
-        if store.find_run(before + 1).await.unwrap().unwrap().status != RunStatus::Invalid {
+        let made = store.last_runs("api", 5).await.unwrap();
+        let made: Vec<_> = made.iter().filter(|r| r.id > before).collect();
+        let (first, last) = (made.iter().min_by_key(|r| r.id), made.iter().max_by_key(|r| r.id));
+        if [first, last].into_iter().flatten().all(|r| r.status != RunStatus::Invalid) {
             break;
         }
     }
