@@ -319,3 +319,28 @@ fn tick_text(value: f64, unit: &str) -> String {
         _ => tick_label(value),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_is_a_shaded_zone_on_the_scale_even_far_above_the_line() {
+        let points =
+            [TelemetryPoint { elapsed_ms: 1_000, value: 0.2 }, TelemetryPoint { elapsed_ms: 2_000, value: 0.25 }];
+        let ceiling = Zone { bound: 0.6, ceiling: true };
+        let svg =
+            server_side_svg(&[series_panel("host · CPU busy".into(), SHARE_UNIT, &points, None, vec![ceiling])], 3.0);
+        assert_eq!(svg.matches("class=\"zone\"").count(), 1, "{svg}");
+        assert!(
+            svg.contains("<title>over the limit of 60.0 %</title>") && svg.contains(">limit 60.0 %</text>"),
+            "{svg}"
+        );
+        // The axis reaches the limit although the values stay under half of it.
+        assert!(svg.contains(">60 %</text>") || svg.contains(">80 %</text>") || svg.contains(">100 %</text>"), "{svg}");
+        let floor = Zone { bound: 0.9, ceiling: false };
+        let svg =
+            server_side_svg(&[series_panel("db · hit ratio".into(), SHARE_UNIT, &points, None, vec![floor])], 3.0);
+        assert!(svg.contains("<title>under the limit of 90.0 %</title>"), "{svg}");
+    }
+}
