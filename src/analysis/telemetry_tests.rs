@@ -145,3 +145,26 @@ fn limits_are_gates_even_without_history() {
     assert_eq!(floor.outcome, FindingOutcome::GatePassed);
     assert!(judgement.summary.starts_with("regressed: 1 gate breached"), "{}", judgement.summary);
 }
+
+#[test]
+fn against_one_named_run_the_minimum_effect_alone_decides() {
+    let before = nights(1);
+    let one_run = |cpu: f64| {
+        let tonight = night(Some(cpu), 0.95);
+        let telemetry = TelemetryNights { tonight: Some(&tonight), baseline: &before.telemetry };
+        let results = [endpoint("GET /a", 100.0)];
+        judge_with_telemetry(
+            &results,
+            &before.results,
+            telemetry,
+            &Gates::default(),
+            Comparison::OneRun,
+            LoadModel::Open,
+        )
+    };
+    let more = one_run(0.41 * 1.15);
+    let cpu = outcome_of(&more, "CPU per 1,000 requests (CPU s)");
+    assert_eq!((cpu.outcome, cpu.baseline_value), (FindingOutcome::Regression, Some(0.41 * WOBBLE[3])), "{cpu:?}");
+    let close = one_run(0.41 * 1.05);
+    assert_eq!(outcome_of(&close, "CPU per 1,000 requests (CPU s)").outcome, FindingOutcome::NoChange);
+}
