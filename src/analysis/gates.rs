@@ -18,6 +18,9 @@ pub struct Gates {
     pub metric_min_effect_pct: BTreeMap<Metric, f64>,
     /// Absolute limits, checked on every endpoint whatever the baseline says.
     pub absolute: AbsoluteGates,
+    /// Absolute limits on telemetry series (`max`, `min` in `[[scenario.telemetry]] limits`), checked on
+    /// tonight's mean of each whatever the baseline says.
+    pub telemetry_limits: Vec<TelemetryLimit>,
     /// Rerun a run judged regressed at once, on the same build, before believing it; default true.
     pub confirm: bool,
     /// A latency regression measured while the machine was held back (far busier, its host stealing time, or
@@ -37,6 +40,7 @@ impl Default for Gates {
             min_effect_pct: 10.0,
             metric_min_effect_pct: BTreeMap::new(),
             absolute: AbsoluteGates::default(),
+            telemetry_limits: Vec::new(),
             confirm: true,
             busy_machine_inconclusive: true,
         }
@@ -54,6 +58,20 @@ pub struct AbsoluteGates {
     pub max_p99_ms: Option<f64>,
     /// Highest acceptable share of failed requests, in percent.
     pub max_error_rate_pct: Option<f64>,
+}
+
+/// A fixed limit on one telemetry series' mean over the measured stages: the capacity guide's green zone holds
+/// CPU on every server to at most 60 %, whatever the nights before did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TelemetryLimit {
+    /// The source's name.
+    pub source: String,
+    /// The series' name within it.
+    pub series: String,
+    /// The highest acceptable mean, in the series' unit (a share from 0 to 1 for a share).
+    pub max: Option<f64>,
+    /// The lowest acceptable mean (a cache hit ratio).
+    pub min: Option<f64>,
 }
 
 impl Gates {

@@ -1,11 +1,12 @@
 //! Judging one run: every endpoint × metric of the candidate against the same figure in the baseline runs
 //! (the nightly family of `nightly`, or one named run), an endpoint that stopped serving, and the absolute
-//! gates. Pure: results in, findings out.
+//! gates, with the server's telemetry beside them (`telemetry`). Pure: results in, findings out.
 
 use super::detector::{Answer, Change, Direction, Question, SeriesKind};
 use super::nightly::judge_nightly;
+use super::telemetry::{TelemetryNights, limit_findings, missing_tonight, series_drafts, series_figures};
 use crate::analysis::Gates;
-use crate::model::{EndpointResult, Finding, FindingOutcome, LoadModel, Metric, VerdictOutcome};
+use crate::model::{EndpointResult, Finding, FindingOutcome, LoadModel, Metric, VerdictOutcome, Worse};
 
 /// The result of judging a run.
 #[allow(missing_docs, reason = "the field names say what they hold")]
@@ -46,6 +47,20 @@ pub fn judge(
     comparison: Comparison,
     model: LoadModel,
 ) -> Judgement {
+    judge_with_telemetry(candidate, baseline, TelemetryNights::default(), gates, comparison, model)
+}
+
+/// [`judge`], with each telemetry series of `telemetry` judged too (its nights in the order of `baseline`)
+/// and its limits in `gates` applied.
+#[must_use]
+pub fn judge_with_telemetry(
+    candidate: &[EndpointResult],
+    baseline: &[Vec<EndpointResult>],
+    telemetry: TelemetryNights<'_>,
+    gates: &Gates,
+    comparison: Comparison,
+    model: LoadModel,
+) -> Judgement {
     let min_runs = match comparison {
         Comparison::Nightly => gates.min_runs as usize,
         Comparison::OneRun => 1,
@@ -53,12 +68,19 @@ pub fn judge(
     let judge_throughput = model == LoadModel::Closed;
     let mut findings = missing_endpoints(candidate, baseline);
     findings.extend(match comparison {
-        Comparison::Nightly => judge_nightly(candidate, baseline, gates, judge_throughput),
-        Comparison::OneRun => one_run_findings(candidate, baseline, gates, judge_throughput),
+        Comparison::Nightly => {
+            judge_nightly(candidate, baseline, gates, judge_throughput, &series_drafts(telemetry, gates))
+        }
+        Comparison::OneRun => {
+            let mut findings = one_run_findings(candidate, baseline, gates, judge_throughput);
+            findings.extend(one_run_telemetry(telemetry, gates));
+            findings
+        }
     });
     for endpoint in candidate.iter().filter(|e| e.requests > 0) {
         findings.extend(gate_findings(endpoint, gates));
     }
+    findings.extend(limit_findings(telemetry.tonight, &gates.telemetry_limits));
     // Each endpoint's lines together, in the candidate's order.
     let position = |name: &str| candidate.iter().position(|e| e.endpoint == name).unwrap_or(usize::MAX);
     findings.sort_by_key(|f| position(&f.endpoint));
@@ -69,8 +91,31 @@ pub fn judge(
     } else {
         VerdictOutcome::Passed
     };
-    let summary = summarize(outcome, &findings, baseline.len(), min_runs);
+    let summary = summarize(outcome, &findings, baseline.len(), min_runs) + &missing_tonight(telemetry.tonight);
     Judgement { outcome, findings, summary }
+}
+
+/// Every telemetry series against one named run, by the minimum effect alone.
+fn one_run_telemetry(telemetry: TelemetryNights<'_>, gates: &Gates) -> Vec<Finding> {
+    series_figures(telemetry)
+        .into_iter()
+        .map(|series| {
+            let direction =
+                if series.worse == Worse::Higher { Direction::HigherIsWorse } else { Direction::LowerIsWorse };
+            let question = Question {
+                history: &series.history,
+                candidate: series.tonight,
+                direction,
+                kind: SeriesKind::Latency,
+                min_effect_pct: gates.min_effect_pct,
+                min_runs: 1,
+            };
+            let mut finding =
+                finding_from(&series.source, Metric::P50, series.tonight, compare_with_one_run(&question));
+            finding.metric = series.metric.to_string();
+            finding
+        })
+        .collect()
 }
 
 /// Every endpoint × metric against one named run.

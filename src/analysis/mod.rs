@@ -5,7 +5,8 @@
 //! tonight lies from that level and `counts` how many more requests failed or were slow; `detector` applies
 //! the level and shift to one bare series (`degrade detect`); `nightly` judges every endpoint × metric of a
 //! run as one family with a controlled false-alarm rate, `relative` adding each endpoint's latency as a ratio to
-//! the run's other endpoints; `judge` adds the absolute gates and the verdict.
+//! the run's other endpoints and `telemetry` each kept series of the server's side; `judge` adds the absolute
+//! gates and the verdict.
 
 pub mod contention;
 pub mod counts;
@@ -20,6 +21,7 @@ mod relative;
 mod run_level_tests;
 pub mod sample;
 pub mod shift;
+pub mod telemetry;
 mod trend;
 
-pub use gates::{AbsoluteGates, Gates};
+pub use gates::{AbsoluteGates, Gates, TelemetryLimit};

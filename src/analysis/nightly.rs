@@ -21,6 +21,7 @@ use super::evidence::{
 use super::level::{Prior, median};
 use super::relative::{MIN_CONTROLS, Nights, Table};
 use super::shift::{p_worse_by_night_noise, shift};
+use super::telemetry::{SeriesDraft, Tested, p_worse, series_finding};
 use crate::analysis::Gates;
 use crate::metrics::interval::error_rate_interval;
 use crate::model::{Change, EndpointResult, Finding, FindingOutcome, Metric, OVERALL_ENDPOINT};
@@ -41,6 +42,8 @@ enum TestKind {
     Relative,
     /// The count of failed requests.
     Errors,
+    /// A telemetry series against its level (`draft` indexes the telemetry drafts).
+    Telemetry,
 }
 
 /// One test of the family, and what Holm's procedure made of it.
@@ -54,13 +57,15 @@ struct Test {
     rejected: bool,
 }
 
-/// The findings of `candidate` against the `baseline` nights (oldest first), in candidate order.
+/// The findings of `candidate` against the `baseline` nights (oldest first), in candidate order, then one per
+/// telemetry series of `telemetry`, whose tests are part of the same family.
 #[must_use]
-pub fn judge_nightly(
+pub(super) fn judge_nightly(
     candidate: &[EndpointResult],
     baseline: &[Vec<EndpointResult>],
     gates: &Gates,
     judge_throughput: bool,
+    telemetry: &[SeriesDraft],
 ) -> Vec<Finding> {
     let mut drafts: Vec<Draft> = candidate
         .iter()
@@ -69,9 +74,28 @@ pub fn judge_nightly(
         .collect();
     attach_ratios(&mut drafts, candidate, baseline, (gates.min_runs as usize).max(2));
     apply_pooled_priors(&mut drafts);
-    let tests = holm(tests_of(&drafts));
+    let mut tests = tests_of(&drafts);
+    tests.extend(telemetry.iter().enumerate().filter_map(|(i, d)| {
+        p_worse(d).map(|p| Test {
+            draft: i,
+            kind: TestKind::Telemetry,
+            p: p.clamp(0.0, 1.0),
+            alpha: 0.0,
+            rejected: false,
+        })
+    }));
+    let tests = holm(tests);
     let family = tests.len();
-    drafts.iter().enumerate().map(|(i, d)| finding_of(d, &drafts, &tests_for(&tests, i), family)).collect()
+    let mut findings: Vec<Finding> =
+        drafts.iter().enumerate().map(|(i, d)| finding_of(d, &drafts, &tests_for(&tests, i), family)).collect();
+    findings.extend(telemetry.iter().enumerate().map(|(i, d)| {
+        let tested = tests
+            .iter()
+            .find(|t| t.kind == TestKind::Telemetry && t.draft == i)
+            .map(|t| Tested { alpha: t.alpha, rejected: t.rejected });
+        series_finding(d, tested, family, RUN_FALSE_ALARM_RATE / family.max(1) as f64)
+    }));
+    findings
 }
 
 /// Gives each latency percentile of a named endpoint its ratio to the run's other endpoints, where at least
@@ -176,8 +200,9 @@ fn holm(mut tests: Vec<Test>) -> Vec<Test> {
     tests
 }
 
+/// The tests of endpoint draft `draft` (telemetry drafts are numbered apart).
 fn tests_for(tests: &[Test], draft: usize) -> Vec<Test> {
-    tests.iter().filter(|t| t.draft == draft).copied().collect()
+    tests.iter().filter(|t| t.draft == draft && t.kind != TestKind::Telemetry).copied().collect()
 }
 
 /// The finding a draft becomes, given its tests.

@@ -122,6 +122,11 @@ pub struct DemoTargetArgs {
     /// Share of requests answered 500, from 0 to 1.
     #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
     pub error_rate: f64,
+    /// CPU microseconds of work done after each API request is answered, on a thread of its own: a build
+    /// that costs more CPU per request (read at /metrics as process_cpu_seconds_total) with its latency
+    /// unchanged while the machine has headroom.
+    #[arg(long, value_name = "US", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub burn_cpu_us: u64,
     /// The build id /version reports.
     #[arg(long, value_name = "ID", default_value = "1.0.0")]
     pub build: String,
@@ -145,6 +150,7 @@ pub(super) async fn demo_target(args: DemoTargetArgs) -> anyhow::Result<Exit> {
     }
     knobs.slow_down_share(&args.slow_route, Duration::from_secs_f64(args.slowdown_ms / 1000.0), args.slow_share);
     knobs.fail(args.error_rate);
+    knobs.burn_cpu(args.burn_cpu_us);
     let target = DemoTarget::start(SocketAddr::from(([127, 0, 0, 1], args.port)), knobs).await?;
     println!(
         "the demo API (build {}) is at {}/ — GET /boards, /boards/ID/cards, /search?q=…, /version",

@@ -191,9 +191,23 @@ pub(super) fn describe_sources(scenario: &ScenarioConfig) -> Vec<String> {
                 spec.worse,
                 spec.formula()
             ));
+            if let Some(limit) = source.limits.iter().find(|l| l.series == spec.name) {
+                lines.push(format!("                {}", limit_words(limit, &spec.value_unit())));
+            }
         }
     }
     lines
+}
+
+/// `gated: mean at most 60.0 % over the measured stages`.
+fn limit_words(limit: &crate::analysis::TelemetryLimit, unit: &str) -> String {
+    let shown = |v: f64| crate::model::value_in_unit(v, unit);
+    let bounds: Vec<String> =
+        [limit.min.map(|m| format!("at least {}", shown(m))), limit.max.map(|m| format!("at most {}", shown(m)))]
+            .into_iter()
+            .flatten()
+            .collect();
+    format!("gated: mean {} over the measured stages", bounds.join(" and "))
 }
 
 fn set(is_set: bool) -> &'static str {

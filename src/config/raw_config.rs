@@ -76,6 +76,17 @@ pub struct RawTelemetry {
     pub basic_auth_password_env: Option<Spanned<String>>,
     #[serde(default)]
     pub series: Vec<RawSeries>,
+    /// Absolute limits, keyed by the name of a series the source keeps.
+    #[serde(default)]
+    pub limits: BTreeMap<Spanned<String>, RawLimit>,
+}
+
+/// One entry of `[scenario.telemetry.limits]`: the bounds of a series' mean over the measured stages.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimit {
+    pub max: Option<Spanned<f64>>,
+    pub min: Option<Spanned<f64>>,
 }
 
 /// One `[[scenario.telemetry.series]]`: a series a source keeps.

@@ -109,6 +109,11 @@ fn resolve_scenario(
     let build = resolve_build(checker, prefix, build);
     let gates = resolve_gates(checker, prefix, gates);
     let telemetry = super::telemetry::resolve_telemetry(checker, prefix, telemetry, env);
+    // The sources' limits are gates like the latency limits: the judge reads them from the gates.
+    let gates = gates.map(|mut gates| {
+        gates.telemetry_limits = telemetry.iter().flatten().flat_map(|s| s.limits.iter().cloned()).collect();
+        gates
+    });
     Some(ScenarioConfig {
         name: name?,
         file: file?,
@@ -264,6 +269,7 @@ fn resolve_gates(checker: &mut Checker<'_>, prefix: &str, raw: RawGates) -> Opti
         min_effect_pct: min_effect_pct?,
         metric_min_effect_pct: per_metric,
         absolute,
+        telemetry_limits: Vec::new(),
         confirm: confirm.unwrap_or(Gates::default().confirm),
         busy_machine_inconclusive: busy_machine_inconclusive.unwrap_or(Gates::default().busy_machine_inconclusive),
     })

@@ -13,9 +13,11 @@ use toml::Spanned;
 
 use super::checker::{Checker, http_url};
 use super::from_raw::env_var_name;
-use super::raw_config::RawTelemetry;
+use super::raw_config::{RawLimit, RawTelemetry};
 use super::telemetry_series::{SeriesSpec, SourceKind, resolve_series, source_name};
 use super::{ConfigWarning, WarningKind, exporters};
+use crate::analysis::TelemetryLimit;
+use crate::model::SHARE_UNIT;
 use crate::secret::Secret;
 
 /// How often a source is scraped when `every` is not given: Prometheus' own habit for a detailed board.
@@ -48,6 +50,8 @@ pub struct TelemetrySource {
     /// The series it keeps: the exporter's defaults, then the listed ones (a listed series named like a
     /// default replaces it).
     pub series: Vec<SeriesSpec>,
+    /// Absolute limits on its series' means (`limits`), which the scenario's gates hold.
+    pub limits: Vec<TelemetryLimit>,
 }
 
 /// How a scrape authenticates. The secret is read from the environment once, when the config is loaded.
@@ -109,6 +113,7 @@ fn resolve_source(checker: &mut Checker<'_>, prefix: &str, raw: RawTelemetry, en
         basic_auth_user,
         basic_auth_password_env,
         series,
+        limits,
     } = raw;
     let field = |f: &str| format!("{prefix}.{f}");
     let anchor = checker.location(&name);
@@ -154,8 +159,67 @@ fn resolve_source(checker: &mut Checker<'_>, prefix: &str, raw: RawTelemetry, en
         checker.errors.push(super::ConfigError::new(anchor, field("series"), message));
         return None;
     }
-    let (name, kind, url, every, timeout, auth) = (name?, kind?, url?, every?, timeout?, auth?);
-    Some(TelemetrySource { name, kind, url, exporter, every, timeout, auth, series })
+    let name = name?;
+    let limits = resolve_limits(checker, prefix, &name, &series, limits);
+    let (kind, url, every, timeout, auth) = (kind?, url?, every?, timeout?, auth?);
+    Some(TelemetrySource { name, kind, url, exporter, every, timeout, auth, series, limits: limits? })
+}
+
+/// The `limits` table: each key a series the source keeps, each bound a finite number (a share's between 0
+/// and 1), at least one bound, and `min` under `max`; `None` when any is wrong (the errors are recorded).
+fn resolve_limits(
+    checker: &mut Checker<'_>,
+    prefix: &str,
+    source: &str,
+    series: &[SeriesSpec],
+    raw: std::collections::BTreeMap<Spanned<String>, RawLimit>,
+) -> Option<Vec<TelemetryLimit>> {
+    let mut limits = Vec::new();
+    let mut valid = true;
+    for (name, RawLimit { max, min }) in raw {
+        let field = format!("{prefix}.limits.{}", name.get_ref());
+        let Some(spec) = series.iter().find(|s| &s.name == name.get_ref()) else {
+            let kept: Vec<String> = series.iter().map(|s| format!("`{}`", s.name)).collect();
+            let message =
+                format!("this source keeps no series named `{}`; it keeps {}", name.get_ref(), kept.join(", "));
+            checker.error(&name, &field, message);
+            valid = false;
+            continue;
+        };
+        let share = spec.value_unit() == SHARE_UNIT;
+        let mut bound = |value: Option<Spanned<f64>>, key: &str| match value {
+            Some(v) => checker.check(&v, &format!("{field}.{key}"), |v| limit_value(*v, share)).map(Some),
+            None => Some(None),
+        };
+        let (max, min) = (bound(max, "max"), bound(min, "min"));
+        let (Some(max), Some(min)) = (max, min) else {
+            valid = false;
+            continue;
+        };
+        let problem = match (min, max) {
+            (None, None) => Some("give `max`, `min` or both".to_owned()),
+            (Some(min), Some(max)) if min >= max => Some(format!("`min` ({min}) must be below `max` ({max})")),
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            checker.error(&name, &field, problem);
+            valid = false;
+            continue;
+        }
+        limits.push(TelemetryLimit { source: source.to_owned(), series: spec.name.clone(), max, min });
+    }
+    valid.then_some(limits)
+}
+
+/// A bound: finite, and for a share a fraction, so `max = 60` meant as 60 % is caught.
+fn limit_value(value: f64, share: bool) -> Result<f64, String> {
+    if !value.is_finite() {
+        return Err(format!("{value} is not a number"));
+    }
+    if share && !(0.0..=1.0).contains(&value) {
+        return Err(format!("{value} is outside 0..=1: this series is a share, so 60 % is written 0.6"));
+    }
+    Ok(value)
 }
 
 /// The exporter's default series, then the listed ones; a listed series named like a default replaces it.

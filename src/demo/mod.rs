@@ -1,6 +1,8 @@
-//! The first five minutes: a bundled demo API to test ([`target`]), a local stand-in for Slack
-//! ([`receiver`]), and `degrade demo`, which shows the whole nightly job on them ([`story`]).
+//! The first five minutes: a bundled demo API to test ([`target`]), with its CPU exposed and burnt on demand
+//! ([`cpu`]), a local stand-in for Slack ([`receiver`]), and `degrade demo`, which shows the whole nightly job
+//! on them ([`story`]).
 
+pub mod cpu;
 mod receiver;
 pub mod story;
 pub mod target;

@@ -1,10 +1,11 @@
 //! The demo target: a small but realistic JSON API, boards with cards, backed by its own SQLite database
 //! seeded with enough rows that requests spread over real data. Its knobs inject a regression: a delay on
-//! one route, a share of 500s, and the build id `/version` reports.
+//! one route, a share of 500s, CPU work per request that adds no latency (`cpu`), and the build id
+//! `/version` reports.
 //!
 //! Routes: `GET /boards?page&per_page`, `GET /boards/{board_id}`, `GET /boards/{board_id}/cards?page&per_page`,
 //! `POST /boards/{board_id}/cards`, `GET|PATCH|DELETE /cards/{card_id}`, `GET /search?q`, `GET /version`,
-//! `GET /healthz`.
+//! `GET /healthz`, and `GET /metrics` (its process CPU in the Prometheus exposition format).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +22,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+use super::cpu::{self, Burner};
 
 /// Boards seeded; each gets [`CARDS_PER_BOARD`] cards, so reads spread over 24,000 rows.
 pub const BOARDS: i64 = 600;
@@ -61,6 +64,8 @@ pub struct Knobs {
     slow_seen: AtomicU64,
     /// Share of requests answered 500, in millionths.
     pub error_ppm: AtomicU64,
+    /// CPU microseconds of work done after each API request is answered, off its path.
+    pub burn_cpu_us: AtomicU64,
     /// What `/version` reports.
     pub build: Mutex<String>,
     served: AtomicU64,
@@ -98,6 +103,12 @@ impl Knobs {
         self.error_ppm.store((share.clamp(0.0, 1.0) * 1e6) as u64, Ordering::Relaxed);
     }
 
+    /// Does about `us` microseconds of CPU work after each API request is answered (zero stops it): a build
+    /// that costs more CPU per request while its answers take no longer.
+    pub fn burn_cpu(&self, us: u64) {
+        self.burn_cpu_us.store(us, Ordering::Relaxed);
+    }
+
     fn delay_for(&self, method: &str, template: &str) -> Duration {
         let us = self.slowdown_us.load(Ordering::Relaxed);
         let matches = {
@@ -119,6 +130,7 @@ impl Knobs {
 struct Demo {
     db: SqlitePool,
     knobs: Arc<Knobs>,
+    burner: Arc<Burner>,
 }
 
 /// The running API: its address; stopped when dropped.
@@ -152,7 +164,7 @@ impl DemoTarget {
         seed(&db).await?;
         let listener = tokio::net::TcpListener::bind(address).await?;
         let address = listener.local_addr()?;
-        let app = router(Demo { db, knobs });
+        let app = router(Demo { db, knobs, burner: Arc::new(Burner::start()) });
         let server = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "the demo target stopped");
@@ -195,6 +207,7 @@ fn router(demo: Demo) -> Router {
         .route("/search", get(search))
         .route("/version", get(version))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics))
         .layer(axum::middleware::from_fn_with_state(demo.clone(), knobs))
         .with_state(demo)
 }
@@ -218,10 +231,21 @@ async fn knobs(State(demo): State<Demo>, request: Request, next: Next) -> Respon
     let served = demo.knobs.served.fetch_add(1, Ordering::Relaxed);
     let ppm = demo.knobs.error_ppm.load(Ordering::Relaxed);
     // Every (1e6 / ppm)-th request fails: the same share every run, without a random source.
-    if ppm > 0 && template != "/version" && template != "/healthz" && served % (1_000_000 / ppm).max(1) == 0 {
+    let api = !["/version", "/healthz", "/metrics"].contains(&template.as_str());
+    if ppm > 0 && api && served % (1_000_000 / ppm).max(1) == 0 {
         return (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": "injected failure"}))).into_response();
     }
-    next.run(request).await
+    let answer = next.run(request).await;
+    if api {
+        // Queued for the burner's thread as the answer leaves: the work is the build's, the wait nobody's.
+        demo.burner.burn(demo.knobs.burn_cpu_us.load(Ordering::Relaxed));
+    }
+    answer
+}
+
+async fn metrics(State(demo): State<Demo>) -> Response {
+    let requests = demo.knobs.served.load(Ordering::Relaxed);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], cpu::exposition(requests)).into_response()
 }
 
 async fn seed(db: &SqlitePool) -> anyhow::Result<()> {

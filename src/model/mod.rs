@@ -9,6 +9,7 @@ mod change;
 mod figures;
 mod runs;
 mod telemetry;
+mod telemetry_metric;
 mod verdict;
 
 pub use baseline::BaselineSpec;
@@ -16,4 +17,5 @@ pub use change::Change;
 pub use figures::*;
 pub use runs::*;
 pub use telemetry::*;
+pub use telemetry_metric::*;
 pub use verdict::*;

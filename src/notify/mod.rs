@@ -78,8 +78,8 @@ pub struct Worse {
     pub tonight: f64,
     /// Change from the baseline, percent.
     pub delta_pct: Option<f64>,
-    /// `ms`, `%` or `req/s`.
-    pub unit: &'static str,
+    /// `ms`, `%` or `req/s`; a telemetry series' own unit (`CPU s`, or `share` for a fraction from 0 to 1).
+    pub unit: String,
 }
 
 /// Everything an alert says, whatever the format.
@@ -119,14 +119,18 @@ impl Alert {
     }
 }
 
-/// The unit a metric's values are in.
+/// The unit a metric's values are in: a telemetry finding's is in its name (`model::TelemetryMetric`).
 #[must_use]
-pub fn unit_of(metric: &str) -> &'static str {
+pub fn unit_of(metric: &str) -> String {
+    if let Some(telemetry) = crate::model::TelemetryMetric::parse(metric) {
+        return telemetry.unit;
+    }
     match metric {
         "error_rate" | "max_error_rate_pct" => "%",
         "throughput" => "req/s",
         _ => "ms",
     }
+    .to_owned()
 }
 
 /// One message per notifier that wants `alert` about `episode`.

@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 
 use super::held_back::{excuse_a_held_back_machine, without_held_back_nights};
 use crate::analysis::Gates;
-use crate::analysis::judge::{Comparison, Judgement, judge};
+use crate::analysis::judge::{Comparison, Judgement, judge_with_telemetry};
+use crate::analysis::telemetry::TelemetryNights;
 use crate::config::Config;
 use crate::model::{BaselineSpec, EndpointResult, LoadModel, NewVerdict, Run, RunStatus, VerdictOutcome};
 use crate::report::{BaselineRun, CheckReport, LeftOut};
@@ -144,7 +145,13 @@ async fn judge_against_nights(
     let tonight = endpoints(store, candidate.id).await?;
     let model = candidate.load_summary.as_ref().map_or(LoadModel::Open, |l| LoadModel::from_stored(&l.model));
     let before = baseline_results(store, &baseline).await?;
-    let mut judgement = judge(&tonight, &before, gates, comparison, model);
+    let telemetry_tonight = store.telemetry_summaries(candidate.id).await?;
+    let mut telemetry_before = Vec::with_capacity(baseline.len());
+    for run in &baseline {
+        telemetry_before.push(store.telemetry_summaries(run.id).await?);
+    }
+    let telemetry = TelemetryNights { tonight: Some(&telemetry_tonight), baseline: &telemetry_before };
+    let mut judgement = judge_with_telemetry(&tonight, &before, telemetry, gates, comparison, model);
     if mind_the_machine {
         judgement = excuse_a_held_back_machine(judgement, candidate, &tonight, &baseline, &before);
     }

@@ -119,6 +119,9 @@ impl CheckReport {
 
 /// A finding's value with its unit: `123.4 ms`, `0.52 %`, `99.8 req/s`.
 pub(crate) fn with_unit(metric: &str, value: f64) -> String {
+    if let Some(telemetry) = crate::model::TelemetryMetric::parse(metric) {
+        return crate::model::value_in_unit(value, &telemetry.unit);
+    }
     match metric {
         "error_rate" | "max_error_rate_pct" => format!("{value:.3} %"),
         "throughput" => format!("{value:.1} req/s"),

@@ -1,6 +1,7 @@
 //! A run's telemetry: each source's outcome, its series with their summaries, and their values. Written in a
 //! transaction of its own after the run's results ([`Store::save_telemetry`]), so telemetry that cannot be
-//! stored never loses the night; read back for the run page ([`Store::telemetry`]).
+//! stored never loses the night; read back for the run page ([`Store::telemetry`]) and, without its values,
+//! for the judge ([`Store::telemetry_summaries`]).
 
 use sqlx::QueryBuilder;
 
@@ -119,16 +120,29 @@ impl Store {
 
     /// A run's telemetry, sources and series in the configuration's order; empty when it had none.
     pub async fn telemetry(&self, run_id: RunId) -> Result<RunTelemetry, StoreError> {
+        let mut telemetry = self.telemetry_summaries(run_id).await?;
+        let points = "select source, series, elapsed_ms, value from telemetry_points where run_id = $1 \
+                      order by source, series, elapsed_ms";
+        let points: Vec<PointRow> = on_pool!(self, |pool| sqlx::query_as(points).bind(run_id).fetch_all(pool).await?);
+        for PointRow { source, series, elapsed_ms, value } in points {
+            let owner = telemetry.sources.iter_mut().find(|s| s.name == source);
+            if let Some(kept) = owner.and_then(|s| s.series.iter_mut().find(|s| s.name == series)) {
+                kept.points.push(TelemetryPoint { elapsed_ms, value });
+            }
+        }
+        Ok(telemetry)
+    }
+
+    /// A run's telemetry without the series' values: each source's outcome and each series' summary, what the
+    /// judge reads of a night.
+    pub async fn telemetry_summaries(&self, run_id: RunId) -> Result<RunTelemetry, StoreError> {
         let sources = "select source, status, reason, scrapes, failed_scrapes from telemetry_sources \
                        where run_id = $1 order by position";
         let series = "select source, series, unit, count_unit, kind, worse, status, reason, mean, max, \
                       per_1000_requests from telemetry_series where run_id = $1 order by position";
-        let points = "select source, series, elapsed_ms, value from telemetry_points where run_id = $1 \
-                      order by source, series, elapsed_ms";
-        let (sources, series, points): (Vec<SourceRow>, Vec<SeriesRow>, Vec<PointRow>) = on_pool!(self, |pool| (
+        let (sources, series): (Vec<SourceRow>, Vec<SeriesRow>) = on_pool!(self, |pool| (
             sqlx::query_as(sources).bind(run_id).fetch_all(pool).await?,
             sqlx::query_as(series).bind(run_id).fetch_all(pool).await?,
-            sqlx::query_as(points).bind(run_id).fetch_all(pool).await?,
         ));
         let mut telemetry =
             RunTelemetry { sources: sources.into_iter().map(SourceRow::into_source).collect::<Result<_, _>>()? };
@@ -137,12 +151,6 @@ impl Store {
             let series = row.into_series()?;
             if let Some(owner) = telemetry.sources.iter_mut().find(|s| s.name == source) {
                 owner.series.push(series);
-            }
-        }
-        for PointRow { source, series, elapsed_ms, value } in points {
-            let owner = telemetry.sources.iter_mut().find(|s| s.name == source);
-            if let Some(kept) = owner.and_then(|s| s.series.iter_mut().find(|s| s.name == series)) {
-                kept.points.push(TelemetryPoint { elapsed_ms, value });
             }
         }
         Ok(telemetry)

@@ -16,6 +16,7 @@ fn node_source() -> TelemetrySource {
         timeout: Duration::from_secs(5),
         auth: None,
         series: Exporter::Node.series(),
+        limits: Vec::new(),
     }
 }
 

@@ -163,7 +163,8 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let verdict = state.store.latest_verdict(id).await?;
     let timeline = state.store.timeline(id).await?;
     let timelines = timelines(&timeline)?;
-    let telemetry = super::run_telemetry::view(&state.store.telemetry(id).await?, &timeline);
+    let findings = verdict.as_ref().map(|v| v.findings.as_slice()).unwrap_or_default();
+    let telemetry = super::run_telemetry::view(&state.store.telemetry(id).await?, &timeline, findings);
     let scenario_source = state.store.scenario_source(id).await?;
     let deploy_output = state.store.deploy_output(id).await?;
     let duration = run.finished_at.map_or_else(

@@ -1,8 +1,11 @@
 //! The run page's telemetry section: the figure (`telemetry_chart`), a note per source that could not be read
 //! in full, and a table of each series' figures over the measured stages, with the reason when it has none.
 
-use super::telemetry_chart::{Panel, latency_panel, series_panel, server_side_svg};
-use crate::model::{RunTelemetry, SHARE_UNIT, SeriesTelemetry, TelemetryStatus, TimelinePoint};
+use super::telemetry_chart::{Panel, Zone, latency_panel, series_panel, server_side_svg};
+use crate::model::{
+    Finding, RunTelemetry, SHARE_UNIT, SeriesTelemetry, TelemetryFigure, TelemetryMetric, TelemetryStatus,
+    TimelinePoint,
+};
 use crate::telemetry::shown;
 
 /// What the template shows.
@@ -25,9 +28,10 @@ pub struct SeriesRow {
     pub status: String,
 }
 
-/// The section for `telemetry`, drawn under `timeline`; `None` when the run had no telemetry source.
+/// The section for `telemetry`, drawn under `timeline`, each series with the limits its verdict's `findings`
+/// held it to; `None` when the run had no telemetry source.
 #[must_use]
-pub fn view(telemetry: &RunTelemetry, timeline: &[TimelinePoint]) -> Option<TelemetryView> {
+pub fn view(telemetry: &RunTelemetry, timeline: &[TimelinePoint], findings: &[Finding]) -> Option<TelemetryView> {
     if telemetry.sources.is_empty() {
         return None;
     }
@@ -53,6 +57,7 @@ pub fn view(telemetry: &RunTelemetry, timeline: &[TimelinePoint]) -> Option<Tele
                 &series.unit,
                 &series.points,
                 missing,
+                zones(findings, &source.name, &series.name),
             ));
             rows.push(series_row(&source.name, series));
         }
@@ -66,6 +71,23 @@ pub fn view(telemetry: &RunTelemetry, timeline: &[TimelinePoint]) -> Option<Tele
         .map(|p| p.elapsed_ms as f64 / 1000.0)
         .fold(0.0, f64::max);
     Some(TelemetryView { svg: server_side_svg(&panels, last_second.max(last_scrape)), notes, rows })
+}
+
+/// The limits the verdict held a series to: its ceiling and floor findings.
+fn zones(findings: &[Finding], source: &str, series: &str) -> Vec<Zone> {
+    findings
+        .iter()
+        .filter(|f| f.endpoint == source)
+        .filter_map(|f| {
+            let metric = TelemetryMetric::parse(&f.metric).filter(|m| m.series == series)?;
+            let ceiling = match metric.figure {
+                TelemetryFigure::Ceiling => true,
+                TelemetryFigure::Floor => false,
+                TelemetryFigure::Mean | TelemetryFigure::Per1000Requests => return None,
+            };
+            Some(Zone { bound: f.limit?, ceiling })
+        })
+        .collect()
 }
 
 /// A series' figures in words, or why it has none.

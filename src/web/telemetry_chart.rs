@@ -48,6 +48,18 @@ pub struct Panel {
     pub lines: Vec<Line>,
     /// Why it has no values, when it has none.
     pub missing: Option<String>,
+    /// The series' absolute limits, drawn as zones.
+    pub zones: Vec<Zone>,
+}
+
+/// An absolute limit on a series (`limits` in `degrade.toml`, as the verdict held it): the side past it is
+/// shaded, the way a Grafana threshold marks a board's red zone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Zone {
+    /// The limit, in the panel's unit.
+    pub bound: f64,
+    /// A ceiling (`max`: above is out) or a floor (`min`: below is out).
+    pub ceiling: bool,
 }
 
 /// The run's response times per second: the slowest endpoint's p99 and p50 each second (one endpoint's own
@@ -70,16 +82,23 @@ pub fn latency_panel(timeline: &[TimelinePoint]) -> Panel {
         unit: "ms".to_owned(),
         lines: vec![line("p99", colour::P99, |v| v.1), line("p50", colour::P50, |v| v.0)],
         missing: seconds.is_empty().then(|| "no request was answered".to_owned()),
+        zones: Vec::new(),
     }
 }
 
-/// A telemetry series' panel.
+/// A telemetry series' panel, with its limits as `zones`.
 #[must_use]
-pub fn series_panel(title: String, unit: &str, points: &[TelemetryPoint], missing: Option<&str>) -> Panel {
+pub fn series_panel(
+    title: String,
+    unit: &str,
+    points: &[TelemetryPoint],
+    missing: Option<&str>,
+    zones: Vec<Zone>,
+) -> Panel {
     let points: Vec<(f64, f64)> = points.iter().map(|p| (p.elapsed_ms as f64 / 1000.0, p.value)).collect();
     let lines =
         if points.is_empty() { Vec::new() } else { vec![Line { name: String::new(), colour: TELEMETRY, points }] };
-    Panel { title, unit: unit.to_owned(), lines, missing: missing.map(str::to_owned) }
+    Panel { title, unit: unit.to_owned(), lines, missing: missing.map(str::to_owned), zones }
 }
 
 /// The figure: `panels` stacked over one axis of seconds, from 0 to `span_secs`.
@@ -159,9 +178,38 @@ fn draw_panel(out: &mut String, panel: &Panel, top: f64, x: &impl Fn(f64) -> f64
     }
     let (first, last) = draw_value_axis(out, panel, bottom);
     let y = |value: f64| bottom - (value - first) / (last - first) * PLOT;
+    for zone in &panel.zones {
+        draw_zone(out, zone, &panel.unit, (plot_top, bottom), &y);
+    }
     for line in &panel.lines {
         draw_line(out, line, &panel.unit, x, &y);
     }
+}
+
+/// The colour of the side past a limit: the alarm colour the verdict uses for a breached gate.
+const OUT_OF_LIMITS: &str = "#d93f0b";
+
+/// A limit: the side past it shaded up to the plot's edge, and a dashed line at it with its value.
+fn draw_zone(out: &mut String, zone: &Zone, unit: &str, (plot_top, bottom): (f64, f64), y: &impl Fn(f64) -> f64) {
+    let at = y(zone.bound).clamp(plot_top, bottom);
+    let (from, to) = if zone.ceiling { (plot_top, at) } else { (at, bottom) };
+    let side = if zone.ceiling { "over" } else { "under" };
+    let _ = write!(
+        out,
+        "<rect class=\"zone\" x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" fill=\"{OUT_OF_LIMITS}\" \
+         fill-opacity=\"0.1\"><title>{side} the limit of {7}</title></rect>\
+         <line x1=\"{0}\" x2=\"{4}\" y1=\"{5}\" y2=\"{5}\" stroke=\"{OUT_OF_LIMITS}\" stroke-dasharray=\"5 4\" \
+         stroke-width=\"1.4\"/>\
+         <text x=\"{4}\" y=\"{6}\" text-anchor=\"end\" fill=\"{OUT_OF_LIMITS}\" font-size=\"11\">limit {7}</text>",
+        Px(LEFT),
+        Px(from),
+        Px(WIDTH - RIGHT - LEFT),
+        Px((to - from).max(0.0)),
+        Px(WIDTH - RIGHT - 2.0),
+        Px(at),
+        Px(if zone.ceiling { at - 4.0 } else { at + 12.0 }),
+        xml_escape(&shown_value(zone.bound, unit))
+    );
 }
 
 /// The value axis of a panel whose plot ends at `bottom`: a grid line per round tick, the two ends labelled;
@@ -171,6 +219,8 @@ fn draw_value_axis(out: &mut String, panel: &Panel, bottom: f64) -> (f64, f64) {
         .lines
         .iter()
         .flat_map(|l| l.points.iter().map(|p| p.1))
+        // A limit is always on the scale, so a line far under its ceiling is seen to be far under it.
+        .chain(panel.zones.iter().map(|z| z.bound))
         .fold((0.0, 0.0), |(lo, hi), v| (f64::min(lo, v), f64::max(hi, v)));
     let ticks = value_ticks(low, high, &panel.unit);
     let (first, last) = (ticks[0], ticks[ticks.len() - 1]);
@@ -267,5 +317,30 @@ fn tick_text(value: f64, unit: &str) -> String {
         }
         "ms" => format!("{} ms", tick_label(value)),
         _ => tick_label(value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_is_a_shaded_zone_on_the_scale_even_far_above_the_line() {
+        let points =
+            [TelemetryPoint { elapsed_ms: 1_000, value: 0.2 }, TelemetryPoint { elapsed_ms: 2_000, value: 0.25 }];
+        let ceiling = Zone { bound: 0.6, ceiling: true };
+        let svg =
+            server_side_svg(&[series_panel("host · CPU busy".into(), SHARE_UNIT, &points, None, vec![ceiling])], 3.0);
+        assert_eq!(svg.matches("class=\"zone\"").count(), 1, "{svg}");
+        assert!(
+            svg.contains("<title>over the limit of 60.0 %</title>") && svg.contains(">limit 60.0 %</text>"),
+            "{svg}"
+        );
+        // The axis reaches the limit although the values stay under half of it.
+        assert!(svg.contains(">60 %</text>") || svg.contains(">80 %</text>") || svg.contains(">100 %</text>"), "{svg}");
+        let floor = Zone { bound: 0.9, ceiling: false };
+        let svg =
+            server_side_svg(&[series_panel("db · hit ratio".into(), SHARE_UNIT, &points, None, vec![floor])], 3.0);
+        assert!(svg.contains("<title>under the limit of 90.0 %</title>"), "{svg}");
     }
 }

@@ -340,6 +340,47 @@ fn a_prometheus_source_keeps_queries_and_says_where_a_selector_or_an_exporter_wa
 }
 
 #[test]
+fn telemetry_limits_name_a_kept_series_and_read_a_share_as_a_fraction() {
+    let source = "[[scenario.telemetry]]\nname = \"host\"\nkind = \"scrape\"\nurl = \"http://127.0.0.1:9100/metrics\"\n\
+                  exporter = \"node_exporter\"\n";
+    let field = "scenario[0].telemetry[0].limits";
+    for (limits, expected) in [
+        (
+            "limits = { \"CPU\" = { max = 0.6 } }",
+            format!(
+                "degrade.toml:9:12: {field}.CPU: this source keeps no series named `CPU`; it keeps `CPU busy`, `iowait`, `memory used`"
+            ),
+        ),
+        (
+            "limits = { \"CPU busy\" = { max = 60 } }",
+            format!(
+                "degrade.toml:9:33: {field}.CPU busy.max: 60 is outside 0..=1: this series is a share, so 60 % is written 0.6"
+            ),
+        ),
+        (
+            "limits = { iowait = { min = 0.5, max = 0.2 } }",
+            format!("degrade.toml:9:12: {field}.iowait: `min` (0.5) must be below `max` (0.2)"),
+        ),
+        ("limits = { iowait = {} }", format!("degrade.toml:9:12: {field}.iowait: give `max`, `min` or both")),
+        ("limits = { iowait = { maximum = 0.2 } }", "unknown field `maximum`, expected `max` or `min`".to_owned()),
+    ] {
+        let message = error(&format!("{SCENARIO}{source}{limits}\n"));
+        assert!(message.contains(&expected), "missing `{expected}` in:\n{message}");
+    }
+    let config = load(&format!("{SCENARIO}{source}limits = {{ \"CPU busy\" = {{ max = 0.6 }} }}\n"), &[]).unwrap();
+    let gates = &config.scenario("checkout").unwrap().gates;
+    assert_eq!(
+        gates.telemetry_limits,
+        [degrade::analysis::TelemetryLimit {
+            source: "host".into(),
+            series: "CPU busy".into(),
+            max: Some(0.6),
+            min: None
+        }]
+    );
+}
+
+#[test]
 fn the_manuals_telemetry_example_is_valid_and_keeps_what_it_says() {
     let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/guide/telemetry.md");
     let page = std::fs::read_to_string(page).unwrap();

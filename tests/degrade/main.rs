@@ -42,6 +42,8 @@
 //! - `telemetry_prometheus`: a night whose series are PromQL queries asked of Debian's real Prometheus server
 //!   scraping a real node_exporter; a bad query, and servers that are absent, hang, fail or answer garbage, the
 //!   night kept; `validate` and `telemetry probe` (skipped, saying so, without Prometheus).
+//! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
+//!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -79,4 +81,5 @@ mod tape;
 mod tape_privacy;
 mod telemetry;
 mod telemetry_prometheus;
+mod telemetry_judged;
 mod support;

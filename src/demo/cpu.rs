@@ -1,0 +1,120 @@
+//! The demo target's CPU: what it has used, in the Prometheus exposition format at `/metrics` (the
+//! `process_cpu_seconds_total` every Prometheus client library exports, read from `/proc/self/stat`), and
+//! the extra work a build can be made to do per request without its answers taking longer: a thread of its
+//! own does it after each answer, so the cost shows on the server's side and not in the latency, the way a
+//! build that needs more CPU per request reads on a night with headroom.
+
+use std::hint::black_box;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
+
+/// The kernel's clock ticks per second in `/proc/<pid>/stat` (`USER_HZ`): 100 on every Linux architecture
+/// that exports it to user space.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// The CPU seconds this process has used, user and system, on every thread; `None` off Linux.
+#[must_use]
+pub fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name, field 2, is in parentheses and may hold spaces: count fields after its `)`.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace().skip(11);
+    let user: f64 = fields.next()?.parse().ok()?;
+    let system: f64 = fields.next()?.parse().ok()?;
+    Some((user + system) / TICKS_PER_SECOND)
+}
+
+/// `/metrics`: the process's CPU seconds and the API requests it has answered.
+#[must_use]
+pub fn exposition(requests: u64) -> String {
+    let mut text = String::new();
+    if let Some(cpu) = process_cpu_seconds() {
+        text.push_str(
+            "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n\
+             # TYPE process_cpu_seconds_total counter\n",
+        );
+        text.push_str(&format!("process_cpu_seconds_total {cpu}\n"));
+    }
+    text.push_str("# HELP demo_requests_total API requests answered.\n# TYPE demo_requests_total counter\n");
+    text.push_str(&format!("demo_requests_total {requests}\n"));
+    text
+}
+
+/// A thread that does work handed to it after the answers: `burn(µs)` queues about that much CPU time.
+pub struct Burner {
+    work: Sender<u64>,
+}
+
+impl Burner {
+    /// Starts the thread, once it has measured how much work a microsecond of this machine's CPU does.
+    #[must_use]
+    pub fn start() -> Self {
+        let (work, queue) = channel();
+        let per_us = rounds_per_us();
+        std::thread::Builder::new()
+            .name("demo-burner".to_owned())
+            .spawn(move || burn_queued(&queue, per_us))
+            .expect("a thread can be started at start-up");
+        Self { work }
+    }
+
+    /// Queues about `us` microseconds of CPU work; nothing for zero.
+    pub fn burn(&self, us: u64) {
+        if us > 0 {
+            // The thread ends only with the sender, so a send fails only while the target is going away.
+            let _ = self.work.send(us);
+        }
+    }
+}
+
+/// Works through the queue until its sender is gone, the same rounds per microsecond throughout, so a
+/// request asked for twice the microseconds costs twice the work whatever else the machine is doing.
+fn burn_queued(queue: &Receiver<u64>, per_us: u64) {
+    while let Ok(us) = queue.recv() {
+        black_box(rounds(us.saturating_mul(per_us)));
+    }
+}
+
+/// A fixed amount of arithmetic the compiler cannot skip.
+fn rounds(count: u64) -> u64 {
+    let mut x = black_box(0x9E37_79B9_7F4A_7C15_u64);
+    for i in 0..count {
+        x = (x ^ i).wrapping_mul(0xBF58_476D_1CE4_E5B9).rotate_left(17);
+    }
+    x
+}
+
+/// How many rounds one microsecond of CPU does here: the fastest of a few 2 ms trials, since a trial can
+/// only be slowed (by another thread taking the core), never sped up.
+fn rounds_per_us() -> u64 {
+    const TRIAL: u64 = 200_000;
+    let fastest = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(rounds(TRIAL));
+            start.elapsed()
+        })
+        .min()
+        .unwrap_or(Duration::from_millis(1))
+        .max(Duration::from_micros(1));
+    (TRIAL as f64 / fastest.as_secs_f64() / 1e6).max(1.0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exposition_carries_the_process_cpu_and_the_requests() {
+        let text = exposition(42);
+        assert!(text.contains("\ndemo_requests_total 42\n"), "{text}");
+        if cfg!(target_os = "linux") {
+            let cpu = process_cpu_seconds().expect("/proc/self/stat is readable on Linux");
+            assert!(cpu >= 0.0);
+            assert!(text.contains("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total "), "{text}");
+        }
+        for line in text.lines() {
+            assert!(crate::exposition::parse_line(line).is_ok(), "{line}");
+        }
+    }
+}
