@@ -6,21 +6,40 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::trend_rows::failing_outcomes;
 use super::trends::{MAX_RUN_POINTS, TrendSpan};
 use super::{Store, StoreError, from_millis, on_pool, to_millis};
 use crate::model::{RunId, RunStatus, SeriesKind, SeriesSummary, Worse};
 
+/// Whether the run was judged regressed with a failing finding on this series (a telemetry finding's endpoint
+/// is its source, its metric starts with the series' name), as 0 or 1.
+macro_rules! regressed_series {
+    () => {
+        concat!(
+            "case when runs.status = 'regressed' and exists (select 1 from findings f \
+    where f.verdict_id = (select max(v.id) from verdicts v where v.run_id = runs.id) \
+    and f.endpoint = s.source and substr(f.metric, 1, length(s.series) + 1) = s.series || ' ' \
+    and f.outcome in ",
+            failing_outcomes!(),
+            ") then 1 else 0 end"
+        )
+    };
+}
+
 /// The summaries of every series kept in the newest `$5` measured runs of series `$4` in `[$2, $3)` (ms), by
 /// source and series in their configured order, then time. A series with no values that night (its source
 /// did not answer) has no summary and is left out: there is nothing to draw.
-const NIGHTS: &str = "select runs.id as run_id, runs.started_at, runs.status, runs.build_id, s.source, s.series, \
-    s.unit, s.count_unit, s.kind, s.worse, s.mean, s.max, s.per_1000_requests \
-    from telemetry_series s join runs on runs.id = s.run_id \
+const NIGHTS: &str = concat!(
+    "select runs.id as run_id, runs.started_at, runs.status, runs.build_id, s.source, s.series, \
+    s.unit, s.count_unit, s.kind, s.worse, s.mean, s.max, s.per_1000_requests, ",
+    regressed_series!(),
+    " as regressed from telemetry_series s join runs on runs.id = s.run_id \
     where s.mean is not null and s.max is not null and runs.id in (select runs.id from runs \
         join scenarios on scenarios.id = runs.scenario_id \
         where scenarios.name = $1 and runs.started_at >= $2 and runs.started_at < $3 and runs.scenario_hash = $4 \
         and runs.status not in ('failed', 'aborted') order by runs.started_at desc, runs.id desc limit $5) \
-    order by s.position, s.source, s.series, runs.started_at, runs.id";
+    order by s.position, s.source, s.series, runs.started_at, runs.id"
+);
 
 /// How many measured runs of the span have telemetry at all, counted up to one past the runs read.
 const COUNT_NIGHTS: &str = "select count(*) from (select 1 from runs join scenarios on scenarios.id = runs.scenario_id \
@@ -43,6 +62,7 @@ struct NightRow {
     mean: f64,
     max: f64,
     per_1000_requests: Option<f64>,
+    regressed: i64,
 }
 
 /// One series' summary in one run.
@@ -60,6 +80,8 @@ pub struct TelemetryNight {
     pub kind: SeriesKind,
     pub worse: Worse,
     pub summary: SeriesSummary,
+    /// The run was judged regressed on this series (a change or a breached limit).
+    pub regressed: bool,
 }
 
 /// The telemetry of a span's runs: by source and series, then time.
@@ -113,6 +135,7 @@ impl NightRow {
             kind: self.kind.parse().map_err(corrupt)?,
             worse: self.worse.parse().map_err(corrupt)?,
             summary: SeriesSummary { mean: self.mean, max: self.max, per_1000_requests: self.per_1000_requests },
+            regressed: self.regressed > 0,
         })
     }
 }

@@ -117,7 +117,7 @@ pub(super) async fn page(
             endpoints.push(endpoint_trend(endpoint, &points, &gates, view.scale, &zoom));
         }
         let server_side = state.store.telemetry_trend(span).await?;
-        telemetry = series_trends(&server_side.nights, view.scale, &zoom);
+        telemetry = series_trends(&server_side.nights, &gates.telemetry_limits, view.scale, &zoom);
         telemetry_left_off = server_side.left_off;
     }
     let ranges = Range::ALL

@@ -5,8 +5,10 @@
 //! highest value beside it.
 
 use super::trend_chart::{Line, OverBuckets, Scale, TrendChart};
+use crate::analysis::TelemetryLimit;
 use crate::model::{RunStatus, SHARE_UNIT, SeriesKind, Worse};
 use crate::store::{ChartPoint, TelemetryNight};
+use crate::telemetry::shown;
 
 /// The colour of telemetry lines, as on the run page: no figure of the client's uses it.
 const TELEMETRY: &str = "#0e8a7e";
@@ -35,7 +37,12 @@ const GAUGE: [Line; 2] = [
 /// A chart per series of `nights` (by series, then time, as the store reads them), in the order the series
 /// first appear.
 #[must_use]
-pub fn series_trends(nights: &[TelemetryNight], scale: Scale, zoom: &str) -> Vec<SeriesTrend> {
+pub fn series_trends(
+    nights: &[TelemetryNight],
+    limits: &[TelemetryLimit],
+    scale: Scale,
+    zoom: &str,
+) -> Vec<SeriesTrend> {
     let mut keys: Vec<(&str, &str)> = Vec::new();
     for night in nights {
         let key = (night.source.as_str(), night.series.as_str());
@@ -47,14 +54,20 @@ pub fn series_trends(nights: &[TelemetryNight], scale: Scale, zoom: &str) -> Vec
         .filter_map(|(source, series)| {
             let mine: Vec<&TelemetryNight> =
                 nights.iter().filter(|n| n.source == source && n.series == series).collect();
-            series_trend(&mine, scale, zoom)
+            let limit = limits.iter().find(|l| l.source == source && l.series == series);
+            series_trend(&mine, limit, scale, zoom)
         })
         .collect()
 }
 
 /// One series' chart, in the unit of its newest night (a series whose definition changed is drawn in its
 /// current one; nights in another unit or kind are left out rather than drawn on the wrong scale).
-fn series_trend(nights: &[&TelemetryNight], scale: Scale, zoom: &str) -> Option<SeriesTrend> {
+fn series_trend(
+    nights: &[&TelemetryNight],
+    limit: Option<&TelemetryLimit>,
+    scale: Scale,
+    zoom: &str,
+) -> Option<SeriesTrend> {
     let newest = nights.last()?;
     let same = |n: &&&TelemetryNight| n.unit == newest.unit && n.kind == newest.kind;
     let nights: Vec<&TelemetryNight> = nights.iter().filter(same).copied().collect();
@@ -67,7 +80,10 @@ fn series_trend(nights: &[&TelemetryNight], scale: Scale, zoom: &str) -> Option<
         SeriesKind::Gauge => Some(n.summary.mean),
     };
     let drawn: Vec<(&TelemetryNight, f64)> = nights.iter().filter_map(|n| Some((*n, figure(n)?))).collect();
-    let peak = drawn.iter().map(|(n, v)| v.max(n.summary.max)).fold(0.0_f64, f64::max);
+    // A limit holds a series' mean: drawn on a gauge's chart, whose line is that mean (a counter's chart draws
+    // its cost per 1,000 requests, not the rate a limit holds). A lowest value is said in words only.
+    let ceiling = limit.and_then(|l| l.max).filter(|_| newest.kind == SeriesKind::Gauge);
+    let peak = drawn.iter().map(|(n, v)| v.max(n.summary.max)).fold(ceiling.unwrap_or(0.0), f64::max);
     let (factor, shown_unit) = chart_unit(unit, peak);
     let points: Vec<ChartPoint> = drawn.iter().map(|(n, v)| point(n, v * factor, n.summary.max * factor)).collect();
     let points: Vec<&ChartPoint> = points.iter().collect();
@@ -78,7 +94,7 @@ fn series_trend(nights: &[&TelemetryNight], scale: Scale, zoom: &str) -> Option<
         lines,
         spread: None,
         band: None,
-        limits: Vec::new(),
+        limits: ceiling.map(|max| ("mean", max * factor)).into_iter().collect(),
         scale,
         main: true,
         zoom: Some(zoom.to_owned()),
@@ -87,10 +103,16 @@ fn series_trend(nights: &[&TelemetryNight], scale: Scale, zoom: &str) -> Option<
         Worse::Higher => "higher is worse",
         Worse::Lower => "lower is worse",
     };
-    let reads = match newest.kind {
+    let mut reads = match newest.kind {
         SeriesKind::Counter => format!("growth per 1,000 requests, in {unit}; {worse}"),
         SeriesKind::Gauge => format!("mean and highest value over the measured stages; {worse}"),
     };
+    if let Some(limit) = limit {
+        let bound = |word: &str, value: Option<f64>| value.map(|v| format!("{word} {}", shown::value(v, &newest.unit)));
+        let bounds: Vec<String> =
+            [bound("at most", limit.max), bound("at least", limit.min)].into_iter().flatten().collect();
+        reads.push_str(&format!("; its mean is held to {}", bounds.join(" and ")));
+    }
     Some(SeriesTrend { svg: chart.render(&points), title, reads })
 }
 
@@ -125,7 +147,7 @@ fn point(night: &TelemetryNight, figure: f64, max: f64) -> ChartPoint {
         p95_range_ms: (figure, figure),
         p99_max_ms: max,
         error_pct_max: 0.0,
-        regressed: 0,
+        regressed: i64::from(night.regressed),
         invalid: i64::from(night.status == RunStatus::Invalid),
         build_id: night.build_id.clone(),
     }
@@ -151,6 +173,7 @@ mod tests {
             kind,
             worse: Worse::Higher,
             summary: SeriesSummary { mean, max: mean * 1.5, per_1000_requests: per_1000 },
+            regressed: false,
         }
     }
 
@@ -162,7 +185,7 @@ mod tests {
             night(1, SeriesKind::Gauge, 300.0 * 1_048_576.0, None),
             night(2, SeriesKind::Gauge, 310.0 * 1_048_576.0, None),
         ];
-        let charts = series_trends(&nights, Scale::Linear, "?range=30d");
+        let charts = series_trends(&nights, &[], Scale::Linear, "?range=30d");
         assert_eq!(charts.len(), 2);
         let (cpu, memory) = (&charts[0], &charts[1]);
         assert_eq!(cpu.title, "api · CPU");
@@ -170,6 +193,19 @@ mod tests {
         assert!(cpu.svg.contains("per 1,000 requests 0.56 CPU s"), "the tooltip reads the cost: {}", cpu.svg);
         assert!(cpu.svg.contains("href=\"/runs/2\""));
         assert!(memory.svg.contains("mean 310 MiB, max 465 MiB"), "bytes read in MiB: {}", memory.svg);
+    }
+
+    #[test]
+    fn a_regressed_night_is_pinned_and_a_gauges_ceiling_is_a_zone() {
+        let mut regressed = night(2, SeriesKind::Gauge, 310.0 * 1_048_576.0, None);
+        regressed.regressed = true;
+        let nights = [night(1, SeriesKind::Gauge, 300.0 * 1_048_576.0, None), regressed];
+        let limit =
+            TelemetryLimit { source: "api".into(), series: "memory".into(), max: Some(400.0 * 1_048_576.0), min: None };
+        let chart = &series_trends(&nights, &[limit], Scale::Linear, "?")[0];
+        assert!(chart.svg.contains("gate: mean at most 400 MiB"), "{}", chart.svg);
+        assert_eq!(chart.svg.matches("class=\"pin\"").count(), 1, "the regressed night's pin: {}", chart.svg);
+        assert!(chart.reads.ends_with("its mean is held to at most 400 MiB"), "{}", chart.reads);
     }
 
     #[test]
@@ -182,7 +218,7 @@ mod tests {
             other_unit,
             night(4, SeriesKind::Counter, 0.4, Some(0.45)),
         ];
-        let chart = &series_trends(&nights, Scale::Linear, "?")[0];
+        let chart = &series_trends(&nights, &[], Scale::Linear, "?")[0];
         assert!(!chart.svg.contains("/runs/1\"") && !chart.svg.contains("/runs/3\""), "{}", chart.svg);
         assert!(chart.svg.contains("/runs/2\"") && chart.svg.contains("/runs/4\""));
     }

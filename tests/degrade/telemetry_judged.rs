@@ -145,5 +145,18 @@ async fn twice_the_cpu_per_request_is_a_confirmed_regression_alerted_once() {
     assert_eq!(worse[0]["metric"], "CPU per 1,000 requests (CPU s)");
     let change = worse[0]["delta_pct"].as_f64().unwrap();
     assert!(change > 30.0, "twice the burn, on top of the target's own work per request: {change} %");
+
+    // Night over night, the trend page's CPU series carries the regression on the first run of build 1.1.
+    let now = chrono::Utc::now();
+    let span = degrade::store::TrendSpan {
+        scenario: "api",
+        series: &first.scenario_hash,
+        from: now - chrono::Duration::days(1),
+        to: now + chrono::Duration::days(1),
+        buckets: 60,
+    };
+    let trend = store.telemetry_trend(span).await.unwrap();
+    let regressed: Vec<i64> = trend.nights.iter().filter(|n| n.regressed).map(|n| n.run_id).collect();
+    assert_eq!(regressed, [first.id, rerun.id], "{:?}", trend.nights);
     store.close().await;
 }
