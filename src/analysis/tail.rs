@@ -19,14 +19,16 @@
 //!   the same negative-binomial-with-wobble test and prior as failures (`counts`): a machine a little slower
 //!   makes the far tail's share move by a factor, which the prior's ×2 covers;
 //! - only the nights at the series' current level count (read from the median, which every night bounds): nights
-//!   before a step measured another build.
+//!   before a step measured another build. When fewer than a baseline needs are at that level, all of them do:
+//!   on a shared machine the median drifts as often as a build steps it, and a mixed baseline's shares spread,
+//!   which widens the wobble the count is judged by.
 //!
 //! Nights read from a percentile ladder (`degrade detect --runs`) have no histogram and get no tail test.
 
 use hdrhistogram::Histogram;
 
 use super::counts::{Count, CountHistory};
-use super::detector::LOG_SIGMA_FLOOR;
+use super::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
 use super::level::estimate;
 use super::sample::Sample;
 use crate::metrics::interval::quantile_levels;
@@ -75,7 +77,12 @@ impl TailShare {
 #[must_use]
 pub fn tail_share(tonight: &Sample, history: &[Sample], min_effect: f64, needed: usize) -> Option<TailShare> {
     let tonight_h = tonight.histogram()?;
-    let nights: Vec<&Histogram<u64>> = current_nights(history).into_iter().filter_map(Sample::histogram).collect();
+    let mut nights: Vec<&Histogram<u64>> = current_nights(history).into_iter().filter_map(Sample::histogram).collect();
+    if nights.len() < needed {
+        // Too few nights at the median's current level (on a shared machine the median drifts as often as a
+        // build steps it): the whole baseline, whose spread of shares then widens the wobble.
+        nights = history.iter().filter_map(Sample::histogram).collect();
+    }
     if nights.len() < needed || tonight_h.is_empty() {
         return None;
     }
@@ -125,7 +132,7 @@ fn current_nights(history: &[Sample]) -> Vec<&Sample> {
     }
     let values: Vec<f64> = judged.iter().map(|j| j.1).collect();
     let variances: Vec<f64> = judged.iter().map(|j| j.2).collect();
-    let e = estimate(&values, &variances, LOG_SIGMA_FLOOR, None);
+    let e = estimate(&values, &variances, LOG_SIGMA_FLOOR, Some(LOG_PRIOR));
     let from = match e.tail {
         Some((_, nights)) => judged.len().saturating_sub(nights),
         None => e.current_from.min(judged.len()),
