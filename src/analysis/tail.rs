@@ -16,8 +16,10 @@
 //!   21 against 1 (p ≈ 2·10⁻⁷). Not farther: one request in a thousand still leaves each baseline night of
 //!   1,000 a count whose wobble shows;
 //! - the baseline nights' counts past it give the usual share and how much it wobbles from night to night, with
-//!   the same negative-binomial-with-wobble test and prior as failures (`counts`): a machine a little slower
-//!   makes the far tail's share move by a factor, which the prior's ×2 covers;
+//!   the same negative-binomial-with-wobble test as failures (`counts`), its prior's ×2 a floor rather than two
+//!   nights of evidence: on the stored bench nights of this VM, steady baseline nights talked the wobble down to
+//!   ×1.3–1.4, and then a busy night's stalls (a far tail ten times as full on every route) made p ≤ 0.1 % on 2
+//!   of 90 unchanged tests and p ≈ 2·10⁻⁴ on one, a run's first step (DESIGN.md 6.3);
 //! - only the nights at the series' current level count (read from the median, which every night bounds): nights
 //!   before a step measured another build. When fewer than a baseline needs are at that level, all of them do:
 //!   on a shared machine the median drifts as often as a build steps it, and a mixed baseline's shares spread,
@@ -27,7 +29,7 @@
 
 use hdrhistogram::Histogram;
 
-use super::counts::{Count, CountHistory};
+use super::counts::{Count, CountHistory, WOBBLE_PRIOR};
 use super::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
 use super::level::estimate;
 use super::sample::Sample;
@@ -99,7 +101,8 @@ pub fn tail_share(tonight: &Sample, history: &[Sample], min_effect: f64, needed:
     let threshold_us = (baseline_us * (1.0 + min_effect)).max(far_us).ceil() as u64;
     let counts: Vec<Count> =
         nights.iter().map(|h| Count { hits: past(h, threshold_us) as f64, trials: h.len() as f64 }).collect();
-    let history = CountHistory::new(&counts);
+    let mut history = CountHistory::new(&counts);
+    history.log_wobble_var = history.log_wobble_var.max(WOBBLE_PRIOR.0 * WOBBLE_PRIOR.0);
     let hits = past(tonight_h, threshold_us);
     Some(TailShare {
         baseline_ms: baseline_us / 1000.0,

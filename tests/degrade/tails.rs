@@ -165,3 +165,98 @@ async fn a_tail_only_change_is_caught_on_its_route_alone_and_unchanged_nights_ar
     }
     eprintln!("skipped: no night of build 1.2.0 of three could be measured");
 }
+
+/// Point 3 of issue 50, measured: how often the tail tests speak on unchanged real nights. Reads the nights kept
+/// by `KEEP_DB=/tmp/x.db bash ci/bench-verdicts.sh` (`TAILS_DB=/tmp/x.db cargo test --test degrade
+/// stored_nights -- --ignored --nocapture`): every valid run of the unchanged build 1.0.0, each judged by the
+/// pure judge against the valid unchanged runs before it (at least five, at most 14), and each endpoint's tail
+/// test on its own. Prints how many of the tail test's p-values fall at or under 5 %, 1 % and 0.1 % (a
+/// calibrated test: about that share), and which test decided each regression finding. It judges without the
+/// pipeline's held-back rules, so it counts what the tests alone would say.
+#[tokio::test]
+#[ignore = "a measurement on a kept bench database (TAILS_DB), not a check"]
+async fn the_tail_tests_speak_on_stored_unchanged_nights() {
+    use degrade::analysis::Gates;
+    use degrade::analysis::judge::{Comparison, judge};
+    use degrade::analysis::sample::Sample;
+    use degrade::analysis::tail::tail_share;
+    use degrade::model::{FindingOutcome, LoadModel, RunStatus};
+    use degrade::store::{DatabaseUrl, Store};
+
+    let Ok(path) = std::env::var("TAILS_DB") else {
+        eprintln!("skipped: TAILS_DB names no kept bench database");
+        return;
+    };
+    let url = DatabaseUrl::parse(&format!("sqlite://{path}"), Path::new("/")).unwrap();
+    let store = Store::connect_existing(&url).await.unwrap();
+    let runs = store.last_runs("demo", 1_000).await.unwrap();
+    let mut nights = Vec::new();
+    for run in runs.iter().rev() {
+        let valid = matches!(
+            run.status,
+            RunStatus::Passed | RunStatus::Regressed | RunStatus::Unconfirmed | RunStatus::Finished
+        );
+        if valid && run.build_id.as_deref() == Some("1.0.0") {
+            nights.push((run.id, store.run_detail(run.id).await.unwrap().unwrap().endpoints));
+        }
+    }
+    let (mut tests, mut under) = (0, [0usize; 3]);
+    let mut decided: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    let mut flagged_runs = 0;
+    for i in 5..nights.len() {
+        let history: Vec<_> = nights[i.saturating_sub(14)..i].iter().map(|(_, e)| e.clone()).collect();
+        let tonight = &nights[i].1;
+        for endpoint in tonight {
+            let samples: Vec<Sample> = history
+                .iter()
+                .filter_map(|night| night.iter().find(|e| e.endpoint == endpoint.endpoint))
+                .map(Sample::from_result)
+                .collect();
+            if let Some(t) = tail_share(&Sample::from_result(endpoint), &samples, 0.1, 5) {
+                tests += 1;
+                if t.p <= 0.01 {
+                    let (rate, wobble) = (100.0 * t.history.rate(), t.history.log_wobble_var.sqrt().exp());
+                    eprintln!(
+                        "run #{}: {} tail test p {:.1e}: {} of {} past {:.2} ms ({:.2} % against {rate:.2} %, ×{wobble:.1}), \
+                         effect {}",
+                        nights[i].0,
+                        endpoint.endpoint,
+                        t.p,
+                        t.hits,
+                        t.timed,
+                        t.threshold_ms,
+                        100.0 * t.tonight(),
+                        t.is_effect()
+                    );
+                }
+                for (count, alpha) in under.iter_mut().zip([0.05, 0.01, 0.001]) {
+                    *count += usize::from(t.p <= alpha);
+                }
+            }
+        }
+        let judgement = judge(tonight, &history, &Gates::default(), Comparison::Nightly, LoadModel::Open);
+        let regressions: Vec<_> =
+            judgement.findings.iter().filter(|f| f.outcome == FindingOutcome::Regression).collect();
+        flagged_runs += usize::from(!regressions.is_empty());
+        for f in regressions {
+            let by = if f.reason.starts_with("decided by the share of slow") {
+                "slow-share test"
+            } else if f.reason.starts_with("decided by the share of requests far past") {
+                "tail test"
+            } else {
+                "level or ratio test"
+            };
+            *decided.entry(format!("{by} ({} {})", f.metric, f.endpoint)).or_default() += 1;
+            eprintln!("run #{}: {} {}: {}", nights[i].0, f.endpoint, f.metric, f.reason);
+        }
+    }
+    eprintln!(
+        "{} unchanged nights judged ({} valid in all); tail tests: {tests}, p <= 5 %: {}, <= 1 %: {}, <= 0.1 %: {}",
+        nights.len().saturating_sub(5),
+        nights.len(),
+        under[0],
+        under[1],
+        under[2]
+    );
+    eprintln!("runs with a regression finding: {flagged_runs}; findings by deciding test: {decided:?}");
+}
