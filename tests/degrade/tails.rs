@@ -168,7 +168,7 @@ async fn a_tail_only_change_is_caught_on_its_route_alone_and_unchanged_nights_ar
 
 /// Point 3 of issue 50, measured: how often the tail tests speak on unchanged real nights. Reads the nights kept
 /// by `KEEP_DB=/tmp/x.db bash ci/bench-verdicts.sh` (`TAILS_DB=/tmp/x.db cargo test --test degrade
-/// stored_nights -- --ignored --nocapture`): every valid run of the unchanged build 1.0.0, each judged by the
+/// stored_unchanged -- --ignored --nocapture`): every valid run of the unchanged build 1.0.0, each judged by the
 /// pure judge against the valid unchanged runs before it (at least five, at most 14), and each endpoint's tail
 /// test on its own. Prints how many of the tail test's p-values fall at or under 5 %, 1 % and 0.1 % (a
 /// calibrated test: about that share), and which test decided each regression finding. It judges without the
@@ -178,62 +178,19 @@ async fn a_tail_only_change_is_caught_on_its_route_alone_and_unchanged_nights_ar
 async fn the_tail_tests_speak_on_stored_unchanged_nights() {
     use degrade::analysis::Gates;
     use degrade::analysis::judge::{Comparison, judge};
-    use degrade::analysis::sample::Sample;
-    use degrade::analysis::tail::tail_share;
-    use degrade::model::{FindingOutcome, LoadModel, RunStatus};
-    use degrade::store::{DatabaseUrl, Store};
+    use degrade::model::{FindingOutcome, LoadModel};
 
     let Ok(path) = std::env::var("TAILS_DB") else {
         eprintln!("skipped: TAILS_DB names no kept bench database");
         return;
     };
-    let url = DatabaseUrl::parse(&format!("sqlite://{path}"), Path::new("/")).unwrap();
-    let store = Store::connect_existing(&url).await.unwrap();
-    let runs = store.last_runs("demo", 1_000).await.unwrap();
-    let mut nights = Vec::new();
-    for run in runs.iter().rev() {
-        let valid = matches!(
-            run.status,
-            RunStatus::Passed | RunStatus::Regressed | RunStatus::Unconfirmed | RunStatus::Finished
-        );
-        if valid && run.build_id.as_deref() == Some("1.0.0") {
-            nights.push((run.id, store.run_detail(run.id).await.unwrap().unwrap().endpoints));
-        }
-    }
-    let (mut tests, mut under) = (0, [0usize; 3]);
+    let nights = unchanged_nights(&path).await;
+    let (mut p_values, mut flagged_runs) = (Vec::new(), 0);
     let mut decided: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-    let mut flagged_runs = 0;
     for i in 5..nights.len() {
         let history: Vec<_> = nights[i.saturating_sub(14)..i].iter().map(|(_, e)| e.clone()).collect();
-        let tonight = &nights[i].1;
-        for endpoint in tonight {
-            let samples: Vec<Sample> = history
-                .iter()
-                .filter_map(|night| night.iter().find(|e| e.endpoint == endpoint.endpoint))
-                .map(Sample::from_result)
-                .collect();
-            if let Some(t) = tail_share(&Sample::from_result(endpoint), &samples, 0.1, 5) {
-                tests += 1;
-                if t.p <= 0.01 {
-                    let (rate, wobble) = (100.0 * t.history.rate(), t.history.log_wobble_var.sqrt().exp());
-                    eprintln!(
-                        "run #{}: {} tail test p {:.1e}: {} of {} past {:.2} ms ({:.2} % against {rate:.2} %, ×{wobble:.1}), \
-                         effect {}",
-                        nights[i].0,
-                        endpoint.endpoint,
-                        t.p,
-                        t.hits,
-                        t.timed,
-                        t.threshold_ms,
-                        100.0 * t.tonight(),
-                        t.is_effect()
-                    );
-                }
-                for (count, alpha) in under.iter_mut().zip([0.05, 0.01, 0.001]) {
-                    *count += usize::from(t.p <= alpha);
-                }
-            }
-        }
+        let (id, tonight) = &nights[i];
+        p_values.extend(tail_p_values(*id, tonight, &history));
         let judgement = judge(tonight, &history, &Gates::default(), Comparison::Nightly, LoadModel::Open);
         let regressions: Vec<_> =
             judgement.findings.iter().filter(|f| f.outcome == FindingOutcome::Regression).collect();
@@ -247,16 +204,74 @@ async fn the_tail_tests_speak_on_stored_unchanged_nights() {
                 "level or ratio test"
             };
             *decided.entry(format!("{by} ({} {})", f.metric, f.endpoint)).or_default() += 1;
-            eprintln!("run #{}: {} {}: {}", nights[i].0, f.endpoint, f.metric, f.reason);
+            eprintln!("run #{id}: {} {}: {}", f.endpoint, f.metric, f.reason);
         }
     }
+    let under = |alpha: f64| p_values.iter().filter(|p| **p <= alpha).count();
     eprintln!(
-        "{} unchanged nights judged ({} valid in all); tail tests: {tests}, p <= 5 %: {}, <= 1 %: {}, <= 0.1 %: {}",
+        "{} unchanged nights judged ({} valid in all); tail tests: {}, p <= 5 %: {}, <= 1 %: {}, <= 0.1 %: {}",
         nights.len().saturating_sub(5),
         nights.len(),
-        under[0],
-        under[1],
-        under[2]
+        p_values.len(),
+        under(0.05),
+        under(0.01),
+        under(0.001)
     );
     eprintln!("runs with a regression finding: {flagged_runs}; findings by deciding test: {decided:?}");
+}
+
+/// The valid runs of build 1.0.0 of the bench's scenario in the SQLite file at `path`, oldest first.
+async fn unchanged_nights(path: &str) -> Vec<(i64, Vec<degrade::model::EndpointResult>)> {
+    use degrade::model::RunStatus;
+    use degrade::store::{DatabaseUrl, Store};
+
+    let url = DatabaseUrl::parse(&format!("sqlite://{path}"), Path::new("/")).unwrap();
+    let store = Store::connect_existing(&url).await.unwrap();
+    let mut nights = Vec::new();
+    for run in store.last_runs("demo", 1_000).await.unwrap().iter().rev() {
+        let valid = matches!(
+            run.status,
+            RunStatus::Passed | RunStatus::Regressed | RunStatus::Unconfirmed | RunStatus::Finished
+        );
+        if valid && run.build_id.as_deref() == Some("1.0.0") {
+            nights.push((run.id, store.run_detail(run.id).await.unwrap().unwrap().endpoints));
+        }
+    }
+    nights
+}
+
+/// Each endpoint's tail test of run `id` against `history`: its p-value, printed with its figures when ≤ 1 %.
+fn tail_p_values(
+    id: i64,
+    tonight: &[degrade::model::EndpointResult],
+    history: &[Vec<degrade::model::EndpointResult>],
+) -> Vec<f64> {
+    use degrade::analysis::sample::Sample;
+    use degrade::analysis::tail::tail_share;
+
+    let mut p_values = Vec::new();
+    for endpoint in tonight {
+        let samples: Vec<Sample> = history
+            .iter()
+            .filter_map(|night| night.iter().find(|e| e.endpoint == endpoint.endpoint))
+            .map(Sample::from_result)
+            .collect();
+        let Some(t) = tail_share(&Sample::from_result(endpoint), &samples, 0.1, 5) else { continue };
+        if t.p <= 0.01 {
+            let (rate, wobble) = (100.0 * t.history.rate(), t.history.log_wobble_var.sqrt().exp());
+            eprintln!(
+                "run #{id}: {} tail test p {:.1e}: {} of {} past {:.2} ms ({:.2} % against {rate:.2} %, ×{wobble:.1}), \
+                 effect {}",
+                endpoint.endpoint,
+                t.p,
+                t.hits,
+                t.timed,
+                t.threshold_ms,
+                100.0 * t.tonight(),
+                t.is_effect()
+            );
+        }
+        p_values.push(t.p);
+    }
+    p_values
 }
