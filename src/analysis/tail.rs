@@ -21,9 +21,8 @@
 //!   ×1.3–1.4, and then a busy night's stalls (a far tail ten times as full on every route) made p ≤ 0.1 % on 2
 //!   of 90 unchanged tests and p ≈ 2·10⁻⁴ on one, a run's first step (DESIGN.md 6.3);
 //! - only the nights at the series' current level count (read from the median, which every night bounds): nights
-//!   before a step measured another build. When fewer than a baseline needs are at that level, all of them do:
-//!   on a shared machine the median drifts as often as a build steps it, and a mixed baseline's shares spread,
-//!   which widens the wobble the count is judged by.
+//!   before a step measured another build. When fewer than a baseline needs are at that level, the last nights a
+//!   baseline needs do: on a shared machine the median drifts as often as a build steps it.
 //!
 //! Nights read from a percentile ladder (`degrade detect --runs`) have no histogram and get no tail test.
 
@@ -82,8 +81,11 @@ pub fn tail_share(tonight: &Sample, history: &[Sample], min_effect: f64, needed:
     let mut nights: Vec<&Histogram<u64>> = current_nights(history).into_iter().filter_map(Sample::histogram).collect();
     if nights.len() < needed {
         // Too few nights at the median's current level (on a shared machine the median drifts as often as a
-        // build steps it): the whole baseline, whose spread of shares then widens the wobble.
-        nights = history.iter().filter_map(Sample::histogram).collect();
+        // build steps it): the last nights a baseline needs, the nearest to tonight's level. Not all of them: a
+        // baseline of builds at 1, 20 and 80 ms pooled whole puts the threshold among the 80 ms nights' usual
+        // tail, and an unchanged night at that level past it (`run_level_tests`).
+        let with: Vec<&Histogram<u64>> = history.iter().filter_map(Sample::histogram).collect();
+        nights = with[with.len().saturating_sub(needed)..].to_vec();
     }
     if nights.len() < needed || tonight_h.is_empty() {
         return None;

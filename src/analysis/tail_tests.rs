@@ -103,12 +103,12 @@ fn a_ladder_has_no_tail_test_and_a_short_history_none_either() {
     assert_eq!(tail_share(&Sample::from_result(&ladder), &history, 0.1, 5), None);
     assert_eq!(tail_share(&tonight, &ladders, 0.1, 5), None);
     assert_eq!(tail_share(&tonight, &history[..4], 0.1, 5), None, "four nights are fewer than the five needed");
-    // Three nights at a new level are too few for a baseline of their own: all seven are pooled.
+    // Three nights at a new level are too few for a baseline of their own: the last five are pooled.
     let mut rng = StdRng::seed_from_u64(4);
     let mut stepped: Vec<Sample> = (0..4).map(|_| night(1_000, 5.0, 0.0, (0.0, 0.0), &mut rng)).collect();
     stepped.extend((0..3).map(|_| night(1_000, 6.0, 0.0, (0.0, 0.0), &mut rng)));
     let pooled = tail_share(&tonight, &stepped, 0.1, 5).expect("the whole baseline");
-    assert_eq!(pooled.history.nights, 7);
+    assert_eq!(pooled.history.nights, 5);
 }
 
 #[test]
