@@ -24,7 +24,7 @@ use statrs::distribution::{DiscreteCDF, NegativeBinomial};
 /// log-scale standard deviation ln 2), believed as much as two nights of evidence. A few nights cannot show
 /// how flaky an endpoint is, nor how much its far tail moves with the machine's speed; without the prior,
 /// five similar nights would make one burst, or one slower night, look impossible.
-const WOBBLE_PRIOR: (f64, f64) = (std::f64::consts::LN_2, 2.0);
+pub(super) const WOBBLE_PRIOR: (f64, f64) = (std::f64::consts::LN_2, 2.0);
 /// Points of the normal quadrature over the night-to-night wobble, spanning ±6 standard deviations.
 const QUADRATURE_POINTS: usize = 61;
 

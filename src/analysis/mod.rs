@@ -5,8 +5,9 @@
 //! tonight lies from that level and `counts` how many more requests failed or were slow; `detector` applies
 //! the level and shift to one bare series (`degrade detect`); `nightly` judges every endpoint × metric of a
 //! run as one family with a controlled false-alarm rate, `relative` adding each endpoint's latency as a ratio to
-//! the run's other endpoints and `telemetry` each kept series of the server's side; `judge` adds the absolute
-//! gates and the verdict.
+//! the run's other endpoints, `tail` the share of requests past the baseline's p95 and p99 from the stored
+//! histograms, and `telemetry` each kept series of the server's side; `judge` adds the absolute gates and the
+//! verdict.
 
 pub mod contention;
 pub mod counts;
@@ -16,11 +17,13 @@ mod gates;
 pub mod judge;
 pub mod level;
 pub mod nightly;
+mod reasons;
 mod relative;
 #[cfg(test)]
 mod run_level_tests;
 pub mod sample;
 pub mod shift;
+pub mod tail;
 pub mod telemetry;
 mod trend;
 

@@ -2,7 +2,8 @@
 //! baseline nights, as one family of tests whose false-alarm rate is controlled for the run as a whole.
 //!
 //! A run is not one test but dozens (every endpoint, and the whole run, × p50, p95, p99, the share of slow
-//! requests behind p95 and p99, and the error rate). Tested one by one at 1 % each, an unchanged night would
+//! requests behind p95 and p99, the share of requests past the baseline's p95 and p99 where histograms are
+//! stored, and the error rate). Tested one by one at 1 % each, an unchanged night would
 //! page someone one night in two. Here each test yields a p-value, and Holm's step-down procedure keeps the
 //! chance that an unchanged run has any finding at [`RUN_FALSE_ALARM_RATE`], about one false alarm in 100
 //! unchanged nights, whatever the tests' dependence. A regression must also be at least the minimum effect.
@@ -15,16 +16,19 @@ use std::collections::BTreeMap;
 
 use super::counts::CountHistory;
 use super::detector::{ERROR_MIN_RISE, LOG_PRIOR, LOG_SIGMA_FLOOR};
-use super::evidence::{
-    Draft, ErrorEvidence, Evidence, PERCENTILES, RelativeEvidence, SlowShare, ValueEvidence, endpoint_drafts,
-};
+use super::evidence::{Draft, ErrorEvidence, Evidence, PERCENTILES, RelativeEvidence, ValueEvidence, endpoint_drafts};
 use super::level::{Prior, median};
+use super::reasons::{
+    decided_by_the_share, decided_by_the_tail, relative_reason, tail_figures, tail_only_reason, too_few_reason,
+    value_reason,
+};
 use super::relative::{MIN_CONTROLS, Nights, Table};
 use super::shift::{p_worse_by_night_noise, shift};
+use super::tail::TailShare;
 use super::telemetry::{SeriesDraft, Tested, p_worse, series_finding};
 use crate::analysis::Gates;
 use crate::metrics::interval::error_rate_interval;
-use crate::model::{Change, EndpointResult, Finding, FindingOutcome, Metric, OVERALL_ENDPOINT};
+use crate::model::{EndpointResult, Finding, FindingOutcome, Metric, OVERALL_ENDPOINT};
 
 /// The chance, per run, that a night with no change has any regression finding.
 pub const RUN_FALSE_ALARM_RATE: f64 = 0.01;
@@ -44,6 +48,8 @@ enum TestKind {
     Errors,
     /// A telemetry series against its level (`draft` indexes the telemetry drafts).
     Telemetry,
+    /// The share of requests past the baseline's tail percentile (`tail`).
+    Tail,
 }
 
 /// One test of the family, and what Holm's procedure made of it.
@@ -178,6 +184,9 @@ fn tests_of(drafts: &[Draft]) -> Vec<Test> {
             Evidence::Errors(e) => tests.push(test(i, TestKind::Errors, e.p)),
             Evidence::ShortHistory { .. } | Evidence::TooFew { .. } => {}
         }
+        if let Some(t) = &d.tail {
+            tests.push(test(i, TestKind::Tail, t.p));
+        }
     }
     tests
 }
@@ -230,31 +239,18 @@ fn finding_of(d: &Draft, all: &[Draft], tests: &[Test], family: usize) -> Findin
         }
         Evidence::TooFew { requests, needed, tonight } => {
             f.candidate_value = *tonight;
-            f.reason = too_few_reason(d, all, *requests, *needed);
-            FindingOutcome::TooFew
+            if let Some((tail, test)) = d.tail.as_ref().zip(tests.iter().find(|t| t.kind == TestKind::Tail)) {
+                tail_only_finding(&mut f, d, tail, test, *needed, family)
+            } else {
+                f.reason = too_few_reason(d, all, *requests, *needed);
+                FindingOutcome::TooFew
+            }
         }
         Evidence::Value(v) => value_finding(&mut f, d, v, all, tests, family),
         Evidence::Errors(e) => error_finding(&mut f, d, e, tests, family),
     };
     f.outcome = outcome;
     f
-}
-
-fn too_few_reason(d: &Draft, all: &[Draft], requests: u64, needed: u64) -> String {
-    if d.metric == Metric::Throughput {
-        return "not judged: no requests were counted tonight or on the baseline nights".to_owned();
-    }
-    let judged_instead = all
-        .iter()
-        .filter(|o| o.endpoint == d.endpoint && matches!(o.evidence, Evidence::Value(_)))
-        .map(|o| o.metric)
-        .rfind(|m| matches!(m, Metric::P50 | Metric::P95) && m.as_str() < d.metric.as_str());
-    let instead = judged_instead.map_or_else(|| "nothing judged instead".to_owned(), |m| format!("{m} judged instead"));
-    format!(
-        "{} of {requests} requests: too few to judge (its 95 % interval reaches past the slowest request; about \
-         {needed} are needed); {instead}",
-        d.metric
-    )
 }
 
 /// Fills in a value draft's numbers and reason, and returns its outcome.
@@ -277,14 +273,7 @@ fn value_finding(
     f.interval = v.interval;
     let alpha = level_test.map_or(RUN_FALSE_ALARM_RATE / family.max(1) as f64, |t| t.alpha);
     let k = shift.threshold(alpha);
-    let effect_bound = v.estimate.level + d.min_effect.ln_1p();
-    let mut limit = (shift.forecast + k * shift.se).max(effect_bound);
-    if let Some((r, t)) = relative {
-        // The value at which the ratio test fires tonight, given tonight's common factor: the lower of the two
-        // is where tonight's value becomes a regression.
-        limit = limit.min(relative_limit(r, t.alpha, d.min_effect).max(effect_bound));
-    }
-    f.limit = Some(v.raw(limit));
+    f.limit = Some(v.raw(value_limit(d, v, k, relative)));
     let level_says = level_test.is_some_and(|t| t.rejected) && v.worse_by() >= d.min_effect;
     // Every test must also matter: the minimum effect above the level, and above an unsettled new one.
     let slow_says = slow_test.is_some_and(|t| t.rejected) && v.worse_by() >= d.min_effect;
@@ -305,12 +294,13 @@ fn value_finding(
     if let (true, false, Some(slow), Some(t)) = (slow_says, level_says, &v.slow_share, slow_test) {
         // The limit printed beside the value is the level test's, which did not pass: the test that called it
         // comes first, so the reason reads true from its first words.
-        f.reason = format!("{}; the level alone: {}", decided_by_the_share(slow, t), f.reason);
+        f.reason = format!("{}; the level alone: {}", decided_by_the_share(slow, t.p, t.alpha), f.reason);
     }
     if let (Some((r, t)), true) = (relative, relative_says) {
         f.reason += &relative_reason(r, t.alpha);
     }
-    if level_says || slow_says || relative_says {
+    let tail_says = with_tail(f, d, tests, level_says || slow_says || relative_says);
+    if level_says || slow_says || relative_says || tail_says {
         FindingOutcome::Regression
     } else if improved {
         FindingOutcome::Improvement
@@ -319,56 +309,52 @@ fn value_finding(
     }
 }
 
-fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, slow_says: bool) -> String {
+/// The value (on the judging scale) at which tonight becomes a regression: where the level test fires, or the
+/// ratio test given tonight's common factor when that is lower, and never under the minimum effect.
+fn value_limit(d: &Draft, v: &ValueEvidence, k: f64, relative: Option<(&RelativeEvidence, &Test)>) -> f64 {
     let shift = v.shift.as_ref().expect("value drafts are tested");
-    let worse = shift.z >= 0.0;
-    let side = if worse == (v.sign > 0.0) { "above" } else { "below" };
-    let tonight_sampling = v.tonight_var.max(v.estimate.sampling_var).sqrt();
-    let mut text = format!(
-        "{:.1} sigma {side} the level of {} nights (night-to-night noise ±{:.1} %, sampling ±{:.1} %); a \
-         regression needs {k:.1} sigma (1 % false alarms over the run's {family} tests) and {:.0} %",
-        shift.z.abs(),
-        v.estimate.level_nights,
-        100.0 * v.estimate.night_var.sqrt(),
-        100.0 * tonight_sampling,
-        100.0 * d.min_effect
-    );
-    if let (Some(slow), true) = (v.slow_share, slow_says) {
-        text += &format!(
-            "; {:.2} % of tonight's requests took {} or longer, against {:.2} % on the {} nights at the level",
-            100.0 * slow.tonight,
-            crate::model::format_ms(slow.threshold_ms),
-            100.0 * slow.baseline,
-            slow.nights
-        );
+    let effect_bound = v.estimate.level + d.min_effect.ln_1p();
+    let mut limit = (shift.forecast + k * shift.se).max(effect_bound);
+    if let Some((r, t)) = relative {
+        limit = limit.min(relative_limit(r, t.alpha, d.min_effect).max(effect_bound));
     }
-    if v.estimate.drift != 0.0 {
-        text += &format!(
-            "; the level drifts {:+.1} % a night, so it is read where that line stands tonight",
-            100.0 * (v.sign * v.estimate.drift).exp_m1()
-        );
-    }
-    if let Some((_, nights)) = v.estimate.tail {
-        text += &format!("; the last {nights} nights moved to a new level that is not settled yet");
-    }
-    text
+    limit
 }
 
-/// `decided by the share of slow requests: 5.30 % of tonight's requests took 41.0 ms or longer, against 0.90 %
-/// on the 7 nights at the level (6.1 sigma, 4.3 needed)`: the share test's own figures, its p-value read as a
-/// normal deviate so it compares with the level test's sigmas.
-fn decided_by_the_share(slow: &SlowShare, test: &Test) -> String {
-    let sigma = |p: f64| std::f64::consts::SQRT_2 * statrs::function::erf::erfc_inv(2.0 * p.clamp(1e-300, 1.0));
-    format!(
-        "decided by the share of slow requests: {:.2} % of tonight's requests took {} or longer, against {:.2} % on \
-         the {} nights at the level ({:.1} sigma, {:.1} needed)",
-        100.0 * slow.tonight,
-        crate::model::format_ms(slow.threshold_ms),
-        100.0 * slow.baseline,
-        slow.nights,
-        sigma(test.p),
-        sigma(test.alpha)
-    )
+/// Whether the tail test of a value draft found a regression; its figures join the reason: first when it alone
+/// decided, after the others' when they did too.
+fn with_tail(f: &mut Finding, d: &Draft, tests: &[Test], others_said: bool) -> bool {
+    let Some((tail, test)) = d.tail.as_ref().zip(tests.iter().find(|t| t.kind == TestKind::Tail)) else {
+        return false;
+    };
+    let says = test.rejected && tail.is_effect();
+    if says && others_said {
+        f.reason = format!("{}; and {}", f.reason, tail_figures(tail, d.min_effect));
+    } else if says {
+        f.reason = format!("{}; the level alone: {}", decided_by_the_tail(tail, d.min_effect, test.alpha), f.reason);
+    }
+    says
+}
+
+/// A tail percentile of too few requests for a value test, judged by the share of requests past the baseline's.
+fn tail_only_finding(
+    f: &mut Finding,
+    d: &Draft,
+    tail: &TailShare,
+    test: &Test,
+    needed: u64,
+    family: usize,
+) -> FindingOutcome {
+    f.baseline_value = Some(tail.baseline_ms);
+    f.delta_pct = Some(100.0 * (f.candidate_value - tail.baseline_ms) / tail.baseline_ms);
+    f.limit = Some(tail.threshold_ms);
+    if test.rejected && tail.is_effect() {
+        f.reason = decided_by_the_tail(tail, d.min_effect, test.alpha);
+        FindingOutcome::Regression
+    } else {
+        f.reason = tail_only_reason(d, tail, needed, test.alpha, family);
+        FindingOutcome::NoChange
+    }
 }
 
 /// The log value tonight's ratio test needs, given tonight's common factor.
@@ -376,20 +362,6 @@ fn relative_limit(r: &RelativeEvidence, alpha: f64, min_effect: f64) -> f64 {
     let shift = r.value.shift.as_ref().expect("ratios are tested");
     let needed = (shift.forecast + shift.threshold(alpha) * shift.se).max(r.value.estimate.level + min_effect.ln_1p());
     needed + r.common
-}
-
-/// What the ratio test found, when it found a regression.
-fn relative_reason(r: &RelativeEvidence, alpha: f64) -> String {
-    let shift = r.value.shift.as_ref().expect("ratios are tested");
-    format!(
-        "; against the run's {} other endpoints, which were {} off their usual values tonight, it is {:.1} \
-         sigma above its usual share (noise ±{:.1} %; {:.1} needed)",
-        r.controls,
-        Change::from_pct(100.0 * r.common.exp_m1()),
-        shift.z,
-        100.0 * r.value.estimate.night_var.sqrt(),
-        shift.threshold(alpha)
-    )
 }
 
 /// Whether `endpoint`'s error rate rose tonight: its latency is then shaped by failures, never an improvement.
@@ -428,21 +400,4 @@ fn error_limit(history: &CountHistory, requests: u64, alpha: f64, base_pct: f64,
     let effect = (base_pct + ERROR_MIN_RISE).max(base_pct * (1.0 + min_effect));
     let significant = history.hits_needed(requests, alpha).map_or(100.0, |k| 100.0 * k as f64 / requests as f64);
     effect.max(significant).min(100.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_finding_the_share_decided_says_so_in_sigmas_like_the_level_s() {
-        let slow =
-            SlowShare { threshold_ms: 41.0, tonight: 0.053, baseline: 0.009, nights: 7, share_p: 5e-10, night_p: None };
-        let test = Test { draft: 0, kind: TestKind::SlowShare, p: 5.3e-10, alpha: 8.5e-6, rejected: true };
-        assert_eq!(
-            decided_by_the_share(&slow, &test),
-            "decided by the share of slow requests: 5.30 % of tonight's requests took 41.0 ms or longer, against \
-             0.90 % on the 7 nights at the level (6.1 sigma, 4.3 needed)"
-        );
-    }
 }

@@ -295,7 +295,7 @@ fn an_unchanged_night_after_two_steps_is_judged_against_the_level_it_stepped_to(
     let all: Vec<Vec<EndpointResult>> =
         levels.iter().map(|ms| vec![night("GET /items", route, ms.ln(), (0.0, 1.0), &mut rng)]).collect();
     let judgement = judge_last(&all, LoadModel::Open);
-    assert_ne!(judgement.outcome, VerdictOutcome::Regressed, "{}", judgement.summary);
+    assert_ne!(judgement.outcome, VerdictOutcome::Regressed, "{}: {:?}", judgement.summary, judgement.findings);
     for metric in ["p95", "p99"] {
         let finding = finding_of(&judgement, "GET /items", metric);
         assert_ne!(finding.outcome, FindingOutcome::Regression, "{finding:?}");

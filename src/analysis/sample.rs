@@ -89,6 +89,15 @@ impl Sample {
         self.timed
     }
 
+    /// The stored histogram (µs), when the night has one: a ladder cannot count requests past a threshold.
+    #[must_use]
+    pub fn histogram(&self) -> Option<&Histogram<u64>> {
+        match &self.shape {
+            Shape::Histogram(h) => Some(h),
+            Shape::Ladder(_) => None,
+        }
+    }
+
     /// The `p` quantile, ln ms.
     #[must_use]
     pub fn quantile(&self, p: f64) -> f64 {

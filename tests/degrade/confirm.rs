@@ -34,13 +34,15 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
     assert!(stdout.contains(&format!("confirmation: not confirmed: rerun #{rerun} of the same build")), "{stdout}");
 
-    // A real regression, worse in the rerun: a fifth of the first run's requests are slow (its p95), all of the
-    // rerun's (its p50 too). One alert, for what both runs found, and the gate fails.
+    // A real regression, worse in the rerun: a fifth of the first run's requests are slow (its p95, and its p99,
+    // which 80 requests cannot bound but its tail judges), all of the rerun's (its p50 too). One alert, for what
+    // both runs found, and the gate fails.
     let (code, output, second, second_rerun) = judged_night(&dir, &hook, &target, (16, 80)).await;
     assert_eq!(code, Some(1), "{output}");
     let said = format!("confirmation: confirmed: run #{second} was judged regressed, and rerun #{second_rerun}");
     assert!(output.contains(&said), "{output}");
-    assert!(output.contains("regressed again on (all) p95, GET /items p95\n"), "{output}");
+    assert!(output.contains("regressed again on (all) p95, (all) p99, GET /items p95, GET /items p99\n"), "{output}");
+    assert!(output.contains("decided by the share of requests far past the baseline's p99"), "{output}");
     assert!(output.contains("REGRESSION  GET /items  p95"), "{output}");
     assert!(output.contains("unconfirmed  GET /items  p50"), "seen in the rerun only: {output}");
     assert!(output.contains(&format!("seen in this rerun only: run #{second}, the night's first run")), "{output}");
@@ -57,7 +59,8 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
         .map(|w| (w["endpoint"].as_str().unwrap(), w["metric"].as_str().unwrap()))
         .collect();
     worse.sort_unstable();
-    assert_eq!(worse, [("(all)", "p95"), ("GET /items", "p95")], "only what both runs found: {delivered:?}");
+    let both = [("(all)", "p95"), ("(all)", "p99"), ("GET /items", "p95"), ("GET /items", "p99")];
+    assert_eq!(worse, both, "only what both runs found: {delivered:?}");
     // The unconfirmed run never served as a baseline for the nights after it.
     let verdict = store.latest_verdict(second_rerun).await.unwrap().unwrap();
     assert!(!verdict.baseline_run_ids.contains(&first), "{verdict:?}");

@@ -77,6 +77,7 @@ mod reference_cli;
 mod route_keys;
 mod run_cli;
 mod store_story;
+mod tails;
 mod tape;
 mod tape_privacy;
 mod telemetry;
