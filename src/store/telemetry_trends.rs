@@ -16,12 +16,12 @@ use crate::model::{RunId, RunStatus, SeriesKind, SeriesSummary, Worse};
 macro_rules! regressed_series {
     () => {
         concat!(
-            "case when runs.status = 'regressed' and exists (select 1 from findings f \
+            "cast(case when runs.status = 'regressed' and exists (select 1 from findings f \
     where f.verdict_id = (select max(v.id) from verdicts v where v.run_id = runs.id) \
     and f.endpoint = s.source and substr(f.metric, 1, length(s.series) + 1) = s.series || ' ' \
     and f.outcome in ",
             failing_outcomes!(),
-            ") then 1 else 0 end"
+            ") then 1 else 0 end as bigint)"
         )
     };
 }
