@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context;
+
 use super::{Exit, shutdown_signal};
 use crate::demo::story::{self, Options, SLOW_ENDPOINT, SLOW_ROUTE};
 use crate::demo::target::{DemoTarget, Knobs};
@@ -43,6 +45,8 @@ pub(super) async fn demo(args: DemoArgs) -> anyhow::Result<Exit> {
         nights: args.nights,
         night_length: args.night_length,
         slowdown_ms: args.slowdown_ms,
+        // The demo deploys each build of its API as this same program's `demo-target`.
+        program: std::env::current_exe().context("cannot find the degrade executable to run the demo API with")?,
     };
     let demo = story::tell(&options).await?;
     print_story(&demo, &options);
@@ -122,7 +126,7 @@ pub struct DemoTargetArgs {
     /// Share of requests answered 500, from 0 to 1.
     #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
     pub error_rate: f64,
-    /// CPU microseconds of work done after each API request is answered, on a thread of its own: a build
+    /// CPU microseconds of work done after each API request is answered, on a thread of its own at the lowest priority: a build
     /// that costs more CPU per request (read at /metrics as process_cpu_seconds_total) with its latency
     /// unchanged while the machine has headroom.
     #[arg(long, value_name = "US", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]

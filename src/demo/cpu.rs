@@ -1,8 +1,8 @@
 //! The demo target's CPU: what it has used, in the Prometheus exposition format at `/metrics` (the
 //! `process_cpu_seconds_total` every Prometheus client library exports, read from `/proc/self/stat`), and
 //! the extra work a build can be made to do per request without its answers taking longer: a thread of its
-//! own does it after each answer, so the cost shows on the server's side and not in the latency, the way a
-//! build that needs more CPU per request reads on a night with headroom.
+//! own does it after each answer, at the lowest priority, so the cost shows on the server's side and not in
+//! the latency, the way a build that needs more CPU per request reads on a night with headroom.
 
 use std::hint::black_box;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -40,25 +40,27 @@ pub fn exposition(requests: u64) -> String {
     text
 }
 
-/// A thread that does work handed to it after the answers: `burn(µs)` queues about that much CPU time.
+/// A thread that does work handed to it after the answers: `burn(µs)` queues that much CPU time.
 pub struct Burner {
     work: Sender<u64>,
 }
 
 impl Burner {
-    /// Starts the thread, once it has measured how much work a microsecond of this machine's CPU does.
+    /// Starts the thread.
     #[must_use]
     pub fn start() -> Self {
         let (work, queue) = channel();
-        let per_us = rounds_per_us();
         std::thread::Builder::new()
             .name("demo-burner".to_owned())
-            .spawn(move || burn_queued(&queue, per_us))
+            .spawn(move || {
+                lowest_priority();
+                burn_queued(&queue, &ThreadCpu::new());
+            })
             .expect("a thread can be started at start-up");
         Self { work }
     }
 
-    /// Queues about `us` microseconds of CPU work; nothing for zero.
+    /// Queues `us` microseconds of CPU work; nothing for zero.
     pub fn burn(&self, us: u64) {
         if us > 0 {
             // The thread ends only with the sender, so a send fails only while the target is going away.
@@ -67,12 +69,63 @@ impl Burner {
     }
 }
 
-/// Works through the queue until its sender is gone, the same rounds per microsecond throughout, so a
-/// request asked for twice the microseconds costs twice the work whatever else the machine is doing.
-fn burn_queued(queue: &Receiver<u64>, per_us: u64) {
-    while let Ok(us) = queue.recv() {
-        black_box(rounds(us.saturating_mul(per_us)));
+/// Puts the calling thread at the lowest priority (nice 19): the work runs on time the API's own threads and
+/// the load generator leave idle, the way a build's extra cost reads on a night with headroom, so it adds CPU
+/// per request without adding latency (on a box with no idle time left, the work waits for some).
+fn lowest_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // On Linux a priority is a thread's: the process call with this thread's id sets this thread's alone.
+        let this_thread = rustix::thread::gettid();
+        if let Err(e) = rustix::process::setpriority_process(Some(this_thread), 19) {
+            tracing::warn!(error = %e, "the demo API's CPU work runs at normal priority");
+        }
     }
+}
+
+/// Works through the queue until its sender is gone.
+fn burn_queued(queue: &Receiver<u64>, cpu: &ThreadCpu) {
+    while let Ok(us) = queue.recv() {
+        cpu.spend(Duration::from_micros(us));
+    }
+}
+
+/// This thread's CPU clock. A request asked for twice the microseconds then costs twice the CPU time the
+/// kernel counts in `process_cpu_seconds_total`, whatever else the machine is doing: work measured by the wall
+/// clock (or calibrated once at start-up) is cut short whenever another process takes the core, and a target
+/// started on a busier moment would calibrate less work per microsecond than the build before it.
+struct ThreadCpu {
+    /// Rounds between two reads of the clock: about 20 µs of work, so the reads cost about 1 % of it.
+    chunk: u64,
+}
+
+impl ThreadCpu {
+    fn new() -> Self {
+        Self { chunk: (rounds_per_us() * 20).max(1) }
+    }
+
+    /// Does work until this thread has spent `cpu` more CPU time.
+    #[cfg(target_os = "linux")]
+    fn spend(&self, cpu: Duration) {
+        let start = thread_cpu_time();
+        while thread_cpu_time().saturating_sub(start) < cpu {
+            black_box(rounds(self.chunk));
+        }
+    }
+
+    /// Off Linux, without a thread CPU clock to read: the calibrated amount of work.
+    #[cfg(not(target_os = "linux"))]
+    fn spend(&self, cpu: Duration) {
+        let micros = u64::try_from(cpu.as_micros()).unwrap_or(u64::MAX);
+        black_box(rounds(micros.saturating_mul(self.chunk / 20)));
+    }
+}
+
+/// The CPU time this thread has used (`CLOCK_THREAD_CPUTIME_ID`).
+#[cfg(target_os = "linux")]
+fn thread_cpu_time() -> Duration {
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(u64::try_from(now.tv_sec).unwrap_or(0), u32::try_from(now.tv_nsec).unwrap_or(0))
 }
 
 /// A fixed amount of arithmetic the compiler cannot skip.
@@ -103,6 +156,15 @@ fn rounds_per_us() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_burn_spends_the_cpu_time_asked_for() {
+        let before = thread_cpu_time();
+        ThreadCpu::new().spend(Duration::from_millis(30));
+        // At least what was asked, whatever the machine's load: the clock counts only this thread's CPU.
+        assert!(thread_cpu_time().saturating_sub(before) >= Duration::from_millis(30));
+    }
 
     #[test]
     fn the_exposition_carries_the_process_cpu_and_the_requests() {

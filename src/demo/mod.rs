@@ -1,8 +1,9 @@
 //! The first five minutes: a bundled demo API to test ([`target`]), with its CPU exposed and burnt on demand
-//! ([`cpu`]), a local stand-in for Slack ([`receiver`]), and `degrade demo`, which shows the whole nightly job
-//! on them ([`story`]).
+//! ([`cpu`]), deployed build by build as a process of its own ([`deploy`]), a local stand-in for Slack
+//! ([`receiver`]), and `degrade demo`, which shows the whole nightly job on them ([`story`]).
 
 pub mod cpu;
+pub mod deploy;
 mod receiver;
 pub mod story;
 pub mod target;

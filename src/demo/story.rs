@@ -1,7 +1,9 @@
-//! `degrade demo`: the whole job on the bundled API in a couple of minutes. It starts the demo target, the
-//! dashboard and a local alert receiver, runs the demo scenario as several short nights of build 1.0.x
-//! (labelled as consecutive nights so `last-7d` has a history), then one of build 1.1.0 with a slowdown
-//! injected on one route, judges it, and delivers the alert; then it says what to look at.
+//! `degrade demo`: the whole job on the bundled API in a couple of minutes. It starts the dashboard and a local
+//! alert receiver, deploys the demo API (each build a process of its own, its CPU scraped at `/metrics` every
+//! second), runs the demo scenario as several short nights of build 1.0.x (labelled as consecutive nights so
+//! `last-7d` has a history), then one of build 1.1.0, which slows one route and spends more CPU on each
+//! request off the answers' path (the other routes answer as fast as before), judges it, and delivers the
+//! alert; then it says what to look at.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -11,8 +13,8 @@ use std::time::Duration;
 use anyhow::Context;
 use chrono::{TimeDelta, Utc};
 
+use super::deploy::{Build, Deployer};
 use super::receiver::LogReceiver;
-use super::target::{DemoTarget, Knobs};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::model::{BaselineSpec, Finding, OVERALL_ENDPOINT, RunStatus};
@@ -31,6 +33,17 @@ pub const SLOW_ROUTE: &str = "GET /boards/{board_id}/cards";
 /// The demo scenario's metric key for the requests to [`SLOW_ROUTE`]: its path and the names of its query.
 pub const SLOW_ENDPOINT: &str = "GET /boards/{board_id}/cards?page=&per_page=";
 const SCENARIO: &str = "demo";
+/// The telemetry source that scrapes the demo API's own `/metrics`: a resource finding's endpoint.
+pub const API_SOURCE: &str = "demo-api";
+/// CPU microseconds each request of builds 1.0.x costs off the answers' path, beside the API's own work (about
+/// 0.4 ms in a release build): the cost of a real service's logging.
+const BURN_CPU_US: u64 = 100;
+/// Build 1.1.0's: ten times as much, so each request costs 0.9 ms more CPU (about three times the CPU per
+/// request in all). The judge's bar for a series measured on the demo's six nights is high (7 to 8 sigma at the
+/// run's 1 % false-alarm rate, the noise estimated from five degrees of freedom), and the API's own CPU per
+/// request moves by ±10 % from night to night on a busy machine; a change a team would want to hear about
+/// stands well clear of both. The work runs at the lowest priority (`cpu.rs`), so it adds no latency.
+const TONIGHT_BURN_CPU_US: u64 = 10 * BURN_CPU_US;
 const WEBHOOK_ENV: &str = "DEGRADE_DEMO_WEBHOOK";
 const TOKEN_ENV: &str = "DEGRADE_DEMO_TOKEN";
 
@@ -47,6 +60,8 @@ pub struct Options {
     pub night_length: Duration,
     /// Milliseconds added to [`SLOW_ROUTE`] tonight.
     pub slowdown_ms: u64,
+    /// The degrade executable, run as `demo-target` for each build deployed.
+    pub program: PathBuf,
 }
 
 /// Everything the demo started; it keeps serving until dropped.
@@ -57,7 +72,7 @@ pub struct Demo {
     pub token: String,
     /// What happened, and whether it is what the demo set out to show.
     pub verdict: StoryVerdict,
-    _target: DemoTarget,
+    _api: Deployer,
     _receiver: LogReceiver,
     _server: tokio::sync::oneshot::Sender<()>,
     _stop_runs: tokio::sync::watch::Sender<bool>,
@@ -76,7 +91,7 @@ impl Demo {
 #[derive(Debug)]
 pub struct StoryVerdict {
     pub run_id: i64,
-    /// Endpoint metrics judged worse, on the slowed route or the whole run.
+    /// Endpoint metrics judged worse, on the slowed route or the whole run, and the API's CPU.
     pub found: Vec<Finding>,
     /// Endpoint metrics judged worse anywhere else: false alarms.
     pub false_findings: Vec<Finding>,
@@ -91,11 +106,12 @@ pub struct StoryVerdict {
 }
 
 impl StoryVerdict {
-    /// The regression was found on the slowed route only and alerted exactly once.
+    /// The regression was found on the slowed route and the API's CPU only, and alerted exactly once.
     #[must_use]
     pub fn as_planned(&self) -> bool {
         self.regressed
             && self.found.iter().any(|f| f.endpoint == SLOW_ENDPOINT)
+            && self.found.iter().any(|f| f.endpoint == API_SOURCE)
             && self.false_findings.is_empty()
             && self.false_alarms.is_empty()
             && self.alerts.len() == 1
@@ -106,8 +122,8 @@ impl StoryVerdict {
 pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     std::fs::create_dir_all(options.folder.join("scenarios"))
         .with_context(|| format!("cannot create {}", options.folder.display()))?;
-    let knobs = Knobs::new("1.0.0");
-    let target = DemoTarget::start("127.0.0.1:0".parse()?, knobs.clone()).await?;
+    let mut api = Deployer::new(&options.program);
+    api.deploy(&history_build(0)).await?;
     let receiver = LogReceiver::start(options.folder.join("alerts.log")).await?;
     // The demo writes its own configuration, so the address to change is the command line's.
     let listener = tokio::net::TcpListener::bind(options.listen).await.map_err(|e| {
@@ -117,7 +133,7 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     let dashboard = format!("http://{}", listener.local_addr()?);
     // A token of this demo's own: it lives as long as the demo and guards only this local dashboard.
     let token = format!("{:032x}", rand::random::<u128>());
-    let config = Arc::new(write_config(&options.folder, &target.url(), &dashboard, &receiver.url(), &token)?);
+    let config = Arc::new(write_config(&options.folder, api.url(), &dashboard, &receiver.url(), &token)?);
     let store = Store::connect(&config.database).await.context("cannot open the demo database")?;
     let (state, stop_runs) = AppState::new(store.clone(), config.as_ref().clone());
     // The story's own clock: each night of history is told on the day it stands for, tonight on today.
@@ -127,11 +143,16 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
         let _ = stopped.await;
     }));
     println!("degrade demo: the dashboard is at {dashboard}/ (database {})", config.database);
-    println!("  the demo API (boards and cards, {} boards seeded) is at {}", super::target::BOARDS, target.url());
-    let false_alarms = history(&runner, &config, options, &knobs).await?;
-    knobs.set_build("1.1.0");
-    knobs.slow_down(SLOW_ROUTE, Duration::from_millis(options.slowdown_ms));
-    println!("tonight: build 1.1.0, which adds {} ms to {SLOW_ROUTE}", options.slowdown_ms);
+    println!("  the demo API (boards and cards, {} boards seeded) is at {}", super::target::BOARDS, api.url());
+    let false_alarms = history(&runner, &config, options, &mut api).await?;
+    let tonight = Build { id: "1.1.0".to_owned(), slowdown_ms: options.slowdown_ms, burn_cpu_us: TONIGHT_BURN_CPU_US };
+    api.deploy(&tonight).await?;
+    println!(
+        "tonight: build 1.1.0, which adds {} ms to {SLOW_ROUTE} and spends {} µs more CPU on each request after \
+         answering (its other routes answer as fast as before)",
+        options.slowdown_ms,
+        TONIGHT_BURN_CPU_US - BURN_CPU_US
+    );
     runner.clock().set(Utc::now());
     let tonight = night(&runner, &config, options).await?;
     Courier::new(store.clone(), config.clone())?.with_clock(runner.clock().clone()).deliver_due().await?;
@@ -140,7 +161,7 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
         dashboard,
         token,
         verdict,
-        _target: target,
+        _api: api,
         _receiver: receiver,
         _server: server,
         _stop_runs: stop_runs,
@@ -150,12 +171,13 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
 
 /// Runs the nights of build 1.0.x, each labelled one day after the other, ending yesterday; returns the
 /// runs among them judged regressed (there should be none).
-async fn history(runner: &Runner, config: &Config, options: &Options, knobs: &Knobs) -> anyhow::Result<Vec<i64>> {
+async fn history(runner: &Runner, config: &Config, options: &Options, api: &mut Deployer) -> anyhow::Result<Vec<i64>> {
     let today = Utc::now();
     let mut false_alarms = Vec::new();
     for n in 0..options.nights {
-        let build = format!("1.0.{n}");
-        knobs.set_build(&build);
+        let build = history_build(n);
+        api.deploy(&build).await?;
+        let build = build.id;
         let when = today - TimeDelta::days(i64::from(options.nights - n));
         runner.clock().set(when);
         let ended = night(runner, config, options).await?;
@@ -182,6 +204,11 @@ async fn history(runner: &Runner, config: &Config, options: &Options, knobs: &Kn
     Ok(false_alarms)
 }
 
+/// Build 1.0.`n`: as fast and as costly as every other 1.0.x.
+fn history_build(n: u32) -> Build {
+    Build { id: format!("1.0.{n}"), slowdown_ms: 0, burn_cpu_us: BURN_CPU_US }
+}
+
 /// One run of the demo scenario, shortened to the night length, through the whole nightly chain, on the
 /// runner's clock.
 async fn night(runner: &Runner, config: &Config, options: &Options) -> anyhow::Result<Ended> {
@@ -198,8 +225,9 @@ fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<St
     // After a confirmation rerun, what it alone found is `unconfirmed` in its report: only what both runs found
     // still counts (and is alerted).
     let worse = report.findings.iter().filter(|f| f.outcome.is_failure());
+    let planned = [SLOW_ENDPOINT, OVERALL_ENDPOINT, API_SOURCE];
     let (found, false_findings): (Vec<Finding>, Vec<Finding>) =
-        worse.cloned().partition(|f| f.endpoint == SLOW_ENDPOINT || f.endpoint == OVERALL_ENDPOINT);
+        worse.cloned().partition(|f| planned.contains(&f.endpoint.as_str()));
     let regressed = tonight.status == RunStatus::Regressed;
     let summary = match &report.confirmation {
         Some(confirmation) => format!("{}; {confirmation}", report.summary),
@@ -231,6 +259,9 @@ fn write_config(folder: &Path, target: &str, dashboard: &str, webhook: &str, tok
          [[scenario]]\nname = \"{SCENARIO}\"\nfile = \"scenarios/demo.toml\"\ntarget = \"{target}\"\nbaseline = \"last-7d\"\n\n\
          [scenario.build]\nversion_url = \"{target}/version\"\nversion_pointer = \"/build\"\n\
          health_url = \"{target}/healthz\"\nhealth_timeout = \"30s\"\n\n\
+         [[scenario.telemetry]]\nname = \"{API_SOURCE}\"\nkind = \"scrape\"\nurl = \"{target}/metrics\"\nevery = \"1s\"\n\n\
+         [[scenario.telemetry.series]]\nname = \"CPU\"\nmetric = \"process_cpu_seconds_total\"\nkind = \"counter\"\n\
+         unit = \"CPU s\"\n\n\
          [[notify]]\nname = \"local-log\"\nkind = \"slack\"\nurl_env = \"{WEBHOOK_ENV}\"\n"
     );
     let path = folder.join("degrade.toml");

@@ -85,6 +85,7 @@ async fn the_demo(folder: &Path) -> Demo {
         nights: 5,
         night_length: Duration::from_secs(3),
         slowdown_ms: 80,
+        program: env!("CARGO_BIN_EXE_degrade").into(),
     };
     tell(&options).await.unwrap()
 }
