@@ -16,6 +16,34 @@ use super::trend_time_axis::time_axis;
 use crate::outside_text::xml_escape;
 use crate::store::ChartPoint;
 
+/// An absolute gate drawn on a chart: the figure it holds, its limit, and which side of it fails.
+#[derive(Debug, Clone, Copy)]
+pub struct GateLine {
+    /// The figure held, as a tooltip names it: `p95`, `mean`.
+    pub figure: &'static str,
+    /// The limit, in the chart's unit.
+    pub limit: f64,
+    /// Whether the figure must stay at most or at least the limit.
+    pub bound: Bound,
+}
+
+/// Which side of a limit a figure must stay on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// A ceiling (p95 at most 300 ms, CPU busy at most 60 %): the zone above fails.
+    AtMost,
+    /// A floor (a cache hit ratio at least 90 %): the zone below fails.
+    AtLeast,
+}
+
+impl GateLine {
+    /// A ceiling on `figure`.
+    #[must_use]
+    pub fn at_most(figure: &'static str, limit: f64) -> Self {
+        Self { figure, limit, bound: Bound::AtMost }
+    }
+}
+
 /// The colour of anything that means "regressed", on every chart and page.
 pub const ALARM: &str = "#d92d20";
 /// The colour of each figure, the same on every chart: trends, run timelines, comparisons.
@@ -85,9 +113,9 @@ pub struct TrendChart<'a> {
     pub spread: Option<Spread>,
     /// The range a normal night falls in on the first line, shaded.
     pub band: Option<(f64, f64)>,
-    /// The absolute gates of `[scenario.gates]` on this chart, as (figure, limit): each is a dashed line with
-    /// a faint red zone above it (where two overlap, the zone above both is the deeper red).
-    pub limits: Vec<(&'static str, f64)>,
+    /// The absolute gates on this chart (`[scenario.gates]`, a telemetry series' limits): each is a dashed line
+    /// with a faint red zone on its failing side (where two overlap, the zone past both is the deeper red).
+    pub limits: Vec<GateLine>,
     /// The value axis.
     pub scale: Scale,
     /// The endpoint's main chart: regressed runs get the alarm pin here (not on every chart of an endpoint),
@@ -197,7 +225,7 @@ impl TrendChart<'_> {
             values.extend(points.iter().map(|p| spread(p).1));
         }
         values.extend(self.band.iter().flat_map(|(low, high)| [*low, *high]));
-        values.extend(self.limits.iter().map(|(_, limit)| *limit));
+        values.extend(self.limits.iter().map(|gate| gate.limit));
         values.retain(|v| v.is_finite());
         let max = values.iter().copied().fold(0.0_f64, f64::max);
         match self.scale {
@@ -281,17 +309,25 @@ impl TrendChart<'_> {
                 format_value(high, self.unit)
             );
         }
-        for (figure, limit) in &self.limits {
-            let y = axis.y(*limit);
+        for gate in &self.limits {
+            let y = axis.y(gate.limit);
+            let (zone_top, words) = match gate.bound {
+                Bound::AtMost => (TOP, "at most"),
+                Bound::AtLeast => (y, "at least"),
+            };
+            let zone_bottom = match gate.bound {
+                Bound::AtMost => y,
+                Bound::AtLeast => BOTTOM,
+            };
             let _ = write!(
                 svg,
-                "<rect class=\"gate-zone\" x=\"{LEFT}\" y=\"{TOP}\" width=\"{width}\" height=\"{:.1}\" fill=\"{ALARM}\" \
-                 fill-opacity=\"0.07\"/><line class=\"gate\" x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" \
-                 stroke=\"{ALARM}\" stroke-dasharray=\"6 4\"><title>gate: {} at most {}</title></line>",
-                (y - TOP).max(0.0),
+                "<rect class=\"gate-zone\" x=\"{LEFT}\" y=\"{zone_top:.1}\" width=\"{width}\" height=\"{:.1}\" \
+                 fill=\"{ALARM}\" fill-opacity=\"0.07\"/><line class=\"gate\" x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{}\" \
+                 y2=\"{y:.1}\" stroke=\"{ALARM}\" stroke-dasharray=\"6 4\"><title>gate: {} {words} {}</title></line>",
+                (zone_bottom - zone_top).max(0.0),
                 WIDTH - RIGHT,
-                figure,
-                format_value(*limit, self.unit)
+                gate.figure,
+                format_value(gate.limit, self.unit)
             );
         }
     }

@@ -19,7 +19,7 @@ use super::grid::{GRID_NIGHTS, Grid};
 use super::overview_page::endpoint_names;
 use super::range::Range;
 use super::route_name::chart_title;
-use super::trend_chart::{Line, OverBuckets, Scale, TrendChart, colour};
+use super::trend_chart::{GateLine, Line, OverBuckets, Scale, TrendChart, colour};
 use super::trend_telemetry::{SeriesTrend, series_trends};
 use super::trend_view::{TrendQuery, View, Zoom};
 use super::{AppState, WebError, ensure_scenario};
@@ -189,7 +189,7 @@ fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], gates: &Gates, scale: 
         band: detector_band(points, gates),
         limits: [("p75", absolute.max_p75_ms), ("p95", absolute.max_p95_ms), ("p99", absolute.max_p99_ms)]
             .into_iter()
-            .filter_map(|(figure, limit)| Some((figure, limit?)))
+            .filter_map(|(figure, limit)| Some(GateLine::at_most(figure, limit?)))
             .collect(),
         main: true,
         ..chart("response time", "ms", &LATENCY)
@@ -197,7 +197,7 @@ fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], gates: &Gates, scale: 
     // An endpoint that never failed in the range gets no all-zero error chart.
     let had_errors = points.iter().any(|p| p.error_pct_max > 0.0);
     let errors = TrendChart {
-        limits: absolute.max_error_rate_pct.map(|limit| ("error rate", limit)).into_iter().collect(),
+        limits: absolute.max_error_rate_pct.map(|limit| GateLine::at_most("error rate", limit)).into_iter().collect(),
         ..chart("error rate", "%", &ERRORS)
     };
     EndpointTrend {

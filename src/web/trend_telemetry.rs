@@ -2,9 +2,10 @@
 //! [`TrendChart`] as the endpoints' (tooltips, links to the run, build ticks, invalid runs apart). A night's
 //! figure is the one that stays comparable when the load changes: for a counter its growth per 1,000
 //! requests (CPU seconds, transactions, blocks read), for a gauge its mean over the measured stages, with its
-//! highest value beside it.
+//! highest value beside it. A series' limits hold its mean, so they are drawn as zones on a chart of the mean:
+//! a gauge's own, and, for a counter held to a limit (CPU busy at most 60 %), a second chart beside its cost.
 
-use super::trend_chart::{Line, OverBuckets, Scale, TrendChart};
+use super::trend_chart::{Bound, GateLine, Line, OverBuckets, Scale, TrendChart};
 use crate::analysis::TelemetryLimit;
 use crate::model::{RunStatus, SHARE_UNIT, SeriesKind, Worse};
 use crate::store::{ChartPoint, TelemetryNight};
@@ -29,13 +30,15 @@ pub struct SeriesTrend {
 // highest value as its worst p99.
 const COUNTER: [Line; 1] =
     [Line { name: "per 1,000 requests", over_buckets: OverBuckets::Mean, colour: TELEMETRY, value: |p| p.p95_ms }];
+const RATE: [Line; 1] =
+    [Line { name: "mean", over_buckets: OverBuckets::Mean, colour: TELEMETRY, value: |p| p.p95_ms }];
 const GAUGE: [Line; 2] = [
     Line { name: "mean", over_buckets: OverBuckets::Mean, colour: TELEMETRY, value: |p| p.p95_ms },
     Line { name: "max", over_buckets: OverBuckets::Worst, colour: TELEMETRY_MAX, value: |p| p.p99_max_ms },
 ];
 
 /// A chart per series of `nights` (by series, then time, as the store reads them), in the order the series
-/// first appear.
+/// first appear; a counter held to a limit gets a second chart, of the mean the limit holds.
 #[must_use]
 pub fn series_trends(
     nights: &[TelemetryNight],
@@ -50,70 +53,99 @@ pub fn series_trends(
             keys.push(key);
         }
     }
-    keys.into_iter()
-        .filter_map(|(source, series)| {
-            let mine: Vec<&TelemetryNight> =
-                nights.iter().filter(|n| n.source == source && n.series == series).collect();
-            let limit = limits.iter().find(|l| l.source == source && l.series == series);
-            series_trend(&mine, limit, scale, zoom)
-        })
-        .collect()
+    let mut charts = Vec::new();
+    for (source, series) in keys {
+        let mine: Vec<&TelemetryNight> = nights.iter().filter(|n| n.source == source && n.series == series).collect();
+        let limit = limits.iter().find(|l| l.source == source && l.series == series);
+        let Some(newest) = mine.last() else { continue };
+        // In the unit of its newest night: a series whose definition changed is drawn in its current one, and
+        // nights in another unit or kind are left out rather than drawn on the wrong scale.
+        let same = |n: &&&TelemetryNight| n.unit == newest.unit && n.kind == newest.kind;
+        let mine: Vec<&TelemetryNight> = mine.iter().filter(same).copied().collect();
+        let figures = match newest.kind {
+            SeriesKind::Counter if limit.is_some() => &[Figure::PerThousand, Figure::Mean][..],
+            SeriesKind::Counter => &[Figure::PerThousand],
+            SeriesKind::Gauge => &[Figure::Mean],
+        };
+        charts.extend(figures.iter().filter_map(|figure| series_trend(&mine, *figure, limit, scale, zoom)));
+    }
+    charts
 }
 
-/// One series' chart, in the unit of its newest night (a series whose definition changed is drawn in its
-/// current one; nights in another unit or kind are left out rather than drawn on the wrong scale).
+/// What a series' chart draws night by night.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Figure {
+    /// A counter's growth per 1,000 requests: its cost, comparable when the load changes (what is judged).
+    PerThousand,
+    /// The mean over the measured stages (a gauge's, with its highest value; a counter's rate): what a limit
+    /// holds, so its limits are drawn here as zones.
+    Mean,
+}
+
+/// One chart of one series' nights, all in the same unit and kind.
 fn series_trend(
     nights: &[&TelemetryNight],
+    figure: Figure,
     limit: Option<&TelemetryLimit>,
     scale: Scale,
     zoom: &str,
 ) -> Option<SeriesTrend> {
     let newest = nights.last()?;
-    let same = |n: &&&TelemetryNight| n.unit == newest.unit && n.kind == newest.kind;
-    let nights: Vec<&TelemetryNight> = nights.iter().filter(same).copied().collect();
-    let (lines, unit): (&'static [Line], &str) = match newest.kind {
-        SeriesKind::Counter => (&COUNTER, newest.count_unit.as_deref().unwrap_or(&newest.unit)),
-        SeriesKind::Gauge => (&GAUGE, &newest.unit),
+    let (lines, unit): (&'static [Line], &str) = match (figure, newest.kind) {
+        (Figure::PerThousand, _) => (&COUNTER, newest.count_unit.as_deref().unwrap_or(&newest.unit)),
+        (Figure::Mean, SeriesKind::Gauge) => (&GAUGE, &newest.unit),
+        (Figure::Mean, SeriesKind::Counter) => (&RATE, &newest.unit),
     };
-    let figure = |n: &TelemetryNight| match n.kind {
-        SeriesKind::Counter => n.summary.per_1000_requests,
-        SeriesKind::Gauge => Some(n.summary.mean),
+    let value = |n: &TelemetryNight| match figure {
+        Figure::PerThousand => n.summary.per_1000_requests,
+        Figure::Mean => Some(n.summary.mean),
     };
-    let drawn: Vec<(&TelemetryNight, f64)> = nights.iter().filter_map(|n| Some((*n, figure(n)?))).collect();
-    // A limit holds a series' mean: drawn on a gauge's chart, whose line is that mean (a counter's chart draws
-    // its cost per 1,000 requests, not the rate a limit holds). A lowest value is said in words only.
-    let ceiling = limit.and_then(|l| l.max).filter(|_| newest.kind == SeriesKind::Gauge);
-    let peak = drawn.iter().map(|(n, v)| v.max(n.summary.max)).fold(ceiling.unwrap_or(0.0), f64::max);
+    let drawn: Vec<(&TelemetryNight, f64)> = nights.iter().filter_map(|n| Some((*n, value(n)?))).collect();
+    let bounds = limit.filter(|_| figure == Figure::Mean).map(|l| (l.max, l.min)).unwrap_or_default();
+    let peak = drawn.iter().map(|(n, v)| v.max(n.summary.max)).fold(bounds.0.unwrap_or(0.0), f64::max);
     let (factor, shown_unit) = chart_unit(unit, peak);
     let points: Vec<ChartPoint> = drawn.iter().map(|(n, v)| point(n, v * factor, n.summary.max * factor)).collect();
     let points: Vec<&ChartPoint> = points.iter().collect();
-    let title = format!("{} · {}", newest.source, newest.series);
+    let gates = [bounds.0.map(|max| (max, Bound::AtMost)), bounds.1.map(|min| (min, Bound::AtLeast))];
+    let gates =
+        gates.into_iter().flatten().map(|(limit, bound)| GateLine { figure: "mean", limit: limit * factor, bound });
+    let title = match (figure, newest.kind) {
+        (Figure::Mean, SeriesKind::Counter) => format!("{} · {}: mean", newest.source, newest.series),
+        _ => format!("{} · {}", newest.source, newest.series),
+    };
     let chart = TrendChart {
         title: title.clone(),
         unit: &shown_unit,
         lines,
         spread: None,
         band: None,
-        limits: ceiling.map(|max| ("mean", max * factor)).into_iter().collect(),
+        limits: gates.collect(),
         scale,
         main: true,
         zoom: Some(zoom.to_owned()),
     };
+    Some(SeriesTrend { svg: chart.render(&points), title, reads: reads(newest, figure, unit, limit) })
+}
+
+/// What a dot of the chart is, in words, with the limits a mean is held to.
+fn reads(newest: &TelemetryNight, figure: Figure, unit: &str, limit: Option<&TelemetryLimit>) -> String {
     let worse = match newest.worse {
         Worse::Higher => "higher is worse",
         Worse::Lower => "lower is worse",
     };
-    let mut reads = match newest.kind {
-        SeriesKind::Counter => format!("growth per 1,000 requests, in {unit}; {worse}"),
-        SeriesKind::Gauge => format!("mean and highest value over the measured stages; {worse}"),
+    let mut reads = match (figure, newest.kind) {
+        (Figure::PerThousand, _) => format!("growth per 1,000 requests, in {unit}; {worse}"),
+        (Figure::Mean, SeriesKind::Gauge) => format!("mean and highest value over the measured stages; {worse}"),
+        (Figure::Mean, SeriesKind::Counter) => format!("mean over the measured stages; {worse}"),
     };
-    if let Some(limit) = limit {
+    // The limits are drawn on the chart of the mean, and said under it.
+    if let Some(limit) = limit.filter(|_| figure == Figure::Mean) {
         let bound = |word: &str, value: Option<f64>| value.map(|v| format!("{word} {}", shown::value(v, &newest.unit)));
         let bounds: Vec<String> =
             [bound("at most", limit.max), bound("at least", limit.min)].into_iter().flatten().collect();
         reads.push_str(&format!("; its mean is held to {}", bounds.join(" and ")));
     }
-    Some(SeriesTrend { svg: chart.render(&points), title, reads })
+    reads
 }
 
 /// The factor and unit a chart shows a series' values in: a share as a percentage, bytes in the binary unit
@@ -206,6 +238,20 @@ mod tests {
         assert!(chart.svg.contains("gate: mean at most 400 MiB"), "{}", chart.svg);
         assert_eq!(chart.svg.matches("class=\"pin\"").count(), 1, "the regressed night's pin: {}", chart.svg);
         assert!(chart.reads.ends_with("its mean is held to at most 400 MiB"), "{}", chart.reads);
+    }
+
+    #[test]
+    fn a_counter_held_to_limits_gets_a_chart_of_its_mean_with_both_zones() {
+        let nights = [night(1, SeriesKind::Counter, 0.4, Some(0.41)), night(2, SeriesKind::Counter, 0.5, Some(0.56))];
+        let limit = TelemetryLimit { source: "api".into(), series: "CPU".into(), max: Some(0.6), min: Some(0.1) };
+        let charts = series_trends(&nights, &[limit], Scale::Linear, "?");
+        let titles: Vec<&str> = charts.iter().map(|c| c.title.as_str()).collect();
+        assert_eq!(titles, ["api · CPU", "api · CPU: mean"]);
+        assert!(!charts[0].svg.contains("class=\"gate\""), "the cost per 1,000 requests is not what a limit holds");
+        let mean = &charts[1];
+        assert!(mean.svg.contains("gate: mean at most 0.60 CPU s/s"), "{}", mean.svg);
+        assert!(mean.svg.contains("gate: mean at least 0.10 CPU s/s"), "{}", mean.svg);
+        assert!(mean.reads.ends_with("at most 0.600 CPU s/s and at least 0.1000 CPU s/s"), "{}", mean.reads);
     }
 
     #[test]

@@ -108,7 +108,10 @@ fn a_bucket_shows_its_worst_tail_and_zooms_in_on_its_days() {
 fn every_configured_gate_is_a_line_with_its_zone() {
     let points: Vec<ChartPoint> = (0..6).map(|h| point(h, 5.0, "1")).collect();
     let refs: Vec<&ChartPoint> = points.iter().collect();
-    let gated = TrendChart { limits: vec![("p95", 20.0), ("p99", 60.0)], ..chart(Scale::Linear) };
+    let gated = TrendChart {
+        limits: vec![GateLine::at_most("p95", 20.0), GateLine::at_most("p99", 60.0)],
+        ..chart(Scale::Linear)
+    };
     let svg = gated.render(&refs);
     assert_eq!(svg.matches("class=\"gate-zone\"").count(), 2, "{svg}");
     assert!(svg.contains("<title>gate: p95 at most 20.0 ms</title>"), "{svg}");
