@@ -67,14 +67,18 @@ fn print_story(demo: &story::Demo, options: &Options) {
     let verdict = &demo.verdict;
     println!();
     for f in &verdict.found {
-        let baseline = f.baseline_value.map(|v| crate::report::with_unit(&f.metric, v)).unwrap_or_default();
-        let tonight = crate::report::with_unit(&f.metric, f.candidate_value);
-        println!(
-            "  worse: {} {}: {baseline} → {tonight} ({})",
-            f.endpoint,
-            f.metric,
-            crate::report::change_text(f.delta_pct)
-        );
+        let in_unit = |v: f64| crate::report::with_unit(&f.metric, v);
+        let tonight = in_unit(f.candidate_value);
+        // A breached limit has no baseline: it says how far past the limit tonight went.
+        let change = match (f.baseline_value, f.limit) {
+            (None, Some(limit)) => format!("{tonight}, past its limit {}", in_unit(limit)),
+            (baseline, _) => format!(
+                "{} → {tonight} ({})",
+                baseline.map(in_unit).unwrap_or_default(),
+                crate::report::change_text(f.delta_pct)
+            ),
+        };
+        println!("  worse: {} {}: {change}", f.endpoint, f.metric);
     }
     for run in &verdict.false_alarms {
         println!("  unexpected: night run #{run} of build 1.0.x was judged regressed");
@@ -126,7 +130,7 @@ pub struct DemoTargetArgs {
     /// Share of requests answered 500, from 0 to 1.
     #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
     pub error_rate: f64,
-    /// CPU microseconds of work done after each API request is answered, on a thread of its own at the lowest priority: a build
+    /// CPU microseconds of work done after each API request is answered, on a thread of its own: a build
     /// that costs more CPU per request (read at /metrics as process_cpu_seconds_total) with its latency
     /// unchanged while the machine has headroom.
     #[arg(long, value_name = "US", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]

@@ -1,8 +1,10 @@
 //! The demo target's CPU: what it has used, in the Prometheus exposition format at `/metrics` (the
 //! `process_cpu_seconds_total` every Prometheus client library exports, read from `/proc/self/stat`), and
 //! the extra work a build can be made to do per request without its answers taking longer: a thread of its
-//! own does it after each answer, at the lowest priority, so the cost shows on the server's side and not in
-//! the latency, the way a build that needs more CPU per request reads on a night with headroom.
+//! own does it after each answer, so the cost shows on the server's side and not in the latency, the way a
+//! build that needs more CPU per request reads on a night with headroom. It runs at the API's own priority: at
+//! the lowest, the scheduler weighs it so little that it parks it beside a busy process on a core of its own
+//! and it starves there while the other core idles, and its work is done nights late.
 
 use std::hint::black_box;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -52,10 +54,7 @@ impl Burner {
         let (work, queue) = channel();
         std::thread::Builder::new()
             .name("demo-burner".to_owned())
-            .spawn(move || {
-                lowest_priority();
-                burn_queued(&queue, &ThreadCpu::new());
-            })
+            .spawn(move || burn_queued(&queue, &ThreadCpu::new()))
             .expect("a thread can be started at start-up");
         Self { work }
     }
@@ -65,20 +64,6 @@ impl Burner {
         if us > 0 {
             // The thread ends only with the sender, so a send fails only while the target is going away.
             let _ = self.work.send(us);
-        }
-    }
-}
-
-/// Puts the calling thread at the lowest priority (nice 19): the work runs on time the API's own threads and
-/// the load generator leave idle, the way a build's extra cost reads on a night with headroom, so it adds CPU
-/// per request without adding latency (on a box with no idle time left, the work waits for some).
-fn lowest_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // On Linux a priority is a thread's: the process call with this thread's id sets this thread's alone.
-        let this_thread = rustix::thread::gettid();
-        if let Err(e) = rustix::process::setpriority_process(Some(this_thread), 19) {
-            tracing::warn!(error = %e, "the demo API's CPU work runs at normal priority");
         }
     }
 }
