@@ -23,6 +23,7 @@ mod replay;
 mod request;
 mod session;
 mod tape_feed;
+mod ws;
 mod ticks;
 #[cfg(target_os = "linux")]
 mod timed_tcp;

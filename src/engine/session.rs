@@ -27,8 +27,9 @@ use super::request::StepRequest;
 use crate::metrics::ErrorClass;
 use crate::model::LoadModel;
 use crate::scenario::feeder::Cursor;
-use crate::scenario::plan::{Body, Check, ExtractFrom, Flow, Step};
+use crate::scenario::plan::{Body, ExtractFrom, Flow, Step};
 use crate::scenario::template::{Expr, RenderContext};
+use crate::scenario::ws_plan::{WsAction, WsPayload};
 use crate::scenario::{Plan, Think};
 
 /// What every session of a run shares.
@@ -137,44 +138,90 @@ pub(super) async fn run_flow(
     }
     shared.recorder.session_started(measured);
     let mut variables: Vec<Option<Value>> = vec![None; plan.variables.len()];
+    let mut socket = super::ws::WsSession::default();
     let mut intended = start;
     for (step_index, step) in plan.flows[flow_index].steps.iter().enumerate() {
         if intended >= shared.deadline || shared.stopping.load(Ordering::Relaxed) {
             break;
         }
-        wait_until_due(intended, step_index > 0 || plan.load.model == LoadModel::Closed).await;
-        // Rendered now, not before the wait: a `now` template means the time the request goes out.
-        let mut cx = RenderContext { rows: &rows, variables: &variables, rng: &mut rng, seq: &shared.seq };
-        let client = &shared.client;
-        let request =
-            shared.requests[flow_index][step_index].build(plan, step, client.host_header(), client.prefix(), &mut cx);
-        let slot = first_slot.take();
-        let dispatched = slot.as_ref().map_or_else(Instant::now, |s| s.waiting_since);
-        shared.recorder.dispatching(step.endpoint, measured);
-        let (sent, outcome) = match request {
-            Ok(request) => exchange(shared, request, dispatched, alarm, slot).await,
-            Err(failure) => (None, Err(failure)),
+        // An open socket is read while the session waits: pushes counted, pings answered.
+        if !socket.wait_until(shared, intended, measured).await {
+            wait_until_due(intended, step_index > 0 || plan.load.model == LoadModel::Closed).await;
+        }
+        let mut cx = StepContext { rows: &rows, variables: &mut variables, rng: &mut rng, seq: &shared.seq, measured };
+        let done = if let Some(action) = &step.ws {
+            let done = socket.run(shared, step, action, intended, &mut cx).await;
+            (done.in_hand, done.failed)
+        } else {
+            http_step(shared, (flow_index, step_index), intended, alarm, first_slot.take(), &mut cx).await
         };
-        let Ended { end, in_hand } = ended(sent, &outcome, plan.target.timeout);
-        let checked = outcome.and_then(|response| check_response(step, &response, &mut variables));
-        let failed = checked.is_err();
-        let failure = checked.err().map(|f| (f.class, f.message));
-        shared.recorder.record(Sample {
-            endpoint: step.endpoint,
-            intended,
-            dispatched: Some(dispatched),
-            sent,
-            end,
-            failure,
-            measured,
-        });
+        let (in_hand, failed) = done;
         if failed {
             // Later steps usually depend on this one (an id it should have returned): a real user would stop.
             break;
         }
         intended = in_hand + think(step.think, &mut rng);
     }
+    socket.end(shared, measured).await;
     SessionEnd::Next(intended)
+}
+
+/// Sends one HTTP step's request and records it; when the answer was in hand, and whether it failed.
+async fn http_step(
+    shared: &RunShared,
+    (flow_index, step_index): (usize, usize),
+    intended: Instant,
+    alarm: &mut Alarm,
+    slot: Option<Slot<'_>>,
+    cx: &mut StepContext<'_, '_>,
+) -> (Instant, bool) {
+    let measured = cx.measured;
+    let plan = &shared.plan;
+    let step = &plan.flows[flow_index].steps[step_index];
+    let client = &shared.client;
+    // Rendered now, not before the wait: a `now` template means the time the request goes out.
+    let request = shared.requests[flow_index][step_index].build(
+        plan,
+        step,
+        client.host_header(),
+        client.prefix(),
+        &mut cx.render(),
+    );
+    let dispatched = slot.as_ref().map_or_else(Instant::now, |s| s.waiting_since);
+    shared.recorder.dispatching(step.endpoint, measured);
+    let (sent, outcome) = match request {
+        Ok(request) => exchange(shared, request, dispatched, alarm, slot).await,
+        Err(failure) => (None, Err(failure)),
+    };
+    let Ended { end, in_hand } = ended(sent, &outcome, plan.target.timeout);
+    let checked = outcome.and_then(|response| check_response(step, &response, cx.variables));
+    let failed = checked.is_err();
+    let failure = checked.err().map(|f| (f.class, f.message));
+    shared.recorder.record(Sample {
+        endpoint: step.endpoint,
+        intended,
+        dispatched: Some(dispatched),
+        sent,
+        end,
+        failure,
+        measured,
+    });
+    (in_hand, failed)
+}
+
+/// What a step's templates and extractions read and write.
+pub(super) struct StepContext<'a, 'r> {
+    pub rows: &'a [Option<&'r [Value]>],
+    pub variables: &'a mut [Option<Value>],
+    pub rng: &'a mut rand::rngs::SmallRng,
+    pub seq: &'a std::sync::atomic::AtomicU64,
+    pub measured: bool,
+}
+
+impl StepContext<'_, '_> {
+    pub(super) fn render(&mut self) -> RenderContext<'_> {
+        RenderContext { rows: self.rows, variables: self.variables, rng: self.rng, seq: self.seq }
+    }
 }
 
 /// When a request ended, two ways.
@@ -272,21 +319,7 @@ fn check_response(step: &Step, response: &Answer, variables: &mut [Option<Value>
         Value::Null
     };
     for assertion in &step.expect.json {
-        let found = assertion.path.query(&json).first();
-        let holds = match (&assertion.check, found) {
-            (Check::Exists(expected), found) => found.is_some() == *expected,
-            (Check::Eq(expected), Some(v)) => v == expected,
-            (Check::Lt(limit), Some(v)) => v.as_f64().is_some_and(|v| v < *limit),
-            (Check::Gt(limit), Some(v)) => v.as_f64().is_some_and(|v| v > *limit),
-            (_, None) => false,
-        };
-        if !holds {
-            let got = found.map_or_else(|| "nothing".to_owned(), |v| truncate(&v.to_string()));
-            return Err(Failure::new(
-                ErrorClass::Assertion,
-                format!("{} {:?} failed: found {got}", assertion.path_text, assertion.check),
-            ));
-        }
+        assertion.holds(&json).map_err(|message| Failure::new(ErrorClass::Assertion, message))?;
     }
     for extraction in &step.extract {
         let value = match &extraction.from {
@@ -321,10 +354,6 @@ pub(super) fn unexpected_status(response: &Answer) -> Failure {
     Failure::new(class, format!("status {status}: {body}"))
 }
 
-fn truncate(text: &str) -> String {
-    if text.len() <= 80 { text.to_owned() } else { format!("{}…", &text[..text.floor_char_boundary(80)]) }
-}
-
 /// The feeders each flow's templates read, so a session draws only the rows it uses.
 pub(super) fn flow_feeders(plan: &Plan) -> Vec<Vec<usize>> {
     let target: Vec<&Expr> = plan.target.headers.iter().flat_map(|(_, t)| t.expressions()).collect();
@@ -355,6 +384,12 @@ fn step_expressions(step: &Step) -> Vec<&Expr> {
         Some(Body::Json(t)) => all.extend(t.expressions()),
         Some(Body::Text(t)) => all.extend(t.expressions()),
         None => {}
+    }
+    if let Some(WsAction::Send { payload, .. }) = &step.ws {
+        match payload {
+            WsPayload::Json(t) => all.extend(t.expressions()),
+            WsPayload::Text(t) | WsPayload::Hex(t) | WsPayload::Base64(t) => all.extend(t.expressions()),
+        }
     }
     all
 }

@@ -16,8 +16,10 @@ pub mod skew_shapes;
 mod step_key;
 mod step_values;
 mod steps;
+mod ws_steps;
 pub mod tape_source;
 pub mod template;
+pub mod ws_plan;
 
 use std::path::Path;
 use std::time::Duration;

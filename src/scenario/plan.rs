@@ -38,6 +38,8 @@ pub struct Plan {
     pub feeders: Vec<Feeder>,
     /// What sessions do, chosen by weight (none when a tape is replayed).
     pub flows: Vec<Flow>,
+    /// `[ws]`, when some step is a WebSocket step.
+    pub ws: Option<super::ws_plan::WsSettings>,
     /// `[[tape]]`: recorded requests replayed instead of flows.
     pub tape: Option<TapeReplay>,
     /// Metric keys (step names); a step refers to one by index.
@@ -153,6 +155,8 @@ pub struct Step {
     pub extract: Vec<Extraction>,
     /// Pause after this step before the next one starts.
     pub think: Option<Think>,
+    /// What a WebSocket step does; `None` for an HTTP request.
+    pub ws: Option<super::ws_plan::WsAction>,
 }
 
 /// A request body.
@@ -182,6 +186,26 @@ pub struct Assertion {
     pub path_text: String,
     /// What must hold.
     pub check: Check,
+}
+
+impl Assertion {
+    /// Whether it holds on `json`; if not, what was found instead.
+    pub fn holds(&self, json: &serde_json::Value) -> Result<(), String> {
+        let found = self.path.query(json).first();
+        let holds = match (&self.check, found) {
+            (Check::Exists(expected), found) => found.is_some() == *expected,
+            (Check::Eq(expected), Some(v)) => v == expected,
+            (Check::Lt(limit), Some(v)) => v.as_f64().is_some_and(|v| v < *limit),
+            (Check::Gt(limit), Some(v)) => v.as_f64().is_some_and(|v| v > *limit),
+            (_, None) => false,
+        };
+        if holds {
+            return Ok(());
+        }
+        let text = found.map_or_else(|| "nothing".to_owned(), ToString::to_string);
+        let shown = if text.len() <= 80 { text } else { format!("{}…", &text[..text.floor_char_boundary(80)]) };
+        Err(format!("{} {:?} failed: found {shown}", self.path_text, self.check))
+    }
 }
 
 /// What must hold for the value a JSONPath selects.

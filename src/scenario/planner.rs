@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::feeder::{Feeder, Order, WhenExhausted};
 use super::feeder_skew::{self, SkewKeys};
 use super::plan::{Arrivals, Load, Plan, Stage, StageShape, Target};
-use super::raw_scenario::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget};
+use super::raw_scenario::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget, RawWs};
 use super::step_key::StepKeys;
 use super::step_values::duration;
 use super::steps::{Scope, header_templates, resolve_flows};
@@ -31,7 +31,7 @@ pub(super) fn resolve(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, ConfigErrors> {
     let mut checker = Checker::new(path, text);
-    let RawScenario { seed, target, vars, feeders, flows, tapes, load } = raw;
+    let RawScenario { seed, target, vars, feeders, flows, tapes, load, ws } = raw;
     let seed = seed.map_or(1, |s| s.into_inner().cast_unsigned());
     for (name, value) in &vars {
         checker.check(value, &format!("vars.{}", crate::outside_text::printable(name)), |_| plain_name(name));
@@ -56,6 +56,13 @@ pub(super) fn resolve(
         checker.error(tape, "tape", "a scenario replays a tape or runs flows, not both: move one to its own scenario");
     }
     let flows = resolve_flows(&mut checker, &mut scope, flows);
+    // Push classes are endpoints only where sockets are opened; `[ws]` alone is still checked.
+    let has_ws = flows.iter().flat_map(|f| &f.steps).any(|s| s.ws.is_some());
+    let ws = match (ws, has_ws) {
+        (Some(raw), _) => super::ws_steps::resolve_ws(&mut checker, &mut scope, &raw).filter(|_| has_ws),
+        (None, true) => super::ws_steps::resolve_ws(&mut checker, &mut scope, &RawWs::default()),
+        (None, false) => None,
+    };
     if flows.is_empty() && !has_tape && checker.errors.is_empty() {
         checker.errors.push(ConfigError::new(
             Location::WholeFile(path.to_owned()),
@@ -84,6 +91,7 @@ pub(super) fn resolve(
             target,
             feeders,
             flows,
+            ws,
             tape,
             endpoints,
             variables,
@@ -149,7 +157,7 @@ fn resolve_target(
 pub const DEFAULT_MAX_BODY: u64 = 4_000_000;
 
 /// A size such as `4MB`, `512KiB` or `1000000` (bytes), at least one byte.
-fn body_size(text: &str) -> Result<u64, String> {
+pub(super) fn body_size(text: &str) -> Result<u64, String> {
     match parse_size::parse_size(text) {
         Ok(0) => Err("must be at least one byte".to_owned()),
         Ok(bytes) => Ok(bytes),

@@ -10,7 +10,7 @@ use serde_json::Value;
 use serde_json_path::JsonPath;
 
 use super::plan::{Assertion, Check, Expect, ExtractFrom, Think};
-use super::raw_scenario::RawExpect;
+use super::raw_scenario::{RawAssertion, RawExpect};
 use crate::config::Checker;
 
 pub(super) fn parse_method(text: &str) -> Result<Method, String> {
@@ -31,26 +31,41 @@ pub(super) fn resolve_expect(checker: &mut Checker<'_>, prefix: &str, raw: Optio
         Some(s) => checker.check(s, &format!("{prefix}.status"), parse_statuses),
         None => Some(vec![200..=399]),
     };
+    let assertions = resolve_assertions(checker, prefix, &json);
+    Some(Expect { status: status?, json: assertions? })
+}
+
+/// JSON assertions (`json = [{ path = "$.id", exists = true }]`) at `prefix.json[i]`; `None` if one is wrong.
+pub(super) fn resolve_assertions(
+    checker: &mut Checker<'_>,
+    prefix: &str,
+    json: &[RawAssertion],
+) -> Option<Vec<Assertion>> {
     let mut assertions = Vec::new();
-    for (i, a) in json.into_iter().enumerate() {
+    let mut all = true;
+    for (i, a) in json.iter().enumerate() {
         let field = format!("{prefix}.json[{i}]");
         let compiled = checker.check(&a.path, &format!("{field}.path"), |p| json_path(p));
         let checks = [
             a.exists.map(Check::Exists),
-            a.eq.map(|v| Check::Eq(serde_json::to_value(v).unwrap_or(Value::Null))),
+            a.eq.clone().map(|v| Check::Eq(serde_json::to_value(v).unwrap_or(Value::Null))),
             a.lt.map(Check::Lt),
             a.gt.map(Check::Gt),
         ];
         let mut checks: Vec<Check> = checks.into_iter().flatten().collect();
         if checks.len() != 1 {
             checker.error(&a.path, &field, "give exactly one of `exists`, `eq`, `lt` or `gt`");
+            all = false;
             continue;
         }
-        if let Some(path) = compiled {
-            assertions.push(Assertion { path, path_text: a.path.into_inner(), check: checks.remove(0) });
+        match compiled {
+            Some(path) => {
+                assertions.push(Assertion { path, path_text: a.path.get_ref().clone(), check: checks.remove(0) });
+            }
+            None => all = false,
         }
     }
-    Some(Expect { status: status?, json: assertions })
+    all.then_some(assertions)
 }
 
 fn json_path(text: &str) -> Result<JsonPath, String> {

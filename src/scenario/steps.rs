@@ -36,7 +36,7 @@ pub(super) struct Scope<'a> {
 }
 
 impl Scope<'_> {
-    fn resolve(&self, names: &[&str], known: &[usize], later: &[String]) -> Result<Expr, String> {
+    pub(super) fn resolve(&self, names: &[&str], known: &[usize], later: &[String]) -> Result<Expr, String> {
         if let [name] = names {
             if let Some(index) = known.iter().copied().find(|&i| self.variables[i] == *name) {
                 return Ok(Expr::Variable(index));
@@ -66,14 +66,14 @@ impl Scope<'_> {
         Err(format!("unknown variable `{}`; in scope here: {in_scope}", names.join(".")))
     }
 
-    fn variable(&mut self, name: &str) -> usize {
+    pub(super) fn variable(&mut self, name: &str) -> usize {
         self.variables.iter().position(|v| v == name).unwrap_or_else(|| {
             self.variables.push(name.to_owned());
             self.variables.len() - 1
         })
     }
 
-    fn endpoint(&mut self, name: &str) -> usize {
+    pub(super) fn endpoint(&mut self, name: &str) -> usize {
         self.endpoints.iter().position(|v| v == name).unwrap_or_else(|| {
             self.endpoints.push(name.to_owned());
             self.endpoints.len() - 1
@@ -101,7 +101,9 @@ pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, ra
         let mut known = Vec::new();
         let mut resolved = Vec::new();
         let mut extracted_so_far = 0;
+        let mut socket = super::ws_steps::SocketOrder::default();
         for (i, step) in steps.into_iter().enumerate() {
+            socket.check(checker, &step, &format!("{prefix}.step[{i}].ws"));
             let later = &extracted[extracted_so_far..];
             // A step's names are in scope for the steps after it even when the step itself has an error (a
             // bad JSONPath, say): one mistake gets one message, not a second, wrong one further down.
@@ -120,7 +122,7 @@ pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, ra
 }
 
 /// Compiles one template value, recording an error at its position.
-fn template(
+pub(super) fn template(
     checker: &mut Checker<'_>,
     scope: &Scope<'_>,
     value: &Spanned<String>,
@@ -141,8 +143,29 @@ fn resolve_step(
     known: &[usize],
     later: &[String],
 ) -> Option<Step> {
-    let RawStep { name, method, path, query, headers, json, body, expect, extract, think } = raw;
+    if raw.ws.is_some() {
+        return super::ws_steps::resolve_ws_step(checker, scope, prefix, &raw, known, later);
+    }
     let field = |f: &str| format!("{prefix}.{f}");
+    refuse_ws_keys(checker, &raw, &field);
+    let RawStep { name, method, path, query, headers, json, body, expect, extract, think, .. } = raw;
+    let Some(path) = path else {
+        // Somewhere in the step: the first key it set (a step of only a `think` still has that).
+        let at = name
+            .as_ref()
+            .map(Spanned::span)
+            .or_else(|| method.as_ref().map(Spanned::span))
+            .or_else(|| think.as_ref().map(Spanned::span))
+            .or_else(|| json.as_ref().map(Spanned::span))
+            .or_else(|| body.as_ref().map(Spanned::span))
+            .unwrap_or(0..0);
+        checker.error(
+            &Spanned::new(at, ()),
+            &field("path"),
+            "an HTTP step needs a `path` (or set `ws` for a WebSocket step)",
+        );
+        return None;
+    };
     if let Some(name) = &name {
         checker.check(name, &field("name"), |n| plain_name(n));
     }
@@ -208,8 +231,28 @@ fn resolve_step(
         expect: expect?,
         extract: extractions,
         think,
+        ws: None,
     };
     Some(step)
+}
+
+/// An HTTP step refuses the keys only WebSocket steps take: set there, they would be silently ignored.
+fn refuse_ws_keys(checker: &mut Checker<'_>, raw: &RawStep, field: &dyn Fn(&str) -> String) {
+    let spans = [
+        ("subprotocols", raw.subprotocols.as_ref().map(Spanned::span)),
+        ("binary_hex", raw.binary_hex.as_ref().map(Spanned::span)),
+        ("binary_base64", raw.binary_base64.as_ref().map(Spanned::span)),
+        ("await", raw.wait.as_ref().map(Spanned::span)),
+    ];
+    for (key, span) in spans {
+        if let Some(span) = span {
+            checker.error(
+                &Spanned::new(span, ()),
+                &field(key),
+                format!("`{key}` is for WebSocket steps: add `ws = \"connect\"`, `\"send\"` or `\"await\"`"),
+            );
+        }
+    }
 }
 
 /// Headers that say where a request ends and what becomes of its connection: the engine writes them from the
@@ -257,7 +300,7 @@ pub(super) fn header_templates(
 }
 
 /// How an expression reads in a default step name: `{board_id}`, `{users.email}`, `{uuid}`.
-fn expr_name(scope: &Scope<'_>, expr: &Expr) -> String {
+pub(super) fn expr_name(scope: &Scope<'_>, expr: &Expr) -> String {
     match expr {
         Expr::Variable(i) => scope.variables[*i].clone(),
         Expr::Feeder { feeder, column } => {

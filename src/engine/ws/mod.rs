@@ -1,0 +1,263 @@
+//! WebSocket steps of a session ([`crate::scenario::ws_plan`]): the session owns at most one socket
+//! ([`WsSession`]), opened by a `connect` step and kept until `close` or the session's end.
+//!
+//! Measured like HTTP, without coordinated omission: the connect (TCP, TLS, the upgrade to 101) is an endpoint
+//! timed from the step's intended start; an await is timed from its send's *intended* start (the previous
+//! step's end plus think time) to the matching message's arrival, so a server that stalled still shows its
+//! whole stall. A send without an await is counted, not timed. Messages nobody awaited, between steps too, are
+//! counted per `[[ws.push]]` class ([`socket`]).
+
+mod connect;
+mod socket;
+
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::client::Failure;
+use super::recorder::Sample;
+use super::session::{RunShared, StepContext};
+use crate::metrics::ErrorClass;
+use crate::scenario::plan::{ExtractFrom, Step};
+use crate::scenario::template::RenderContext;
+use crate::scenario::ws_plan::{WsAction, WsAwait, WsPayload};
+use socket::{Matched, PushCounter, Socket};
+
+/// A session's socket, if open, and why it broke if the server ended it between steps.
+#[derive(Default)]
+pub(super) struct WsSession {
+    socket: Option<Socket>,
+    /// What ended the socket while the session was between steps: the next WebSocket step fails with it.
+    broken: Option<Failure>,
+}
+
+/// How a WebSocket step ended.
+pub(super) struct WsDone {
+    /// When the session had its outcome: the next step is intended from here.
+    pub in_hand: Instant,
+    /// Whether it failed (the session then stops, as after a failed request).
+    pub failed: bool,
+}
+
+impl WsSession {
+    /// Waits until `until`, reading the socket meanwhile (if one is open) so pushes are counted and pings
+    /// answered; `false` when nothing is open and the caller waits its own way.
+    pub(super) async fn wait_until(&mut self, shared: &RunShared, until: Instant, measured: bool) -> bool {
+        let (Some(socket), Some(settings)) = (&mut self.socket, &shared.plan.ws) else { return false };
+        let pushes = PushCounter { recorder: &shared.recorder, settings, measured };
+        if let Err(failure) = socket::read_until(socket, None, until, &pushes).await {
+            self.socket = None;
+            self.broken = Some(failure);
+        }
+        true
+    }
+
+    /// Runs one WebSocket step intended at `intended`.
+    pub(super) async fn run(
+        &mut self,
+        shared: &RunShared,
+        step: &Step,
+        action: &WsAction,
+        intended: Instant,
+        cx: &mut StepContext<'_, '_>,
+    ) -> WsDone {
+        let settings = shared.plan.ws.as_ref().expect("a plan with WebSocket steps has [ws] settings");
+        let pushes = PushCounter { recorder: &shared.recorder, settings, measured: cx.measured };
+        match action {
+            WsAction::Connect { subprotocols } => self.connect(shared, step, subprotocols, intended, cx).await,
+            WsAction::Send { payload, wait } => {
+                let message = render(payload, &mut cx.render());
+                self.send(shared, step, message, wait.as_ref(), intended, cx, &pushes).await
+            }
+            WsAction::Await(wait) => self.send(shared, step, Ok(None), Some(wait), intended, cx, &pushes).await,
+            WsAction::Close => {
+                if let Some(socket) = self.socket.take() {
+                    socket::close(socket, Instant::now() + shared.plan.target.timeout, &pushes).await;
+                }
+                WsDone { in_hand: Instant::now(), failed: false }
+            }
+        }
+    }
+
+    async fn connect(
+        &mut self,
+        shared: &RunShared,
+        step: &Step,
+        subprotocols: &[String],
+        intended: Instant,
+        cx: &mut StepContext<'_, '_>,
+    ) -> WsDone {
+        let dispatched = Instant::now();
+        shared.recorder.dispatching(step.endpoint, cx.measured);
+        let settings = shared.plan.ws.as_ref().expect("a plan with WebSocket steps has [ws] settings");
+        let opened = connect::open(shared, step, subprotocols, socket::config(settings), &mut cx.render()).await;
+        let (end, failure) = match opened {
+            Ok((socket, arrived)) => {
+                self.socket = Some(socket);
+                self.broken = None;
+                (arrived, None)
+            }
+            Err((failure, end)) => (end, Some(failure)),
+        };
+        record(shared, step.endpoint, cx.measured, [intended, dispatched, dispatched, end], failure)
+    }
+
+    /// Sends `message` (if any), then awaits `wait` (if any): an await is timed from `intended`, a send alone
+    /// is counted.
+    #[allow(clippy::too_many_arguments, reason = "one step's parts, passed through once")]
+    async fn send(
+        &mut self,
+        shared: &RunShared,
+        step: &Step,
+        message: Result<Option<Message>, Failure>,
+        wait: Option<&WsAwait>,
+        intended: Instant,
+        cx: &mut StepContext<'_, '_>,
+        pushes: &PushCounter<'_>,
+    ) -> WsDone {
+        let dispatched = Instant::now();
+        if wait.is_some() {
+            shared.recorder.dispatching(step.endpoint, cx.measured);
+        }
+        let outcome = self.exchange(shared, step, message, wait, pushes).await;
+        let (end, failure) = match outcome.and_then(|matched| extract(step, matched, cx.variables)) {
+            Ok(end) => (end, None),
+            Err((failure, end)) => (end, Some(failure)),
+        };
+        if wait.is_none() {
+            // Counted, not timed: without an answer there is no latency to claim.
+            let now = Instant::now();
+            let failed = failure.is_some();
+            let failure = failure.map(|f| (f.class, f.message));
+            let sample = Sample {
+                endpoint: step.endpoint,
+                intended: now,
+                dispatched: None,
+                sent: None,
+                end: now,
+                failure,
+                measured: cx.measured,
+            };
+            shared.recorder.record(sample);
+            return WsDone { in_hand: now, failed };
+        }
+        record(shared, step.endpoint, cx.measured, [intended, dispatched, dispatched, end], failure)
+    }
+
+    /// The send and the await; the matched message, or the failure and when it was decided.
+    async fn exchange(
+        &mut self,
+        shared: &RunShared,
+        step: &Step,
+        message: Result<Option<Message>, Failure>,
+        wait: Option<&WsAwait>,
+        pushes: &PushCounter<'_>,
+    ) -> Result<Option<Matched>, (Failure, Instant)> {
+        let failed = |f| (f, Instant::now());
+        let message = message.map_err(failed)?;
+        let Some(socket) = &mut self.socket else {
+            let why = self.broken.take().unwrap_or_else(|| {
+                Failure::new(ErrorClass::Reset, format!("{}: no socket is open", shared.plan.endpoints[step.endpoint]))
+            });
+            return Err(failed(why));
+        };
+        let sent = Instant::now();
+        let timeout = wait.and_then(|w| w.timeout).unwrap_or(shared.plan.target.timeout);
+        let deadline = sent + timeout;
+        let result = async {
+            if let Some(message) = message {
+                tokio::time::timeout_at(deadline.into(), socket::send(socket, message))
+                    .await
+                    .unwrap_or_else(|_| Err(Failure::new(ErrorClass::Timeout, "the send did not go out in time")))?;
+            }
+            let Some(wait) = wait else { return Ok(None) };
+            match socket::read_until(socket, Some(&wait.matcher), deadline, pushes).await? {
+                Some(matched) => Ok(Some(matched)),
+                None => Err(Failure::new(
+                    ErrorClass::Timeout,
+                    format!("no matching message within {}", humantime::format_duration(timeout)),
+                )),
+            }
+        }
+        .await;
+        result.map_err(|failure| {
+            // A timed-out await keeps its socket (the answer may still come, as a push); anything else ends it.
+            if failure.class != ErrorClass::Timeout {
+                self.socket = None;
+            }
+            let end = if failure.class == ErrorClass::Timeout { deadline } else { Instant::now() };
+            (failure, end)
+        })
+    }
+
+    /// Closes the socket at the session's end, giving the server a moment to answer the close.
+    pub(super) async fn end(self, shared: &RunShared, measured: bool) {
+        if let (Some(socket), Some(settings)) = (self.socket, &shared.plan.ws) {
+            let pushes = PushCounter { recorder: &shared.recorder, settings, measured };
+            let until = Instant::now() + shared.plan.target.timeout.min(std::time::Duration::from_secs(1));
+            socket::close(socket, until, &pushes).await;
+        }
+    }
+}
+
+/// Records a timed step: `times` are intended, dispatched, sent and end.
+fn record(
+    shared: &RunShared,
+    endpoint: usize,
+    measured: bool,
+    times: [Instant; 4],
+    failure: Option<Failure>,
+) -> WsDone {
+    let [intended, dispatched, sent, end] = times;
+    let failed = failure.is_some();
+    let failure = failure.map(|f| (f.class, f.message));
+    shared.recorder.record(Sample {
+        endpoint,
+        intended,
+        dispatched: Some(dispatched),
+        sent: Some(sent),
+        end,
+        failure,
+        measured,
+    });
+    WsDone { in_hand: Instant::now().max(end), failed }
+}
+
+/// The message a send renders now.
+fn render(payload: &WsPayload, cx: &mut RenderContext<'_>) -> Result<Option<Message>, Failure> {
+    use crate::scenario::ws_plan::Encoding;
+    let binary = |text: String, encoding: Encoding| {
+        encoding
+            .decode(&text)
+            .map(|bytes| Some(Message::Binary(bytes.into())))
+            .map_err(|e| Failure::new(ErrorClass::Protocol, format!("the rendered message: {e}")))
+    };
+    match payload {
+        WsPayload::Text(t) => Ok(Some(Message::text(t.render(cx)))),
+        WsPayload::Json(t) => Ok(Some(Message::text(t.render(cx).to_string()))),
+        WsPayload::Hex(t) => binary(t.render(cx), Encoding::Hex),
+        WsPayload::Base64(t) => binary(t.render(cx), Encoding::Base64),
+    }
+}
+
+/// Takes the step's extractions from the matched message; when it arrived.
+fn extract(
+    step: &Step,
+    matched: Option<Matched>,
+    variables: &mut [Option<Value>],
+) -> Result<Instant, (Failure, Instant)> {
+    let Some(Matched { json, arrived }) = matched else { return Ok(Instant::now()) };
+    if step.extract.is_empty() {
+        return Ok(arrived);
+    }
+    let fail = |message: String| (Failure::new(ErrorClass::Extraction, message), arrived);
+    let json = json.ok_or_else(|| fail("the message is not JSON".to_owned()))?;
+    for extraction in &step.extract {
+        if let ExtractFrom::Json(path, text) = &extraction.from {
+            let value = path.query(&json).first().cloned().ok_or_else(|| fail(format!("{text} selects nothing")))?;
+            variables[extraction.variable] = Some(value);
+        }
+    }
+    Ok(arrived)
+}

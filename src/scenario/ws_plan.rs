@@ -1,0 +1,143 @@
+//! The validated WebSocket parts of a plan: what a WebSocket step does ([`WsAction`]), which message ends an
+//! await ([`WsMatch`]), and the `[ws]` settings with their push classes ([`WsSettings`]). Checked from the
+//! file by [`super::ws_steps`]; run by the engine's `ws` module.
+
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::Value;
+
+use crate::outside_text::printable;
+
+use super::json_template::JsonTemplate;
+use super::plan::Assertion;
+use super::template::Template;
+
+/// Most bytes of one WebSocket message unless `[ws] max_message` says otherwise: a collaboration protocol's
+/// messages are small, and a socket's memory is bounded by it (a longer message is a `protocol` error).
+pub const DEFAULT_MAX_MESSAGE: usize = 64 * 1024;
+
+/// What a WebSocket step does. The step's `path` and `headers` are the connect's; its `extract` reads the
+/// message an await matched.
+#[derive(Debug, Clone)]
+pub enum WsAction {
+    /// Opens the session's socket (TCP, TLS for `https://` targets, then the upgrade to 101).
+    Connect {
+        /// Offered in `Sec-WebSocket-Protocol`; the server must choose one of them.
+        subprotocols: Vec<String>,
+    },
+    /// Sends a message, then awaits its answer if `wait` is set.
+    Send {
+        /// The message.
+        payload: WsPayload,
+        /// The message that answers it.
+        wait: Option<WsAwait>,
+    },
+    /// Awaits a message without sending one, timed from the step's intended start.
+    Await(WsAwait),
+    /// Closes the socket with 1000 (normal closure).
+    Close,
+}
+
+/// A message to send, rendered when it is sent.
+#[derive(Debug, Clone)]
+pub enum WsPayload {
+    /// `body = "…"`: a text message.
+    Text(Template),
+    /// `json = { … }`: a text message holding JSON.
+    Json(JsonTemplate),
+    /// `binary_hex = "…"`: a binary message, written in hexadecimal (after templating).
+    Hex(Template),
+    /// `binary_base64 = "…"`: a binary message, written in base64 (after templating).
+    Base64(Template),
+}
+
+/// An await: which message ends it, and how long after the send's intended time it may come.
+#[derive(Debug, Clone)]
+pub struct WsAwait {
+    /// What the message must look like.
+    pub matcher: WsMatch,
+    /// Longest wait; past it the step fails as `timeout`. `None`: the target's `timeout`.
+    pub timeout: Option<Duration>,
+}
+
+/// What a message must look like to match an await or a push class: every JSON assertion holds on it (read
+/// as JSON) and it carries `prefix` at `offset`.
+#[derive(Debug, Clone, Default)]
+pub struct WsMatch {
+    /// Checks on the message read as JSON; a message that is not JSON matches none.
+    pub json: Vec<Assertion>,
+    /// Bytes the message must hold at `offset`.
+    pub prefix: Option<Vec<u8>>,
+    /// Where `prefix` starts.
+    pub offset: usize,
+}
+
+impl WsMatch {
+    /// Whether `message`, read as JSON into `json` when a JSON assertion needs it, matches.
+    #[must_use]
+    pub fn matches(&self, message: &[u8], json: Option<&Value>) -> bool {
+        if let Some(prefix) = &self.prefix {
+            let end = self.offset.saturating_add(prefix.len());
+            if message.get(self.offset..end) != Some(prefix.as_slice()) {
+                return false;
+            }
+        }
+        if self.json.is_empty() {
+            return true;
+        }
+        json.is_some_and(|json| self.json.iter().all(|a| a.holds(json).is_ok()))
+    }
+
+    /// Whether matching reads the message as JSON.
+    #[must_use]
+    pub fn needs_json(&self) -> bool {
+        !self.json.is_empty()
+    }
+}
+
+/// A `[[ws.push]]` class: messages nobody awaited that match it are counted on its own endpoint.
+#[derive(Debug, Clone)]
+pub struct WsPush {
+    /// Its endpoint (`WS push: name`), an index into the plan's endpoints.
+    pub endpoint: usize,
+    /// What its messages look like.
+    pub matcher: WsMatch,
+}
+
+/// `[ws]`, for a scenario with WebSocket steps.
+#[derive(Debug, Clone)]
+pub struct WsSettings {
+    /// Most bytes of one message (and one frame).
+    pub max_message: usize,
+    /// Classes of messages nobody awaited, in the order they are tried.
+    pub pushes: Vec<WsPush>,
+    /// The endpoint of messages nobody awaited that match no class (`WS push: (other)`).
+    pub other_pushes: usize,
+}
+
+/// How a binary message is written in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Hexadecimal digits, either case; spaces between bytes allowed.
+    Hex,
+    /// Standard base64 with padding.
+    Base64,
+}
+
+impl Encoding {
+    /// The bytes `text` writes.
+    pub fn decode(self, text: &str) -> Result<Vec<u8>, String> {
+        match self {
+            Self::Hex => {
+                let digits: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+                data_encoding::HEXLOWER_PERMISSIVE
+                    .decode(digits.as_bytes())
+                    .map_err(|e| format!("`{}` is not hexadecimal bytes: {e}", printable(text)))
+            }
+            Self::Base64 => base64::engine::general_purpose::STANDARD
+                .decode(text.trim())
+                .map_err(|e| format!("`{}` is not base64: {e}", printable(text))),
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! Checks the WebSocket steps of a flow (`ws = "connect" | "send" | "await" | "close"`) and the `[ws]` table
+//! with its `[[ws.push]]` classes, into [`super::ws_plan`]. Each kind of step takes only its own keys, and a key
+//! another kind takes is an error naming the step and the key, never silently ignored.
+
+use std::time::Duration;
+
+use http::Method;
+use toml::Spanned;
+
+use super::json_template::JsonTemplate;
+use super::plan::{Expect, ExtractFrom, Extraction, Step};
+use super::raw_scenario::{RawAssertion, RawAwait, RawStep, RawWs};
+use super::step_values::{duration, parse_extract, parse_think, resolve_assertions};
+use super::steps::{Scope, header_templates, template};
+use super::template::Template;
+use super::ws_plan::{DEFAULT_MAX_MESSAGE, Encoding, WsAction, WsAwait, WsMatch, WsPayload, WsPush, WsSettings};
+use crate::config::{Checker, path_text, plain_name};
+use crate::outside_text::printable;
+
+/// The kinds of WebSocket step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Connect,
+    Send,
+    Await,
+    Close,
+}
+
+impl Kind {
+    fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "connect" => Ok(Self::Connect),
+            "send" => Ok(Self::Send),
+            "await" => Ok(Self::Await),
+            "close" => Ok(Self::Close),
+            _ => Err(format!("`{text}` is not a WebSocket step; use \"connect\", \"send\", \"await\" or \"close\"")),
+        }
+    }
+
+    /// The keys a step of this kind takes besides `ws`, `name` and `think`.
+    fn takes(self, key: &str) -> bool {
+        match self {
+            Self::Connect => matches!(key, "path" | "headers" | "subprotocols"),
+            Self::Send => matches!(key, "body" | "json" | "binary_hex" | "binary_base64" | "await" | "extract"),
+            Self::Await => matches!(key, "await" | "extract"),
+            Self::Close => false,
+        }
+    }
+}
+
+/// The spans of the keys a step set, for "does not apply" errors: `(key, where)`.
+fn keys_set(raw: &RawStep, ws: &Spanned<String>) -> Vec<(&'static str, std::ops::Range<usize>)> {
+    let here = |s: Option<std::ops::Range<usize>>| s.unwrap_or_else(|| ws.span());
+    let mut set = Vec::new();
+    let mut add = |key, span: Option<std::ops::Range<usize>>, present: bool| {
+        if present {
+            set.push((key, here(span)));
+        }
+    };
+    add("method", raw.method.as_ref().map(Spanned::span), raw.method.is_some());
+    add("path", raw.path.as_ref().map(Spanned::span), raw.path.is_some());
+    add("query", raw.query.values().next().map(Spanned::span), !raw.query.is_empty());
+    add("headers", raw.headers.values().next().map(Spanned::span), !raw.headers.is_empty());
+    add("subprotocols", raw.subprotocols.as_ref().map(Spanned::span), raw.subprotocols.is_some());
+    add("body", raw.body.as_ref().map(Spanned::span), raw.body.is_some());
+    add("json", raw.json.as_ref().map(Spanned::span), raw.json.is_some());
+    add("binary_hex", raw.binary_hex.as_ref().map(Spanned::span), raw.binary_hex.is_some());
+    add("binary_base64", raw.binary_base64.as_ref().map(Spanned::span), raw.binary_base64.is_some());
+    add("await", raw.wait.as_ref().map(Spanned::span), raw.wait.is_some());
+    add("expect", None, raw.expect.is_some());
+    add("extract", raw.extract.values().next().map(Spanned::span), !raw.extract.is_empty());
+    set
+}
+
+/// Whether a flow's socket is open at each step, so a send before any connect is found by `validate`.
+#[derive(Debug, Default)]
+pub(super) struct SocketOrder {
+    open: bool,
+}
+
+impl SocketOrder {
+    /// Checks that `raw` (at `field`) finds the socket as it needs it, and notes what it does to it.
+    pub(super) fn check(&mut self, checker: &mut Checker<'_>, raw: &RawStep, field: &str) {
+        let Some(ws) = &raw.ws else { return };
+        let Ok(kind) = Kind::parse(ws.get_ref()) else { return };
+        let message = match (kind, self.open) {
+            (Kind::Connect, true) => {
+                Some("the flow's socket is already open: a session holds one (add `ws = \"close\"` first)")
+            }
+            (Kind::Send | Kind::Await | Kind::Close, false) => {
+                Some("no socket is open here: add a `ws = \"connect\"` step before it")
+            }
+            _ => None,
+        };
+        if let Some(message) = message {
+            checker.error(ws, field, message);
+        }
+        self.open = match kind {
+            Kind::Connect => true,
+            Kind::Close => false,
+            Kind::Send | Kind::Await => self.open,
+        };
+    }
+}
+
+/// One WebSocket step (`raw.ws` is set); the variables it extracts are already in `scope`.
+pub(super) fn resolve_ws_step(
+    checker: &mut Checker<'_>,
+    scope: &mut Scope<'_>,
+    prefix: &str,
+    raw: &RawStep,
+    known: &[usize],
+    later: &[String],
+) -> Option<Step> {
+    let field = |f: &str| format!("{prefix}.{f}");
+    let ws = raw.ws.clone().expect("called for WebSocket steps");
+    let kind = checker.check(&ws, &field("ws"), |k| Kind::parse(k))?;
+    for (key, span) in keys_set(raw, &ws) {
+        if !kind.takes(key) {
+            let at = Spanned::new(span, ());
+            let message = format!("`{key}` does not apply to a `ws = \"{}\"` step", ws.get_ref());
+            checker.error(&at, &field(key), message);
+        }
+    }
+    if let Some(name) = &raw.name {
+        checker.check(name, &field("name"), |n| plain_name(n));
+    }
+    let think = raw.think.as_ref().and_then(|t| checker.check(t, &field("think"), parse_think));
+    let mut path = Template::literal("/");
+    let mut headers = Vec::new();
+    let action = match kind {
+        Kind::Connect => {
+            let Some(raw_path) = &raw.path else {
+                checker.error(&ws, &field("path"), "a `ws = \"connect\"` step needs the `path` of the socket");
+                return None;
+            };
+            path = connect_path(checker, scope, raw_path, &field("path"), known, later)?;
+            headers = header_templates(checker, scope, &raw.headers, &field("headers"), known, later);
+            let subprotocols = match &raw.subprotocols {
+                Some(s) => checker.check(s, &field("subprotocols"), |s| subprotocols(s))?,
+                None => Vec::new(),
+            };
+            WsAction::Connect { subprotocols }
+        }
+        Kind::Send => {
+            let payload = payload(checker, scope, raw, &ws, prefix, known, later)?;
+            let wait = raw.wait.as_ref().and_then(|w| resolve_await(checker, w, &field("await")));
+            if raw.wait.is_some() && wait.is_none() {
+                return None;
+            }
+            WsAction::Send { payload, wait }
+        }
+        Kind::Await => {
+            let Some(raw_wait) = &raw.wait else {
+                checker.error(&ws, &field("await"), "a `ws = \"await\"` step needs `await = { … }`: which message");
+                return None;
+            };
+            WsAction::Await(resolve_await(checker, raw_wait, &field("await"))?)
+        }
+        Kind::Close => WsAction::Close,
+    };
+    let awaits = matches!(action, WsAction::Await(_) | WsAction::Send { wait: Some(_), .. });
+    let extract = ws_extractions(checker, scope, raw, prefix, awaits);
+    let endpoint_name = endpoint_name(checker, scope, raw, &ws, &field("name"), kind, &path)?;
+    Some(Step {
+        endpoint: scope.endpoint(&endpoint_name),
+        method: Method::GET,
+        path,
+        query: Vec::new(),
+        headers,
+        body: None,
+        expect: Expect { status: vec![101..=101], json: Vec::new() },
+        extract: extract?,
+        think,
+        ws: Some(action),
+    })
+}
+
+/// The metric key: the step's `name`; a connect without one is `WS connect /boards/{board}`. A send or await
+/// must be named: its message says nothing a key could be made of.
+fn endpoint_name(
+    checker: &mut Checker<'_>,
+    scope: &Scope<'_>,
+    raw: &RawStep,
+    ws: &Spanned<String>,
+    field: &str,
+    kind: Kind,
+    path: &Template,
+) -> Option<String> {
+    match (&raw.name, kind) {
+        (Some(name), _) => Some(name.get_ref().clone()),
+        (None, Kind::Connect) => Some(format!("WS connect {}", path.route(&|e| super::steps::expr_name(scope, e)))),
+        (None, Kind::Close) => Some("WS close".to_owned()),
+        (None, _) => {
+            checker.error(ws, field, "name this step: it is measured (or counted) under its name");
+            None
+        }
+    }
+}
+
+fn connect_path(
+    checker: &mut Checker<'_>,
+    scope: &Scope<'_>,
+    raw: &Spanned<String>,
+    field: &str,
+    known: &[usize],
+    later: &[String],
+) -> Option<Template> {
+    if !raw.get_ref().starts_with('/') {
+        checker.error(raw, field, format!("`{}` must start with `/`", printable(raw.get_ref())));
+        return None;
+    }
+    checker.check(raw, field, |p| path_text(p))?;
+    template(checker, scope, raw, field, known, later)
+}
+
+/// `Sec-WebSocket-Protocol` tokens: visible ASCII without separators, each once.
+fn subprotocols(list: &[String]) -> Result<Vec<String>, String> {
+    const SEPARATORS: &[u8] = b"()<>@,;:\\\"/[]?={} \t";
+    for (i, p) in list.iter().enumerate() {
+        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_graphic() && !SEPARATORS.contains(&b)) {
+            return Err(format!("`{}` is not a subprotocol name (a token such as `board.v1`)", printable(p)));
+        }
+        if list[..i].contains(p) {
+            return Err(format!("`{p}` is listed twice"));
+        }
+    }
+    Ok(list.to_vec())
+}
+
+/// The message of a send: exactly one of `body`, `json`, `binary_hex` and `binary_base64`.
+fn payload(
+    checker: &mut Checker<'_>,
+    scope: &Scope<'_>,
+    raw: &RawStep,
+    ws: &Spanned<String>,
+    prefix: &str,
+    known: &[usize],
+    later: &[String],
+) -> Option<WsPayload> {
+    let field = |f: &str| format!("{prefix}.{f}");
+    let given = [raw.body.is_some(), raw.json.is_some(), raw.binary_hex.is_some(), raw.binary_base64.is_some()];
+    if given.iter().filter(|&&g| g).count() != 1 {
+        let message = "give exactly one message: `body` (text), `json`, `binary_hex` or `binary_base64`";
+        checker.error(ws, &field("body"), message);
+        return None;
+    }
+    if let Some(json) = &raw.json {
+        let resolve = |names: &[&str]| scope.resolve(names, known, later);
+        return checker
+            .check(json, &field("json"), |v| JsonTemplate::compile(v, &resolve, scope.env))
+            .map(WsPayload::Json);
+    }
+    if let Some(text) = &raw.body {
+        return template(checker, scope, text, &field("body"), known, later).map(WsPayload::Text);
+    }
+    let (text, key, encoding) = match (&raw.binary_hex, &raw.binary_base64) {
+        (Some(hex), _) => (hex, "binary_hex", Encoding::Hex),
+        (_, Some(b64)) => (b64, "binary_base64", Encoding::Base64),
+        _ => unreachable!("one message was given"),
+    };
+    let compiled = template(checker, scope, text, &field(key), known, later)?;
+    // A fixed message is decoded now, so a typo is found by `validate`, not by the first session.
+    if let Some(literal) = compiled.as_literal() {
+        checker.check(text, &field(key), |_| encoding.decode(literal))?;
+    }
+    Some(match encoding {
+        Encoding::Hex => WsPayload::Hex(compiled),
+        Encoding::Base64 => WsPayload::Base64(compiled),
+    })
+}
+
+/// Which message ends an await, and its timeout.
+fn resolve_await(checker: &mut Checker<'_>, raw: &Spanned<RawAwait>, field: &str) -> Option<WsAwait> {
+    let wait = raw.get_ref();
+    let matcher = resolve_match(checker, raw, field, &wait.json, wait.prefix_hex.as_ref(), wait.offset.as_ref())?;
+    let timeout = match &wait.timeout {
+        Some(t) => Some(checker.check(t, &format!("{field}.timeout"), |t| {
+            duration(t).and_then(|d| if d > Duration::ZERO { Ok(d) } else { Err("must be more than 0".to_owned()) })
+        })?),
+        None => None,
+    };
+    Some(WsAwait { matcher, timeout })
+}
+
+/// A matcher from `json` assertions and a `prefix_hex` at `offset`; at least one condition.
+fn resolve_match<T>(
+    checker: &mut Checker<'_>,
+    at: &Spanned<T>,
+    field: &str,
+    json: &[RawAssertion],
+    prefix_hex: Option<&Spanned<String>>,
+    offset: Option<&Spanned<i64>>,
+) -> Option<WsMatch> {
+    if json.is_empty() && prefix_hex.is_none() {
+        checker.error(at, field, "say which message: `json = [{ path = …, eq = … }]` and/or `prefix_hex = \"…\"`");
+        return None;
+    }
+    let assertions = resolve_assertions(checker, field, json);
+    let prefix = match prefix_hex {
+        Some(p) => Some(checker.check(p, &format!("{field}.prefix_hex"), |p| Encoding::Hex.decode(p))?),
+        None => None,
+    };
+    let offset = match offset {
+        Some(o) => checker.check(o, &format!("{field}.offset"), |&o| {
+            usize::try_from(o).map_err(|_| format!("{o} is not a byte offset (0 or more)"))
+        })?,
+        None => 0,
+    };
+    if prefix.is_none() && offset > 0 {
+        checker.error(at, &format!("{field}.offset"), "`offset` places `prefix_hex`; give one");
+    }
+    Some(WsMatch { json: assertions?, prefix, offset })
+}
+
+/// A WebSocket step's `extract`: JSONPaths into the message its await matched.
+fn ws_extractions(
+    checker: &mut Checker<'_>,
+    scope: &mut Scope<'_>,
+    raw: &RawStep,
+    prefix: &str,
+    awaits: bool,
+) -> Option<Vec<Extraction>> {
+    let mut out = Vec::new();
+    for (var, value) in &raw.extract {
+        let field = format!("{prefix}.extract.{}", printable(var));
+        if !awaits {
+            checker.error(value, &field, "only a step with `await` has a message to extract from");
+            continue;
+        }
+        checker.check(value, &field, |_| plain_name(var))?;
+        match checker.check(value, &field, parse_extract)? {
+            from @ ExtractFrom::Json(..) => out.push(Extraction { variable: scope.variable(var), from }),
+            ExtractFrom::Header(_) => {
+                checker.error(value, &field, "a WebSocket message has no headers; use a JSONPath");
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `[ws]`: the message cap and the push classes, each its own endpoint (`WS push: cursor`), then the endpoint of
+/// messages no class matches (`WS push: (other)`).
+pub(super) fn resolve_ws(checker: &mut Checker<'_>, scope: &mut Scope<'_>, raw: &RawWs) -> Option<WsSettings> {
+    let max_message = match &raw.max_message {
+        Some(m) => checker.check(m, "ws.max_message", |m| {
+            let bytes = super::planner::body_size(m)?;
+            usize::try_from(bytes)
+                .ok()
+                .filter(|b| (16..=64 << 20).contains(b))
+                .ok_or_else(|| format!("`{m}` is out of range: from 16 bytes to 64MiB"))
+        })?,
+        None => DEFAULT_MAX_MESSAGE,
+    };
+    let mut pushes = Vec::new();
+    for (i, push) in raw.pushes.iter().enumerate() {
+        let field = format!("ws.push[{i}]");
+        checker.check(&push.name, &format!("{field}.name"), |n| plain_name(n));
+        let matcher =
+            resolve_match(checker, &push.name, &field, &push.json, push.prefix_hex.as_ref(), push.offset.as_ref());
+        if let Some(matcher) = matcher {
+            pushes.push(WsPush { endpoint: scope.endpoint(&format!("WS push: {}", push.name.get_ref())), matcher });
+        }
+    }
+    Some(WsSettings { max_message, pushes, other_pushes: scope.endpoint("WS push: (other)") })
+}
