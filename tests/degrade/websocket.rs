@@ -1,0 +1,206 @@
+//! WebSocket steps against the WebSocket stub on 127.0.0.1 (`support::ws_stub`): awaits timed from the send's
+//! intended start, pushes counted on their class and never taken for an answer, pings answered, and every
+//! failure in its class: await timeout, refused upgrade, subprotocol disagreement, unexpected close, a message
+//! over the cap. Runs are a few seconds at most, bounds generous enough for a busy machine.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use degrade::engine::Measurement;
+use degrade::model::EndpointResult;
+use degrade::scenario;
+
+use crate::support::run_scenario;
+use crate::support::ws_stub::{WsStub, WsStubConfig};
+
+/// The stub's delay before each answer.
+const DELAY: Duration = Duration::from_millis(50);
+
+fn stub_config() -> WsStubConfig {
+    WsStubConfig { delay: DELAY, push_every: Duration::from_millis(20), subprotocol: Some("board.v1") }
+}
+
+fn endpoint<'a>(measurement: &'a Measurement, name: &str) -> &'a EndpointResult {
+    let endpoints = &measurement.results.endpoints;
+    endpoints.iter().find(|e| e.endpoint == name).unwrap_or_else(|| panic!("no {name} in {endpoints:#?}"))
+}
+
+/// A closed-model scenario of `users` users for `secs` seconds: a connect offering `subprotocol`, then `steps`.
+fn scenario(url: &str, ws: &str, subprotocol: &str, steps: &str, users: u32, secs: u32) -> String {
+    format!(
+        "[target]\nbase_url = \"{url}\"\ntimeout = \"2s\"\n{ws}\n[[flow]]\nname = \"board\"\n\
+         [[flow.step]]\nws = \"connect\"\npath = \"/boards/{{{{ randint(1, 2) }}}}\"\nsubprotocols = [\"{subprotocol}\"]\n\
+         {steps}\n[load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"{secs}s\"\nusers = {users}\n"
+    )
+}
+
+const PUSH_CLASSES: &str = "[[ws.push]]\nname = \"cursor\"\njson = [{ path = \"$.type\", eq = \"cursor\" }]\n";
+
+/// An edit round trip, a note sent without an await, and a think time during which pushes arrive.
+const EDIT_STEPS: &str = r#"
+[[flow.step]]
+ws = "send"
+name = "WS edit"
+json = { op = "echo", id = "{{ seq() }}" }
+await = { json = [{ path = "$.type", eq = "ack" }], timeout = "1s" }
+extract = { acked = "$.id" }
+think = "100ms"
+[[flow.step]]
+ws = "send"
+name = "WS note"
+json = { op = "note", after = "{{ acked }}" }
+[[flow.step]]
+ws = "send"
+name = "WS binary"
+binary_hex = "01 ab cd"
+await = { prefix_hex = "81abcd" }
+think = "100ms"
+[[flow.step]]
+ws = "close"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_await_is_timed_from_its_send_to_the_matching_message_and_pushes_land_in_their_class() {
+    let stub = WsStub::start(stub_config()).await;
+    let text = scenario(&stub.url(), PUSH_CLASSES, "board.v1", EDIT_STEPS, 2, 3);
+    let measurement = run_scenario(&text, &[]).await;
+    let connect = endpoint(&measurement, "WS connect /boards/{randint}");
+    assert!(connect.requests >= 2 && connect.errors == 0, "{connect:#?}");
+    for name in ["WS edit", "WS binary"] {
+        let e = endpoint(&measurement, name);
+        assert_eq!(e.errors, 0, "{name}: {:?}", e.error_samples);
+        assert!(e.requests >= 4, "{name}: {} awaits", e.requests);
+        // Cursor pushes arrive every 20 ms: had one satisfied the await, the median would be under the delay.
+        let delay = DELAY.as_micros() as i64;
+        assert!(e.p50_us >= delay, "{name}: p50 {} µs is under the stub's {delay} µs delay", e.p50_us);
+        assert!(e.p50_us < delay + 200_000, "{name}: p50 {} µs is far over the stub's delay", e.p50_us);
+    }
+    // Sent without an await: counted, never timed.
+    let note = endpoint(&measurement, "WS note");
+    assert!(note.requests >= 4 && note.errors == 0, "{note:#?}");
+    assert_eq!((note.p50_us, note.max_us), (0, 0), "a send alone has no latency to claim");
+    let cursor = endpoint(&measurement, "WS push: cursor");
+    assert!(cursor.requests >= 20, "{} cursor pushes counted in 3 s of two sockets", cursor.requests);
+    // The unpadded pings are answered while the session reads.
+    assert!(stub.counters.pongs.load(Ordering::Relaxed) >= 10, "pings answered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_await_that_sees_no_match_times_out_at_its_timeout() {
+    let stub = WsStub::start(stub_config()).await;
+    let steps = "[[flow.step]]\nws = \"send\"\nname = \"WS silent\"\njson = { op = \"silent\" }\n\
+                 await = { json = [{ path = \"$.type\", eq = \"ack\" }], timeout = \"300ms\" }\n";
+    let measurement = run_scenario(&scenario(&stub.url(), "", "board.v1", steps, 1, 2), &[]).await;
+    let silent = endpoint(&measurement, "WS silent");
+    assert!(silent.requests >= 1 && silent.errors == silent.requests, "{silent:#?}");
+    assert_eq!(silent.errors_by_class.get("timeout"), Some(&silent.errors));
+    assert!(silent.p50_us >= 300_000, "a timeout is recorded at its timeout: {} µs", silent.p50_us);
+    // Pushes nobody classed are counted as such, not dropped.
+    assert!(endpoint(&measurement, "WS push: (other)").requests >= 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subprotocol_the_server_refuses_or_ignores_fails_the_connect_clearly() {
+    let stub = WsStub::start(stub_config()).await;
+    let measurement = run_scenario(&scenario(&stub.url(), "", "board.v2", "", 1, 1), &[]).await;
+    let connect = endpoint(&measurement, "WS connect /boards/{randint}");
+    assert_eq!(connect.errors_by_class.get("http_4xx"), Some(&connect.requests), "{connect:#?}");
+    let sample = &connect.error_samples["http_4xx"][0];
+    assert!(sample.contains("400") && sample.contains("subprotocol board.v1 required"), "{sample}");
+    assert!(stub.counters.refused.load(Ordering::Relaxed) >= 1);
+    assert_ne!(measurement.results.status, degrade::model::RunStatus::Finished);
+
+    // A server that accepts without choosing the subprotocol offered: the client must fail (RFC 6455 4.1).
+    let lax = WsStub::start(WsStubConfig { subprotocol: None, ..stub_config() }).await;
+    let measurement = run_scenario(&scenario(&lax.url(), "", "board.v1", "", 1, 1), &[]).await;
+    let connect = endpoint(&measurement, "WS connect /boards/{randint}");
+    let sample = &connect.error_samples["protocol"][0];
+    assert!(sample.contains("did not agree to a subprotocol"), "{sample}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_from_the_server_is_a_reset_with_its_code() {
+    let stub = WsStub::start(stub_config()).await;
+    let steps = "[[flow.step]]\nws = \"send\"\nname = \"WS doomed\"\njson = { op = \"close\", code = 1011 }\n\
+                 await = { json = [{ path = \"$.type\", eq = \"ack\" }] }\n";
+    let measurement = run_scenario(&scenario(&stub.url(), "", "board.v1", steps, 1, 1), &[]).await;
+    let doomed = endpoint(&measurement, "WS doomed");
+    let sample = &doomed.error_samples["reset"][0];
+    assert!(sample.contains("closed the socket with 1011: stub closes"), "{sample}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_pushes_is_counted_and_a_message_over_the_cap_ends_the_socket() {
+    let stub = WsStub::start(stub_config()).await;
+    let steps = r#"
+[[flow.step]]
+ws = "send"
+name = "WS flood"
+json = { op = "flood", count = 20000, id = 1 }
+await = { json = [{ path = "$.type", eq = "ack" }], timeout = "1500ms" }
+[[flow.step]]
+ws = "send"
+name = "WS big"
+json = { op = "big", size = 70000, id = 2 }
+await = { json = [{ path = "$.type", eq = "ack" }] }
+"#;
+    let measurement =
+        run_scenario(&scenario(&stub.url(), "[ws]\nmax_message = \"64KiB\"\n", "board.v1", steps, 1, 1), &[]).await;
+    let flood = endpoint(&measurement, "WS flood");
+    assert_eq!(flood.errors, 0, "{:?}", flood.error_samples);
+    // Every pushed message was read, counted and let go: none dropped unseen, none kept.
+    assert!(endpoint(&measurement, "WS push: (other)").requests >= 20_000);
+    let big = endpoint(&measurement, "WS big");
+    let sample = &big.error_samples["protocol"][0];
+    assert!(sample.contains("max_message"), "{sample}");
+}
+
+fn scenario_error(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    let error = scenario::parse(&path, text, None, &|_| None).expect_err("the scenario should be rejected");
+    error.to_string().replace(&format!("{}/", dir.path().display()), "")
+}
+
+#[test]
+fn each_websocket_step_mistake_names_its_line_and_field() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "[[flow.step]]\nws = \"send\"\nname = \"x\"\nbody = \"hi\"\n",
+            "s.toml:6:6: flow[0].step[0].ws: no socket is open here",
+        ),
+        ("[[flow.step]]\nws = \"open\"\n", "s.toml:6:6: flow[0].step[0].ws: `open` is not a WebSocket step"),
+        (
+            "[[flow.step]]\npath = \"/a\"\nawait = { prefix_hex = \"01\" }\n",
+            "flow[0].step[0].await: `await` is for WebSocket steps",
+        ),
+        (
+            "[[flow.step]]\nws = \"connect\"\npath = \"/s\"\nmethod = \"POST\"\n",
+            "s.toml:8:10: flow[0].step[0].method: `method` does not apply",
+        ),
+        (
+            "[[flow.step]]\nws = \"connect\"\npath = \"/s\"\n[[flow.step]]\nws = \"send\"\nbody = \"hi\"\n",
+            "s.toml:9:6: flow[0].step[1].name: name this step",
+        ),
+        (
+            "[[flow.step]]\nws = \"connect\"\npath = \"/s\"\n[[flow.step]]\nws = \"send\"\nname = \"x\"\nbinary_hex = \"0g\"\n",
+            "s.toml:11:14: flow[0].step[1].binary_hex: `0g` is not hexadecimal bytes",
+        ),
+        (
+            "[[flow.step]]\nws = \"connect\"\npath = \"/s\"\n[[flow.step]]\nws = \"await\"\nname = \"x\"\nawait = { timeout = \"1s\" }\n",
+            "flow[0].step[1].await: say which message",
+        ),
+        (
+            "[[flow.step]]\nws = \"connect\"\npath = \"/s\"\nsubprotocols = [\"a b\"]\n",
+            "s.toml:8:16: flow[0].step[0].subprotocols: `a b` is not a subprotocol name",
+        ),
+    ];
+    for (steps, expected) in cases {
+        let text = format!(
+            "[target]\nbase_url = \"http://127.0.0.1:9\"\n[[flow]]\nname = \"f\"\n{steps}\
+             [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 1\n"
+        );
+        let error = scenario_error(&text);
+        assert!(error.contains(expected), "expected `{expected}` in:\n{error}");
+    }
+}
