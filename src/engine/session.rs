@@ -148,12 +148,14 @@ pub(super) async fn run_flow(
         if !socket.wait_until(shared, intended, measured).await {
             wait_until_due(intended, step_index > 0 || plan.load.model == LoadModel::Closed).await;
         }
+        // The slot taken for the session's first request serves its first step, whatever it is.
+        let slot = first_slot.take();
         let mut cx = StepContext { rows: &rows, variables: &mut variables, rng: &mut rng, seq: &shared.seq, measured };
         let done = if let Some(action) = &step.ws {
             let done = socket.run(shared, step, action, intended, &mut cx).await;
             (done.in_hand, done.failed)
         } else {
-            http_step(shared, (flow_index, step_index), intended, alarm, first_slot.take(), &mut cx).await
+            http_step(shared, (flow_index, step_index), intended, alarm, slot, &mut cx).await
         };
         let (in_hand, failed) = done;
         if failed {

@@ -39,6 +39,14 @@ pub enum WsAction {
     Close,
 }
 
+impl WsAction {
+    /// Whether the step is an endpoint with response times (a connect or an await), not only counted.
+    #[must_use]
+    pub fn is_timed(&self) -> bool {
+        matches!(self, Self::Connect { .. } | Self::Await(_) | Self::Send { wait: Some(_), .. })
+    }
+}
+
 /// A message to send, rendered when it is sent.
 #[derive(Debug, Clone)]
 pub enum WsPayload {

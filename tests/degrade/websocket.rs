@@ -150,6 +150,9 @@ await = { json = [{ path = "$.type", eq = "ack" }] }
     assert_eq!(flood.errors, 0, "{:?}", flood.error_samples);
     // Every pushed message was read, counted and let go: none dropped unseen, none kept.
     assert!(endpoint(&measurement, "WS push: (other)").requests >= 20_000);
+    // Pushes are the server's messages, not requests: the whole run's row leaves them out.
+    let all = endpoint(&measurement, degrade::model::OVERALL_ENDPOINT);
+    assert!(all.requests < 100, "(all) counts {} requests", all.requests);
     let big = endpoint(&measurement, "WS big");
     let sample = &big.error_samples["protocol"][0];
     assert!(sample.contains("max_message"), "{sample}");
