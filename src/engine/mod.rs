@@ -102,6 +102,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         busy: cpu::BusyClock::default(),
         deadline: start + planned,
         stopping: false.into(),
+        fanouts: ws::Fanouts::default(),
         plan: Arc::clone(&plan),
     });
     let pacer = match plan.load.model {

@@ -56,6 +56,8 @@ pub(super) struct RunShared {
     pub deadline: Instant,
     /// Set on Ctrl-C: sessions start no further steps.
     pub stopping: AtomicBool,
+    /// Recent WebSocket sends with a correlation id, for fan-out latency.
+    pub fanouts: super::ws::Fanouts,
 }
 
 /// How a session ended.
@@ -138,14 +140,14 @@ pub(super) async fn run_flow(
     }
     shared.recorder.session_started(measured);
     let mut variables: Vec<Option<Value>> = vec![None; plan.variables.len()];
-    let mut socket = super::ws::WsSession::default();
+    let mut socket = super::ws::WsSession::new(number, measured);
     let mut intended = start;
     for (step_index, step) in plan.flows[flow_index].steps.iter().enumerate() {
         if intended >= shared.deadline || shared.stopping.load(Ordering::Relaxed) {
             break;
         }
         // An open socket is read while the session waits: pushes counted, pings answered.
-        if !socket.wait_until(shared, intended, measured).await {
+        if !socket.wait_until(shared, intended).await {
             wait_until_due(intended, step_index > 0 || plan.load.model == LoadModel::Closed).await;
         }
         // The slot taken for the session's first request serves its first step, whatever it is.
@@ -164,7 +166,7 @@ pub(super) async fn run_flow(
         }
         intended = in_hand + think(step.think, &mut rng);
     }
-    socket.end(shared, measured).await;
+    socket.end(shared).await;
     SessionEnd::Next(intended)
 }
 

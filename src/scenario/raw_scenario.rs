@@ -113,6 +113,8 @@ pub(super) struct RawStep {
     pub binary_base64: Option<Spanned<String>>,
     #[serde(rename = "await")]
     pub wait: Option<Spanned<RawAwait>>,
+    /// A JSONPath to the correlation id of a `ws = "send"` step's message.
+    pub fanout: Option<Spanned<String>>,
     #[serde(default)]
     pub query: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
@@ -186,6 +188,7 @@ pub(super) struct RawPush {
     pub json: Vec<RawAssertion>,
     pub prefix_hex: Option<Spanned<String>>,
     pub offset: Option<Spanned<i64>>,
+    pub fanout: Option<Spanned<String>>,
 }
 
 /// `await = { … }` of a WebSocket step: which message ends it, and how long it may take.

@@ -68,7 +68,7 @@ pub(super) fn resolve_assertions(
     all.then_some(assertions)
 }
 
-fn json_path(text: &str) -> Result<JsonPath, String> {
+pub(super) fn json_path(text: &str) -> Result<JsonPath, String> {
     JsonPath::parse(text).map_err(|e| format!("`{text}` is not a JSONPath (like `$.items[0].id`): {e}"))
 }
 

@@ -243,6 +243,7 @@ fn refuse_ws_keys(checker: &mut Checker<'_>, raw: &RawStep, field: &dyn Fn(&str)
         ("binary_hex", raw.binary_hex.as_ref().map(Spanned::span)),
         ("binary_base64", raw.binary_base64.as_ref().map(Spanned::span)),
         ("await", raw.wait.as_ref().map(Spanned::span)),
+        ("fanout", raw.fanout.as_ref().map(Spanned::span)),
     ];
     for (key, span) in spans {
         if let Some(span) = span {

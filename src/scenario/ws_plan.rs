@@ -32,6 +32,8 @@ pub enum WsAction {
         payload: WsPayload,
         /// The message that answers it.
         wait: Option<WsAwait>,
+        /// Where its correlation id is, for fan-out latency.
+        fanout: Option<Fanout>,
     },
     /// Awaits a message without sending one, timed from the step's intended start.
     Await(WsAwait),
@@ -104,6 +106,29 @@ impl WsMatch {
     }
 }
 
+/// A JSONPath to a correlation id: in a sent message, and in the pushes that carry it to other sessions.
+#[derive(Debug, Clone)]
+pub struct Fanout {
+    /// The compiled path.
+    pub path: serde_json_path::JsonPath,
+    /// As written, for messages.
+    pub path_text: String,
+    /// The sender's fan-out endpoint (`WS fanout: <step name>`); unused on a push class.
+    pub endpoint: usize,
+}
+
+impl Fanout {
+    /// The correlation id `json` carries, as text (a number and its decimal string are one id).
+    #[must_use]
+    pub fn id(&self, json: &Value) -> Option<String> {
+        match self.path.query(json).first()? {
+            Value::String(s) => Some(s.clone()),
+            Value::Null => None,
+            other => Some(other.to_string()),
+        }
+    }
+}
+
 /// A `[[ws.push]]` class: messages nobody awaited that match it are counted on its own endpoint.
 #[derive(Debug, Clone)]
 pub struct WsPush {
@@ -111,6 +136,8 @@ pub struct WsPush {
     pub endpoint: usize,
     /// What its messages look like.
     pub matcher: WsMatch,
+    /// Where its messages carry the correlation id of another session's send.
+    pub fanout: Option<Fanout>,
 }
 
 /// `[ws]`, for a scenario with WebSocket steps.

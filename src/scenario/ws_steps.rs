@@ -10,10 +10,12 @@ use toml::Spanned;
 use super::json_template::JsonTemplate;
 use super::plan::{Expect, ExtractFrom, Extraction, Step};
 use super::raw_scenario::{RawAssertion, RawAwait, RawStep, RawWs};
-use super::step_values::{duration, parse_extract, parse_think, resolve_assertions};
+use super::step_values::{duration, json_path, parse_extract, parse_think, resolve_assertions};
 use super::steps::{Scope, header_templates, template};
 use super::template::Template;
-use super::ws_plan::{DEFAULT_MAX_MESSAGE, Encoding, WsAction, WsAwait, WsMatch, WsPayload, WsPush, WsSettings};
+use super::ws_plan::{
+    DEFAULT_MAX_MESSAGE, Encoding, Fanout, WsAction, WsAwait, WsMatch, WsPayload, WsPush, WsSettings,
+};
 use crate::config::{Checker, path_text, plain_name};
 use crate::outside_text::printable;
 
@@ -41,7 +43,9 @@ impl Kind {
     fn takes(self, key: &str) -> bool {
         match self {
             Self::Connect => matches!(key, "path" | "headers" | "subprotocols"),
-            Self::Send => matches!(key, "body" | "json" | "binary_hex" | "binary_base64" | "await" | "extract"),
+            Self::Send => {
+                matches!(key, "body" | "json" | "binary_hex" | "binary_base64" | "await" | "extract" | "fanout")
+            }
             Self::Await => matches!(key, "await" | "extract"),
             Self::Close => false,
         }
@@ -67,6 +71,7 @@ fn keys_set(raw: &RawStep, ws: &Spanned<String>) -> Vec<(&'static str, std::ops:
     add("binary_hex", raw.binary_hex.as_ref().map(Spanned::span), raw.binary_hex.is_some());
     add("binary_base64", raw.binary_base64.as_ref().map(Spanned::span), raw.binary_base64.is_some());
     add("await", raw.wait.as_ref().map(Spanned::span), raw.wait.is_some());
+    add("fanout", raw.fanout.as_ref().map(Spanned::span), raw.fanout.is_some());
     add("expect", None, raw.expect.is_some());
     add("extract", raw.extract.values().next().map(Spanned::span), !raw.extract.is_empty());
     set
@@ -148,7 +153,11 @@ pub(super) fn resolve_ws_step(
             if raw.wait.is_some() && wait.is_none() {
                 return None;
             }
-            WsAction::Send { payload, wait }
+            let fanout = match &raw.fanout {
+                Some(path) => Some(send_fanout(checker, scope, raw, path, &field("fanout"))?),
+                None => None,
+            };
+            WsAction::Send { payload, wait, fanout }
         }
         Kind::Await => {
             let Some(raw_wait) = &raw.wait else {
@@ -174,6 +183,26 @@ pub(super) fn resolve_ws_step(
         think,
         ws: Some(action),
     })
+}
+
+/// A send's `fanout`: the JSONPath to its message's correlation id, and the endpoint its fan-out is measured on,
+/// `WS fanout: <step name>`. Only a JSON or text message has one.
+fn send_fanout(
+    checker: &mut Checker<'_>,
+    scope: &mut Scope<'_>,
+    raw: &RawStep,
+    path: &Spanned<String>,
+    field: &str,
+) -> Option<Fanout> {
+    if raw.binary_hex.is_some() || raw.binary_base64.is_some() {
+        checker.error(path, field, "a binary message has no JSON correlation id; send `json` or `body`");
+        return None;
+    }
+    let compiled = checker.check(path, field, |p| json_path(p))?;
+    // An unnamed send is already an error of its own.
+    let name = raw.name.as_ref()?.get_ref();
+    let endpoint = scope.endpoint(&format!("WS fanout: {name}"));
+    Some(Fanout { path: compiled, path_text: path.get_ref().clone(), endpoint })
 }
 
 /// The metric key: the step's `name`; a connect without one is `WS connect /boards/{board}`. A send or await
@@ -358,8 +387,18 @@ pub(super) fn resolve_ws(checker: &mut Checker<'_>, scope: &mut Scope<'_>, raw: 
         checker.check(&push.name, &format!("{field}.name"), |n| plain_name(n));
         let matcher =
             resolve_match(checker, &push.name, &field, &push.json, push.prefix_hex.as_ref(), push.offset.as_ref());
+        let fanout = match &push.fanout {
+            Some(path) => {
+                let Some(compiled) = checker.check(path, &format!("{field}.fanout"), |p| json_path(p)) else {
+                    continue;
+                };
+                Some(Fanout { path: compiled, path_text: path.get_ref().clone(), endpoint: 0 })
+            }
+            None => None,
+        };
         if let Some(matcher) = matcher {
-            pushes.push(WsPush { endpoint: scope.endpoint(&format!("WS push: {}", push.name.get_ref())), matcher });
+            let endpoint = scope.endpoint(&format!("WS push: {}", push.name.get_ref()));
+            pushes.push(WsPush { endpoint, matcher, fanout });
         }
     }
     Some(WsSettings { max_message, pushes, other_pushes: scope.endpoint("WS push: (other)") })

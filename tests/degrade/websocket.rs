@@ -207,3 +207,55 @@ fn each_websocket_step_mistake_names_its_line_and_field() {
         assert!(error.contains(expected), "expected `{expected}` in:\n{error}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fan_out_is_timed_from_the_send_to_another_sessions_push() {
+    let stub = WsStub::start(stub_config()).await;
+    let text = format!(
+        r#"
+[target]
+base_url = "{}"
+[[ws.push]]
+name = "change"
+json = [{{ path = "$.type", eq = "change" }}]
+fanout = "$.id"
+[[flow]]
+name = "board"
+[[flow.step]]
+ws = "connect"
+path = "/boards/1"
+subprotocols = ["board.v1"]
+[[flow.step]]
+ws = "send"
+name = "WS broadcast"
+json = {{ op = "broadcast", id = "{{{{ seq() }}}}" }}
+await = {{ json = [{{ path = "$.type", eq = "ack" }}] }}
+fanout = "$.id"
+think = "150ms"
+[[flow.step]]
+ws = "send"
+name = "WS broadcast"
+json = {{ op = "broadcast", id = "{{{{ seq() }}}}" }}
+await = {{ json = [{{ path = "$.type", eq = "ack" }}] }}
+fanout = "$.id"
+think = "150ms"
+[load]
+model = "closed"
+[[load.stage]]
+duration = "3s"
+users = 2
+"#,
+        stub.url()
+    );
+    let measurement = run_scenario(&text, &[]).await;
+    let fanout = endpoint(&measurement, "WS fanout: WS broadcast");
+    assert_eq!(fanout.errors, 0, "{:?}", fanout.error_samples);
+    assert!(fanout.requests >= 4, "{} fan-outs seen by the other session", fanout.requests);
+    let delay = DELAY.as_micros() as i64;
+    assert!(fanout.p50_us >= delay, "fan-out p50 {} µs is under the broadcast delay {delay} µs", fanout.p50_us);
+    assert!(fanout.p50_us < delay + 200_000, "fan-out p50 {} µs is far over the broadcast delay", fanout.p50_us);
+    // Each change also counts in its class; a session's own change never comes back to it (the stub sends
+    // changes to the others only), so fan-outs and changes agree.
+    let changes = endpoint(&measurement, "WS push: change");
+    assert!(changes.requests >= fanout.requests, "{} changes, {} fan-outs", changes.requests, fanout.requests);
+}

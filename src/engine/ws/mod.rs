@@ -8,7 +8,10 @@
 //! counted per `[[ws.push]]` class ([`socket`]).
 
 mod connect;
+mod fanout;
 mod socket;
+
+pub(super) use fanout::Fanouts;
 
 use std::time::Instant;
 
@@ -21,15 +24,18 @@ use super::session::{RunShared, StepContext};
 use crate::metrics::ErrorClass;
 use crate::scenario::plan::{ExtractFrom, Step};
 use crate::scenario::template::RenderContext;
-use crate::scenario::ws_plan::{WsAction, WsAwait, WsPayload};
+use crate::scenario::ws_plan::{Fanout, WsAction, WsAwait, WsPayload};
+use fanout::Origin;
 use socket::{Matched, PushCounter, Socket};
 
 /// A session's socket, if open, and why it broke if the server ended it between steps.
-#[derive(Default)]
 pub(super) struct WsSession {
     socket: Option<Socket>,
     /// What ended the socket while the session was between steps: the next WebSocket step fails with it.
     broken: Option<Failure>,
+    /// The session's number: its own copies of a correlated send are not fan-out.
+    session: u64,
+    measured: bool,
 }
 
 /// How a WebSocket step ended.
@@ -41,11 +47,26 @@ pub(super) struct WsDone {
 }
 
 impl WsSession {
+    /// Session `session`'s, with no socket yet.
+    pub(super) fn new(session: u64, measured: bool) -> Self {
+        Self { socket: None, broken: None, session, measured }
+    }
+
+    /// Where this session counts what nobody awaited.
+    fn pushes<'a>(&self, shared: &'a RunShared) -> PushCounter<'a> {
+        let settings = shared.plan.ws.as_ref().expect("a plan with WebSocket steps has [ws] settings");
+        let (recorder, fanouts, measured, session) = (&shared.recorder, &shared.fanouts, self.measured, self.session);
+        PushCounter { recorder, settings, measured, fanouts, session }
+    }
+
     /// Waits until `until`, reading the socket meanwhile (if one is open) so pushes are counted and pings
     /// answered; `false` when nothing is open and the caller waits its own way.
-    pub(super) async fn wait_until(&mut self, shared: &RunShared, until: Instant, measured: bool) -> bool {
-        let (Some(socket), Some(settings)) = (&mut self.socket, &shared.plan.ws) else { return false };
-        let pushes = PushCounter { recorder: &shared.recorder, settings, measured };
+    pub(super) async fn wait_until(&mut self, shared: &RunShared, until: Instant) -> bool {
+        if self.socket.is_none() {
+            return false;
+        }
+        let pushes = self.pushes(shared);
+        let socket = self.socket.as_mut().expect("checked above");
         if let Err(failure) = socket::read_until(socket, None, until, &pushes).await {
             self.socket = None;
             self.broken = Some(failure);
@@ -62,15 +83,20 @@ impl WsSession {
         intended: Instant,
         cx: &mut StepContext<'_, '_>,
     ) -> WsDone {
-        let settings = shared.plan.ws.as_ref().expect("a plan with WebSocket steps has [ws] settings");
-        let pushes = PushCounter { recorder: &shared.recorder, settings, measured: cx.measured };
+        let pushes = self.pushes(shared);
         match action {
             WsAction::Connect { subprotocols } => self.connect(shared, step, subprotocols, intended, cx).await,
-            WsAction::Send { payload, wait } => {
-                let message = render(payload, &mut cx.render());
+            WsAction::Send { payload, wait, fanout } => {
+                let message = render(payload, &mut cx.render()).map(|m| {
+                    let correlated = fanout.as_ref().and_then(|f| correlation(f, m.as_ref()?, intended, self));
+                    Outgoing { message: m, correlated }
+                });
                 self.send(shared, step, message, wait.as_ref(), intended, cx, &pushes).await
             }
-            WsAction::Await(wait) => self.send(shared, step, Ok(None), Some(wait), intended, cx, &pushes).await,
+            WsAction::Await(wait) => {
+                let nothing = Ok(Outgoing { message: None, correlated: None });
+                self.send(shared, step, nothing, Some(wait), intended, cx, &pushes).await
+            }
             WsAction::Close => {
                 if let Some(socket) = self.socket.take() {
                     socket::close(socket, Instant::now() + shared.plan.target.timeout, &pushes).await;
@@ -110,7 +136,7 @@ impl WsSession {
         &mut self,
         shared: &RunShared,
         step: &Step,
-        message: Result<Option<Message>, Failure>,
+        message: Result<Outgoing, Failure>,
         wait: Option<&WsAwait>,
         intended: Instant,
         cx: &mut StepContext<'_, '_>,
@@ -150,12 +176,12 @@ impl WsSession {
         &mut self,
         shared: &RunShared,
         step: &Step,
-        message: Result<Option<Message>, Failure>,
+        message: Result<Outgoing, Failure>,
         wait: Option<&WsAwait>,
         pushes: &PushCounter<'_>,
     ) -> Result<Option<Matched>, (Failure, Instant)> {
         let failed = |f| (f, Instant::now());
-        let message = message.map_err(failed)?;
+        let Outgoing { message, correlated } = message.map_err(failed)?;
         let Some(socket) = &mut self.socket else {
             let why = self.broken.take().unwrap_or_else(|| {
                 Failure::new(ErrorClass::Reset, format!("{}: no socket is open", shared.plan.endpoints[step.endpoint]))
@@ -170,6 +196,10 @@ impl WsSession {
                 tokio::time::timeout_at(deadline.into(), socket::send(socket, message))
                     .await
                     .unwrap_or_else(|_| Err(Failure::new(ErrorClass::Timeout, "the send did not go out in time")))?;
+            }
+            if let Some((id, mut origin)) = correlated {
+                origin.sent = sent;
+                shared.fanouts.sent(id, origin, shared.plan.target.timeout);
             }
             let Some(wait) = wait else { return Ok(None) };
             match socket::read_until(socket, Some(&wait.matcher), deadline, pushes).await? {
@@ -192,13 +222,33 @@ impl WsSession {
     }
 
     /// Closes the socket at the session's end, giving the server a moment to answer the close.
-    pub(super) async fn end(self, shared: &RunShared, measured: bool) {
-        if let (Some(socket), Some(settings)) = (self.socket, &shared.plan.ws) {
-            let pushes = PushCounter { recorder: &shared.recorder, settings, measured };
+    pub(super) async fn end(mut self, shared: &RunShared) {
+        if let Some(socket) = self.socket.take() {
+            let pushes = self.pushes(shared);
             let until = Instant::now() + shared.plan.target.timeout.min(std::time::Duration::from_secs(1));
             socket::close(socket, until, &pushes).await;
         }
     }
+}
+
+/// A message to send, and the correlation id it carries for fan-out.
+struct Outgoing {
+    message: Option<Message>,
+    correlated: Option<(String, Origin)>,
+}
+
+/// The correlation id of a message sent with `fanout`, and its origin (its send time set when it goes out).
+fn correlation(fanout: &Fanout, message: &Message, intended: Instant, session: &WsSession) -> Option<(String, Origin)> {
+    let Message::Text(text) = message else { return None };
+    let json: Value = serde_json::from_str(text.as_str()).ok()?;
+    let origin = Origin {
+        endpoint: fanout.endpoint,
+        intended,
+        sent: intended,
+        session: session.session,
+        measured: session.measured,
+    };
+    Some((fanout.id(&json)?, origin))
 }
 
 /// Records a timed step: `times` are intended, dispatched, sent and end.

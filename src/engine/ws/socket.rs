@@ -17,6 +17,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use super::super::client::{Failure, Stream};
 use super::super::failure::classify_io;
 use super::super::recorder::{Recorder, Sample};
+use super::fanout::Fanouts;
 use crate::metrics::ErrorClass;
 use crate::scenario::ws_plan::{WsMatch, WsSettings};
 
@@ -43,17 +44,33 @@ pub(super) struct PushCounter<'a> {
     pub settings: &'a WsSettings,
     /// Whether the session counts in the results.
     pub measured: bool,
+    /// Recent correlated sends, and this session's number, for fan-out latency.
+    pub fanouts: &'a Fanouts,
+    pub session: u64,
 }
 
 impl PushCounter<'_> {
-    /// Counts a message on the first class it matches, else on `WS push: (other)`: counted, not timed.
-    fn count(&self, message: &[u8], json: Option<&Value>) {
-        let endpoint = self
-            .settings
-            .pushes
-            .iter()
-            .find(|p| p.matcher.matches(message, json))
-            .map_or(self.settings.other_pushes, |p| p.endpoint);
+    /// Counts a message on the first class it matches, else on `WS push: (other)`: counted, not timed. One
+    /// carrying the correlation id of another session's send also times that send's fan-out.
+    fn count(&self, message: &[u8], json: Option<&Value>, arrived: Instant) {
+        let class = self.settings.pushes.iter().find(|p| p.matcher.matches(message, json));
+        if let Some(fanout) = class.and_then(|c| c.fanout.as_ref())
+            && let Some(origin) =
+                json.and_then(|json| fanout.id(json)).and_then(|id| self.fanouts.seen(&id, self.session))
+        {
+            // Counted in flight for the moment, as every timed sample is.
+            self.recorder.dispatching(origin.endpoint, origin.measured);
+            self.recorder.record(Sample {
+                endpoint: origin.endpoint,
+                intended: origin.intended,
+                dispatched: Some(origin.sent),
+                sent: Some(origin.sent),
+                end: arrived,
+                failure: None,
+                measured: origin.measured,
+            });
+        }
+        let endpoint = class.map_or(self.settings.other_pushes, |p| p.endpoint);
         let now = Instant::now();
         self.recorder.record(Sample {
             endpoint,
@@ -67,7 +84,8 @@ impl PushCounter<'_> {
     }
 
     fn needs_json(&self, wanted: Option<&WsMatch>) -> bool {
-        wanted.is_some_and(WsMatch::needs_json) || self.settings.pushes.iter().any(|p| p.matcher.needs_json())
+        wanted.is_some_and(WsMatch::needs_json)
+            || self.settings.pushes.iter().any(|p| p.matcher.needs_json() || p.fanout.is_some())
     }
 }
 
@@ -109,7 +127,7 @@ pub(super) async fn read_until(
             let json = json.or_else(|| serde_json::from_slice(bytes).ok());
             return Ok(Some(Matched { json, arrived }));
         }
-        pushes.count(bytes, json.as_ref());
+        pushes.count(bytes, json.as_ref(), arrived);
     }
 }
 
