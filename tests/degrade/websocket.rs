@@ -259,3 +259,45 @@ users = 2
     let changes = endpoint(&measurement, "WS push: change");
     assert!(changes.requests >= fanout.requests, "{} changes, {} fan-outs", changes.requests, fanout.requests);
 }
+
+/// The real binary's peak memory for a run whose one session is flooded with `pushes` messages before its
+/// answer, or `None` when `/usr/bin/time` is missing.
+async fn flooded_peak_kib(stub: &WsStub, pushes: u32) -> Option<u64> {
+    // `{"id":1` in hexadecimal (the stub's ack; its pushes start `{"flood"`): the await reads no JSON, so the
+    // flood costs the generator little time.
+    let scenario = format!(
+        "[target]\ntimeout = \"30s\"\n[[flow]]\nname = \"flooded\"\n\
+         [[flow.step]]\nws = \"connect\"\npath = \"/boards/1\"\nsubprotocols = [\"board.v1\"]\n\
+         [[flow.step]]\nws = \"send\"\nname = \"WS flood\"\njson = {{ op = \"flood\", count = {pushes}, id = 1 }}\n\
+         await = {{ prefix_hex = \"7b226964223a31\" }}\n\
+         [load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1s\"\nusers = 1\n"
+    );
+    let config = format!("[[scenario]]\nname = \"flood\"\nfile = \"flood.toml\"\ntarget = \"{}\"\n", stub.url());
+    let (dir, _) = crate::support::project(&config, &[("flood.toml", &scenario)]);
+    let path = dir.path().to_owned();
+    let measured = tokio::task::spawn_blocking(move || {
+        crate::support::degrade_peak_memory(&path, &["run", "flood", "--build", "1", "-f", "json"])
+    })
+    .await
+    .unwrap();
+    let Some((output, peak_kib)) = measured else {
+        println!("skipped: /usr/bin/time is not installed");
+        return None;
+    };
+    let (stdout, stderr) = crate::support::text(&output);
+    let run: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}:\n{stdout}\n{stderr}"));
+    let endpoints = run["endpoints"].as_array().unwrap();
+    let other = endpoints.iter().find(|e| e["endpoint"] == "WS push: (other)").expect("pushes counted");
+    assert!(other["requests"].as_u64().unwrap() >= u64::from(pushes), "every push counted:\n{stdout}");
+    println!("{pushes} pushes: peak {peak_kib} KiB");
+    Some(peak_kib)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_pushes_does_not_grow_the_generators_memory() {
+    let stub = WsStub::start(WsStubConfig { push_every: Duration::from_mins(1), ..stub_config() }).await;
+    let Some(few) = flooded_peak_kib(&stub, 1_000).await else { return };
+    // 300,000 pushes are 12 MB of messages: kept, even as bare bytes, they would show.
+    let Some(flood) = flooded_peak_kib(&stub, 300_000).await else { return };
+    assert!(flood < few + 6 * 1024, "peak {flood} KiB after 300,000 pushes, {few} KiB after 1,000");
+}
