@@ -17,7 +17,7 @@ use crate::support::ws_stub::{WsStub, WsStubConfig};
 const DELAY: Duration = Duration::from_millis(50);
 
 fn stub_config() -> WsStubConfig {
-    WsStubConfig { delay: DELAY, push_every: Duration::from_millis(20), subprotocol: Some("board.v1") }
+    WsStubConfig { delay: DELAY, push_every: Duration::from_millis(20), subprotocol: Some("board.v1"), stall: None }
 }
 
 fn endpoint<'a>(measurement: &'a Measurement, name: &str) -> &'a EndpointResult {
@@ -156,6 +156,26 @@ await = { json = [{ path = "$.type", eq = "ack" }] }
     let big = endpoint(&measurement, "WS big");
     let sample = &big.error_samples["protocol"][0];
     assert!(sample.contains("max_message"), "{sample}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_second_stall_shows_in_the_awaits_p99_under_planned_arrivals() {
+    let stall = (Duration::from_millis(1500), Duration::from_secs(1));
+    let stub = WsStub::start(WsStubConfig { stall: Some(stall), ..stub_config() }).await;
+    let text = format!(
+        "[target]\nbase_url = \"{}\"\n[[flow]]\nname = \"edit\"\n\
+         [[flow.step]]\nws = \"connect\"\npath = \"/boards/1\"\nsubprotocols = [\"board.v1\"]\n\
+         [[flow.step]]\nws = \"send\"\nname = \"WS edit\"\njson = {{ op = \"echo\", id = 1 }}\n\
+         await = {{ json = [{{ path = \"$.type\", eq = \"ack\" }}] }}\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"4s\"\nrate = 50\n",
+        stub.url()
+    );
+    let measurement = run_scenario(&text, &[]).await;
+    let edit = endpoint(&measurement, "WS edit");
+    assert_eq!(edit.errors, 0, "{:?}", edit.error_samples);
+    // A quarter of the arrivals fall in the stall: their awaits count the wait, from their planned start.
+    assert!(edit.p99_us >= 500_000, "p99 {} µs should be near the 1 s stall", edit.p99_us);
+    assert!(edit.p50_us < 1_000_000, "p50 {} µs: most edits were not stalled", edit.p50_us);
 }
 
 fn scenario_error(text: &str) -> String {

@@ -9,6 +9,8 @@
 //! - `{"op": "big", "size": n, "id": …}`: an ack padded to n bytes;
 //! - a binary message starting 0x01: the same bytes with 0x81 first, after the delay.
 //!
+//! With `stall` set, every answer due in the stall's window is held until it ends.
+//!
 //! Every socket also gets a cursor push (`{"type": "cursor"}`) and a ping every `push_every`; the pongs are
 //! counted. With `subprotocol` set, an upgrade not offering it is refused with 400.
 
@@ -16,7 +18,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -35,6 +37,8 @@ pub struct WsStubConfig {
     pub push_every: Duration,
     /// Required in the upgrade's `Sec-WebSocket-Protocol`, and chosen.
     pub subprotocol: Option<&'static str>,
+    /// A stall of every answer: from this long after the first message, for the second duration.
+    pub stall: Option<(Duration, Duration)>,
 }
 
 /// What the stub counted.
@@ -48,6 +52,18 @@ pub struct WsCounters {
     pub pongs: AtomicU64,
     /// Messages received from clients.
     pub received: AtomicU64,
+    /// When the first message came, which the stall is timed from.
+    first_message: std::sync::OnceLock<Instant>,
+}
+
+impl WsCounters {
+    /// How long an answer due now is held back by the stall.
+    fn stalled(&self, config: &WsStubConfig) -> Duration {
+        let (Some((from, length)), Some(first)) = (config.stall, self.first_message.get()) else {
+            return Duration::ZERO;
+        };
+        (*first + from + length).saturating_duration_since(Instant::now().max(*first + from))
+    }
 }
 
 /// Sockets per board: (socket number, its outgoing queue).
@@ -124,15 +140,17 @@ async fn serve(tcp: TcpStream, number: u64, config: WsStubConfig, counters: Arc<
     let pusher = tokio::spawn(push(out.clone(), config.push_every));
     while let Some(Ok(message)) = stream.next().await {
         counters.received.fetch_add(1, Ordering::Relaxed);
+        counters.first_message.get_or_init(Instant::now);
+        let delay = config.delay + counters.stalled(&config);
         match message {
             Message::Pong(_) => {
                 counters.pongs.fetch_add(1, Ordering::Relaxed);
             }
-            Message::Text(text) => answer(&text, &out, config.delay, &boards, &board, number),
+            Message::Text(text) => answer(&text, &out, delay, &boards, &board, number),
             Message::Binary(bytes) if bytes.first() == Some(&1) => {
                 let mut reply = bytes.to_vec();
                 reply[0] = 0x81;
-                later(&out, config.delay, Message::Binary(reply.into()));
+                later(&out, delay, Message::Binary(reply.into()));
             }
             Message::Close(_) => break,
             _ => {}
