@@ -321,3 +321,43 @@ async fn a_flood_of_pushes_does_not_grow_the_generators_memory() {
     let Some(flood) = flooded_peak_kib(&stub, 300_000).await else { return };
     assert!(flood < few + 6 * 1024, "peak {flood} KiB after 300,000 pushes, {few} KiB after 1,000");
 }
+
+/// The real binary's peak memory holding `users` sockets idle for 2 s, or `None` without `/usr/bin/time`.
+async fn idle_peak_kib(stub: &WsStub, users: u32) -> Option<u64> {
+    let scenario = format!(
+        "[target]\ntimeout = \"10s\"\n[[flow]]\nname = \"idle\"\n\
+         [[flow.step]]\nws = \"connect\"\npath = \"/boards/{{{{ randint(1, 50) }}}}\"\nsubprotocols = [\"board.v1\"]\n\
+         [[flow.step]]\nws = \"await\"\nname = \"WS nothing\"\nawait = {{ prefix_hex = \"ff\", timeout = \"2s\" }}\n\
+         [load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1s\"\nusers = {users}\n"
+    );
+    let config = format!("[[scenario]]\nname = \"idle\"\nfile = \"idle.toml\"\ntarget = \"{}\"\n", stub.url());
+    let (dir, _) = crate::support::project(&config, &[("idle.toml", &scenario)]);
+    let path = dir.path().to_owned();
+    let measured = tokio::task::spawn_blocking(move || {
+        crate::support::degrade_peak_memory(&path, &["run", "idle", "--build", "1", "-f", "json"])
+    })
+    .await
+    .unwrap();
+    let Some((output, peak_kib)) = measured else {
+        println!("skipped: /usr/bin/time is not installed");
+        return None;
+    };
+    let (stdout, stderr) = crate::support::text(&output);
+    let run: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}:\n{stdout}\n{stderr}"));
+    let endpoints = run["endpoints"].as_array().unwrap();
+    let connect = endpoints.iter().find(|e| e["endpoint"] == "WS connect /boards/{randint}").expect("connects");
+    assert_eq!(connect["errors"], 0, "{connect}");
+    assert!(connect["requests"].as_u64().unwrap() >= u64::from(users), "{connect}");
+    Some(peak_kib)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_socket_costs_the_generator_a_few_kilobytes() {
+    let stub = WsStub::start(WsStubConfig { push_every: Duration::from_mins(1), ..stub_config() }).await;
+    let Some(few) = idle_peak_kib(&stub, 100).await else { return };
+    let Some(many) = idle_peak_kib(&stub, 1_100).await else { return };
+    let per_socket = many.saturating_sub(few) / 1_000;
+    println!("100 sockets: {few} KiB, 1,100 sockets: {many} KiB: {per_socket} KiB a socket");
+    // The bound the codec's limits give an idle socket: far under one message of `[ws] max_message`.
+    assert!(per_socket < 64, "{per_socket} KiB a socket");
+}
