@@ -146,15 +146,18 @@ pub(super) async fn run_flow(
         if intended >= shared.deadline || shared.stopping.load(Ordering::Relaxed) {
             break;
         }
-        // An open socket is read while the session waits: pushes counted, pings answered.
-        if !socket.wait_until(shared, intended).await {
+        // An open socket is read while the session waits: pushes counted, pings answered. The WebSocket
+        // futures are boxed, so an HTTP session's task stays the size of its HTTP request.
+        if socket.is_open() {
+            Box::pin(socket.wait_until(shared, intended)).await;
+        } else {
             wait_until_due(intended, step_index > 0 || plan.load.model == LoadModel::Closed).await;
         }
         // The slot taken for the session's first request serves its first step, whatever it is.
         let slot = first_slot.take();
         let mut cx = StepContext { rows: &rows, variables: &mut variables, rng: &mut rng, seq: &shared.seq, measured };
         let done = if let Some(action) = &step.ws {
-            let done = socket.run(shared, step, action, intended, &mut cx).await;
+            let done = Box::pin(socket.run(shared, step, action, intended, &mut cx)).await;
             (done.in_hand, done.failed)
         } else {
             http_step(shared, (flow_index, step_index), intended, alarm, slot, &mut cx).await
@@ -166,7 +169,9 @@ pub(super) async fn run_flow(
         }
         intended = in_hand + think(step.think, &mut rng);
     }
-    socket.end(shared).await;
+    if socket.is_open() {
+        Box::pin(socket.end(shared)).await;
+    }
     SessionEnd::Next(intended)
 }
 

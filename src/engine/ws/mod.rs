@@ -59,19 +59,19 @@ impl WsSession {
         PushCounter { recorder, settings, measured, fanouts, session }
     }
 
-    /// Waits until `until`, reading the socket meanwhile (if one is open) so pushes are counted and pings
-    /// answered; `false` when nothing is open and the caller waits its own way.
-    pub(super) async fn wait_until(&mut self, shared: &RunShared, until: Instant) -> bool {
-        if self.socket.is_none() {
-            return false;
-        }
+    /// Whether the session holds an open socket.
+    pub(super) fn is_open(&self) -> bool {
+        self.socket.is_some()
+    }
+
+    /// Waits until `until`, reading the open socket meanwhile so pushes are counted and pings answered.
+    pub(super) async fn wait_until(&mut self, shared: &RunShared, until: Instant) {
         let pushes = self.pushes(shared);
-        let socket = self.socket.as_mut().expect("checked above");
+        let Some(socket) = self.socket.as_mut() else { return };
         if let Err(failure) = socket::read_until(socket, None, until, &pushes).await {
             self.socket = None;
             self.broken = Some(failure);
         }
-        true
     }
 
     /// Runs one WebSocket step intended at `intended`.
