@@ -16,6 +16,7 @@ pub mod skew_shapes;
 mod step_key;
 mod step_values;
 mod steps;
+mod ws_capacity;
 mod ws_steps;
 pub mod tape_source;
 pub mod template;

@@ -77,6 +77,12 @@ pub(super) fn resolve(
         checker.errors.push(ConfigError::new(Location::WholeFile(path.to_owned()), "load", message));
         None
     };
+    if let Some(load) = &load {
+        let ports = super::ws_capacity::ephemeral_ports();
+        for warning in super::ws_capacity::warnings(&flows, load, ports) {
+            checker.warnings.push(crate::config::ConfigWarning::new(crate::config::WarningKind::Setting, warning));
+        }
+    }
     let tape = resolve_tape(&mut checker, tapes, load.as_ref(), &mut scope.endpoints);
     let Scope { variables, endpoints, keys, .. } = scope;
     // Tape keys had no query part before: any route with one is a key of this release.

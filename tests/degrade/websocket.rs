@@ -361,3 +361,23 @@ async fn an_idle_socket_costs_the_generator_a_few_kilobytes() {
     // The bound the codec's limits give an idle socket: far under one message of `[ws] max_message`.
     assert!(per_socket < 64, "{per_socket} KiB a socket");
 }
+
+#[test]
+fn validate_warns_of_more_sockets_than_the_in_flight_cap_or_the_ports_allow() {
+    let plan = |load: &str| {
+        let text = format!(
+            "[target]\nbase_url = \"http://127.0.0.1:9\"\n[[flow]]\nname = \"f\"\n\
+             [[flow.step]]\nws = \"connect\"\npath = \"/b\"\nthink = \"30s\"\n\
+             [[flow.step]]\nws = \"send\"\nname = \"WS edit\"\njson = {{ op = \"echo\" }}\n{load}"
+        );
+        scenario::parse(std::path::Path::new("s.toml"), &text, None, &|_| None).unwrap()
+    };
+    // 100 sessions a second, each holding its socket 30 s at least: 3,000 at once, over the default cap of 1,000.
+    let open = plan("[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1m\"\nrate = 100\n");
+    assert!(open.warnings.iter().any(|w| w.contains("about 3000 sessions") && w.contains("max_in_flight = 1000")));
+    // More users than any machine has ports for one source address.
+    let closed = plan("[load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1m\"\nusers = 70000\n");
+    assert!(closed.warnings.iter().any(|w| w.contains("about 70000 WebSockets") && w.contains("ephemeral ports")));
+    let calm = plan("[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1m\"\nrate = 10\n");
+    assert!(calm.warnings.is_empty(), "{:?}", calm.warnings);
+}
