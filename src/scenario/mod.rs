@@ -17,6 +17,7 @@ mod step_key;
 mod step_values;
 mod steps;
 mod ws_capacity;
+mod ws_settings;
 mod ws_steps;
 pub mod tape_source;
 pub mod template;

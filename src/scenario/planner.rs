@@ -59,8 +59,8 @@ pub(super) fn resolve(
     // Push classes are endpoints only where sockets are opened; `[ws]` alone is still checked.
     let has_ws = flows.iter().flat_map(|f| &f.steps).any(|s| s.ws.is_some());
     let ws = match (ws, has_ws) {
-        (Some(raw), _) => super::ws_steps::resolve_ws(&mut checker, &mut scope, &raw).filter(|_| has_ws),
-        (None, true) => super::ws_steps::resolve_ws(&mut checker, &mut scope, &RawWs::default()),
+        (Some(raw), _) => super::ws_settings::resolve_ws(&mut checker, &mut scope, &raw).filter(|_| has_ws),
+        (None, true) => super::ws_settings::resolve_ws(&mut checker, &mut scope, &RawWs::default()),
         (None, false) => None,
     };
     if flows.is_empty() && !has_tape && checker.errors.is_empty() {

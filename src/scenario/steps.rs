@@ -101,7 +101,7 @@ pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, ra
         let mut known = Vec::new();
         let mut resolved = Vec::new();
         let mut extracted_so_far = 0;
-        let mut socket = super::ws_steps::SocketOrder::default();
+        let mut socket = super::ws_settings::SocketOrder::default();
         for (i, step) in steps.into_iter().enumerate() {
             socket.check(checker, &step, &format!("{prefix}.step[{i}].ws"));
             let later = &extracted[extracted_so_far..];

@@ -1,6 +1,7 @@
-//! Checks the WebSocket steps of a flow (`ws = "connect" | "send" | "await" | "close"`) and the `[ws]` table
-//! with its `[[ws.push]]` classes, into [`super::ws_plan`]. Each kind of step takes only its own keys, and a key
-//! another kind takes is an error naming the step and the key, never silently ignored.
+//! Checks the WebSocket steps of a flow (`ws = "connect" | "send" | "await" | "close"`) into
+//! [`super::ws_plan`], and the matchers awaits and push classes share (`[ws]` itself: [`super::ws_settings`]).
+//! Each kind of step takes only its own keys, and a key another kind takes is an error naming the step and the
+//! key, never silently ignored.
 
 use std::time::Duration;
 
@@ -9,19 +10,17 @@ use toml::Spanned;
 
 use super::json_template::JsonTemplate;
 use super::plan::{Expect, ExtractFrom, Extraction, Step};
-use super::raw_scenario::{RawAssertion, RawAwait, RawStep, RawWs};
+use super::raw_scenario::{RawAssertion, RawAwait, RawStep};
 use super::step_values::{duration, json_path, parse_extract, parse_think, resolve_assertions};
 use super::steps::{Scope, header_templates, template};
 use super::template::Template;
-use super::ws_plan::{
-    DEFAULT_MAX_MESSAGE, Encoding, Fanout, WsAction, WsAwait, WsMatch, WsPayload, WsPush, WsSettings,
-};
+use super::ws_plan::{Encoding, Fanout, WsAction, WsAwait, WsMatch, WsPayload};
 use crate::config::{Checker, path_text, plain_name};
 use crate::outside_text::printable;
 
 /// The kinds of WebSocket step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Connect,
     Send,
     Await,
@@ -29,7 +28,7 @@ enum Kind {
 }
 
 impl Kind {
-    fn parse(text: &str) -> Result<Self, String> {
+    pub(super) fn parse(text: &str) -> Result<Self, String> {
         match text {
             "connect" => Ok(Self::Connect),
             "send" => Ok(Self::Send),
@@ -77,37 +76,6 @@ fn keys_set(raw: &RawStep, ws: &Spanned<String>) -> Vec<(&'static str, std::ops:
     set
 }
 
-/// Whether a flow's socket is open at each step, so a send before any connect is found by `validate`.
-#[derive(Debug, Default)]
-pub(super) struct SocketOrder {
-    open: bool,
-}
-
-impl SocketOrder {
-    /// Checks that `raw` (at `field`) finds the socket as it needs it, and notes what it does to it.
-    pub(super) fn check(&mut self, checker: &mut Checker<'_>, raw: &RawStep, field: &str) {
-        let Some(ws) = &raw.ws else { return };
-        let Ok(kind) = Kind::parse(ws.get_ref()) else { return };
-        let message = match (kind, self.open) {
-            (Kind::Connect, true) => {
-                Some("the flow's socket is already open: a session holds one (add `ws = \"close\"` first)")
-            }
-            (Kind::Send | Kind::Await | Kind::Close, false) => {
-                Some("no socket is open here: add a `ws = \"connect\"` step before it")
-            }
-            _ => None,
-        };
-        if let Some(message) = message {
-            checker.error(ws, field, message);
-        }
-        self.open = match kind {
-            Kind::Connect => true,
-            Kind::Close => false,
-            Kind::Send | Kind::Await => self.open,
-        };
-    }
-}
-
 /// One WebSocket step (`raw.ws` is set); the variables it extracts are already in `scope`.
 pub(super) fn resolve_ws_step(
     checker: &mut Checker<'_>,
@@ -131,42 +99,10 @@ pub(super) fn resolve_ws_step(
         checker.check(name, &field("name"), |n| plain_name(n));
     }
     let think = raw.think.as_ref().and_then(|t| checker.check(t, &field("think"), parse_think));
-    let mut path = Template::literal("/");
-    let mut headers = Vec::new();
-    let action = match kind {
-        Kind::Connect => {
-            let Some(raw_path) = &raw.path else {
-                checker.error(&ws, &field("path"), "a `ws = \"connect\"` step needs the `path` of the socket");
-                return None;
-            };
-            path = connect_path(checker, scope, raw_path, &field("path"), known, later)?;
-            headers = header_templates(checker, scope, &raw.headers, &field("headers"), known, later);
-            let subprotocols = match &raw.subprotocols {
-                Some(s) => checker.check(s, &field("subprotocols"), |s| subprotocols(s))?,
-                None => Vec::new(),
-            };
-            WsAction::Connect { subprotocols }
-        }
-        Kind::Send => {
-            let payload = payload(checker, scope, raw, &ws, prefix, known, later)?;
-            let wait = raw.wait.as_ref().and_then(|w| resolve_await(checker, w, &field("await")));
-            if raw.wait.is_some() && wait.is_none() {
-                return None;
-            }
-            let fanout = match &raw.fanout {
-                Some(path) => Some(send_fanout(checker, scope, raw, path, &field("fanout"))?),
-                None => None,
-            };
-            WsAction::Send { payload, wait, fanout }
-        }
-        Kind::Await => {
-            let Some(raw_wait) = &raw.wait else {
-                checker.error(&ws, &field("await"), "a `ws = \"await\"` step needs `await = { … }`: which message");
-                return None;
-            };
-            WsAction::Await(resolve_await(checker, raw_wait, &field("await"))?)
-        }
-        Kind::Close => WsAction::Close,
+    let at = Place { prefix, known, later, ws: &ws };
+    let (action, path, headers) = match kind {
+        Kind::Connect => connect(checker, scope, raw, &at)?,
+        _ => (exchange(checker, scope, raw, kind, &at)?, Template::literal("/"), Vec::new()),
     };
     let awaits = matches!(action, WsAction::Await(_) | WsAction::Send { wait: Some(_), .. });
     let extract = ws_extractions(checker, scope, raw, prefix, awaits);
@@ -203,6 +139,78 @@ fn send_fanout(
     let name = raw.name.as_ref()?.get_ref();
     let endpoint = scope.endpoint(&format!("WS fanout: {name}"));
     Some(Fanout { path: compiled, path_text: path.get_ref().clone(), endpoint })
+}
+
+/// Where a step stands: its field prefix, the variables in scope, and its `ws` value for errors.
+struct Place<'a> {
+    prefix: &'a str,
+    known: &'a [usize],
+    later: &'a [String],
+    ws: &'a Spanned<String>,
+}
+
+impl Place<'_> {
+    fn field(&self, key: &str) -> String {
+        format!("{}.{key}", self.prefix)
+    }
+}
+
+/// A step's header templates.
+type Headers = Vec<(http::HeaderName, Template)>;
+
+/// A `connect`: its action, its path and its headers.
+fn connect(
+    checker: &mut Checker<'_>,
+    scope: &Scope<'_>,
+    raw: &RawStep,
+    at: &Place<'_>,
+) -> Option<(WsAction, Template, Headers)> {
+    let Some(raw_path) = &raw.path else {
+        checker.error(at.ws, &at.field("path"), "a `ws = \"connect\"` step needs the `path` of the socket");
+        return None;
+    };
+    let path = connect_path(checker, scope, raw_path, &at.field("path"), at.known, at.later);
+    let headers = header_templates(checker, scope, &raw.headers, &at.field("headers"), at.known, at.later);
+    let subprotocols = match &raw.subprotocols {
+        Some(s) => checker.check(s, &at.field("subprotocols"), |s| subprotocols(s))?,
+        None => Vec::new(),
+    };
+    Some((WsAction::Connect { subprotocols }, path?, headers))
+}
+
+/// A `send`, `await` or `close`.
+fn exchange(
+    checker: &mut Checker<'_>,
+    scope: &mut Scope<'_>,
+    raw: &RawStep,
+    kind: Kind,
+    at: &Place<'_>,
+) -> Option<WsAction> {
+    match kind {
+        Kind::Send => {
+            let payload = payload(checker, scope, raw, at.ws, at.prefix, at.known, at.later)?;
+            let wait = raw.wait.as_ref().and_then(|w| resolve_await(checker, w, &at.field("await")));
+            if raw.wait.is_some() && wait.is_none() {
+                return None;
+            }
+            let fanout = match &raw.fanout {
+                Some(path) => Some(send_fanout(checker, scope, raw, path, &at.field("fanout"))?),
+                None => None,
+            };
+            Some(WsAction::Send { payload, wait, fanout })
+        }
+        Kind::Await => {
+            let Some(raw_wait) = &raw.wait else {
+                let message = "a `ws = \"await\"` step needs `await = { … }`: which message";
+                checker.error(at.ws, &at.field("await"), message);
+                return None;
+            };
+            Some(WsAction::Await(resolve_await(checker, raw_wait, &at.field("await"))?))
+        }
+        Kind::Close => Some(WsAction::Close),
+        // Resolved by `connect`, with its path and headers.
+        Kind::Connect => None,
+    }
 }
 
 /// The metric key: the step's `name`; a connect without one is `WS connect /boards/{board}`. A send or await
@@ -313,7 +321,7 @@ fn resolve_await(checker: &mut Checker<'_>, raw: &Spanned<RawAwait>, field: &str
 }
 
 /// A matcher from `json` assertions and a `prefix_hex` at `offset`; at least one condition.
-fn resolve_match<T>(
+pub(super) fn resolve_match<T>(
     checker: &mut Checker<'_>,
     at: &Spanned<T>,
     field: &str,
@@ -366,40 +374,4 @@ fn ws_extractions(
         }
     }
     Some(out)
-}
-
-/// `[ws]`: the message cap and the push classes, each its own endpoint (`WS push: cursor`), then the endpoint of
-/// messages no class matches (`WS push: (other)`).
-pub(super) fn resolve_ws(checker: &mut Checker<'_>, scope: &mut Scope<'_>, raw: &RawWs) -> Option<WsSettings> {
-    let max_message = match &raw.max_message {
-        Some(m) => checker.check(m, "ws.max_message", |m| {
-            let bytes = super::planner::body_size(m)?;
-            usize::try_from(bytes)
-                .ok()
-                .filter(|b| (16..=64 << 20).contains(b))
-                .ok_or_else(|| format!("`{m}` is out of range: from 16 bytes to 64MiB"))
-        })?,
-        None => DEFAULT_MAX_MESSAGE,
-    };
-    let mut pushes = Vec::new();
-    for (i, push) in raw.pushes.iter().enumerate() {
-        let field = format!("ws.push[{i}]");
-        checker.check(&push.name, &format!("{field}.name"), |n| plain_name(n));
-        let matcher =
-            resolve_match(checker, &push.name, &field, &push.json, push.prefix_hex.as_ref(), push.offset.as_ref());
-        let fanout = match &push.fanout {
-            Some(path) => {
-                let Some(compiled) = checker.check(path, &format!("{field}.fanout"), |p| json_path(p)) else {
-                    continue;
-                };
-                Some(Fanout { path: compiled, path_text: path.get_ref().clone(), endpoint: 0 })
-            }
-            None => None,
-        };
-        if let Some(matcher) = matcher {
-            let endpoint = scope.endpoint(&format!("WS push: {}", push.name.get_ref()));
-            pushes.push(WsPush { endpoint, matcher, fanout });
-        }
-    }
-    Some(WsSettings { max_message, pushes, other_pushes: scope.endpoint("WS push: (other)") })
 }
