@@ -22,6 +22,7 @@ mod recorder;
 mod replay;
 mod request;
 mod session;
+mod step_context;
 mod tape_feed;
 mod ws;
 mod ticks;

@@ -24,11 +24,12 @@ use super::client::{Failure, HttpClient};
 use super::http1::{Answer, Outgoing};
 use super::recorder::{Recorder, Sample};
 use super::request::StepRequest;
+use super::step_context::StepContext;
 use crate::metrics::ErrorClass;
 use crate::model::LoadModel;
 use crate::scenario::feeder::Cursor;
 use crate::scenario::plan::{Body, ExtractFrom, Flow, Step};
-use crate::scenario::template::{Expr, RenderContext};
+use crate::scenario::template::Expr;
 use crate::scenario::ws_plan::{WsAction, WsPayload};
 use crate::scenario::{Plan, Think};
 
@@ -149,7 +150,7 @@ pub(super) async fn run_flow(
         // An open socket is read while the session waits: pushes counted, pings answered. The WebSocket
         // futures are boxed, so an HTTP session's task stays the size of its HTTP request.
         if socket.is_open() {
-            Box::pin(socket.wait_until(shared, intended)).await;
+            Box::pin(socket.wait_until(&ws_run(shared), intended)).await;
         } else {
             wait_until_due(intended, step_index > 0 || plan.load.model == LoadModel::Closed).await;
         }
@@ -157,7 +158,7 @@ pub(super) async fn run_flow(
         let slot = first_slot.take();
         let mut cx = StepContext { rows: &rows, variables: &mut variables, rng: &mut rng, seq: &shared.seq, measured };
         let done = if let Some(action) = &step.ws {
-            let done = Box::pin(socket.run(shared, step, action, intended, &mut cx)).await;
+            let done = Box::pin(socket.run(&ws_run(shared), step, action, intended, &mut cx)).await;
             (done.in_hand, done.failed)
         } else {
             http_step(shared, (flow_index, step_index), intended, alarm, slot, &mut cx).await
@@ -170,7 +171,7 @@ pub(super) async fn run_flow(
         intended = in_hand + think(step.think, &mut rng);
     }
     if socket.is_open() {
-        Box::pin(socket.end(shared)).await;
+        Box::pin(socket.end(&ws_run(shared))).await;
     }
     SessionEnd::Next(intended)
 }
@@ -218,19 +219,10 @@ async fn http_step(
     (in_hand, failed)
 }
 
-/// What a step's templates and extractions read and write.
-pub(super) struct StepContext<'a, 'r> {
-    pub rows: &'a [Option<&'r [Value]>],
-    pub variables: &'a mut [Option<Value>],
-    pub rng: &'a mut rand::rngs::SmallRng,
-    pub seq: &'a std::sync::atomic::AtomicU64,
-    pub measured: bool,
-}
-
-impl StepContext<'_, '_> {
-    pub(super) fn render(&mut self) -> RenderContext<'_> {
-        RenderContext { rows: self.rows, variables: self.variables, rng: self.rng, seq: self.seq }
-    }
+/// What WebSocket steps use of the run.
+fn ws_run(shared: &RunShared) -> super::ws::WsRun<'_> {
+    let RunShared { plan, client, recorder, fanouts, .. } = shared;
+    super::ws::WsRun { plan, client, recorder, fanouts }
 }
 
 /// When a request ended, two ways.

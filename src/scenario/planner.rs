@@ -12,9 +12,10 @@ use super::feeder::{Feeder, Order, WhenExhausted};
 use super::feeder_skew::{self, SkewKeys};
 use super::plan::{Arrivals, Load, Plan, Stage, StageShape, Target};
 use super::raw_scenario::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget, RawWs};
+use super::scope::{Scope, header_templates};
 use super::step_key::StepKeys;
-use super::step_values::duration;
-use super::steps::{Scope, header_templates, resolve_flows};
+use super::step_values::{body_size, duration};
+use super::steps::resolve_flows;
 use super::tape_source::resolve_tape;
 use crate::config::{Checker, ConfigError, ConfigErrors, Location, http_url, plain_name};
 use crate::model::LoadModel;
@@ -161,18 +162,6 @@ fn resolve_target(
 /// `[target] max_body` when unset: far above a JSON API's answers, far below what would strain a machine
 /// when many requests read that much at once.
 pub const DEFAULT_MAX_BODY: u64 = 4_000_000;
-
-/// A size such as `4MB`, `512KiB` or `1000000` (bytes), at least one byte.
-pub(super) fn body_size(text: &str) -> Result<u64, String> {
-    match parse_size::parse_size(text) {
-        Ok(0) => Err("must be at least one byte".to_owned()),
-        Ok(bytes) => Ok(bytes),
-        Err(_) => Err(format!(
-            "`{}` is not a size; write e.g. `4MB`, `512KiB` or a number of bytes",
-            text.chars().take(40).collect::<String>()
-        )),
-    }
-}
 
 fn positive(d: Duration) -> Result<Duration, String> {
     if d.is_zero() { Err("must be longer than zero".to_owned()) } else { Ok(d) }

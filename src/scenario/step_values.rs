@@ -152,3 +152,15 @@ pub(super) fn parse_think(value: &toml::Value) -> Result<Think, String> {
         _ => Err(SHAPES.to_owned()),
     }
 }
+
+/// A size such as `4MB`, `512KiB` or `1000000` (bytes), at least one byte.
+pub(super) fn body_size(text: &str) -> Result<u64, String> {
+    match parse_size::parse_size(text) {
+        Ok(0) => Err("must be at least one byte".to_owned()),
+        Ok(bytes) => Ok(bytes),
+        Err(_) => Err(format!(
+            "`{}` is not a size; write e.g. `4MB`, `512KiB` or a number of bytes",
+            text.chars().take(40).collect::<String>()
+        )),
+    }
+}

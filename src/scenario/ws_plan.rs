@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::outside_text::printable;
 
+use super::assertion::Assertion;
 use super::json_template::JsonTemplate;
-use super::plan::Assertion;
 use super::template::Template;
 
 /// Most bytes of one WebSocket message unless `[ws] max_message` says otherwise: a collaboration protocol's

@@ -2,8 +2,8 @@
 //! steps: a send before any connect is found by `validate`, not by the first session.
 
 use super::raw_scenario::{RawStep, RawWs};
+use super::scope::Scope;
 use super::step_values::json_path;
-use super::steps::Scope;
 use super::ws_plan::{DEFAULT_MAX_MESSAGE, Fanout, WsPush, WsSettings};
 use super::ws_steps::{Kind, resolve_match};
 use crate::config::{Checker, plain_name};
@@ -44,7 +44,7 @@ impl SocketOrder {
 pub(super) fn resolve_ws(checker: &mut Checker<'_>, scope: &mut Scope<'_>, raw: &RawWs) -> Option<WsSettings> {
     let max_message = match &raw.max_message {
         Some(m) => checker.check(m, "ws.max_message", |m| {
-            let bytes = super::planner::body_size(m)?;
+            let bytes = super::step_values::body_size(m)?;
             usize::try_from(bytes)
                 .ok()
                 .filter(|b| (16..=64 << 20).contains(b))

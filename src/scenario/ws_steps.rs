@@ -1,5 +1,5 @@
 //! Checks the WebSocket steps of a flow (`ws = "connect" | "send" | "await" | "close"`) into
-//! [`super::ws_plan`], and the matchers awaits and push classes share (`[ws]` itself: [`super::ws_settings`]).
+//! [`super::ws_plan`], and the matchers awaits and push classes share (the `[ws]` table itself: `ws_settings.rs`).
 //! Each kind of step takes only its own keys, and a key another kind takes is an error naming the step and the
 //! key, never silently ignored.
 
@@ -11,8 +11,8 @@ use toml::Spanned;
 use super::json_template::JsonTemplate;
 use super::plan::{Expect, ExtractFrom, Extraction, Step};
 use super::raw_scenario::{RawAssertion, RawAwait, RawStep};
+use super::scope::{Scope, header_templates, template};
 use super::step_values::{duration, json_path, parse_extract, parse_think, resolve_assertions};
-use super::steps::{Scope, header_templates, template};
 use super::template::Template;
 use super::ws_plan::{Encoding, Fanout, WsAction, WsAwait, WsMatch, WsPayload};
 use crate::config::{Checker, path_text, plain_name};
@@ -226,7 +226,7 @@ fn endpoint_name(
 ) -> Option<String> {
     match (&raw.name, kind) {
         (Some(name), _) => Some(name.get_ref().clone()),
-        (None, Kind::Connect) => Some(format!("WS connect {}", path.route(&|e| super::steps::expr_name(scope, e)))),
+        (None, Kind::Connect) => Some(format!("WS connect {}", path.route(&|e| super::scope::expr_name(scope, e)))),
         (None, Kind::Close) => Some("WS close".to_owned()),
         (None, _) => {
             checker.error(ws, field, "name this step: it is measured (or counted) under its name");

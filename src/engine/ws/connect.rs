@@ -12,7 +12,6 @@ use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::super::client::Failure;
-use super::super::session::RunShared;
 use super::socket::{Socket, read_failure};
 use crate::metrics::ErrorClass;
 use crate::scenario::plan::Step;
@@ -21,7 +20,7 @@ use crate::scenario::template::RenderContext;
 /// Opens the socket of a `connect` step; on success, when the 101 arrived; on failure, when it was decided
 /// (a timeout at exactly the target's `timeout`).
 pub(super) async fn open(
-    shared: &RunShared,
+    shared: &super::WsRun<'_>,
     step: &Step,
     subprotocols: &[String],
     config: WebSocketConfig,
@@ -47,7 +46,7 @@ pub(super) async fn open(
 /// The upgrade request: `ws(s)://host/prefix/path`, the target's headers the step does not set, the step's, and
 /// `Sec-WebSocket-Protocol`.
 fn upgrade_request(
-    shared: &RunShared,
+    shared: &super::WsRun<'_>,
     step: &Step,
     subprotocols: &[String],
     cx: &mut RenderContext<'_>,

@@ -19,14 +19,25 @@ use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::client::Failure;
+use super::client::HttpClient;
+use super::recorder::Recorder;
 use super::recorder::Sample;
-use super::session::{RunShared, StepContext};
+use super::step_context::StepContext;
 use crate::metrics::ErrorClass;
+use crate::scenario::Plan;
 use crate::scenario::plan::{ExtractFrom, Step};
 use crate::scenario::template::RenderContext;
 use crate::scenario::ws_plan::{Fanout, WsAction, WsAwait, WsPayload};
 use fanout::Origin;
 use socket::{Matched, PushCounter, Socket};
+
+/// What WebSocket steps use of the run.
+pub(super) struct WsRun<'a> {
+    pub plan: &'a Plan,
+    pub client: &'a HttpClient,
+    pub recorder: &'a Recorder,
+    pub fanouts: &'a Fanouts,
+}
 
 /// A session's socket, if open, and why it broke if the server ended it between steps.
 pub(super) struct WsSession {
@@ -53,7 +64,7 @@ impl WsSession {
     }
 
     /// Where this session counts what nobody awaited.
-    fn pushes<'a>(&self, shared: &'a RunShared) -> PushCounter<'a> {
+    fn pushes<'a>(&self, shared: &WsRun<'a>) -> PushCounter<'a> {
         let settings = shared.plan.ws.as_ref().expect("a plan with WebSocket steps has [ws] settings");
         let (recorder, fanouts, measured, session) = (&shared.recorder, &shared.fanouts, self.measured, self.session);
         PushCounter { recorder, settings, measured, fanouts, session }
@@ -65,7 +76,7 @@ impl WsSession {
     }
 
     /// Waits until `until`, reading the open socket meanwhile so pushes are counted and pings answered.
-    pub(super) async fn wait_until(&mut self, shared: &RunShared, until: Instant) {
+    pub(super) async fn wait_until(&mut self, shared: &WsRun<'_>, until: Instant) {
         let pushes = self.pushes(shared);
         let Some(socket) = self.socket.as_mut() else { return };
         if let Err(failure) = socket::read_until(socket, None, until, &pushes).await {
@@ -77,7 +88,7 @@ impl WsSession {
     /// Runs one WebSocket step intended at `intended`.
     pub(super) async fn run(
         &mut self,
-        shared: &RunShared,
+        shared: &WsRun<'_>,
         step: &Step,
         action: &WsAction,
         intended: Instant,
@@ -108,7 +119,7 @@ impl WsSession {
 
     async fn connect(
         &mut self,
-        shared: &RunShared,
+        shared: &WsRun<'_>,
         step: &Step,
         subprotocols: &[String],
         intended: Instant,
@@ -134,7 +145,7 @@ impl WsSession {
     #[allow(clippy::too_many_arguments, reason = "one step's parts, passed through once")]
     async fn send(
         &mut self,
-        shared: &RunShared,
+        shared: &WsRun<'_>,
         step: &Step,
         message: Result<Outgoing, Failure>,
         wait: Option<&WsAwait>,
@@ -174,7 +185,7 @@ impl WsSession {
     /// The send and the await; the matched message, or the failure and when it was decided.
     async fn exchange(
         &mut self,
-        shared: &RunShared,
+        shared: &WsRun<'_>,
         step: &Step,
         message: Result<Outgoing, Failure>,
         wait: Option<&WsAwait>,
@@ -222,7 +233,7 @@ impl WsSession {
     }
 
     /// Closes the socket at the session's end, giving the server a moment to answer the close.
-    pub(super) async fn end(mut self, shared: &RunShared) {
+    pub(super) async fn end(mut self, shared: &WsRun<'_>) {
         if let Some(socket) = self.socket.take() {
             let pushes = self.pushes(shared);
             let until = Instant::now() + shared.plan.target.timeout.min(std::time::Duration::from_secs(1));
@@ -253,7 +264,7 @@ fn correlation(fanout: &Fanout, message: &Message, intended: Instant, session: &
 
 /// Records a timed step: `times` are intended, dispatched, sent and end.
 fn record(
-    shared: &RunShared,
+    shared: &WsRun<'_>,
     endpoint: usize,
     measured: bool,
     times: [Instant; 4],
