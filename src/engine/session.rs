@@ -170,7 +170,7 @@ pub(super) async fn run_flow(
         }
         intended = in_hand + think(step.think, &mut rng);
     }
-    if socket.is_open() {
+    if socket.has_end() {
         Box::pin(socket.end(&ws_run(shared))).await;
     }
     SessionEnd::Next(intended)

@@ -176,3 +176,38 @@ impl Encoding {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::plan::Check;
+
+    fn ack() -> Assertion {
+        let path = serde_json_path::JsonPath::parse("$.type").unwrap();
+        Assertion { path, path_text: "$.type".into(), check: Check::Eq(Value::from("ack")) }
+    }
+
+    #[test]
+    fn a_message_matches_only_when_its_prefix_and_every_assertion_hold() {
+        let binary = WsMatch { json: Vec::new(), prefix: Some(vec![0x81, 0xab]), offset: 1 };
+        assert!(binary.matches(&[0, 0x81, 0xab, 7], None));
+        assert!(!binary.matches(&[0x81, 0xab], None), "the prefix is looked for at its offset");
+        assert!(!binary.matches(&[0, 0x81], None), "a message shorter than offset + prefix");
+        let json = WsMatch { json: vec![ack()], prefix: None, offset: 0 };
+        let message = br#"{"type":"ack"}"#;
+        let parsed: Value = serde_json::from_slice(message).unwrap();
+        assert!(json.matches(message, Some(&parsed)));
+        let cursor: Value = serde_json::json!({"type": "cursor"});
+        assert!(!json.matches(message, Some(&cursor)));
+        assert!(!json.matches(b"not json", None), "a message that is not JSON matches no JSON assertion");
+    }
+
+    #[test]
+    fn binary_messages_are_read_from_hex_with_spaces_and_from_base64() {
+        assert_eq!(Encoding::Hex.decode("01 AB cd").unwrap(), [1, 0xab, 0xcd]);
+        assert!(Encoding::Hex.decode("0g").unwrap_err().contains("not hexadecimal"));
+        assert!(Encoding::Hex.decode("abc").is_err(), "an odd number of digits");
+        assert_eq!(Encoding::Base64.decode("AQID").unwrap(), [1, 2, 3]);
+        assert!(Encoding::Base64.decode("A").is_err());
+    }
+}

@@ -130,6 +130,18 @@ async fn a_close_from_the_server_is_a_reset_with_its_code() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_between_steps_that_no_later_step_reports_is_counted_on_the_connect() {
+    let stub = WsStub::start(stub_config()).await;
+    let steps = "[[flow.step]]\nws = \"send\"\nname = \"WS bye\"\njson = { op = \"close\", code = 1011 }\n\
+                 think = \"300ms\"\n[[flow.step]]\nws = \"close\"\n";
+    let measurement = run_scenario(&scenario(&stub.url(), "", "board.v1", steps, 1, 1), &[]).await;
+    let connect = endpoint(&measurement, "WS connect /boards/{randint}");
+    let sample = &connect.error_samples["reset"][0];
+    assert!(sample.contains("closed the socket with 1011"), "{sample}");
+    assert_eq!(endpoint(&measurement, "WS bye").errors, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_pushes_is_counted_and_a_message_over_the_cap_ends_the_socket() {
     let stub = WsStub::start(stub_config()).await;
     let steps = r#"

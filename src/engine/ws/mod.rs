@@ -44,6 +44,8 @@ pub(super) struct WsSession {
     socket: Option<Socket>,
     /// What ended the socket while the session was between steps: the next WebSocket step fails with it.
     broken: Option<Failure>,
+    /// The endpoint of the connect that opened the socket: a break no later step reports is counted there.
+    connected: Option<usize>,
     /// The session's number: its own copies of a correlated send are not fan-out.
     session: u64,
     measured: bool,
@@ -60,7 +62,7 @@ pub(super) struct WsDone {
 impl WsSession {
     /// Session `session`'s, with no socket yet.
     pub(super) fn new(session: u64, measured: bool) -> Self {
-        Self { socket: None, broken: None, session, measured }
+        Self { socket: None, broken: None, connected: None, session, measured }
     }
 
     /// Where this session counts what nobody awaited.
@@ -73,6 +75,11 @@ impl WsSession {
     /// Whether the session holds an open socket.
     pub(super) fn is_open(&self) -> bool {
         self.socket.is_some()
+    }
+
+    /// Whether [`Self::end`] has something to do: a socket to close, or a break to count.
+    pub(super) fn has_end(&self) -> bool {
+        self.socket.is_some() || self.broken.is_some()
     }
 
     /// Waits until `until`, reading the open socket meanwhile so pushes are counted and pings answered.
@@ -133,6 +140,7 @@ impl WsSession {
             Ok((socket, arrived)) => {
                 self.socket = Some(socket);
                 self.broken = None;
+                self.connected = Some(step.endpoint);
                 (arrived, None)
             }
             Err((failure, end)) => (end, Some(failure)),
@@ -234,6 +242,15 @@ impl WsSession {
 
     /// Closes the socket at the session's end, giving the server a moment to answer the close.
     pub(super) async fn end(mut self, shared: &WsRun<'_>) {
+        if let (Some(failure), Some(endpoint)) = (self.broken.take(), self.connected) {
+            // The server ended the socket after the session's last WebSocket step: counted on its connect, so
+            // no unexpected close goes unseen.
+            let now = Instant::now();
+            let failure = Some((failure.class, failure.message));
+            let measured = self.measured;
+            let sample = Sample { endpoint, intended: now, dispatched: None, sent: None, end: now, failure, measured };
+            shared.recorder.record(sample);
+        }
         if let Some(socket) = self.socket.take() {
             let pushes = self.pushes(shared);
             let until = Instant::now() + shared.plan.target.timeout.min(std::time::Duration::from_secs(1));
