@@ -72,6 +72,7 @@ async fn an_await_is_timed_from_its_send_to_the_matching_message_and_pushes_land
         assert!(e.requests >= 4, "{name}: {} awaits", e.requests);
         // Cursor pushes arrive every 20 ms: had one satisfied the await, the median would be under the delay.
         let delay = DELAY.as_micros() as i64;
+        println!("{name}: {} awaits, p50 {} µs, p99 {} µs (stub delay {delay} µs)", e.requests, e.p50_us, e.p99_us);
         assert!(e.p50_us >= delay, "{name}: p50 {} µs is under the stub's {delay} µs delay", e.p50_us);
         assert!(e.p50_us < delay + 200_000, "{name}: p50 {} µs is far over the stub's delay", e.p50_us);
     }
@@ -186,8 +187,9 @@ async fn a_one_second_stall_shows_in_the_awaits_p99_under_planned_arrivals() {
     let edit = endpoint(&measurement, "WS edit");
     assert_eq!(edit.errors, 0, "{:?}", edit.error_samples);
     // A quarter of the arrivals fall in the stall: their awaits count the wait, from their planned start.
+    println!("stalled awaits: p50 {} µs, p99 {} µs", edit.p50_us, edit.p99_us);
     assert!(edit.p99_us >= 500_000, "p99 {} µs should be near the 1 s stall", edit.p99_us);
-    assert!(edit.p50_us < 1_000_000, "p50 {} µs: most edits were not stalled", edit.p50_us);
+    assert!(edit.p50_us < 500_000, "p50 {} µs: most edits were not stalled", edit.p50_us);
 }
 
 fn scenario_error(text: &str) -> String {
@@ -284,6 +286,10 @@ users = 2
     assert_eq!(fanout.errors, 0, "{:?}", fanout.error_samples);
     assert!(fanout.requests >= 4, "{} fan-outs seen by the other session", fanout.requests);
     let delay = DELAY.as_micros() as i64;
+    println!(
+        "fan-out: {} seen, p50 {} µs, p99 {} µs (broadcast delay {delay} µs)",
+        fanout.requests, fanout.p50_us, fanout.p99_us
+    );
     assert!(fanout.p50_us >= delay, "fan-out p50 {} µs is under the broadcast delay {delay} µs", fanout.p50_us);
     assert!(fanout.p50_us < delay + 200_000, "fan-out p50 {} µs is far over the broadcast delay", fanout.p50_us);
     // Each change also counts in its class; a session's own change never comes back to it (the stub sends

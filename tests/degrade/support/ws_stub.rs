@@ -62,7 +62,8 @@ impl WsCounters {
         let (Some((from, length)), Some(first)) = (config.stall, self.first_message.get()) else {
             return Duration::ZERO;
         };
-        (*first + from + length).saturating_duration_since(Instant::now().max(*first + from))
+        let (start, now) = (*first + from, Instant::now());
+        if now < start { Duration::ZERO } else { (start + length).saturating_duration_since(now) }
     }
 }
 
