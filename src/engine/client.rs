@@ -16,7 +16,8 @@ use tokio_rustls::TlsConnector;
 
 pub use super::failure::Failure;
 pub(crate) use super::failure::chain;
-use super::http1::{Answer, Connection, Outgoing, Stream};
+pub(super) use super::http1::Stream;
+use super::http1::{Answer, Connection, Outgoing};
 use super::ticks::Ticks;
 use crate::metrics::ErrorClass;
 
@@ -220,6 +221,13 @@ impl HttpClient {
     }
 
     async fn open(&self) -> Result<Connection, Failure> {
+        self.open_stream(true).await.map(Connection::new)
+    }
+
+    /// A new connection to the target (TCP, then TLS for `https://`), kernel-stamped in the open model when
+    /// `stamped`: a WebSocket is not, since a stamped socket reads only on the pacer's wake-ups, which suit an
+    /// answer expected soon, not pushes that may come at any time.
+    pub(super) async fn open_stream(&self, stamped: bool) -> Result<Box<dyn Stream>, Failure> {
         let Address { host, port, tls } = &*self.address;
         let connecting = async {
             let tcp = TcpStream::connect((host.as_str(), *port)).await?;
@@ -229,7 +237,7 @@ impl HttpClient {
                 // closed model never sleeps between them, and its CPU per request is what the stamps would
                 // cost (ci/bench-engine.sh: 1.25x wrk's with them, 0.99x without).
                 #[cfg(target_os = "linux")]
-                Some(ticks) => match super::timed_tcp::TimedTcp::new(tcp, Arc::clone(ticks)) {
+                Some(ticks) if stamped => match super::timed_tcp::TimedTcp::new(tcp, Arc::clone(ticks)) {
                     Ok(timed) => secured(tls.as_ref(), host, timed?).await,
                     Err(unstamped) => secured(tls.as_ref(), host, unstamped).await,
                 },
@@ -241,7 +249,11 @@ impl HttpClient {
             .await
             .map_err(|_| Failure::new(ErrorClass::Connect, format!("cannot connect within {limit}")))?
             .map_err(|e| Failure::new(ErrorClass::Connect, format!("cannot connect: {e}")))
-            .map(Connection::new)
+    }
+
+    /// Whether the target is `https://`.
+    pub(super) fn is_tls(&self) -> bool {
+        self.address.tls.is_some()
     }
 
     /// GETs `url` and returns its body as text: for the `version_url` of a build, not for load. An answer

@@ -22,7 +22,9 @@ mod recorder;
 mod replay;
 mod request;
 mod session;
+mod step_context;
 mod tape_feed;
+mod ws;
 mod ticks;
 #[cfg(target_os = "linux")]
 mod timed_tcp;
@@ -101,6 +103,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         busy: cpu::BusyClock::default(),
         deadline: start + planned,
         stopping: false.into(),
+        fanouts: ws::Fanouts::default(),
         plan: Arc::clone(&plan),
     });
     let pacer = match plan.load.model {

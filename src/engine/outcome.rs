@@ -102,9 +102,14 @@ pub(super) fn measure(
     let mut overall = EndpointRecord::default();
     let mut endpoints = Vec::new();
     let mut service = Vec::new();
-    for (name, record) in recorder.names().iter().zip(&recorded.endpoints) {
+    // Pushes are the server's messages, not requests: counted on their own rows, left out of the whole run's.
+    let pushes: Vec<usize> =
+        plan.ws.iter().flat_map(|ws| ws.pushes.iter().map(|p| p.endpoint).chain([ws.other_pushes])).collect();
+    for (index, (name, record)) in recorder.names().iter().zip(&recorded.endpoints).enumerate() {
         if record.requests > 0 {
-            overall.merge(record);
+            if !pushes.contains(&index) {
+                overall.merge(record);
+            }
             endpoints.push(endpoint_result(name, record, measured));
             service.push(service_times(name, record));
         }

@@ -24,11 +24,13 @@ use super::client::{Failure, HttpClient};
 use super::http1::{Answer, Outgoing};
 use super::recorder::{Recorder, Sample};
 use super::request::StepRequest;
+use super::step_context::StepContext;
 use crate::metrics::ErrorClass;
 use crate::model::LoadModel;
 use crate::scenario::feeder::Cursor;
-use crate::scenario::plan::{Body, Check, ExtractFrom, Flow, Step};
-use crate::scenario::template::{Expr, RenderContext};
+use crate::scenario::plan::{Body, ExtractFrom, Flow, Step};
+use crate::scenario::template::Expr;
+use crate::scenario::ws_plan::{WsAction, WsPayload};
 use crate::scenario::{Plan, Think};
 
 /// What every session of a run shares.
@@ -55,6 +57,8 @@ pub(super) struct RunShared {
     pub deadline: Instant,
     /// Set on Ctrl-C: sessions start no further steps.
     pub stopping: AtomicBool,
+    /// Recent WebSocket sends with a correlation id, for fan-out latency.
+    pub fanouts: super::ws::Fanouts,
 }
 
 /// How a session ended.
@@ -137,44 +141,88 @@ pub(super) async fn run_flow(
     }
     shared.recorder.session_started(measured);
     let mut variables: Vec<Option<Value>> = vec![None; plan.variables.len()];
+    let mut socket = super::ws::WsSession::new(number, measured);
     let mut intended = start;
     for (step_index, step) in plan.flows[flow_index].steps.iter().enumerate() {
         if intended >= shared.deadline || shared.stopping.load(Ordering::Relaxed) {
             break;
         }
-        wait_until_due(intended, step_index > 0 || plan.load.model == LoadModel::Closed).await;
-        // Rendered now, not before the wait: a `now` template means the time the request goes out.
-        let mut cx = RenderContext { rows: &rows, variables: &variables, rng: &mut rng, seq: &shared.seq };
-        let client = &shared.client;
-        let request =
-            shared.requests[flow_index][step_index].build(plan, step, client.host_header(), client.prefix(), &mut cx);
+        // An open socket is read while the session waits: pushes counted, pings answered. The WebSocket
+        // futures are boxed, so an HTTP session's task stays the size of its HTTP request.
+        if socket.is_open() {
+            Box::pin(socket.wait_until(&ws_run(shared), intended)).await;
+        } else {
+            wait_until_due(intended, step_index > 0 || plan.load.model == LoadModel::Closed).await;
+        }
+        // The slot taken for the session's first request serves its first step, whatever it is.
         let slot = first_slot.take();
-        let dispatched = slot.as_ref().map_or_else(Instant::now, |s| s.waiting_since);
-        shared.recorder.dispatching(step.endpoint, measured);
-        let (sent, outcome) = match request {
-            Ok(request) => exchange(shared, request, dispatched, alarm, slot).await,
-            Err(failure) => (None, Err(failure)),
+        let mut cx = StepContext { rows: &rows, variables: &mut variables, rng: &mut rng, seq: &shared.seq, measured };
+        let done = if let Some(action) = &step.ws {
+            let done = Box::pin(socket.run(&ws_run(shared), step, action, intended, &mut cx)).await;
+            (done.in_hand, done.failed)
+        } else {
+            http_step(shared, (flow_index, step_index), intended, alarm, slot, &mut cx).await
         };
-        let Ended { end, in_hand } = ended(sent, &outcome, plan.target.timeout);
-        let checked = outcome.and_then(|response| check_response(step, &response, &mut variables));
-        let failed = checked.is_err();
-        let failure = checked.err().map(|f| (f.class, f.message));
-        shared.recorder.record(Sample {
-            endpoint: step.endpoint,
-            intended,
-            dispatched: Some(dispatched),
-            sent,
-            end,
-            failure,
-            measured,
-        });
+        let (in_hand, failed) = done;
         if failed {
             // Later steps usually depend on this one (an id it should have returned): a real user would stop.
             break;
         }
         intended = in_hand + think(step.think, &mut rng);
     }
+    if socket.has_end() {
+        Box::pin(socket.end(&ws_run(shared))).await;
+    }
     SessionEnd::Next(intended)
+}
+
+/// Sends one HTTP step's request and records it; when the answer was in hand, and whether it failed.
+async fn http_step(
+    shared: &RunShared,
+    (flow_index, step_index): (usize, usize),
+    intended: Instant,
+    alarm: &mut Alarm,
+    slot: Option<Slot<'_>>,
+    cx: &mut StepContext<'_, '_>,
+) -> (Instant, bool) {
+    let measured = cx.measured;
+    let plan = &shared.plan;
+    let step = &plan.flows[flow_index].steps[step_index];
+    let client = &shared.client;
+    // Rendered now, not before the wait: a `now` template means the time the request goes out.
+    let request = shared.requests[flow_index][step_index].build(
+        plan,
+        step,
+        client.host_header(),
+        client.prefix(),
+        &mut cx.render(),
+    );
+    let dispatched = slot.as_ref().map_or_else(Instant::now, |s| s.waiting_since);
+    shared.recorder.dispatching(step.endpoint, measured);
+    let (sent, outcome) = match request {
+        Ok(request) => exchange(shared, request, dispatched, alarm, slot).await,
+        Err(failure) => (None, Err(failure)),
+    };
+    let Ended { end, in_hand } = ended(sent, &outcome, plan.target.timeout);
+    let checked = outcome.and_then(|response| check_response(step, &response, cx.variables));
+    let failed = checked.is_err();
+    let failure = checked.err().map(|f| (f.class, f.message));
+    shared.recorder.record(Sample {
+        endpoint: step.endpoint,
+        intended,
+        dispatched: Some(dispatched),
+        sent,
+        end,
+        failure,
+        measured,
+    });
+    (in_hand, failed)
+}
+
+/// What WebSocket steps use of the run.
+fn ws_run(shared: &RunShared) -> super::ws::WsRun<'_> {
+    let RunShared { plan, client, recorder, fanouts, .. } = shared;
+    super::ws::WsRun { plan, client, recorder, fanouts }
 }
 
 /// When a request ended, two ways.
@@ -272,21 +320,7 @@ fn check_response(step: &Step, response: &Answer, variables: &mut [Option<Value>
         Value::Null
     };
     for assertion in &step.expect.json {
-        let found = assertion.path.query(&json).first();
-        let holds = match (&assertion.check, found) {
-            (Check::Exists(expected), found) => found.is_some() == *expected,
-            (Check::Eq(expected), Some(v)) => v == expected,
-            (Check::Lt(limit), Some(v)) => v.as_f64().is_some_and(|v| v < *limit),
-            (Check::Gt(limit), Some(v)) => v.as_f64().is_some_and(|v| v > *limit),
-            (_, None) => false,
-        };
-        if !holds {
-            let got = found.map_or_else(|| "nothing".to_owned(), |v| truncate(&v.to_string()));
-            return Err(Failure::new(
-                ErrorClass::Assertion,
-                format!("{} {:?} failed: found {got}", assertion.path_text, assertion.check),
-            ));
-        }
+        assertion.holds(&json).map_err(|message| Failure::new(ErrorClass::Assertion, message))?;
     }
     for extraction in &step.extract {
         let value = match &extraction.from {
@@ -321,10 +355,6 @@ pub(super) fn unexpected_status(response: &Answer) -> Failure {
     Failure::new(class, format!("status {status}: {body}"))
 }
 
-fn truncate(text: &str) -> String {
-    if text.len() <= 80 { text.to_owned() } else { format!("{}…", &text[..text.floor_char_boundary(80)]) }
-}
-
 /// The feeders each flow's templates read, so a session draws only the rows it uses.
 pub(super) fn flow_feeders(plan: &Plan) -> Vec<Vec<usize>> {
     let target: Vec<&Expr> = plan.target.headers.iter().flat_map(|(_, t)| t.expressions()).collect();
@@ -355,6 +385,12 @@ fn step_expressions(step: &Step) -> Vec<&Expr> {
         Some(Body::Json(t)) => all.extend(t.expressions()),
         Some(Body::Text(t)) => all.extend(t.expressions()),
         None => {}
+    }
+    if let Some(WsAction::Send { payload, .. }) = &step.ws {
+        match payload {
+            WsPayload::Json(t) => all.extend(t.expressions()),
+            WsPayload::Text(t) | WsPayload::Hex(t) | WsPayload::Base64(t) => all.extend(t.expressions()),
+        }
     }
     all
 }

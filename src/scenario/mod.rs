@@ -3,6 +3,7 @@
 //! Parse, then validate into a different type: `raw_scenario` mirrors the file, `planner` and `steps` check it
 //! and build a [`Plan`], which is all the engine sees. Every error names file, line, column and field.
 
+mod assertion;
 mod bounded_file;
 pub mod distribution;
 pub mod night_sizes;
@@ -15,9 +16,14 @@ mod raw_scenario;
 pub mod skew_shapes;
 mod step_key;
 mod step_values;
+mod scope;
 mod steps;
+mod ws_capacity;
+mod ws_settings;
+mod ws_steps;
 pub mod tape_source;
 pub mod template;
+pub mod ws_plan;
 
 use std::path::Path;
 use std::time::Duration;

@@ -63,6 +63,13 @@ pub fn endpoint_nights(plan: &Plan) -> Option<Vec<EndpointNight>> {
         .map(super::plan::Stage::planned_arrivals)
         .sum();
     let mut requests = vec![0.0; plan.endpoints.len()];
+    // Counted-only endpoints (WebSocket pushes, sends without an await, closes) have no percentiles to judge.
+    let mut timed = vec![plan.tape.is_some(); plan.endpoints.len()];
+    for step in plan.flows.iter().flat_map(|f| &f.steps) {
+        if let Some(slot) = timed.get_mut(step.endpoint) {
+            *slot = step.ws.as_ref().is_none_or(super::ws_plan::WsAction::is_timed);
+        }
+    }
     if let Some(tape) = &plan.tape {
         let planned = tape.planned_requests.unwrap_or(0.0);
         for route in &tape.survey.routes {
@@ -86,6 +93,8 @@ pub fn endpoint_nights(plan: &Plan) -> Option<Vec<EndpointNight>> {
         plan.endpoints
             .iter()
             .zip(requests)
+            .zip(timed)
+            .filter_map(|(endpoint, timed)| timed.then_some(endpoint))
             .map(|(endpoint, n)| EndpointNight { planned: true, ..night(endpoint, n) })
             .collect(),
     )

@@ -13,6 +13,7 @@ use crate::model::LoadModel;
 use crate::tape::Router;
 use crate::tape::survey::Survey;
 
+pub use super::assertion::{Assertion, Check};
 use super::feeder::Feeder;
 use super::json_template::JsonTemplate;
 use super::template::Template;
@@ -38,6 +39,8 @@ pub struct Plan {
     pub feeders: Vec<Feeder>,
     /// What sessions do, chosen by weight (none when a tape is replayed).
     pub flows: Vec<Flow>,
+    /// `[ws]`, when some step is a WebSocket step.
+    pub ws: Option<super::ws_plan::WsSettings>,
     /// `[[tape]]`: recorded requests replayed instead of flows.
     pub tape: Option<TapeReplay>,
     /// Metric keys (step names); a step refers to one by index.
@@ -153,6 +156,8 @@ pub struct Step {
     pub extract: Vec<Extraction>,
     /// Pause after this step before the next one starts.
     pub think: Option<Think>,
+    /// What a WebSocket step does; `None` for an HTTP request.
+    pub ws: Option<super::ws_plan::WsAction>,
 }
 
 /// A request body.
@@ -171,30 +176,6 @@ pub struct Expect {
     pub status: Vec<RangeInclusive<u16>>,
     /// Checks on the JSON body.
     pub json: Vec<Assertion>,
-}
-
-/// One check on the JSON body.
-#[derive(Debug, Clone)]
-pub struct Assertion {
-    /// The compiled JSONPath.
-    pub path: JsonPath,
-    /// The path as written, for messages.
-    pub path_text: String,
-    /// What must hold.
-    pub check: Check,
-}
-
-/// What must hold for the value a JSONPath selects.
-#[derive(Debug, Clone)]
-pub enum Check {
-    /// The path selects something (`true`) or nothing (`false`).
-    Exists(bool),
-    /// The selected value equals this.
-    Eq(serde_json::Value),
-    /// The selected value is a number below this.
-    Lt(f64),
-    /// The selected value is a number above this.
-    Gt(f64),
 }
 
 /// One `extract` entry.

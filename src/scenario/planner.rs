@@ -11,10 +11,11 @@ use serde_json::Value;
 use super::feeder::{Feeder, Order, WhenExhausted};
 use super::feeder_skew::{self, SkewKeys};
 use super::plan::{Arrivals, Load, Plan, Stage, StageShape, Target};
-use super::raw_scenario::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget};
+use super::raw_scenario::{RawFeeder, RawLoad, RawScenario, RawStage, RawTarget, RawWs};
+use super::scope::{Scope, header_templates};
 use super::step_key::StepKeys;
-use super::step_values::duration;
-use super::steps::{Scope, header_templates, resolve_flows};
+use super::step_values::{body_size, duration};
+use super::steps::resolve_flows;
 use super::tape_source::resolve_tape;
 use crate::config::{Checker, ConfigError, ConfigErrors, Location, http_url, plain_name};
 use crate::model::LoadModel;
@@ -31,7 +32,7 @@ pub(super) fn resolve(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, ConfigErrors> {
     let mut checker = Checker::new(path, text);
-    let RawScenario { seed, target, vars, feeders, flows, tapes, load } = raw;
+    let RawScenario { seed, target, vars, feeders, flows, tapes, load, ws } = raw;
     let seed = seed.map_or(1, |s| s.into_inner().cast_unsigned());
     for (name, value) in &vars {
         checker.check(value, &format!("vars.{}", crate::outside_text::printable(name)), |_| plain_name(name));
@@ -56,6 +57,13 @@ pub(super) fn resolve(
         checker.error(tape, "tape", "a scenario replays a tape or runs flows, not both: move one to its own scenario");
     }
     let flows = resolve_flows(&mut checker, &mut scope, flows);
+    // Push classes are endpoints only where sockets are opened; `[ws]` alone is still checked.
+    let has_ws = flows.iter().flat_map(|f| &f.steps).any(|s| s.ws.is_some());
+    let ws = match (ws, has_ws) {
+        (Some(raw), _) => super::ws_settings::resolve_ws(&mut checker, &mut scope, &raw).filter(|_| has_ws),
+        (None, true) => super::ws_settings::resolve_ws(&mut checker, &mut scope, &RawWs::default()),
+        (None, false) => None,
+    };
     if flows.is_empty() && !has_tape && checker.errors.is_empty() {
         checker.errors.push(ConfigError::new(
             Location::WholeFile(path.to_owned()),
@@ -70,6 +78,12 @@ pub(super) fn resolve(
         checker.errors.push(ConfigError::new(Location::WholeFile(path.to_owned()), "load", message));
         None
     };
+    if let Some(load) = &load {
+        let ports = super::ws_capacity::ephemeral_ports();
+        for warning in super::ws_capacity::warnings(&flows, load, ports) {
+            checker.warnings.push(crate::config::ConfigWarning::new(crate::config::WarningKind::Setting, warning));
+        }
+    }
     let tape = resolve_tape(&mut checker, tapes, load.as_ref(), &mut scope.endpoints);
     let Scope { variables, endpoints, keys, .. } = scope;
     // Tape keys had no query part before: any route with one is a key of this release.
@@ -84,6 +98,7 @@ pub(super) fn resolve(
             target,
             feeders,
             flows,
+            ws,
             tape,
             endpoints,
             variables,
@@ -147,18 +162,6 @@ fn resolve_target(
 /// `[target] max_body` when unset: far above a JSON API's answers, far below what would strain a machine
 /// when many requests read that much at once.
 pub const DEFAULT_MAX_BODY: u64 = 4_000_000;
-
-/// A size such as `4MB`, `512KiB` or `1000000` (bytes), at least one byte.
-fn body_size(text: &str) -> Result<u64, String> {
-    match parse_size::parse_size(text) {
-        Ok(0) => Err("must be at least one byte".to_owned()),
-        Ok(bytes) => Ok(bytes),
-        Err(_) => Err(format!(
-            "`{}` is not a size; write e.g. `4MB`, `512KiB` or a number of bytes",
-            text.chars().take(40).collect::<String>()
-        )),
-    }
-}
 
 fn positive(d: Duration) -> Result<Duration, String> {
     if d.is_zero() { Err("must be longer than zero".to_owned()) } else { Ok(d) }

@@ -26,6 +26,8 @@ pub(super) struct RawScenario {
     #[serde(default, rename = "tape")]
     pub tapes: Vec<Spanned<RawTape>>,
     pub load: Option<Spanned<RawLoad>>,
+    /// `[ws]`: WebSocket settings and push classes.
+    pub ws: Option<RawWs>,
 }
 
 /// `[target]`.
@@ -101,8 +103,18 @@ pub(super) struct RawFlow {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawStep {
     pub name: Option<Spanned<String>>,
+    /// A WebSocket step: `connect`, `send`, `await` or `close` ([`super::ws_steps`]).
+    pub ws: Option<Spanned<String>>,
     pub method: Option<Spanned<String>>,
-    pub path: Spanned<String>,
+    /// Required for HTTP and `ws = "connect"` steps; the checker says so when it is missing.
+    pub path: Option<Spanned<String>>,
+    pub subprotocols: Option<Spanned<Vec<String>>>,
+    pub binary_hex: Option<Spanned<String>>,
+    pub binary_base64: Option<Spanned<String>>,
+    #[serde(rename = "await")]
+    pub wait: Option<Spanned<RawAwait>>,
+    /// A JSONPath to the correlation id of a `ws = "send"` step's message.
+    pub fanout: Option<Spanned<String>>,
     #[serde(default)]
     pub query: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
@@ -156,4 +168,36 @@ pub(super) struct RawStage {
     pub to: Option<Spanned<f64>>,
     pub users: Option<Spanned<i64>>,
     pub measure: Option<bool>,
+}
+
+/// `[ws]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWs {
+    pub max_message: Option<Spanned<String>>,
+    #[serde(default, rename = "push")]
+    pub pushes: Vec<RawPush>,
+}
+
+/// One `[[ws.push]]`: a class of messages the server sends unasked, matched like an await.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPush {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub json: Vec<RawAssertion>,
+    pub prefix_hex: Option<Spanned<String>>,
+    pub offset: Option<Spanned<i64>>,
+    pub fanout: Option<Spanned<String>>,
+}
+
+/// `await = { … }` of a WebSocket step: which message ends it, and how long it may take.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAwait {
+    #[serde(default)]
+    pub json: Vec<RawAssertion>,
+    pub prefix_hex: Option<Spanned<String>>,
+    pub offset: Option<Spanned<i64>>,
+    pub timeout: Option<Spanned<String>>,
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use serde_json_path::JsonPath;
 
 use super::plan::{Assertion, Check, Expect, ExtractFrom, Think};
-use super::raw_scenario::RawExpect;
+use super::raw_scenario::{RawAssertion, RawExpect};
 use crate::config::Checker;
 
 pub(super) fn parse_method(text: &str) -> Result<Method, String> {
@@ -31,29 +31,44 @@ pub(super) fn resolve_expect(checker: &mut Checker<'_>, prefix: &str, raw: Optio
         Some(s) => checker.check(s, &format!("{prefix}.status"), parse_statuses),
         None => Some(vec![200..=399]),
     };
+    let assertions = resolve_assertions(checker, prefix, &json);
+    Some(Expect { status: status?, json: assertions? })
+}
+
+/// JSON assertions (`json = [{ path = "$.id", exists = true }]`) at `prefix.json[i]`; `None` if one is wrong.
+pub(super) fn resolve_assertions(
+    checker: &mut Checker<'_>,
+    prefix: &str,
+    json: &[RawAssertion],
+) -> Option<Vec<Assertion>> {
     let mut assertions = Vec::new();
-    for (i, a) in json.into_iter().enumerate() {
+    let mut all = true;
+    for (i, a) in json.iter().enumerate() {
         let field = format!("{prefix}.json[{i}]");
         let compiled = checker.check(&a.path, &format!("{field}.path"), |p| json_path(p));
         let checks = [
             a.exists.map(Check::Exists),
-            a.eq.map(|v| Check::Eq(serde_json::to_value(v).unwrap_or(Value::Null))),
+            a.eq.clone().map(|v| Check::Eq(serde_json::to_value(v).unwrap_or(Value::Null))),
             a.lt.map(Check::Lt),
             a.gt.map(Check::Gt),
         ];
         let mut checks: Vec<Check> = checks.into_iter().flatten().collect();
         if checks.len() != 1 {
             checker.error(&a.path, &field, "give exactly one of `exists`, `eq`, `lt` or `gt`");
+            all = false;
             continue;
         }
-        if let Some(path) = compiled {
-            assertions.push(Assertion { path, path_text: a.path.into_inner(), check: checks.remove(0) });
+        match compiled {
+            Some(path) => {
+                assertions.push(Assertion { path, path_text: a.path.get_ref().clone(), check: checks.remove(0) });
+            }
+            None => all = false,
         }
     }
-    Some(Expect { status: status?, json: assertions })
+    all.then_some(assertions)
 }
 
-fn json_path(text: &str) -> Result<JsonPath, String> {
+pub(super) fn json_path(text: &str) -> Result<JsonPath, String> {
     JsonPath::parse(text).map_err(|e| format!("`{text}` is not a JSONPath (like `$.items[0].id`): {e}"))
 }
 
@@ -135,5 +150,17 @@ pub(super) fn parse_think(value: &toml::Value) -> Result<Think, String> {
             Err(SHAPES.to_owned())
         }
         _ => Err(SHAPES.to_owned()),
+    }
+}
+
+/// A size such as `4MB`, `512KiB` or `1000000` (bytes), at least one byte.
+pub(super) fn body_size(text: &str) -> Result<u64, String> {
+    match parse_size::parse_size(text) {
+        Ok(0) => Err("must be at least one byte".to_owned()),
+        Ok(bytes) => Ok(bytes),
+        Err(_) => Err(format!(
+            "`{}` is not a size; write e.g. `4MB`, `512KiB` or a number of bytes",
+            text.chars().take(40).collect::<String>()
+        )),
     }
 }

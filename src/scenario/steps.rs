@@ -6,80 +6,16 @@
 //! *earlier* steps of the same flow extract. A name extracted only later, or in another flow, is an error
 //! that says so.
 
-use std::collections::BTreeMap;
-
-use http::{HeaderName, Method};
-use serde_json::Value;
+use http::Method;
 use toml::Spanned;
 
-use super::feeder::Feeder;
 use super::json_template::JsonTemplate;
 use super::plan::{Body, Extraction, Flow, Step};
 use super::raw_scenario::{RawFlow, RawStep};
-use super::step_key::StepKeys;
+use super::scope::{Scope, expr_name, header_templates, template};
 use super::step_values::{parse_extract, parse_method, parse_think, resolve_expect};
-use super::template::{Expr, Template};
-use crate::config::{Checker, header_text, path_text, plain_name};
+use crate::config::{Checker, path_text, plain_name};
 use crate::outside_text::printable;
-
-/// What every step's templates may refer to, and the names collected so far.
-pub(super) struct Scope<'a> {
-    pub constants: &'a BTreeMap<String, Value>,
-    pub feeders: &'a [Feeder],
-    pub env: &'a dyn Fn(&str) -> Option<String>,
-    /// Session variables of the whole scenario; a step refers to one by index.
-    pub variables: Vec<String>,
-    /// Metric keys; a step refers to one by index.
-    pub endpoints: Vec<String>,
-    /// The default metric keys made so far (steps without a `name`), with the queries that made them.
-    pub keys: StepKeys,
-}
-
-impl Scope<'_> {
-    fn resolve(&self, names: &[&str], known: &[usize], later: &[String]) -> Result<Expr, String> {
-        if let [name] = names {
-            if let Some(index) = known.iter().copied().find(|&i| self.variables[i] == *name) {
-                return Ok(Expr::Variable(index));
-            }
-            if let Some(value) = self.constants.get(*name) {
-                return Ok(Expr::Constant(value.clone()));
-            }
-            if later.iter().any(|l| l == name) {
-                return Err(format!(
-                    "`{name}` is extracted by a later step; a step can only use earlier steps' values"
-                ));
-            }
-        }
-        if let [feeder, column] = names
-            && let Some(f) = self.feeders.iter().position(|f| f.name == *feeder)
-        {
-            let columns = &self.feeders[f].columns;
-            return match columns.iter().position(|c| c == column) {
-                Some(c) => Ok(Expr::Feeder { feeder: f, column: c }),
-                None => Err(format!("feeder `{feeder}` has no column `{column}`; its columns: {}", columns.join(", "))),
-            };
-        }
-        let mut in_scope: Vec<String> = known.iter().map(|&i| self.variables[i].clone()).collect();
-        in_scope.extend(self.constants.keys().cloned());
-        in_scope.extend(self.feeders.iter().map(|f| format!("{}.<column>", f.name)));
-        let in_scope = if in_scope.is_empty() { "none".to_owned() } else { in_scope.join(", ") };
-        Err(format!("unknown variable `{}`; in scope here: {in_scope}", names.join(".")))
-    }
-
-    fn variable(&mut self, name: &str) -> usize {
-        self.variables.iter().position(|v| v == name).unwrap_or_else(|| {
-            self.variables.push(name.to_owned());
-            self.variables.len() - 1
-        })
-    }
-
-    fn endpoint(&mut self, name: &str) -> usize {
-        self.endpoints.iter().position(|v| v == name).unwrap_or_else(|| {
-            self.endpoints.push(name.to_owned());
-            self.endpoints.len() - 1
-        })
-    }
-}
 
 pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, raw: Vec<RawFlow>) -> Vec<Flow> {
     let mut flows = Vec::new();
@@ -101,7 +37,9 @@ pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, ra
         let mut known = Vec::new();
         let mut resolved = Vec::new();
         let mut extracted_so_far = 0;
+        let mut socket = super::ws_settings::SocketOrder::default();
         for (i, step) in steps.into_iter().enumerate() {
+            socket.check(checker, &step, &format!("{prefix}.step[{i}].ws"));
             let later = &extracted[extracted_so_far..];
             // A step's names are in scope for the steps after it even when the step itself has an error (a
             // bad JSONPath, say): one mistake gets one message, not a second, wrong one further down.
@@ -119,19 +57,6 @@ pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, ra
     flows
 }
 
-/// Compiles one template value, recording an error at its position.
-fn template(
-    checker: &mut Checker<'_>,
-    scope: &Scope<'_>,
-    value: &Spanned<String>,
-    field: &str,
-    known: &[usize],
-    later: &[String],
-) -> Option<Template> {
-    let resolve = |names: &[&str]| scope.resolve(names, known, later);
-    checker.check(value, field, |text| Template::compile(text, &resolve, scope.env))
-}
-
 /// One step; the variables it extracts are already in `scope`.
 fn resolve_step(
     checker: &mut Checker<'_>,
@@ -141,8 +66,29 @@ fn resolve_step(
     known: &[usize],
     later: &[String],
 ) -> Option<Step> {
-    let RawStep { name, method, path, query, headers, json, body, expect, extract, think } = raw;
+    if raw.ws.is_some() {
+        return super::ws_steps::resolve_ws_step(checker, scope, prefix, &raw, known, later);
+    }
     let field = |f: &str| format!("{prefix}.{f}");
+    refuse_ws_keys(checker, &raw, &field);
+    let RawStep { name, method, path, query, headers, json, body, expect, extract, think, .. } = raw;
+    let Some(path) = path else {
+        // Somewhere in the step: the first key it set (a step of only a `think` still has that).
+        let at = name
+            .as_ref()
+            .map(Spanned::span)
+            .or_else(|| method.as_ref().map(Spanned::span))
+            .or_else(|| think.as_ref().map(Spanned::span))
+            .or_else(|| json.as_ref().map(Spanned::span))
+            .or_else(|| body.as_ref().map(Spanned::span))
+            .unwrap_or(0..0);
+        checker.error(
+            &Spanned::new(at, ()),
+            &field("path"),
+            "an HTTP step needs a `path` (or set `ws` for a WebSocket step)",
+        );
+        return None;
+    };
     if let Some(name) = &name {
         checker.check(name, &field("name"), |n| plain_name(n));
     }
@@ -208,68 +154,27 @@ fn resolve_step(
         expect: expect?,
         extract: extractions,
         think,
+        ws: None,
     };
     Some(step)
 }
 
-/// Headers that say where a request ends and what becomes of its connection: the engine writes them from the
-/// body, and a scenario's value could only contradict it (a wrong length leaves the connection out of step).
-const FRAMING_HEADERS: [HeaderName; 5] = [
-    http::header::CONTENT_LENGTH,
-    http::header::TRANSFER_ENCODING,
-    http::header::CONNECTION,
-    http::header::UPGRADE,
-    http::header::TE,
-];
-
-pub(super) fn header_templates(
-    checker: &mut Checker<'_>,
-    scope: &Scope<'_>,
-    headers: &BTreeMap<String, Spanned<String>>,
-    field: &str,
-    known: &[usize],
-    later: &[String],
-) -> Vec<(HeaderName, Template)> {
-    let mut out = Vec::new();
-    for (name, value) in headers {
-        let field = format!("{field}.{}", printable(name));
-        let Some(header) = checker.check(value, &field, |text| {
-            header_text(text)?;
-            let header =
-                HeaderName::try_from(name.as_str()).map_err(|_| format!("`{name}` is not a valid header name"))?;
-            if FRAMING_HEADERS.contains(&header) {
-                return Err(format!(
-                    "`{name}` is degrade's to set: it frames the request and keeps its connection, from the body"
-                ));
-            }
-            // TOML keys differ by case where header names do not: both would go out, and a server may refuse
-            // a request with two Host or Authorization lines.
-            if out.iter().any(|(seen, _)| *seen == header) {
-                return Err(format!("`{name}` is set twice here (header names ignore case)"));
-            }
-            Ok(header)
-        }) else {
-            continue;
-        };
-        out.extend(template(checker, scope, value, &field, known, later).map(|t| (header, t)));
-    }
-    out
-}
-
-/// How an expression reads in a default step name: `{board_id}`, `{users.email}`, `{uuid}`.
-fn expr_name(scope: &Scope<'_>, expr: &Expr) -> String {
-    match expr {
-        Expr::Variable(i) => scope.variables[*i].clone(),
-        Expr::Feeder { feeder, column } => {
-            let feeder = &scope.feeders[*feeder];
-            format!("{}.{}", feeder.name, feeder.columns[*column])
+/// An HTTP step refuses the keys only WebSocket steps take: set there, they would be silently ignored.
+fn refuse_ws_keys(checker: &mut Checker<'_>, raw: &RawStep, field: &dyn Fn(&str) -> String) {
+    let spans = [
+        ("subprotocols", raw.subprotocols.as_ref().map(Spanned::span)),
+        ("binary_hex", raw.binary_hex.as_ref().map(Spanned::span)),
+        ("binary_base64", raw.binary_base64.as_ref().map(Spanned::span)),
+        ("await", raw.wait.as_ref().map(Spanned::span)),
+        ("fanout", raw.fanout.as_ref().map(Spanned::span)),
+    ];
+    for (key, span) in spans {
+        if let Some(span) = span {
+            checker.error(
+                &Spanned::new(span, ()),
+                &field(key),
+                format!("`{key}` is for WebSocket steps: add `ws = \"connect\"`, `\"send\"` or `\"await\"`"),
+            );
         }
-        Expr::Constant(_) => "const".to_owned(),
-        Expr::Uuid => "uuid".to_owned(),
-        Expr::RandInt(..) => "randint".to_owned(),
-        Expr::Choice(_) => "choice".to_owned(),
-        Expr::Seq => "seq".to_owned(),
-        Expr::Now(_) => "now".to_owned(),
-        Expr::Draw(draw) => draw.name().to_owned(),
     }
 }

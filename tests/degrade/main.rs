@@ -44,6 +44,8 @@
 //!   night kept; `validate` and `telemetry probe` (skipped, saying so, without Prometheus).
 //! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
 //!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
+//! - `websocket`: WebSocket steps against the WebSocket stub (`support::ws_stub`): awaits timed from the send's
+//!   intended start, pushes counted on their class, pings answered, every failure in its class.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -82,5 +84,6 @@ mod tape;
 mod tape_privacy;
 mod telemetry;
 mod telemetry_prometheus;
+mod websocket;
 mod telemetry_judged;
 mod support;

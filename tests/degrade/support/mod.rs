@@ -15,6 +15,7 @@ pub mod slow_target;
 pub mod target;
 pub mod telemetry_night;
 pub mod toml_keys;
+pub mod ws_stub;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
