@@ -10,6 +10,7 @@
 //! binds goes through [`crate::outside_text::storable`], so a NUL, which PostgreSQL cannot hold, never fails one.
 
 mod baselines;
+mod capacity;
 mod episodes;
 mod grid;
 mod confirmations;

@@ -44,6 +44,8 @@
 //!   night kept; `validate` and `telemetry probe` (skipped, saying so, without Prometheus).
 //! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
 //!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
+//! - `capacity`: capacity nights against a worker pool whose knee is known in advance: found, stored on SQLite
+//!   and PostgreSQL, a fall judged; bad `[scenario.capacity]` sections refused naming the field.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -57,6 +59,7 @@ mod control_characters;
 mod confirm;
 mod alerts;
 mod book;
+mod capacity;
 mod browser;
 mod dashboard;
 mod demo;

@@ -26,9 +26,10 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
         .filter(|c| *c > 0.0)
         .collect();
     let candidate = tonight.capacity.unwrap_or(0.0);
-    let endpoint = tonight.breach.as_ref().map_or(OVERALL_ENDPOINT, |b| b.endpoint.as_str()).to_owned();
+    // The whole run's, whichever endpoint left the zone (the reason names it): a confirmation rerun matches
+    // findings by endpoint and metric, and the rerun's knee may show on another endpoint first.
     let mut finding = Finding {
-        endpoint,
+        endpoint: OVERALL_ENDPOINT.to_owned(),
         metric: CAPACITY_METRIC.to_owned(),
         outcome: FindingOutcome::Inconclusive,
         baseline_value: None,
