@@ -85,7 +85,7 @@ impl ZoneBreach {
         let over = if self.limit > 0.0 { (self.value / self.limit - 1.0) * 100.0 } else { f64::INFINITY };
         let unit = self.gate.unit();
         format!(
-            "{} of {} {:.1}{unit} against {}{unit} (+{over:.0} %)",
+            "{} of {} {:.1}{unit} against {}{unit} ({over:+.0} %)",
             self.gate.figure(),
             self.endpoint,
             self.value,

@@ -1,9 +1,9 @@
 //! Capacity nights through the real binary, no stand-ins: a target with a fixed pool of 4 workers, each
-//! serving a request in 10 ms spent waiting (its knee, 4 ÷ 10 ms = 400 req/s, known in advance and set by
-//! waiting, not by CPU, so it holds on a shared machine), searched night after night by `check --run-now`,
-//! stored on SQLite and PostgreSQL. Two nights find it, within a generous margin; a build serving in 14 ms
-//! (knee ~285 req/s), its latency at the nightly rate judged with room to spare, is regressed on its capacity
-//! alone. Bad `[scenario.capacity]` sections are refused by `validate`, naming file, line and field.
+//! serving a request in 25 ms spent waiting (its knee, 4 ÷ 25 ms = 160 req/s, known in advance and set by
+//! waiting, not by CPU, so it holds on a shared machine; modest, so the generator keeps its schedule on a busy
+//! 2-core one), searched night after night by `check --run-now`, stored on SQLite and PostgreSQL. Two nights
+//! find it, within a generous margin; a build serving in 35 ms (knee ~114 req/s), its latency at the nightly
+//! rate judged with room to spare, is regressed on its capacity alone. Bad `[scenario.capacity]` sections are refused by `validate`, naming file, line and field.
 
 use std::time::Duration;
 
@@ -14,20 +14,20 @@ use crate::support::pool_target::PoolTarget;
 use crate::support::{TestDb, degrade, degrade_child, project, text};
 
 const WORKERS: usize = 4;
-const SERVICE: Duration = Duration::from_millis(10);
+const SERVICE: Duration = Duration::from_millis(25);
 /// The pool's knee, requests per second.
-const KNEE: f64 = WORKERS as f64 / 0.010;
+const KNEE: f64 = WORKERS as f64 / 0.025;
 
-/// The scenario's gates and capacity search: p75 at most 25 ms (2.5 service times: a queue past the knee
+/// The scenario's gates and capacity search: p75 at most 60 ms (2.4 service times: a queue past the knee
 /// passes it within a hold), two nights of history, no confirmation rerun (the search is the night's longest
-/// part), latency changes under 3× not counted (this test is about capacity). The search starts at 60 req/s
+/// part), latency changes under 3× not counted (this test is about capacity). The search starts at 25 req/s
 /// and doubles, so its grid does not land on the knee, then bisects four times.
 fn config(address: std::net::SocketAddr) -> String {
     format!(
         "[[scenario]]\nname = \"pool\"\nfile = \"scenarios/pool.toml\"\ntarget = \"http://{address}\"\n\
-         [scenario.gates]\nmin_runs = 2\nconfirm = false\nbusy_machine_inconclusive = false\nmax_p75_ms = 25\n\
+         [scenario.gates]\nmin_runs = 2\nconfirm = false\nbusy_machine_inconclusive = false\nmax_p75_ms = 60\n\
          metric_min_effect_pct = {{ p50 = 200, p95 = 200, p99 = 200 }}\n\
-         [scenario.capacity]\nstart_rate = 60\nstep_factor = 2\nhold = \"2s\"\nmax_rate = 1000\n\
+         [scenario.capacity]\nstart_rate = 25\nstep_factor = 2\nhold = \"2s\"\nmax_rate = 1000\n\
          max_time = \"3m\"\nrefine_steps = 4\n"
     )
 }
@@ -45,18 +45,22 @@ async fn night(dir: &tempfile::TempDir, db: &TestDb) -> (Option<i32>, String) {
     (output.status.code(), format!("{stdout}{stderr}"))
 }
 
-/// A night whose capacity was searched: a night this busy machine made invalid (its own stage sent late) runs
-/// no search and is tried again, a few times at most.
+/// A night whose search found the target's capacity. This busy machine can send a night's own stage late (an
+/// invalid night runs no search) or a step of the search, three holds in a row (the search then ends at the
+/// generator's limit): such a night says nothing of the target and is tried again, a few times at most.
 async fn searched_night(dir: &tempfile::TempDir, db: &TestDb, store: &Store) -> (Option<i32>, String, i64) {
     for _ in 0..4 {
         let (code, output) = night(dir, db).await;
         let run = store.last_runs("pool", 1).await.unwrap().remove(0);
-        if store.capacity(run.id).await.unwrap().is_some() {
-            return (code, output, run.id);
+        match store.capacity(run.id).await.unwrap() {
+            Some(found) if found.ended == SearchEnd::GeneratorLimit => {
+                eprintln!("sent late, again: {:?}", found.steps.last().map(|s| &s.reason));
+            }
+            Some(_) => return (code, output, run.id),
+            None => assert_eq!(run.status, RunStatus::Invalid, "only an invalid night skips the search: {output}"),
         }
-        assert_eq!(run.status, RunStatus::Invalid, "only an invalid night skips the search: {output}");
     }
-    panic!("four nights in a row were invalid: this machine is too busy to measure");
+    panic!("four nights in a row were sent late: this machine is too busy to measure");
 }
 
 async fn capacity_story(db: TestDb) {
@@ -76,15 +80,15 @@ async fn capacity_story(db: TestDb) {
         let capacity = found.capacity.unwrap();
         assert!((0.8 * KNEE..=1.1 * KNEE).contains(&capacity), "capacity {capacity} against {KNEE}: {steps:#?}");
         let breach = found.breach.as_ref().unwrap();
-        assert_eq!((breach.gate, breach.limit), (ZoneGate::P75, 25.0), "{breach:?}");
-        assert!(breach.value > 25.0 && found.first_out.unwrap() > capacity, "{found:?}");
-        // Every step is stored with its figures: the climb from 60 req/s, then the bisection.
-        assert_eq!(found.steps[0].rate, 60.0);
+        assert_eq!((breach.gate, breach.limit), (ZoneGate::P75, 60.0), "{breach:?}");
+        assert!(breach.value > 60.0 && found.first_out.unwrap() > capacity, "{found:?}");
+        // Every step is stored with its figures: the climb from 25 req/s, then the bisection.
+        assert_eq!(found.steps[0].rate, 25.0);
         assert!(found.steps.iter().all(|s| s.requests > 0 && s.p75_ms.is_some()), "{steps:#?}");
         assert!(found.steps.iter().any(|s| s.verdict == StepVerdict::Left), "{steps:#?}");
     }
 
-    target.set_service(Duration::from_millis(14));
+    target.set_service(Duration::from_millis(35));
     let (code, output, run) = searched_night(&dir, &db, &store).await;
     let fell = store.capacity(run).await.unwrap().unwrap();
     eprintln!("slower build: {} in {:.0} s", fell.describe(), fell.search_secs);
