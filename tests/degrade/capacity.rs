@@ -96,6 +96,7 @@ async fn capacity_story(db: TestDb) {
     assert!(output.contains("REGRESSION  (all)  capacity  "), "{output}");
     assert!(output.contains("left the zone on p75 of "), "{output}");
     assert!(!output.contains("REGRESSION  (all)  p") && !output.contains("REGRESSION  GET"), "latency held: {output}");
+    crate::support::quoted::assert_quoted("capacity-regression", &output);
     let capacity = fell.capacity.unwrap();
     assert!(capacity < 0.85 * KNEE, "the slower build's capacity {capacity}: {fell:#?}");
 }
@@ -162,4 +163,5 @@ fn validate_prints_the_step_plan_and_its_worst_case() {
         ),
         "{output}"
     );
+    crate::support::quoted::assert_quoted("capacity-validate", &output);
 }
