@@ -221,3 +221,98 @@ fn standing(value: f64, interval: Option<Interval>, limit: f64) -> Standing {
         Standing::Inside
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use hdrhistogram::serialization::{Serializer, V2Serializer};
+
+    use super::*;
+    use crate::metrics::new_histogram;
+    use crate::model::{EndpointResult, LoadSummary};
+
+    /// One hold at 100 req/s for 10 s whose requests took `ms` each (a tenth of them `slow_ms`), `errors` failed.
+    fn hold(ms: &[(u64, u64)], errors: i64) -> RunResults {
+        let mut h = new_histogram();
+        for &(value, count) in ms {
+            h.record_n(value * 1000, count).unwrap();
+        }
+        let mut bytes = Vec::new();
+        V2Serializer::new().serialize(&h, &mut bytes).unwrap();
+        let requests = h.len() as i64;
+        let endpoint = |name: &str| EndpointResult {
+            endpoint: name.to_owned(),
+            requests,
+            errors,
+            histogram: bytes.clone(),
+            ..EndpointResult::default()
+        };
+        RunResults {
+            status: RunStatus::Finished,
+            finished_at: chrono::DateTime::default(),
+            validity_reasons: Vec::new(),
+            load_summary: LoadSummary {
+                model: "open".into(),
+                target_rate: 100.0,
+                achieved_rate: 100.0,
+                schedule_lag_p99_us: 500,
+                generator_cpu_pct: 10.0,
+                machine_cores: Some(2),
+                measured_secs: 10.0,
+                ..LoadSummary::default()
+            },
+            endpoints: vec![endpoint(OVERALL_ENDPOINT), endpoint("GET /work")],
+            timeline: Vec::new(),
+        }
+    }
+
+    fn zone() -> AbsoluteGates {
+        AbsoluteGates { max_p75_ms: Some(50.0), max_error_rate_pct: Some(1.0), ..AbsoluteGates::default() }
+    }
+
+    fn judged(holds: &[RunResults], last: bool) -> StepJudgement {
+        let mut sample = StepSample::default();
+        holds.iter().for_each(|h| sample.add(h));
+        judge_step(&sample, &zone(), last)
+    }
+
+    #[test]
+    fn a_step_well_inside_or_well_past_the_limit_is_decided_at_once() {
+        let inside = judged(&[hold(&[(10, 1000)], 0)], false);
+        assert_eq!(inside.verdict, Some(StepVerdict::Held), "{}", inside.reason);
+        let out = judged(&[hold(&[(200, 1000)], 0)], false);
+        assert_eq!(out.verdict, Some(StepVerdict::Left), "{}", out.reason);
+        let breach = out.breach.unwrap();
+        assert_eq!((breach.gate, breach.limit), (ZoneGate::P75, 50.0));
+        assert!(out.reason.starts_with("left the zone: p75 of "), "{}", out.reason);
+        let failing = judged(&[hold(&[(10, 1000)], 100)], false);
+        assert_eq!(failing.breach.map(|b| b.gate), Some(ZoneGate::ErrorRate), "{}", failing.reason);
+    }
+
+    #[test]
+    fn a_figure_past_its_limit_whose_interval_reaches_under_it_is_held_again_then_decided() {
+        // p75 of 20 requests sits on the edge between 40 ms and 60 ms: past 50 ms, its interval reaching under.
+        let edge = hold(&[(40, 14), (60, 6)], 0);
+        let first = judged(std::slice::from_ref(&edge), false);
+        assert_eq!(first.verdict, None, "{}", first.reason);
+        let last = judged(&[edge.clone(), edge], true);
+        assert_eq!(last.verdict, Some(StepVerdict::Left), "{}", last.reason);
+        assert!(last.reason.contains("its interval still reached under the limit after 2 holds"), "{}", last.reason);
+    }
+
+    #[test]
+    fn a_late_generator_is_invalid_and_dropped_arrivals_leave_the_zone() {
+        let mut late = hold(&[(10, 1000)], 0);
+        late.load_summary.schedule_lag_p99_us = 40_000;
+        let judged_late = judged(&[late], false);
+        assert_eq!(judged_late.verdict, Some(StepVerdict::Invalid), "{}", judged_late.reason);
+        assert!(judged_late.reason.contains("schedule lag"), "{}", judged_late.reason);
+        let mut dropping = hold(&[(10, 1000)], 0);
+        dropping.load_summary.achieved_rate = 90.0;
+        dropping.load_summary.dropped = 100;
+        let judged_dropping = judged(&[dropping], false);
+        assert_eq!(judged_dropping.breach.map(|b| b.gate), Some(ZoneGate::InFlight), "{}", judged_dropping.reason);
+        let mut gone = hold(&[], 0);
+        gone.status = RunStatus::Failed;
+        assert_eq!(judged(&[gone], false).verdict, Some(StepVerdict::TargetFailed));
+    }
+}
