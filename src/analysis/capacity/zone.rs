@@ -271,7 +271,9 @@ mod tests {
 
     fn judged(holds: &[RunResults], last: bool) -> StepJudgement {
         let mut sample = StepSample::default();
-        holds.iter().for_each(|h| sample.add(h));
+        for h in holds {
+            sample.add(h);
+        }
         judge_step(&sample, &zone(), last)
     }
 
