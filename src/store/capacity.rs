@@ -1,10 +1,42 @@
 //! A capacity night's search: its result and every step, written in one transaction after the run's own
 //! results ([`Store::save_capacity`]) and read back for the judge and the pages ([`Store::capacity`],
-//! [`Store::capacities`]).
+//! [`Store::capacities`], and night over night [`Store::capacity_trend`]).
+
+use chrono::{DateTime, Utc};
 
 use super::retry::retry_busy;
-use super::{Store, StoreError, ensure_finite, in_transaction, on_pool};
+use super::trends::MAX_RUN_POINTS;
+use super::{Store, StoreError, TrendSpan, ensure_finite, from_millis, in_transaction, on_pool, to_millis};
 use crate::model::{CapacityResult, CapacityStep, RunId, ZoneBreach};
+
+/// The capacity nights of a span's series, newest first, at most [`MAX_RUN_POINTS`].
+const TREND: &str = "select c.run_id, c.capacity, c.first_out, c.ended, c.breach_gate, c.breach_endpoint, \
+                     c.breach_value, c.breach_limit, c.search_secs, r.started_at, r.build_id \
+                     from capacity_results c join runs r on r.id = c.run_id \
+                     join scenarios s on s.id = r.scenario_id \
+                     where s.name = $1 and r.started_at >= $2 and r.started_at < $3 and r.scenario_hash = $4 \
+                     order by r.started_at desc, r.id desc limit $5";
+
+/// One night's capacity, for the scenario page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacityNight {
+    /// The run.
+    pub run_id: RunId,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// The build it measured.
+    pub build_id: Option<String>,
+    /// What its search found (without its steps).
+    pub result: CapacityResult,
+}
+
+#[derive(sqlx_macros::FromRow)]
+struct NightRow {
+    #[sqlx(flatten)]
+    result: ResultRow,
+    started_at: i64,
+    build_id: Option<String>,
+}
 use crate::outside_text::storable;
 
 #[derive(sqlx_macros::FromRow)]
@@ -153,6 +185,26 @@ impl Store {
             }
         }
         Ok(found)
+    }
+}
+
+impl Store {
+    /// The capacity of the span's newest [`MAX_RUN_POINTS`] nights that ran a search, oldest first.
+    pub async fn capacity_trend(&self, span: TrendSpan<'_>) -> Result<Vec<CapacityNight>, StoreError> {
+        let rows: Vec<NightRow> = on_pool!(self, |pool| sqlx::query_as(TREND)
+            .bind(span.scenario)
+            .bind(to_millis(span.from))
+            .bind(to_millis(span.to))
+            .bind(span.series)
+            .bind(MAX_RUN_POINTS)
+            .fetch_all(pool)
+            .await?);
+        let mut nights = Vec::with_capacity(rows.len());
+        for NightRow { result, started_at, build_id } in rows.into_iter().rev() {
+            let (run_id, result) = result.into_result()?;
+            nights.push(CapacityNight { run_id, started_at: from_millis(started_at), build_id, result });
+        }
+        Ok(nights)
     }
 }
 

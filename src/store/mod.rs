@@ -43,6 +43,7 @@ use std::str::FromStr;
 
 use crate::model::RunId;
 
+pub use capacity::CapacityNight;
 pub use episodes::{Acknowledged, Episode, NewEpisode};
 pub use grid::{GridFinding, GridRun};
 pub use leases::Lease;

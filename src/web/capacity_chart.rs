@@ -1,6 +1,7 @@
 //! A capacity night on the run page: its steps drawn as rate against p75 and p95 (a log axis: past the knee a
 //! queue multiplies the response time), the zone's limit as a dashed line, each step coloured by what the zone
-//! made of it, and the knee (the capacity found) marked; then the steps as a table.
+//! made of it, and the knee (the capacity found) marked; then the steps as a table. On the scenario page, the
+//! capacity night over night ([`trend_svg`]).
 
 use std::fmt::Write as _;
 
@@ -8,6 +9,7 @@ use super::svg::{Px, log_ticks, nice_ticks, tick_label};
 use super::trend_chart::{FONTS, colour};
 use crate::model::{CapacityResult, CapacityStep, StepVerdict, ZoneGate};
 use crate::outside_text::xml_escape;
+use crate::store::CapacityNight;
 
 const WIDTH: f64 = 900.0;
 const HEIGHT: f64 = 300.0;
@@ -183,4 +185,72 @@ fn dot(out: &mut String, step: &CapacityStep, x: f64, y: &dyn Fn(f64) -> f64) {
         let _ = write!(out, "<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{fill}\"/>", Px(x), Px(y(p75)));
     }
     out.push_str("</g>");
+}
+
+/// The scenario page's capacity, night over night: one dot per night that ran a search (filled where the
+/// search found the target's capacity, a ring where it found only a lower bound), the reason it left the zone
+/// in its tooltip, each a link to its run; empty without such a night.
+pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
+    let value = |n: &CapacityNight| n.result.capacity.unwrap_or(0.0);
+    let high = nights.iter().map(value).fold(0.0, f64::max);
+    if nights.is_empty() || high <= 0.0 {
+        return String::new();
+    }
+    let ticks = nice_ticks(0.0, high * 1.1);
+    let top = ticks.last().copied().unwrap_or(high).max(f64::MIN_POSITIVE);
+    let step = (WIDTH - LEFT - RIGHT) / nights.len() as f64;
+    let x = |index: usize| LEFT + step * (index as f64 + 0.5);
+    let y = |rate: f64| TOP + (1.0 - rate / top) * (HEIGHT - TOP - BOTTOM);
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" \
+         height=\"{HEIGHT}\" font-family=\"{FONTS}\" font-size=\"12\" role=\"img\" aria-label=\"Capacity night \
+         over night\"><text class=\"title\" x=\"{LEFT}\" y=\"16\" font-weight=\"600\">Capacity: the highest rate \
+         held inside the zone, req/s (ring: a lower bound)</text>"
+    );
+    for tick in ticks {
+        let _ = write!(
+            out,
+            "<line x1=\"{LEFT}\" x2=\"{0}\" y1=\"{1}\" y2=\"{1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/>\
+             <text x=\"{2}\" y=\"{3}\" text-anchor=\"end\">{4}</text>",
+            Px(WIDTH - RIGHT),
+            Px(y(tick)),
+            Px(LEFT - 6.0),
+            Px(y(tick) + 4.0),
+            tick_label(tick)
+        );
+    }
+    for (index, edge) in [(0, nights.first()), (nights.len() - 1, nights.last())] {
+        if let Some(night) = edge {
+            let anchor = if index == 0 { "start" } else { "end" };
+            let _ = write!(
+                out,
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
+                Px(x(index)),
+                Px(HEIGHT - BOTTOM + 16.0),
+                night.started_at.format("%Y-%m-%d")
+            );
+        }
+    }
+    for (index, night) in nights.iter().enumerate() {
+        let found = night.result.ended.measured_the_target();
+        let build = night.build_id.as_deref().map(|b| format!(", build {b}")).unwrap_or_default();
+        let tip = xml_escape(&format!(
+            "run #{}{build}, {}: {}",
+            night.run_id,
+            night.started_at.format("%Y-%m-%d"),
+            night.result.describe()
+        ));
+        let fill = if found { colour::THROUGHPUT } else { "none" };
+        let _ = write!(
+            out,
+            "<a href=\"/runs/{}\"><title>{tip}</title><circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{fill}\" \
+             stroke=\"{}\" stroke-width=\"2\"/></a>",
+            night.run_id,
+            Px(x(index)),
+            Px(y(value(night))),
+            colour::THROUGHPUT
+        );
+    }
+    out.push_str("</svg>");
+    out
 }
