@@ -254,3 +254,68 @@ pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
     out.push_str("</svg>");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{SearchEnd, ZoneBreach};
+
+    fn step(rate: f64, p75: f64, verdict: StepVerdict) -> CapacityStep {
+        CapacityStep {
+            rate,
+            achieved_rate: rate,
+            holds: 1,
+            verdict,
+            requests: 100,
+            errors: 0,
+            p75_ms: Some(p75),
+            p95_ms: Some(p75 * 1.2),
+            p99_ms: Some(p75 * 1.5),
+            breach: None,
+            reason: format!("<{rate}> & why"),
+        }
+    }
+
+    #[test]
+    fn the_steps_show_the_zone_the_knee_and_each_reason_escaped() {
+        let result = CapacityResult {
+            capacity: Some(390.0),
+            first_out: Some(405.0),
+            breach: Some(ZoneBreach { gate: ZoneGate::P75, endpoint: "GET /work".into(), value: 52.0, limit: 25.0 }),
+            ended: SearchEnd::Found,
+            search_secs: 17.0,
+            steps: vec![
+                step(60.0, 11.0, StepVerdict::Held),
+                step(390.0, 11.5, StepVerdict::Held),
+                step(405.0, 52.0, StepVerdict::Left),
+            ],
+        };
+        let svg = steps_svg(&result);
+        assert!(svg.contains("zone: p75 ≤ 25 ms") && svg.contains("capacity 390 req/s"), "{svg}");
+        assert!(svg.contains("&lt;405&gt; &amp; why") && !svg.contains("<405>"), "{svg}");
+        assert_eq!(svg.matches(&format!("fill=\"{LEFT_ZONE}\"/>")).count(), 1, "{svg}");
+        let rows = view(&result).rows;
+        assert_eq!((rows[2].rate.as_str(), rows[2].verdict), ("405", "left the zone"));
+    }
+
+    #[test]
+    fn the_trend_draws_a_dot_per_night_linking_its_run_and_nothing_without_nights() {
+        assert!(trend_svg(&[]).is_empty());
+        let night = |run_id, capacity, ended| CapacityNight {
+            run_id,
+            started_at: chrono::DateTime::default(),
+            build_id: Some("1.0".into()),
+            result: CapacityResult {
+                capacity: Some(capacity),
+                first_out: None,
+                breach: None,
+                ended,
+                search_secs: 1.0,
+                steps: Vec::new(),
+            },
+        };
+        let svg = trend_svg(&[night(1, 400.0, SearchEnd::Found), night(2, 300.0, SearchEnd::GeneratorLimit)]);
+        assert!(svg.contains("href=\"/runs/1\"") && svg.contains("href=\"/runs/2\""), "{svg}");
+        assert!(svg.contains("capacity at least 300 req/s") && svg.contains("fill=\"none\""), "{svg}");
+    }
+}
