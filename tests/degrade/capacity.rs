@@ -10,6 +10,7 @@ use std::time::Duration;
 use degrade::model::{RunStatus, SearchEnd, StepVerdict, ZoneGate};
 use degrade::store::Store;
 
+use crate::support::app::TestApp;
 use crate::support::pool_target::PoolTarget;
 use crate::support::{TestDb, degrade, degrade_child, project, text};
 
@@ -99,6 +100,20 @@ async fn capacity_story(db: TestDb) {
     crate::support::quoted::assert_quoted("capacity-regression", &output);
     let capacity = fell.capacity.unwrap();
     assert!(capacity < 0.85 * KNEE, "the slower build's capacity {capacity}: {fell:#?}");
+
+    // The run page draws the night's steps; the scenario page its capacity night over night.
+    let app = TestApp::spawn(&db).await;
+    let (status, page) = app.get(&format!("/runs/{run}")).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<h2 id=\"capacity\">Capacity search</h2>") && page.contains("Capacity search: p75 (filled)"),
+        "{page}"
+    );
+    assert!(page.contains(&format!("capacity {capacity:.0} req/s")), "{page}");
+    let (status, page) = app.get("/scenarios/pool").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Capacity: the highest rate held inside the zone"), "{page}");
+    assert!(page.contains(&format!("<a href=\"/runs/{run}\"><title>run #{run}")), "{page}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
