@@ -48,9 +48,9 @@ async fn night(dir: &tempfile::TempDir, db: &TestDb) -> (Option<i32>, String) {
 
 /// A night whose search found the target's capacity. This busy machine can send a night's own stage late (an
 /// invalid night runs no search) or a step of the search, three holds in a row (the search then ends at the
-/// generator's limit): such a night says nothing of the target and is tried again, a few times at most.
+/// generator's limit): such a night says nothing of the target and is tried again, six times at most.
 async fn searched_night(dir: &tempfile::TempDir, db: &TestDb, store: &Store) -> (Option<i32>, String, i64) {
-    for _ in 0..4 {
+    for _ in 0..6 {
         let (code, output) = night(dir, db).await;
         let run = store.last_runs("pool", 1).await.unwrap().remove(0);
         match store.capacity(run.id).await.unwrap() {
@@ -61,7 +61,7 @@ async fn searched_night(dir: &tempfile::TempDir, db: &TestDb, store: &Store) -> 
             None => assert_eq!(run.status, RunStatus::Invalid, "only an invalid night skips the search: {output}"),
         }
     }
-    panic!("four nights in a row were sent late: this machine is too busy to measure");
+    panic!("six nights in a row were sent late: this machine is too busy to measure");
 }
 
 async fn capacity_story(db: TestDb) {
