@@ -7,8 +7,9 @@
 //! run as one family with a controlled false-alarm rate, `relative` adding each endpoint's latency as a ratio to
 //! the run's other endpoints, `tail` the share of requests past the baseline's p95 and p99 from the stored
 //! histograms, and `telemetry` each kept series of the server's side; `judge` adds the absolute gates and the
-//! verdict.
+//! verdict. `capacity` judges a capacity search's steps against the zone and its capacity against the nights'.
 
+pub mod capacity;
 pub mod contention;
 pub mod counts;
 pub mod detector;

@@ -62,6 +62,13 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
         .await
         .with_context(|| format!("cannot open the database {}", config.database))?;
     let outcome = run_job(&store, job, args.build).await;
+    let capacity = match &outcome {
+        Ok((_, RunOutcome::Measured { run_id, .. })) => store.capacity(*run_id).await.unwrap_or_else(|e| {
+            tracing::warn!("run {run_id}: its capacity search could not be read back ({e})");
+            None
+        }),
+        _ => None,
+    };
     store.close().await;
     let report = match outcome? {
         (_, RunOutcome::Failed { run_id, reason }) => bail!("run {run_id} failed before any load was sent: {reason}"),
@@ -73,6 +80,7 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
             status: measurement.results.status,
             measurement: *measurement,
             telemetry,
+            capacity,
         },
     };
     print_stdout(&report.render(args.format))?;

@@ -23,6 +23,8 @@ pub(super) struct RunReport {
     pub measurement: Measurement,
     /// What its telemetry sources gave.
     pub telemetry: RunTelemetry,
+    /// Its capacity search, when the scenario has `[scenario.capacity]` and the night finished.
+    pub capacity: Option<crate::model::CapacityResult>,
 }
 
 fn ms(us: i64) -> String {
@@ -132,6 +134,14 @@ impl RunReport {
         }
         out.push('\n');
         out.push_str(&telemetry_lines(&self.telemetry));
+        if let Some(capacity) = &self.capacity {
+            out.push_str(&format!(
+                "Capacity search: {}, {} steps in {:.0} s.\n\n",
+                capacity.describe(),
+                capacity.steps.len(),
+                capacity.search_secs
+            ));
+        }
         if r.status == RunStatus::Failed {
             out.push_str("Failed, so it is never judged and never serves as a baseline:\n");
             for reason in &r.validity_reasons {
@@ -172,6 +182,7 @@ impl RunReport {
             "endpoints": r.endpoints,
             "service_times": self.measurement.service,
             "telemetry": self.telemetry.sources,
+            "capacity": self.capacity,
         });
         serde_json::to_string_pretty(&value).expect("plain data serializes") + "\n"
     }

@@ -161,5 +161,8 @@ fn describe_scenario(scenario: &ScenarioConfig) -> Vec<String> {
         scenario.baseline, gates.min_runs, gates.min_effect_pct
     ));
     lines.extend(super::telemetry::describe_sources(scenario));
+    if let Some(capacity) = &scenario.capacity {
+        lines.push(format!("            capacity search {}", capacity.describe()));
+    }
     lines
 }

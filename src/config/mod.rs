@@ -8,6 +8,7 @@
 pub mod durations;
 mod env;
 mod error;
+mod capacity;
 mod checker;
 mod raw_config;
 mod scenario_entries;
@@ -134,6 +135,8 @@ pub struct ScenarioConfig {
     /// Where the server's side of the night is read while it runs: exporters scraped during the measured
     /// stages (`[[scenario.telemetry]]`).
     pub telemetry: Vec<TelemetrySource>,
+    /// `[scenario.capacity]`: a search for the highest rate held inside the zone, after the night's stages.
+    pub capacity: Option<crate::analysis::capacity::CapacitySearch>,
 }
 
 /// `[scenario.build]`.

@@ -59,6 +59,21 @@ pub struct RawScenario {
     pub gates: RawGates,
     #[serde(default)]
     pub telemetry: Vec<RawTelemetry>,
+    pub capacity: Option<Spanned<RawCapacity>>,
+}
+
+/// `[scenario.capacity]`: a capacity search after the night's stages.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCapacity {
+    pub start_rate: Option<Spanned<f64>>,
+    pub step_factor: Option<Spanned<f64>>,
+    pub step_increment: Option<Spanned<f64>>,
+    pub hold: Option<Spanned<String>>,
+    pub max_holds: Option<Spanned<i64>>,
+    pub max_rate: Option<Spanned<f64>>,
+    pub max_time: Option<Spanned<String>>,
+    pub refine_steps: Option<Spanned<i64>>,
 }
 
 /// One `[[scenario.telemetry]]`: a source of the server's side of the night.

@@ -77,6 +77,7 @@ fn resolve_scenario(
         build,
         gates,
         telemetry,
+        capacity,
     } = raw;
     let field = |name: &str| format!("{prefix}.{name}");
     let name = checker.check(&name, &field("name"), |n| scenario_name(n));
@@ -114,6 +115,10 @@ fn resolve_scenario(
         gates.telemetry_limits = telemetry.iter().flatten().flat_map(|s| s.limits.iter().cloned()).collect();
         gates
     });
+    let capacity = match &capacity {
+        Some(raw) => super::capacity::resolve_capacity(checker, prefix, raw, gates.as_ref()).map(Some),
+        None => Some(None),
+    };
     Some(ScenarioConfig {
         name: name?,
         file: file?,
@@ -125,6 +130,7 @@ fn resolve_scenario(
         build: build?,
         gates: gates?,
         telemetry: telemetry?,
+        capacity: capacity?,
     })
 }
 

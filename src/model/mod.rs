@@ -1,10 +1,11 @@
 //! The project's vocabulary: runs, their figures, metrics, baselines, verdicts and findings, how a change
-//! between two figures is written, and the server's telemetry kept beside them.
+//! between two figures is written, the server's telemetry kept beside them, and a capacity night's search.
 //!
 //! Every layer speaks these types — the engine produces them, the store keeps them, the analysis judges
 //! them, the reports and the dashboard show them — so they live below all of those and import none of them.
 
 mod baseline;
+mod capacity;
 mod change;
 mod figures;
 mod runs;
@@ -13,6 +14,7 @@ mod telemetry_metric;
 mod verdict;
 
 pub use baseline::BaselineSpec;
+pub use capacity::*;
 pub use change::Change;
 pub use figures::*;
 pub use runs::*;

@@ -127,7 +127,7 @@ pub fn unit_of(metric: &str) -> String {
     }
     match metric {
         "error_rate" | "max_error_rate_pct" => "%",
-        "throughput" => "req/s",
+        "throughput" | "capacity" => "req/s",
         _ => "ms",
     }
     .to_owned()

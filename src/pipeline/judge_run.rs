@@ -6,10 +6,12 @@ use chrono::{DateTime, Utc};
 
 use super::held_back::{excuse_a_held_back_machine, without_held_back_nights};
 use crate::analysis::Gates;
-use crate::analysis::judge::{Comparison, Judgement, judge_with_telemetry};
+use crate::analysis::judge::{Comparison, Judgement, counted_findings, judge_with_telemetry};
 use crate::analysis::telemetry::TelemetryNights;
 use crate::config::Config;
-use crate::model::{BaselineSpec, EndpointResult, LoadModel, NewVerdict, Run, RunStatus, VerdictOutcome};
+use crate::model::{
+    BaselineSpec, EndpointResult, FindingOutcome, LoadModel, NewVerdict, Run, RunStatus, VerdictOutcome,
+};
 use crate::report::{BaselineRun, CheckReport, LeftOut};
 use crate::store::{Store, StoreCause, StoreError};
 
@@ -155,6 +157,7 @@ async fn judge_against_nights(
     if mind_the_machine {
         judgement = excuse_a_held_back_machine(judgement, candidate, &tonight, &baseline, &before);
     }
+    judgement = with_capacity(store, candidate, &baseline, gates, judgement).await?;
     if let Some(first) = store.confirmed_by(candidate.id).await? {
         // The runner's verdict on the first run, whatever a `check` of it said since.
         let first_findings = store.first_verdict(first).await?.map(|v| v.findings).unwrap_or_default();
@@ -169,6 +172,29 @@ async fn judge_against_nights(
         judgement.summary += &format!("; baseline {nights} {} left out, {their} machine held back", ids.join(", "));
     }
     Ok((baseline, left_out, judgement))
+}
+
+/// The judgement with tonight's capacity judged against the baseline nights' (when tonight ran a capacity
+/// search): a capacity that fell past the nights' noise and the minimum effect regresses the night.
+async fn with_capacity(
+    store: &Store,
+    candidate: &Run,
+    baseline: &[Run],
+    gates: &Gates,
+    mut judgement: Judgement,
+) -> Result<Judgement, JudgeError> {
+    let Some(tonight) = store.capacity(candidate.id).await? else { return Ok(judgement) };
+    let ids: Vec<_> = baseline.iter().map(|r| r.id).collect();
+    let before: Vec<_> = store.capacities(&ids).await?.into_iter().map(|(_, c)| c).collect();
+    let finding = crate::analysis::capacity::capacity_finding(&tonight, &before, gates);
+    let regressed = finding.outcome == FindingOutcome::Regression;
+    let reason = finding.reason.clone();
+    judgement.findings.push(finding);
+    if regressed {
+        judgement.outcome = VerdictOutcome::Regressed;
+        judgement.summary = format!("{}; {reason}", counted_findings(judgement.outcome, &judgement.findings));
+    }
+    Ok(judgement)
 }
 
 /// `; 3 invalid nights left out: #4 (schedule lag …), …`, naming why each could not serve, so a baseline too

@@ -4,12 +4,14 @@
 //! ([`claim`]) for the scheduler, the API and `degrade check --run-now`; `degrade run` measures only.
 //!
 //! While the load runs, the scenario's telemetry sources are scraped beside it (`telemetry`), and what they
-//! gave is stored after the run's results, never in their way.
+//! gave is stored after the run's results, never in their way. A scenario with `[scenario.capacity]` then runs
+//! its capacity search ([`capacity`]) and stores what it found beside the run.
 //!
 //! Every attempt leaves a stored run: one that could not start (deploy failed, target never healthy,
 //! version unknown) is stored as `failed` with the reason, so a missed night is visible, not silent.
 
 pub mod alerting;
+pub mod capacity;
 pub mod claim;
 pub mod confirm;
 pub mod held_back;
@@ -213,7 +215,9 @@ pub async fn run(
     let sources = scenario.as_ref().map(|s| s.telemetry.as_slice()).unwrap_or_default();
     let watch = crate::telemetry::Watch::start(sources, &crate::telemetry::measured_windows(&plan), Instant::now());
     // Apart from the dashboard's and the scheduler's threads, so a page loaded mid-run does not delay it.
-    let mut measurement = engine::run_apart(Arc::new(plan), stop, on_progress).await;
+    let plan = Arc::new(plan);
+    let plan_again = Arc::clone(&plan);
+    let mut measurement = engine::run_apart(plan, stop.clone(), on_progress).await;
     let telemetry = match watch {
         Some(watch) => watch.finish(completed(&measurement.results)).await,
         None => RunTelemetry::default(),
@@ -237,7 +241,33 @@ pub async fn run(
     {
         tracing::warn!("run {run_id}: its telemetry could not be stored ({e}); the run's own results are");
     }
+    if let Some(scenario) = &scenario
+        && let Some(search) = &scenario.capacity
+        && measurement.results.status == RunStatus::Finished
+    {
+        search_capacity(store, run_id, &plan_again, search, &scenario.gates.absolute, &stop).await;
+    }
     Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement: Box::new(measurement), telemetry })
+}
+
+/// Runs the capacity search after the night's stages and stores it beside the run; a search that cannot be
+/// stored is logged, and the night's own results stand.
+async fn search_capacity(
+    store: &Store,
+    run_id: RunId,
+    plan: &Plan,
+    search: &crate::analysis::capacity::CapacitySearch,
+    gates: &crate::analysis::AbsoluteGates,
+    stop: &watch::Receiver<bool>,
+) {
+    tracing::info!("run {run_id}: capacity search: {}", search.describe());
+    let result = capacity::search(plan, search, gates, stop).await;
+    tracing::info!("run {run_id}: {}", result.describe());
+    if let Err(e) =
+        retry(Retry::Unreachable, "store the capacity search", || store.save_capacity(run_id, &result)).await
+    {
+        tracing::warn!("run {run_id}: its capacity search could not be stored ({e}); the run's own results are");
+    }
 }
 
 /// What the run's measured stages completed: the denominator of a counter's cost per 1,000 requests.

@@ -124,7 +124,7 @@ pub(crate) fn with_unit(metric: &str, value: f64) -> String {
     }
     match metric {
         "error_rate" | "max_error_rate_pct" => format!("{value:.3} %"),
-        "throughput" => format!("{value:.1} req/s"),
+        "throughput" | "capacity" => format!("{value:.1} req/s"),
         // An endpoint that stopped serving: its finding counts requests, not time.
         "requests" => format!("{value:.0} requests"),
         _ => format!("{value:.1} ms"),

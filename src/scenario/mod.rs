@@ -97,6 +97,21 @@ impl Plan {
         }
         Ok(self)
     }
+
+    /// One step of a capacity search: the same requests, in the open model, arriving at `rate` a second for
+    /// `hold`, every request measured. The hash is kept: a step is part of its night, never a series of its own.
+    #[must_use]
+    pub fn at_rate(&self, rate: f64, hold: Duration) -> Self {
+        let mut step = self.clone();
+        let rate = rate.clamp(f64::MIN_POSITIVE, plan::MAX_RATE);
+        step.load.model = crate::model::LoadModel::Open;
+        step.load.stages =
+            vec![Stage { duration: hold, shape: StageShape::Rate { from: rate, to: rate }, measure: true }];
+        if let Some(tape) = &mut step.tape {
+            tape.planned_requests = tape_source::planned_requests(tape, &step.load);
+        }
+        step
+    }
 }
 
 /// Identifies a workload: the scenario as parsed (so comments and spacing do not start a new series), the

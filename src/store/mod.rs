@@ -10,6 +10,7 @@
 //! binds goes through [`crate::outside_text::storable`], so a NUL, which PostgreSQL cannot hold, never fails one.
 
 mod baselines;
+mod capacity;
 mod episodes;
 mod grid;
 mod confirmations;
@@ -42,6 +43,7 @@ use std::str::FromStr;
 
 use crate::model::RunId;
 
+pub use capacity::CapacityNight;
 pub use episodes::{Acknowledged, Episode, NewEpisode};
 pub use grid::{GridFinding, GridRun};
 pub use leases::Lease;

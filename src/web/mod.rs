@@ -7,6 +7,7 @@
 mod alerts;
 mod api;
 mod auth;
+mod capacity_chart;
 mod changes;
 mod charts;
 mod compare;

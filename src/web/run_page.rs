@@ -52,6 +52,8 @@ struct RunPage {
     thin: Vec<String>,
     /// The server's side of the run, when it has telemetry sources.
     telemetry: Option<super::run_telemetry::TelemetryView>,
+    /// The night's capacity search, when it ran one.
+    capacity: Option<super::capacity_chart::CapacityView>,
 }
 
 // Templates pass every argument by reference.
@@ -183,6 +185,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let previous = state.store.previous_run(run.id).await?;
     let held_back = state.store.held_back_in_a_row(&run.scenario, run.id).await?.told_at(Some(run.id));
     let thin = thin_endpoints(&endpoints);
+    let capacity = state.store.capacity(id).await?.as_ref().map(super::capacity_chart::view);
     let page = RunPage {
         run,
         duration,
@@ -198,6 +201,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         held_back,
         thin,
         telemetry,
+        capacity,
     };
     Ok(Html(page.render()?))
 }

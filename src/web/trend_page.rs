@@ -7,7 +7,8 @@
 //! nights before the newest), each `[scenario.gates]` limit (p75, p95, p99; the error rate on its chart) as a red
 //! zone, and a pin on each run where this endpoint regressed, listed in words under its charts; build changes and
 //! invalid runs are listed once, above every endpoint's charts. Under the endpoints, the server's side: a chart
-//! per telemetry series, night over night (`trend_telemetry`).
+//! per telemetry series, night over night (`trend_telemetry`), and the capacity of the nights that ran a
+//! capacity search (`capacity_chart`).
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -61,6 +62,8 @@ struct ScenarioPage {
     telemetry: Vec<SeriesTrend>,
     /// Runs with telemetry older than the newest ones drawn were left off.
     telemetry_left_off: bool,
+    /// The capacity night over night, when nights ran a capacity search.
+    capacity_svg: String,
     runs: Vec<Run>,
     /// Its workload series, newest first, and the one the charts show.
     series: Vec<WorkloadSeries>,
@@ -100,6 +103,7 @@ pub(super) async fn page(
     let mut grid = None;
     let mut notes = Vec::new();
     let (mut telemetry, mut telemetry_left_off) = (Vec::new(), false);
+    let mut capacity_svg = String::new();
     if let Some(hash) = &shown_series {
         let gates = state.config.scenario(&name).map(|s| s.gates.clone()).unwrap_or_default();
         let nights = state.store.regression_grid(&name, hash, GRID_NIGHTS).await?;
@@ -119,6 +123,7 @@ pub(super) async fn page(
         let server_side = state.store.telemetry_trend(span).await?;
         telemetry = series_trends(&server_side.nights, &gates.telemetry_limits, view.scale, &zoom);
         telemetry_left_off = server_side.left_off;
+        capacity_svg = super::capacity_chart::trend_svg(&state.store.capacity_trend(span).await?);
     }
     let ranges = Range::ALL
         .iter()
@@ -151,6 +156,7 @@ pub(super) async fn page(
         run_notes: notes,
         telemetry,
         telemetry_left_off,
+        capacity_svg,
         series,
         shown_series,
         every_series,

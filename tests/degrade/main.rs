@@ -46,6 +46,8 @@
 //!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
 //! - `websocket`: WebSocket steps against the WebSocket stub (`support::ws_stub`): awaits timed from the send's
 //!   intended start, pushes counted on their class, pings answered, every failure in its class.
+//! - `capacity`: capacity nights against a worker pool whose knee is known in advance: found, stored on SQLite
+//!   and PostgreSQL, a fall judged; bad `[scenario.capacity]` sections refused naming the field.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -59,6 +61,7 @@ mod control_characters;
 mod confirm;
 mod alerts;
 mod book;
+mod capacity;
 mod browser;
 mod dashboard;
 mod demo;

@@ -6,6 +6,7 @@
 pub mod app;
 pub mod config;
 pub mod markdown;
+pub mod pool_target;
 pub mod exporters;
 pub mod nights;
 pub mod prometheus;

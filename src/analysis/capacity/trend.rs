@@ -1,0 +1,135 @@
+//! Whether tonight's capacity fell: against the median of the baseline nights' capacities, beyond their
+//! night-to-night noise and the minimum effect.
+//!
+//! The noise is the nights' robust spread (1.4826 × the median absolute deviation of the log capacities), and
+//! a fall counts only past 3.5 of them, as `contention/standout.rs` reads a route that stands out. Tonight's
+//! own resolution counts too: the search brackets the capacity between the last rate held and the first that
+//! left the zone, so the fall is measured from the bracket's top, the most the capacity can be.
+
+use crate::analysis::Gates;
+use crate::analysis::level::median;
+use crate::model::{CapacityResult, Change, Finding, FindingOutcome, Metric, OVERALL_ENDPOINT};
+
+/// Robust spreads a fall must pass to be more than the nights' noise.
+const SPREADS: f64 = 3.5;
+
+/// The metric name of a capacity finding.
+pub const CAPACITY_METRIC: &str = "capacity";
+
+/// Judges tonight's capacity against the baseline nights' (those whose search found the target's capacity).
+#[must_use]
+pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gates: &Gates) -> Finding {
+    let capacities: Vec<f64> = before
+        .iter()
+        .filter(|night| night.ended.measured_the_target())
+        .filter_map(|night| night.capacity)
+        .filter(|c| *c > 0.0)
+        .collect();
+    let candidate = tonight.capacity.unwrap_or(0.0);
+    // The whole run's, whichever endpoint left the zone (the reason names it): a confirmation rerun matches
+    // findings by endpoint and metric, and the rerun's knee may show on another endpoint first.
+    let mut finding = Finding {
+        endpoint: OVERALL_ENDPOINT.to_owned(),
+        metric: CAPACITY_METRIC.to_owned(),
+        outcome: FindingOutcome::Inconclusive,
+        baseline_value: None,
+        candidate_value: candidate,
+        delta_pct: None,
+        limit: None,
+        interval: None,
+        p_value: None,
+        reason: String::new(),
+    };
+    if capacities.len() < gates.min_runs as usize {
+        finding.reason = format!(
+            "{}; {} baseline night(s) found a capacity, {} are needed to judge it",
+            tonight.describe(),
+            capacities.len(),
+            gates.min_runs
+        );
+        return finding;
+    }
+    let level = median(&capacities);
+    let logs: Vec<f64> = capacities.iter().map(|c| c.ln()).collect();
+    let centre = median(&logs);
+    let deviations: Vec<f64> = logs.iter().map(|l| (l - centre).abs()).collect();
+    let spread = 1.4826 * median(&deviations);
+    let min_effect = gates.min_effect_pct_of(Metric::Throughput) / 100.0;
+    // The fall must pass both the noise and the minimum effect.
+    let threshold = level * (1.0 - min_effect).min((-SPREADS * spread).exp());
+    let top = tonight.first_out.unwrap_or(candidate).max(candidate);
+    let change = Change::from_pct((candidate / level - 1.0) * 100.0);
+    finding.baseline_value = Some(level);
+    finding.delta_pct = Some((candidate / level - 1.0) * 100.0);
+    finding.limit = Some(threshold);
+    let words = format!("capacity {level:.0} → {candidate:.0} req/s ({change})");
+    let why = tonight.breach.as_ref().map(|b| format!(": left the zone on {}", b.describe())).unwrap_or_default();
+    (finding.outcome, finding.reason) = if !tonight.ended.measured_the_target() && candidate < threshold {
+        (FindingOutcome::Inconclusive, format!("{words}, but {}: not the target's capacity", tonight.describe()))
+    } else if tonight.ended.measured_the_target() && top < threshold {
+        (
+            FindingOutcome::Regression,
+            format!("{words}{why}; below {threshold:.0} req/s (the nights' noise and min effect)"),
+        )
+    } else if candidate > level * (1.0 + min_effect).max((SPREADS * spread).exp()) {
+        (FindingOutcome::Improvement, format!("{words}{why}"))
+    } else {
+        (FindingOutcome::NoChange, format!("{words}{why}; within the nights' noise and min effect"))
+    };
+    finding
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{SearchEnd, ZoneBreach, ZoneGate};
+
+    fn night(capacity: f64) -> CapacityResult {
+        CapacityResult {
+            capacity: Some(capacity),
+            first_out: Some(capacity * 1.05),
+            breach: Some(ZoneBreach {
+                gate: ZoneGate::P75,
+                endpoint: "POST /orders".into(),
+                value: 412.0,
+                limit: 300.0,
+            }),
+            ended: SearchEnd::Found,
+            search_secs: 60.0,
+            steps: Vec::new(),
+        }
+    }
+
+    fn nights() -> Vec<CapacityResult> {
+        [3950.0, 4000.0, 4100.0, 3900.0, 4050.0, 4000.0].map(night).to_vec()
+    }
+
+    #[test]
+    fn a_fall_past_noise_and_min_effect_is_a_regression_naming_why() {
+        let finding = capacity_finding(&night(3100.0), &nights(), &Gates::default());
+        assert_eq!(finding.outcome, FindingOutcome::Regression, "{}", finding.reason);
+        assert!(
+            finding.reason.starts_with("capacity 4000 → 3100 req/s (-22.5 %): left the zone on p75 of POST /orders"),
+            "{}",
+            finding.reason
+        );
+    }
+
+    #[test]
+    fn an_unchanged_night_and_a_small_fall_are_no_change() {
+        for tonight in [3980.0, 3700.0] {
+            let finding = capacity_finding(&night(tonight), &nights(), &Gates::default());
+            assert_eq!(finding.outcome, FindingOutcome::NoChange, "{}", finding.reason);
+        }
+    }
+
+    #[test]
+    fn a_generator_limit_is_never_the_targets_fall_and_few_nights_are_inconclusive() {
+        let limited = CapacityResult { ended: SearchEnd::GeneratorLimit, first_out: None, ..night(1000.0) };
+        assert_eq!(capacity_finding(&limited, &nights(), &Gates::default()).outcome, FindingOutcome::Inconclusive);
+        assert_eq!(
+            capacity_finding(&night(1000.0), &nights()[..3], &Gates::default()).outcome,
+            FindingOutcome::Inconclusive
+        );
+    }
+}

@@ -1,0 +1,263 @@
+//! A capacity night's result: the highest arrival rate the build held inside its zone (the scenario's absolute
+//! gates), the first rate that left it and why, and every step the search ran.
+
+use serde::Serialize;
+
+/// Which limit of the zone a step was judged against. Stored as the gate's name in degrade.toml.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ZoneGate {
+    /// `max_p75_ms`.
+    P75,
+    /// `max_p95_ms`.
+    P95,
+    /// `max_p99_ms`.
+    P99,
+    /// `max_error_rate_pct`.
+    ErrorRate,
+    /// Arrivals dropped at the in-flight cap: the target held so many requests that no more could be sent.
+    InFlight,
+}
+
+impl ZoneGate {
+    /// Every gate, in declaration order.
+    pub const ALL: [Self; 5] = [Self::P75, Self::P95, Self::P99, Self::ErrorRate, Self::InFlight];
+
+    /// The stored name: the gate's key in `[scenario.gates]` (`max_in_flight` names `[load] max_in_flight`).
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::P75 => "max_p75_ms",
+            Self::P95 => "max_p95_ms",
+            Self::P99 => "max_p99_ms",
+            Self::ErrorRate => "max_error_rate_pct",
+            Self::InFlight => "max_in_flight",
+        }
+    }
+
+    /// How the figure reads in a sentence: `p75`, `error rate`.
+    #[must_use]
+    pub const fn figure(self) -> &'static str {
+        match self {
+            Self::P75 => "p75",
+            Self::P95 => "p95",
+            Self::P99 => "p99",
+            Self::ErrorRate => "error rate",
+            Self::InFlight => "dropped arrivals",
+        }
+    }
+
+    /// The figure's unit, after its value.
+    #[must_use]
+    pub const fn unit(self) -> &'static str {
+        match self {
+            Self::P75 | Self::P95 | Self::P99 => " ms",
+            Self::ErrorRate | Self::InFlight => " %",
+        }
+    }
+}
+
+impl std::str::FromStr for ZoneGate {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::ALL.into_iter().find(|g| g.as_str() == text).ok_or_else(|| format!("unknown zone gate `{text}`"))
+    }
+}
+
+/// Why a step left the zone: the gate, the endpoint, tonight's figure and the limit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ZoneBreach {
+    /// The gate crossed.
+    pub gate: ZoneGate,
+    /// The endpoint whose figure crossed it (`(all)` for the whole step).
+    pub endpoint: String,
+    /// The step's figure, in the gate's unit.
+    pub value: f64,
+    /// The gate's limit, in the same unit.
+    pub limit: f64,
+}
+
+impl ZoneBreach {
+    /// `p75 of POST /orders 412.0 ms against 300 ms (+37 %)`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let over = if self.limit > 0.0 { (self.value / self.limit - 1.0) * 100.0 } else { f64::INFINITY };
+        let unit = self.gate.unit();
+        format!(
+            "{} of {} {:.1}{unit} against {}{unit} ({over:+.0} %)",
+            self.gate.figure(),
+            self.endpoint,
+            self.value,
+            self.limit
+        )
+    }
+}
+
+/// What the zone made of one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepVerdict {
+    /// Every figure inside every limit, as its interval says.
+    Held,
+    /// Some figure past its limit, as its interval says (or past it still after the last hold).
+    Left,
+    /// The generator could not send the step on time: it says nothing about the target.
+    Invalid,
+    /// The target was not there (connections refused, every request failed): the search stops at once.
+    TargetFailed,
+}
+
+impl StepVerdict {
+    /// Every verdict, in declaration order.
+    pub const ALL: [Self; 4] = [Self::Held, Self::Left, Self::Invalid, Self::TargetFailed];
+
+    /// The stored name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Held => "held",
+            Self::Left => "left",
+            Self::Invalid => "invalid",
+            Self::TargetFailed => "target_failed",
+        }
+    }
+}
+
+impl std::str::FromStr for StepVerdict {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::ALL.into_iter().find(|v| v.as_str() == text).ok_or_else(|| format!("unknown step verdict `{text}`"))
+    }
+}
+
+/// One rate the search held: its figures over its requests only (every hold of it pooled).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityStep {
+    /// Planned arrivals per second.
+    pub rate: f64,
+    /// Sessions started per second, over all its holds.
+    pub achieved_rate: f64,
+    /// How many holds it took for the intervals to decide (1 when the first did).
+    pub holds: u32,
+    /// What the zone made of it.
+    pub verdict: StepVerdict,
+    /// Requests over all its holds.
+    pub requests: i64,
+    /// Of which failed.
+    pub errors: i64,
+    /// The whole step's p75, p95 and p99 in ms (`None` without a response).
+    pub p75_ms: Option<f64>,
+    /// 95th percentile, ms.
+    pub p95_ms: Option<f64>,
+    /// 99th percentile, ms.
+    pub p99_ms: Option<f64>,
+    /// Why it left the zone, when it did.
+    pub breach: Option<ZoneBreach>,
+    /// In words: what decided it.
+    pub reason: String,
+}
+
+/// How the search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchEnd {
+    /// A step left the zone and the rates between it and the last held one were refined.
+    Found,
+    /// Every step up to the maximum rate held: the capacity is at least that.
+    MaxRateHeld,
+    /// The maximum total time ran out before a step left the zone.
+    OutOfTime,
+    /// The start rate already left the zone.
+    LeftAtStart,
+    /// The generator could not send a step on time: the capacity is at least the last rate held.
+    GeneratorLimit,
+    /// The target was not there.
+    TargetFailed,
+    /// degrade was stopped.
+    Stopped,
+}
+
+impl SearchEnd {
+    /// Every end, in declaration order.
+    pub const ALL: [Self; 7] = [
+        Self::Found,
+        Self::MaxRateHeld,
+        Self::OutOfTime,
+        Self::LeftAtStart,
+        Self::GeneratorLimit,
+        Self::TargetFailed,
+        Self::Stopped,
+    ];
+
+    /// The stored name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Found => "found",
+            Self::MaxRateHeld => "max_rate_held",
+            Self::OutOfTime => "out_of_time",
+            Self::LeftAtStart => "left_at_start",
+            Self::GeneratorLimit => "generator_limit",
+            Self::TargetFailed => "target_failed",
+            Self::Stopped => "stopped",
+        }
+    }
+
+    /// Whether the capacity found is the target's (a step left the zone), not a lower bound or nothing.
+    #[must_use]
+    pub const fn measured_the_target(self) -> bool {
+        matches!(self, Self::Found | Self::LeftAtStart)
+    }
+}
+
+impl std::str::FromStr for SearchEnd {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::ALL.into_iter().find(|e| e.as_str() == text).ok_or_else(|| format!("unknown search end `{text}`"))
+    }
+}
+
+/// The night's capacity.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityResult {
+    /// The highest rate held inside the zone, arrivals per second; `None` when the start rate left it.
+    pub capacity: Option<f64>,
+    /// The lowest rate that left the zone, when one did.
+    pub first_out: Option<f64>,
+    /// Why that rate left it.
+    pub breach: Option<ZoneBreach>,
+    /// How the search ended.
+    pub ended: SearchEnd,
+    /// How long the search took, seconds.
+    pub search_secs: f64,
+    /// Every step, in the order run.
+    pub steps: Vec<CapacityStep>,
+}
+
+impl CapacityResult {
+    /// `capacity 780 req/s; 820 req/s left the zone on p75 of (all) 48.0 ms against 30 ms (+60 %)`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let capacity = match (self.capacity, self.ended) {
+            (Some(c), SearchEnd::Found) => format!("capacity {c:.0} req/s"),
+            (Some(c), _) => format!("capacity at least {c:.0} req/s"),
+            (None, _) => "no capacity: the start rate already left the zone".to_owned(),
+        };
+        let why = match (&self.first_out, &self.breach) {
+            (Some(rate), Some(breach)) => format!("; {rate:.0} req/s left the zone on {}", breach.describe()),
+            _ => String::new(),
+        };
+        let end = match self.ended {
+            SearchEnd::Found | SearchEnd::LeftAtStart => "",
+            SearchEnd::MaxRateHeld => " (every step up to the maximum rate held)",
+            SearchEnd::OutOfTime => " (the search's maximum time ran out)",
+            SearchEnd::GeneratorLimit => " (the generator could not send the next step on time)",
+            SearchEnd::TargetFailed => " (the target failed; the search stopped)",
+            SearchEnd::Stopped => " (degrade was stopped)",
+        };
+        format!("{capacity}{why}{end}")
+    }
+}

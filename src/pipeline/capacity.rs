@@ -1,0 +1,114 @@
+//! Runs a capacity search (`[scenario.capacity]`) after a night's stages: each step is the scenario's requests
+//! in the open model at one rate, run by the engine on its own runtime like a night, judged against the zone on
+//! its own requests (`analysis::capacity`), held again while its intervals cannot decide. The search never
+//! starts a step that could end past its maximum time, and stops at once when degrade is stopped or the target
+//! is not there. A hold the generator sent late is discarded and held afresh; when [`INVALID_TRIES`] in a row
+//! were late, the step is invalid and the search ends there (the rates above it cannot be sent from here).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::watch;
+
+use crate::analysis::AbsoluteGates;
+use crate::analysis::capacity::{CapacitySearch, Next, Search, StepSample, judge_step};
+use crate::engine;
+use crate::model::{CapacityResult, CapacityStep, RunStatus, SearchEnd, StepVerdict};
+use crate::scenario::Plan;
+
+/// Holds of one rate the generator may send late before the step is invalid and the search ends there.
+const INVALID_TRIES: u32 = 3;
+
+/// What a step came to: judged, or cut short.
+enum Stepped {
+    Judged(CapacityStep),
+    Ended(SearchEnd),
+}
+
+/// Searches for the highest rate `plan`'s requests hold inside the zone `gates` sets.
+pub async fn search(
+    plan: &Plan,
+    config: &CapacitySearch,
+    gates: &AbsoluteGates,
+    stop: &watch::Receiver<bool>,
+) -> CapacityResult {
+    let started = Instant::now();
+    let mut search = Search::new(config.clone());
+    let mut steps = Vec::new();
+    let end = loop {
+        let rate = match search.next() {
+            Next::Step(rate) => rate,
+            Next::Done(end) => break end,
+        };
+        match step(plan, config, gates, rate, stop, started).await {
+            Stepped::Judged(step) => {
+                tracing::info!("capacity step {rate:.0} req/s: {}", step.reason);
+                search.record(rate, step.verdict, step.breach.clone());
+                steps.push(step);
+            }
+            Stepped::Ended(why) => search.end(why),
+        }
+    };
+    let left = search.left().cloned();
+    CapacityResult {
+        capacity: search.held(),
+        first_out: left.as_ref().map(|l| l.0),
+        breach: left.map(|l| l.1),
+        ended: end,
+        search_secs: started.elapsed().as_secs_f64(),
+        steps,
+    }
+}
+
+/// Holds `rate` until the zone decides, or the search must end.
+async fn step(
+    plan: &Plan,
+    config: &CapacitySearch,
+    gates: &AbsoluteGates,
+    rate: f64,
+    stop: &watch::Receiver<bool>,
+    started: Instant,
+) -> Stepped {
+    let mut sample = StepSample::default();
+    let step_plan = Arc::new(plan.at_rate(rate, config.hold));
+    let mut discarded = 0;
+    loop {
+        if *stop.borrow() {
+            return Stepped::Ended(SearchEnd::Stopped);
+        }
+        if started.elapsed() + config.hold > config.max_time {
+            return Stepped::Ended(SearchEnd::OutOfTime);
+        }
+        let measurement = engine::run_apart(Arc::clone(&step_plan), stop.clone(), |_| {}).await;
+        if measurement.results.status == RunStatus::Aborted {
+            return Stepped::Ended(SearchEnd::Stopped);
+        }
+        sample.add(&measurement.results);
+        let mut judgement = judge_step(&sample, gates, sample.holds() >= config.max_holds);
+        if judgement.verdict == Some(StepVerdict::Invalid) && discarded < INVALID_TRIES - 1 {
+            // A neighbour's burst on a shared machine makes one hold late; the generator's limit repeats.
+            tracing::info!("capacity step {rate:.0} req/s: hold discarded, {}", judgement.reason);
+            discarded += 1;
+            sample = StepSample::default();
+            continue;
+        }
+        if discarded > 0 {
+            judgement.reason += &format!(" ({discarded} hold(s) the generator sent late discarded first)");
+        }
+        let Some(verdict) = judgement.verdict else { continue };
+        let (requests, errors, [p75_ms, p95_ms, p99_ms]) = sample.overall();
+        return Stepped::Judged(CapacityStep {
+            rate,
+            achieved_rate: sample.achieved_rate(),
+            holds: sample.holds(),
+            verdict,
+            requests,
+            errors,
+            p75_ms,
+            p95_ms,
+            p99_ms,
+            breach: judgement.breach.filter(|_| verdict == StepVerdict::Left),
+            reason: judgement.reason,
+        });
+    }
+}

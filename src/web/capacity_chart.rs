@@ -1,0 +1,321 @@
+//! A capacity night on the run page: its steps drawn as rate against p75 and p95 (a log axis: past the knee a
+//! queue multiplies the response time), the zone's limit as a dashed line, each step coloured by what the zone
+//! made of it, and the knee (the capacity found) marked; then the steps as a table. On the scenario page, the
+//! capacity night over night ([`trend_svg`]).
+
+use std::fmt::Write as _;
+
+use super::svg::{Px, log_ticks, nice_ticks, tick_label};
+use super::trend_chart::{FONTS, colour};
+use crate::model::{CapacityResult, CapacityStep, StepVerdict, ZoneGate};
+use crate::outside_text::xml_escape;
+use crate::store::CapacityNight;
+
+const WIDTH: f64 = 900.0;
+const HEIGHT: f64 = 300.0;
+const LEFT: f64 = 60.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 28.0;
+const BOTTOM: f64 = 40.0;
+/// Held, left and invalid steps: the dashboard's green, its alarm red, and grey.
+const HELD: &str = "#2e7d32";
+const LEFT_ZONE: &str = super::trend_chart::ALARM;
+const INVALID: &str = "#8a8a8a";
+
+/// What the run page shows of a capacity night.
+pub(super) struct CapacityView {
+    /// `capacity 390 req/s; 405 req/s left the zone on p75 of GET /work …`.
+    pub summary: String,
+    pub svg: String,
+    pub rows: Vec<StepRow>,
+}
+
+/// One step, as the table shows it.
+pub(super) struct StepRow {
+    pub rate: String,
+    pub achieved: String,
+    pub holds: u32,
+    pub verdict: &'static str,
+    pub requests: i64,
+    pub errors: String,
+    pub p75: String,
+    pub p95: String,
+    pub p99: String,
+    pub reason: String,
+}
+
+pub(super) fn view(result: &CapacityResult) -> CapacityView {
+    let ms = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.1}"));
+    let rows = result
+        .steps
+        .iter()
+        .map(|s| StepRow {
+            rate: format!("{:.0}", s.rate),
+            achieved: format!("{:.1}", s.achieved_rate),
+            holds: s.holds,
+            verdict: verdict_words(s.verdict),
+            requests: s.requests,
+            errors: if s.requests > 0 {
+                format!("{:.3}", s.errors as f64 * 100.0 / s.requests as f64)
+            } else {
+                String::new()
+            },
+            p75: ms(s.p75_ms),
+            p95: ms(s.p95_ms),
+            p99: ms(s.p99_ms),
+            reason: s.reason.clone(),
+        })
+        .collect();
+    CapacityView {
+        summary: format!("{}, in {:.0} s", result.describe(), result.search_secs),
+        svg: steps_svg(result),
+        rows,
+    }
+}
+
+fn verdict_words(verdict: StepVerdict) -> &'static str {
+    match verdict {
+        StepVerdict::Held => "held",
+        StepVerdict::Left => "left the zone",
+        StepVerdict::Invalid => "invalid: generator",
+        StepVerdict::TargetFailed => "target failed",
+    }
+}
+
+/// The steps' figure; empty when no step has a response time.
+fn steps_svg(result: &CapacityResult) -> String {
+    let timed: Vec<&CapacityStep> = result.steps.iter().filter(|s| s.p75_ms.is_some()).collect();
+    let limit = result.breach.as_ref().filter(|b| matches!(b.gate, ZoneGate::P75 | ZoneGate::P95 | ZoneGate::P99));
+    let values = timed.iter().flat_map(|s| [s.p75_ms, s.p95_ms]).flatten().chain(limit.map(|b| b.limit));
+    let (low, high) = values.fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if timed.is_empty() || !(low > 0.0 && high.is_finite()) {
+        return String::new();
+    }
+    let (low, high) = (low / 1.3, high * 1.3);
+    let top_rate = timed.iter().map(|s| s.rate).fold(0.0, f64::max) * 1.05;
+    let x = |rate: f64| LEFT + rate / top_rate * (WIDTH - LEFT - RIGHT);
+    let y = |ms: f64| TOP + (high.ln() - ms.clamp(low, high).ln()) / (high.ln() - low.ln()) * (HEIGHT - TOP - BOTTOM);
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" \
+         height=\"{HEIGHT}\" font-family=\"{FONTS}\" font-size=\"12\" role=\"img\" aria-label=\"Capacity search: \
+         each step's rate against its p75 and p95\"><text class=\"title\" x=\"{LEFT}\" y=\"16\" font-weight=\"600\">\
+         Capacity search: p75 (filled) and p95 (ring) per step, ms (log)</text>"
+    );
+    axes(&mut out, &x, &y, (low, high), top_rate);
+    if let Some(limit) = limit {
+        let _ = write!(
+            out,
+            "<line x1=\"{LEFT}\" x2=\"{0}\" y1=\"{1}\" y2=\"{1}\" stroke=\"{LEFT_ZONE}\" stroke-dasharray=\"6 4\"/>\
+             <text x=\"{2}\" y=\"{3}\" text-anchor=\"end\" fill=\"{LEFT_ZONE}\">zone: {4} ≤ {5} ms</text>",
+            Px(WIDTH - RIGHT),
+            Px(y(limit.limit)),
+            Px(WIDTH - RIGHT),
+            Px(y(limit.limit) - 4.0),
+            limit.gate.figure(),
+            tick_label(limit.limit)
+        );
+    }
+    if let Some(capacity) = result.capacity {
+        let _ = write!(
+            out,
+            "<line x1=\"{0}\" x2=\"{0}\" y1=\"{TOP}\" y2=\"{1}\" stroke=\"{HELD}\" stroke-width=\"2\"/>\
+             <text x=\"{2}\" y=\"{3}\" fill=\"{HELD}\">capacity {capacity:.0} req/s</text>",
+            Px(x(capacity)),
+            Px(HEIGHT - BOTTOM),
+            Px(x(capacity) + 4.0),
+            Px(TOP + 12.0)
+        );
+    }
+    for step in timed {
+        dot(&mut out, step, x(step.rate), &y);
+    }
+    out.push_str("</svg>");
+    out
+}
+
+fn axes(out: &mut String, x: &dyn Fn(f64) -> f64, y: &dyn Fn(f64) -> f64, (low, high): (f64, f64), top_rate: f64) {
+    for tick in log_ticks(low, high) {
+        let _ = write!(
+            out,
+            "<line x1=\"{LEFT}\" x2=\"{0}\" y1=\"{1}\" y2=\"{1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/>\
+             <text x=\"{2}\" y=\"{3}\" text-anchor=\"end\">{4}</text>",
+            Px(WIDTH - RIGHT),
+            Px(y(tick)),
+            Px(LEFT - 6.0),
+            Px(y(tick) + 4.0),
+            tick_label(tick)
+        );
+    }
+    for tick in nice_ticks(0.0, top_rate).into_iter().filter(|t| *t <= top_rate) {
+        let _ = write!(
+            out,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            Px(x(tick)),
+            Px(HEIGHT - BOTTOM + 16.0),
+            tick_label(tick)
+        );
+    }
+    let _ = write!(
+        out,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">arrivals per second</text>",
+        Px(f64::midpoint(LEFT, WIDTH - RIGHT)),
+        Px(HEIGHT - 6.0)
+    );
+}
+
+/// A step's p75 (filled) and p95 (ring), coloured by its verdict, with its reason as the tooltip.
+fn dot(out: &mut String, step: &CapacityStep, x: f64, y: &dyn Fn(f64) -> f64) {
+    let fill = match step.verdict {
+        StepVerdict::Held => HELD,
+        StepVerdict::Left => LEFT_ZONE,
+        StepVerdict::Invalid | StepVerdict::TargetFailed => INVALID,
+    };
+    let tip = xml_escape(&format!("{:.0} req/s: {}", step.rate, step.reason));
+    let _ = write!(out, "<g><title>{tip}</title>");
+    if let Some(p95) = step.p95_ms {
+        let _ = write!(
+            out,
+            "<circle cx=\"{}\" cy=\"{}\" r=\"6\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>",
+            Px(x),
+            Px(y(p95)),
+            colour::P95
+        );
+    }
+    if let Some(p75) = step.p75_ms {
+        let _ = write!(out, "<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{fill}\"/>", Px(x), Px(y(p75)));
+    }
+    out.push_str("</g>");
+}
+
+/// The scenario page's capacity, night over night: one dot per night that ran a search (filled where the
+/// search found the target's capacity, a ring where it found only a lower bound), the reason it left the zone
+/// in its tooltip, each a link to its run; empty without such a night.
+pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
+    let value = |n: &CapacityNight| n.result.capacity.unwrap_or(0.0);
+    let high = nights.iter().map(value).fold(0.0, f64::max);
+    if nights.is_empty() || high <= 0.0 {
+        return String::new();
+    }
+    let ticks = nice_ticks(0.0, high * 1.1);
+    let top = ticks.last().copied().unwrap_or(high).max(f64::MIN_POSITIVE);
+    let step = (WIDTH - LEFT - RIGHT) / nights.len() as f64;
+    let x = |index: usize| LEFT + step * (index as f64 + 0.5);
+    let y = |rate: f64| TOP + (1.0 - rate / top) * (HEIGHT - TOP - BOTTOM);
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" \
+         height=\"{HEIGHT}\" font-family=\"{FONTS}\" font-size=\"12\" role=\"img\" aria-label=\"Capacity night \
+         over night\"><text class=\"title\" x=\"{LEFT}\" y=\"16\" font-weight=\"600\">Capacity: the highest rate \
+         held inside the zone, req/s (ring: a lower bound)</text>"
+    );
+    for tick in ticks {
+        let _ = write!(
+            out,
+            "<line x1=\"{LEFT}\" x2=\"{0}\" y1=\"{1}\" y2=\"{1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/>\
+             <text x=\"{2}\" y=\"{3}\" text-anchor=\"end\">{4}</text>",
+            Px(WIDTH - RIGHT),
+            Px(y(tick)),
+            Px(LEFT - 6.0),
+            Px(y(tick) + 4.0),
+            tick_label(tick)
+        );
+    }
+    for (index, edge) in [(0, nights.first()), (nights.len() - 1, nights.last())] {
+        if let Some(night) = edge {
+            let anchor = if index == 0 { "start" } else { "end" };
+            let _ = write!(
+                out,
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
+                Px(x(index)),
+                Px(HEIGHT - BOTTOM + 16.0),
+                night.started_at.format("%Y-%m-%d")
+            );
+        }
+    }
+    for (index, night) in nights.iter().enumerate() {
+        let found = night.result.ended.measured_the_target();
+        let build = night.build_id.as_deref().map(|b| format!(", build {b}")).unwrap_or_default();
+        let tip = xml_escape(&format!(
+            "run #{}{build}, {}: {}",
+            night.run_id,
+            night.started_at.format("%Y-%m-%d"),
+            night.result.describe()
+        ));
+        let fill = if found { colour::THROUGHPUT } else { "none" };
+        let _ = write!(
+            out,
+            "<a href=\"/runs/{}\"><title>{tip}</title><circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{fill}\" \
+             stroke=\"{}\" stroke-width=\"2\"/></a>",
+            night.run_id,
+            Px(x(index)),
+            Px(y(value(night))),
+            colour::THROUGHPUT
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{SearchEnd, ZoneBreach};
+
+    fn step(rate: f64, p75: f64, verdict: StepVerdict) -> CapacityStep {
+        CapacityStep {
+            rate,
+            achieved_rate: rate,
+            holds: 1,
+            verdict,
+            requests: 100,
+            errors: 0,
+            p75_ms: Some(p75),
+            p95_ms: Some(p75 * 1.2),
+            p99_ms: Some(p75 * 1.5),
+            breach: None,
+            reason: format!("<{rate}> & why"),
+        }
+    }
+
+    #[test]
+    fn the_steps_show_the_zone_the_knee_and_each_reason_escaped() {
+        let result = CapacityResult {
+            capacity: Some(390.0),
+            first_out: Some(405.0),
+            breach: Some(ZoneBreach { gate: ZoneGate::P75, endpoint: "GET /work".into(), value: 52.0, limit: 25.0 }),
+            ended: SearchEnd::Found,
+            search_secs: 17.0,
+            steps: vec![
+                step(60.0, 11.0, StepVerdict::Held),
+                step(390.0, 11.5, StepVerdict::Held),
+                step(405.0, 52.0, StepVerdict::Left),
+            ],
+        };
+        let svg = steps_svg(&result);
+        assert!(svg.contains("zone: p75 ≤ 25 ms") && svg.contains("capacity 390 req/s"), "{svg}");
+        assert!(svg.contains("&lt;405&gt; &amp; why") && !svg.contains("<405>"), "{svg}");
+        assert_eq!(svg.matches(&format!("fill=\"{LEFT_ZONE}\"/>")).count(), 1, "{svg}");
+        let rows = view(&result).rows;
+        assert_eq!((rows[2].rate.as_str(), rows[2].verdict), ("405", "left the zone"));
+    }
+
+    #[test]
+    fn the_trend_draws_a_dot_per_night_linking_its_run_and_nothing_without_nights() {
+        assert!(trend_svg(&[]).is_empty());
+        let night = |run_id, capacity, ended| CapacityNight {
+            run_id,
+            started_at: chrono::DateTime::default(),
+            build_id: Some("1.0".into()),
+            result: CapacityResult {
+                capacity: Some(capacity),
+                first_out: None,
+                breach: None,
+                ended,
+                search_secs: 1.0,
+                steps: Vec::new(),
+            },
+        };
+        let svg = trend_svg(&[night(1, 400.0, SearchEnd::Found), night(2, 300.0, SearchEnd::GeneratorLimit)]);
+        assert!(svg.contains("href=\"/runs/1\"") && svg.contains("href=\"/runs/2\""), "{svg}");
+        assert!(svg.contains("capacity at least 300 req/s") && svg.contains("fill=\"none\""), "{svg}");
+    }
+}
