@@ -20,3 +20,14 @@ pub use query::{Prometheus, QueryError};
 pub use scrape::{MAX_BODY, MAX_SAMPLES, Reading, Scraped, Scraper, read};
 pub use series::{Completed, ScrapeOutcome, source_telemetry};
 pub use watch::{Watch, Window, measured_windows};
+
+/// The HTTP client every telemetry source is read with: the engine's TLS settings, no redirects (credentials go
+/// to the named URL only) and no compression asked for (a compressed answer could grow past the body cap once
+/// read).
+fn http_client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .tls_backend_preconfigured(crate::engine::client::tls_config())
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("degrade/", env!("CARGO_PKG_VERSION")))
+        .build()?)
+}

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::scrape::MAX_BODY;
 use crate::config::{ScrapeAuth, TelemetrySource};
-use crate::engine::client::{chain, tls_config};
+use crate::engine::client::chain;
 
 /// The most steps one `query_range` asks for: Prometheus refuses more than 11,000 points a series.
 pub const MAX_STEPS: usize = 10_000;
@@ -46,17 +46,12 @@ pub struct Prometheus {
 }
 
 impl Prometheus {
-    /// A client with the engine's TLS settings and no redirects (credentials go to the named server only).
+    /// A client as [`super::http_client`] makes it.
     ///
     /// # Errors
     /// When the HTTP client cannot be built.
     pub fn new() -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls_config())
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("degrade/", env!("CARGO_PKG_VERSION")))
-            .build()?;
-        Ok(Self { client })
+        Ok(Self { client: super::http_client()? })
     }
 
     /// `query`'s values from `start` to `end` (Unix seconds), one every `step`, oldest first.

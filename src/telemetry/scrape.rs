@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::config::{Reads, ScrapeAuth, SeriesSpec, TelemetrySource};
-use crate::engine::client::{chain, tls_config};
+use crate::engine::client::chain;
 use crate::exposition::{Line, parse_line};
 use crate::model::SeriesKind;
 
@@ -48,18 +48,12 @@ pub struct Scraper {
 }
 
 impl Scraper {
-    /// A scraper with the engine's TLS settings, no redirects (credentials go to the named URL only) and no
-    /// compression asked for (a compressed answer could grow past the cap once read).
+    /// A scraper with the client [`super::http_client`] makes.
     ///
     /// # Errors
     /// When the HTTP client cannot be built.
     pub fn new() -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls_config())
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("degrade/", env!("CARGO_PKG_VERSION")))
-            .build()?;
-        Ok(Self { client })
+        Ok(Self { client: super::http_client()? })
     }
 
     /// Scrapes `source` once.

@@ -133,18 +133,23 @@ fn steps_svg(result: &CapacityResult) -> String {
     out
 }
 
+/// A value's grid line across the plot at height `at`, labelled on the left.
+fn grid_line(out: &mut String, at: f64, value: f64) {
+    let _ = write!(
+        out,
+        "<line x1=\"{LEFT}\" x2=\"{0}\" y1=\"{1}\" y2=\"{1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/>\
+         <text x=\"{2}\" y=\"{3}\" text-anchor=\"end\">{4}</text>",
+        Px(WIDTH - RIGHT),
+        Px(at),
+        Px(LEFT - 6.0),
+        Px(at + 4.0),
+        tick_label(value)
+    );
+}
+
 fn axes(out: &mut String, x: &dyn Fn(f64) -> f64, y: &dyn Fn(f64) -> f64, (low, high): (f64, f64), top_rate: f64) {
     for tick in log_ticks(low, high) {
-        let _ = write!(
-            out,
-            "<line x1=\"{LEFT}\" x2=\"{0}\" y1=\"{1}\" y2=\"{1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/>\
-             <text x=\"{2}\" y=\"{3}\" text-anchor=\"end\">{4}</text>",
-            Px(WIDTH - RIGHT),
-            Px(y(tick)),
-            Px(LEFT - 6.0),
-            Px(y(tick) + 4.0),
-            tick_label(tick)
-        );
+        grid_line(out, y(tick), tick);
     }
     for tick in nice_ticks(0.0, top_rate).into_iter().filter(|t| *t <= top_rate) {
         let _ = write!(
@@ -208,16 +213,7 @@ pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
          held inside the zone, req/s (ring: a lower bound)</text>"
     );
     for tick in ticks {
-        let _ = write!(
-            out,
-            "<line x1=\"{LEFT}\" x2=\"{0}\" y1=\"{1}\" y2=\"{1}\" stroke=\"currentColor\" stroke-opacity=\"0.12\"/>\
-             <text x=\"{2}\" y=\"{3}\" text-anchor=\"end\">{4}</text>",
-            Px(WIDTH - RIGHT),
-            Px(y(tick)),
-            Px(LEFT - 6.0),
-            Px(y(tick) + 4.0),
-            tick_label(tick)
-        );
+        grid_line(&mut out, y(tick), tick);
     }
     for (index, edge) in [(0, nights.first()), (nights.len() - 1, nights.last())] {
         if let Some(night) = edge {

@@ -298,6 +298,27 @@ users = 2
     assert!(changes.requests >= fanout.requests, "{} changes, {} fan-outs", changes.requests, fanout.requests);
 }
 
+/// `degrade run NAME` of `scenario` against the stub, under `/usr/bin/time`: its JSON report and peak memory in
+/// KiB, or `None` (said as skipped) when `/usr/bin/time` is missing.
+async fn run_under_time(stub: &WsStub, name: &str, scenario: &str) -> Option<(serde_json::Value, u64)> {
+    let config = format!("[[scenario]]\nname = \"{name}\"\nfile = \"{name}.toml\"\ntarget = \"{}\"\n", stub.url());
+    let file = format!("{name}.toml");
+    let (dir, _) = crate::support::project(&config, &[(file.as_str(), scenario)]);
+    let (path, name) = (dir.path().to_owned(), name.to_owned());
+    let measured = tokio::task::spawn_blocking(move || {
+        crate::support::degrade_peak_memory(&path, &["run", &name, "--build", "1", "-f", "json"])
+    })
+    .await
+    .unwrap();
+    let Some((output, peak_kib)) = measured else {
+        println!("skipped: /usr/bin/time is not installed");
+        return None;
+    };
+    let (stdout, stderr) = crate::support::text(&output);
+    let run = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}:\n{stdout}\n{stderr}"));
+    Some((run, peak_kib))
+}
+
 /// The real binary's peak memory for a run whose one session is flooded with `pushes` messages before its
 /// answer, or `None` when `/usr/bin/time` is missing.
 async fn flooded_peak_kib(stub: &WsStub, pushes: u32) -> Option<u64> {
@@ -310,23 +331,10 @@ async fn flooded_peak_kib(stub: &WsStub, pushes: u32) -> Option<u64> {
          await = {{ prefix_hex = \"7b226964223a31\" }}\n\
          [load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1s\"\nusers = 1\n"
     );
-    let config = format!("[[scenario]]\nname = \"flood\"\nfile = \"flood.toml\"\ntarget = \"{}\"\n", stub.url());
-    let (dir, _) = crate::support::project(&config, &[("flood.toml", &scenario)]);
-    let path = dir.path().to_owned();
-    let measured = tokio::task::spawn_blocking(move || {
-        crate::support::degrade_peak_memory(&path, &["run", "flood", "--build", "1", "-f", "json"])
-    })
-    .await
-    .unwrap();
-    let Some((output, peak_kib)) = measured else {
-        println!("skipped: /usr/bin/time is not installed");
-        return None;
-    };
-    let (stdout, stderr) = crate::support::text(&output);
-    let run: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}:\n{stdout}\n{stderr}"));
+    let (run, peak_kib) = run_under_time(stub, "flood", &scenario).await?;
     let endpoints = run["endpoints"].as_array().unwrap();
     let other = endpoints.iter().find(|e| e["endpoint"] == "WS push: (other)").expect("pushes counted");
-    assert!(other["requests"].as_u64().unwrap() >= u64::from(pushes), "every push counted:\n{stdout}");
+    assert!(other["requests"].as_u64().unwrap() >= u64::from(pushes), "every push counted:\n{run}");
     println!("{pushes} pushes: peak {peak_kib} KiB");
     Some(peak_kib)
 }
@@ -348,20 +356,7 @@ async fn idle_peak_kib(stub: &WsStub, users: u32) -> Option<u64> {
          [[flow.step]]\nws = \"await\"\nname = \"WS nothing\"\nawait = {{ prefix_hex = \"ff\", timeout = \"2s\" }}\n\
          [load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1s\"\nusers = {users}\n"
     );
-    let config = format!("[[scenario]]\nname = \"idle\"\nfile = \"idle.toml\"\ntarget = \"{}\"\n", stub.url());
-    let (dir, _) = crate::support::project(&config, &[("idle.toml", &scenario)]);
-    let path = dir.path().to_owned();
-    let measured = tokio::task::spawn_blocking(move || {
-        crate::support::degrade_peak_memory(&path, &["run", "idle", "--build", "1", "-f", "json"])
-    })
-    .await
-    .unwrap();
-    let Some((output, peak_kib)) = measured else {
-        println!("skipped: /usr/bin/time is not installed");
-        return None;
-    };
-    let (stdout, stderr) = crate::support::text(&output);
-    let run: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}:\n{stdout}\n{stderr}"));
+    let (run, peak_kib) = run_under_time(stub, "idle", &scenario).await?;
     let endpoints = run["endpoints"].as_array().unwrap();
     let connect = endpoints.iter().find(|e| e["endpoint"] == "WS connect /boards/{randint}").expect("connects");
     assert_eq!(connect["errors"], 0, "{connect}");
