@@ -210,7 +210,7 @@ pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" \
          height=\"{HEIGHT}\" font-family=\"{FONTS}\" font-size=\"12\" role=\"img\" aria-label=\"Capacity night \
          over night\"><text class=\"title\" x=\"{LEFT}\" y=\"16\" font-weight=\"600\">Capacity: the highest rate \
-         held inside the zone, req/s (ring: a lower bound)</text>"
+         held inside the zone, req/s</text>"
     );
     for tick in ticks {
         grid_line(&mut out, y(tick), tick);
