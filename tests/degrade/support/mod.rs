@@ -28,8 +28,9 @@ use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 
 /// Held by the tests whose verdicts rest on a handful of short real runs (`confirm`) and by the browser tests,
 /// whose Chromium renders of a crawled demo keep both cores busy: side by side, a rerun of 80 requests caught
-/// five of them 5–7 ms late and "confirmed" a regression that was Chromium's. Other tests still run beside
-/// either.
+/// five of them 5–7 ms late and "confirmed" a regression that was Chromium's. The WebSocket floods and the
+/// thousand-socket test hold it too, as do the other tests of a few short real nights (`tails`, `capacity`,
+/// `telemetry_judged`). Other tests still run beside any of them.
 pub static NOT_BESIDE_CHROMIUM: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The variable that points the PostgreSQL tests at a server; `.ci/run` sets it.
