@@ -22,7 +22,7 @@
 # With the tail test from the histograms (NIGHTS=10 NIGHT=20s, a machine shared with other builds): 0 / 10 first
 # runs judged regressed, 0 confirmed; +10 % not caught; +25 %, +50 % and the tail-only change caught on the route
 # alone (the tail test agreeing: 2.07 % of its requests past 1.64 ms against 0.10 %); both routes of the busy
-# two-route night named. KEEP_DB's nights replay in tests/degrade/tails.rs (DESIGN.md 6.3).
+# two-route night named. KEEP_DB's nights replay in tests/nights/tails.rs (DESIGN.md 6.3).
 # Traffic goes to 127.0.0.1 only, to the demo target this script starts; every night is bounded by
 # the scenario's plan (NIGHT long).
 #   bash ci/bench-verdicts.sh                 # 20 judged nights of 30 s: about 20 minutes

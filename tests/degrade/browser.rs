@@ -172,7 +172,7 @@ async fn crawl(binary: &str, proxy: &str, profiles: &Path) -> Vec<Visited> {
 #[tokio::test]
 #[ignore = "needs Chromium: apt-get install chromium, and pass --include-ignored (.ci/run does both)"]
 async fn no_page_of_the_demo_overflows_and_the_pages_read_right_at_1400_and_400_px() {
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let binary = installed();
     let dir = tempfile::tempdir().unwrap();
     let demo = the_demo(dir.path()).await;
@@ -216,7 +216,7 @@ async fn no_page_of_the_demo_overflows_and_the_pages_read_right_at_1400_and_400_
 #[tokio::test]
 #[ignore = "needs Chromium: apt-get install chromium, and pass --include-ignored (.ci/run does both)"]
 async fn run_and_trend_pages_with_telemetry_read_right_at_1400_and_400_px() {
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let binary = installed();
     let db = TestDb::sqlite();
     let app = TestApp::spawn(&db).await;

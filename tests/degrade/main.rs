@@ -1,4 +1,5 @@
-//! degrade's integration tests: one binary (one link on a 2-core machine), one module per area.
+//! degrade's integration tests: one binary (one link on a 2-core machine), one module per area. The tests of a
+//! few short real nights whose verdicts rest on latency are in `tests/nights`, a binary of their own.
 //!
 //! - `support`: every fixture: temp directories, a fresh SQLite file or PostgreSQL database per test, the real
 //!   binary, the app in-process (`TestApp`), stored nights, configs, stub targets and a stub webhook receiver.
@@ -16,7 +17,6 @@
 //! - `run_cli`: `degrade run` and `validate` of scenarios through the real binary.
 //! - `alerts`: episodes, Slack/JSON messages and the outbox courier, on runs judged by the real judge.
 //! - `nightly`: the nightly chain, the scheduler, leases across instances, and `degrade serve` itself.
-//! - `confirm`: confirmation reruns of `check --run-now` on a target that is slow for a set number of requests.
 //! - `hostile_input`: overflowing durations, sizes, ports, devices as files, bad names: refused, never a panic.
 //! - `control_characters`: NUL and other control characters refused by `validate` in names, header values and
 //!   paths; text carrying a NUL stored on SQLite and PostgreSQL.
@@ -42,12 +42,8 @@
 //! - `telemetry_prometheus`: a night whose series are PromQL queries asked of Debian's real Prometheus server
 //!   scraping a real node_exporter; a bad query, and servers that are absent, hang, fail or answer garbage, the
 //!   night kept; `validate` and `telemetry probe` (skipped, saying so, without Prometheus).
-//! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
-//!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
 //! - `websocket`: WebSocket steps against the WebSocket stub (`support::ws_stub`): awaits timed from the send's
 //!   intended start, pushes counted on their class, pings answered, every failure in its class.
-//! - `capacity`: capacity nights against a worker pool whose knee is known in advance: found, stored on SQLite
-//!   and PostgreSQL, a fall judged; bad `[scenario.capacity]` sections refused naming the field.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -58,10 +54,8 @@ mod check;
 mod cli;
 mod config_errors;
 mod control_characters;
-mod confirm;
 mod alerts;
 mod book;
-mod capacity;
 mod browser;
 mod dashboard;
 mod demo;
@@ -82,11 +76,9 @@ mod reference_cli;
 mod route_keys;
 mod run_cli;
 mod store_story;
-mod tails;
 mod tape;
 mod tape_privacy;
 mod telemetry;
 mod telemetry_prometheus;
 mod websocket;
-mod telemetry_judged;
 mod support;

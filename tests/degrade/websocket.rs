@@ -146,7 +146,7 @@ async fn a_close_between_steps_that_no_later_step_reports_is_counted_on_the_conn
 async fn a_flood_of_pushes_is_counted_and_a_message_over_the_cap_ends_the_socket() {
     // Hundreds of thousands of pushes, or a thousand sockets, keep both cores busy: not beside the tests whose
     // verdicts rest on a few short real nights.
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let stub = WsStub::start(stub_config()).await;
     let steps = r#"
 [[flow.step]]
@@ -346,7 +346,7 @@ async fn flooded_peak_kib(stub: &WsStub, pushes: u32) -> Option<u64> {
 async fn a_flood_of_pushes_does_not_grow_the_generators_memory() {
     // Hundreds of thousands of pushes, or a thousand sockets, keep both cores busy: not beside the tests whose
     // verdicts rest on a few short real nights.
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let stub = WsStub::start(WsStubConfig { push_every: Duration::from_mins(1), ..stub_config() }).await;
     let Some(few) = flooded_peak_kib(&stub, 1_000).await else { return };
     // 300,000 pushes are 12 MB of messages: kept, even as bare bytes, they would show.
@@ -374,7 +374,7 @@ async fn idle_peak_kib(stub: &WsStub, users: u32) -> Option<u64> {
 async fn an_idle_socket_costs_the_generator_a_few_kilobytes() {
     // Hundreds of thousands of pushes, or a thousand sockets, keep both cores busy: not beside the tests whose
     // verdicts rest on a few short real nights.
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let stub = WsStub::start(WsStubConfig { push_every: Duration::from_mins(1), ..stub_config() }).await;
     let Some(few) = idle_peak_kib(&stub, 100).await else { return };
     let Some(many) = idle_peak_kib(&stub, 1_100).await else { return };

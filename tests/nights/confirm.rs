@@ -8,12 +8,12 @@ use std::time::Duration;
 use degrade::model::RunStatus;
 use degrade::store::Store;
 
-use crate::support::slow_target::{SlowFor, five_nights_in, judged_night};
+use crate::slow_target::{SlowFor, five_nights_in, judged_night};
 use crate::support::{degrade_child, text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let (target, hook, dir, store) = five_nights_in().await;
 
     // A noisy night: the first run (80 requests) is slow throughout, its rerun is not.
@@ -117,7 +117,7 @@ async fn until(child: &mut tokio::process::Child, done: impl AsyncFn() -> bool) 
 /// measured nothing, and the first verdict stands: the run is regressed and alerted, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let (target, hook, dir, store) = five_nights_in().await;
     let hook_url = hook.url();
     let mut first = None;
@@ -188,7 +188,7 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
 /// regression: both regressed, one alert for it), then judges itself after it (fast again: the recovery).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_left_undecided_after_its_rerun_measured_is_decided_by_the_next_night() {
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let (target, hook, dir, store) = five_nights_in().await;
     let hook_url = hook.url();
     let env = [("HOOK", hook_url.as_str())];
@@ -244,7 +244,7 @@ async fn two_valid_slow_runs(dir: &tempfile::TempDir, target: &SlowFor, store: &
 /// `--strict`, and a plain `check` afterwards judges the first run, not an invalid rerun.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_whose_reruns_cannot_be_measured_stands() {
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let (target, hook, dir, store) = five_nights_in().await;
     let mut night = None;
     for _ in 0..6 {
@@ -253,7 +253,7 @@ async fn a_regression_whose_reruns_cannot_be_measured_stands() {
         let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
         target.slow((i64::MAX, i64::MAX));
         target.crawl(80);
-        let (code, output) = crate::support::slow_target::check_run_now(&dir, &hook).await;
+        let (code, output) = crate::slow_target::check_run_now(&dir, &hook).await;
         if store.find_run(before + 1).await.unwrap().unwrap().status != RunStatus::Invalid {
             night = Some((code, output, before + 1));
             break;

@@ -10,8 +10,8 @@ use std::time::Duration;
 use degrade::model::{RunStatus, SearchEnd, StepVerdict, ZoneGate};
 use degrade::store::Store;
 
+use crate::pool_target::PoolTarget;
 use crate::support::app::TestApp;
-use crate::support::pool_target::PoolTarget;
 use crate::support::{TestDb, degrade, degrade_child, project, text};
 
 const WORKERS: usize = 4;
@@ -65,7 +65,7 @@ async fn searched_night(dir: &tempfile::TempDir, db: &TestDb, store: &Store) -> 
 }
 
 async fn capacity_story(db: TestDb) {
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let target = PoolTarget::start(WORKERS, SERVICE).await;
     let dir = project(&config(target.address), &[("scenarios/pool.toml", SCENARIO)]).0;
     let store = Store::connect(&db.url).await.unwrap();

@@ -14,8 +14,8 @@ use axum::routing::get;
 use degrade::model::RunStatus;
 use degrade::store::{DatabaseUrl, Store};
 
-use super::receiver::Receiver;
-use super::{degrade_child, project, text};
+use crate::support::receiver::Receiver;
+use crate::support::{degrade_child, project, text};
 
 /// Which requests, counted from the last `slow` call, take 40 ms longer: those numbered below `first` and those
 /// from `again` on. The rest answer at once. Those from `crawl` on take 400 ms (ten in flight at 40/s, past

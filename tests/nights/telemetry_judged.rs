@@ -87,7 +87,7 @@ async fn twice_the_cpu_per_request_is_a_confirmed_regression_alerted_once() {
         eprintln!("skipped: the demo target reads its CPU from /proc, which only Linux has");
         return;
     }
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let address = unused_address();
     let hook = Receiver::start().await;
     let dir = project_for(address);

@@ -123,7 +123,7 @@ fn on_the_route_alone(named: &[String]) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tail_only_change_is_caught_on_its_route_alone_and_unchanged_nights_are_not_flagged() {
-    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().unwrap();
     // One port for both builds: the nights are one series of one target.
     let port = unused_address().port().to_string();
