@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-use super::{EndpointResult, TimelinePoint};
+use super::{BaselineSpec, EndpointResult, TimelinePoint};
 
 /// A run's database id.
 pub type RunId = i64;
@@ -116,6 +116,10 @@ pub struct NewRun {
     /// The run this one reruns to confirm its regression, linked from the start so a rerun a kill cuts short
     /// is still found.
     pub confirms: Option<RunId>,
+    /// The baseline a runner's night is to be judged against, stored from the start so that a night whose
+    /// degrade was killed before its verdict is judged by the next one (`pipeline::interrupted`); `None` for a
+    /// run measured alone (`degrade run`), never judged by design.
+    pub judged_against: Option<BaselineSpec>,
 }
 
 /// A run as stored.

@@ -1,6 +1,7 @@
 //! What a degrade stopped mid-way (a kill, a crash, a power cut) left undecided, settled by the next one: runs
-//! left `running` become `aborted`, and a regression left `confirming` is decided as the runner would have
-//! decided it. `serve`'s watch does this for every scenario whose lease has run out, and every run through the
+//! left `running` become `aborted`, a regression left `confirming` is decided as the runner would have
+//! decided it, and a night measured but never judged (killed between its stored results and its verdict) is
+//! judged against the baseline stored with it, and alerted. `serve`'s watch does this for every scenario whose lease has run out, and every run through the
 //! runner first does it for the scenario it has claimed, so a setup that only runs `degrade check --run-now`
 //! is covered too, and the night that follows is judged after the one left behind.
 //!
@@ -20,7 +21,7 @@ use super::alerting;
 use super::confirm;
 use super::judge_run::{IfRegressed, JudgeError, judge_run};
 use crate::config::Config;
-use crate::model::{BaselineSpec, Run, RunId, RunStatus, Verdict};
+use crate::model::{BaselineSpec, Run, RunId, RunStatus, Verdict, VerdictOutcome};
 use crate::report::{BaselineRun, CheckReport};
 use crate::store::{LeftBehind, Store};
 
@@ -55,6 +56,50 @@ pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: D
             ),
         }
     }
+    // Boxed: judging holds a whole judgement, and every run through the runner awaits `settle` first.
+    Box::pin(judge_unjudged(store, config, scope, at)).await;
+}
+
+/// Judges the nights a stopped degrade measured and never judged, against the baseline each was to be judged
+/// against, and alerts them as the runner would have (unless a later night was judged since). No rerun
+/// confirms a regression found this way: the night has gone by, and a rerun now would measure another one.
+async fn judge_unjudged(store: &Store, config: &Config, scope: LeftBehind<'_>, at: DateTime<Utc>) {
+    let left = match store.unjudged_left_behind(scope).await {
+        Ok(left) => left,
+        Err(e) => return tracing::error!(error = %e, "cannot look for nights left unjudged"),
+    };
+    for (run_id, spec) in left {
+        match judge_left_behind(store, config, run_id, &spec, at).await {
+            Ok(Some(outcome)) => tracing::warn!(
+                run_id,
+                outcome = outcome.as_str(),
+                "a night a stopped degrade measured but never judged is judged"
+            ),
+            Ok(None) => {}
+            Err(e) => tracing::error!(
+                run_id,
+                error = format!("{e:#}"),
+                "cannot judge a night a stopped degrade measured but never judged"
+            ),
+        }
+    }
+}
+
+/// Judges run `run_id` against `spec` (as stored with it) and alerts it; `None` when it is gone or cannot be
+/// judged (logged).
+async fn judge_left_behind(
+    store: &Store,
+    config: &Config,
+    run_id: RunId,
+    spec: &str,
+    at: DateTime<Utc>,
+) -> anyhow::Result<Option<VerdictOutcome>> {
+    let spec = spec.parse::<BaselineSpec>().map_err(|e| anyhow::anyhow!("run #{run_id}'s baseline: {e}"))?;
+    let Some(run) = store.find_run(run_id).await? else { return Ok(None) };
+    alerting::after_start(store, config, &run.scenario, run.id, at).await?;
+    let Some(report) = judge_again(store, config, &run, &spec, at).await? else { return Ok(None) };
+    alert_unless_superseded(store, config, &report, at).await?;
+    Ok(Some(report.outcome))
 }
 
 /// Decides run `first`, left `confirming`, and alerts the night; returns the run that is the night's result,
@@ -134,7 +179,7 @@ async fn judge_again(
     match judge_run(store, config, run, spec, IfRegressed::Stands, at).await {
         Ok(report) => Ok(Some(report)),
         Err(JudgeError::Refused(why)) => {
-            tracing::warn!(run_id = run.id, "cannot judge the rerun: {why}; the first verdict stands");
+            tracing::warn!(run_id = run.id, "cannot judge the run: {why}");
             Ok(None)
         }
         Err(JudgeError::Store(e)) => Err(e).with_context(|| format!("judge run #{} again", run.id)),

@@ -14,6 +14,7 @@ pub mod alerting;
 pub mod capacity;
 pub mod claim;
 pub mod confirm;
+pub mod fault;
 pub mod held_back;
 pub mod interrupted;
 pub mod judge_run;
@@ -29,7 +30,7 @@ use tokio::sync::watch;
 use crate::clock::Clock;
 use crate::config::{Config, ScenarioConfig};
 use crate::engine::{self, Measurement, Progress};
-use crate::model::{NewRun, RunId, RunStatus, RunTelemetry};
+use crate::model::{BaselineSpec, NewRun, RunId, RunStatus, RunTelemetry};
 use crate::scenario::{self, Plan};
 use crate::store::{Retry, Store, StoreCause, StoreError, retry};
 
@@ -46,6 +47,9 @@ pub struct Job {
     pub scenario: Option<ScenarioConfig>,
     /// The run this one reruns to confirm a regression (see [`Job::rerun`]).
     pub confirms: Option<RunId>,
+    /// The baseline the runner will judge the run against, stored with the run from its start (see
+    /// `NewRun::judged_against`); `None` for `degrade run`, which measures only.
+    pub judged_against: Option<BaselineSpec>,
 }
 
 impl Job {
@@ -70,7 +74,8 @@ impl Job {
         if let Some(scenario) = &mut scenario {
             scenario.build.deploy = None;
         }
-        Self { name: self.name.clone(), plan: self.plan.clone(), scenario, confirms: None }
+        let (name, plan, judged_against) = (self.name.clone(), self.plan.clone(), self.judged_against.clone());
+        Self { name, plan, scenario, confirms: None, judged_against }
     }
 
     /// The job for `wanted`: a `[[scenario]]` name, a scenario file's path, or (when `None`) the only
@@ -118,7 +123,7 @@ impl Job {
             let count = errors.0.len();
             anyhow::anyhow!("{errors}\n{count} problem{} in the scenario", if count == 1 { "" } else { "s" })
         })?;
-        Ok(Self { name, plan, scenario: entry, confirms: None })
+        Ok(Self { name, plan, scenario: entry, confirms: None, judged_against: None })
     }
 }
 
@@ -176,7 +181,7 @@ pub async fn run(
     stop: watch::Receiver<bool>,
     on_progress: impl FnMut(&Progress),
 ) -> anyhow::Result<RunOutcome> {
-    let Job { name, plan, scenario, confirms } = job;
+    let Job { name, plan, scenario, confirms, judged_against } = job;
     let started_at = clock.now();
     let mut deploy_output = None;
     let (prepared, stopped) = prepare_unless_stopped(scenario.as_ref(), build, &mut deploy_output, stop.clone()).await;
@@ -196,6 +201,7 @@ pub async fn run(
         scenario_source: Some(plan.source_text.clone()),
         started_at,
         confirms,
+        judged_against,
     };
     let run_id = retry(Retry::Unreachable, "record the run's start", || store.create_run(&new_run))
         .await

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use super::claim::{Claim, ClaimError, RunsUnderWay, holder_name};
 use super::confirm::{self, Confirmation};
+use super::fault::{self, FaultPoint};
 use super::judge_run::{IfRegressed, JudgeError, judge_run};
 use super::{Job, RunOutcome, alerting, interrupted};
 use crate::analysis::Gates;
@@ -159,12 +160,14 @@ impl Runner {
     pub async fn run(
         &self,
         claim: Claim,
-        job: Job,
+        mut job: Job,
         build: Option<String>,
         spec: &BaselineSpec,
         mut on_progress: impl FnMut(&Progress),
     ) -> anyhow::Result<Ended> {
         let scenario = job.name.clone();
+        // Stored with the run, so a degrade killed before the verdict leaves the next one what to judge it by.
+        job.judged_against = Some(spec.clone());
         // What a stopped degrade left of this scenario is settled first, so tonight is judged after it.
         interrupted::settle(&self.store, &self.config, LeftBehind::Claimed(&scenario), self.clock.now()).await;
         let confirm = self.config.scenario(&scenario).map_or(Gates::default().confirm, |s| s.gates.confirm);
@@ -175,6 +178,7 @@ impl Runner {
             // Boxed, as is the rerun's: each run's future holds the whole engine.
             let outcome =
                 Box::pin(super::run(&self.store, job, build, &self.clock, self.stop.clone(), &mut on_progress)).await?;
+            fault::reached(FaultPoint::ResultsStored);
             // A regression to confirm is stored `confirming` with its verdict.
             let if_regressed = if rerun.is_some() { IfRegressed::Confirm } else { IfRegressed::Stands };
             let judge = || self.conclude(&scenario, &outcome, spec, if_regressed);

@@ -1,5 +1,6 @@
 //! What a degrade that stopped mid-way (a kill, a crash, a power cut) left for the next one to settle: runs
-//! still `running`, and regressions still `confirming` (see `pipeline::interrupted`), where [`LeftBehind`] says.
+//! still `running`, regressions still `confirming`, and nights measured but never judged (see
+//! `pipeline::interrupted`), where [`LeftBehind`] says.
 
 use chrono::{DateTime, Utc};
 
@@ -67,5 +68,21 @@ impl Store {
         let rows: Vec<(i64,)> =
             on_pool!(self, |pool| sqlx::query_as(query).bind(unleased).bind(claimed).fetch_all(pool).await?);
         Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// Runner nights a degrade stopped between their stored results and their verdict, where `scope` says:
+    /// `finished`, never judged, and a night's first run (a rerun left so is decided with its pair), each with
+    /// the baseline it was to be judged against, as stored.
+    pub async fn unjudged_left_behind(&self, scope: LeftBehind<'_>) -> Result<Vec<(RunId, String)>, StoreError> {
+        let (unleased, claimed) = scope.parameters();
+        let query = "select runs.id, runs.judged_against from runs join scenarios on scenarios.id = runs.scenario_id \
+                     where runs.status = 'finished' and runs.judged_against is not null \
+                     and runs.confirms_run_id is null \
+                     and not exists (select 1 from verdicts where verdicts.run_id = runs.id) \
+                     and (cast($1 as bigint) is null or runs.scenario_id not in \
+                         (select scenario_id from scenario_leases where expires_at > $1)) \
+                     and (cast($2 as text) is null or scenarios.name = $2) \
+                     order by runs.id";
+        Ok(on_pool!(self, |pool| sqlx::query_as(query).bind(unleased).bind(claimed).fetch_all(pool).await?))
     }
 }

@@ -66,7 +66,8 @@ impl Store {
     pub async fn create_run(&self, run: &NewRun) -> Result<RunId, StoreError> {
         let scenario_id = self.ensure_scenario(&run.scenario, run.started_at).await?;
         let query = "insert into runs (scenario_id, build_id, status, started_at, scenario_hash, seed, scenario_source, \
-                     deploy_output, confirms_run_id) values ($1, $2, 'running', $3, $4, $5, $6, $7, $8) returning id";
+                     deploy_output, confirms_run_id, judged_against) values ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9) \
+                     returning id";
         retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
                 .bind(scenario_id)
@@ -77,6 +78,7 @@ impl Store {
                 .bind(run.scenario_source.as_deref().map(storable))
                 .bind(run.deploy_output.as_deref().map(storable))
                 .bind(run.confirms)
+                .bind(run.judged_against.as_ref().map(ToString::to_string))
                 .fetch_one(pool)
                 .await?))
         })

@@ -98,6 +98,7 @@ async fn nul_story(db: &TestDb) {
         deploy_output: Some("deployed\u{0}".into()),
         started_at: night(1),
         confirms: None,
+        judged_against: None,
     };
     let id = store.create_run(&run).await.unwrap();
     let mut failing = EndpointResult { errors: 3, ..endpoint("GET /a\u{0}b", 50.0) };

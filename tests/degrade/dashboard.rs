@@ -434,6 +434,7 @@ async fn run_and_scenario_pages_name_the_workload_series() {
             deploy_output: None,
             started_at,
             confirms: None,
+            judged_against: None,
         };
         let id = store.create_run(&run).await.unwrap();
         let load_summary =

@@ -20,6 +20,8 @@
 //! - `hostile_input`: overflowing durations, sizes, ports, devices as files, bad names: refused, never a panic.
 //! - `control_characters`: NUL and other control characters refused by `validate` in names, header values and
 //!   paths; text carrying a NUL stored on SQLite and PostgreSQL.
+//! - `killed_nights`: degrade killed at a fault point (`DEGRADE_FAULT`) through the real binary, and what
+//!   the next degrade finishes: a night killed before its verdict is judged and alerted once.
 //! - `held_back_machine`: nights measured on a busy or held-back machine, left out and excused.
 //! - `layers`: every module of `src/` uses only modules of a lower layer (the table ARCHITECTURE.md draws).
 //! - `demo`: the bundled demo API and its knobs (`degrade demo --exit` runs in `.ci/run`).
@@ -67,6 +69,7 @@ mod har_memory;
 mod held_back_machine;
 mod hostile_input;
 mod layers;
+mod killed_nights;
 mod left_behind;
 mod manual_examples;
 mod manual_quotes;

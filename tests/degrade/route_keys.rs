@@ -230,6 +230,7 @@ fn old_night(text: &str, n: i64) -> (NewRun, RunResults) {
         deploy_output: None,
         started_at,
         confirms: None,
+        judged_against: None,
     };
     (run, results(started_at, &[OVERALL_ENDPOINT, "GET /echo"]))
 }

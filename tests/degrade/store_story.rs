@@ -51,6 +51,7 @@ fn new_run(n: i64) -> NewRun {
         deploy_output: None,
         started_at: night(n),
         confirms: None,
+        judged_against: None,
     }
 }
 

@@ -140,6 +140,7 @@ async fn regressed_nights(store: &Store, count: i64) -> i64 {
             deploy_output: (n == count - 1).then(|| format!("rolled out 1.0.{n} <3 replicas>")),
             started_at,
             confirms: None,
+            judged_against: None,
         };
         let id = store.create_run(&run).await.unwrap();
         let boards = if n == count - 1 { 135.0 } else { 100.0 };

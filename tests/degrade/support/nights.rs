@@ -49,6 +49,7 @@ pub fn new_run(scenario: &str, n: i64) -> NewRun {
         deploy_output: None,
         started_at: night(n),
         confirms: None,
+        judged_against: None,
     }
 }
 

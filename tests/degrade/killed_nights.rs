@@ -1,0 +1,146 @@
+//! Nights whose degrade was killed at a fault point (`DEGRADE_FAULT`, debug builds only), finished by the next
+//! degrade to touch the scenario, through the real binary: a night killed with its results stored and no
+//! verdict is judged once, against the baseline stored with it, and its regression alerted once, on SQLite
+//! and on PostgreSQL. The night's regression is an error rate (every other request answered 500), so the
+//! verdict rests on no timing.
+
+use std::os::unix::process::ExitStatusExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use degrade::model::{RunStatus, VerdictOutcome};
+use degrade::store::Store;
+
+use crate::support::receiver::Receiver;
+use crate::support::{TestDb, degrade_child, project, text};
+
+/// A target that answers every other request 500 while `failing` is set.
+struct HalfFailing {
+    url: String,
+    failing: Arc<AtomicBool>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl HalfFailing {
+    async fn start() -> Self {
+        let failing = Arc::new(AtomicBool::new(false));
+        let served = Arc::new(AtomicU64::new(0));
+        let app = Router::new().route("/items", get(items)).with_state((Arc::clone(&failing), served));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Self { url, failing, server }
+    }
+}
+
+impl Drop for HalfFailing {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+async fn items(State((failing, served)): State<(Arc<AtomicBool>, Arc<AtomicU64>)>) -> StatusCode {
+    let odd = served.fetch_add(1, Ordering::Relaxed) % 2 == 1;
+    if failing.load(Ordering::Relaxed) && odd { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::OK }
+}
+
+/// The killed degrade's lease on the scenario would run out two minutes after its last renewal, and the next
+/// run wait until then; here it runs out at once, as it would have by then.
+async fn expire_the_lease_of_the_killed(store: &Store) {
+    let lease = store.lease("shop").await.unwrap().expect("a killed degrade leaves its lease");
+    store.release_lease("shop", &lease.holder).await.unwrap();
+}
+
+/// One night through `check --run-now`, killed at `fault` when given: the exit status and the output.
+async fn night(dir: &tempfile::TempDir, hook: &Receiver, fault: Option<&str>) -> (std::process::ExitStatus, String) {
+    let url = hook.url();
+    let mut env = vec![("HOOK", url.as_str())];
+    env.extend(fault.map(|point| ("DEGRADE_FAULT", point)));
+    let output = degrade_child(dir.path(), &["check", "--run-now"], &env).wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&output);
+    (output.status, format!("{stdout}{stderr}"))
+}
+
+async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_next(db: &TestDb) {
+    let target = HalfFailing::start().await;
+    let hook = Receiver::start().await;
+    let config = format!(
+        "[database]\nurl = \"{}\"\n\n[[scenario]]\nname = \"shop\"\nfile = \"shop.toml\"\ntarget = \"{}\"\n\n\
+         [[notify]]\nname = \"team\"\nkind = \"json\"\nurl_env = \"HOOK\"\n",
+        db.url_string(),
+        target.url
+    );
+    let scenario = "[[flow]]\nname = \"list\"\n[[flow.step]]\npath = \"/items\"\n\
+                    [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 40\n";
+    let (dir, _) = project(&config, &[("shop.toml", scenario)]);
+    let store = Store::connect(&db.url).await.unwrap();
+    let mut valid = 0;
+    for n in 1..=12 {
+        let (status, output) = night(&dir, &hook, None).await;
+        assert!(matches!(status.code(), Some(0 | 3)), "history night {n}: {output}");
+        valid += usize::from(store.last_runs("shop", 1).await.unwrap()[0].status.is_valid_measurement());
+        if valid == 5 {
+            break;
+        }
+    }
+    assert_eq!(valid, 5, "five valid nights of history in twelve");
+
+    // Every other request fails, and degrade is killed once the night's results are stored. A night this
+    // machine measured invalid (its generator fell behind) is never judged: another is killed instead.
+    target.failing.store(true, Ordering::Relaxed);
+    let mut killed = None;
+    for _ in 0..4 {
+        let (status, output) = night(&dir, &hook, Some("results-stored")).await;
+        assert_eq!(status.signal(), Some(9), "killed by SIGKILL at the fault point: {status:?} {output}");
+        expire_the_lease_of_the_killed(&store).await;
+        let run = store.last_runs("shop", 1).await.unwrap().remove(0);
+        if run.status == RunStatus::Finished {
+            killed = Some(run.id);
+            break;
+        }
+        assert_eq!(run.status, RunStatus::Invalid, "only an invalid night is not `finished` here: {run:?}");
+    }
+    let Some(killed) = killed else {
+        return eprintln!("skipped: four killed nights in a row were invalid (this machine is too busy)");
+    };
+    assert_eq!(store.latest_verdict(killed).await.unwrap(), None, "killed before its verdict");
+    assert!(hook.delivered().is_empty(), "nothing alerted yet: {:?}", hook.delivered());
+
+    // The next night's degrade judges it first, against the baseline stored with it, and alerts it once.
+    target.failing.store(false, Ordering::Relaxed);
+    let (status, output) = night(&dir, &hook, None).await;
+    assert!(status.code().is_some(), "{output}");
+    let verdict = store.latest_verdict(killed).await.unwrap().expect("judged by the next degrade");
+    assert_eq!(verdict.id, store.first_verdict(killed).await.unwrap().unwrap().id, "judged once");
+    assert_eq!((verdict.outcome, verdict.baseline_spec.as_str()), (VerdictOutcome::Regressed, "last-7d"));
+    assert_eq!(store.find_run(killed).await.unwrap().unwrap().status, RunStatus::Regressed);
+    let delivered = hook.delivered();
+    let opened: Vec<_> = delivered.iter().filter(|m| m["event"] == "regression").collect();
+    assert_eq!(opened.len(), 1, "{delivered:?}");
+    assert_eq!(opened[0]["run_id"], killed, "{delivered:?}");
+
+    // Once judged, it is left alone: a third degrade judges it no more, and alerts nothing more of it.
+    let (status, output) = night(&dir, &hook, None).await;
+    assert!(status.code().is_some(), "{output}");
+    assert_eq!(store.latest_verdict(killed).await.unwrap().unwrap().id, verdict.id, "not judged again");
+    let opened = hook.delivered().iter().filter(|m| m["event"] == "regression").count();
+    assert_eq!(opened, 1, "{:?}", hook.delivered());
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_night_killed_before_its_verdict_is_finished_by_the_next_degrade_on_sqlite() {
+    let db = TestDb::sqlite();
+    a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_next(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set DEGRADE_TEST_POSTGRES_URL and pass --include-ignored (.ci/run does)"]
+async fn a_night_killed_before_its_verdict_is_finished_by_the_next_degrade_on_postgresql() {
+    let db = TestDb::postgres().await;
+    a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_next(&db).await;
+}
