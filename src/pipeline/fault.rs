@@ -1,30 +1,40 @@
 //! Fault injection for degrade's own tests: with `DEGRADE_FAULT=<point>` in its environment, a debug build of
 //! degrade kills itself with SIGKILL when it reaches that point of a night (no destructor, no flush, no
 //! goodbye to the database: what a power cut or the OOM killer does), so a test can prove the next degrade
-//! finishes what this one left (`interrupted`). A release build refuses to start with the variable set
+//! finishes what this one left (`interrupted`); or loses a committed write's acknowledgement once, so a test
+//! can prove the retry writes nothing twice. A release build refuses to start with the variable set
 //! ([`refuse_in_release`]): a service's environment must not be able to make it die.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::store::StoreError;
 
 /// The variable naming the point to die at.
 pub const VARIABLE: &str = "DEGRADE_FAULT";
 
-/// The points of a night where a test can kill degrade.
+/// The points of a night where a test can kill degrade, or lose a database write's acknowledgement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultPoint {
-    /// A runner's night has its results stored and no verdict yet.
+    /// A runner's night has its results stored and no verdict yet: killed there.
     ResultsStored,
+    /// The run's creation was written, and its acknowledgement lost (once): the pipeline tries again.
+    RunCreatedUnacknowledged,
+    /// The night's verdict was written, and its acknowledgement lost (once): the runner judges again.
+    VerdictUnacknowledged,
 }
 
 impl FaultPoint {
     /// Every point, for the tests that hit each.
-    pub const ALL: [Self; 1] = [Self::ResultsStored];
+    pub const ALL: [Self; 3] = [Self::ResultsStored, Self::RunCreatedUnacknowledged, Self::VerdictUnacknowledged];
 
     /// The name `DEGRADE_FAULT` takes.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::ResultsStored => "results-stored",
+            Self::RunCreatedUnacknowledged => "run-created-unacknowledged",
+            Self::VerdictUnacknowledged => "verdict-unacknowledged",
         }
     }
 }
@@ -36,7 +46,8 @@ fn armed() -> Option<FaultPoint> {
         let wanted = std::env::var(VARIABLE).ok()?;
         let point = FaultPoint::ALL.into_iter().find(|p| p.as_str() == wanted);
         if point.is_none() {
-            tracing::warn!("{VARIABLE} names no fault point; known: results-stored");
+            let known: Vec<&str> = FaultPoint::ALL.iter().map(|p| p.as_str()).collect();
+            tracing::warn!("{VARIABLE} names no fault point; known: {}", known.join(", "));
         }
         point.filter(|_| cfg!(debug_assertions))
     })
@@ -51,6 +62,22 @@ pub fn reached(point: FaultPoint) {
         let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
         std::process::abort();
     }
+}
+
+/// Fails once, as a database connection that dropped before its answer, when `DEGRADE_FAULT` names `point`
+/// (debug builds only): the write before it was committed, and the caller, seeing a database it could not
+/// reach, tries again. What it writes must then be written once.
+///
+/// # Errors
+/// The first time `point` is reached with the variable naming it.
+pub fn lost_acknowledgement(point: FaultPoint) -> Result<(), StoreError> {
+    static FIRED: AtomicBool = AtomicBool::new(false);
+    if armed() != Some(point) || FIRED.swap(true, Ordering::SeqCst) {
+        return Ok(());
+    }
+    tracing::warn!(point = point.as_str(), "{VARIABLE}: losing this write's acknowledgement, as a test asked");
+    let dropped = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the connection dropped (DEGRADE_FAULT)");
+    Err(StoreError::Database(sqlx::Error::Io(dropped)))
 }
 
 /// A release build refuses to run with `DEGRADE_FAULT` set: it is for degrade's own tests.

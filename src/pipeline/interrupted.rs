@@ -23,7 +23,7 @@ use super::judge_run::{IfRegressed, JudgeError, judge_run};
 use crate::config::Config;
 use crate::model::{BaselineSpec, Run, RunId, RunStatus, Verdict, VerdictOutcome};
 use crate::report::{BaselineRun, CheckReport};
-use crate::store::{LeftBehind, Store};
+use crate::store::{LeftBehind, Store, StoreError};
 
 /// Aborts the runs a stopped degrade left `running` and decides the regressions it left `confirming`, where
 /// `scope` says; verdicts and alerts are made `at`. Everything is logged, nothing is returned: what cannot be
@@ -145,7 +145,7 @@ async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>)
 
 /// `run`'s report as its stored `verdict` made it (the nights the verdict left out are not stored, and not
 /// listed).
-async fn stored_report(store: &Store, run: &Run, verdict: Verdict) -> anyhow::Result<CheckReport> {
+pub(super) async fn stored_report(store: &Store, run: &Run, verdict: Verdict) -> Result<CheckReport, StoreError> {
     let mut baseline = Vec::new();
     for id in &verdict.baseline_run_ids {
         if let Some(night) = store.find_run(*id).await? {

@@ -33,6 +33,7 @@ use crate::engine::{self, Measurement, Progress};
 use crate::model::{BaselineSpec, NewRun, RunId, RunStatus, RunTelemetry};
 use crate::scenario::{self, Plan};
 use crate::store::{Retry, Store, StoreCause, StoreError, retry};
+use fault::FaultPoint;
 
 pub use claim::{Claim, ClaimError, RunsUnderWay};
 pub use runner::{Ended, Runner};
@@ -203,9 +204,14 @@ pub async fn run(
         confirms,
         judged_against,
     };
-    let run_id = retry(Retry::Unreachable, "record the run's start", || store.create_run(&new_run))
-        .await
-        .context("cannot record the run's start")?;
+    // `create_run` finds the run a lost acknowledgement hid rather than storing it twice.
+    let create = || async {
+        let id = store.create_run(&new_run).await?;
+        fault::lost_acknowledgement(FaultPoint::RunCreatedUnacknowledged)?;
+        Ok::<_, StoreError>(id)
+    };
+    let run_id =
+        retry(Retry::Unreachable, "record the run's start", create).await.context("cannot record the run's start")?;
     if let Err(e) = prepared {
         let reason = format!("{e:#}");
         let status = if stopped { RunStatus::Aborted } else { RunStatus::Failed };

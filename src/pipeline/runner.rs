@@ -181,7 +181,11 @@ impl Runner {
             fault::reached(FaultPoint::ResultsStored);
             // A regression to confirm is stored `confirming` with its verdict.
             let if_regressed = if rerun.is_some() { IfRegressed::Confirm } else { IfRegressed::Stands };
-            let judge = || self.conclude(&scenario, &outcome, spec, if_regressed);
+            let judge = || async {
+                let ended = self.conclude(&scenario, &outcome, spec, if_regressed).await?;
+                fault::lost_acknowledgement(FaultPoint::VerdictUnacknowledged)?;
+                Ok::<_, JudgeError>(ended)
+            };
             let first = retry(Retry::Unreachable, "judge the run", judge).await?;
             let regressed = first.report.as_ref().is_some_and(|r| r.outcome == VerdictOutcome::Regressed);
             if let Some(rerun) = rerun.filter(|_| regressed) {
@@ -375,7 +379,12 @@ impl Runner {
         let Some(run) = store.find_run(run_id).await? else {
             return Err(JudgeError::Refused(format!("run #{run_id}, just stored, is gone")));
         };
-        let report = judge_run(store, config, &run, spec, if_regressed, self.clock.now()).await?;
+        // A verdict already stored against this baseline was this runner's own, its acknowledgement lost to a
+        // dropped connection: the retry returns it rather than judging (and storing) the night twice.
+        let report = match store.latest_verdict(run_id).await?.filter(|v| v.baseline_spec == spec.to_string()) {
+            Some(verdict) => interrupted::stored_report(store, &run, verdict).await?,
+            None => judge_run(store, config, &run, spec, if_regressed, self.clock.now()).await?,
+        };
         let status = store.find_run(run_id).await?.map_or(run.status, |r| r.status);
         Ok(Ended { run_id, status, report: Some(report), failure: None, confirmation: None })
     }

@@ -63,8 +63,25 @@ impl Store {
     }
 
     /// Records that a run has started; it stays `running` until [`Store::finish_run`] or [`Store::end_run`].
+    /// Asked again for the same run while it is `running` (a retry), returns the one stored.
     pub async fn create_run(&self, run: &NewRun) -> Result<RunId, StoreError> {
         let scenario_id = self.ensure_scenario(&run.scenario, run.started_at).await?;
+        // A caller that tries again after a dropped connection may have had its insert committed and the answer
+        // lost: the run it asked for is then found (the same scenario, start to the millisecond, seed and rerun
+        // link, still `running`: two degrades never start a scenario at once, the claim sees to that), not
+        // stored twice.
+        let existing = "select id from runs where scenario_id = $1 and started_at = $2 and seed = $3 \
+                        and status = 'running' and coalesce(confirms_run_id, 0) = coalesce($4, 0)";
+        let found: Option<RunId> = on_pool!(self, |pool| sqlx::query_scalar(existing)
+            .bind(scenario_id)
+            .bind(to_millis(run.started_at))
+            .bind(run.seed)
+            .bind(run.confirms)
+            .fetch_optional(pool)
+            .await?);
+        if let Some(id) = found {
+            return Ok(id);
+        }
         let query = "insert into runs (scenario_id, build_id, status, started_at, scenario_hash, seed, scenario_source, \
                      deploy_output, confirms_run_id, judged_against) values ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9) \
                      returning id";

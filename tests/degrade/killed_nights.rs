@@ -1,7 +1,7 @@
 //! Nights whose degrade was killed at a fault point (`DEGRADE_FAULT`, debug builds only), finished by the next
 //! degrade to touch the scenario, through the real binary: a night killed with its results stored and no
-//! verdict is judged once, against the baseline stored with it, and its regression alerted once, on SQLite
-//! and on PostgreSQL. The night's regression is an error rate (every other request answered 500), so the
+//! verdict is judged once, against the baseline stored with it, and its regression alerted once; a run's
+//! creation or its verdict committed and its acknowledgement lost is written once; on SQLite and on PostgreSQL. The night's regression is an error rate (every other request answered 500), so the
 //! verdict rests on no timing.
 
 use std::os::unix::process::ExitStatusExt;
@@ -65,7 +65,9 @@ async fn night(dir: &tempfile::TempDir, hook: &Receiver, fault: Option<&str>) ->
     (output.status, format!("{stdout}{stderr}"))
 }
 
-async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_next(db: &TestDb) {
+/// The half-failing target (answering well), a webhook receiver, and a project on `db` with five valid nights
+/// of history, with its store.
+async fn a_project_with_history(db: &TestDb) -> (HalfFailing, Receiver, tempfile::TempDir, Store) {
     let target = HalfFailing::start().await;
     let hook = Receiver::start().await;
     let config = format!(
@@ -88,6 +90,11 @@ async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_nex
         }
     }
     assert_eq!(valid, 5, "five valid nights of history in twelve");
+    (target, hook, dir, store)
+}
+
+async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_next(db: &TestDb) {
+    let (target, hook, dir, store) = a_project_with_history(db).await;
 
     // Every other request fails, and degrade is killed once the night's results are stored. A night this
     // machine measured invalid (its generator fell behind) is never judged: another is killed instead.
@@ -130,6 +137,42 @@ async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_nex
     let opened = hook.delivered().iter().filter(|m| m["event"] == "regression").count();
     assert_eq!(opened, 1, "{:?}", hook.delivered());
     store.close().await;
+}
+
+/// A night whose run creation, then whose verdict, was committed and its acknowledgement lost (a connection
+/// dropped before the answer): the retry finds what was written, and the night has one run and one verdict.
+async fn lost_acknowledgements_write_nothing_twice(db: &TestDb) {
+    let (_target, hook, dir, store) = a_project_with_history(db).await;
+    let before = store.last_runs("shop", 100).await.unwrap().len();
+    let (status, output) = night(&dir, &hook, Some("run-created-unacknowledged")).await;
+    assert!(matches!(status.code(), Some(0 | 3)), "{output}");
+    assert!(output.contains("losing this write's acknowledgement"), "the fault was reached: {output}");
+    let runs = store.last_runs("shop", 100).await.unwrap();
+    assert_eq!(runs.len(), before + 1, "one run for the night: {runs:?}");
+    assert!(runs.iter().all(|r| r.status != RunStatus::Running), "none left running: {runs:?}");
+
+    let (status, output) = night(&dir, &hook, Some("verdict-unacknowledged")).await;
+    assert!(matches!(status.code(), Some(0 | 3)), "{output}");
+    assert!(output.contains("losing this write's acknowledgement"), "the fault was reached: {output}");
+    let tonight = store.last_runs("shop", 1).await.unwrap().remove(0);
+    if !tonight.status.is_valid_measurement() {
+        return eprintln!("skipped: the verdict's night was invalid (this machine is too busy)");
+    }
+    let first = store.first_verdict(tonight.id).await.unwrap().expect("judged");
+    let latest = store.latest_verdict(tonight.id).await.unwrap().unwrap();
+    assert_eq!(first.id, latest.id, "one verdict for the night, not two: {first:?} {latest:?}");
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_acknowledgements_write_nothing_twice_on_sqlite() {
+    lost_acknowledgements_write_nothing_twice(&TestDb::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set DEGRADE_TEST_POSTGRES_URL and pass --include-ignored (.ci/run does)"]
+async fn lost_acknowledgements_write_nothing_twice_on_postgresql() {
+    lost_acknowledgements_write_nothing_twice(&TestDb::postgres().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
