@@ -5,3 +5,9 @@
 -- column existed keep null: a left-behind night from then cannot be told from a measured-only run. Same
 -- statement in the other backend's migrations.
 alter table runs add column judged_against text;
+
+-- When the alerts of the night a runner's verdict judged were stored (milliseconds since 1970); null until
+-- then, and for verdicts no runner alerts (`degrade check`'s, runs from before this column). A degrade killed
+-- between a night's verdict and its alerts leaves it null on a runner's night: the next degrade alerts it
+-- (unless a later night was judged since) and stamps it.
+alter table verdicts add column alerted_at bigint;

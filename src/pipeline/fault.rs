@@ -22,11 +22,14 @@ pub enum FaultPoint {
     RunCreatedUnacknowledged,
     /// The night's verdict was written, and its acknowledgement lost (once): the runner judges again.
     VerdictUnacknowledged,
+    /// A night not to confirm has its verdict stored and no alerts yet: killed there.
+    VerdictStored,
 }
 
 impl FaultPoint {
     /// Every point, for the tests that hit each.
-    pub const ALL: [Self; 3] = [Self::ResultsStored, Self::RunCreatedUnacknowledged, Self::VerdictUnacknowledged];
+    pub const ALL: [Self; 4] =
+        [Self::ResultsStored, Self::RunCreatedUnacknowledged, Self::VerdictUnacknowledged, Self::VerdictStored];
 
     /// The name `DEGRADE_FAULT` takes.
     #[must_use]
@@ -35,6 +38,7 @@ impl FaultPoint {
             Self::ResultsStored => "results-stored",
             Self::RunCreatedUnacknowledged => "run-created-unacknowledged",
             Self::VerdictUnacknowledged => "verdict-unacknowledged",
+            Self::VerdictStored => "verdict-stored",
         }
     }
 }

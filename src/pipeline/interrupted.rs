@@ -58,6 +58,30 @@ pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: D
     }
     // Boxed: judging holds a whole judgement, and every run through the runner awaits `settle` first.
     Box::pin(judge_unjudged(store, config, scope, at)).await;
+    alert_unalerted(store, config, scope, at).await;
+}
+
+/// Alerts the nights a stopped degrade judged and never alerted, as the runner would have (unless a later night
+/// was judged since), and stamps each: a night is looked at once.
+async fn alert_unalerted(store: &Store, config: &Config, scope: LeftBehind<'_>, at: DateTime<Utc>) {
+    let left = match store.unalerted_left_behind(scope).await {
+        Ok(left) => left,
+        Err(e) => return tracing::error!(error = %e, "cannot look for nights left unalerted"),
+    };
+    for run_id in left {
+        let alerted = async {
+            let run = store.find_run(run_id).await?.with_context(|| format!("run #{run_id} is gone"))?;
+            let verdict = store.first_verdict(run_id).await?.with_context(|| format!("run #{run_id}: no verdict"))?;
+            let report = stored_report(store, &run, verdict).await?;
+            alert_unless_superseded(store, config, &report, at).await?;
+            store.mark_alerted(run_id, at).await?;
+            anyhow::Ok(())
+        };
+        match alerted.await {
+            Ok(()) => tracing::info!(run_id, "a night a stopped degrade judged and never alerted is alerted"),
+            Err(e) => tracing::error!(run_id, error = format!("{e:#}"), "cannot alert a night left unalerted"),
+        }
+    }
 }
 
 /// Judges the nights a stopped degrade measured and never judged, against the baseline each was to be judged
@@ -99,6 +123,7 @@ async fn judge_left_behind(
     alerting::after_start(store, config, &run.scenario, run.id, at).await?;
     let Some(report) = judge_again(store, config, &run, &spec, at).await? else { return Ok(None) };
     alert_unless_superseded(store, config, &report, at).await?;
+    store.mark_alerted(run.id, at).await?;
     Ok(Some(report.outcome))
 }
 

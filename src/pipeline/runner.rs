@@ -192,6 +192,7 @@ impl Runner {
                 return Box::pin(self.confirm(first, rerun, spec, &mut on_progress)).await;
             }
             if let Some(report) = &first.report {
+                fault::reached(FaultPoint::VerdictStored);
                 self.alert(report).await?;
             }
             Ok(first)
@@ -346,6 +347,10 @@ impl Runner {
     async fn alert(&self, report: &CheckReport) -> anyhow::Result<()> {
         let update = || alerting::after_judgement(&self.store, &self.config, report, self.clock.now());
         retry(Retry::Unreachable, "update alerts", update).await?;
+        // Stamped after the alerts: a kill in between leaves the night for the next degrade to alert, and
+        // alerting it again repeats nothing (an open episode is not opened twice).
+        let stamp = || self.store.mark_alerted(report.run_id, self.clock.now());
+        retry(Retry::Unreachable, "stamp the alerts", stamp).await?;
         Ok(())
     }
 

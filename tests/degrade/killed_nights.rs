@@ -66,12 +66,12 @@ async fn night(dir: &tempfile::TempDir, hook: &Receiver, fault: Option<&str>) ->
 }
 
 /// The half-failing target (answering well), a webhook receiver, and a project on `db` with five valid nights
-/// of history, with its store.
-async fn a_project_with_history(db: &TestDb) -> (HalfFailing, Receiver, tempfile::TempDir, Store) {
+/// of history, with its store; `gates` is the scenario's `[scenario.gates]` table, if any.
+async fn a_project_with_history(db: &TestDb, gates: &str) -> (HalfFailing, Receiver, tempfile::TempDir, Store) {
     let target = HalfFailing::start().await;
     let hook = Receiver::start().await;
     let config = format!(
-        "[database]\nurl = \"{}\"\n\n[[scenario]]\nname = \"shop\"\nfile = \"shop.toml\"\ntarget = \"{}\"\n\n\
+        "[database]\nurl = \"{}\"\n\n[[scenario]]\nname = \"shop\"\nfile = \"shop.toml\"\ntarget = \"{}\"\n{gates}\n\
          [[notify]]\nname = \"team\"\nkind = \"json\"\nurl_env = \"HOOK\"\n",
         db.url_string(),
         target.url
@@ -94,7 +94,7 @@ async fn a_project_with_history(db: &TestDb) -> (HalfFailing, Receiver, tempfile
 }
 
 async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_next(db: &TestDb) {
-    let (target, hook, dir, store) = a_project_with_history(db).await;
+    let (target, hook, dir, store) = a_project_with_history(db, "").await;
 
     // Every other request fails, and degrade is killed once the night's results are stored. A night this
     // machine measured invalid (its generator fell behind) is never judged: another is killed instead.
@@ -142,7 +142,7 @@ async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_nex
 /// A night whose run creation, then whose verdict, was committed and its acknowledgement lost (a connection
 /// dropped before the answer): the retry finds what was written, and the night has one run and one verdict.
 async fn lost_acknowledgements_write_nothing_twice(db: &TestDb) {
-    let (_target, hook, dir, store) = a_project_with_history(db).await;
+    let (_target, hook, dir, store) = a_project_with_history(db, "").await;
     let before = store.last_runs("shop", 100).await.unwrap().len();
     let (status, output) = night(&dir, &hook, Some("run-created-unacknowledged")).await;
     assert!(matches!(status.code(), Some(0 | 3)), "{output}");
@@ -162,6 +162,53 @@ async fn lost_acknowledgements_write_nothing_twice(db: &TestDb) {
     let latest = store.latest_verdict(tonight.id).await.unwrap().unwrap();
     assert_eq!(first.id, latest.id, "one verdict for the night, not two: {first:?} {latest:?}");
     store.close().await;
+}
+
+/// With confirmation off, a night killed once its verdict is stored and before its alerts is alerted once by
+/// the next degrade, before that one's own night (which recovers).
+async fn a_night_killed_before_its_alerts_is_alerted_once_by_the_next(db: &TestDb) {
+    let (target, hook, dir, store) = a_project_with_history(db, "[scenario.gates]\nconfirm = false\n").await;
+    target.failing.store(true, Ordering::Relaxed);
+    let mut killed = None;
+    for _ in 0..4 {
+        let (status, output) = night(&dir, &hook, Some("verdict-stored")).await;
+        assert_eq!(status.signal(), Some(9), "killed by SIGKILL at the fault point: {status:?} {output}");
+        expire_the_lease_of_the_killed(&store).await;
+        let run = store.last_runs("shop", 1).await.unwrap().remove(0);
+        if run.status != RunStatus::Invalid {
+            killed = Some(run.id);
+            break;
+        }
+    }
+    let Some(killed) = killed else {
+        return eprintln!("skipped: four nights in a row were invalid (this machine is too busy)");
+    };
+    assert_eq!(store.find_run(killed).await.unwrap().unwrap().status, RunStatus::Regressed);
+    assert!(hook.delivered().is_empty(), "killed before its alerts: {:?}", hook.delivered());
+
+    target.failing.store(false, Ordering::Relaxed);
+    let (status, output) = night(&dir, &hook, None).await;
+    assert!(status.code().is_some(), "{output}");
+    let delivered = hook.delivered();
+    let opened: Vec<_> = delivered.iter().filter(|m| m["event"] == "regression").collect();
+    assert_eq!(opened.len(), 1, "{delivered:?}");
+    assert_eq!(opened[0]["run_id"], killed, "{delivered:?}");
+    // A third degrade finds nothing left to alert.
+    let (status, output) = night(&dir, &hook, None).await;
+    assert!(status.code().is_some(), "{output}");
+    assert_eq!(hook.delivered().iter().filter(|m| m["event"] == "regression").count(), 1);
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_night_killed_before_its_alerts_is_alerted_once_by_the_next_degrade_on_sqlite() {
+    a_night_killed_before_its_alerts_is_alerted_once_by_the_next(&TestDb::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set DEGRADE_TEST_POSTGRES_URL and pass --include-ignored (.ci/run does)"]
+async fn a_night_killed_before_its_alerts_is_alerted_once_by_the_next_degrade_on_postgresql() {
+    a_night_killed_before_its_alerts_is_alerted_once_by_the_next(&TestDb::postgres().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
