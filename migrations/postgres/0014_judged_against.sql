@@ -6,8 +6,8 @@
 -- statement in the other backend's migrations.
 alter table runs add column judged_against text;
 
--- When the alerts of the night a runner's verdict judged were stored (milliseconds since 1970); null until
--- then, and for verdicts no runner alerts (`degrade check`'s, runs from before this column). A degrade killed
--- between a night's verdict and its alerts leaves it null on a runner's night: the next degrade alerts it
--- (unless a later night was judged since) and stamps it.
-alter table verdicts add column alerted_at bigint;
+-- When the night's alerts were stored (milliseconds since 1970): its verdict's, or its failure's. Null until
+-- then, and for runs no runner alerts (`degrade run`'s, runs from before this column). A degrade killed between
+-- a runner night's verdict (or failure) and its alerts leaves it null: the next degrade alerts the night (unless
+-- a later night was judged since) and stamps it.
+alter table runs add column alerted_at bigint;

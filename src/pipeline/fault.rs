@@ -24,12 +24,19 @@ pub enum FaultPoint {
     VerdictUnacknowledged,
     /// A night not to confirm has its verdict stored and no alerts yet: killed there.
     VerdictStored,
+    /// A night that could not be done is stored `failed`, and not alerted yet: killed there.
+    FailureStored,
 }
 
 impl FaultPoint {
     /// Every point, for the tests that hit each.
-    pub const ALL: [Self; 4] =
-        [Self::ResultsStored, Self::RunCreatedUnacknowledged, Self::VerdictUnacknowledged, Self::VerdictStored];
+    pub const ALL: [Self; 5] = [
+        Self::ResultsStored,
+        Self::RunCreatedUnacknowledged,
+        Self::VerdictUnacknowledged,
+        Self::VerdictStored,
+        Self::FailureStored,
+    ];
 
     /// The name `DEGRADE_FAULT` takes.
     #[must_use]
@@ -39,6 +46,7 @@ impl FaultPoint {
             Self::RunCreatedUnacknowledged => "run-created-unacknowledged",
             Self::VerdictUnacknowledged => "verdict-unacknowledged",
             Self::VerdictStored => "verdict-stored",
+            Self::FailureStored => "failure-stored",
         }
     }
 }

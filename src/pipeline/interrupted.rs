@@ -42,7 +42,13 @@ pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: D
         Err(e) => return tracing::error!(error = %e, "cannot look for regressions left confirming"),
     };
     for first in left {
-        match decide(store, config, first, at).await {
+        let decided = decide(store, config, first, at).await;
+        if let Ok(Some(_)) = decided
+            && let Err(e) = store.mark_alerted(first, at).await
+        {
+            tracing::error!(run_id = first, error = %e, "cannot stamp a decided night alerted");
+        }
+        match decided {
             Ok(Some(night)) => tracing::warn!(
                 run_id = first,
                 night,
@@ -71,9 +77,15 @@ async fn alert_unalerted(store: &Store, config: &Config, scope: LeftBehind<'_>, 
     for run_id in left {
         let alerted = async {
             let run = store.find_run(run_id).await?.with_context(|| format!("run #{run_id} is gone"))?;
-            let verdict = store.first_verdict(run_id).await?.with_context(|| format!("run #{run_id}: no verdict"))?;
-            let report = stored_report(store, &run, verdict).await?;
-            alert_unless_superseded(store, config, &report, at).await?;
+            if run.status == RunStatus::Failed {
+                alert_failure_unless_superseded(store, config, &run, at).await?;
+            } else {
+                // The runner's own verdict is the night's first; a later `degrade check` of it alerts nothing.
+                let verdict =
+                    store.first_verdict(run_id).await?.with_context(|| format!("run #{run_id}: no verdict"))?;
+                let report = stored_report(store, &run, verdict).await?;
+                alert_unless_superseded(store, config, &report, at).await?;
+            }
             store.mark_alerted(run_id, at).await?;
             anyhow::Ok(())
         };
@@ -209,6 +221,23 @@ async fn judge_again(
         }
         Err(JudgeError::Store(e)) => Err(e).with_context(|| format!("judge run #{} again", run.id)),
     }
+}
+
+/// Alerts a failed night as the runner would have (a run-failed episode), unless a later night has been judged
+/// since.
+async fn alert_failure_unless_superseded(
+    store: &Store,
+    config: &Config,
+    run: &Run,
+    at: DateTime<Utc>,
+) -> anyhow::Result<()> {
+    if store.superseded(run.id).await? {
+        tracing::info!(run_id = run.id, "not alerted: a later night of the scenario was judged since");
+        return Ok(());
+    }
+    let reason = run.failure_reason.as_deref().unwrap_or("the run could not be done");
+    alerting::after_failure(store, config, &run.scenario, run.id, run.build_id.clone(), reason, at).await?;
+    Ok(())
 }
 
 /// Alerts the night's report as the runner would have, unless a later night has been judged or has moved the

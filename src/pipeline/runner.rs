@@ -302,6 +302,8 @@ impl Runner {
             self.alert(&report).await?;
         }
         let decided = decision.store(&self.store, first, rerun.run_id, earlier).await?;
+        // The night's alerts are the pair's, stored above: the first run has nothing left to alert.
+        self.store.mark_alerted(first, self.clock.now()).await?;
         tracing::info!(run_id = rerun.run_id, "{}", decision.confirmation.describe(rerun.run_id));
         rerun.status = decision.rerun.unwrap_or(rerun.status);
         rerun.report = Some(report);
@@ -398,7 +400,9 @@ impl Runner {
     async fn failed_night(&self, scenario: &str, run_id: RunId, reason: String) -> Result<Ended, JudgeError> {
         let build_id = self.store.find_run(run_id).await?.and_then(|r| r.build_id);
         let at = self.clock.now();
+        fault::reached(FaultPoint::FailureStored);
         alerting::after_failure(&self.store, &self.config, scenario, run_id, build_id, &reason, at).await?;
+        self.store.mark_alerted(run_id, at).await?;
         Ok(Ended::unjudged(run_id, RunStatus::Failed, Some(reason)))
     }
 }

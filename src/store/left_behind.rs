@@ -1,6 +1,6 @@
 //! What a degrade that stopped mid-way (a kill, a crash, a power cut) left for the next one to settle: runs
-//! still `running`, regressions still `confirming`, and nights measured but never judged, or judged but never
-//! alerted (see `pipeline::interrupted`), where [`LeftBehind`] says.
+//! still `running`, regressions still `confirming`, and nights measured but never judged, or judged (or
+//! failed) but never alerted (see `pipeline::interrupted`), where [`LeftBehind`] says.
 
 use chrono::{DateTime, Utc};
 
@@ -86,17 +86,17 @@ impl Store {
         Ok(on_pool!(self, |pool| sqlx::query_as(query).bind(unleased).bind(claimed).fetch_all(pool).await?))
     }
 
-    /// Runner nights judged and never alerted (a degrade stopped between the verdict and the alerts), where
-    /// `scope` says: a night's first run, passed, regressed or judged inconclusive, whose first verdict (the
-    /// runner's own; a later `degrade check` of the run stores others, never alerted) has no `alerted_at`. A
-    /// pair's first run left `confirming` is the confirmation's to settle.
+    /// Runner nights judged or failed and never alerted (a degrade stopped between the verdict, or the failure,
+    /// and the alerts), where `scope` says: a night's first run, passed, regressed, judged inconclusive or
+    /// failed, not stamped `alerted_at`. A pair's first run left `confirming` is the confirmation's to settle,
+    /// and a night never judged is judged first (`unjudged_left_behind`).
     pub async fn unalerted_left_behind(&self, scope: LeftBehind<'_>) -> Result<Vec<RunId>, StoreError> {
         let (unleased, claimed) = scope.parameters();
         let query = "select runs.id from runs join scenarios on scenarios.id = runs.scenario_id \
-                     join verdicts on verdicts.run_id = runs.id \
                      where runs.judged_against is not null and runs.confirms_run_id is null \
-                     and runs.status in ('passed', 'regressed', 'finished') and verdicts.alerted_at is null \
-                     and verdicts.id = (select min(first.id) from verdicts as first where first.run_id = runs.id) \
+                     and runs.alerted_at is null and (runs.status = 'failed' \
+                         or (runs.status in ('passed', 'regressed', 'finished') \
+                             and exists (select 1 from verdicts where verdicts.run_id = runs.id))) \
                      and (cast($1 as bigint) is null or runs.scenario_id not in \
                          (select scenario_id from scenario_leases where expires_at > $1)) \
                      and (cast($2 as text) is null or scenarios.name = $2) \
@@ -106,9 +106,9 @@ impl Store {
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
-    /// Stamps run `run_id`'s verdicts as alerted at `at`: its night's alerts are stored (or were not due).
+    /// Stamps run `run_id` alerted at `at`: its night's alerts are stored (or were not due).
     pub async fn mark_alerted(&self, run_id: RunId, at: DateTime<Utc>) -> Result<(), StoreError> {
-        let query = "update verdicts set alerted_at = $2 where run_id = $1 and alerted_at is null";
+        let query = "update runs set alerted_at = $2 where id = $1 and alerted_at is null";
         retry_busy(|| async move {
             on_pool!(self, |pool| sqlx::query(query)
                 .bind(run_id)

@@ -108,14 +108,16 @@ fn command(line: &str) -> Option<Vec<String>> {
     Some(std::iter::once("degrade".to_owned()).chain(args.cloned()).collect())
 }
 
-/// The source of every integration test, where the `assert_quoted` calls are.
+/// The source of every integration test, of both binaries, where the `assert_quoted` calls are.
 fn test_sources() -> String {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/degrade");
     let mut all = String::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "rs") {
-            all += &std::fs::read_to_string(path).unwrap();
+    for binary in ["tests/degrade", "tests/nights"] {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(binary);
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                all += &std::fs::read_to_string(path).unwrap();
+            }
         }
     }
     all

@@ -1,6 +1,7 @@
 //! Nights whose degrade was killed at a fault point (`DEGRADE_FAULT`, debug builds only), finished by the next
 //! degrade to touch the scenario, through the real binary: a night killed with its results stored and no
-//! verdict is judged once, against the baseline stored with it, and its regression alerted once; a run's
+//! verdict is judged once, against the baseline stored with it, and its regression alerted once; one killed
+//! before its alerts (a verdict's, a failure's) is alerted once; a run's
 //! creation or its verdict committed and its acknowledgement lost is written once; on SQLite and on PostgreSQL. The night's regression is an error rate (every other request answered 500), so the
 //! verdict rests on no timing.
 
@@ -34,6 +35,13 @@ impl HalfFailing {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         Self { url, failing, server }
+    }
+}
+
+impl HalfFailing {
+    /// Stops answering: connections are refused from now on.
+    fn go_down(&self) {
+        self.server.abort();
     }
 }
 
@@ -209,6 +217,39 @@ async fn a_night_killed_before_its_alerts_is_alerted_once_by_the_next_degrade_on
 #[ignore = "needs PostgreSQL: set DEGRADE_TEST_POSTGRES_URL and pass --include-ignored (.ci/run does)"]
 async fn a_night_killed_before_its_alerts_is_alerted_once_by_the_next_degrade_on_postgresql() {
     a_night_killed_before_its_alerts_is_alerted_once_by_the_next(&TestDb::postgres().await).await;
+}
+
+/// A night that could not be done (the target down), killed once it is stored `failed` and before its alert,
+/// is alerted by the next degrade, whose own failed night then says nothing new: one run-failed alert, for the
+/// killed night.
+async fn a_failed_night_killed_before_its_alert_is_alerted_once_by_the_next(db: &TestDb) {
+    let (target, hook, dir, store) = a_project_with_history(db, "").await;
+    target.go_down();
+    let (status, output) = night(&dir, &hook, Some("failure-stored")).await;
+    assert_eq!(status.signal(), Some(9), "killed by SIGKILL at the fault point: {status:?} {output}");
+    expire_the_lease_of_the_killed(&store).await;
+    let killed = store.last_runs("shop", 1).await.unwrap().remove(0);
+    assert_eq!(killed.status, RunStatus::Failed, "{killed:?}");
+    assert!(hook.delivered().is_empty(), "killed before its alert: {:?}", hook.delivered());
+
+    let (status, output) = night(&dir, &hook, None).await;
+    assert!(status.code().is_some(), "{output}");
+    let delivered = hook.delivered();
+    let failed: Vec<_> = delivered.iter().filter(|m| m["event"] == "run_failed").collect();
+    assert_eq!(failed.len(), 1, "{delivered:?}");
+    assert_eq!(failed[0]["run_id"], killed.id, "the killed night's alert: {delivered:?}");
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_night_killed_before_its_alert_is_alerted_once_by_the_next_degrade_on_sqlite() {
+    a_failed_night_killed_before_its_alert_is_alerted_once_by_the_next(&TestDb::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set DEGRADE_TEST_POSTGRES_URL and pass --include-ignored (.ci/run does)"]
+async fn a_failed_night_killed_before_its_alert_is_alerted_once_by_the_next_degrade_on_postgresql() {
+    a_failed_night_killed_before_its_alert_is_alerted_once_by_the_next(&TestDb::postgres().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
