@@ -2,104 +2,17 @@
 //! degrade to touch the scenario, through the real binary: a night killed with its results stored and no
 //! verdict is judged once, against the baseline stored with it, and its regression alerted once; one killed
 //! before its alerts (a verdict's, a failure's) is alerted once; a run's
-//! creation or its verdict committed and its acknowledgement lost is written once; on SQLite and on PostgreSQL. The night's regression is an error rate (every other request answered 500), so the
-//! verdict rests on no timing.
+//! creation or its verdict committed and its acknowledgement lost is written once; on SQLite and on
+//! PostgreSQL. The night's regression is an error rate (every other request answered 500), so the verdict
+//! rests on no timing.
 
 use std::os::unix::process::ExitStatusExt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::routing::get;
 use degrade::model::{RunStatus, VerdictOutcome};
-use degrade::store::Store;
 
-use crate::support::receiver::Receiver;
-use crate::support::{TestDb, degrade_child, project, text};
-
-/// A target that answers every other request 500 while `failing` is set.
-struct HalfFailing {
-    url: String,
-    failing: Arc<AtomicBool>,
-    server: tokio::task::JoinHandle<()>,
-}
-
-impl HalfFailing {
-    async fn start() -> Self {
-        let failing = Arc::new(AtomicBool::new(false));
-        let served = Arc::new(AtomicU64::new(0));
-        let app = Router::new().route("/items", get(items)).with_state((Arc::clone(&failing), served));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Self { url, failing, server }
-    }
-}
-
-impl HalfFailing {
-    /// Stops answering: connections are refused from now on.
-    fn go_down(&self) {
-        self.server.abort();
-    }
-}
-
-impl Drop for HalfFailing {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
-}
-
-async fn items(State((failing, served)): State<(Arc<AtomicBool>, Arc<AtomicU64>)>) -> StatusCode {
-    let odd = served.fetch_add(1, Ordering::Relaxed) % 2 == 1;
-    if failing.load(Ordering::Relaxed) && odd { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::OK }
-}
-
-/// The killed degrade's lease on the scenario would run out two minutes after its last renewal, and the next
-/// run wait until then; here it runs out at once, as it would have by then.
-async fn expire_the_lease_of_the_killed(store: &Store) {
-    let lease = store.lease("shop").await.unwrap().expect("a killed degrade leaves its lease");
-    store.release_lease("shop", &lease.holder).await.unwrap();
-}
-
-/// One night through `check --run-now`, killed at `fault` when given: the exit status and the output.
-async fn night(dir: &tempfile::TempDir, hook: &Receiver, fault: Option<&str>) -> (std::process::ExitStatus, String) {
-    let url = hook.url();
-    let mut env = vec![("HOOK", url.as_str())];
-    env.extend(fault.map(|point| ("DEGRADE_FAULT", point)));
-    let output = degrade_child(dir.path(), &["check", "--run-now"], &env).wait_with_output().await.unwrap();
-    let (stdout, stderr) = text(&output);
-    (output.status, format!("{stdout}{stderr}"))
-}
-
-/// The half-failing target (answering well), a webhook receiver, and a project on `db` with five valid nights
-/// of history, with its store; `gates` is the scenario's `[scenario.gates]` table, if any.
-async fn a_project_with_history(db: &TestDb, gates: &str) -> (HalfFailing, Receiver, tempfile::TempDir, Store) {
-    let target = HalfFailing::start().await;
-    let hook = Receiver::start().await;
-    let config = format!(
-        "[database]\nurl = \"{}\"\n\n[[scenario]]\nname = \"shop\"\nfile = \"shop.toml\"\ntarget = \"{}\"\n{gates}\n\
-         [[notify]]\nname = \"team\"\nkind = \"json\"\nurl_env = \"HOOK\"\n",
-        db.url_string(),
-        target.url
-    );
-    let scenario = "[[flow]]\nname = \"list\"\n[[flow.step]]\npath = \"/items\"\n\
-                    [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 40\n";
-    let (dir, _) = project(&config, &[("shop.toml", scenario)]);
-    let store = Store::connect(&db.url).await.unwrap();
-    let mut valid = 0;
-    for n in 1..=12 {
-        let (status, output) = night(&dir, &hook, None).await;
-        assert!(matches!(status.code(), Some(0 | 3)), "history night {n}: {output}");
-        valid += usize::from(store.last_runs("shop", 1).await.unwrap()[0].status.is_valid_measurement());
-        if valid == 5 {
-            break;
-        }
-    }
-    assert_eq!(valid, 5, "five valid nights of history in twelve");
-    (target, hook, dir, store)
-}
+use crate::support::TestDb;
+use crate::support::killable::{a_project_with_history, expire_the_lease_of_the_killed, night};
 
 async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_next(db: &TestDb) {
     let (target, hook, dir, store) = a_project_with_history(db, "").await;

@@ -20,6 +20,8 @@
 //! - `hostile_input`: overflowing durations, sizes, ports, devices as files, bad names: refused, never a panic.
 //! - `control_characters`: NUL and other control characters refused by `validate` in names, header values and
 //!   paths; text carrying a NUL stored on SQLite and PostgreSQL.
+//! - `chaos`: nights killed or cut off at every fault point in turn (and at random: `ci/chaos.sh N`), the
+//!   exactly-once invariants checked after each against the store and the webhook receiver.
 //! - `killed_nights`: degrade killed at a fault point (`DEGRADE_FAULT`) through the real binary, and what
 //!   the next degrade finishes: a night killed before its verdict is judged and alerted once.
 //! - `held_back_machine`: nights measured on a busy or held-back machine, left out and excused.
@@ -69,6 +71,7 @@ mod har_memory;
 mod held_back_machine;
 mod hostile_input;
 mod layers;
+mod chaos;
 mod killed_nights;
 mod left_behind;
 mod manual_examples;
