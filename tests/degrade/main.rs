@@ -45,7 +45,8 @@
 //! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
 //!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
 //! - `websocket`: WebSocket steps against the WebSocket stub (`support::ws_stub`): awaits timed from the send's
-//!   intended start, pushes counted on their class, pings answered, every failure in its class.
+//!   intended start, pushes counted on their class, pings answered, every failure in its class;
+//!   `websocket_frames`: the connection dropped (1006), a 1011 close, fragmented messages with pings between.
 //! - `capacity`: capacity nights against a worker pool whose knee is known in advance: found, stored on SQLite
 //!   and PostgreSQL, a fall judged; bad `[scenario.capacity]` sections refused naming the field.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
@@ -88,5 +89,6 @@ mod tape_privacy;
 mod telemetry;
 mod telemetry_prometheus;
 mod websocket;
+mod websocket_frames;
 mod telemetry_judged;
 mod support;

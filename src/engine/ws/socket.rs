@@ -11,6 +11,7 @@ use std::time::Instant;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
@@ -168,6 +169,9 @@ fn closed_by_server(frame: Option<&CloseFrame>) -> Failure {
 pub(super) fn read_failure(error: WsError) -> Failure {
     match error {
         WsError::Io(e) => classify_io(&e, "WebSocket"),
+        // The connection ended under the codec without a close frame: the server went away (1006), which is an
+        // unexpected close like any other, not a malformed frame.
+        WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => closed_without_frame(),
         WsError::ConnectionClosed | WsError::AlreadyClosed => {
             Failure::new(ErrorClass::Reset, "the socket was already closed")
         }

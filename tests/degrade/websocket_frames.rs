@@ -1,0 +1,61 @@
+//! WebSocket frames the stub sends the hard way (`support::ws_stub`): a TCP connection dropped without a close
+//! frame (1006), a server error close (1011), and a message in fragments with a ping between them, reassembled
+//! into the one message an await matches while the ping is answered. Counts and classes only: no verdict here
+//! depends on this machine's speed.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::support::run_scenario;
+use crate::support::ws_stub::{WsStub, WsStubConfig};
+use crate::websocket::{DELAY, endpoint, scenario, stub_config};
+
+/// One send awaiting its ack, named `name`, asking the stub for `op` (more fields in `extra`).
+fn send_step(name: &str, op: &str, extra: &str) -> String {
+    format!(
+        "[[flow.step]]\nws = \"send\"\nname = \"{name}\"\njson = {{ op = \"{op}\", id = \"{{{{ seq() }}}}\"{extra} }}\n\
+         await = {{ json = [{{ path = \"$.type\", eq = \"ack\" }}], timeout = \"1s\" }}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_dropped_without_a_close_frame_is_a_reset_named_1006() {
+    let stub = WsStub::start(stub_config()).await;
+    let steps = send_step("WS dropped", "drop", "");
+    let measurement = run_scenario(&scenario(&stub.url(), "", "board.v1", &steps, 1, 1), &[]).await;
+    let dropped = endpoint(&measurement, "WS dropped");
+    assert!(dropped.requests >= 1 && dropped.errors == dropped.requests, "{dropped:#?}");
+    assert_eq!(dropped.errors_by_class.get("reset"), Some(&dropped.errors), "{dropped:#?}");
+    let sample = &dropped.error_samples["reset"][0];
+    assert!(sample.contains("without a close frame (1006)"), "{sample}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_error_close_awaited_is_a_reset_named_1011() {
+    let stub = WsStub::start(stub_config()).await;
+    let steps = send_step("WS failing", "close", ", code = 1011");
+    let measurement = run_scenario(&scenario(&stub.url(), "", "board.v1", &steps, 1, 1), &[]).await;
+    let failing = endpoint(&measurement, "WS failing");
+    assert!(failing.requests >= 1 && failing.errors == failing.requests, "{failing:#?}");
+    assert!(failing.error_samples["reset"][0].contains("closed the socket with 1011"), "{failing:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fragmented_message_is_reassembled_and_the_ping_between_its_fragments_answered() {
+    // Pushes and the stub's own pings far apart: the only pings are those inside the fragmented answers.
+    let quiet = WsStubConfig { push_every: Duration::from_mins(1), ..stub_config() };
+    let stub = WsStub::start(quiet).await;
+    let mut steps = send_step("WS fragmented", "fragments", ", parts = 4");
+    steps = steps.replace("eq = \"ack\" }]", "eq = \"ack\" }, { path = \"$.fragmented\", eq = true }]");
+    steps.push_str("extract = { acked = \"$.id\" }\nthink = \"100ms\"\n");
+    let measurement = run_scenario(&scenario(&stub.url(), "", "board.v1", &steps, 1, 2), &[]).await;
+    let fragmented = endpoint(&measurement, "WS fragmented");
+    println!("{} fragmented answers, p50 {} µs", fragmented.requests, fragmented.p50_us);
+    assert!(fragmented.requests >= 3 && fragmented.errors == 0, "{fragmented:#?}");
+    // The whole message matched: each fragment alone is no JSON, and the await is timed to the last of them,
+    // which the stub sent after its delay.
+    assert!(fragmented.p50_us >= DELAY.as_micros() as i64, "p50 {} µs", fragmented.p50_us);
+    let pongs = stub.counters.pongs.load(Ordering::Relaxed);
+    let pings = u64::try_from(fragmented.requests).unwrap();
+    assert!(pongs + 1 >= pings, "{pongs} pongs for {pings} pings");
+}
