@@ -149,6 +149,18 @@ pub struct WsSettings {
     pub pushes: Vec<WsPush>,
     /// The endpoint of messages nobody awaited that match no class (`WS push: (other)`).
     pub other_pushes: usize,
+    /// Pings of degrade's own on every open socket, timed (`[ws] ping_every`).
+    pub keepalive: Option<WsKeepalive>,
+}
+
+/// `[ws] ping_every`: a ping on each open socket this often while its session reads it, its round trip to the
+/// pong timed on its own endpoint, `WS ping`.
+#[derive(Debug, Clone, Copy)]
+pub struct WsKeepalive {
+    /// Between two pings of a socket.
+    pub every: Duration,
+    /// `WS ping`.
+    pub endpoint: usize,
 }
 
 /// How a binary message is written in the file.

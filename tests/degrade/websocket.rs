@@ -234,6 +234,10 @@ fn each_websocket_step_mistake_names_its_line_and_field() {
             "[[flow.step]]\nws = \"connect\"\npath = \"/s\"\nsubprotocols = [\"a b\"]\n",
             "s.toml:8:16: flow[0].step[0].subprotocols: `a b` is not a subprotocol name",
         ),
+        (
+            "[[flow.step]]\nws = \"connect\"\npath = \"/s\"\n[ws]\nping_every = \"1ms\"\n",
+            "s.toml:9:14: ws.ping_every: `1ms` is too often: at least 10ms",
+        ),
     ];
     for (steps, expected) in cases {
         let text = format!(

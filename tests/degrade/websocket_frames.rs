@@ -59,3 +59,18 @@ async fn a_fragmented_message_is_reassembled_and_the_ping_between_its_fragments_
     let pings = u64::try_from(fragmented.requests).unwrap();
     assert!(pongs + 1 >= pings, "{pongs} pongs for {pings} pings");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalive_pings_are_sent_while_the_session_reads_and_their_pongs_timed() {
+    let quiet = WsStubConfig { push_every: Duration::from_mins(1), ..stub_config() };
+    let stub = WsStub::start(quiet).await;
+    let steps = "[[flow.step]]\nws = \"send\"\nname = \"WS note\"\njson = { op = \"note\" }\nthink = \"1500ms\"\n\
+                 [[flow.step]]\nws = \"close\"\n";
+    let ws = "[ws]\nping_every = \"100ms\"\n";
+    let measurement = run_scenario(&scenario(&stub.url(), ws, "board.v1", steps, 1, 2), &[]).await;
+    let ping = endpoint(&measurement, "WS ping");
+    println!("{} pings, p50 {} µs, p99 {} µs", ping.requests, ping.p50_us, ping.p99_us);
+    // About 14 pings in the think time of 1.5 s; none is owed before the socket is read.
+    assert!(ping.requests >= 8 && ping.errors == 0, "{ping:#?}");
+    assert!(ping.p50_us > 0, "each pong is timed from its ping's intended time");
+}

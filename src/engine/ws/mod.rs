@@ -5,10 +5,12 @@
 //! timed from the step's intended start; an await is timed from its send's *intended* start (the previous
 //! step's end plus think time) to the matching message's arrival, so a server that stalled still shows its
 //! whole stall. A send without an await is counted, not timed. Messages nobody awaited, between steps too, are
-//! counted per `[[ws.push]]` class ([`socket`]).
+//! counted per `[[ws.push]]` class ([`socket`]). Keepalive pings of degrade's own are timed like awaits, on
+//! `WS ping` ([`keepalive`]).
 
 mod connect;
 mod fanout;
+mod keepalive;
 mod socket;
 
 pub(super) use fanout::Fanouts;
