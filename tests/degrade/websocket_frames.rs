@@ -74,3 +74,21 @@ async fn keepalive_pings_are_sent_while_the_session_reads_and_their_pongs_timed(
     assert!(ping.requests >= 8 && ping.errors == 0, "{ping:#?}");
     assert!(ping.p50_us > 0, "each pong is timed from its ping's intended time");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binary_message_carries_its_request_id_big_endian() {
+    let stub = WsStub::start(stub_config()).await;
+    // The stub answers a binary message starting 01 with the same bytes, 81 first: the answer to request n
+    // starts 81 00 00 00 while n < 256, and is 5 bytes long.
+    let steps = "[[flow.step]]\nws = \"send\"\nname = \"WS binary id\"\nbinary_hex = \"01 {{ u32be(seq()) }}\"\n\
+                 await = { prefix_hex = \"81 00 00 00\", timeout = \"1s\" }\nthink = \"50ms\"\n";
+    let measurement = run_scenario(&scenario(&stub.url(), "", "board.v1", steps, 1, 1), &[]).await;
+    let binary = endpoint(&measurement, "WS binary id");
+    assert!(binary.requests >= 3 && binary.errors == 0, "{binary:#?}");
+    // A value that is no such integer fails the send, saying which.
+    let steps = "[[flow.step]]\nws = \"send\"\nname = \"WS bad id\"\nbinary_hex = \"01 {{ u16be(70000) }}\"\n";
+    let measurement = run_scenario(&scenario(&stub.url(), "", "board.v1", steps, 1, 1), &[]).await;
+    let bad = endpoint(&measurement, "WS bad id");
+    let sample = &bad.error_samples["protocol"][0];
+    assert!(sample.contains("70000 is not a u16be integer"), "{sample}");
+}
