@@ -92,3 +92,39 @@ async fn a_binary_message_carries_its_request_id_big_endian() {
     let sample = &bad.error_samples["protocol"][0];
     assert!(sample.contains("70000 is not a u16be integer"), "{sample}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_templated_await_waits_for_the_answer_to_this_very_message() {
+    let stub = WsStub::start(stub_config()).await;
+    let steps = r#"
+[[flow.step]]
+ws = "send"
+name = "WS first"
+json = { op = "echo", id = "{{ seq() }}" }
+await = { json = [{ path = "$.type", eq = "ack" }] }
+extract = { first = "$.id" }
+[[flow.step]]
+ws = "send"
+name = "WS this one"
+json = { op = "echo", id = "{{ first }}-b" }
+await = { json = [{ path = "$.id", eq = "{{ first }}-b" }], timeout = "1s" }
+[[flow.step]]
+ws = "send"
+name = "WS not this one"
+json = { op = "echo", id = "{{ first }}-c" }
+await = { json = [{ path = "$.id", eq = "{{ first }}-d" }], timeout = "300ms" }
+"#;
+    let measurement = run_scenario(&scenario(&stub.url(), "", "board.v1", steps, 1, 2), &[]).await;
+    let this_one = endpoint(&measurement, "WS this one");
+    assert!(this_one.requests >= 2 && this_one.errors == 0, "{this_one:#?}");
+    // The answer carries `…-c`: an await rendered to `…-d` does not take it.
+    let not_this_one = endpoint(&measurement, "WS not this one");
+    assert!(not_this_one.requests >= 2, "{not_this_one:#?}");
+    assert_eq!(not_this_one.errors_by_class.get("timeout"), Some(&not_this_one.requests), "{not_this_one:#?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let unknown = steps.replace("eq = \"{{ first }}-d\"", "eq = \"{{ nope }}\"");
+    let text = scenario(&stub.url(), "", "board.v1", &unknown, 1, 1);
+    let error = degrade::scenario::parse(&dir.path().join("s.toml"), &text, None, &|_| None).unwrap_err().to_string();
+    assert!(error.contains("flow[0].step[3].await.json[0].eq: in `{{ nope }}`: unknown variable"), "{error}");
+}
