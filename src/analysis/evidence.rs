@@ -211,7 +211,10 @@ pub(super) fn endpoint_drafts(
         .filter_map(|run| run.iter().find(|e| e.endpoint == endpoint.endpoint && e.requests > 0))
         .map(Sample::from_result)
         .collect();
-    let mut metrics: Vec<Metric> = PERCENTILES.iter().map(|(m, _)| *m).collect();
+    // An endpoint counted without response times (WebSocket pushes, sends without an await) has no latency to
+    // judge: its failures are.
+    let timed = !endpoint.is_counted_only();
+    let mut metrics: Vec<Metric> = if timed { PERCENTILES.iter().map(|(m, _)| *m).collect() } else { Vec::new() };
     metrics.push(Metric::ErrorRate);
     if judge_throughput {
         metrics.push(Metric::Throughput);
@@ -231,7 +234,7 @@ pub(super) fn endpoint_drafts(
             .collect();
     }
     let mut drafts: Vec<Draft> = Vec::new();
-    for (metric, p) in PERCENTILES {
+    for (metric, p) in PERCENTILES.into_iter().filter(|_| timed) {
         let mut d = draft(metric, Evidence::ShortHistory { nights: 0, needed, tonight: 0.0 });
         d.evidence = percentile_evidence(&tonight, &history, p, needed, d.min_effect);
         if metric == Metric::P99 {

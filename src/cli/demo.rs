@@ -161,7 +161,8 @@ pub(super) async fn demo_target(args: DemoTargetArgs) -> anyhow::Result<Exit> {
     knobs.burn_cpu(args.burn_cpu_us);
     let target = DemoTarget::start(SocketAddr::from(([127, 0, 0, 1], args.port)), knobs).await?;
     println!(
-        "the demo API (build {}) is at {}/ — GET /boards, /boards/ID/cards, /search?q=…, /version",
+        "the demo API (build {}) is at {}/ — GET /boards, /boards/ID/cards, /search?q=…, /version, and \
+         /boards/ID/live (a WebSocket)",
         args.build,
         target.url()
     );

@@ -112,6 +112,12 @@ impl RunReport {
             "endpoint", "count", "rate/s", "errors", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms", "svc p99"
         ));
         for (e, service) in r.endpoints.iter().zip(&self.measurement.service) {
+            if e.is_counted_only() {
+                // WebSocket pushes and sends without an await: no response time to claim.
+                let (name, count, rate, errors) = (&e.endpoint, e.requests, e.rate, e.errors);
+                out.push_str(&format!("{name:<width$}  {count:>8} {rate:>8.1} {errors:>7}  counted, not timed\n"));
+                continue;
+            }
             out.push_str(&format!(
                 "{:<width$}  {:>8} {:>8.1} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}\n",
                 e.endpoint,

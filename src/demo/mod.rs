@@ -1,7 +1,9 @@
-//! The first five minutes: a bundled demo API to test ([`target`]), with its CPU exposed and burnt on demand
-//! ([`cpu`]), deployed build by build as a process of its own ([`deploy`]), a local stand-in for Slack
-//! ([`receiver`]), and `degrade demo`, which shows the whole nightly job on them ([`story`]).
+//! The first five minutes: a bundled demo API to test ([`target`]), with a board channel over WebSocket
+//! ([`board_channel`]), its CPU exposed and burnt on demand ([`cpu`]), deployed build by build as a process of
+//! its own ([`deploy`]), a local stand-in for Slack ([`receiver`]), and `degrade demo`, which shows the whole
+//! nightly job on them ([`story`]).
 
+pub mod board_channel;
 pub mod cpu;
 pub mod deploy;
 mod receiver;

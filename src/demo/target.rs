@@ -5,7 +5,8 @@
 //!
 //! Routes: `GET /boards?page&per_page`, `GET /boards/{board_id}`, `GET /boards/{board_id}/cards?page&per_page`,
 //! `POST /boards/{board_id}/cards`, `GET|PATCH|DELETE /cards/{card_id}`, `GET /search?q`, `GET /version`,
-//! `GET /healthz`, and `GET /metrics` (its process CPU in the Prometheus exposition format).
+//! `GET /healthz`, `GET /metrics` (its process CPU in the Prometheus exposition format), and the board channel
+//! `GET /boards/{board_id}/live`, a WebSocket where a board's users see each other's edits (`board_channel`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,12 +18,14 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
+use super::board_channel::{self, BoardChannels};
 use super::cpu::{self, Burner};
 
 /// Boards seeded; each gets [`CARDS_PER_BOARD`] cards, so reads spread over 24,000 rows.
@@ -164,6 +167,11 @@ impl DemoTarget {
         seed(&db).await?;
         let listener = tokio::net::TcpListener::bind(address).await?;
         let address = listener.local_addr()?;
+        // Every write goes out at once: on a board channel, a change written right behind an ack would otherwise
+        // wait for the client's delayed ACK (40 ms on Linux), a tail no build caused.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let app = router(Demo { db, knobs, burner: Arc::new(Burner::start()) });
         let server = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
@@ -203,6 +211,7 @@ fn router(demo: Demo) -> Router {
         .route("/boards", get(list_boards))
         .route("/boards/{board_id}", get(get_board))
         .route("/boards/{board_id}/cards", get(list_cards).post(create_card))
+        .route("/boards/{board_id}/live", get(board_channel::live).with_state(BoardChannels::new(BOARDS)))
         .route("/cards/{card_id}", get(get_card).patch(update_card).delete(delete_card))
         .route("/search", get(search))
         .route("/version", get(version))

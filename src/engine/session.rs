@@ -365,7 +365,7 @@ pub(super) fn flow_feeders(plan: &Plan) -> Vec<Vec<usize>> {
                 .iter()
                 .copied()
                 .chain(flow.steps.iter().flat_map(step_expressions))
-                .filter_map(|e| match e {
+                .filter_map(|e| match e.source() {
                     Expr::Feeder { feeder, .. } => Some(*feeder),
                     _ => None,
                 })

@@ -72,6 +72,15 @@ pub struct Intervals {
 }
 
 impl EndpointResult {
+    /// Whether the endpoint's requests were counted without a response time: WebSocket pushes and sends
+    /// without an await (or arrivals that were never sent). Every timed request records at least 1 µs, so
+    /// requests with every percentile and the maximum at 0 had none.
+    #[must_use]
+    pub fn is_counted_only(&self) -> bool {
+        let figures = [self.p50_us, self.p75_us, self.p90_us, self.p95_us, self.p99_us, self.p999_us, self.max_us];
+        self.requests > 0 && figures.iter().all(|&us| us == 0)
+    }
+
     /// Failed requests as a percentage of all requests.
     #[must_use]
     pub fn error_pct(&self) -> f64 {

@@ -175,6 +175,7 @@ pub(super) struct RawStage {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawWs {
     pub max_message: Option<Spanned<String>>,
+    pub ping_every: Option<Spanned<String>>,
     #[serde(default, rename = "push")]
     pub pushes: Vec<RawPush>,
 }

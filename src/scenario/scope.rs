@@ -145,5 +145,6 @@ pub(super) fn expr_name(scope: &Scope<'_>, expr: &Expr) -> String {
         Expr::Seq => "seq".to_owned(),
         Expr::Now(_) => "now".to_owned(),
         Expr::Draw(draw) => draw.name().to_owned(),
+        Expr::BigEndian(_, inner) => expr_name(scope, inner),
     }
 }

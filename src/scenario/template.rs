@@ -2,7 +2,8 @@
 //!
 //! An expression is a name (`board_id`, a session variable or `[vars]` constant; `users.email`, a feeder
 //! column) or one of a closed set of functions: `uuid()`, `randint(a, b)`, `choice(x, y, …)`, `seq()`, `now()`
-//! (or `now("unix")`, `now("unix_ms")`) and `env("NAME")`. Names are resolved when the scenario is loaded, so a
+//! (or `now("unix")`, `now("unix_ms")`), `env("NAME")`, the skewed draws, and the encoders `u16be(x)`,
+//! `u32be(x)`, `u64be(x)` (an integer as big-endian hexadecimal bytes, of any one expression). Names are resolved when the scenario is loaded, so a
 //! typo is an error at `validate` time, not a runtime surprise; `env` is read then too. A template that is
 //! exactly one expression keeps its JSON type (`"{{ randint(1, 9) }}"` renders a number in a JSON body).
 
@@ -52,6 +53,69 @@ pub enum Expr {
     Now(NowFormat),
     /// A skewed draw: `zipf(…)`, `hotspot(…)`, `weighted(…)` and the others of [`super::distribution`].
     Draw(Draw),
+    /// `u16be(x)`, `u32be(x)`, `u64be(x)`: the integer `x` gives as big-endian bytes, in hexadecimal, for a
+    /// binary WebSocket message's request id (`binary_hex = "01 {{ u32be(seq()) }}"`).
+    BigEndian(Width, Box<Expr>),
+}
+
+impl Expr {
+    /// The expression whose value this one writes: itself, or what an encoder encodes.
+    #[must_use]
+    pub fn source(&self) -> &Expr {
+        match self {
+            Self::BigEndian(_, inner) => inner.source(),
+            other => other,
+        }
+    }
+}
+
+/// The width of a big-endian encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Width {
+    /// `u16be`: 2 bytes.
+    U16,
+    /// `u32be`: 4 bytes.
+    U32,
+    /// `u64be`: 8 bytes.
+    U64,
+}
+
+impl Width {
+    fn of(function: &str) -> Option<Self> {
+        match function {
+            "u16be" => Some(Self::U16),
+            "u32be" => Some(Self::U32),
+            "u64be" => Some(Self::U64),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::U16 => "u16be",
+            Self::U32 => "u32be",
+            Self::U64 => "u64be",
+        }
+    }
+
+    /// `value` (an integer, or a string of one) in hexadecimal, two digits a byte; a value that is no such
+    /// integer is written as words, which no hexadecimal message accepts: the send fails saying which value.
+    fn hex(self, value: &Value) -> String {
+        let bytes = match self {
+            Self::U16 => 2,
+            Self::U32 => 4,
+            Self::U64 => 8,
+        };
+        let number = match value {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.trim().parse::<u64>().ok(),
+            _ => None,
+        };
+        match number.filter(|n| bytes == 8 || *n < 1 << (8 * bytes)) {
+            Some(n) => format!("{n:0width$x}", width = bytes * 2),
+            None => format!("({value} is not a {} integer)", self.name()),
+        }
+    }
 }
 
 /// How `now()` is written.
@@ -185,6 +249,7 @@ fn eval(expr: &Expr, cx: &mut RenderContext<'_>) -> Value {
         Expr::Choice(values) => values[cx.rng.random_range(0..values.len())].clone(),
         Expr::Seq => Value::from(cx.seq.fetch_add(1, Ordering::Relaxed) + 1),
         Expr::Draw(draw) => draw.sample(cx.rng, cx.seq.load(Ordering::Relaxed)),
+        Expr::BigEndian(width, inner) => Value::String(width.hex(&eval(inner, cx))),
         Expr::Now(format) => {
             let now = chrono::Utc::now();
             match format {
@@ -255,9 +320,28 @@ fn tokenize(source: &str) -> Result<Vec<Token>, String> {
 }
 
 fn parse_expr(source: &str, resolve: &Resolver<'_>, env: &dyn Fn(&str) -> Option<String>) -> Result<Expr, String> {
-    let tokens = tokenize(source)?;
-    match tokens.as_slice() {
+    parse_tokens(&tokenize(source)?, resolve, env)
+}
+
+fn parse_tokens(
+    tokens: &[Token],
+    resolve: &Resolver<'_>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Expr, String> {
+    match tokens {
         [] => Err("empty expression".to_owned()),
+        // An encoder takes one expression of any kind, `seq()` or a session variable, not only a literal.
+        [Token::Name(function), Token::Punct('('), inner @ .., Token::Punct(')')] if Width::of(function).is_some() => {
+            let width = Width::of(function).expect("matched above");
+            let inner = match inner {
+                [Token::Literal(value)] => Expr::Constant(value.clone()),
+                inner => parse_tokens(inner, resolve, env)?,
+            };
+            match inner {
+                Expr::BigEndian(..) => Err(format!("{function}() of an encoder: encode the value once")),
+                inner => Ok(Expr::BigEndian(width, Box::new(inner))),
+            }
+        }
         [Token::Name(function), Token::Punct('('), args @ .., Token::Punct(')')] => {
             call(function, &arguments(args, resolve)?, env)
         }
@@ -298,7 +382,7 @@ fn arguments(tokens: &[Token], resolve: &Resolver<'_>) -> Result<Vec<Value>, Str
 pub const FUNCTIONS: &str = "uuid(), randint(low, high), choice(a, b, …), seq(), now(), now(\"unix\"), \
 now(\"unix_ms\"), env(\"NAME\"), zipf(low, high, s), zipf_scrambled(low, high, s), \
 hotspot(low, high, hot_keys, hot_draws), latest(s), weighted(value, weight, …), lognormal(median, sigma), \
-pareto(min, shape)";
+pareto(min, shape), u16be(x), u32be(x), u64be(x)";
 
 fn call(function: &str, args: &[Value], env: &dyn Fn(&str) -> Option<String>) -> Result<Expr, String> {
     let arity = |n: usize| {
@@ -373,6 +457,18 @@ mod tests {
         let uuid = uuid.as_str().unwrap();
         assert_eq!((uuid.len(), &uuid[14..15]), (36, "4"));
         assert!(["a", "b"].contains(&render("{{ choice('a', \"b\") }}").as_str().unwrap()));
+    }
+
+    #[test]
+    fn encoders_write_an_expression_s_integer_as_big_endian_hex() {
+        assert_eq!(render("01 {{ u32be(seq()) }}"), Value::from("01 00000001"));
+        assert_eq!(render("{{ u16be(id) }}"), Value::from("002a"));
+        assert_eq!(render("{{ u64be(customers) }}"), Value::from("0000000000000028"));
+        assert_eq!(render("{{ u16be(70000) }}"), Value::from("(70000 is not a u16be integer)"));
+        assert_eq!(render("{{ u32be(users.email) }}"), Value::from("(\"a@example.com\" is not a u32be integer)"));
+        let error = |text: &str| Template::compile(text, &resolver, &|_| None).unwrap_err();
+        assert!(error("{{ u32be(u16be(id)) }}").contains("encode the value once"));
+        assert!(error("{{ u32be(nope) }}").contains("unknown variable `nope`"));
     }
 
     #[test]

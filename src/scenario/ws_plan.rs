@@ -2,6 +2,7 @@
 //! await ([`WsMatch`]), and the `[ws]` settings with their push classes ([`WsSettings`]). Checked from the
 //! file by [`super::ws_steps`]; run by the engine's `ws` module.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use base64::Engine;
@@ -9,9 +10,9 @@ use serde_json::Value;
 
 use crate::outside_text::printable;
 
-use super::assertion::Assertion;
+use super::assertion::{Assertion, Check};
 use super::json_template::JsonTemplate;
-use super::template::Template;
+use super::template::{RenderContext, Template};
 
 /// Most bytes of one WebSocket message unless `[ws] max_message` says otherwise: a collaboration protocol's
 /// messages are small, and a socket's memory is bounded by it (a longer message is a `protocol` error).
@@ -69,6 +70,25 @@ pub struct WsAwait {
     pub matcher: WsMatch,
     /// Longest wait; past it the step fails as `timeout`. `None`: the target's `timeout`.
     pub timeout: Option<Duration>,
+    /// The `eq` values written as templates (`eq = "{{ edit_id }}"`), by the index of their JSON assertion:
+    /// rendered at each send, so an await can wait for the answer to *this* request.
+    pub templated: Vec<(usize, Template)>,
+}
+
+impl WsAwait {
+    /// The matcher of this send: its templated `eq` values rendered now.
+    pub fn render(&self, cx: &mut RenderContext<'_>) -> Cow<'_, WsMatch> {
+        if self.templated.is_empty() {
+            return Cow::Borrowed(&self.matcher);
+        }
+        let mut matcher = self.matcher.clone();
+        for (index, template) in &self.templated {
+            if let Some(assertion) = matcher.json.get_mut(*index) {
+                assertion.check = Check::Eq(template.render_value(cx));
+            }
+        }
+        Cow::Owned(matcher)
+    }
 }
 
 /// What a message must look like to match an await or a push class: every JSON assertion holds on it (read
@@ -149,6 +169,18 @@ pub struct WsSettings {
     pub pushes: Vec<WsPush>,
     /// The endpoint of messages nobody awaited that match no class (`WS push: (other)`).
     pub other_pushes: usize,
+    /// Pings of degrade's own on every open socket, timed (`[ws] ping_every`).
+    pub keepalive: Option<WsKeepalive>,
+}
+
+/// `[ws] ping_every`: a ping on each open socket this often while its session reads it, its round trip to the
+/// pong timed on its own endpoint, `WS ping`.
+#[derive(Debug, Clone, Copy)]
+pub struct WsKeepalive {
+    /// Between two pings of a socket.
+    pub every: Duration,
+    /// `WS ping`.
+    pub endpoint: usize,
 }
 
 /// How a binary message is written in the file.

@@ -1,12 +1,16 @@
-//! The `[ws]` table, its `[[ws.push]]` classes (each its own counted endpoint), and the order of a flow's socket
-//! steps: a send before any connect is found by `validate`, not by the first session.
+//! The `[ws]` table, its `[[ws.push]]` classes (each its own counted endpoint), its keepalive pings (timed on
+//! `WS ping`), and the order of a flow's socket steps: a send before any connect is found by `validate`, not by
+//! the first session.
 
 use super::raw_scenario::{RawStep, RawWs};
 use super::scope::Scope;
-use super::step_values::json_path;
-use super::ws_plan::{DEFAULT_MAX_MESSAGE, Fanout, WsPush, WsSettings};
+use super::step_values::{duration, json_path};
+use super::ws_plan::{DEFAULT_MAX_MESSAGE, Fanout, WsKeepalive, WsPush, WsSettings};
 use super::ws_steps::{Kind, resolve_match};
 use crate::config::{Checker, plain_name};
+
+/// The shortest `[ws] ping_every`: more often, the pings would be most of a socket's traffic.
+const MIN_PING_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Whether a flow's socket is open at each step, so a send before any connect is found by `validate`.
 #[derive(Debug, Default)]
@@ -72,5 +76,20 @@ pub(super) fn resolve_ws(checker: &mut Checker<'_>, scope: &mut Scope<'_>, raw: 
             pushes.push(WsPush { endpoint, matcher, fanout });
         }
     }
-    Some(WsSettings { max_message, pushes, other_pushes: scope.endpoint("WS push: (other)") })
+    let other_pushes = scope.endpoint("WS push: (other)");
+    let keepalive = match &raw.ping_every {
+        Some(every) => {
+            let every = checker.check(every, "ws.ping_every", |t| {
+                let d = duration(t)?;
+                if d >= MIN_PING_EVERY {
+                    Ok(d)
+                } else {
+                    Err(format!("`{t}` is too often: at least 10ms between a socket's pings"))
+                }
+            })?;
+            Some(WsKeepalive { every, endpoint: scope.endpoint("WS ping") })
+        }
+        None => None,
+    };
+    Some(WsSettings { max_message, pushes, other_pushes, keepalive })
 }

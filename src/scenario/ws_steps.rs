@@ -189,7 +189,7 @@ fn exchange(
     match kind {
         Kind::Send => {
             let payload = payload(checker, scope, raw, at.ws, at.prefix, at.known, at.later)?;
-            let wait = raw.wait.as_ref().and_then(|w| resolve_await(checker, w, &at.field("await")));
+            let wait = raw.wait.as_ref().and_then(|w| resolve_await(checker, scope, w, at));
             if raw.wait.is_some() && wait.is_none() {
                 return None;
             }
@@ -205,7 +205,7 @@ fn exchange(
                 checker.error(at.ws, &at.field("await"), message);
                 return None;
             };
-            Some(WsAction::Await(resolve_await(checker, raw_wait, &at.field("await"))?))
+            Some(WsAction::Await(resolve_await(checker, scope, raw_wait, at)?))
         }
         Kind::Close => Some(WsAction::Close),
         // Resolved by `connect`, with its path and headers.
@@ -307,9 +307,26 @@ fn payload(
     })
 }
 
-/// Which message ends an await, and its timeout.
-fn resolve_await(checker: &mut Checker<'_>, raw: &Spanned<RawAwait>, field: &str) -> Option<WsAwait> {
+/// Which message ends an await, and its timeout; an `eq` written as a template is compiled against the names
+/// the step knows.
+fn resolve_await(
+    checker: &mut Checker<'_>,
+    scope: &Scope<'_>,
+    raw: &Spanned<RawAwait>,
+    at: &Place<'_>,
+) -> Option<WsAwait> {
+    let field = &at.field("await");
     let wait = raw.get_ref();
+    let mut templated = Vec::new();
+    for (i, assertion) in wait.json.iter().enumerate() {
+        let Some(toml::Value::String(text)) = &assertion.eq else { continue };
+        if !text.contains("{{") {
+            continue;
+        }
+        let value = Spanned::new(assertion.path.span(), text.clone());
+        let eq = template(checker, scope, &value, &format!("{field}.json[{i}].eq"), at.known, at.later)?;
+        templated.push((i, eq));
+    }
     let matcher = resolve_match(checker, raw, field, &wait.json, wait.prefix_hex.as_ref(), wait.offset.as_ref())?;
     let timeout = match &wait.timeout {
         Some(t) => Some(checker.check(t, &format!("{field}.timeout"), |t| {
@@ -317,7 +334,7 @@ fn resolve_await(checker: &mut Checker<'_>, raw: &Spanned<RawAwait>, field: &str
         })?),
         None => None,
     };
-    Some(WsAwait { matcher, timeout })
+    Some(WsAwait { matcher, timeout, templated })
 }
 
 /// A matcher from `json` assertions and a `prefix_hex` at `offset`; at least one condition.

@@ -211,7 +211,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
 fn thin_endpoints(endpoints: &[EndpointResult]) -> Vec<String> {
     endpoints
         .iter()
-        .filter(|e| e.requests > 0)
+        .filter(|e| e.requests > 0 && !e.is_counted_only())
         .map(|e| crate::scenario::night_sizes::night(&e.endpoint, e.requests as f64))
         .filter(|night| !night.short.is_empty())
         .map(|night| night.describe())
@@ -250,7 +250,12 @@ fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError
             .collect();
         charts.push(EndpointTimeline {
             endpoint: name.to_owned(),
-            latency_svg: timeline_svg(&chart_title(name, "response time per second"), &seconds, &latency)?,
+            // Counted without response times (WebSocket pushes, sends without an await): no latency to draw.
+            latency_svg: if seconds.iter().all(|p| p.requests == 0 || p.p99_us == 0) {
+                String::new()
+            } else {
+                timeline_svg(&chart_title(name, "response time per second"), &seconds, &latency)?
+            },
             rate_svg: timeline_svg(&chart_title(name, "requests per second"), &seconds, &rate)?,
             errors_svg: if errors.is_empty() {
                 String::new()

@@ -5,7 +5,10 @@ use std::time::{Duration, Instant};
 
 use degrade::demo::story;
 use degrade::demo::target::{DemoTarget, Knobs};
+use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
 
 use crate::support::{degrade, http_client, text};
 
@@ -124,4 +127,85 @@ async fn demo_target_serves_the_api_with_its_knobs_from_the_command_line() {
     assert_eq!(get(&client, &format!("{base}/boards")).await.0, 500, "--error-rate 1 fails every request");
     child.start_kill().unwrap();
     child.wait().await.unwrap();
+}
+
+/// A client socket on the demo API's board channel.
+async fn live(target: &DemoTarget, board: i64) -> WebSocketStream<tokio::net::TcpStream> {
+    let tcp = tokio::net::TcpStream::connect(target.address).await.unwrap();
+    let url = format!("ws://{}/boards/{board}/live", target.address);
+    tokio_tungstenite::client_async(url, tcp).await.unwrap().0
+}
+
+/// The next text message on `socket`, as JSON, within 5 s.
+async fn next_json(socket: &mut WebSocketStream<tokio::net::TcpStream>) -> Value {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(5), socket.next()).await.expect("a message");
+        if let Message::Text(text) = message.unwrap().unwrap() {
+            return serde_json::from_str(text.as_str()).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_board_channel_acknowledges_an_edit_to_its_sender_and_broadcasts_it_to_the_board_s_others() {
+    let target = DemoTarget::start("127.0.0.1:0".parse().unwrap(), Knobs::new("1.0.0")).await.unwrap();
+    let (mut alice, mut bob, mut elsewhere) = (live(&target, 5).await, live(&target, 5).await, live(&target, 6).await);
+    alice.send(Message::text(r#"{"op": "move", "id": "a-1"}"#)).await.unwrap();
+    assert_eq!(next_json(&mut alice).await, json!({"type": "ack", "op": "move", "id": "a-1"}));
+    assert_eq!(next_json(&mut bob).await, json!({"type": "change", "op": "move", "id": "a-1", "board": 5}));
+    // Bob's edit is the next thing Alice sees: her own was not sent back to her as a change.
+    bob.send(Message::text(r#"{"op": "rename", "id": 7}"#)).await.unwrap();
+    assert_eq!(next_json(&mut bob).await, json!({"type": "ack", "op": "rename", "id": 7}));
+    assert_eq!(next_json(&mut alice).await["id"], 7);
+    // Another board heard none of it: its first message is the answer to its own.
+    elsewhere.send(Message::text("not json")).await.unwrap();
+    assert_eq!(next_json(&mut elsewhere).await["type"], "error");
+    // Pings are answered.
+    bob.send(Message::Ping(b"hi".to_vec().into())).await.unwrap();
+    let pong = tokio::time::timeout(Duration::from_secs(5), bob.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(pong, Message::Pong(b"hi".to_vec().into()));
+    drop(alice);
+    bob.close(None).await.unwrap();
+
+    // No such board, or no upgrade asked for: refused with a status.
+    let tcp = tokio::net::TcpStream::connect(target.address).await.unwrap();
+    let refused = tokio_tungstenite::client_async(format!("ws://{}/boards/9999/live", target.address), tcp).await;
+    match refused {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => assert_eq!(response.status(), 404),
+        other => panic!("{other:?}"),
+    }
+    let (status, said) = get(&http_client(), &format!("{}/boards/5/live", target.url())).await;
+    assert_eq!(status, 400);
+    assert!(said["error"].as_str().unwrap().contains("WebSocket"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_scenario_s_live_boards_measure_round_trips_and_fan_out_on_the_demo_api() {
+    // A few seconds of the real night's load: kept apart from the other tests that keep both cores busy.
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
+    let target = DemoTarget::start("127.0.0.1:0".parse().unwrap(), Knobs::new("1.0.0")).await.unwrap();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (path, url) = (repo.join("scenarios/demo.toml"), target.url());
+    let plan = degrade::scenario::parse(&path, story::DEMO_SCENARIO, Some(&url), &|_| None).unwrap();
+    let plan = plan.scaled(Some(Duration::from_secs(8)), 1.0).unwrap();
+    let (_stop, stop) = tokio::sync::watch::channel(false);
+    let measurement = degrade::engine::run(std::sync::Arc::new(plan), stop, |_| {}).await;
+    let endpoints = &measurement.results.endpoints;
+    let find = |name: &str| endpoints.iter().find(|e| e.endpoint == name).unwrap_or_else(|| panic!("{name}"));
+    for e in endpoints.iter().filter(|e| e.endpoint.starts_with("WS")) {
+        println!(
+            "{}: {} requests, {} errors, p50 {} µs, p99 {} µs",
+            e.endpoint, e.requests, e.errors, e.p50_us, e.p99_us
+        );
+    }
+    let connect = find("WS connect /boards/{board_id}/live");
+    let moves = find("WS move a card");
+    let fanout = find("WS fanout: WS move a card");
+    assert!(connect.requests >= 10 && connect.errors == 0, "{connect:#?}");
+    assert!(moves.requests >= 2 * connect.requests && moves.errors == 0, "{moves:#?}");
+    // The others on a hot board see each move: measured, and each as a change pushed to them.
+    assert!(fanout.requests >= 5 && fanout.errors == 0, "{fanout:#?}");
+    assert!(fanout.p50_us > 0, "a fan-out is timed from the move's intended start");
+    // Counted as pushes too (a push is counted by the receiving session, so a stage's edge may part the counts).
+    assert!(find("WS push: change").requests > 0);
 }

@@ -47,7 +47,8 @@
 //!   scraping a real node_exporter; a bad query, and servers that are absent, hang, fail or answer garbage, the
 //!   night kept; `validate` and `telemetry probe` (skipped, saying so, without Prometheus).
 //! - `websocket`: WebSocket steps against the WebSocket stub (`support::ws_stub`): awaits timed from the send's
-//!   intended start, pushes counted on their class, pings answered, every failure in its class.
+//!   intended start, pushes counted on their class, pings answered, every failure in its class;
+//!   `websocket_frames`: the connection dropped (1006), a 1011 close, fragmented messages with pings between.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -87,4 +88,5 @@ mod tape_privacy;
 mod telemetry;
 mod telemetry_prometheus;
 mod websocket;
+mod websocket_frames;
 mod support;

@@ -14,19 +14,19 @@ use crate::support::run_scenario;
 use crate::support::ws_stub::{WsStub, WsStubConfig};
 
 /// The stub's delay before each answer.
-const DELAY: Duration = Duration::from_millis(50);
+pub(crate) const DELAY: Duration = Duration::from_millis(50);
 
-fn stub_config() -> WsStubConfig {
+pub(crate) fn stub_config() -> WsStubConfig {
     WsStubConfig { delay: DELAY, push_every: Duration::from_millis(20), subprotocol: Some("board.v1"), stall: None }
 }
 
-fn endpoint<'a>(measurement: &'a Measurement, name: &str) -> &'a EndpointResult {
+pub(crate) fn endpoint<'a>(measurement: &'a Measurement, name: &str) -> &'a EndpointResult {
     let endpoints = &measurement.results.endpoints;
     endpoints.iter().find(|e| e.endpoint == name).unwrap_or_else(|| panic!("no {name} in {endpoints:#?}"))
 }
 
 /// A closed-model scenario of `users` users for `secs` seconds: a connect offering `subprotocol`, then `steps`.
-fn scenario(url: &str, ws: &str, subprotocol: &str, steps: &str, users: u32, secs: u32) -> String {
+pub(crate) fn scenario(url: &str, ws: &str, subprotocol: &str, steps: &str, users: u32, secs: u32) -> String {
     format!(
         "[target]\nbase_url = \"{url}\"\ntimeout = \"2s\"\n{ws}\n[[flow]]\nname = \"board\"\n\
          [[flow.step]]\nws = \"connect\"\npath = \"/boards/{{{{ randint(1, 2) }}}}\"\nsubprotocols = [\"{subprotocol}\"]\n\
@@ -233,6 +233,10 @@ fn each_websocket_step_mistake_names_its_line_and_field() {
         (
             "[[flow.step]]\nws = \"connect\"\npath = \"/s\"\nsubprotocols = [\"a b\"]\n",
             "s.toml:8:16: flow[0].step[0].subprotocols: `a b` is not a subprotocol name",
+        ),
+        (
+            "[[flow.step]]\nws = \"connect\"\npath = \"/s\"\n[ws]\nping_every = \"1ms\"\n",
+            "s.toml:9:14: ws.ping_every: `1ms` is too often: at least 10ms",
         ),
     ];
     for (steps, expected) in cases {

@@ -34,7 +34,10 @@ pub(super) async fn open(
         tokio_tungstenite::client_async_with_config(request, stream, Some(config)).await.map_err(handshake_failure)
     };
     match tokio::time::timeout(timeout, opening).await {
-        Ok(Ok((socket, _response))) => Ok((socket, Instant::now())),
+        Ok(Ok((socket, _response))) => {
+            let settings = shared.plan.ws.as_ref().expect("a plan with WebSocket steps has [ws] settings");
+            Ok((Socket::new(socket, settings, timeout), Instant::now()))
+        }
         Ok(Err(failure)) => Err((failure, Instant::now())),
         Err(_) => {
             let message = format!("no 101 Switching Protocols within {}", humantime::format_duration(timeout));

@@ -5,15 +5,17 @@
 //! timed from the step's intended start; an await is timed from its send's *intended* start (the previous
 //! step's end plus think time) to the matching message's arrival, so a server that stalled still shows its
 //! whole stall. A send without an await is counted, not timed. Messages nobody awaited, between steps too, are
-//! counted per `[[ws.push]]` class ([`socket`]).
+//! counted per `[[ws.push]]` class ([`socket`]). Keepalive pings of degrade's own are timed like awaits, on
+//! `WS ping` ([`keepalive`]).
 
 mod connect;
 mod fanout;
+mod keepalive;
 mod socket;
 
 pub(super) use fanout::Fanouts;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
@@ -27,7 +29,7 @@ use crate::metrics::ErrorClass;
 use crate::scenario::Plan;
 use crate::scenario::plan::{ExtractFrom, Step};
 use crate::scenario::template::RenderContext;
-use crate::scenario::ws_plan::{Fanout, WsAction, WsAwait, WsPayload};
+use crate::scenario::ws_plan::{Fanout, WsAction, WsAwait, WsMatch, WsPayload};
 use fanout::Origin;
 use socket::{Matched, PushCounter, Socket};
 
@@ -165,7 +167,10 @@ impl WsSession {
         if wait.is_some() {
             shared.recorder.dispatching(step.endpoint, cx.measured);
         }
-        let outcome = self.exchange(shared, step, message, wait, pushes).await;
+        // The await's templated values rendered for this send: it waits for the answer to this message.
+        let matcher = wait.map(|w| w.render(&mut cx.render()));
+        let expecting = wait.zip(matcher.as_deref()).map(|(w, matcher)| (matcher, w.timeout));
+        let outcome = self.exchange(shared, step, message, expecting, pushes).await;
         let (end, failure) = match outcome.and_then(|matched| extract(step, matched, cx.variables)) {
             Ok(end) => (end, None),
             Err((failure, end)) => (end, Some(failure)),
@@ -196,7 +201,7 @@ impl WsSession {
         shared: &WsRun<'_>,
         step: &Step,
         message: Result<Outgoing, Failure>,
-        wait: Option<&WsAwait>,
+        wait: Option<(&WsMatch, Option<Duration>)>,
         pushes: &PushCounter<'_>,
     ) -> Result<Option<Matched>, (Failure, Instant)> {
         let failed = |f| (f, Instant::now());
@@ -208,7 +213,7 @@ impl WsSession {
             return Err(failed(why));
         };
         let sent = Instant::now();
-        let timeout = wait.and_then(|w| w.timeout).unwrap_or(shared.plan.target.timeout);
+        let timeout = wait.and_then(|(_, timeout)| timeout).unwrap_or(shared.plan.target.timeout);
         let deadline = sent + timeout;
         let result = async {
             if let Some(message) = message {
@@ -220,8 +225,8 @@ impl WsSession {
                 origin.sent = sent;
                 shared.fanouts.sent(id, origin, shared.plan.target.timeout);
             }
-            let Some(wait) = wait else { return Ok(None) };
-            match socket::read_until(socket, Some(&wait.matcher), deadline, pushes).await? {
+            let Some((matcher, _)) = wait else { return Ok(None) };
+            match socket::read_until(socket, Some(matcher), deadline, pushes).await? {
                 Some(matched) => Ok(Some(matched)),
                 None => Err(Failure::new(
                     ErrorClass::Timeout,

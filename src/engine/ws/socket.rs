@@ -1,16 +1,18 @@
 //! A session's WebSocket: the upgrade over the engine's own connection ([`super::super::client`]), sends, and
 //! reads that sort every message: the one an await is waiting for ends it, every other one is counted on its
-//! `[[ws.push]]` class, never dropped unseen. Server pings are answered by the codec while it reads.
+//! `[[ws.push]]` class, never dropped unseen. Server pings are answered by the codec while it reads; with
+//! `[ws] ping_every`, the socket's own pings are sent and their pongs timed while it reads ([`Keepalive`]).
 //!
 //! Memory per socket is bounded whatever the server sends: a 4 KiB read buffer, messages and frames capped at
 //! `[ws] max_message` (64 KiB by default; a longer one is a `protocol` error and ends the socket), and every
 //! message dropped as soon as it is sorted.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
@@ -18,14 +20,26 @@ use super::super::client::{Failure, Stream};
 use super::super::failure::classify_io;
 use super::super::recorder::{Recorder, Sample};
 use super::fanout::Fanouts;
+use super::keepalive::Keepalive;
 use crate::metrics::ErrorClass;
 use crate::scenario::ws_plan::{WsMatch, WsSettings};
 
 /// Bytes the codec reads at once: small, since a socket mostly idles and thousands may be open.
 const READ_BUFFER: usize = 4 * 1024;
 
-/// An open socket.
-pub(super) type Socket = WebSocketStream<Box<dyn Stream>>;
+/// An open socket, and its keepalive pings if `[ws] ping_every` asks for them.
+pub(super) struct Socket {
+    ws: WebSocketStream<Box<dyn Stream>>,
+    keepalive: Option<Keepalive>,
+}
+
+impl Socket {
+    /// `ws`, opened at `opened`, with the run's keepalive; a pong may take up to `timeout`.
+    pub(super) fn new(ws: WebSocketStream<Box<dyn Stream>>, settings: &WsSettings, timeout: Duration) -> Self {
+        let keepalive = settings.keepalive.map(|k| Keepalive::new(k, timeout, Instant::now()));
+        Self { ws, keepalive }
+    }
+}
 
 /// The codec's settings for a run: small buffers, messages capped.
 pub(super) fn config(settings: &WsSettings) -> WebSocketConfig {
@@ -104,8 +118,18 @@ pub(super) async fn read_until(
     pushes: &PushCounter<'_>,
 ) -> Result<Option<Matched>, Failure> {
     let needs_json = pushes.needs_json(wanted);
+    if let Some(keepalive) = &mut socket.keepalive {
+        keepalive.resume(Instant::now());
+    }
     loop {
-        let Ok(next) = tokio::time::timeout_at(until.into(), socket.next()).await else { return Ok(None) };
+        let wake = socket.keepalive.as_ref().map_or(until, |k| k.wake().min(until));
+        let Ok(next) = tokio::time::timeout_at(wake.into(), socket.ws.next()).await else {
+            if Instant::now() >= until {
+                return Ok(None);
+            }
+            keep_alive(socket, until, pushes).await?;
+            continue;
+        };
         let arrived = Instant::now();
         let message = match next {
             None => return Err(closed_without_frame()),
@@ -116,8 +140,14 @@ pub(super) async fn read_until(
             Message::Text(text) => text.as_bytes(),
             Message::Binary(bytes) => bytes,
             Message::Close(frame) => return Err(closed_by_server(frame.as_ref())),
-            // Pings are answered by the codec; pongs and raw frames carry no message.
-            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
+            Message::Pong(payload) => {
+                if let Some(keepalive) = &mut socket.keepalive {
+                    keepalive.pong(payload, arrived, pushes.recorder, pushes.measured);
+                }
+                continue;
+            }
+            // Pings are answered by the codec; raw frames carry no message.
+            Message::Ping(_) | Message::Frame(_) => continue,
         };
         let json = if needs_json { serde_json::from_slice::<Value>(bytes).ok() } else { None };
         if let Some(wanted) = wanted
@@ -131,15 +161,28 @@ pub(super) async fn read_until(
     }
 }
 
+/// The keepalive's turn: a ping timed out, or one to send (a send that cannot go out by `until` waits for the
+/// next read).
+async fn keep_alive(socket: &mut Socket, until: Instant, pushes: &PushCounter<'_>) -> Result<(), Failure> {
+    let Some(keepalive) = &mut socket.keepalive else { return Ok(()) };
+    let Some(ping) = keepalive.due(Instant::now(), pushes.recorder, pushes.measured) else { return Ok(()) };
+    match tokio::time::timeout_at(until.into(), socket.ws.send(ping)).await {
+        Ok(sent) => sent.map_err(read_failure),
+        Err(_) => Ok(()),
+    }
+}
+
 /// Sends one message.
 pub(super) async fn send(socket: &mut Socket, message: Message) -> Result<(), Failure> {
-    socket.send(message).await.map_err(read_failure)
+    socket.ws.send(message).await.map_err(read_failure)
 }
 
 /// Closes with 1000, waiting at most until `until` for the server's close; what it sends meanwhile is counted.
 pub(super) async fn close(mut socket: Socket, until: Instant, pushes: &PushCounter<'_>) {
+    // No ping after the close frame: the socket is ending, and a ping's round trip would wait on it.
+    socket.keepalive = None;
     let normal = CloseFrame { code: 1000.into(), reason: "".into() };
-    if socket.send(Message::Close(Some(normal))).await.is_err() {
+    if socket.ws.send(Message::Close(Some(normal))).await.is_err() {
         return;
     }
     // The server's close frame ends the read as an error; anything before it is a push.
@@ -168,6 +211,9 @@ fn closed_by_server(frame: Option<&CloseFrame>) -> Failure {
 pub(super) fn read_failure(error: WsError) -> Failure {
     match error {
         WsError::Io(e) => classify_io(&e, "WebSocket"),
+        // The connection ended under the codec without a close frame: the server went away (1006), which is an
+        // unexpected close like any other, not a malformed frame.
+        WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => closed_without_frame(),
         WsError::ConnectionClosed | WsError::AlreadyClosed => {
             Failure::new(ErrorClass::Reset, "the socket was already closed")
         }

@@ -5,6 +5,9 @@
 //! - `{"op": "broadcast", "id": …}`: `{"type": "change", "id": …}` to the board's *other* sockets, and the ack
 //!   to the sender, both after the delay;
 //! - `{"op": "silent"}`: nothing; `{"op": "close", "code": 1011}`: a close frame with that code;
+//! - `{"op": "drop"}`: the TCP connection ends at once, without a close frame (what a client calls 1006);
+//! - `{"op": "fragments", "parts": n, "id": …}`: the ack after the delay, in n frames with a ping between the
+//!   first two (control frames may come between a message's fragments);
 //! - `{"op": "flood", "count": n, "id": …}`: n cursor pushes at once, then the ack;
 //! - `{"op": "big", "size": n, "id": …}`: an ack padded to n bytes;
 //! - a binary message starting 0x01: the same bytes with 0x81 first, after the delay.
@@ -27,6 +30,8 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 
 /// How the stub behaves.
 #[derive(Debug, Clone, Copy)]
@@ -125,6 +130,9 @@ async fn serve(tcp: TcpStream, number: u64, config: WsStubConfig, counters: Arc<
         *refusal.status_mut() = http::StatusCode::BAD_REQUEST;
         Err(refusal)
     };
+    // Each answer goes out as it is written, as a real-time server's do: with Nagle's algorithm a frame written
+    // behind another waits for the client's delayed ACK (40 ms on Linux).
+    let _ = tcp.set_nodelay(true);
     let Ok(socket) = tokio_tungstenite::accept_hdr_async(tcp, callback).await else { return };
     counters.sockets.fetch_add(1, Ordering::Relaxed);
     let (mut sink, mut stream) = socket.split();
@@ -147,6 +155,7 @@ async fn serve(tcp: TcpStream, number: u64, config: WsStubConfig, counters: Arc<
             Message::Pong(_) => {
                 counters.pongs.fetch_add(1, Ordering::Relaxed);
             }
+            Message::Text(text) if dropped(&text) => break,
             Message::Text(text) => answer(&text, &out, delay, &boards, &board, number),
             Message::Binary(bytes) if bytes.first() == Some(&1) => {
                 let mut reply = bytes.to_vec();
@@ -162,6 +171,28 @@ async fn serve(tcp: TcpStream, number: u64, config: WsStubConfig, counters: Arc<
     if let Some(sockets) = boards.lock().unwrap().get_mut(&board) {
         sockets.retain(|(n, _)| *n != number);
     }
+}
+
+/// Whether a message asks the stub to drop the connection: the loop it breaks then drops the socket's halves,
+/// so the TCP connection ends with no close frame.
+fn dropped(text: &str) -> bool {
+    serde_json::from_str::<Value>(text).is_ok_and(|request| request["op"] == "drop")
+}
+
+/// `text` as a text message in `parts` frames, with a ping after the first.
+fn fragments(text: &str, parts: usize) -> Vec<Message> {
+    let bytes = text.as_bytes();
+    let size = bytes.len().div_ceil(parts.max(1)).max(1);
+    let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
+    let mut frames = Vec::new();
+    for (n, chunk) in chunks.iter().enumerate() {
+        let opcode = if n == 0 { OpCode::Data(Data::Text) } else { OpCode::Data(Data::Continue) };
+        frames.push(Message::Frame(Frame::message(chunk.to_vec(), opcode, n + 1 == chunks.len())));
+        if n == 0 {
+            frames.push(Message::Ping(vec![9].into()));
+        }
+    }
+    frames
 }
 
 /// A cursor push and a ping every `every`.
@@ -183,6 +214,17 @@ fn later(out: &mpsc::UnboundedSender<Message>, delay: Duration, message: Message
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;
         let _ = out.send(message);
+    });
+}
+
+/// Sends `messages` in order after `delay`.
+fn later_all(out: &mpsc::UnboundedSender<Message>, delay: Duration, messages: Vec<Message>) {
+    let out = out.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        for message in messages {
+            let _ = out.send(message);
+        }
     });
 }
 
@@ -211,6 +253,11 @@ fn answer(text: &str, out: &mpsc::UnboundedSender<Message>, delay: Duration, boa
                 let _ = out.send(Message::text(json!({"type": "cursor", "flood": n}).to_string()));
             }
             let _ = out.send(ack());
+        }
+        "fragments" => {
+            let parts = usize::try_from(request["parts"].as_u64().unwrap_or(2)).unwrap_or(2);
+            let text = json!({"type": "ack", "id": id, "fragmented": true}).to_string();
+            later_all(out, delay, fragments(&text, parts));
         }
         "big" => {
             let size = usize::try_from(request["size"].as_u64().unwrap_or(0)).unwrap_or(0);
