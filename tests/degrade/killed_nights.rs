@@ -9,10 +9,27 @@
 use std::os::unix::process::ExitStatusExt;
 use std::sync::atomic::Ordering;
 
-use degrade::model::{RunStatus, VerdictOutcome};
+use degrade::model::{Run, RunStatus, VerdictOutcome};
+use degrade::store::Store;
 
 use crate::support::TestDb;
 use crate::support::killable::{a_project_with_history, expire_the_lease_of_the_killed, night};
+use crate::support::receiver::Receiver;
+
+/// A night killed at `point`, its lease let go; a night this machine measured invalid (its generator fell
+/// behind) is killed again, up to four times; `None` when all four were invalid.
+async fn killed_at(dir: &tempfile::TempDir, hook: &Receiver, store: &Store, point: &str) -> Option<Run> {
+    for _ in 0..4 {
+        let (status, output) = night(dir, hook, Some(point)).await;
+        assert_eq!(status.signal(), Some(9), "killed by SIGKILL at the fault point: {status:?} {output}");
+        expire_the_lease_of_the_killed(store).await;
+        let run = store.last_runs("shop", 1).await.unwrap().remove(0);
+        if run.status != RunStatus::Invalid {
+            return Some(run);
+        }
+    }
+    None
+}
 
 async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_next(db: &TestDb) {
     let (target, hook, dir, store) = a_project_with_history(db, "").await;
@@ -20,19 +37,9 @@ async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_nex
     // Every other request fails, and degrade is killed once the night's results are stored. A night this
     // machine measured invalid (its generator fell behind) is never judged: another is killed instead.
     target.failing.store(true, Ordering::Relaxed);
-    let mut killed = None;
-    for _ in 0..4 {
-        let (status, output) = night(&dir, &hook, Some("results-stored")).await;
-        assert_eq!(status.signal(), Some(9), "killed by SIGKILL at the fault point: {status:?} {output}");
-        expire_the_lease_of_the_killed(&store).await;
-        let run = store.last_runs("shop", 1).await.unwrap().remove(0);
-        if run.status == RunStatus::Finished {
-            killed = Some(run.id);
-            break;
-        }
-        assert_eq!(run.status, RunStatus::Invalid, "only an invalid night is not `finished` here: {run:?}");
-    }
-    let Some(killed) = killed else {
+    let killed = killed_at(&dir, &hook, &store, "results-stored").await;
+    assert!(killed.as_ref().is_none_or(|run| run.status == RunStatus::Finished), "{killed:?}");
+    let Some(killed) = killed.map(|run| run.id) else {
         return eprintln!("skipped: four killed nights in a row were invalid (this machine is too busy)");
     };
     assert_eq!(store.latest_verdict(killed).await.unwrap(), None, "killed before its verdict");
@@ -90,18 +97,7 @@ async fn lost_acknowledgements_write_nothing_twice(db: &TestDb) {
 async fn a_night_killed_before_its_alerts_is_alerted_once_by_the_next(db: &TestDb) {
     let (target, hook, dir, store) = a_project_with_history(db, "[scenario.gates]\nconfirm = false\n").await;
     target.failing.store(true, Ordering::Relaxed);
-    let mut killed = None;
-    for _ in 0..4 {
-        let (status, output) = night(&dir, &hook, Some("verdict-stored")).await;
-        assert_eq!(status.signal(), Some(9), "killed by SIGKILL at the fault point: {status:?} {output}");
-        expire_the_lease_of_the_killed(&store).await;
-        let run = store.last_runs("shop", 1).await.unwrap().remove(0);
-        if run.status != RunStatus::Invalid {
-            killed = Some(run.id);
-            break;
-        }
-    }
-    let Some(killed) = killed else {
+    let Some(killed) = killed_at(&dir, &hook, &store, "verdict-stored").await.map(|run| run.id) else {
         return eprintln!("skipped: four nights in a row were invalid (this machine is too busy)");
     };
     assert_eq!(store.find_run(killed).await.unwrap().unwrap().status, RunStatus::Regressed);
