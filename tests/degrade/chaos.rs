@@ -51,6 +51,7 @@ async fn chaos(db: &TestDb, nights: usize, seed: u64, drawn: bool) -> Figures {
     let (target, hook, dir, store) = a_project_with_history(db, "").await;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut figures = Figures::default();
+    let history = rows(db).await.0.iter().filter(|run| run.2.is_none()).count();
     for n in 0..nights {
         let point = if drawn { POINTS[rng.random_range(0..POINTS.len())] } else { POINTS[n % POINTS.len()] };
         // A failure to store needs a target that is down; the other points see any target.
@@ -69,7 +70,7 @@ async fn chaos(db: &TestDb, nights: usize, seed: u64, drawn: bool) -> Figures {
             figures.points_hit.extend(point);
         }
         assert!(status.code().is_some(), "night {n}: {status:?} {output}");
-        let (violations, duplicates) = invariants(db, &store, &hook).await;
+        let (violations, duplicates) = invariants(db, &store, &hook, history + figures.nights).await;
         figures.violations.extend(violations.into_iter().map(|v| format!("after night {n} ({point:?}): {v}")));
         figures.duplicates_at_receiver = duplicates;
     }
@@ -108,10 +109,14 @@ async fn rows(db: &TestDb) -> (Vec<RunRow>, Vec<(i64, String)>) {
     }
 }
 
-/// The invariants' violations, and how many messages the receiver got more than once.
-async fn invariants(db: &TestDb, store: &Store, hook: &Receiver) -> (Vec<String>, usize) {
+/// The invariants' violations after `nights` nights, and how many messages the receiver got more than once.
+async fn invariants(db: &TestDb, store: &Store, hook: &Receiver, nights: usize) -> (Vec<String>, usize) {
     let (runs, episodes) = rows(db).await;
     let mut violations = Vec::new();
+    let first_runs = runs.iter().filter(|run| run.2.is_none()).count();
+    if first_runs != nights {
+        violations.push(format!("{first_runs} first runs for {nights} nights"));
+    }
     let status_of: BTreeMap<i64, String> = runs.iter().map(|r| (r.0, r.1.clone())).collect();
     for (id, status, confirms, alerted, runner) in &runs {
         if status == "running" || status == "confirming" {

@@ -67,20 +67,30 @@ async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_nex
     store.close().await;
 }
 
+/// How many nights the scenario has run: its runs that are no confirmation rerun (a night judged regressed on
+/// a busy machine has one too).
+async fn nights_run(store: &Store) -> usize {
+    let mut nights = 0;
+    for run in store.last_runs("shop", 100).await.unwrap() {
+        nights += usize::from(store.confirmed_by(run.id).await.unwrap().is_none());
+    }
+    nights
+}
+
 /// A night whose run creation, then whose verdict, was committed and its acknowledgement lost (a connection
 /// dropped before the answer): the retry finds what was written, and the night has one run and one verdict.
 async fn lost_acknowledgements_write_nothing_twice(db: &TestDb) {
     let (_target, hook, dir, store) = a_project_with_history(db, "").await;
-    let before = store.last_runs("shop", 100).await.unwrap().len();
+    let before = nights_run(&store).await;
     let (status, output) = night(&dir, &hook, Some("run-created-unacknowledged")).await;
-    assert!(matches!(status.code(), Some(0 | 3)), "{output}");
+    assert!(matches!(status.code(), Some(0 | 1 | 3)), "{output}");
     assert!(output.contains("losing this write's acknowledgement"), "the fault was reached: {output}");
     let runs = store.last_runs("shop", 100).await.unwrap();
-    assert_eq!(runs.len(), before + 1, "one run for the night: {runs:?}");
+    assert_eq!(nights_run(&store).await, before + 1, "one first run for the night: {runs:?}");
     assert!(runs.iter().all(|r| r.status != RunStatus::Running), "none left running: {runs:?}");
 
     let (status, output) = night(&dir, &hook, Some("verdict-unacknowledged")).await;
-    assert!(matches!(status.code(), Some(0 | 3)), "{output}");
+    assert!(matches!(status.code(), Some(0 | 1 | 3)), "{output}");
     assert!(output.contains("losing this write's acknowledgement"), "the fault was reached: {output}");
     let tonight = store.last_runs("shop", 1).await.unwrap().remove(0);
     if !tonight.status.is_valid_measurement() {
