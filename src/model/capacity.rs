@@ -242,12 +242,14 @@ impl CapacityResult {
     #[must_use]
     pub fn describe(&self) -> String {
         let capacity = match (self.capacity, self.ended) {
-            (Some(c), SearchEnd::Found) => format!("capacity {c:.0} req/s"),
-            (Some(c), _) => format!("capacity at least {c:.0} req/s"),
+            (Some(c), SearchEnd::Found) => format!("capacity {} req/s", rate_text(c)),
+            (Some(c), _) => format!("capacity at least {} req/s", rate_text(c)),
             (None, _) => "no capacity: the start rate already left the zone".to_owned(),
         };
         let why = match (&self.first_out, &self.breach) {
-            (Some(rate), Some(breach)) => format!("; {rate:.0} req/s left the zone on {}", breach.describe()),
+            (Some(rate), Some(breach)) => {
+                format!("; {} req/s left the zone on {}", rate_text(*rate), breach.describe())
+            }
             _ => String::new(),
         };
         let end = match self.ended {
@@ -259,5 +261,129 @@ impl CapacityResult {
             SearchEnd::Stopped => " (degrade was stopped)",
         };
         format!("{capacity}{why}{end}")
+    }
+}
+
+/// A rate in whole arrivals per second, its thousands grouped as a capacity planner writes them: `4,000`,
+/// `162`, `12,500`.
+#[must_use]
+pub fn rate_text(rate: f64) -> String {
+    if !rate.is_finite() {
+        return "n/a".to_owned();
+    }
+    let digits = format!("{:.0}", rate.abs());
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    if rate < 0.0 && digits != "0" { format!("-{grouped}") } else { grouped }
+}
+
+/// A night's capacity against the one it is compared with, as the verdict, the alerts and the API word it:
+/// `capacity 4,000 → 3,100 req/s (-22.5 %): left the green zone on p75 of POST /orders 412.0 ms against 300 ms
+/// (+37 %)`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityChange {
+    /// The capacity compared with: the baseline nights' median, or the night an alert recalls.
+    pub baseline: f64,
+    /// Tonight's capacity (0 when the start rate already left the zone).
+    pub tonight: f64,
+    /// Change from the baseline, percent.
+    pub delta_pct: f64,
+    /// The first rate that left the zone tonight, when one did.
+    pub first_out: Option<f64>,
+    /// The zone's name (`[scenario.capacity] zone_name`): `green` reads "the green zone".
+    pub zone: String,
+    /// Why tonight's first rate out left the zone.
+    pub breach: Option<ZoneBreach>,
+}
+
+impl CapacityChange {
+    /// `baseline` against `tonight`'s result, in the zone named `zone`.
+    #[must_use]
+    pub fn new(baseline: f64, tonight: &CapacityResult, zone: &str) -> Self {
+        let capacity = tonight.capacity.unwrap_or(0.0);
+        let delta_pct = if baseline > 0.0 { (capacity / baseline - 1.0) * 100.0 } else { 0.0 };
+        Self {
+            baseline,
+            tonight: capacity,
+            delta_pct,
+            first_out: tonight.first_out,
+            zone: zone.to_owned(),
+            breach: tonight.breach.clone(),
+        }
+    }
+
+    /// `capacity 4,000 → 3,100 req/s (-22.5 %)`.
+    #[must_use]
+    pub fn headline(&self) -> String {
+        format!(
+            "capacity {} → {} req/s ({})",
+            rate_text(self.baseline),
+            rate_text(self.tonight),
+            super::Change::from_pct(self.delta_pct)
+        )
+    }
+
+    /// The headline and why the next rate left the zone: `…: left the green zone on p75 of POST /orders 412.0
+    /// ms against 300 ms (+37 %)`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match &self.breach {
+            Some(breach) => format!("{}: {}", self.headline(), self.left_on(breach)),
+            None => self.headline(),
+        }
+    }
+
+    /// `left the green zone on p75 of POST /orders 412.0 ms against 300 ms (+37 %)`.
+    #[must_use]
+    pub fn left_on(&self, breach: &ZoneBreach) -> String {
+        format!("left the {} on {}", zone_words(&self.zone), breach.describe())
+    }
+}
+
+/// `the green zone` from `green`; a name that already says "zone" is kept as it is.
+fn zone_words(zone: &str) -> String {
+    if zone.to_lowercase().ends_with("zone") { zone.to_owned() } else { format!("{zone} zone") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_group_their_thousands() {
+        assert_eq!(rate_text(4000.0), "4,000");
+        assert_eq!(rate_text(162.4), "162");
+        assert_eq!(rate_text(1_234_567.0), "1,234,567");
+        assert_eq!(rate_text(999.6), "1,000");
+        assert_eq!(rate_text(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn a_change_reads_as_a_capacity_planner_writes_it() {
+        let tonight = CapacityResult {
+            capacity: Some(3100.0),
+            first_out: Some(3200.0),
+            breach: Some(ZoneBreach {
+                gate: ZoneGate::P75,
+                endpoint: "POST /orders".into(),
+                value: 412.0,
+                limit: 300.0,
+            }),
+            ended: SearchEnd::Found,
+            search_secs: 60.0,
+            steps: Vec::new(),
+        };
+        let change = CapacityChange::new(4000.0, &tonight, "green");
+        assert_eq!(
+            change.describe(),
+            "capacity 4,000 → 3,100 req/s (-22.5 %): left the green zone on p75 of POST /orders 412.0 ms against \
+             300 ms (+37 %)"
+        );
+        assert!(CapacityChange::new(4000.0, &tonight, "red zone").describe().contains("left the red zone on"));
     }
 }

@@ -124,7 +124,9 @@ pub(crate) fn with_unit(metric: &str, value: f64) -> String {
     }
     match metric {
         "error_rate" | "max_error_rate_pct" => format!("{value:.3} %"),
-        "throughput" | "capacity" => format!("{value:.1} req/s"),
+        "throughput" => format!("{value:.1} req/s"),
+        // A capacity is a planner's figure: whole arrivals per second, thousands grouped (`4,000 req/s`).
+        "capacity" => format!("{} req/s", crate::model::rate_text(value)),
         // An endpoint that stopped serving: its finding counts requests, not time.
         "requests" => format!("{value:.0} requests"),
         _ => format!("{value:.1} ms"),

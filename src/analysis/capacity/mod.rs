@@ -14,6 +14,10 @@ pub use search::{Next, Search};
 pub use trend::{CAPACITY_METRIC, capacity_finding};
 pub use zone::{StepJudgement, StepSample, judge_step};
 
+/// The zone's name unless `zone_name` says otherwise: a capacity guide's green zone is the load a service
+/// carries inside its limits.
+pub const DEFAULT_ZONE_NAME: &str = "green";
+
 /// How the climbing steps grow.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Growth {
@@ -40,6 +44,8 @@ pub struct CapacitySearch {
     pub max_time: Duration,
     /// Bisection steps between the last rate held and the first that left the zone.
     pub refine_steps: u32,
+    /// What the verdict and the alerts call the zone (`green`: "left the green zone").
+    pub zone_name: String,
 }
 
 impl CapacitySearch {
@@ -115,6 +121,7 @@ mod tests {
             max_rate: 1000.0,
             max_time: Duration::from_mins(10),
             refine_steps: 3,
+            zone_name: "green".to_owned(),
         }
     }
 
