@@ -17,11 +17,16 @@ pub enum ZoneGate {
     ErrorRate,
     /// Arrivals dropped at the in-flight cap: the target held so many requests that no more could be sent.
     InFlight,
+    /// A telemetry series' `max` in `limits` (CPU at most 60 %), on the step's own window.
+    TelemetryMax,
+    /// A telemetry series' `min` in `limits` (a cache hit ratio at least 0.9), on the step's own window.
+    TelemetryMin,
 }
 
 impl ZoneGate {
     /// Every gate, in declaration order.
-    pub const ALL: [Self; 5] = [Self::P75, Self::P95, Self::P99, Self::ErrorRate, Self::InFlight];
+    pub const ALL: [Self; 7] =
+        [Self::P75, Self::P95, Self::P99, Self::ErrorRate, Self::InFlight, Self::TelemetryMax, Self::TelemetryMin];
 
     /// The stored name: the gate's key in `[scenario.gates]` (`max_in_flight` names `[load] max_in_flight`).
     #[must_use]
@@ -32,6 +37,8 @@ impl ZoneGate {
             Self::P99 => "max_p99_ms",
             Self::ErrorRate => "max_error_rate_pct",
             Self::InFlight => "max_in_flight",
+            Self::TelemetryMax => "telemetry_max",
+            Self::TelemetryMin => "telemetry_min",
         }
     }
 
@@ -44,6 +51,7 @@ impl ZoneGate {
             Self::P99 => "p99",
             Self::ErrorRate => "error rate",
             Self::InFlight => "dropped arrivals",
+            Self::TelemetryMax | Self::TelemetryMin => "mean",
         }
     }
 
@@ -53,6 +61,8 @@ impl ZoneGate {
         match self {
             Self::P75 | Self::P95 | Self::P99 => " ms",
             Self::ErrorRate | Self::InFlight => " %",
+            // A series' own unit: its name in the breach's endpoint says what it is.
+            Self::TelemetryMax | Self::TelemetryMin => "",
         }
     }
 }
@@ -70,7 +80,8 @@ impl std::str::FromStr for ZoneGate {
 pub struct ZoneBreach {
     /// The gate crossed.
     pub gate: ZoneGate,
-    /// The endpoint whose figure crossed it (`(all)` for the whole step).
+    /// The endpoint whose figure crossed it (`(all)` for the whole step; for a telemetry limit, the source and
+    /// series: `api-host CPU`).
     pub endpoint: String,
     /// The step's figure, in the gate's unit.
     pub value: f64,
@@ -79,10 +90,20 @@ pub struct ZoneBreach {
 }
 
 impl ZoneBreach {
-    /// `p75 of POST /orders 412.0 ms against 300 ms (+37 %)`.
+    /// `p75 of POST /orders 412.0 ms against 300 ms (+37 %)`; `api-host CPU mean 0.712 over its limit 0.6
+    /// (+19 %)` for a telemetry limit.
     #[must_use]
     pub fn describe(&self) -> String {
         let over = if self.limit > 0.0 { (self.value / self.limit - 1.0) * 100.0 } else { f64::INFINITY };
+        let side = match self.gate {
+            ZoneGate::TelemetryMax => Some("over"),
+            ZoneGate::TelemetryMin => Some("under"),
+            _ => None,
+        };
+        if let Some(side) = side {
+            let (value, limit) = (significant(self.value), significant(self.limit));
+            return format!("{} mean {value} {side} its limit {limit} ({over:+.0} %)", self.endpoint);
+        }
         let unit = self.gate.unit();
         format!(
             "{} of {} {:.1}{unit} against {}{unit} ({over:+.0} %)",
@@ -92,6 +113,15 @@ impl ZoneBreach {
             self.limit
         )
     }
+}
+
+/// `0.712`, `1,234`-free: a telemetry value to three significant digits (`0.000412`, `12.3`, `1230`).
+fn significant(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    let decimals = (2 - value.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{value:.decimals$}")
 }
 
 /// What the zone made of one step.
@@ -385,5 +415,13 @@ mod tests {
              300 ms (+37 %)"
         );
         assert!(CapacityChange::new(4000.0, &tonight, "red zone").describe().contains("left the red zone on"));
+    }
+
+    #[test]
+    fn a_telemetry_limit_reads_as_its_series_over_its_limit() {
+        let cpu =
+            ZoneBreach { gate: ZoneGate::TelemetryMax, endpoint: "api-host CPU".into(), value: 0.7123, limit: 0.6 };
+        assert_eq!(cpu.describe(), "api-host CPU mean 0.712 over its limit 0.600 (+19 %)");
+        assert_eq!("telemetry_max".parse::<ZoneGate>(), Ok(ZoneGate::TelemetryMax));
     }
 }

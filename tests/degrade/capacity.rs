@@ -194,6 +194,44 @@ async fn a_worker_pools_knee_is_found_and_its_fall_judged_on_postgresql() {
     capacity_story(TestDb::postgres().await).await;
 }
 
+/// The pool's telemetry in the zone: its busy workers (the rate of `pool_busy_seconds_total`, the pool's stand-in
+/// for CPU) at most 2.4 of its 4, 60 % as a capacity guide holds CPU. Each request keeps a worker 25 ms, so the
+/// workers pass 2.4 busy at 96 req/s, well under the latency knee: the search must stop there, on that limit.
+fn with_busy_limit(address: std::net::SocketAddr) -> String {
+    config(address)
+        + &format!(
+            "[[scenario.telemetry]]\nname = \"pool\"\nkind = \"scrape\"\nurl = \"http://{address}/metrics\"\n\
+             every = \"1s\"\nlimits = {{ \"busy\" = {{ max = 2.4 }} }}\n\
+             [[scenario.telemetry.series]]\nname = \"busy\"\nmetric = \"pool_busy_seconds_total\"\n\
+             kind = \"counter\"\nunit = \"s\"\n"
+        )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_past_a_telemetry_limit_leaves_the_zone_on_it() {
+    let _apart = crate::support::NOT_BESIDE_CHROMIUM.lock().await;
+    let db = TestDb::sqlite();
+    let target = PoolTarget::start(WORKERS, SERVICE).await;
+    let dir = project(&with_busy_limit(target.address), &[("scenarios/pool.toml", SCENARIO)]).0;
+    let store = Store::connect(&db.url).await.unwrap();
+    let hooks = Hooks { json: Receiver::start().await, slack: Receiver::start().await };
+    let (_, output, run) = searched_night(&dir, &db, &store, &hooks).await;
+    let found = store.capacity(run).await.unwrap().unwrap();
+    let steps: Vec<_> =
+        found.steps.iter().map(|s| format!("{:.0} {}: {}", s.rate, s.verdict.as_str(), s.reason)).collect();
+    eprintln!("busy limit: {} in {:.0} s; steps {steps:#?}", found.describe(), found.search_secs);
+    assert_eq!(found.ended, SearchEnd::Found, "{output}\n{steps:#?}");
+    let breach = found.breach.as_ref().unwrap();
+    assert_eq!((breach.gate, breach.endpoint.as_str(), breach.limit), (ZoneGate::TelemetryMax, "pool busy", 2.4));
+    assert!(breach.value > 2.4, "{breach:?}");
+    // 96 req/s is where the workers pass 2.4 busy: far under the latency knee (160), which the search never met.
+    let capacity = found.capacity.unwrap();
+    assert!((0.45 * KNEE..=0.7 * KNEE).contains(&capacity), "capacity {capacity}: {steps:#?}");
+    let left = found.steps.iter().filter(|s| s.verdict == StepVerdict::Left);
+    assert!(left.clone().all(|s| s.reason.starts_with("left the zone: pool busy mean ")), "{steps:#?}");
+    assert!(left.clone().all(|s| s.p75_ms.is_some_and(|p| p < 60.0)), "latency stayed inside: {steps:#?}");
+}
+
 /// `validate` on a project whose `[scenario.capacity]` is `section`, with `gates`.
 fn validate(gates: &str, section: &str) -> (bool, String) {
     let config = format!(

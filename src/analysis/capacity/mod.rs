@@ -1,16 +1,19 @@
 //! The capacity search (`[scenario.capacity]` in `degrade.toml`): the highest open-model arrival rate a build
-//! holds inside its zone, the scenario's absolute gates. [`CapacitySearch`] is the search as configured and its
-//! step plan; `search` decides the next rate from the steps so far, `zone` judges one step on its own
-//! requests, with each percentile's interval, and `trend` judges a night's capacity against the nights before
+//! holds inside its zone, the scenario's absolute gates and its telemetry sources' limits. [`CapacitySearch`]
+//! is the search as configured and its step plan; `search` decides the next rate from the steps so far, `zone`
+//! judges one step on its own requests, with each percentile's interval, `telemetry_zone` on its telemetry
+//! (each limit against the series' mean over the step's holds), and `trend` judges a night's capacity against the nights before
 //! it. Pure: the pipeline runs the steps.
 
 mod search;
+mod telemetry_zone;
 mod trend;
 mod zone;
 
 use std::time::Duration;
 
 pub use search::{Next, Search};
+pub use telemetry_zone::{telemetry_breach, with_telemetry};
 pub use trend::{CAPACITY_METRIC, capacity_finding};
 pub use zone::{StepJudgement, StepSample, judge_step};
 
