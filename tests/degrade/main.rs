@@ -62,6 +62,7 @@ mod confirm;
 mod alerts;
 mod book;
 mod capacity;
+mod capacity_nights;
 mod browser;
 mod dashboard;
 mod demo;
