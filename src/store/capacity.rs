@@ -12,9 +12,9 @@ use crate::model::{CapacityResult, CapacityStep, RunId, ZoneBreach};
 /// The capacity nights of a span's series, newest first, at most [`MAX_RUN_POINTS`].
 const TREND: &str = "select c.run_id, c.capacity, c.first_out, c.ended, c.breach_gate, c.breach_endpoint, \
                      c.breach_value, c.breach_limit, c.search_secs, r.started_at, r.build_id, \
-                     case when exists (select 1 from findings f where f.verdict_id = \
+                     cast(case when exists (select 1 from findings f where f.verdict_id = \
                      (select max(v.id) from verdicts v where v.run_id = r.id) \
-                     and f.metric = 'capacity' and f.outcome = 'regression') then 1 else 0 end as fell \
+                     and f.metric = 'capacity' and f.outcome = 'regression') then 1 else 0 end as bigint) as fell \
                      from capacity_results c join runs r on r.id = c.run_id \
                      join scenarios s on s.id = r.scenario_id \
                      where s.name = $1 and r.started_at >= $2 and r.started_at < $3 and r.scenario_hash = $4 \
