@@ -119,6 +119,7 @@ async fn stored_report(store: &Store, run: &Run, verdict: Verdict) -> anyhow::Re
         left_out: Vec::new(),
         findings: verdict.findings,
         confirmation: None,
+        capacity: store.capacity(run.id).await?.map(Box::new),
     })
 }
 

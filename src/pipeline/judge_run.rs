@@ -125,6 +125,7 @@ pub async fn judge_run(
         left_out,
         findings,
         confirmation,
+        capacity: store.capacity(candidate.id).await?.map(Box::new),
     })
 }
 

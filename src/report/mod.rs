@@ -8,7 +8,7 @@ mod markdown;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::model::{Change, Finding, Run, VerdictOutcome};
+use crate::model::{CapacityResult, Change, Finding, Run, VerdictOutcome};
 
 /// The output formats of `degrade check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -68,6 +68,10 @@ pub struct CheckReport {
     pub findings: Vec<Finding>,
     /// What the confirmation rerun found, when the run was one or had one.
     pub confirmation: Option<String>,
+    /// The night's capacity search, every step with it, when the scenario has `[scenario.capacity]` (left out
+    /// of the JSON otherwise). Boxed: a report is held across the nightly chain's awaits, and most have none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Box<CapacityResult>>,
 }
 
 impl CheckReport {

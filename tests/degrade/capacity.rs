@@ -146,6 +146,14 @@ async fn capacity_story(db: TestDb) {
     let reason = finding.and_then(|f| f["reason"].as_str()).unwrap_or_default();
     assert!(reason.contains("req/s (-") && reason.contains(": left the green zone on p75 of GET /work"), "{answer}");
 
+    // So does `check --format json`: the search beside the verdict's findings.
+    let url = db.url_string();
+    let env = [("DEGRADE_DATABASE_URL", url.as_str())];
+    let json = degrade_child(dir.path(), &["check", "--format", "json"], &env).wait_with_output().await.unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["capacity"]["capacity"].as_f64(), Some(capacity), "{report}");
+    assert_eq!(report["capacity"]["breach"]["gate"], "p75", "{report}");
+
     alerted_fall_and_recovery(&target, (&dir, &db, &store), &hooks, run, capacity).await;
 }
 
