@@ -86,7 +86,8 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
         Store::connect_existing(&config.database).await
     }
     .with_context(|| format!("cannot open the database {}", config.database))?;
-    let outcome = run_now_and_check(&store, &config, &args).await;
+    // Boxed: a night and its confirmation rerun hold the whole engine.
+    let outcome = Box::pin(run_now_and_check(&store, &config, &args)).await;
     let status = match &outcome {
         Ok(report) => store.find_run(report.run_id).await.ok().flatten().map(|run| run.status),
         Err(_) => None,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::{Exit, shutdown_signal};
+use crate::demo::capacity_story::{CAPACITY_SCENARIO, CapacityVerdict};
 use crate::demo::story::{self, Options, SLOW_ENDPOINT, SLOW_ROUTE};
 use crate::demo::target::{DemoTarget, Knobs};
 
@@ -89,25 +90,47 @@ fn print_story(demo: &story::Demo, options: &Options) {
     if !verdict.as_planned() {
         println!("  tonight's run #{}: {}", verdict.run_id, verdict.summary);
     }
-    let alert = verdict.alerts.first().and_then(|a| a["text"].as_str()).unwrap_or("none");
+    print_capacity(verdict.capacity.as_ref());
+    let said: Vec<String> =
+        verdict.alerts.iter().filter_map(|a| a["text"].as_str()).map(|text| format!("\"{text}\"")).collect();
     println!(
-        "  alerts delivered: {} (\"{alert}\"), logged in {}",
+        "  alerts delivered: {} ({}), logged in {}",
         verdict.alerts.len(),
+        if said.is_empty() { "none".to_owned() } else { said.join(", ") },
         options.folder.join("alerts.log").display()
     );
     let d = &demo.dashboard;
     println!("\nLook at:\n  {d}/                   every scenario, with its latest status");
     println!("  {d}/scenarios/demo      the trend: {SLOW_ENDPOINT} jumps at build 1.1.0");
     println!("  {d}/runs/{}             tonight's verdict, findings and per-second timeline", verdict.run_id);
+    if let Some(capacity) = &verdict.capacity {
+        println!("  {d}/scenarios/{CAPACITY_SCENARIO}  the capacity night over night: it falls at build 1.2.0");
+        println!("  {d}/runs/{}             build 1.2.0's capacity search, step by step", capacity.run_id);
+    }
     println!("  {d}/alerts              the regression episode and the message sent");
     println!(
         "  Acknowledge (and the POST API) asks for a login: any user name, password {} (this demo's own token)",
         demo.token
     );
     println!(
-        "Try the CI gate on the same data: degrade --config {} check",
+        "Try the CI gate on the same data: degrade --config {} check demo (or check {CAPACITY_SCENARIO})",
         options.folder.join("degrade.toml").display()
     );
+}
+
+/// The capacity chapter's verdict: what fell, and anything else judged worse (there should be nothing).
+fn print_capacity(capacity: Option<&CapacityVerdict>) {
+    let Some(capacity) = capacity else { return };
+    match &capacity.capacity {
+        Some(f) if f.outcome.is_failure() => println!("  worse: {} at build 1.2.0: {}", CAPACITY_SCENARIO, f.reason),
+        _ => println!("  unexpected: build 1.2.0's capacity was not judged regressed: {}", capacity.summary),
+    }
+    for f in &capacity.false_findings {
+        println!("  unexpected: {CAPACITY_SCENARIO} {} {} judged worse: {}", f.endpoint, f.metric, f.reason);
+    }
+    for run in &capacity.false_alarms {
+        println!("  unexpected: capacity run #{run} of build 1.0.x was judged regressed");
+    }
 }
 
 /// The demo API's knobs.
@@ -135,6 +158,11 @@ pub struct DemoTargetArgs {
     /// unchanged while the machine has headroom.
     #[arg(long, value_name = "US", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub burn_cpu_us: u64,
+    /// Renderers of GET /boards/{board_id}/export, each holding an export for 25 ms spent waiting: the route
+    /// carries at most this many ÷ 25 ms exports a second (4: 160), whatever else the machine runs.
+    #[arg(long, value_name = "N", default_value_t = crate::demo::export::EXPORT_WORKERS,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::demo::export::MAX_EXPORT_WORKERS)))]
+    pub export_workers: u32,
     /// The build id /version reports.
     #[arg(long, value_name = "ID", default_value = "1.0.0")]
     pub build: String,
@@ -159,10 +187,11 @@ pub(super) async fn demo_target(args: DemoTargetArgs) -> anyhow::Result<Exit> {
     knobs.slow_down_share(&args.slow_route, Duration::from_secs_f64(args.slowdown_ms / 1000.0), args.slow_share);
     knobs.fail(args.error_rate);
     knobs.burn_cpu(args.burn_cpu_us);
+    knobs.export_workers.store(args.export_workers, std::sync::atomic::Ordering::Relaxed);
     let target = DemoTarget::start(SocketAddr::from(([127, 0, 0, 1], args.port)), knobs).await?;
     println!(
-        "the demo API (build {}) is at {}/ — GET /boards, /boards/ID/cards, /search?q=…, /version, and \
-         /boards/ID/live (a WebSocket)",
+        "the demo API (build {}) is at {}/ — GET /boards, /boards/ID/cards, /boards/ID/export, /search?q=…, \
+         /version, and /boards/ID/live (a WebSocket)",
         args.build,
         target.url()
     );

@@ -8,7 +8,7 @@ use toml::Spanned;
 
 use super::checker::Checker;
 use super::raw_config::RawCapacity;
-use crate::analysis::capacity::{CapacitySearch, Growth, MAX_SEARCH_RATE};
+use crate::analysis::capacity::{CapacitySearch, DEFAULT_ZONE_NAME, Growth, MAX_SEARCH_RATE};
 use crate::analysis::{AbsoluteGates, Gates};
 use crate::metrics::interval::requests_needed;
 
@@ -20,6 +20,8 @@ const DEFAULT_REFINE_STEPS: u32 = 3;
 const DEFAULT_MAX_HOLDS: u32 = 3;
 /// The shortest default hold: a step needs a few seconds past the target's own warm-up of a new rate.
 const SHORTEST_DEFAULT_HOLD: Duration = Duration::from_secs(5);
+/// The longest zone name: it is part of a sentence in a verdict and an alert.
+const MAX_ZONE_NAME: usize = 40;
 
 /// The search as `raw` asks for it, with the zone `gates` holds (`None` when the gates were wrong: the
 /// search is still checked, so every mistake shows at once).
@@ -29,8 +31,17 @@ pub(super) fn resolve_capacity(
     raw: &Spanned<RawCapacity>,
     gates: Option<&Gates>,
 ) -> Option<CapacitySearch> {
-    let RawCapacity { start_rate, step_factor, step_increment, hold, max_holds, max_rate, max_time, refine_steps } =
-        raw.get_ref();
+    let RawCapacity {
+        start_rate,
+        step_factor,
+        step_increment,
+        hold,
+        max_holds,
+        max_rate,
+        max_time,
+        refine_steps,
+        zone_name,
+    } = raw.get_ref();
     let field = |name: &str| format!("{prefix}.capacity.{name}");
     if let Some(gates) = gates
         && zone_is_empty(&gates.absolute)
@@ -73,6 +84,10 @@ pub(super) fn resolve_capacity(
         Some(hold) => checker.check(hold, &field("hold"), |h| positive_duration(h)),
         None => start_rate.map(|rate| default_hold(rate, gates.map(|g| &g.absolute))),
     };
+    let zone_name = match zone_name {
+        Some(name) => checker.check(name, &field("zone_name"), |n| zone_name_value(n)),
+        None => Some(DEFAULT_ZONE_NAME.to_owned()),
+    };
     let search = CapacitySearch {
         start_rate: start_rate?,
         growth: growth?,
@@ -81,6 +96,7 @@ pub(super) fn resolve_capacity(
         max_rate: max_rate?,
         max_time: max_time?,
         refine_steps: refine_steps?,
+        zone_name: zone_name?,
     };
     if search.max_time < search.hold {
         checker.error(raw, &field("max_time"), "is shorter than one hold: the search could not run a single step");
@@ -140,6 +156,17 @@ fn rate_value(rate: f64) -> Result<f64, String> {
     } else {
         Err(format!("{rate} is not an arrival rate in (0, {MAX_SEARCH_RATE}] per second"))
     }
+}
+
+/// A name of 1 to [`MAX_ZONE_NAME`] characters, none of them a control character (it is printed in alerts).
+fn zone_name_value(name: &str) -> Result<String, String> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_ZONE_NAME || name.chars().any(char::is_control) {
+        return Err(format!(
+            "is not a zone name: 1 to {MAX_ZONE_NAME} characters without control characters, e.g. \"green\""
+        ));
+    }
+    Ok(name.to_owned())
 }
 
 fn positive_duration(text: &str) -> Result<Duration, String> {

@@ -74,6 +74,7 @@ pub struct RawCapacity {
     pub max_rate: Option<Spanned<f64>>,
     pub max_time: Option<Spanned<String>>,
     pub refine_steps: Option<Spanned<i64>>,
+    pub zone_name: Option<Spanned<String>>,
 }
 
 /// One `[[scenario.telemetry]]`: a source of the server's side of the night.

@@ -23,6 +23,8 @@ pub struct Build {
     pub slowdown_ms: u64,
     /// CPU microseconds of work after each API answer.
     pub burn_cpu_us: u64,
+    /// Renderers of the board export (`super::export`): its capacity.
+    pub export_workers: u32,
 }
 
 /// Starts each build's process on the address the first one was given.
@@ -81,6 +83,7 @@ impl Deployer {
             .args(["--port", &self.port.to_string(), "--build", &build.id])
             .args(["--slowdown-ms", &build.slowdown_ms.to_string()])
             .args(["--burn-cpu-us", &build.burn_cpu_us.to_string()])
+            .args(["--export-workers", &build.export_workers.to_string()])
             // Its own logs stay quiet: what goes wrong is said through its exit, read above.
             .env("DEGRADE_LOG", "error")
             .stdin(Stdio::null())

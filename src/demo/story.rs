@@ -3,7 +3,9 @@
 //! second), runs the demo scenario as several short nights of build 1.0.x (labelled as consecutive nights so
 //! `last-7d` has a history), then one of build 1.1.0, which slows one route and spends more CPU on each
 //! request off the answers' path (the other routes answer as fast as before), judges it, and delivers the
-//! alert; then it says what to look at.
+//! alert; then the capacity chapter (`capacity_story`): build 1.2.0, whose board exports carry a quarter less
+//! while answering as fast at the nightly rate, caught by the capacity verdict alone; then it says what to
+//! look at.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,7 +15,9 @@ use std::time::Duration;
 use anyhow::Context;
 use chrono::{TimeDelta, Utc};
 
+use super::capacity_story::{self, CAPACITY_NIGHTS, CapacityVerdict};
 use super::deploy::{Build, Deployer};
+use super::export::EXPORT_WORKERS;
 use super::receiver::LogReceiver;
 use crate::clock::Clock;
 use crate::config::Config;
@@ -110,10 +114,13 @@ pub struct StoryVerdict {
     pub false_alarms: Vec<i64>,
     /// Tonight's verdict in a sentence, with what its confirmation rerun found.
     pub summary: String,
+    /// The capacity chapter: build 1.2.0's capacity night.
+    pub capacity: Option<CapacityVerdict>,
 }
 
 impl StoryVerdict {
-    /// The regression was found on the slowed route and the API's CPU only, and alerted exactly once.
+    /// The regression was found on the slowed route and the API's CPU only, build 1.2.0's on its capacity only,
+    /// and each alerted exactly once.
     #[must_use]
     pub fn as_planned(&self) -> bool {
         self.regressed
@@ -121,12 +128,18 @@ impl StoryVerdict {
             && self.found.iter().any(|f| f.endpoint == API_SOURCE)
             && self.false_findings.is_empty()
             && self.false_alarms.is_empty()
-            && self.alerts.len() == 1
+            && self.capacity.as_ref().is_some_and(CapacityVerdict::as_planned)
+            && self.alerts.len() == 2
     }
 }
 
 /// Tells the story and leaves everything running.
 pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
+    // Boxed once here rather than at every caller: the story's nights hold the whole engine.
+    Box::pin(tell_unboxed(options)).await
+}
+
+async fn tell_unboxed(options: &Options) -> anyhow::Result<Demo> {
     std::fs::create_dir_all(options.folder.join("scenarios"))
         .with_context(|| format!("cannot create {}", options.folder.display()))?;
     let mut api = Deployer::new(&options.program);
@@ -151,8 +164,13 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     }));
     println!("degrade demo: the dashboard is at {dashboard}/ (database {})", config.database);
     println!("  the demo API (boards and cards, {} boards seeded) is at {}", super::target::BOARDS, api.url());
-    let false_alarms = history(&runner, &config, options, &mut api).await?;
-    let tonight = Build { id: "1.1.0".to_owned(), slowdown_ms: options.slowdown_ms, burn_cpu_us: TONIGHT_BURN_CPU_US };
+    let (false_alarms, capacity_false_alarms) = history(&runner, (&config, &store), options, &mut api).await?;
+    let tonight = Build {
+        id: "1.1.0".to_owned(),
+        slowdown_ms: options.slowdown_ms,
+        burn_cpu_us: TONIGHT_BURN_CPU_US,
+        export_workers: EXPORT_WORKERS,
+    };
     api.deploy(&tonight).await?;
     println!(
         "tonight: build 1.1.0, which adds {} ms to {SLOW_ROUTE} and spends {} µs more CPU on each request after \
@@ -162,8 +180,11 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     );
     runner.clock().set(Utc::now());
     let tonight = night(&runner, &config, options).await?;
-    Courier::new(store.clone(), config.clone())?.with_clock(runner.clock().clone()).deliver_due().await?;
-    let verdict = StoryVerdict { false_alarms, ..verdict(&tonight, receiver.received())? };
+    let courier = Courier::new(store.clone(), config.clone())?.with_clock(runner.clock().clone());
+    courier.deliver_due().await?;
+    let capacity = capacity_chapter(&runner, (&config, &store), &mut api, capacity_false_alarms).await?;
+    courier.deliver_due().await?;
+    let verdict = StoryVerdict { false_alarms, capacity: Some(capacity), ..verdict(&tonight, receiver.received())? };
     Ok(Demo {
         dashboard,
         token,
@@ -176,11 +197,37 @@ pub async fn tell(options: &Options) -> anyhow::Result<Demo> {
     })
 }
 
-/// Runs the nights of build 1.0.x, each labelled one day after the other, ending yesterday; returns the
-/// runs among them judged regressed (there should be none).
-async fn history(runner: &Runner, config: &Config, options: &Options, api: &mut Deployer) -> anyhow::Result<Vec<i64>> {
+/// Build 1.2.0 after tonight's story: its capacity night, judged against the capacity nights of history.
+async fn capacity_chapter(
+    runner: &Runner,
+    (config, store): (&Config, &Store),
+    api: &mut Deployer,
+    false_alarms: Vec<i64>,
+) -> anyhow::Result<CapacityVerdict> {
+    api.deploy(&capacity_story::fewer_renderers_build(BURN_CPU_US)).await?;
+    println!(
+        "then: build 1.2.0 undoes 1.1.0, but renders board exports with {} renderers instead of {EXPORT_WORKERS}: \
+         at the nightly rate its exports answer as fast as before",
+        capacity_story::FEWER_RENDERERS
+    );
+    let (ended, found) = capacity_story::night(runner, config, store, Utc::now()).await?;
+    let verdict = CapacityVerdict::of(&ended, false_alarms)?;
+    let judged = verdict.capacity.as_ref().map_or_else(|| capacity_story::said(found.as_ref()), |f| f.reason.clone());
+    println!("  capacity night: build 1.2.0, run #{}, {}: {judged}", ended.run_id, ended.status);
+    Ok(verdict)
+}
+
+/// Runs the nights of build 1.0.x, each labelled one day after the other, ending yesterday, the last
+/// [`CAPACITY_NIGHTS`] of them with a capacity night too; returns the runs among them judged regressed, of the
+/// nightly scenario and of the capacity one (there should be none).
+async fn history(
+    runner: &Runner,
+    (config, store): (&Config, &Store),
+    options: &Options,
+    api: &mut Deployer,
+) -> anyhow::Result<(Vec<i64>, Vec<i64>)> {
     let today = Utc::now();
-    let mut false_alarms = Vec::new();
+    let (mut false_alarms, mut capacity_false_alarms) = (Vec::new(), Vec::new());
     for n in 0..options.nights {
         let build = history_build(n);
         api.deploy(&build).await?;
@@ -207,13 +254,21 @@ async fn history(runner: &Runner, config: &Config, options: &Options, api: &mut 
             when.format("%Y-%m-%d"),
             ended.run_id
         );
+        if n + CAPACITY_NIGHTS >= options.nights {
+            // An hour after the nightly run, on the same build.
+            let (ended, found) = capacity_story::night(runner, config, store, when + TimeDelta::hours(1)).await?;
+            if ended.status == RunStatus::Regressed {
+                capacity_false_alarms.push(ended.run_id);
+            }
+            println!("    capacity run #{}: {}", ended.run_id, capacity_story::said(found.as_ref()));
+        }
     }
-    Ok(false_alarms)
+    Ok((false_alarms, capacity_false_alarms))
 }
 
 /// Build 1.0.`n`: as fast and as costly as every other 1.0.x.
 fn history_build(n: u32) -> Build {
-    Build { id: format!("1.0.{n}"), slowdown_ms: 0, burn_cpu_us: BURN_CPU_US }
+    Build { id: format!("1.0.{n}"), slowdown_ms: 0, burn_cpu_us: BURN_CPU_US, export_workers: EXPORT_WORKERS }
 }
 
 /// One run of the demo scenario, shortened to the night length, through the whole nightly chain, on the
@@ -248,6 +303,7 @@ fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<St
         regressed,
         false_alarms: Vec::new(),
         summary,
+        capacity: None,
     })
 }
 
@@ -259,6 +315,7 @@ fn write_config(folder: &Path, target: &str, dashboard: &str, webhook: &str, tok
     }
     std::fs::write(folder.join("scenarios/demo.toml"), DEMO_SCENARIO)?;
     std::fs::write(folder.join("scenarios/demo-terms.csv"), DEMO_TERMS)?;
+    std::fs::write(folder.join("scenarios/demo-capacity.toml"), capacity_story::DEMO_CAPACITY_SCENARIO)?;
     let config = format!(
         "# Written by `degrade demo` for the bundled demo API; it is rewritten on every demo.\n\
          [server]\npublic_url = \"{dashboard}\"\napi_token_env = \"{TOKEN_ENV}\"\n\n\
@@ -270,7 +327,9 @@ fn write_config(folder: &Path, target: &str, dashboard: &str, webhook: &str, tok
          limits = {{ \"CPU\" = {{ max = {CPU_LIMIT} }} }}\n\n\
          [[scenario.telemetry.series]]\nname = \"CPU\"\nmetric = \"process_cpu_seconds_total\"\nkind = \"counter\"\n\
          unit = \"CPU s\"\n\n\
-         [[notify]]\nname = \"local-log\"\nkind = \"slack\"\nurl_env = \"{WEBHOOK_ENV}\"\n"
+         {capacity}\n\
+         [[notify]]\nname = \"local-log\"\nkind = \"slack\"\nurl_env = \"{WEBHOOK_ENV}\"\n",
+        capacity = capacity_story::config_entry(target)
     );
     let path = folder.join("degrade.toml");
     std::fs::write(&path, config)?;

@@ -4,12 +4,13 @@
 //! `/version` reports.
 //!
 //! Routes: `GET /boards?page&per_page`, `GET /boards/{board_id}`, `GET /boards/{board_id}/cards?page&per_page`,
-//! `POST /boards/{board_id}/cards`, `GET|PATCH|DELETE /cards/{card_id}`, `GET /search?q`, `GET /version`,
-//! `GET /healthz`, `GET /metrics` (its process CPU in the Prometheus exposition format), and the board channel
-//! `GET /boards/{board_id}/live`, a WebSocket where a board's users see each other's edits (`board_channel`).
+//! `POST /boards/{board_id}/cards`, `GET /boards/{board_id}/export` (a bounded pool of renderers: `export`),
+//! `GET|PATCH|DELETE /cards/{card_id}`, `GET /search?q`, `GET /version`, `GET /healthz`, `GET /metrics` (its
+//! process CPU in the Prometheus exposition format), and the board channel `GET /boards/{board_id}/live`, a
+//! WebSocket where a board's users see each other's edits (`board_channel`).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 
 use super::board_channel::{self, BoardChannels};
 use super::cpu::{self, Burner};
+use super::export::{EXPORT_WORKERS, ExportPool};
 
 /// Boards seeded; each gets [`CARDS_PER_BOARD`] cards, so reads spread over 24,000 rows.
 pub const BOARDS: i64 = 600;
@@ -71,6 +73,8 @@ pub struct Knobs {
     pub burn_cpu_us: AtomicU64,
     /// What `/version` reports.
     pub build: Mutex<String>,
+    /// Renderers of the board export, read when the API starts (0: [`EXPORT_WORKERS`]).
+    pub export_workers: AtomicU32,
     served: AtomicU64,
 }
 
@@ -134,6 +138,7 @@ struct Demo {
     db: SqlitePool,
     knobs: Arc<Knobs>,
     burner: Arc<Burner>,
+    exports: Arc<ExportPool>,
 }
 
 /// The running API: its address; stopped when dropped.
@@ -172,7 +177,12 @@ impl DemoTarget {
         let listener = listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         });
-        let app = router(Demo { db, knobs, burner: Arc::new(Burner::start()) });
+        let workers = match knobs.export_workers.load(Ordering::Relaxed) {
+            0 => EXPORT_WORKERS,
+            n => n,
+        };
+        let exports = Arc::new(ExportPool::new(workers));
+        let app = router(Demo { db, knobs, burner: Arc::new(Burner::start()), exports });
         let server = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "the demo target stopped");
@@ -212,6 +222,7 @@ fn router(demo: Demo) -> Router {
         .route("/boards/{board_id}", get(get_board))
         .route("/boards/{board_id}/cards", get(list_cards).post(create_card))
         .route("/boards/{board_id}/live", get(board_channel::live).with_state(BoardChannels::new(BOARDS)))
+        .route("/boards/{board_id}/export", get(export_board))
         .route("/cards/{card_id}", get(get_card).patch(update_card).delete(delete_card))
         .route("/search", get(search))
         .route("/version", get(version))
@@ -352,6 +363,19 @@ async fn list_cards(State(demo): State<Demo>, Path(board): Path<i64>, Query(page
     let items: Vec<Value> =
         rows.into_iter().map(|(id, title, done)| json!({"id": id, "title": title, "done": done})).collect();
     Ok(Json(json!({"board_id": board, "items": items})).into_response())
+}
+
+/// The board's export: its card count read, then rendered by the pool (waiting for a renderer past its size).
+async fn export_board(State(demo): State<Demo>, Path(board): Path<i64>) -> Answer {
+    let cards: Option<i64> = sqlx::query_scalar(
+        "select (select count(*) from cards c where c.board_id = b.id) from boards b where b.id = $1",
+    )
+    .bind(board)
+    .fetch_optional(&demo.db)
+    .await
+    .map_err(|e| failed(&e))?;
+    let Some(cards) = cards else { return Ok(not_found("board")) };
+    Ok(Json(demo.exports.render(board, cards).await).into_response())
 }
 
 #[derive(Deserialize)]

@@ -17,11 +17,16 @@ pub enum ZoneGate {
     ErrorRate,
     /// Arrivals dropped at the in-flight cap: the target held so many requests that no more could be sent.
     InFlight,
+    /// A telemetry series' `max` in `limits` (CPU at most 60 %), on the step's own window.
+    TelemetryMax,
+    /// A telemetry series' `min` in `limits` (a cache hit ratio at least 0.9), on the step's own window.
+    TelemetryMin,
 }
 
 impl ZoneGate {
     /// Every gate, in declaration order.
-    pub const ALL: [Self; 5] = [Self::P75, Self::P95, Self::P99, Self::ErrorRate, Self::InFlight];
+    pub const ALL: [Self; 7] =
+        [Self::P75, Self::P95, Self::P99, Self::ErrorRate, Self::InFlight, Self::TelemetryMax, Self::TelemetryMin];
 
     /// The stored name: the gate's key in `[scenario.gates]` (`max_in_flight` names `[load] max_in_flight`).
     #[must_use]
@@ -32,6 +37,8 @@ impl ZoneGate {
             Self::P99 => "max_p99_ms",
             Self::ErrorRate => "max_error_rate_pct",
             Self::InFlight => "max_in_flight",
+            Self::TelemetryMax => "telemetry_max",
+            Self::TelemetryMin => "telemetry_min",
         }
     }
 
@@ -44,6 +51,7 @@ impl ZoneGate {
             Self::P99 => "p99",
             Self::ErrorRate => "error rate",
             Self::InFlight => "dropped arrivals",
+            Self::TelemetryMax | Self::TelemetryMin => "mean",
         }
     }
 
@@ -53,6 +61,8 @@ impl ZoneGate {
         match self {
             Self::P75 | Self::P95 | Self::P99 => " ms",
             Self::ErrorRate | Self::InFlight => " %",
+            // A series' own unit: its name in the breach's endpoint says what it is.
+            Self::TelemetryMax | Self::TelemetryMin => "",
         }
     }
 }
@@ -70,7 +80,8 @@ impl std::str::FromStr for ZoneGate {
 pub struct ZoneBreach {
     /// The gate crossed.
     pub gate: ZoneGate,
-    /// The endpoint whose figure crossed it (`(all)` for the whole step).
+    /// The endpoint whose figure crossed it (`(all)` for the whole step; for a telemetry limit, the source and
+    /// series: `api-host CPU`).
     pub endpoint: String,
     /// The step's figure, in the gate's unit.
     pub value: f64,
@@ -79,10 +90,20 @@ pub struct ZoneBreach {
 }
 
 impl ZoneBreach {
-    /// `p75 of POST /orders 412.0 ms against 300 ms (+37 %)`.
+    /// `p75 of POST /orders 412.0 ms against 300 ms (+37 %)`; `api-host CPU mean 0.712 over its limit 0.6
+    /// (+19 %)` for a telemetry limit.
     #[must_use]
     pub fn describe(&self) -> String {
         let over = if self.limit > 0.0 { (self.value / self.limit - 1.0) * 100.0 } else { f64::INFINITY };
+        let side = match self.gate {
+            ZoneGate::TelemetryMax => Some("over"),
+            ZoneGate::TelemetryMin => Some("under"),
+            _ => None,
+        };
+        if let Some(side) = side {
+            let (value, limit) = (significant(self.value), significant(self.limit));
+            return format!("{} mean {value} {side} its limit {limit} ({over:+.0} %)", self.endpoint);
+        }
         let unit = self.gate.unit();
         format!(
             "{} of {} {:.1}{unit} against {}{unit} ({over:+.0} %)",
@@ -92,6 +113,15 @@ impl ZoneBreach {
             self.limit
         )
     }
+}
+
+/// `0.712`, `1,234`-free: a telemetry value to three significant digits (`0.000412`, `12.3`, `1230`).
+fn significant(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    let decimals = (2 - value.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{value:.decimals$}")
 }
 
 /// What the zone made of one step.
@@ -242,12 +272,14 @@ impl CapacityResult {
     #[must_use]
     pub fn describe(&self) -> String {
         let capacity = match (self.capacity, self.ended) {
-            (Some(c), SearchEnd::Found) => format!("capacity {c:.0} req/s"),
-            (Some(c), _) => format!("capacity at least {c:.0} req/s"),
+            (Some(c), SearchEnd::Found) => format!("capacity {} req/s", rate_text(c)),
+            (Some(c), _) => format!("capacity at least {} req/s", rate_text(c)),
             (None, _) => "no capacity: the start rate already left the zone".to_owned(),
         };
         let why = match (&self.first_out, &self.breach) {
-            (Some(rate), Some(breach)) => format!("; {rate:.0} req/s left the zone on {}", breach.describe()),
+            (Some(rate), Some(breach)) => {
+                format!("; {} req/s left the zone on {}", rate_text(*rate), breach.describe())
+            }
             _ => String::new(),
         };
         let end = match self.ended {
@@ -259,5 +291,137 @@ impl CapacityResult {
             SearchEnd::Stopped => " (degrade was stopped)",
         };
         format!("{capacity}{why}{end}")
+    }
+}
+
+/// A rate in whole arrivals per second, its thousands grouped as a capacity planner writes them: `4,000`,
+/// `162`, `12,500`.
+#[must_use]
+pub fn rate_text(rate: f64) -> String {
+    if !rate.is_finite() {
+        return "n/a".to_owned();
+    }
+    let digits = format!("{:.0}", rate.abs());
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    if rate < 0.0 && digits != "0" { format!("-{grouped}") } else { grouped }
+}
+
+/// A night's capacity against the one it is compared with, as the verdict, the alerts and the API word it:
+/// `capacity 4,000 → 3,100 req/s (-22.5 %): left the green zone on p75 of POST /orders 412.0 ms against 300 ms
+/// (+37 %)`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityChange {
+    /// The capacity compared with: the baseline nights' median, or the night an alert recalls.
+    pub baseline: f64,
+    /// Tonight's capacity (0 when the start rate already left the zone).
+    pub tonight: f64,
+    /// Change from the baseline, percent.
+    pub delta_pct: f64,
+    /// The first rate that left the zone tonight, when one did.
+    pub first_out: Option<f64>,
+    /// The zone's name (`[scenario.capacity] zone_name`): `green` reads "the green zone".
+    pub zone: String,
+    /// Why tonight's first rate out left the zone.
+    pub breach: Option<ZoneBreach>,
+}
+
+impl CapacityChange {
+    /// `baseline` against `tonight`'s result, in the zone named `zone`.
+    #[must_use]
+    pub fn new(baseline: f64, tonight: &CapacityResult, zone: &str) -> Self {
+        let capacity = tonight.capacity.unwrap_or(0.0);
+        let delta_pct = if baseline > 0.0 { (capacity / baseline - 1.0) * 100.0 } else { 0.0 };
+        Self {
+            baseline,
+            tonight: capacity,
+            delta_pct,
+            first_out: tonight.first_out,
+            zone: zone.to_owned(),
+            breach: tonight.breach.clone(),
+        }
+    }
+
+    /// `capacity 4,000 → 3,100 req/s (-22.5 %)`.
+    #[must_use]
+    pub fn headline(&self) -> String {
+        format!(
+            "capacity {} → {} req/s ({})",
+            rate_text(self.baseline),
+            rate_text(self.tonight),
+            super::Change::from_pct(self.delta_pct)
+        )
+    }
+
+    /// The headline and why the next rate left the zone: `…: left the green zone on p75 of POST /orders 412.0
+    /// ms against 300 ms (+37 %)`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match &self.breach {
+            Some(breach) => format!("{}: {}", self.headline(), self.left_on(breach)),
+            None => self.headline(),
+        }
+    }
+
+    /// `left the green zone on p75 of POST /orders 412.0 ms against 300 ms (+37 %)`.
+    #[must_use]
+    pub fn left_on(&self, breach: &ZoneBreach) -> String {
+        format!("left the {} on {}", zone_words(&self.zone), breach.describe())
+    }
+}
+
+/// `the green zone` from `green`; a name that already says "zone" is kept as it is.
+fn zone_words(zone: &str) -> String {
+    if zone.to_lowercase().ends_with("zone") { zone.to_owned() } else { format!("{zone} zone") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_group_their_thousands() {
+        assert_eq!(rate_text(4000.0), "4,000");
+        assert_eq!(rate_text(162.4), "162");
+        assert_eq!(rate_text(1_234_567.0), "1,234,567");
+        assert_eq!(rate_text(999.6), "1,000");
+        assert_eq!(rate_text(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn a_change_reads_as_a_capacity_planner_writes_it() {
+        let tonight = CapacityResult {
+            capacity: Some(3100.0),
+            first_out: Some(3200.0),
+            breach: Some(ZoneBreach {
+                gate: ZoneGate::P75,
+                endpoint: "POST /orders".into(),
+                value: 412.0,
+                limit: 300.0,
+            }),
+            ended: SearchEnd::Found,
+            search_secs: 60.0,
+            steps: Vec::new(),
+        };
+        let change = CapacityChange::new(4000.0, &tonight, "green");
+        assert_eq!(
+            change.describe(),
+            "capacity 4,000 → 3,100 req/s (-22.5 %): left the green zone on p75 of POST /orders 412.0 ms against \
+             300 ms (+37 %)"
+        );
+        assert!(CapacityChange::new(4000.0, &tonight, "red zone").describe().contains("left the red zone on"));
+    }
+
+    #[test]
+    fn a_telemetry_limit_reads_as_its_series_over_its_limit() {
+        let cpu =
+            ZoneBreach { gate: ZoneGate::TelemetryMax, endpoint: "api-host CPU".into(), value: 0.7123, limit: 0.6 };
+        assert_eq!(cpu.describe(), "api-host CPU mean 0.712 over its limit 0.600 (+19 %)");
+        assert_eq!("telemetry_max".parse::<ZoneGate>(), Ok(ZoneGate::TelemetryMax));
     }
 }

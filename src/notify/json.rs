@@ -10,13 +10,16 @@
 //!   "baseline": 120.0, "tonight": 180.0, "delta_pct": 50.0, "unit": "ms" }],
 //!   "at": "2026-11-30T02:14:07Z", "idempotency_key": "degrade-episode-3-regression-team" }
 //! ```
+//!
+//! An alert about a capacity search that fell (or came back) carries `capacity` too: the capacity against the
+//! one it is compared with, the zone and why the first rate out left it, and the sentence the verdict says.
 
 use serde_json::{Value, json};
 
 use super::{Alert, Links};
 
 pub(super) fn payload(alert: &Alert, links: &Links, episode: Option<i64>, key: &str) -> Value {
-    json!({
+    let mut body = json!({
         "schema": "degrade.alert.v1",
         "event": alert.event,
         "scenario": alert.scenario,
@@ -30,5 +33,19 @@ pub(super) fn payload(alert: &Alert, links: &Links, episode: Option<i64>, key: &
         "worse": alert.worse,
         "at": alert.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "idempotency_key": key,
-    })
+    });
+    // Only when a capacity search fell or came back: the other alerts' bodies stay as they were.
+    if let Some(capacity) = &alert.capacity {
+        body["capacity"] = json!({
+            "baseline": capacity.baseline,
+            "tonight": capacity.tonight,
+            "delta_pct": capacity.delta_pct,
+            "first_out": capacity.first_out,
+            "zone": capacity.zone,
+            "left_zone_on": capacity.breach,
+            "words": capacity.describe(),
+            "unit": "req/s",
+        });
+    }
+    body
 }

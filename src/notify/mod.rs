@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::config::{Config, NotifierConfig, NotifyEvent, NotifyKind};
+use crate::model::CapacityChange;
 use crate::store::NewMessage;
 
 pub use courier::Courier;
@@ -98,6 +99,8 @@ pub struct Alert {
     pub summary: String,
     /// What got worse (regressions only), worst first.
     pub worse: Vec<Worse>,
+    /// The capacity's change, when a capacity search fell (a regression) or came back (a recovery).
+    pub capacity: Option<CapacityChange>,
     pub at: DateTime<Utc>,
 }
 
@@ -114,9 +117,16 @@ impl Alert {
             last_good_run_id: None,
             summary,
             worse: Vec::new(),
+            capacity: None,
             at,
         }
     }
+}
+
+/// Whether more of `metric` is better (a capacity, a closed model's throughput): its fall is what got worse.
+#[must_use]
+pub fn higher_is_better(metric: &str) -> bool {
+    matches!(metric, "throughput" | "capacity")
 }
 
 /// The unit a metric's values are in: a telemetry finding's is in its name (`model::TelemetryMetric`).

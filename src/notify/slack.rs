@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Alert, Event, Links, Worse};
+use crate::model::CapacityChange;
 use crate::report::{change_text, with_unit};
 
 /// Endpoint lines listed before "…and N more": Slack truncates long sections, and ten say enough.
@@ -17,9 +18,10 @@ const TEXT_LIMIT: usize = 3000;
 pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
     let scenario = escape(&alert.scenario);
     let (headline, title) = match alert.event {
-        Event::Regression => {
-            (format!("degrade: {scenario} regressed{}", on_build(alert)), format!("Regression in {scenario}"))
-        }
+        Event::Regression => (
+            format!("degrade: {scenario} regressed{}{}", on_build(alert), capacity_fell(alert)),
+            format!("Regression in {scenario}"),
+        ),
         // "Passes again", not "recovered": a slowdown that held long enough to become the level passes too, and
         // the summary says which it was.
         Event::Recovery => {
@@ -36,8 +38,14 @@ pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
         json!({ "type": "header", "text": { "type": "plain_text", "text": clip(&title, HEADER_LIMIT) } }),
         section(&facts(alert, links)),
     ];
-    if !alert.worse.is_empty() {
-        blocks.push(section(&worse_lines(&alert.worse)));
+    if let Some(capacity) = &alert.capacity {
+        blocks.push(section(&capacity_line(capacity)));
+    }
+    // The capacity has its own line above: the list says what else got worse.
+    let worse: Vec<Worse> =
+        alert.worse.iter().filter(|w| alert.capacity.is_none() || w.metric != "capacity").cloned().collect();
+    if !worse.is_empty() {
+        blocks.push(section(&worse_lines(&worse)));
     }
     let mut context = escape(&alert.summary);
     if let Some(url) = &links.scenario {
@@ -49,6 +57,18 @@ pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
 
 fn on_build(alert: &Alert) -> String {
     alert.build_id.as_ref().map(|b| format!(" on build {}", escape(b))).unwrap_or_default()
+}
+
+/// `: capacity 4,000 → 3,100 req/s (-22.5 %)`, for the notification line of a regression whose capacity fell.
+fn capacity_fell(alert: &Alert) -> String {
+    alert.capacity.as_ref().map(|c| format!(": {}", c.headline())).unwrap_or_default()
+}
+
+/// `*Capacity* 4,000 → 3,100 req/s (-22.5 %): left the green zone on p75 of `POST /orders` …`.
+fn capacity_line(capacity: &CapacityChange) -> String {
+    let words = capacity.describe();
+    let words = words.strip_prefix("capacity ").unwrap_or(&words);
+    format!("*Capacity* {}", escape(words))
 }
 
 fn section(text: &str) -> Value {

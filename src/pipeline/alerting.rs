@@ -16,8 +16,10 @@
 
 use chrono::{DateTime, Utc};
 
+use super::judge_run::zone_name;
+use crate::analysis::capacity::CAPACITY_METRIC;
 use crate::config::Config;
-use crate::model::{FindingOutcome, RunId, VerdictOutcome};
+use crate::model::{CapacityChange, FindingOutcome, RunId, VerdictOutcome, rate_text};
 use crate::notify::{self, Alert, Event, Worse};
 use crate::report::CheckReport;
 use crate::store::{NewEpisode, Store, StoreError};
@@ -56,18 +58,26 @@ pub async fn after_judgement(
                 builds_since_last_good: builds,
                 last_good_run_id: last_good,
                 worse: worse(report),
+                capacity: capacity_fell(store, config, report).await?,
                 ..Alert::about(Event::Regression, scenario, report.summary.clone(), at)
             };
             open(store, config, kind::REGRESSION, Some(report.run_id), last_good, alert).await
         }
         VerdictOutcome::Passed => {
-            let summary = match still_slower(store, scenario, report).await? {
-                Some(kept) => format!("run #{} passed: {kept}; {}", report.run_id, report.summary),
-                None => format!("run #{} passed again: {}", report.run_id, report.summary),
+            let kept = still_slower(store, scenario, report).await?;
+            let capacity = capacity_back(store, config, report).await?;
+            let said: Vec<&str> =
+                capacity.as_ref().map(|(_, words)| words.as_str()).into_iter().chain(kept.as_deref()).collect();
+            let passed = if kept.is_some() { "passed" } else { "passed again" };
+            let summary = if said.is_empty() {
+                format!("run #{} {passed}: {}", report.run_id, report.summary)
+            } else {
+                format!("run #{} {passed}: {}; {}", report.run_id, said.join("; "), report.summary)
             };
             let recovery = Alert {
                 run_id: Some(report.run_id),
                 build_id: report.build_id.clone(),
+                capacity: capacity.map(|(back, _)| back),
                 ..Alert::about(Event::Recovery, scenario, summary, at)
             };
             resolve(store, config, scenario, kind::REGRESSION, report.run_id, Some(recovery), at).await
@@ -228,7 +238,55 @@ async fn resolve(
     Ok(())
 }
 
-/// The findings that make the run worse, largest change first.
+/// The capacity's fall, when the report's capacity finding is a regression: against the baseline nights' level,
+/// with why tonight's first rate out left the zone.
+async fn capacity_fell(
+    store: &Store,
+    config: &Config,
+    report: &CheckReport,
+) -> Result<Option<CapacityChange>, StoreError> {
+    let fell = report.findings.iter().find(|f| f.metric == CAPACITY_METRIC && f.outcome == FindingOutcome::Regression);
+    let Some(level) = fell.and_then(|f| f.baseline_value) else { return Ok(None) };
+    let Some(tonight) = store.capacity(report.run_id).await? else { return Ok(None) };
+    Ok(Some(CapacityChange::new(level, &tonight, &zone_name(config, &report.scenario))))
+}
+
+/// When the scenario's open regression episode opened on a capacity that fell and tonight's capacity is back
+/// nearer the level it fell from: the change since that night, and the recovery's words (`capacity 3,100 →
+/// 3,950 req/s (+27.4 %) since run #12, back by the nights' level of 4,000 req/s`). `None` otherwise: a
+/// capacity still where it fell is said by [`still_slower`].
+async fn capacity_back(
+    store: &Store,
+    config: &Config,
+    report: &CheckReport,
+) -> Result<Option<(CapacityChange, String)>, StoreError> {
+    let episodes = store.unresolved_episodes(&report.scenario).await?;
+    let Some(opened) = episodes.iter().filter(|e| e.kind == kind::REGRESSION).find_map(|e| e.opened_run_id) else {
+        return Ok(None);
+    };
+    let Some(verdict) = store.latest_verdict(opened).await? else { return Ok(None) };
+    let is_capacity = |f: &&crate::model::Finding| f.metric == CAPACITY_METRIC;
+    let Some(then) = verdict.findings.iter().filter(is_capacity).find(|f| f.outcome == FindingOutcome::Regression)
+    else {
+        return Ok(None);
+    };
+    let (Some(level), Some(now)) = (then.baseline_value, report.findings.iter().find(is_capacity)) else {
+        return Ok(None);
+    };
+    let Some(tonight) = store.capacity(report.run_id).await? else { return Ok(None) };
+    // Back means nearer the level it fell from than where it fell to, on the log scale.
+    let fell_to = then.candidate_value.max(1e-9);
+    let now_value = now.candidate_value.max(1e-9);
+    if (now_value / level).ln().abs() >= (now_value / fell_to).ln().abs() {
+        return Ok(None);
+    }
+    let back = CapacityChange::new(fell_to, &tonight, &zone_name(config, &report.scenario));
+    let words =
+        format!("{} since run #{opened}, back by the nights' level of {} req/s", back.headline(), rate_text(level));
+    Ok(Some((back, words)))
+}
+
+/// The findings that make the run worse, largest change first (a capacity's fall is a change for the worse).
 fn worse(report: &CheckReport) -> Vec<Worse> {
     let mut worse: Vec<Worse> = report
         .findings
@@ -243,6 +301,10 @@ fn worse(report: &CheckReport) -> Vec<Worse> {
             unit: notify::unit_of(&f.metric),
         })
         .collect();
-    worse.sort_by(|a, b| b.delta_pct.unwrap_or(0.0).total_cmp(&a.delta_pct.unwrap_or(0.0)));
+    let worsening = |w: &Worse| {
+        let delta = w.delta_pct.unwrap_or(0.0);
+        if notify::higher_is_better(&w.metric) { -delta } else { delta }
+    };
+    worse.sort_by(|a, b| worsening(b).total_cmp(&worsening(a)));
     worse
 }

@@ -1,6 +1,8 @@
 //! Runs a capacity search (`[scenario.capacity]`) after a night's stages: each step is the scenario's requests
 //! in the open model at one rate, run by the engine on its own runtime like a night, judged against the zone on
-//! its own requests (`analysis::capacity`), held again while its intervals cannot decide. The search never
+//! its own requests (`analysis::capacity`), held again while its intervals cannot decide. The scenario's
+//! telemetry sources are scraped through each hold as through a night, and a step whose series' mean passes
+//! one of their `limits` (CPU at most 60 %) leaves the zone on it. The search never
 //! starts a step that could end past its maximum time, and stops at once when degrade is stopped or the target
 //! is not there. A hold the generator sent late is discarded and held afresh; when [`INVALID_TRIES`] in a row
 //! were late, the step is invalid and the search ends there (the rates above it cannot be sent from here).
@@ -11,10 +13,14 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use crate::analysis::AbsoluteGates;
-use crate::analysis::capacity::{CapacitySearch, Next, Search, StepSample, judge_step};
+use crate::analysis::capacity::{
+    CapacitySearch, Next, Search, StepSample, judge_step, telemetry_breach, with_telemetry,
+};
+use crate::config::TelemetrySource;
 use crate::engine;
-use crate::model::{CapacityResult, CapacityStep, RunStatus, SearchEnd, StepVerdict};
+use crate::model::{CapacityResult, CapacityStep, OVERALL_ENDPOINT, RunStatus, RunTelemetry, SearchEnd, StepVerdict};
 use crate::scenario::Plan;
+use crate::telemetry::{Completed, Watch, measured_windows};
 
 /// Holds of one rate the generator may send late before the step is invalid and the search ends there.
 const INVALID_TRIES: u32 = 3;
@@ -25,11 +31,20 @@ enum Stepped {
     Ended(SearchEnd),
 }
 
-/// Searches for the highest rate `plan`'s requests hold inside the zone `gates` sets.
+/// The zone: the scenario's absolute gates, and its telemetry sources (their `limits`).
+#[derive(Clone, Copy)]
+pub struct Zone<'a> {
+    /// `[scenario.gates]`' absolute limits.
+    pub gates: &'a AbsoluteGates,
+    /// `[[scenario.telemetry]]`, scraped through each hold.
+    pub sources: &'a [TelemetrySource],
+}
+
+/// Searches for the highest rate `plan`'s requests hold inside `zone`.
 pub async fn search(
     plan: &Plan,
     config: &CapacitySearch,
-    gates: &AbsoluteGates,
+    zone: Zone<'_>,
     stop: &watch::Receiver<bool>,
 ) -> CapacityResult {
     let started = Instant::now();
@@ -40,7 +55,7 @@ pub async fn search(
             Next::Step(rate) => rate,
             Next::Done(end) => break end,
         };
-        match step(plan, config, gates, rate, stop, started).await {
+        match step(plan, config, zone, rate, stop, started).await {
             Stepped::Judged(step) => {
                 tracing::info!("capacity step {rate:.0} req/s: {}", step.reason);
                 search.record(rate, step.verdict, step.breach.clone());
@@ -64,13 +79,16 @@ pub async fn search(
 async fn step(
     plan: &Plan,
     config: &CapacitySearch,
-    gates: &AbsoluteGates,
+    zone: Zone<'_>,
     rate: f64,
     stop: &watch::Receiver<bool>,
     started: Instant,
 ) -> Stepped {
     let mut sample = StepSample::default();
+    let mut telemetry: Vec<RunTelemetry> = Vec::new();
+    let limits: Vec<_> = zone.sources.iter().flat_map(|s| s.limits.iter().cloned()).collect();
     let step_plan = Arc::new(plan.at_rate(rate, config.hold));
+    let windows = measured_windows(&step_plan);
     let mut discarded = 0;
     loop {
         if *stop.borrow() {
@@ -79,17 +97,24 @@ async fn step(
         if started.elapsed() + config.hold > config.max_time {
             return Stepped::Ended(SearchEnd::OutOfTime);
         }
+        // Scraped on this runtime while the engine runs on its own, as through a night's stages.
+        let watch = Watch::start(zone.sources, &windows, std::time::Instant::now());
         let measurement = engine::run_apart(Arc::clone(&step_plan), stop.clone(), |_| {}).await;
+        if let Some(watch) = watch {
+            telemetry.push(watch.finish(completed(&measurement.results)).await);
+        }
         if measurement.results.status == RunStatus::Aborted {
             return Stepped::Ended(SearchEnd::Stopped);
         }
         sample.add(&measurement.results);
-        let mut judgement = judge_step(&sample, gates, sample.holds() >= config.max_holds);
+        let judgement = judge_step(&sample, zone.gates, sample.holds() >= config.max_holds);
+        let mut judgement = with_telemetry(judgement, telemetry_breach(&telemetry, &limits));
         if judgement.verdict == Some(StepVerdict::Invalid) && discarded < INVALID_TRIES - 1 {
             // A neighbour's burst on a shared machine makes one hold late; the generator's limit repeats.
             tracing::info!("capacity step {rate:.0} req/s: hold discarded, {}", judgement.reason);
             discarded += 1;
             sample = StepSample::default();
+            telemetry.clear();
             continue;
         }
         if discarded > 0 {
@@ -111,4 +136,10 @@ async fn step(
             reason: judgement.reason,
         });
     }
+}
+
+/// What a hold completed: the denominator of a counter's cost per 1,000 requests.
+fn completed(results: &crate::model::RunResults) -> Completed {
+    let requests = results.endpoints.iter().find(|e| e.endpoint == OVERALL_ENDPOINT).map_or(0, |e| e.requests);
+    Completed { requests: u64::try_from(requests).unwrap_or(0), measured_secs: results.load_summary.measured_secs }
 }

@@ -322,6 +322,7 @@ mod tests {
             left_out: Vec::new(),
             findings: judgement.findings,
             confirmation: None,
+            capacity: None,
         }
     }
 

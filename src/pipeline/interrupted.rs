@@ -201,6 +201,7 @@ pub(super) async fn stored_report(store: &Store, run: &Run, verdict: Verdict) ->
         left_out: Vec::new(),
         findings: verdict.findings,
         confirmation: None,
+        capacity: store.capacity(run.id).await?.map(Box::new),
     })
 }
 

@@ -89,11 +89,12 @@ pub async fn judge_run(
 ) -> Result<CheckReport, JudgeError> {
     ensure_measured(candidate)?;
     let gates = config.scenario(&candidate.scenario).map(|s| s.gates.clone()).unwrap_or_default();
+    let zone = zone_name(config, &candidate.scenario);
     let (baseline, left_out, judgement) = if candidate.status == RunStatus::Invalid {
         // Not compared, but the header still says which nights a valid run would have been judged against.
         (store.baseline_runs(candidate, spec).await?, Vec::new(), invalid_run(candidate))
     } else {
-        judge_against_nights(store, candidate, spec, &gates).await?
+        judge_against_nights(store, candidate, spec, (&gates, &zone)).await?
     };
     let verdict = NewVerdict {
         baseline_spec: spec.to_string(),
@@ -124,6 +125,7 @@ pub async fn judge_run(
         left_out,
         findings,
         confirmation,
+        capacity: store.capacity(candidate.id).await?.map(Box::new),
     })
 }
 
@@ -133,7 +135,7 @@ async fn judge_against_nights(
     store: &Store,
     candidate: &Run,
     spec: &BaselineSpec,
-    gates: &Gates,
+    (gates, zone): (&Gates, &str),
 ) -> Result<(Vec<Run>, Vec<LeftOut>, Judgement), JudgeError> {
     let baseline = baseline_runs(store, candidate, spec).await?;
     let comparison = if matches!(spec, BaselineSpec::Run(_)) { Comparison::OneRun } else { Comparison::Nightly };
@@ -157,7 +159,7 @@ async fn judge_against_nights(
     if mind_the_machine {
         judgement = excuse_a_held_back_machine(judgement, candidate, &tonight, &baseline, &before);
     }
-    judgement = with_capacity(store, candidate, &baseline, gates, judgement).await?;
+    judgement = with_capacity(store, candidate, &baseline, (gates, zone), judgement).await?;
     if let Some(first) = store.confirmed_by(candidate.id).await? {
         // The runner's verdict on the first run, whatever a `check` of it said since.
         let first_findings = store.first_verdict(first).await?.map(|v| v.findings).unwrap_or_default();
@@ -180,13 +182,13 @@ async fn with_capacity(
     store: &Store,
     candidate: &Run,
     baseline: &[Run],
-    gates: &Gates,
+    (gates, zone): (&Gates, &str),
     mut judgement: Judgement,
 ) -> Result<Judgement, JudgeError> {
     let Some(tonight) = store.capacity(candidate.id).await? else { return Ok(judgement) };
     let ids: Vec<_> = baseline.iter().map(|r| r.id).collect();
     let before: Vec<_> = store.capacities(&ids).await?.into_iter().map(|(_, c)| c).collect();
-    let finding = crate::analysis::capacity::capacity_finding(&tonight, &before, gates);
+    let finding = crate::analysis::capacity::capacity_finding(&tonight, &before, gates, zone);
     let regressed = finding.outcome == FindingOutcome::Regression;
     let reason = finding.reason.clone();
     judgement.findings.push(finding);
@@ -195,6 +197,15 @@ async fn with_capacity(
         judgement.summary = format!("{}; {reason}", counted_findings(judgement.outcome, &judgement.findings));
     }
     Ok(judgement)
+}
+
+/// What the scenario calls its capacity zone (`[scenario.capacity] zone_name`), the default when it has none.
+#[must_use]
+pub fn zone_name(config: &Config, scenario: &str) -> String {
+    config
+        .scenario(scenario)
+        .and_then(|s| s.capacity.as_ref())
+        .map_or_else(|| crate::analysis::capacity::DEFAULT_ZONE_NAME.to_owned(), |c| c.zone_name.clone())
 }
 
 /// `; 3 invalid nights left out: #4 (schedule lag …), …`, naming why each could not serve, so a baseline too

@@ -257,7 +257,8 @@ pub async fn run(
         && let Some(search) = &scenario.capacity
         && measurement.results.status == RunStatus::Finished
     {
-        search_capacity(store, run_id, &plan_again, search, &scenario.gates.absolute, &stop).await;
+        let zone = capacity::Zone { gates: &scenario.gates.absolute, sources: &scenario.telemetry };
+        search_capacity(store, run_id, &plan_again, search, zone, &stop).await;
     }
     Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement: Box::new(measurement), telemetry })
 }
@@ -269,11 +270,11 @@ async fn search_capacity(
     run_id: RunId,
     plan: &Plan,
     search: &crate::analysis::capacity::CapacitySearch,
-    gates: &crate::analysis::AbsoluteGates,
+    zone: capacity::Zone<'_>,
     stop: &watch::Receiver<bool>,
 ) {
     tracing::info!("run {run_id}: capacity search: {}", search.describe());
-    let result = capacity::search(plan, search, gates, stop).await;
+    let result = capacity::search(plan, search, zone, stop).await;
     tracing::info!("run {run_id}: {}", result.describe());
     if let Err(e) =
         retry(Retry::Unreachable, "store the capacity search", || store.save_capacity(run_id, &result)).await

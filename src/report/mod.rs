@@ -8,7 +8,7 @@ mod markdown;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::model::{Change, Finding, Run, VerdictOutcome};
+use crate::model::{CapacityResult, Change, Finding, Run, VerdictOutcome};
 
 /// The output formats of `degrade check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -68,6 +68,10 @@ pub struct CheckReport {
     pub findings: Vec<Finding>,
     /// What the confirmation rerun found, when the run was one or had one.
     pub confirmation: Option<String>,
+    /// The night's capacity search, every step with it, when the scenario has `[scenario.capacity]` (left out
+    /// of the JSON otherwise). Boxed: a report is held across the nightly chain's awaits, and most have none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Box<CapacityResult>>,
 }
 
 impl CheckReport {
@@ -124,7 +128,9 @@ pub(crate) fn with_unit(metric: &str, value: f64) -> String {
     }
     match metric {
         "error_rate" | "max_error_rate_pct" => format!("{value:.3} %"),
-        "throughput" | "capacity" => format!("{value:.1} req/s"),
+        "throughput" => format!("{value:.1} req/s"),
+        // A capacity is a planner's figure: whole arrivals per second, thousands grouped (`4,000 req/s`).
+        "capacity" => format!("{} req/s", crate::model::rate_text(value)),
         // An endpoint that stopped serving: its finding counts requests, not time.
         "requests" => format!("{value:.0} requests"),
         _ => format!("{value:.1} ms"),

@@ -11,7 +11,10 @@ use crate::model::{CapacityResult, CapacityStep, RunId, ZoneBreach};
 
 /// The capacity nights of a span's series, newest first, at most [`MAX_RUN_POINTS`].
 const TREND: &str = "select c.run_id, c.capacity, c.first_out, c.ended, c.breach_gate, c.breach_endpoint, \
-                     c.breach_value, c.breach_limit, c.search_secs, r.started_at, r.build_id \
+                     c.breach_value, c.breach_limit, c.search_secs, r.started_at, r.build_id, \
+                     cast(case when exists (select 1 from findings f where f.verdict_id = \
+                     (select max(v.id) from verdicts v where v.run_id = r.id) \
+                     and f.metric = 'capacity' and f.outcome = 'regression') then 1 else 0 end as bigint) as fell \
                      from capacity_results c join runs r on r.id = c.run_id \
                      join scenarios s on s.id = r.scenario_id \
                      where s.name = $1 and r.started_at >= $2 and r.started_at < $3 and r.scenario_hash = $4 \
@@ -28,6 +31,8 @@ pub struct CapacityNight {
     pub build_id: Option<String>,
     /// What its search found (without its steps).
     pub result: CapacityResult,
+    /// Whether its latest verdict judged the capacity fallen (a capacity regression).
+    pub fell: bool,
 }
 
 #[derive(sqlx_macros::FromRow)]
@@ -36,6 +41,7 @@ struct NightRow {
     result: ResultRow,
     started_at: i64,
     build_id: Option<String>,
+    fell: i64,
 }
 use crate::outside_text::storable;
 
@@ -200,9 +206,10 @@ impl Store {
             .fetch_all(pool)
             .await?);
         let mut nights = Vec::with_capacity(rows.len());
-        for NightRow { result, started_at, build_id } in rows.into_iter().rev() {
+        for NightRow { result, started_at, build_id, fell } in rows.into_iter().rev() {
             let (run_id, result) = result.into_result()?;
-            nights.push(CapacityNight { run_id, started_at: from_millis(started_at), build_id, result });
+            let started_at = from_millis(started_at);
+            nights.push(CapacityNight { run_id, started_at, build_id, result, fell: fell != 0 });
         }
         Ok(nights)
     }

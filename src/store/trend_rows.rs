@@ -11,13 +11,14 @@ macro_rules! failing_outcomes {
     };
 }
 
-/// Whether the run was judged regressed with a finding on this endpoint, as 0 or 1.
+/// Whether the run was judged regressed with a finding on this endpoint, as 0 or 1. A capacity's fall is on
+/// `(all)` but is no latency's: the scenario's capacity chart marks it, the latency charts do not.
 macro_rules! regressed_here {
     () => {
         concat!(
             "case when runs.status = 'regressed' and exists (select 1 from findings f \
     where f.verdict_id = (select max(v.id) from verdicts v where v.run_id = runs.id) \
-    and f.endpoint = r.endpoint and f.outcome in ",
+    and f.endpoint = r.endpoint and f.metric <> 'capacity' and f.outcome in ",
             failing_outcomes!(),
             ") then 1 else 0 end"
         )

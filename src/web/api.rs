@@ -58,15 +58,25 @@ pub(super) async fn runs(
     Ok(Json(json!({ "scenario": name, "runs": runs, "next": next })))
 }
 
-/// `GET /api/v1/runs/{id}`: one run with its per-endpoint results, its latest verdict and its telemetry (each
-/// source with its series, their values and summaries; an empty list when it had no source).
+/// `GET /api/v1/runs/{id}`: one run with its per-endpoint results, its latest verdict, its telemetry (each
+/// source with its series, their values and summaries; an empty list when it had no source) and its capacity
+/// search (`null` when it ran none).
 pub(super) async fn run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     let id = parse_run_id(&id)?;
     let detail =
         state.store.run_detail(id).await?.ok_or_else(|| WebError::NotFound(format!("There is no run #{id}.")))?;
     let verdict = state.store.latest_verdict(id).await?;
     let telemetry = state.store.telemetry(id).await?.sources;
-    Ok(Json(json!({ "run": detail.run, "endpoints": detail.endpoints, "verdict": verdict, "telemetry": telemetry })))
+    let capacity = state.store.capacity(id).await?.map(|found| {
+        // The search as stored, with what it found in words (`capacity 162 req/s; 169 req/s left the zone on …`).
+        let mut value = json!(found);
+        value["summary"] = json!(found.describe());
+        value
+    });
+    Ok(Json(json!({
+        "run": detail.run, "endpoints": detail.endpoints, "verdict": verdict, "telemetry": telemetry,
+        "capacity": capacity
+    })))
 }
 
 #[derive(Deserialize)]

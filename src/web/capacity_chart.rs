@@ -230,21 +230,23 @@ pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
     for (index, night) in nights.iter().enumerate() {
         let found = night.result.ended.measured_the_target();
         let build = night.build_id.as_deref().map(|b| format!(", build {b}")).unwrap_or_default();
+        let fell = if night.fell { " (judged a capacity regression)" } else { "" };
         let tip = xml_escape(&format!(
-            "run #{}{build}, {}: {}",
+            "run #{}{build}, {}: {}{fell}",
             night.run_id,
             night.started_at.format("%Y-%m-%d"),
             night.result.describe()
         ));
-        let fill = if found { colour::THROUGHPUT } else { "none" };
+        // A night whose capacity was judged fallen is red, as the regression grid and the pins are.
+        let colour = if night.fell { LEFT_ZONE } else { colour::THROUGHPUT };
+        let fill = if found { colour } else { "none" };
         let _ = write!(
             out,
             "<a href=\"/runs/{}\"><title>{tip}</title><circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{fill}\" \
-             stroke=\"{}\" stroke-width=\"2\"/></a>",
+             stroke=\"{colour}\" stroke-width=\"2\"/></a>",
             night.run_id,
             Px(x(index)),
             Px(y(value(night))),
-            colour::THROUGHPUT
         );
     }
     out.push_str("</svg>");
@@ -309,9 +311,17 @@ mod tests {
                 search_secs: 1.0,
                 steps: Vec::new(),
             },
+            fell: false,
         };
         let svg = trend_svg(&[night(1, 400.0, SearchEnd::Found), night(2, 300.0, SearchEnd::GeneratorLimit)]);
         assert!(svg.contains("href=\"/runs/1\"") && svg.contains("href=\"/runs/2\""), "{svg}");
         assert!(svg.contains("capacity at least 300 req/s") && svg.contains("fill=\"none\""), "{svg}");
+        assert!(!svg.contains(LEFT_ZONE) && !svg.contains("judged a capacity regression"), "{svg}");
+        let fell = CapacityNight { fell: true, ..night(3, 200.0, SearchEnd::Found) };
+        let svg = trend_svg(&[night(1, 400.0, SearchEnd::Found), fell]);
+        assert!(
+            svg.contains(&format!("fill=\"{LEFT_ZONE}\"")) && svg.contains("(judged a capacity regression)"),
+            "{svg}"
+        );
     }
 }

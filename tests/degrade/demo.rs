@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use degrade::demo::story;
 use degrade::demo::target::{DemoTarget, Knobs};
+use degrade::demo::{capacity_story, story};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::WebSocketStream;
@@ -45,6 +45,32 @@ async fn the_demo_api_serves_boards_and_cards() {
     assert!(found["items"].as_array().unwrap().iter().all(|c| c["title"].as_str().unwrap().contains("invoice")));
     assert_eq!(found["items"].as_array().unwrap().len(), 20);
     assert_eq!(get(&client, &format!("{base}/version")).await.1, json!({"build": "1.0.7"}));
+
+    let (status, export) = get(&client, &format!("{base}/boards/7/export")).await;
+    assert_eq!((status, &export["cards"], &export["renderers"]), (200, &json!(40), &json!(4)), "{export}");
+    assert_eq!(get(&client, &format!("{base}/boards/9999/export")).await.0, 404);
+}
+
+#[tokio::test]
+async fn board_exports_past_the_renderers_wait_for_one() {
+    // One renderer, four exports at once: each holds it 25 ms, so the last cannot end before 100 ms (a floor
+    // the pool sets by waiting, whatever the machine's speed).
+    let knobs = Knobs::new("1.5.0");
+    knobs.export_workers.store(1, std::sync::atomic::Ordering::Relaxed);
+    let target = DemoTarget::start("127.0.0.1:0".parse().unwrap(), knobs).await.unwrap();
+    let (client, base) = (http_client(), target.url());
+    let started = Instant::now();
+    let exports: Vec<_> = (1..=4)
+        .map(|board| {
+            let (client, url) = (client.clone(), format!("{base}/boards/{board}/export"));
+            tokio::spawn(async move { get(&client, &url).await })
+        })
+        .collect();
+    for export in exports {
+        let (status, answer) = export.await.unwrap();
+        assert_eq!((status, &answer["renderers"]), (200, &json!(1)), "{answer}");
+    }
+    assert!(started.elapsed() >= 4 * degrade::demo::export::RENDER_TIME, "{:?}", started.elapsed());
 }
 
 #[tokio::test]
@@ -82,6 +108,27 @@ fn the_demo_scenario_validates() {
         degrade::scenario::parse(&repo.join("scenarios/demo.toml"), story::DEMO_SCENARIO, None, &|_| None).unwrap();
     assert!(plan.endpoints.iter().any(|e| e == story::SLOW_ENDPOINT), "{:?}", plan.endpoints);
     assert!(story::SLOW_ENDPOINT.starts_with(story::SLOW_ROUTE));
+
+    // The capacity chapter's scenario, and its entry in the demo's degrade.toml, validate too.
+    let output = degrade(repo, &["validate", "scenarios/demo-capacity.toml"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let plan = degrade::scenario::parse(
+        &repo.join("scenarios/demo-capacity.toml"),
+        capacity_story::DEMO_CAPACITY_SCENARIO,
+        None,
+        &|_| None,
+    )
+    .unwrap();
+    assert_eq!(plan.endpoints, [capacity_story::EXPORT_ENDPOINT]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("scenarios")).unwrap();
+    std::fs::write(dir.path().join("scenarios/demo-capacity.toml"), capacity_story::DEMO_CAPACITY_SCENARIO).unwrap();
+    std::fs::write(dir.path().join("degrade.toml"), capacity_story::config_entry("http://127.0.0.1:9")).unwrap();
+    let output = degrade(dir.path(), &["validate"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("capacity search 25 → 50 → 100 → 200 → 400 → 800 → 1000 req/s"), "{stdout}");
 }
 
 #[test]

@@ -12,6 +12,7 @@ use degrade::store::Store;
 
 use crate::pool_target::PoolTarget;
 use crate::support::app::TestApp;
+use crate::support::receiver::Receiver;
 use crate::support::{TestDb, degrade, degrade_child, project, text};
 
 const WORKERS: usize = 4;
@@ -29,18 +30,31 @@ fn config(address: std::net::SocketAddr) -> String {
          [scenario.gates]\nmin_runs = 2\nconfirm = false\nbusy_machine_inconclusive = false\nmax_p75_ms = 60\n\
          metric_min_effect_pct = {{ p50 = 200, p95 = 200, p99 = 200 }}\n\
          [scenario.capacity]\nstart_rate = 25\nstep_factor = 2\nhold = \"2s\"\nmax_rate = 1000\n\
-         max_time = \"3m\"\nrefine_steps = 4\n"
+         max_time = \"3m\"\nrefine_steps = 4\n\
+         [[notify]]\nname = \"ops\"\nkind = \"json\"\nurl_env = \"CAPACITY_JSON_HOOK\"\n\
+         [[notify]]\nname = \"team\"\nkind = \"slack\"\nurl_env = \"CAPACITY_SLACK_HOOK\"\n"
     )
+}
+
+/// The webhooks a night's alerts go to: degrade's own JSON and Slack's format, each a receiver of the test's.
+struct Hooks {
+    json: Receiver,
+    slack: Receiver,
 }
 
 /// The night's own stage: 2 s at 20 req/s, far under the knee.
 const SCENARIO: &str = "[[flow]]\nname = \"work\"\n[[flow.step]]\npath = \"/work\"\n\
                         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"2s\"\nrate = 20\n";
 
-/// One `check --run-now` on `db`: the exit code and everything printed.
-async fn night(dir: &tempfile::TempDir, db: &TestDb) -> (Option<i32>, String) {
+/// One `check --run-now` on `db`, its alerts posted to `hooks`: the exit code and everything printed.
+async fn night(dir: &tempfile::TempDir, db: &TestDb, hooks: &Hooks) -> (Option<i32>, String) {
     let url = db.url_string();
-    let env = [("DEGRADE_DATABASE_URL", url.as_str())];
+    let (json, slack) = (hooks.json.url(), hooks.slack.url());
+    let env = [
+        ("DEGRADE_DATABASE_URL", url.as_str()),
+        ("CAPACITY_JSON_HOOK", json.as_str()),
+        ("CAPACITY_SLACK_HOOK", slack.as_str()),
+    ];
     let output = degrade_child(dir.path(), &["check", "--run-now"], &env).wait_with_output().await.unwrap();
     let (stdout, stderr) = text(&output);
     (output.status.code(), format!("{stdout}{stderr}"))
@@ -49,9 +63,14 @@ async fn night(dir: &tempfile::TempDir, db: &TestDb) -> (Option<i32>, String) {
 /// A night whose search found the target's capacity. This busy machine can send a night's own stage late (an
 /// invalid night runs no search) or a step of the search, three holds in a row (the search then ends at the
 /// generator's limit): such a night says nothing of the target and is tried again, six times at most.
-async fn searched_night(dir: &tempfile::TempDir, db: &TestDb, store: &Store) -> (Option<i32>, String, i64) {
+async fn searched_night(
+    dir: &tempfile::TempDir,
+    db: &TestDb,
+    store: &Store,
+    hooks: &Hooks,
+) -> (Option<i32>, String, i64) {
     for _ in 0..6 {
-        let (code, output) = night(dir, db).await;
+        let (code, output) = night(dir, db, hooks).await;
         let run = store.last_runs("pool", 1).await.unwrap().remove(0);
         match store.capacity(run.id).await.unwrap() {
             Some(found) if found.ended == SearchEnd::GeneratorLimit => {
@@ -69,9 +88,10 @@ async fn capacity_story(db: TestDb) {
     let target = PoolTarget::start(WORKERS, SERVICE).await;
     let dir = project(&config(target.address), &[("scenarios/pool.toml", SCENARIO)]).0;
     let store = Store::connect(&db.url).await.unwrap();
+    let hooks = Hooks { json: Receiver::start().await, slack: Receiver::start().await };
 
     for history in 1..=2 {
-        let (code, output, run) = searched_night(&dir, &db, &store).await;
+        let (code, output, run) = searched_night(&dir, &db, &store, &hooks).await;
         assert!(matches!(code, Some(0 | 3)), "history night {history}: {output}");
         let found = store.capacity(run).await.unwrap().unwrap();
         let steps: Vec<_> =
@@ -90,12 +110,12 @@ async fn capacity_story(db: TestDb) {
     }
 
     target.set_service(Duration::from_millis(35));
-    let (code, output, run) = searched_night(&dir, &db, &store).await;
+    let (code, output, run) = searched_night(&dir, &db, &store, &hooks).await;
     let fell = store.capacity(run).await.unwrap().unwrap();
     eprintln!("slower build: {} in {:.0} s", fell.describe(), fell.search_secs);
     assert_eq!(code, Some(1), "{output}\n{fell:#?}");
     assert!(output.contains("REGRESSION  (all)  capacity  "), "{output}");
-    assert!(output.contains("left the zone on p75 of "), "{output}");
+    assert!(output.contains(": left the green zone on p75 of GET /work "), "{output}");
     assert!(!output.contains("REGRESSION  (all)  p") && !output.contains("REGRESSION  GET"), "latency held: {output}");
     crate::support::quoted::assert_quoted("capacity-regression", &output);
     let capacity = fell.capacity.unwrap();
@@ -114,6 +134,61 @@ async fn capacity_story(db: TestDb) {
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("Capacity: the highest rate held inside the zone"), "{page}");
     assert!(page.contains(&format!("<a href=\"/runs/{run}\"><title>run #{run}")), "{page}");
+
+    // The JSON API carries the night's search, its figures and its words.
+    let (status, answer) = app.get_json(&format!("/api/v1/runs/{run}")).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["capacity"]["capacity"].as_f64(), Some(capacity), "{answer}");
+    assert_eq!(answer["capacity"]["ended"], "found", "{answer}");
+    assert_eq!(answer["capacity"]["steps"].as_array().map(Vec::len), Some(fell.steps.len()), "{answer}");
+    assert!(answer["capacity"]["summary"].as_str().unwrap().contains("left the zone on p75 of GET /work"), "{answer}");
+    let finding = answer["verdict"]["findings"].as_array().unwrap().iter().find(|f| f["metric"] == "capacity");
+    let reason = finding.and_then(|f| f["reason"].as_str()).unwrap_or_default();
+    assert!(reason.contains("req/s (-") && reason.contains(": left the green zone on p75 of GET /work"), "{answer}");
+
+    // So does `check --format json`: the search beside the verdict's findings.
+    let url = db.url_string();
+    let env = [("DEGRADE_DATABASE_URL", url.as_str())];
+    let json = degrade_child(dir.path(), &["check", "--format", "json"], &env).wait_with_output().await.unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["capacity"]["capacity"].as_f64(), Some(capacity), "{report}");
+    assert_eq!(report["capacity"]["breach"]["gate"], "p75", "{report}");
+
+    alerted_fall_and_recovery(&target, (&dir, &db, &store), &hooks, run, capacity).await;
+}
+
+/// The fall's alert words the capacity, and once the build is fast again, so does the recovery's.
+async fn alerted_fall_and_recovery(
+    target: &PoolTarget,
+    (dir, db, store): (&tempfile::TempDir, &TestDb, &Store),
+    hooks: &Hooks,
+    fell_run: i64,
+    fell_to: f64,
+) {
+    let posts = hooks.json.delivered();
+    let opened: Vec<_> = posts.iter().filter(|p| p["event"] == "regression").collect();
+    assert_eq!(opened.len(), 1, "{posts:#?}");
+    let alert = &opened[0]["capacity"];
+    assert_eq!((alert["tonight"].as_f64(), alert["zone"].as_str()), (Some(fell_to), Some("green")), "{posts:#?}");
+    let words = alert["words"].as_str().unwrap();
+    assert!(words.starts_with("capacity ") && words.contains(": left the green zone on p75 of GET /work "), "{words}");
+    assert_eq!(opened[0]["worse"][0]["metric"], "capacity", "the capacity's fall is listed first: {posts:#?}");
+    assert!(opened[0]["summary"].as_str().unwrap().contains(words), "{posts:#?}");
+    let slack = hooks.slack.delivered();
+    let text = slack.iter().map(|p| p["text"].as_str().unwrap_or_default().to_owned()).collect::<Vec<_>>();
+    assert!(text.iter().any(|t| t.contains("regressed") && t.contains(": capacity ")), "{text:?}");
+    assert!(serde_json::to_string(&slack).unwrap().contains("*Capacity* "), "{slack:#?}");
+
+    target.set_service(SERVICE);
+    let (code, output, run) = searched_night(dir, db, store, hooks).await;
+    assert_eq!(code, Some(0), "the fast build passes again: {output}");
+    let posts = hooks.json.delivered();
+    let recovered: Vec<_> = posts.iter().filter(|p| p["event"] == "recovery").collect();
+    assert_eq!(recovered.len(), 1, "{posts:#?}");
+    let summary = recovered[0]["summary"].as_str().unwrap();
+    assert!(summary.contains(&format!("since run #{fell_run}, back by the nights' level of ")), "{summary}");
+    assert_eq!(recovered[0]["run_id"], run, "{posts:#?}");
+    assert_eq!(recovered[0]["capacity"]["baseline"].as_f64(), Some(fell_to), "{posts:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,6 +200,44 @@ async fn a_worker_pools_knee_is_found_and_its_fall_judged_on_sqlite() {
 #[ignore = "needs PostgreSQL: set DEGRADE_TEST_POSTGRES_URL and pass --include-ignored (.ci/run does)"]
 async fn a_worker_pools_knee_is_found_and_its_fall_judged_on_postgresql() {
     capacity_story(TestDb::postgres().await).await;
+}
+
+/// The pool's telemetry in the zone: its busy workers (the rate of `pool_busy_seconds_total`, the pool's stand-in
+/// for CPU) at most 2.4 of its 4, 60 % as a capacity guide holds CPU. Each request keeps a worker 25 ms, so the
+/// workers pass 2.4 busy at 96 req/s, well under the latency knee: the search must stop there, on that limit.
+fn with_busy_limit(address: std::net::SocketAddr) -> String {
+    config(address)
+        + &format!(
+            "[[scenario.telemetry]]\nname = \"pool\"\nkind = \"scrape\"\nurl = \"http://{address}/metrics\"\n\
+             every = \"1s\"\nlimits = {{ \"busy\" = {{ max = 2.4 }} }}\n\
+             [[scenario.telemetry.series]]\nname = \"busy\"\nmetric = \"pool_busy_seconds_total\"\n\
+             kind = \"counter\"\nunit = \"s\"\n"
+        )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_past_a_telemetry_limit_leaves_the_zone_on_it() {
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
+    let db = TestDb::sqlite();
+    let target = PoolTarget::start(WORKERS, SERVICE).await;
+    let dir = project(&with_busy_limit(target.address), &[("scenarios/pool.toml", SCENARIO)]).0;
+    let store = Store::connect(&db.url).await.unwrap();
+    let hooks = Hooks { json: Receiver::start().await, slack: Receiver::start().await };
+    let (_, output, run) = searched_night(&dir, &db, &store, &hooks).await;
+    let found = store.capacity(run).await.unwrap().unwrap();
+    let steps: Vec<_> =
+        found.steps.iter().map(|s| format!("{:.0} {}: {}", s.rate, s.verdict.as_str(), s.reason)).collect();
+    eprintln!("busy limit: {} in {:.0} s; steps {steps:#?}", found.describe(), found.search_secs);
+    assert_eq!(found.ended, SearchEnd::Found, "{output}\n{steps:#?}");
+    let breach = found.breach.as_ref().unwrap();
+    assert_eq!((breach.gate, breach.endpoint.as_str(), breach.limit), (ZoneGate::TelemetryMax, "pool busy", 2.4));
+    assert!(breach.value > 2.4, "{breach:?}");
+    // 96 req/s is where the workers pass 2.4 busy: far under the latency knee (160), which the search never met.
+    let capacity = found.capacity.unwrap();
+    assert!((0.45 * KNEE..=0.7 * KNEE).contains(&capacity), "capacity {capacity}: {steps:#?}");
+    let left = found.steps.iter().filter(|s| s.verdict == StepVerdict::Left);
+    assert!(left.clone().all(|s| s.reason.starts_with("left the zone: pool busy mean ")), "{steps:#?}");
+    assert!(left.clone().all(|s| s.p75_ms.is_some_and(|p| p < 60.0)), "latency stayed inside: {steps:#?}");
 }
 
 /// `validate` on a project whose `[scenario.capacity]` is `section`, with `gates`.

@@ -12,6 +12,7 @@
 //! - `confirm`: confirmation reruns of `check --run-now` on a target that is slow for a set number of requests.
 //! - `capacity`: capacity nights against a worker pool whose knee is known in advance: found, stored on SQLite
 //!   and PostgreSQL, a fall judged; bad `[scenario.capacity]` sections refused naming the field.
+//! - `capacity_nights`: ten capacity nights of an unchanged build, no capacity finding.
 //! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
 //!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
 
@@ -19,6 +20,7 @@
 #![allow(clippy::float_cmp)]
 
 mod capacity;
+mod capacity_nights;
 mod confirm;
 mod pool_target;
 mod slow_target;

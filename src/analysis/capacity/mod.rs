@@ -1,18 +1,25 @@
 //! The capacity search (`[scenario.capacity]` in `degrade.toml`): the highest open-model arrival rate a build
-//! holds inside its zone, the scenario's absolute gates. [`CapacitySearch`] is the search as configured and its
-//! step plan; `search` decides the next rate from the steps so far, `zone` judges one step on its own
-//! requests, with each percentile's interval, and `trend` judges a night's capacity against the nights before
+//! holds inside its zone, the scenario's absolute gates and its telemetry sources' limits. [`CapacitySearch`]
+//! is the search as configured and its step plan; `search` decides the next rate from the steps so far, `zone`
+//! judges one step on its own requests, with each percentile's interval, `telemetry_zone` on its telemetry
+//! (each limit against the series' mean over the step's holds), and `trend` judges a night's capacity against the nights before
 //! it. Pure: the pipeline runs the steps.
 
 mod search;
+mod telemetry_zone;
 mod trend;
 mod zone;
 
 use std::time::Duration;
 
 pub use search::{Next, Search};
+pub use telemetry_zone::{telemetry_breach, with_telemetry};
 pub use trend::{CAPACITY_METRIC, capacity_finding};
 pub use zone::{StepJudgement, StepSample, judge_step};
+
+/// The zone's name unless `zone_name` says otherwise: a capacity guide's green zone is the load a service
+/// carries inside its limits.
+pub const DEFAULT_ZONE_NAME: &str = "green";
 
 /// How the climbing steps grow.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,6 +47,8 @@ pub struct CapacitySearch {
     pub max_time: Duration,
     /// Bisection steps between the last rate held and the first that left the zone.
     pub refine_steps: u32,
+    /// What the verdict and the alerts call the zone (`green`: "left the green zone").
+    pub zone_name: String,
 }
 
 impl CapacitySearch {
@@ -115,6 +124,7 @@ mod tests {
             max_rate: 1000.0,
             max_time: Duration::from_mins(10),
             refine_steps: 3,
+            zone_name: "green".to_owned(),
         }
     }
 

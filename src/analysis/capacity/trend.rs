@@ -8,7 +8,7 @@
 
 use crate::analysis::Gates;
 use crate::analysis::level::median;
-use crate::model::{CapacityResult, Change, Finding, FindingOutcome, Metric, OVERALL_ENDPOINT};
+use crate::model::{CapacityChange, CapacityResult, Finding, FindingOutcome, Metric, OVERALL_ENDPOINT, rate_text};
 
 /// Robust spreads a fall must pass to be more than the nights' noise.
 const SPREADS: f64 = 3.5;
@@ -16,9 +16,10 @@ const SPREADS: f64 = 3.5;
 /// The metric name of a capacity finding.
 pub const CAPACITY_METRIC: &str = "capacity";
 
-/// Judges tonight's capacity against the baseline nights' (those whose search found the target's capacity).
+/// Judges tonight's capacity against the baseline nights' (those whose search found the target's capacity), in
+/// the words of the zone named `zone` ("left the green zone on …").
 #[must_use]
-pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gates: &Gates) -> Finding {
+pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gates: &Gates, zone: &str) -> Finding {
     let capacities: Vec<f64> = before
         .iter()
         .filter(|night| night.ended.measured_the_target())
@@ -58,23 +59,20 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
     // The fall must pass both the noise and the minimum effect.
     let threshold = level * (1.0 - min_effect).min((-SPREADS * spread).exp());
     let top = tonight.first_out.unwrap_or(candidate).max(candidate);
-    let change = Change::from_pct((candidate / level - 1.0) * 100.0);
+    let change = CapacityChange::new(level, tonight, zone);
     finding.baseline_value = Some(level);
-    finding.delta_pct = Some((candidate / level - 1.0) * 100.0);
+    finding.delta_pct = Some(change.delta_pct);
     finding.limit = Some(threshold);
-    let words = format!("capacity {level:.0} → {candidate:.0} req/s ({change})");
-    let why = tonight.breach.as_ref().map(|b| format!(": left the zone on {}", b.describe())).unwrap_or_default();
+    let (words, limit) = (change.describe(), rate_text(threshold));
     (finding.outcome, finding.reason) = if !tonight.ended.measured_the_target() && candidate < threshold {
-        (FindingOutcome::Inconclusive, format!("{words}, but {}: not the target's capacity", tonight.describe()))
+        let headline = change.headline();
+        (FindingOutcome::Inconclusive, format!("{headline}, but {}: not the target's capacity", tonight.describe()))
     } else if tonight.ended.measured_the_target() && top < threshold {
-        (
-            FindingOutcome::Regression,
-            format!("{words}{why}; below {threshold:.0} req/s (the nights' noise and min effect)"),
-        )
+        (FindingOutcome::Regression, format!("{words}; below {limit} req/s (the nights' noise and min effect)"))
     } else if candidate > level * (1.0 + min_effect).max((SPREADS * spread).exp()) {
-        (FindingOutcome::Improvement, format!("{words}{why}"))
+        (FindingOutcome::Improvement, words)
     } else {
-        (FindingOutcome::NoChange, format!("{words}{why}; within the nights' noise and min effect"))
+        (FindingOutcome::NoChange, format!("{words}; within the nights' noise and min effect"))
     };
     finding
 }
@@ -106,10 +104,12 @@ mod tests {
 
     #[test]
     fn a_fall_past_noise_and_min_effect_is_a_regression_naming_why() {
-        let finding = capacity_finding(&night(3100.0), &nights(), &Gates::default());
+        let finding = capacity_finding(&night(3100.0), &nights(), &Gates::default(), "green");
         assert_eq!(finding.outcome, FindingOutcome::Regression, "{}", finding.reason);
         assert!(
-            finding.reason.starts_with("capacity 4000 → 3100 req/s (-22.5 %): left the zone on p75 of POST /orders"),
+            finding
+                .reason
+                .starts_with("capacity 4,000 → 3,100 req/s (-22.5 %): left the green zone on p75 of POST /orders"),
             "{}",
             finding.reason
         );
@@ -118,7 +118,7 @@ mod tests {
     #[test]
     fn an_unchanged_night_and_a_small_fall_are_no_change() {
         for tonight in [3980.0, 3700.0] {
-            let finding = capacity_finding(&night(tonight), &nights(), &Gates::default());
+            let finding = capacity_finding(&night(tonight), &nights(), &Gates::default(), "green");
             assert_eq!(finding.outcome, FindingOutcome::NoChange, "{}", finding.reason);
         }
     }
@@ -126,9 +126,12 @@ mod tests {
     #[test]
     fn a_generator_limit_is_never_the_targets_fall_and_few_nights_are_inconclusive() {
         let limited = CapacityResult { ended: SearchEnd::GeneratorLimit, first_out: None, ..night(1000.0) };
-        assert_eq!(capacity_finding(&limited, &nights(), &Gates::default()).outcome, FindingOutcome::Inconclusive);
         assert_eq!(
-            capacity_finding(&night(1000.0), &nights()[..3], &Gates::default()).outcome,
+            capacity_finding(&limited, &nights(), &Gates::default(), "green").outcome,
+            FindingOutcome::Inconclusive
+        );
+        assert_eq!(
+            capacity_finding(&night(1000.0), &nights()[..3], &Gates::default(), "green").outcome,
             FindingOutcome::Inconclusive
         );
     }
