@@ -77,6 +77,29 @@ fn telemetry_lines(telemetry: &RunTelemetry) -> String {
     out
 }
 
+/// Each skewed draw's predicted shares beside what the run drew, then a blank line; nothing without skew.
+fn skew_lines(skew: &[crate::model::SkewObserved]) -> String {
+    use crate::scenario::skew_shapes::percent;
+    let mut out = String::new();
+    for s in skew {
+        let departs = if s.departs() { "  (more than chance explains: check the data)" } else { "" };
+        out.push_str(&format!(
+            "Skew {}: {} drawn {} times: hottest key {} predicted, {} drawn; top 1 % {} predicted, {} drawn{departs}\n",
+            s.site,
+            s.draw,
+            s.draws,
+            percent(s.predicted_hottest),
+            percent(s.observed_hottest),
+            percent(s.predicted_top_percent),
+            percent(s.observed_top_percent),
+        ));
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
 impl RunReport {
     pub(super) fn render(&self, format: RunFormat) -> String {
         match format {
@@ -106,6 +129,7 @@ impl RunReport {
             load.generator_cpu_pct,
             machine_figures(load)
         ));
+        out.push_str(&skew_lines(&load.skew));
         let width = r.endpoints.iter().map(|e| e.endpoint.chars().count()).max().unwrap_or(8).max(8);
         out.push_str(&format!(
             "{:<width$}  {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}\n",

@@ -42,6 +42,9 @@ pub use recorder::Snapshot;
 
 use crate::scenario::Plan;
 use crate::scenario::feeder::Cursor;
+use crate::scenario::skew_shapes::{self, SiteOf};
+use crate::scenario::skew_tally::SkewTally;
+use crate::scenario::template::DrawTallies;
 use client::HttpClient;
 use pacer::Interruption;
 use recorder::Recorder;
@@ -99,6 +102,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         cursors: plan.feeders.iter().enumerate().map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64)).collect(),
         flow_feeders: flow_feeders(&plan),
         seq: AtomicU64::new(0),
+        draw_tallies: draw_tallies(&plan),
         connections: plan.target.max_connections.map(tokio::sync::Semaphore::new),
         busy: cpu::BusyClock::default(),
         deadline: start + planned,
@@ -134,7 +138,10 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         echo: echo.and_then(echo_probe::EchoProbe::finish),
     };
     let wall = start.elapsed();
-    outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, &cpu, interruption.as_ref())
+    let mut measurement =
+        outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, &cpu, interruption.as_ref());
+    measurement.results.load_summary.skew = observed_skew(&plan, &shared);
+    measurement
 }
 
 /// Raises this process's soft limit on open files to the hard one, as load generators do: a run may hold a
@@ -149,6 +156,26 @@ fn allow_open_files() {
         // Refused, the run goes on under the old limit; connections past it fail as `connect` errors.
         let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
     }
+}
+
+/// Counters for each skewed draw in the plan's templates.
+fn draw_tallies(plan: &Plan) -> DrawTallies {
+    DrawTallies::new(skew_shapes::sites(plan).into_iter().filter_map(|site| match site.at {
+        SiteOf::Template(index) => SkewTally::new(site.label, site.draw).map(|tally| (index, tally)),
+        SiteOf::Feeder(_) => None,
+    }))
+}
+
+/// What the run drew from each skewed feeder and draw, in the order `validate` predicted them.
+fn observed_skew(plan: &Plan, shared: &RunShared) -> Vec<crate::model::SkewObserved> {
+    skew_shapes::sites(plan)
+        .iter()
+        .filter_map(|site| match site.at {
+            SiteOf::Feeder(index) => shared.cursors.get(index).and_then(Cursor::tally),
+            SiteOf::Template(index) => shared.draw_tallies.get(index),
+        })
+        .map(crate::scenario::skew_tally::SkewTally::observed)
+        .collect()
 }
 
 fn progress(plan: &Plan, shared: &RunShared, start: Instant) -> Progress {

@@ -149,6 +149,7 @@ pub(super) fn measure(
         machine_echo_p90_us: cpu.echo.map(|e| e.p90_us),
         measured_secs: measured,
         tape: plan.tape.as_ref().map(coverage),
+        skew: Vec::new(),
     };
     let results = RunResults {
         status,

@@ -14,6 +14,7 @@ use super::http1::Outgoing;
 use crate::metrics::ErrorClass;
 use crate::scenario::Plan;
 use crate::scenario::plan::{Body, Step};
+use crate::scenario::template::DrawTallies;
 use crate::scenario::template::{RenderContext, Template};
 use crate::tape::TapeRequest;
 
@@ -63,7 +64,8 @@ impl StepRequest {
             // Nothing here reads the context: the templates are fixed text.
             let seq = std::sync::atomic::AtomicU64::new(0);
             let mut rng = rand::SeedableRng::seed_from_u64(0);
-            let mut cx = RenderContext { rows: &[], variables: &[], rng: &mut rng, seq: &seq };
+            let mut cx =
+                RenderContext { rows: &[], variables: &[], rng: &mut rng, seq: &seq, tallies: &DrawTallies::default() };
             // Not fixed yet, so this renders the step.
             request.fixed = request.build(plan, step, host_header, prefix, &mut cx).ok();
         }

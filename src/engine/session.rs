@@ -48,6 +48,8 @@ pub(super) struct RunShared {
     /// The tape's requests, when the plan replays one instead of flows.
     pub tape: Option<super::tape_feed::TapeFeed>,
     pub seq: AtomicU64,
+    /// What the plan's skewed template draws drew.
+    pub draw_tallies: crate::scenario::template::DrawTallies,
     /// Connection slots when `[target] max_connections` is set: requests beyond it queue in the generator,
     /// and that wait counts in their response time but not their service time.
     pub connections: Option<tokio::sync::Semaphore>,
@@ -156,7 +158,14 @@ pub(super) async fn run_flow(
         }
         // The slot taken for the session's first request serves its first step, whatever it is.
         let slot = first_slot.take();
-        let mut cx = StepContext { rows: &rows, variables: &mut variables, rng: &mut rng, seq: &shared.seq, measured };
+        let mut cx = StepContext {
+            rows: &rows,
+            variables: &mut variables,
+            rng: &mut rng,
+            seq: &shared.seq,
+            tallies: &shared.draw_tallies,
+            measured,
+        };
         let done = if let Some(action) = &step.ws {
             let done = Box::pin(socket.run(&ws_run(shared), step, action, intended, &mut cx)).await;
             (done.in_hand, done.failed)

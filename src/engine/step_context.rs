@@ -11,11 +11,18 @@ pub(super) struct StepContext<'a, 'r> {
     pub variables: &'a mut [Option<Value>],
     pub rng: &'a mut rand::rngs::SmallRng,
     pub seq: &'a std::sync::atomic::AtomicU64,
+    pub tallies: &'a crate::scenario::template::DrawTallies,
     pub measured: bool,
 }
 
 impl StepContext<'_, '_> {
     pub(super) fn render(&mut self) -> RenderContext<'_> {
-        RenderContext { rows: self.rows, variables: self.variables, rng: self.rng, seq: self.seq }
+        RenderContext {
+            rows: self.rows,
+            variables: self.variables,
+            rng: self.rng,
+            seq: self.seq,
+            tallies: self.tallies,
+        }
     }
 }

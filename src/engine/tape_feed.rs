@@ -17,6 +17,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::http1::Outgoing;
+use crate::scenario::template::DrawTallies;
 use crate::scenario::template::RenderContext;
 use crate::scenario::{Plan, TapeOrder, TapeReplay};
 use crate::tape::TapeReader;
@@ -176,7 +177,13 @@ impl<'a> Reader<'a> {
                 (false, Some(a), Some(b)) => (b - a).to_std().unwrap_or_default().min(LONGEST_PAUSE),
                 _ => Duration::ZERO,
             };
-            let mut cx = RenderContext { rows: &[], variables: &[], rng: &mut self.rng, seq: &seq };
+            let mut cx = RenderContext {
+                rows: &[],
+                variables: &[],
+                rng: &mut self.rng,
+                seq: &seq,
+                tallies: &DrawTallies::default(),
+            };
             let outgoing = super::request::replayed(self.plan, &request, self.host_header, self.prefix, &mut cx)
                 .map_err(|e| format!("{}: {e}", request.target))?;
             let routed = self.tape.router.route(request.method.as_str(), &request.target);

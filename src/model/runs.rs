@@ -186,6 +186,50 @@ pub struct LoadSummary {
     /// The tape the run replayed, if it replayed one. `None` for flows, and for runs stored before tapes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tape: Option<TapeCoverage>,
+    /// Each skewed feeder and draw of the scenario: the shape `validate` predicted beside what the run drew.
+    /// Empty for scenarios without skewed data, and for runs stored before it was counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skew: Vec<SkewObserved>,
+}
+
+/// One skewed feeder or draw as a run drew it: its predicted shares beside the observed ones, so a cap, a
+/// short night or a mistaken skew shows before anyone reads its latencies as production's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkewObserved {
+    /// Where it draws: a feeder's name, or a step's endpoint and field (`GET /boards/{id} path`).
+    pub site: String,
+    /// The function or order: `zipf`, `zipf_scrambled`, `hotspot`, `weighted`.
+    pub draw: String,
+    /// How many keys, rows or values it draws from.
+    pub keys: u64,
+    /// Predicted share of the draws on the hottest key.
+    pub predicted_hottest: f64,
+    /// Predicted share of the draws on the hottest 1 % of keys (at least one key).
+    pub predicted_top_percent: f64,
+    /// Draws the run made (warm-up included: every draw warms the target's caches alike).
+    pub draws: u64,
+    /// Observed share of the draws on the predicted hottest key.
+    pub observed_hottest: f64,
+    /// Observed share of the draws on the predicted top 1 %.
+    pub observed_top_percent: f64,
+}
+
+impl SkewObserved {
+    /// Whether either observed share lies further from its prediction than chance explains: more than four
+    /// binomial standard errors of its draws (a 1-in-15,000 event for a right draw), and more than half a
+    /// percentage point, so that millions of draws do not flag a difference no cache would notice.
+    #[must_use]
+    pub fn departs(&self) -> bool {
+        let draws = self.draws as f64;
+        let far = |predicted: f64, observed: f64| {
+            let standard_error = (predicted * (1.0 - predicted) / draws).sqrt();
+            let gap = (observed - predicted).abs();
+            gap > 4.0 * standard_error && gap > 0.005
+        };
+        self.draws > 0
+            && (far(self.predicted_hottest, self.observed_hottest)
+                || far(self.predicted_top_percent, self.observed_top_percent))
+    }
 }
 
 /// A replayed tape as it was on the night (`[[tape]]`): what it holds and how much of it the run used.

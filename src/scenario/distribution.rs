@@ -100,29 +100,40 @@ impl Draw {
 
     /// One draw; `seq` is the run's latest `seq()` number (for `latest`).
     pub fn sample(&self, rng: &mut SmallRng, seq: u64) -> Value {
+        self.sample_ranked(rng, seq).0
+    }
+
+    /// One draw with its popularity rank for the draws of keys ([`Draw::shape`]): 0 for the hottest key, and
+    /// below the top 1 %'s count for the top 1 %, in the order the predicted shape counts them, so a run can
+    /// count what it drew beside what `validate` predicted. `None` for `latest` and the sizes.
+    pub fn sample_ranked(&self, rng: &mut SmallRng, seq: u64) -> (Value, Option<u64>) {
         match self {
             Self::Zipf { low, keys, s, scramble } => {
                 let rank = zipf_rank(*keys, *s, rng);
                 let index = scramble.as_ref().map_or(rank, |f| f.permute(rank));
-                Value::from(offset(*low, index))
+                (Value::from(offset(*low, index)), Some(rank))
             }
             Self::Hotspot { low, keys, hot_keys, hot_draws } => {
                 let hot = *hot_keys == *keys || rng.random_bool(hot_draws.clamp(0.0, 1.0));
                 let index = if hot { rng.random_range(0..*hot_keys) } else { rng.random_range(*hot_keys..*keys) };
-                Value::from(offset(*low, index))
+                // The hot keys are equally hot: the first of them stands for "the hottest", as in the shape.
+                (Value::from(offset(*low, index)), Some(index))
             }
             Self::Latest { s } => {
                 let newest = seq.max(1);
-                Value::from(newest - zipf_rank(newest, *s, rng))
+                (Value::from(newest - zipf_rank(newest, *s, rng)), None)
             }
-            Self::Weighted(weighted) => weighted.pick(rng).clone(),
+            Self::Weighted(weighted) => {
+                let (value, rank) = weighted.pick_ranked(rng);
+                (value.clone(), Some(rank))
+            }
             Self::LogNormal { median, sigma, integer } => {
                 let value = LogNormal::new(median.ln(), *sigma).map_or(*median, |d| d.sample(rng));
-                number(value, *integer)
+                (number(value, *integer), None)
             }
             Self::Pareto { min, shape, integer } => {
                 let value = Pareto::new(*min, *shape).map_or(*min, |d| d.sample(rng));
-                number(value, *integer)
+                (number(value, *integer), None)
             }
         }
     }

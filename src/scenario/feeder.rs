@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::bounded_file::FileProblem;
 use super::distribution::Draw;
+use super::skew_tally::SkewTally;
 
 /// A loaded data file.
 #[derive(Debug, Clone)]
@@ -125,6 +126,8 @@ pub struct Cursor {
     next: AtomicUsize,
     /// For `Shuffle`: the seeded permutation of row indices.
     permutation: Vec<usize>,
+    /// For a skewed order: what the run drew, beside what `validate` predicted.
+    tally: Option<SkewTally>,
 }
 
 impl Cursor {
@@ -136,7 +139,17 @@ impl Cursor {
             permutation = (0..feeder.rows.len()).collect();
             permutation.shuffle(&mut SmallRng::seed_from_u64(seed));
         }
-        Self { next: AtomicUsize::new(0), permutation }
+        let tally = match &feeder.order {
+            Order::Skewed(draw) => SkewTally::new(feeder.name.clone(), draw),
+            _ => None,
+        };
+        Self { next: AtomicUsize::new(0), permutation, tally }
+    }
+
+    /// What a skewed feeder drew so far; `None` for the other orders.
+    #[must_use]
+    pub fn tally(&self) -> Option<&SkewTally> {
+        self.tally.as_ref()
     }
 
     /// The next row, or `None` when a `stop` feeder has run out.
@@ -145,7 +158,13 @@ impl Cursor {
         let index = match &feeder.order {
             Order::Random => rng.random_range(0..len),
             // The draw was made for this feeder's rows: its indices are below their count.
-            Order::Skewed(draw) => draw.sample(rng, 0).as_u64().map_or(0, |i| i as usize).min(len - 1),
+            Order::Skewed(draw) => {
+                let (index, rank) = draw.sample_ranked(rng, 0);
+                if let (Some(tally), Some(rank)) = (&self.tally, rank) {
+                    tally.record(rank);
+                }
+                index.as_u64().map_or(0, |i| i as usize).min(len - 1)
+            }
             Order::Sequential | Order::Shuffle => {
                 let n = self.next.fetch_add(1, Ordering::Relaxed);
                 if n >= len && feeder.when_exhausted == WhenExhausted::Stop {

@@ -51,6 +51,16 @@ impl JsonTemplate {
         }
     }
 
+    /// Numbers its draws from `next` on ([`Template::number_draws`]).
+    pub fn number_draws(&mut self, next: &mut usize) {
+        match self {
+            Self::Literal(_) => {}
+            Self::Template(t) => t.number_draws(next),
+            Self::Array(items) => items.iter_mut().for_each(|i| i.number_draws(next)),
+            Self::Object(fields) => fields.iter_mut().for_each(|(_, v)| v.number_draws(next)),
+        }
+    }
+
     /// Renders the body.
     pub fn render(&self, cx: &mut RenderContext<'_>) -> Value {
         match self {

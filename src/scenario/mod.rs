@@ -14,6 +14,7 @@ pub mod plan;
 mod planner;
 mod raw_scenario;
 pub mod skew_shapes;
+pub mod skew_tally;
 mod step_key;
 mod step_values;
 mod scope;

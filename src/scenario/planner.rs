@@ -47,6 +47,7 @@ pub(super) fn resolve(
         variables: Vec::new(),
         endpoints: Vec::new(),
         keys: StepKeys::default(),
+        next_draw: std::cell::Cell::new(0),
     };
     let target = resolve_target(&mut checker, &scope, target, target_override);
     let has_tape = !tapes.is_empty();

@@ -2,6 +2,7 @@
 //! steps extract, and the metric keys made so far), and the template fields every kind of step shares: one
 //! template value, header templates, and how an expression reads in a default step name.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use http::HeaderName;
@@ -9,6 +10,7 @@ use serde_json::Value;
 use toml::Spanned;
 
 use super::feeder::Feeder;
+use super::json_template::JsonTemplate;
 use super::step_key::StepKeys;
 use super::template::{Expr, Template};
 use crate::config::{Checker, header_text};
@@ -25,9 +27,25 @@ pub(super) struct Scope<'a> {
     pub endpoints: Vec<String>,
     /// The default metric keys made so far (steps without a `name`), with the queries that made them.
     pub keys: StepKeys,
+    /// The site number the next skewed draw gets ([`Template::number_draws`]).
+    pub next_draw: Cell<usize>,
 }
 
 impl Scope<'_> {
+    /// Gives each skewed draw of `template` a site number of its own.
+    pub(super) fn number_draws(&self, template: &mut Template) {
+        let mut next = self.next_draw.get();
+        template.number_draws(&mut next);
+        self.next_draw.set(next);
+    }
+
+    /// Gives each skewed draw of a JSON body a site number of its own.
+    pub(super) fn number_json_draws(&self, json: &mut JsonTemplate) {
+        let mut next = self.next_draw.get();
+        json.number_draws(&mut next);
+        self.next_draw.set(next);
+    }
+
     pub(super) fn resolve(&self, names: &[&str], known: &[usize], later: &[String]) -> Result<Expr, String> {
         if let [name] = names {
             if let Some(index) = known.iter().copied().find(|&i| self.variables[i] == *name) {
@@ -83,7 +101,9 @@ pub(super) fn template(
     later: &[String],
 ) -> Option<Template> {
     let resolve = |names: &[&str]| scope.resolve(names, known, later);
-    checker.check(value, field, |text| Template::compile(text, &resolve, scope.env))
+    let mut compiled = checker.check(value, field, |text| Template::compile(text, &resolve, scope.env))?;
+    scope.number_draws(&mut compiled);
+    Some(compiled)
 }
 
 /// Headers that say where a request ends and what becomes of its connection: the engine writes them from the
@@ -144,7 +164,7 @@ pub(super) fn expr_name(scope: &Scope<'_>, expr: &Expr) -> String {
         Expr::Choice(_) => "choice".to_owned(),
         Expr::Seq => "seq".to_owned(),
         Expr::Now(_) => "now".to_owned(),
-        Expr::Draw(draw) => draw.name().to_owned(),
+        Expr::Draw { draw, .. } => draw.name().to_owned(),
         Expr::BigEndian(_, inner) => expr_name(scope, inner),
     }
 }

@@ -6,37 +6,73 @@
 use super::distribution::{Draw, Shape};
 use super::feeder::Order;
 use super::plan::{Body, Plan, StageShape};
-use super::template::{Expr, Template};
+use super::template::Expr;
+use super::ws_plan::WsAction;
+
+/// A skewed feeder or a skewed draw in a step's templates, with what it is called in reports.
+pub struct SkewSite<'p> {
+    /// The feeder's name, or the step's endpoint and field: `GET /boards/{id} path`.
+    pub label: String,
+    /// What it draws.
+    pub draw: &'p Draw,
+    /// Which feeder, or which draw site of the plan.
+    pub at: SiteOf,
+}
+
+/// Where a skewed draw is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SiteOf {
+    /// A `[[data]]` feeder's order, drawn once a session: the feeder's index.
+    Feeder(usize),
+    /// A template's draw, drawn at each request or message: its site number ([`Expr::Draw`]).
+    Template(usize),
+}
+
+/// Every skewed feeder, then every skewed draw in the flows' steps, in the order `validate` lists them.
+#[must_use]
+pub fn sites(plan: &Plan) -> Vec<SkewSite<'_>> {
+    let mut found = Vec::new();
+    for (index, feeder) in plan.feeders.iter().enumerate() {
+        if let Order::Skewed(draw) = &feeder.order {
+            found.push(SkewSite { label: feeder.name.clone(), draw, at: SiteOf::Feeder(index) });
+        }
+    }
+    for flow in &plan.flows {
+        for step in &flow.steps {
+            let endpoint = plan.endpoints.get(step.endpoint).map_or("?", String::as_str);
+            for (field, draw, site) in step_draws(step) {
+                let label = format!("{endpoint} {field}");
+                found.push(SkewSite { label, draw, at: SiteOf::Template(site) });
+            }
+        }
+    }
+    found
+}
 
 /// One line per skewed feeder or draw, without indentation.
 #[must_use]
 pub fn describe(plan: &Plan) -> Vec<String> {
     let mut lines = Vec::new();
-    for feeder in &plan.feeders {
-        let Order::Skewed(draw) = &feeder.order else { continue };
-        let Some(shape) = draw.shape() else { continue };
-        lines.push(format!(
-            "{}: {} over {}: {}{}",
-            feeder.name,
-            draw.name(),
-            rows(shape.keys, "row"),
-            shares(&shape, "row", "sessions"),
-            at_peak(plan, &shape)
-        ));
-    }
-    for flow in &plan.flows {
-        for step in &flow.steps {
-            let endpoint = plan.endpoints.get(step.endpoint).map_or("?", String::as_str);
-            for (field, draw) in step_draws(step) {
-                let Some(shape) = draw.shape() else { continue };
-                lines.push(format!(
-                    "{endpoint} {field}: {} over {}: {}",
-                    draw.name(),
-                    rows(shape.keys, "key"),
-                    shares(&shape, "key", "draws")
-                ));
-            }
-        }
+    for site in sites(plan) {
+        let Some(shape) = site.draw.shape() else { continue };
+        let line = match site.at {
+            SiteOf::Feeder(_) => format!(
+                "{}: {} over {}: {}{}",
+                site.label,
+                site.draw.name(),
+                rows(shape.keys, "row"),
+                shares(&shape, "row", "sessions"),
+                at_peak(plan, &shape)
+            ),
+            SiteOf::Template(_) => format!(
+                "{}: {} over {}: {}",
+                site.label,
+                site.draw.name(),
+                rows(shape.keys, "key"),
+                shares(&shape, "key", "draws")
+            ),
+        };
+        lines.push(line);
     }
     lines
 }
@@ -74,9 +110,13 @@ fn at_peak(plan: &Plan, shape: &Shape) -> String {
     }
 }
 
-fn percent(share: f64) -> String {
+/// A share as a percentage with the digits it needs: `13 %`, `2.4 %`, `0.010 %`.
+#[must_use]
+pub fn percent(share: f64) -> String {
     let pct = share * 100.0;
-    if pct >= 10.0 {
+    if pct == 0.0 {
+        "0 %".to_owned()
+    } else if pct >= 10.0 {
         format!("{pct:.0} %")
     } else if pct >= 0.1 {
         format!("{pct:.1} %")
@@ -97,27 +137,35 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// The skewed draws of one template.
-fn draws(template: &Template) -> Vec<&Draw> {
-    template.expressions().filter_map(|e| if let Expr::Draw(d) = e { Some(d) } else { None }).collect()
+/// The skewed draws among some expressions, with their site numbers.
+fn draws<'p>(expressions: impl IntoIterator<Item = &'p Expr>) -> Vec<(&'p Draw, usize)> {
+    expressions
+        .into_iter()
+        .filter_map(|e| if let Expr::Draw { draw, site } = e.source() { Some((draw, *site)) } else { None })
+        .collect()
 }
 
-/// Every skewed draw in a step's templates, with where it is: `path`, `query card`, `header x-board`, `body`.
-fn step_draws(step: &super::plan::Step) -> Vec<(String, &Draw)> {
-    let mut found: Vec<(String, &Draw)> = draws(&step.path).into_iter().map(|d| ("path".to_owned(), d)).collect();
+/// Every skewed draw in a step's templates, with where it is: `path`, `query card`, `header x-board`, `body`,
+/// `message` (a WebSocket send's).
+fn step_draws<'p>(step: &'p super::plan::Step) -> Vec<(String, &'p Draw, usize)> {
+    let mut found = Vec::new();
+    let mut add = |field: String, expressions: Vec<&'p Expr>| {
+        found.extend(draws(expressions).into_iter().map(|(draw, site)| (field.clone(), draw, site)));
+    };
+    add("path".to_owned(), step.path.expressions().collect());
     for (name, template) in &step.query {
-        found.extend(draws(template).into_iter().map(|d| (format!("query {name}"), d)));
+        add(format!("query {name}"), template.expressions().collect());
     }
     for (name, template) in &step.headers {
-        found.extend(draws(template).into_iter().map(|d| (format!("header {name}"), d)));
+        add(format!("header {name}"), template.expressions().collect());
     }
-    let body: Vec<&Expr> = match &step.body {
-        Some(Body::Json(json)) => json.expressions(),
-        Some(Body::Text(text)) => text.expressions().collect(),
-        None => Vec::new(),
-    };
-    found.extend(
-        body.into_iter().filter_map(|e| if let Expr::Draw(d) = e { Some(("body".to_owned(), d)) } else { None }),
-    );
+    match &step.body {
+        Some(Body::Json(json)) => add("body".to_owned(), json.expressions()),
+        Some(Body::Text(text)) => add("body".to_owned(), text.expressions().collect()),
+        None => {}
+    }
+    if let Some(WsAction::Send { payload, .. }) = &step.ws {
+        add("message".to_owned(), payload.expressions());
+    }
     found
 }

@@ -119,7 +119,11 @@ fn resolve_step(
         }
         (Some(json), None) => {
             let resolve = |names: &[&str]| scope.resolve(names, known, later);
-            checker.check(&json, &field("json"), |v| JsonTemplate::compile(v, &resolve, scope.env)).map(Body::Json)
+            let mut compiled = checker.check(&json, &field("json"), |v| JsonTemplate::compile(v, &resolve, scope.env));
+            if let Some(json) = &mut compiled {
+                scope.number_json_draws(json);
+            }
+            compiled.map(Body::Json)
         }
         (None, Some(text)) => template(checker, scope, &text, &field("body"), known, later).map(Body::Text),
         (None, None) => None,

@@ -14,6 +14,7 @@ use rand::rngs::SmallRng;
 use serde_json::Value;
 
 use super::distribution::Draw;
+use super::skew_tally::SkewTally;
 
 /// A compiled template.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +53,13 @@ pub enum Expr {
     /// The current time: RFC 3339, Unix seconds or Unix milliseconds.
     Now(NowFormat),
     /// A skewed draw: `zipf(…)`, `hotspot(…)`, `weighted(…)` and the others of [`super::distribution`].
-    Draw(Draw),
+    Draw {
+        /// What it draws.
+        draw: Draw,
+        /// Its number among the plan's draws, given as the scenario is loaded: where a run counts what it
+        /// drew ([`DrawTallies`]).
+        site: usize,
+    },
     /// `u16be(x)`, `u32be(x)`, `u64be(x)`: the integer `x` gives as big-endian bytes, in hexadecimal, for a
     /// binary WebSocket message's request id (`binary_hex = "01 {{ u32be(seq()) }}"`).
     BigEndian(Width, Box<Expr>),
@@ -64,6 +71,13 @@ impl Expr {
     pub fn source(&self) -> &Expr {
         match self {
             Self::BigEndian(_, inner) => inner.source(),
+            other => other,
+        }
+    }
+
+    fn source_mut(&mut self) -> &mut Expr {
+        match self {
+            Self::BigEndian(_, inner) => inner.source_mut(),
             other => other,
         }
     }
@@ -142,6 +156,42 @@ pub struct RenderContext<'a> {
     pub rng: &'a mut SmallRng,
     /// The run-wide counter behind `seq()`.
     pub seq: &'a AtomicU64,
+    /// The run's counts of what its skewed draws drew.
+    pub tallies: &'a DrawTallies,
+}
+
+/// Per draw site of a plan ([`Expr::Draw`]'s `site`), the counts of what a run drew there; sites without a
+/// shape over keys (sizes, `latest`), and anything rendered outside a run, count nothing.
+#[derive(Debug, Default)]
+pub struct DrawTallies {
+    by_site: Vec<Option<SkewTally>>,
+}
+
+impl DrawTallies {
+    /// The tallies of `sites`, each at its site number.
+    #[must_use]
+    pub fn new(sites: impl IntoIterator<Item = (usize, SkewTally)>) -> Self {
+        let mut by_site: Vec<Option<SkewTally>> = Vec::new();
+        for (site, tally) in sites {
+            if by_site.len() <= site {
+                by_site.resize_with(site + 1, || None);
+            }
+            by_site[site] = Some(tally);
+        }
+        Self { by_site }
+    }
+
+    fn record(&self, site: usize, rank: Option<u64>) {
+        if let (Some(Some(tally)), Some(rank)) = (self.by_site.get(site), rank) {
+            tally.record(rank);
+        }
+    }
+
+    /// The tally of site `site`, if it counts.
+    #[must_use]
+    pub fn get(&self, site: usize) -> Option<&SkewTally> {
+        self.by_site.get(site).and_then(Option::as_ref)
+    }
 }
 
 impl Template {
@@ -188,6 +238,18 @@ impl Template {
             Part::Expr(e) => Some(e),
             Part::Text(_) => None,
         })
+    }
+
+    /// Numbers its draws from `next` on (advancing it), so that each draw of a plan has a site of its own.
+    pub fn number_draws(&mut self, next: &mut usize) {
+        for part in &mut self.parts {
+            if let Part::Expr(expr) = part
+                && let Expr::Draw { site, .. } = expr.source_mut()
+            {
+                *site = *next;
+                *next += 1;
+            }
+        }
     }
 
     /// The text with each expression replaced by `{name}`-style placeholders: the metric key of a step that
@@ -248,7 +310,11 @@ fn eval(expr: &Expr, cx: &mut RenderContext<'_>) -> Value {
         Expr::RandInt(low, high) => Value::from(cx.rng.random_range(*low..=*high)),
         Expr::Choice(values) => values[cx.rng.random_range(0..values.len())].clone(),
         Expr::Seq => Value::from(cx.seq.fetch_add(1, Ordering::Relaxed) + 1),
-        Expr::Draw(draw) => draw.sample(cx.rng, cx.seq.load(Ordering::Relaxed)),
+        Expr::Draw { draw, site } => {
+            let (value, rank) = draw.sample_ranked(cx.rng, cx.seq.load(Ordering::Relaxed));
+            cx.tallies.record(*site, rank);
+            value
+        }
         Expr::BigEndian(width, inner) => Value::String(width.hex(&eval(inner, cx))),
         Expr::Now(format) => {
             let now = chrono::Utc::now();
@@ -413,7 +479,7 @@ fn call(function: &str, args: &[Value], env: &dyn Fn(&str) -> Option<String>) ->
             _ => Err("env(\"NAME\") takes one quoted variable name".to_owned()),
         },
         "zipf" | "zipf_scrambled" | "hotspot" | "latest" | "weighted" | "lognormal" | "pareto" => {
-            super::distribution::compile(function, args).map(Expr::Draw)
+            super::distribution::compile(function, args).map(|draw| Expr::Draw { draw, site: 0 })
         }
         other => Err(format!("unknown function `{other}`; the functions are {FUNCTIONS}")),
     }
@@ -439,8 +505,13 @@ mod tests {
         let row = [Value::from("u1"), Value::from("a@example.com")];
         let mut rng = SmallRng::seed_from_u64(7);
         let seq = AtomicU64::new(0);
-        let mut cx =
-            RenderContext { rows: &[Some(&row)], variables: &[Some(Value::from(42))], rng: &mut rng, seq: &seq };
+        let mut cx = RenderContext {
+            rows: &[Some(&row)],
+            variables: &[Some(Value::from(42))],
+            rng: &mut rng,
+            seq: &seq,
+            tallies: &DrawTallies::default(),
+        };
         template.render_value(&mut cx)
     }
 

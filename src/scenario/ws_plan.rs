@@ -63,6 +63,17 @@ pub enum WsPayload {
     Base64(Template),
 }
 
+impl WsPayload {
+    /// The expressions the message uses.
+    #[must_use]
+    pub fn expressions(&self) -> Vec<&super::template::Expr> {
+        match self {
+            Self::Json(json) => json.expressions(),
+            Self::Text(t) | Self::Hex(t) | Self::Base64(t) => t.expressions().collect(),
+        }
+    }
+}
+
 /// An await: which message ends it, and how long after the send's intended time it may come.
 #[derive(Debug, Clone)]
 pub struct WsAwait {

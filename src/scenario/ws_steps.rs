@@ -284,9 +284,11 @@ fn payload(
     }
     if let Some(json) = &raw.json {
         let resolve = |names: &[&str]| scope.resolve(names, known, later);
-        return checker
-            .check(json, &field("json"), |v| JsonTemplate::compile(v, &resolve, scope.env))
-            .map(WsPayload::Json);
+        let mut compiled = checker.check(json, &field("json"), |v| JsonTemplate::compile(v, &resolve, scope.env));
+        if let Some(json) = &mut compiled {
+            scope.number_json_draws(json);
+        }
+        return compiled.map(WsPayload::Json);
     }
     if let Some(text) = &raw.body {
         return template(checker, scope, text, &field("body"), known, later).map(WsPayload::Text);

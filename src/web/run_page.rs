@@ -72,6 +72,11 @@ impl RunPage {
         crate::scenario::tape_source::thousands(*value as f64)
     }
 
+    /// A share of draws as a percentage, with the digits it needs.
+    fn share(value: &f64) -> String {
+        crate::scenario::skew_shapes::percent(*value)
+    }
+
     fn num(value: &f64) -> String {
         format!("{value:.2}")
     }

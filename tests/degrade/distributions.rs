@@ -41,7 +41,7 @@ async fn skewed_rows_and_keys_get_the_predicted_share_of_sessions() {
          [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"3s\"\nrate = 300\n",
         target.url()
     );
-    run_scenario(&text, &[("boards.csv", &boards_csv(1000))]).await;
+    let measurement = run_scenario(&text, &[("boards.csv", &boards_csv(1000))]).await;
     let echoed = target.counters.echoed.lock().unwrap().clone();
     assert!(echoed.len() >= 300, "a run of 900 planned sessions sent {}", echoed.len());
     let field = |name: &str| -> Vec<String> {
@@ -61,6 +61,61 @@ async fn skewed_rows_and_keys_get_the_predicted_share_of_sessions() {
     let hot = cards.iter().filter(|c| c.parse::<u32>().is_ok_and(|c| (1..=100).contains(&c))).count();
     let hot = hot as f64 / cards.len() as f64;
     assert!((hot - 0.9).abs() < 0.05, "hot keys: {hot:.3}");
+    the_run_counted_what_the_target_saw(&measurement, &boards, &cards).await;
+}
+
+/// The run's own counts of its skewed draws (stored with it, shown on its page beside the prediction) agree
+/// with what the target received.
+async fn the_run_counted_what_the_target_saw(
+    measurement: &degrade::engine::Measurement,
+    boards: &[String],
+    cards: &[String],
+) {
+    let skew = &measurement.results.load_summary.skew;
+    let sites: Vec<&str> = skew.iter().map(|s| s.site.as_str()).collect();
+    assert_eq!(sites, ["boards", "GET /echo?board=&card= query card"]);
+    let share = |values: &[String], hot: &dyn Fn(u32) -> bool| {
+        values.iter().filter(|v| v.parse::<u32>().is_ok_and(hot)).count() as f64 / values.len() as f64
+    };
+    // Sessions drawn but not answered before the run's end are counted by the run, not by the target.
+    let (feeder, card) = (&skew[0], &skew[1]);
+    for (site, received) in [(feeder, boards.len()), (card, cards.len())] {
+        let drawn = site.draws as f64;
+        assert!((drawn - received as f64).abs() <= drawn * 0.02 + 2.0, "{site:?} against {received} received");
+        assert!(!site.departs(), "{site:?}");
+    }
+    let (hottest, top) = (share(boards, &|id| id == 1), share(boards, &|id| id <= 10));
+    assert!((feeder.observed_hottest - hottest).abs() < 0.02, "{feeder:?}: the target saw {hottest:.3} on row 1");
+    assert!((feeder.observed_top_percent - top).abs() < 0.02, "{feeder:?}: the target saw {top:.3} on rows 1-10");
+    assert!((card.predicted_top_percent - 0.09).abs() < 1e-9, "10 of the 100 hot keys, each 0.9 %: {card:?}");
+    let hot_ten = share(cards, &|key| key <= 10);
+    assert!((card.observed_top_percent - hot_ten).abs() < 0.02, "{card:?}: the target saw {hot_ten:.3}");
+
+    let db = crate::support::TestDb::sqlite();
+    let app = crate::support::app::TestApp::spawn(&db).await;
+    let run = degrade::model::NewRun {
+        scenario: "boards".into(),
+        build_id: None,
+        seed: 1,
+        scenario_hash: "b0a2d5".into(),
+        scenario_source: None,
+        deploy_output: None,
+        started_at: measurement.started_at,
+        confirms: None,
+        judged_against: None,
+    };
+    let id = app.store.create_run(&run).await.unwrap();
+    app.store.finish_run(id, &measurement.results).await.unwrap();
+    let (status, page) = app.get(&format!("/runs/{id}")).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Skewed data: the shares <code>degrade validate</code> predicted beside"), "{page}");
+    let row = format!(
+        "<td data-label=\"Drawn at\"><code>boards</code></td><td data-label=\"Draw\">zipf</td><td class=\"num\" \
+         data-label=\"Keys\">1,000</td><td class=\"num\" data-label=\"Hottest key predicted\">{}</td>",
+        degrade::scenario::skew_shapes::percent(feeder.predicted_hottest)
+    );
+    assert!(page.contains(&row), "{row}\n{page}");
+    assert!(!page.contains("drew differently from its prediction"), "{page}");
 }
 
 #[test]

@@ -138,6 +138,17 @@ fn results(n: i64, p95_ms: i64, status: RunStatus, reasons: &[&str]) -> RunResul
                     distinct_ids: 812,
                 }],
             }),
+            // So are the skewed draws' predicted and observed shares.
+            skew: vec![degrade::model::SkewObserved {
+                site: "boards".into(),
+                draw: "zipf".into(),
+                keys: 1000,
+                predicted_hottest: 0.134,
+                predicted_top_percent: 0.388,
+                draws: 59_880,
+                observed_hottest: 0.1337,
+                observed_top_percent: 0.3902,
+            }],
         },
         endpoints: vec![
             endpoint("POST /cards", p95_ms * 2),

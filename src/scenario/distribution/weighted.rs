@@ -10,6 +10,8 @@ pub struct Weighted {
     values: Vec<Value>,
     /// The running total of the weights up to each value.
     cumulative: Vec<f64>,
+    /// Each value's place when the values are sorted by weight, the heaviest first (ties in written order).
+    ranks: Vec<u64>,
 }
 
 impl Weighted {
@@ -32,15 +34,21 @@ impl Weighted {
         if total <= 0.0 {
             return Err("weighted() needs a weight above 0".to_owned());
         }
-        Ok(Self { values, cumulative })
+        let ranks = ranks_by_weight(&cumulative);
+        Ok(Self { values, cumulative, ranks })
     }
 
     /// One value, by weight.
     pub fn pick(&self, rng: &mut SmallRng) -> &Value {
+        self.pick_ranked(rng).0
+    }
+
+    /// One value, by weight, with its place among the values sorted by weight (0: the heaviest).
+    pub fn pick_ranked(&self, rng: &mut SmallRng) -> (&Value, u64) {
         let total = self.cumulative.last().copied().unwrap_or(0.0);
         let point = rng.random_range(0.0..total);
         let index = self.cumulative.partition_point(|&c| c <= point).min(self.values.len() - 1);
-        &self.values[index]
+        (&self.values[index], self.ranks[index])
     }
 
     /// Each value with its share of the draws.
@@ -49,4 +57,16 @@ impl Weighted {
         let before = std::iter::once(0.0).chain(self.cumulative.iter().copied());
         self.values.iter().zip(self.cumulative.iter().zip(before)).map(move |(v, (c, b))| (v, (c - b) / total))
     }
+}
+
+/// Each value's place by weight, read off the running totals.
+fn ranks_by_weight(cumulative: &[f64]) -> Vec<u64> {
+    let weights: Vec<f64> = cumulative.iter().scan(0.0, |before, &c| Some(c - std::mem::replace(before, c))).collect();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|&a, &b| weights[b].total_cmp(&weights[a]).then(a.cmp(&b)));
+    let mut ranks = vec![0; weights.len()];
+    for (rank, index) in order.into_iter().enumerate() {
+        ranks[index] = rank as u64;
+    }
+    ranks
 }
