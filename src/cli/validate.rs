@@ -77,7 +77,11 @@ fn describe_plan(plan: &Plan) -> Vec<String> {
         ),
     }
     for feeder in &plan.feeders {
-        lines.push(format!("  data      {}: {} rows of {}", feeder.name, feeder.rows.len(), feeder.columns.join(", ")));
+        let cap = feeder.max_sessions_per_row.map_or(String::new(), |cap| {
+            format!("; at most {cap} session{} a row at once", if cap == 1 { "" } else { "s" })
+        });
+        let (name, rows, columns) = (&feeder.name, feeder.rows.len(), feeder.columns.join(", "));
+        lines.push(format!("  data      {name}: {rows} rows of {columns}{cap}"));
     }
     lines.extend(crate::scenario::skew_shapes::describe(plan).into_iter().map(|s| format!("  skew      {s}")));
     lines.extend(plan.warnings.iter().map(|w| format!("  warning   {w}")));

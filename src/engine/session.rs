@@ -27,11 +27,15 @@ use super::request::StepRequest;
 use super::step_context::StepContext;
 use crate::metrics::ErrorClass;
 use crate::model::LoadModel;
-use crate::scenario::feeder::Cursor;
+use crate::scenario::feeder::{Cursor, Drawn};
 use crate::scenario::plan::{Body, ExtractFrom, Flow, Step};
 use crate::scenario::template::Expr;
 use crate::scenario::ws_plan::{WsAction, WsPayload};
 use crate::scenario::{Plan, Think};
+
+/// How long a closed-model user whose rows were all held waits before its next session: `validate` refuses
+/// more users than rows × cap, so this is a moment's wait for a lease given back, never a loop.
+const NO_FREE_ROW_PAUSE: Duration = Duration::from_millis(50);
 
 /// What every session of a run shares.
 pub(super) struct RunShared {
@@ -103,13 +107,18 @@ pub(super) fn record_dropped(shared: &RunShared, number: u64, at: Instant, measu
         shared.plan.flows[choose_flow(&shared.plan.flows, &mut rng)].steps[0].endpoint
     };
     let message = format!("{} sessions were already in flight ([load] max_in_flight)", shared.plan.load.max_in_flight);
+    record_unsent(shared, endpoint, at, measured, message);
+}
+
+/// Records an arrival the generator could not send, for `why`: a dropped request, never the target's doing.
+fn record_unsent(shared: &RunShared, endpoint: usize, at: Instant, measured: bool, why: String) {
     shared.recorder.record(Sample {
         endpoint,
         intended: at,
         dispatched: None,
         sent: None,
         end: at,
-        failure: Some((ErrorClass::Dropped, message)),
+        failure: Some((ErrorClass::Dropped, why)),
         measured,
     });
 }
@@ -135,10 +144,24 @@ pub(super) async fn run_flow(
     let mut rng = session_rng(plan.seed, number);
     let flow_index = choose_flow(&plan.flows, &mut rng);
     let mut rows = vec![None; plan.feeders.len()];
+    // Rows held while the session runs, under `max_sessions_per_row`: given back when it ends however it ends.
+    let mut held_rows = Vec::new();
     for &f in &shared.flow_feeders[flow_index] {
         match shared.cursors[f].draw(&plan.feeders[f], &mut rng) {
-            Some(row) => rows[f] = Some(row),
-            None => return SessionEnd::OutOfData,
+            Drawn::Row(row, lease) => {
+                rows[f] = Some(row);
+                held_rows.extend(lease);
+            }
+            Drawn::OutOfData => return SessionEnd::OutOfData,
+            Drawn::EveryRowHeld(cap) => {
+                let message = format!(
+                    "every row of feeder `{}` was held by {cap} session(s) already ([[data]] max_sessions_per_row)",
+                    plan.feeders[f].name
+                );
+                let endpoint = plan.flows[flow_index].steps[0].endpoint;
+                record_unsent(shared, endpoint, start, measured, message);
+                return SessionEnd::Next(Instant::now() + NO_FREE_ROW_PAUSE);
+            }
         }
     }
     shared.recorder.session_started(measured);

@@ -139,6 +139,24 @@ impl Draw {
     }
 }
 
+impl Draw {
+    /// The popularity rank of the key `index` places past `low`, where the draw says it: a feeder's skewed
+    /// order draws row indices from 0, so a row a session ends up with (another than drawn, when its cap is
+    /// full) is counted at its own rank. `None` for scrambled keys (which place holds which rank is the
+    /// permutation's secret), `latest` and the sizes.
+    #[must_use]
+    pub fn rank_of_index(&self, index: u64) -> Option<u64> {
+        match self {
+            Self::Zipf { scramble: None, .. } | Self::Hotspot { .. } => Some(index),
+            Self::Weighted(weighted) => weighted.rank_of(usize::try_from(index).ok()?),
+            Self::Zipf { scramble: Some(_), .. }
+            | Self::Latest { .. }
+            | Self::LogNormal { .. }
+            | Self::Pareto { .. } => None,
+        }
+    }
+}
+
 /// A rank from 0 (the hottest) to `keys - 1`, with weight (rank + 1)^-s.
 fn zipf_rank(keys: u64, s: f64, rng: &mut SmallRng) -> u64 {
     match Zipf::new(keys as f64, s) {

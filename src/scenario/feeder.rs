@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::bounded_file::FileProblem;
 use super::distribution::Draw;
+use super::row_cap::{RowHolders, RowLease};
 use super::skew_tally::SkewTally;
 
 /// A loaded data file.
@@ -32,6 +33,8 @@ pub struct Feeder {
     pub order: Order,
     /// What happens after the last row.
     pub when_exhausted: WhenExhausted,
+    /// At most so many sessions hold one row at once (`max_sessions_per_row`); `None`: no cap.
+    pub max_sessions_per_row: Option<u32>,
 }
 
 /// Which row a session draws.
@@ -72,7 +75,14 @@ impl Feeder {
         if rows.is_empty() {
             return Err(format!("{} has no data rows", path.display()));
         }
-        Ok(Self { name: name.to_owned(), columns, rows: rows.into(), order, when_exhausted })
+        Ok(Self {
+            name: name.to_owned(),
+            columns,
+            rows: rows.into(),
+            order,
+            when_exhausted,
+            max_sessions_per_row: None,
+        })
     }
 }
 
@@ -128,7 +138,23 @@ pub struct Cursor {
     permutation: Vec<usize>,
     /// For a skewed order: what the run drew, beside what `validate` predicted.
     tally: Option<SkewTally>,
+    /// With `max_sessions_per_row`: how many sessions hold each row.
+    holders: Option<RowHolders>,
 }
+
+/// A session's draw from a feeder.
+#[derive(Debug)]
+pub enum Drawn<'c> {
+    /// A row, held until the lease is dropped when the feeder caps its sessions per row.
+    Row(&'c [Value], Option<RowLease<'c>>),
+    /// A `stop` feeder ran out: no more sessions may start.
+    OutOfData,
+    /// Every row is held by as many sessions as `max_sessions_per_row` allows.
+    EveryRowHeld(u32),
+}
+
+/// How often a row held to its cap is drawn again, in its own order, before the next free row is taken.
+const REDRAWS: usize = 8;
 
 impl Cursor {
     /// A cursor at the first row, shuffled with `seed` if the feeder asks for it.
@@ -143,7 +169,8 @@ impl Cursor {
             Order::Skewed(draw) => SkewTally::new(feeder.name.clone(), draw),
             _ => None,
         };
-        Self { next: AtomicUsize::new(0), permutation, tally }
+        let holders = feeder.max_sessions_per_row.map(|cap| RowHolders::new(feeder.rows.len(), cap));
+        Self { next: AtomicUsize::new(0), permutation, tally, holders }
     }
 
     /// What a skewed feeder drew so far; `None` for the other orders.
@@ -152,19 +179,45 @@ impl Cursor {
         self.tally.as_ref()
     }
 
-    /// The next row, or `None` when a `stop` feeder has run out.
-    pub fn draw<'f>(&self, feeder: &'f Feeder, rng: &mut SmallRng) -> Option<&'f [Value]> {
+    /// The next row for a session.
+    pub fn draw<'c>(&'c self, feeder: &'c Feeder, rng: &mut SmallRng) -> Drawn<'c> {
+        let Some(holders) = &self.holders else {
+            return match self.pick(feeder, rng) {
+                Some(index) => self.hand_out(feeder, index, None),
+                None => Drawn::OutOfData,
+            };
+        };
+        let mut last = 0;
+        for _ in 0..REDRAWS {
+            let Some(index) = self.pick(feeder, rng) else { return Drawn::OutOfData };
+            if let Some(lease) = holders.take(index) {
+                return self.hand_out(feeder, index, Some(lease));
+            }
+            last = index;
+        }
+        match holders.take_next_free(last) {
+            Some((index, lease)) => self.hand_out(feeder, index, Some(lease)),
+            None => Drawn::EveryRowHeld(holders.cap()),
+        }
+    }
+
+    /// Row `index`, counted for a skewed order at its own rank.
+    fn hand_out<'c>(&'c self, feeder: &'c Feeder, index: usize, lease: Option<RowLease<'c>>) -> Drawn<'c> {
+        if let (Some(tally), Order::Skewed(draw)) = (&self.tally, &feeder.order)
+            && let Some(rank) = draw.rank_of_index(index as u64)
+        {
+            tally.record(rank);
+        }
+        Drawn::Row(&feeder.rows[index], lease)
+    }
+
+    /// The index the order gives next, or `None` when a `stop` feeder has run out.
+    fn pick(&self, feeder: &Feeder, rng: &mut SmallRng) -> Option<usize> {
         let len = feeder.rows.len();
-        let index = match &feeder.order {
+        Some(match &feeder.order {
             Order::Random => rng.random_range(0..len),
             // The draw was made for this feeder's rows: its indices are below their count.
-            Order::Skewed(draw) => {
-                let (index, rank) = draw.sample_ranked(rng, 0);
-                if let (Some(tally), Some(rank)) = (&self.tally, rank) {
-                    tally.record(rank);
-                }
-                index.as_u64().map_or(0, |i| i as usize).min(len - 1)
-            }
+            Order::Skewed(draw) => draw.sample(rng, 0).as_u64().map_or(0, |i| i as usize).min(len - 1),
             Order::Sequential | Order::Shuffle => {
                 let n = self.next.fetch_add(1, Ordering::Relaxed);
                 if n >= len && feeder.when_exhausted == WhenExhausted::Stop {
@@ -173,8 +226,7 @@ impl Cursor {
                 let position = n % len;
                 if feeder.order == Order::Shuffle { self.permutation[position] } else { position }
             }
-        };
-        Some(&feeder.rows[index])
+        })
     }
 }
 
@@ -184,13 +236,25 @@ mod tests {
 
     fn feeder(order: Order, when_exhausted: WhenExhausted) -> Feeder {
         let rows: Vec<Vec<Value>> = (0..4).map(|i| vec![Value::from(i)]).collect();
-        Feeder { name: "n".into(), columns: vec!["i".into()], rows: rows.into(), order, when_exhausted }
+        Feeder {
+            name: "n".into(),
+            columns: vec!["i".into()],
+            rows: rows.into(),
+            order,
+            when_exhausted,
+            max_sessions_per_row: None,
+        }
     }
 
     fn draws(feeder: &Feeder, count: usize) -> Vec<Option<i64>> {
         let cursor = Cursor::new(feeder, 1);
         let mut rng = SmallRng::seed_from_u64(1);
-        (0..count).map(|_| cursor.draw(feeder, &mut rng).map(|row| row[0].as_i64().unwrap())).collect()
+        (0..count)
+            .map(|_| match cursor.draw(feeder, &mut rng) {
+                Drawn::Row(row, _) => Some(row[0].as_i64().unwrap()),
+                _ => None,
+            })
+            .collect()
     }
 
     #[test]
@@ -199,6 +263,28 @@ mod tests {
         assert_eq!(wrap, [0, 1, 2, 3, 0, 1].map(Some));
         let stop = draws(&feeder(Order::Sequential, WhenExhausted::Stop), 5);
         assert_eq!(stop, [Some(0), Some(1), Some(2), Some(3), None]);
+    }
+
+    #[test]
+    fn a_capped_row_is_not_handed_out_again_until_given_back() {
+        let capped = Feeder { max_sessions_per_row: Some(1), ..feeder(Order::Random, WhenExhausted::Wrap) };
+        let cursor = Cursor::new(&capped, 1);
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut held: Vec<(i64, Option<RowLease<'_>>)> = (0..4)
+            .map(|_| match cursor.draw(&capped, &mut rng) {
+                Drawn::Row(row, lease) => (row[0].as_i64().unwrap(), lease),
+                other => panic!("four rows, one session each: {other:?}"),
+            })
+            .collect();
+        let mut rows: Vec<i64> = held.iter().map(|(row, _)| *row).collect();
+        rows.sort_unstable();
+        assert_eq!(rows, [0, 1, 2, 3], "each row once while the others are held");
+        assert!(matches!(cursor.draw(&capped, &mut rng), Drawn::EveryRowHeld(1)));
+        let (given_back, _) = held.remove(2);
+        match cursor.draw(&capped, &mut rng) {
+            Drawn::Row(row, _) => assert_eq!(row[0].as_i64(), Some(given_back)),
+            other => panic!("row {given_back} was given back: {other:?}"),
+        }
     }
 
     #[test]

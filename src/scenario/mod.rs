@@ -15,6 +15,7 @@ mod planner;
 mod raw_scenario;
 pub mod skew_shapes;
 pub mod skew_tally;
+pub mod row_cap;
 mod step_key;
 mod step_values;
 mod scope;

@@ -39,7 +39,7 @@ pub(super) fn resolve(
     }
     let constants: BTreeMap<String, Value> =
         vars.into_iter().map(|(k, v)| (k, serde_json::to_value(v.into_inner()).unwrap_or(Value::Null))).collect();
-    let feeders = resolve_feeders(&mut checker, feeders);
+    let (feeders, row_caps) = resolve_feeders(&mut checker, feeders);
     let mut scope = Scope {
         constants: &constants,
         feeders: &feeders,
@@ -80,6 +80,7 @@ pub(super) fn resolve(
         None
     };
     if let Some(load) = &load {
+        check_row_caps(&mut checker, &feeders, &row_caps, load);
         let ports = super::ws_capacity::ephemeral_ports();
         for warning in super::ws_capacity::warnings(&flows, load, ports) {
             checker.warnings.push(crate::config::ConfigWarning::new(crate::config::WarningKind::Setting, warning));
@@ -168,11 +169,32 @@ fn positive(d: Duration) -> Result<Duration, String> {
     if d.is_zero() { Err("must be longer than zero".to_owned()) } else { Ok(d) }
 }
 
-fn resolve_feeders(checker: &mut Checker<'_>, raw: Vec<RawFeeder>) -> Vec<Feeder> {
+/// A `max_sessions_per_row` as written, kept to check it against the load once that is read.
+struct RowCap {
+    /// The feeder's index among the loaded feeders.
+    feeder: usize,
+    /// Its `[[data]]` table's index in the file.
+    at: usize,
+    cap: toml::Spanned<i64>,
+}
+
+/// The feeders, and each `max_sessions_per_row` given, for the check against the load.
+fn resolve_feeders(checker: &mut Checker<'_>, raw: Vec<RawFeeder>) -> (Vec<Feeder>, Vec<RowCap>) {
     let folder = checker.folder();
     let mut feeders: Vec<Feeder> = Vec::new();
+    let mut caps = Vec::new();
     for (i, raw) in raw.into_iter().enumerate() {
-        let RawFeeder { name, file, order, when_exhausted, skew, hot_rows, hot_draws, weight_column } = raw;
+        let RawFeeder {
+            name,
+            file,
+            order,
+            when_exhausted,
+            skew,
+            hot_rows,
+            hot_draws,
+            weight_column,
+            max_sessions_per_row,
+        } = raw;
         let skew_keys = SkewKeys { skew, hot_rows, hot_draws, weight_column };
         let field = |f: &str| format!("data[{i}].{f}");
         let valid_name = checker.check(&name, &field("name"), |n| {
@@ -214,9 +236,36 @@ fn resolve_feeders(checker: &mut Checker<'_>, raw: Vec<RawFeeder>) -> Vec<Feeder
             let Some(skewed) = feeder_skew::skewed_order(checker, i, order, &skew_keys, &feeder) else { continue };
             feeder.order = skewed;
         }
+        if let Some(cap) = max_sessions_per_row {
+            feeder.max_sessions_per_row = checker.check(&cap, &field("max_sessions_per_row"), |n| {
+                u32::try_from(*n).ok().filter(|n| *n >= 1).ok_or_else(|| "a number of sessions, at least 1".to_owned())
+            });
+            caps.push(RowCap { feeder: feeders.len(), at: i, cap });
+        }
         feeders.push(feeder);
     }
-    feeders
+    (feeders, caps)
+}
+
+/// A closed model's users each hold one row of a capped feeder at a time: more users than rows × cap could
+/// never all start a session, so the plan is refused rather than run short.
+fn check_row_caps(checker: &mut Checker<'_>, feeders: &[Feeder], caps: &[RowCap], load: &Load) {
+    let peak_users =
+        load.stages.iter().filter_map(|s| if let StageShape::Users(n) = s.shape { Some(n) } else { None }).max();
+    let Some(users) = peak_users else { return };
+    for RowCap { feeder, at, cap: spanned } in caps {
+        let feeder = &feeders[*feeder];
+        let Some(cap) = feeder.max_sessions_per_row else { continue };
+        let room = feeder.rows.len() as u64 * u64::from(cap);
+        if u64::from(users) > room {
+            let message = format!(
+                "{users} users at once need {users} sessions' rows, but {} rows × {cap} session(s) a row hold {room}: \
+                 add rows, raise the cap or plan fewer users",
+                feeder.rows.len()
+            );
+            checker.error(spanned, &format!("data[{at}].max_sessions_per_row"), message);
+        }
+    }
 }
 
 fn resolve_load(checker: &mut Checker<'_>, raw: toml::Spanned<RawLoad>) -> Option<Load> {

@@ -58,6 +58,8 @@ pub(super) struct RawFeeder {
     pub hot_draws: Option<Spanned<f64>>,
     /// `order = "weighted"`: the column holding each row's weight.
     pub weight_column: Option<Spanned<String>>,
+    /// At most so many sessions hold one row at once.
+    pub max_sessions_per_row: Option<Spanned<i64>>,
 }
 
 /// One `[[tape]]`.

@@ -56,13 +56,14 @@ pub fn describe(plan: &Plan) -> Vec<String> {
     for site in sites(plan) {
         let Some(shape) = site.draw.shape() else { continue };
         let line = match site.at {
-            SiteOf::Feeder(_) => format!(
-                "{}: {} over {}: {}{}",
+            SiteOf::Feeder(index) => format!(
+                "{}: {} over {}: {}{}{}",
                 site.label,
                 site.draw.name(),
                 rows(shape.keys, "row"),
                 shares(&shape, "row", "sessions"),
-                at_peak(plan, &shape)
+                at_peak(plan, &shape),
+                over_cap(plan, &shape, plan.feeders[index].max_sessions_per_row)
             ),
             SiteOf::Template(_) => format!(
                 "{}: {} over {}: {}",
@@ -105,6 +106,25 @@ fn at_peak(plan: &Plan, shape: &Shape) -> String {
         format!("; of {users} users, about {:.1} on the hottest row at once", f64::from(users) * shape.hottest)
     } else if rate > 0.0 {
         format!("; at the peak of {rate:.0} sessions/s, about {:.1}/s on the hottest row", rate * shape.hottest)
+    } else {
+        String::new()
+    }
+}
+
+/// What a feeder's `max_sessions_per_row` does to its skew: in the closed model, the hottest row wanted by
+/// more users at once than the cap sends the rest to other rows, so the run draws less skew than predicted.
+fn over_cap(plan: &Plan, shape: &Shape, cap: Option<u32>) -> String {
+    let Some(cap) = cap else { return String::new() };
+    let users = plan.load.stages.iter().filter(|s| s.measure).filter_map(|s| match s.shape {
+        StageShape::Users(n) => Some(n),
+        StageShape::Rate { .. } => None,
+    });
+    let hottest = f64::from(users.max().unwrap_or(0)) * shape.hottest;
+    if hottest > f64::from(cap) {
+        format!(
+            "; capped at {cap} a row, so the hot rows' other sessions go to colder rows and the run will draw less \
+             skew than this"
+        )
     } else {
         String::new()
     }

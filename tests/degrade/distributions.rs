@@ -118,6 +118,67 @@ async fn the_run_counted_what_the_target_saw(
     assert!(!page.contains("drew differently from its prediction"), "{page}");
 }
 
+/// Per account, the most sessions that held it at once, as the target saw them.
+fn most_at_once(target: &StubTarget) -> HashMap<String, u32> {
+    target.counters.holding.lock().unwrap().iter().map(|(who, (_, most))| (who.clone(), *most)).collect()
+}
+
+/// A capped feeder (`max_sessions_per_row = 1`, an account logged in once at a time) never hands one row to
+/// two sessions at once: in the closed model every user finds a free row, and the skew the run drew is
+/// flatter than predicted, which the run says; in the open model an arrival that finds every row held is
+/// not sent and is counted as dropped, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_capped_at_one_session_is_never_used_by_two_at_once() {
+    let flow = |target: &str, load: &str| {
+        format!(
+            "[target]\nbase_url = \"{target}\"\n[[data]]\nname = \"accounts\"\nfile = \"accounts.csv\"\norder = \"zipf\"\n\
+             max_sessions_per_row = 1\n[[flow]]\nname = \"f\"\n\
+             [[flow.step]]\npath = \"/hold?who={{{{ accounts.id }}}}\"\n{load}"
+        )
+    };
+    let accounts = boards_csv(3);
+    let closed = StubTarget::start().await;
+    let load = "[load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"2s\"\nusers = 3\n";
+    let measurement = run_scenario(&flow(&closed.url(), load), &[("accounts.csv", &accounts)]).await;
+    let seen = most_at_once(&closed);
+    assert_eq!(seen.len(), 3, "three users, three accounts, each user on a free one: {seen:?}");
+    assert!(seen.values().all(|&most| most == 1), "{seen:?}");
+    let skew = &measurement.results.load_summary.skew[0];
+    // Zipf over 3 rows predicts 55 % of sessions on row 1; held by one user at a time, it gets about a third.
+    assert!(skew.predicted_hottest > 0.5 && skew.observed_hottest < 0.45, "{skew:?}");
+    assert!(skew.departs(), "the run says its data drew flatter than predicted: {skew:?}");
+    assert_eq!(measurement.results.load_summary.dropped, 0);
+
+    let open = StubTarget::start().await;
+    let load = "[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"2s\"\nrate = 200\n";
+    let measurement = run_scenario(&flow(&open.url(), load), &[("accounts.csv", &accounts)]).await;
+    let seen = most_at_once(&open);
+    assert!(seen.values().all(|&most| most == 1), "{seen:?}");
+    let results = &measurement.results;
+    assert!(results.load_summary.dropped > 0, "{:?}", results.load_summary);
+    let samples: Vec<&String> = results.endpoints.iter().flat_map(|e| e.error_samples.values().flatten()).collect();
+    assert!(
+        samples.iter().any(|s| s.contains("every row of feeder `accounts` was held by 1 session(s) already")),
+        "{samples:?}"
+    );
+}
+
+#[test]
+fn a_closed_model_with_more_users_than_capped_rows_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("accounts.csv"), boards_csv(3)).unwrap();
+    let text = "[target]\nbase_url = \"http://127.0.0.1:1\"\n[[data]]\nname = \"accounts\"\nfile = \"accounts.csv\"\n\
+                max_sessions_per_row = 2\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/{{ accounts.id }}\"\n\
+                [load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1s\"\nusers = 7\n";
+    let error = degrade::scenario::parse(&dir.path().join("s.toml"), text, None, &|_| None).unwrap_err().to_string();
+    let expected = "s.toml:6:24: data[0].max_sessions_per_row: 7 users at once need 7 sessions' rows, but 3 rows × 2 \
+                    session(s) a row hold 6";
+    assert!(error.contains(expected), "{error}");
+    let zero = text.replace("max_sessions_per_row = 2", "max_sessions_per_row = 0");
+    let error = degrade::scenario::parse(&dir.path().join("s.toml"), &zero, None, &|_| None).unwrap_err().to_string();
+    assert!(error.contains("data[0].max_sessions_per_row: a number of sessions, at least 1"), "{error}");
+}
+
 #[test]
 fn skewed_feeder_and_draw_mistakes_are_named() {
     let dir = tempfile::tempdir().unwrap();

@@ -51,6 +51,12 @@ impl Weighted {
         (&self.values[index], self.ranks[index])
     }
 
+    /// The place by weight of the value written `index`-th.
+    #[must_use]
+    pub fn rank_of(&self, index: usize) -> Option<u64> {
+        self.ranks.get(index).copied()
+    }
+
     /// Each value with its share of the draws.
     pub fn shares(&self) -> impl Iterator<Item = (&Value, f64)> {
         let total = self.cumulative.last().copied().unwrap_or(1.0);

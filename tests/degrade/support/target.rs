@@ -31,6 +31,8 @@ pub struct Counters {
     pub deletes_of_created: AtomicU64,
     /// Every `GET /echo` query string, in arrival order.
     pub echoed: Mutex<Vec<String>>,
+    /// Per `GET /hold?who=…`: how many of its requests are in flight now, and the most there ever were.
+    pub holding: Mutex<std::collections::HashMap<String, (u32, u32)>>,
 }
 
 /// The stub API: started on a free port, stopped when dropped.
@@ -81,6 +83,7 @@ impl StubTarget {
                 get(|| async { ([("x-token", axum::http::HeaderValue::from_bytes(b"caf\xe9").unwrap())], "ok") }),
             )
             .route("/echo", get(echo))
+            .route("/hold", get(hold))
             .route("/items", post(create))
             .route("/items/{id}", get(read).delete(delete))
             .with_state(Arc::clone(&counters));
@@ -110,6 +113,20 @@ async fn stall(State(counters): State<Arc<Counters>>) -> &'static str {
 async fn echo(State(counters): State<Arc<Counters>>, uri: axum::http::Uri) -> &'static str {
     counters.echoed.lock().unwrap().push(uri.query().unwrap_or_default().to_owned());
     "ok"
+}
+
+/// Holds each request 20 ms, counting how many requests for the same `who=…` overlap.
+async fn hold(State(counters): State<Arc<Counters>>, uri: axum::http::Uri) -> &'static str {
+    let who = uri.query().unwrap_or_default().to_owned();
+    {
+        let mut holding = counters.holding.lock().unwrap();
+        let (now, most) = holding.entry(who.clone()).or_default();
+        *now += 1;
+        *most = (*most).max(*now);
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    counters.holding.lock().unwrap().get_mut(&who).expect("counted above").0 -= 1;
+    "held"
 }
 
 async fn create(State(counters): State<Arc<Counters>>) -> impl IntoResponse {
