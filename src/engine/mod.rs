@@ -160,9 +160,9 @@ fn allow_open_files() {
 
 /// Counters for each skewed draw in the plan's templates.
 fn draw_tallies(plan: &Plan) -> DrawTallies {
-    DrawTallies::new(skew_shapes::sites(plan).into_iter().filter_map(|site| match site.at {
-        SiteOf::Template(index) => SkewTally::new(site.label, site.draw).map(|tally| (index, tally)),
-        SiteOf::Feeder(_) => None,
+    DrawTallies::new(skew_shapes::sites(plan).into_iter().filter_map(|site| {
+        let index = site.at.template_site()?;
+        SkewTally::new(site.label, site.draw).map(|tally| (index, tally))
     }))
 }
 
@@ -172,7 +172,7 @@ fn observed_skew(plan: &Plan, shared: &RunShared) -> Vec<crate::model::SkewObser
         .iter()
         .filter_map(|site| match site.at {
             SiteOf::Feeder(index) => shared.cursors.get(index).and_then(Cursor::tally),
-            SiteOf::Template(index) => shared.draw_tallies.get(index),
+            SiteOf::Template(index) | SiteOf::Session(index) => shared.draw_tallies.get(index),
         })
         .map(crate::scenario::skew_tally::SkewTally::observed)
         .collect()

@@ -29,7 +29,7 @@ use crate::metrics::ErrorClass;
 use crate::model::LoadModel;
 use crate::scenario::feeder::{Cursor, Drawn};
 use crate::scenario::plan::{Body, ExtractFrom, Flow, Step};
-use crate::scenario::template::Expr;
+use crate::scenario::template::{Expr, RenderContext};
 use crate::scenario::ws_plan::{WsAction, WsPayload};
 use crate::scenario::{Plan, Think};
 
@@ -166,6 +166,17 @@ pub(super) async fn run_flow(
     }
     shared.recorder.session_started(measured);
     let mut variables: Vec<Option<Value>> = vec![None; plan.variables.len()];
+    for (index, template) in &plan.flows[flow_index].session_vars {
+        let cx = &mut RenderContext {
+            rows: &rows,
+            variables: &variables,
+            rng: &mut rng,
+            seq: &shared.seq,
+            tallies: &shared.draw_tallies,
+        };
+        let value = template.render_value(cx);
+        variables[*index] = Some(value);
+    }
     let mut socket = super::ws::WsSession::new(number, measured);
     let mut intended = start;
     for (step_index, step) in plan.flows[flow_index].steps.iter().enumerate() {

@@ -131,6 +131,9 @@ pub struct Flow {
     pub name: String,
     /// Relative frequency among flows.
     pub weight: u32,
+    /// Session variables rendered once when a session starts (`session_vars`), by variable index: a draw
+    /// made there holds for the whole session, as a feeder's row does.
+    pub session_vars: Vec<(usize, super::template::Template)>,
     /// In order; a failed step ends the session, since later steps usually depend on it.
     pub steps: Vec<Step>,
 }

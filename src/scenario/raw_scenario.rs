@@ -96,6 +96,9 @@ pub(super) struct RawTapeExpect {
 pub(super) struct RawFlow {
     pub name: Spanned<String>,
     pub weight: Option<Spanned<i64>>,
+    /// Session variables drawn once when a session starts: `{ board = "{{ zipf(1, 600, 0.99) }}" }`.
+    #[serde(default)]
+    pub session_vars: BTreeMap<String, Spanned<String>>,
     #[serde(default, rename = "step")]
     pub steps: Vec<RawStep>,
 }

@@ -26,6 +26,19 @@ pub enum SiteOf {
     Feeder(usize),
     /// A template's draw, drawn at each request or message: its site number ([`Expr::Draw`]).
     Template(usize),
+    /// A flow's `session_vars` draw, drawn once a session: its site number.
+    Session(usize),
+}
+
+impl SiteOf {
+    /// The draw site number of a template's draw; `None` for a feeder.
+    #[must_use]
+    pub fn template_site(self) -> Option<usize> {
+        match self {
+            Self::Feeder(_) => None,
+            Self::Template(site) | Self::Session(site) => Some(site),
+        }
+    }
 }
 
 /// Every skewed feeder, then every skewed draw in the flows' steps, in the order `validate` lists them.
@@ -38,6 +51,13 @@ pub fn sites(plan: &Plan) -> Vec<SkewSite<'_>> {
         }
     }
     for flow in &plan.flows {
+        for (variable, template) in &flow.session_vars {
+            let name = plan.variables.get(*variable).map_or("?", String::as_str);
+            for (draw, site) in draws(template.expressions()) {
+                let label = format!("{} session_vars.{name}", flow.name);
+                found.push(SkewSite { label, draw, at: SiteOf::Session(site) });
+            }
+        }
         for step in &flow.steps {
             let endpoint = plan.endpoints.get(step.endpoint).map_or("?", String::as_str);
             for (field, draw, site) in step_draws(step) {
@@ -64,6 +84,14 @@ pub fn describe(plan: &Plan) -> Vec<String> {
                 shares(&shape, "row", "sessions"),
                 at_peak(plan, &shape),
                 over_cap(plan, &shape, plan.feeders[index].max_sessions_per_row)
+            ),
+            SiteOf::Session(_) => format!(
+                "{}: {} over {}: {}{}",
+                site.label,
+                site.draw.name(),
+                rows(shape.keys, "key"),
+                shares(&shape, "key", "sessions"),
+                at_peak(plan, &shape)
             ),
             SiteOf::Template(_) => format!(
                 "{}: {} over {}: {}",

@@ -20,7 +20,7 @@ use crate::outside_text::printable;
 pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, raw: Vec<RawFlow>) -> Vec<Flow> {
     let mut flows = Vec::new();
     for (index, flow) in raw.into_iter().enumerate() {
-        let RawFlow { name, weight, steps } = flow;
+        let RawFlow { name, weight, session_vars, steps } = flow;
         let prefix = format!("flow[{index}]");
         checker.check(&name, &format!("{prefix}.name"), |n| plain_name(n));
         let weight = match &weight {
@@ -34,7 +34,7 @@ pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, ra
         }
         // Every name this flow extracts, so a step using one too early gets a precise message.
         let extracted: Vec<String> = steps.iter().flat_map(|s| s.extract.keys().cloned()).collect();
-        let mut known = Vec::new();
+        let (session_vars, mut known) = resolve_session_vars(checker, scope, &prefix, &session_vars, &extracted);
         let mut resolved = Vec::new();
         let mut extracted_so_far = 0;
         let mut socket = super::ws_settings::SocketOrder::default();
@@ -51,10 +51,42 @@ pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, ra
             known.extend(names);
         }
         if let Some(weight) = weight {
-            flows.push(Flow { name: name.into_inner(), weight, steps: resolved });
+            flows.push(Flow { name: name.into_inner(), weight, session_vars, steps: resolved });
         }
     }
     flows
+}
+
+/// A flow's `session_vars`, rendered once a session before its first step, and the variables they make known
+/// to its steps. Each reads `[vars]` and feeder rows, not another session variable (their order is a table's).
+fn resolve_session_vars(
+    checker: &mut Checker<'_>,
+    scope: &mut Scope<'_>,
+    prefix: &str,
+    raw: &std::collections::BTreeMap<String, Spanned<String>>,
+    extracted: &[String],
+) -> (Vec<(usize, super::template::Template)>, Vec<usize>) {
+    let mut vars = Vec::new();
+    for (name, value) in raw {
+        let field = format!("{prefix}.session_vars.{}", printable(name));
+        let valid = |_: &String| {
+            let word = name.chars().all(|c| c.is_alphanumeric() || c == '_');
+            let starts = name.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_');
+            if word && starts {
+                Ok(())
+            } else {
+                Err(format!("`{}` is not a variable name; use letters, digits and `_`", printable(name)))
+            }
+        };
+        if checker.check(value, &field, valid).is_none() {
+            continue;
+        }
+        if let Some(compiled) = template(checker, scope, value, &field, &[], extracted) {
+            vars.push((scope.variable(name), compiled));
+        }
+    }
+    let known = vars.iter().map(|(index, _)| *index).collect();
+    (vars, known)
 }
 
 /// One step; the variables it extracts are already in `scope`.

@@ -163,6 +163,37 @@ async fn a_row_capped_at_one_session_is_never_used_by_two_at_once() {
     );
 }
 
+/// `session_vars` draw once a session: both requests of a session carry the board it drew, and the run counts
+/// one draw a session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_variable_is_drawn_once_and_kept_for_the_whole_session() {
+    let target = StubTarget::start().await;
+    let text = format!(
+        "[target]\nbase_url = \"{}\"\n[[flow]]\nname = \"f\"\n\
+         session_vars = {{ board = \"{{{{ zipf(1, 100, 0.99) }}}}\", visit = \"{{{{ uuid() }}}}\" }}\n\
+         [[flow.step]]\npath = \"/echo?visit={{{{ visit }}}}&board={{{{ board }}}}\"\n\
+         [[flow.step]]\npath = \"/echo?visit={{{{ visit }}}}&board={{{{ board }}}}\"\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"2s\"\nrate = 100\n",
+        target.url()
+    );
+    let measurement = run_scenario(&text, &[]).await;
+    let mut boards_of_visit: HashMap<String, Vec<String>> = HashMap::new();
+    for query in target.counters.echoed.lock().unwrap().iter() {
+        let (visit, board) = query.split_once('&').unwrap();
+        boards_of_visit.entry(visit.to_owned()).or_default().push(board.to_owned());
+    }
+    assert!(boards_of_visit.len() >= 100, "{} sessions", boards_of_visit.len());
+    let whole = boards_of_visit.values().filter(|boards| boards.len() == 2).count();
+    assert!(whole >= boards_of_visit.len() - 2, "all but the sessions cut by the run's end sent both steps");
+    for boards in boards_of_visit.values() {
+        assert!(boards.iter().all(|b| *b == boards[0]), "one board a session: {boards:?}");
+    }
+    let skew = &measurement.results.load_summary.skew;
+    assert_eq!(skew.len(), 1, "{skew:?}");
+    assert_eq!(skew[0].site, "f session_vars.board");
+    assert_eq!(skew[0].draws as usize, boards_of_visit.len(), "one draw a session, not a request");
+}
+
 #[test]
 fn a_closed_model_with_more_users_than_capped_rows_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -177,6 +208,16 @@ fn a_closed_model_with_more_users_than_capped_rows_is_refused() {
     let zero = text.replace("max_sessions_per_row = 2", "max_sessions_per_row = 0");
     let error = degrade::scenario::parse(&dir.path().join("s.toml"), &zero, None, &|_| None).unwrap_err().to_string();
     assert!(error.contains("data[0].max_sessions_per_row: a number of sessions, at least 1"), "{error}");
+    let session_vars = text.replace(
+        "[[flow]]\nname = \"f\"\n",
+        "[[flow]]\nname = \"f\"\nsession_vars = { \"my-board\" = \"{{ zip(1, 9, 1) }}\" }\n",
+    );
+    let error =
+        degrade::scenario::parse(&dir.path().join("s.toml"), &session_vars, None, &|_| None).unwrap_err().to_string();
+    assert!(error.contains("flow[0].session_vars.my-board: `my-board` is not"), "{error}");
+    let typo = session_vars.replace("my-board", "board");
+    let error = degrade::scenario::parse(&dir.path().join("s.toml"), &typo, None, &|_| None).unwrap_err().to_string();
+    assert!(error.contains("flow[0].session_vars.board: in `{{ zip(1, 9, 1) }}`: unknown function `zip`"), "{error}");
 }
 
 #[test]
