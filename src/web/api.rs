@@ -11,6 +11,7 @@ use super::error::ApiError;
 use super::range::Range;
 use super::{AppState, WebError, ensure_scenario, parse_run_id};
 use crate::model::{Metric, OVERALL_ENDPOINT, RunStatus};
+use crate::store::TrendSpan;
 
 /// The most runs one request returns.
 const MAX_LIMIT: u32 = 500;
@@ -103,5 +104,49 @@ pub(super) async fn trend(
     let points = state.store.trend(&name, &endpoint, metric, from, to).await?;
     Ok(Json(json!({
         "scenario": name, "endpoint": endpoint, "metric": metric, "range": range.as_str(), "points": points
+    })))
+}
+
+#[derive(Deserialize)]
+pub(super) struct CapacityQuery {
+    range: Option<String>,
+    series: Option<String>,
+}
+
+/// `GET /api/v1/scenarios/{name}/capacity?range=30d&series=HASH`: the capacity of each night that ran a
+/// search, oldest first, in the newest workload series unless `series` (a hash prefix) names another: what the
+/// scenario page's capacity chart draws. A night whose search found only a lower bound says so in `ended`.
+pub(super) async fn capacity(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(query): Query<CapacityQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let range = Range::parse(query.range.as_deref())?;
+    ensure_scenario(&state, &name).await?;
+    let every = state.store.workload_series(&name).await?;
+    let series = match &query.series {
+        None => every.first(),
+        Some(wanted) => Some(
+            every
+                .iter()
+                .find(|s| s.hash.starts_with(wanted.as_str()))
+                .ok_or_else(|| WebError::NotFound(format!("Scenario `{name}` has no workload series `{wanted}`.")))?,
+        ),
+    };
+    let mut nights = Vec::new();
+    if let Some(series) = series {
+        let (from, to) = range.window(Utc::now());
+        let span = TrendSpan { scenario: &name, series: &series.hash, from, to, buckets: range.points() };
+        for night in state.store.capacity_trend(span).await? {
+            let found = &night.result;
+            nights.push(json!({
+                "run_id": night.run_id, "started_at": night.started_at, "build_id": night.build_id,
+                "capacity": found.capacity, "first_out": found.first_out, "ended": found.ended,
+                "summary": found.describe(), "judged_fallen": night.fell
+            }));
+        }
+    }
+    Ok(Json(json!({
+        "scenario": name, "range": range.as_str(), "series": series.map(|s| &s.hash), "nights": nights
     })))
 }

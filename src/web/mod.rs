@@ -84,6 +84,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/scenarios", get(api::scenarios))
         .route("/api/v1/scenarios/{name}/runs", get(api::runs).post(trigger::trigger))
         .route("/api/v1/scenarios/{name}/trend", get(api::trend))
+        .route("/api/v1/scenarios/{name}/capacity", get(api::capacity))
         .route("/api/v1/runs/{id}", get(api::run))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics::metrics))

@@ -146,6 +146,17 @@ async fn capacity_story(db: TestDb) {
     let reason = finding.and_then(|f| f["reason"].as_str()).unwrap_or_default();
     assert!(reason.contains("req/s (-") && reason.contains(": left the green zone on p75 of GET /work"), "{answer}");
 
+    // The scenario's capacity night over night, as the scenario page's chart draws it.
+    let (status, trend) = app.get_json("/api/v1/scenarios/pool/capacity?range=30d").await;
+    assert_eq!(status, 200, "{trend}");
+    let nights = trend["nights"].as_array().unwrap();
+    let newest = nights.last().unwrap();
+    assert!(nights.len() >= 2, "{trend}");
+    assert_eq!((newest["run_id"].as_i64(), newest["capacity"].as_f64()), (Some(run), Some(capacity)), "{trend}");
+    assert_eq!(newest["judged_fallen"], true, "{trend}");
+    assert!(nights[..nights.len() - 1].iter().all(|n| n["judged_fallen"] == false), "{trend}");
+    assert!(newest["summary"].as_str().unwrap().contains("left the zone on p75 of GET /work"), "{trend}");
+
     // So does `check --format json`: the search beside the verdict's findings.
     let url = db.url_string();
     let env = [("DEGRADE_DATABASE_URL", url.as_str())];
