@@ -10,11 +10,12 @@
 //! uncaught. The decision rests on the machine's own figures, never on the endpoint's, so it cannot talk the
 //! noise of a series down (a wild night on a quiet machine stays in).
 
+use crate::analysis::capacity::CAPACITY_METRIC;
 use crate::analysis::contention::{
-    Contention, MachineLoad, UsualMachine, contention, machine_slowdown, not_blamed_on_the_build,
+    Contention, MachineLoad, UsualMachine, contention, held_back_by_host, machine_slowdown, not_blamed_on_the_build,
 };
-use crate::analysis::judge::Judgement;
-use crate::model::{EndpointResult, Run};
+use crate::analysis::judge::{Judgement, counted_findings};
+use crate::model::{EndpointResult, FindingOutcome, Run, VerdictOutcome};
 use crate::report::LeftOut;
 
 fn usual_machine(run: &Run) -> UsualMachine {
@@ -91,6 +92,49 @@ pub fn excuse_a_held_back_machine(
     not_blamed_on_the_build(judgement, &contention, slowdown, load.map_or(1, |l| l.cores), |endpoint| {
         added_secs(endpoint, tonight, before)
     })
+}
+
+/// A capacity that fell while the machine's host held it back (its hypervisor kept CPU time from it, which no
+/// build does) is not blamed on the build: the search measured the host. Only the host excuses it: a busier
+/// or slower machine does not, since a build that burns CPU beside its generator makes the machine both, and
+/// its capacity's fall is the build's. The machine is read over the night's stages, run just before the search.
+#[must_use]
+pub fn excuse_a_capacity_fall_on_a_held_back_host(
+    judgement: Judgement,
+    candidate: &Run,
+    baseline: &[Run],
+) -> Judgement {
+    let fell = |f: &crate::model::Finding| f.metric == CAPACITY_METRIC && f.outcome == FindingOutcome::Regression;
+    if !judgement.findings.iter().any(fell) {
+        return judgement;
+    }
+    let usual: Vec<UsualMachine> = baseline.iter().map(usual_machine).collect();
+    let Some(held) = held_back_by_host(machine_load(candidate), &usual) else { return judgement };
+    let Judgement { outcome, mut findings, summary } = judgement;
+    for finding in findings.iter_mut().filter(|f| fell(f)) {
+        finding.reason = format!(
+            "not blamed on the build: measured while {}; judged alone it was {}",
+            held.describe(),
+            finding.reason
+        );
+        finding.outcome = FindingOutcome::Excused;
+    }
+    if outcome != VerdictOutcome::Regressed {
+        return Judgement { outcome, findings, summary };
+    }
+    if findings.iter().any(|f| f.outcome.is_failure()) {
+        let summary = format!(
+            "{}; the capacity's fall is excused, measured while the host held the machine back",
+            counted_findings(VerdictOutcome::Regressed, &findings)
+        );
+        return Judgement { outcome, findings, summary };
+    }
+    let summary = format!(
+        "inconclusive: {}; a capacity fall measured while the host held the machine back is not blamed on the \
+         build; run it again when its host is quieter",
+        held.describe()
+    );
+    Judgement { outcome: VerdictOutcome::Inconclusive, findings, summary }
 }
 
 /// How much longer an endpoint's requests took tonight, together, than at the baseline nights' median mean.

@@ -160,6 +160,9 @@ async fn judge_against_nights(
         judgement = excuse_a_held_back_machine(judgement, candidate, &tonight, &baseline, &before);
     }
     judgement = with_capacity(store, candidate, &baseline, (gates, zone), judgement).await?;
+    if mind_the_machine {
+        judgement = super::held_back::excuse_a_capacity_fall_on_a_held_back_host(judgement, candidate, &baseline);
+    }
     if let Some(first) = store.confirmed_by(candidate.id).await? {
         // The runner's verdict on the first run, whatever a `check` of it said since.
         let first_findings = store.first_verdict(first).await?.map(|v| v.findings).unwrap_or_default();

@@ -313,3 +313,58 @@ async fn a_streak_of_held_back_nights_is_alerted_once() {
     assert!(messages[1].to_string().contains("for 2 nights in a row (runs #21, #22)"), "{:#}", messages[1]);
     store.close().await;
 }
+
+/// Ten quiet nights holding 156–164 req/s in a capacity search, then night 10 holding 110 on a machine as
+/// `tonight` says, its latency unchanged.
+async fn capacity_falls_under(db: &TestDb, tonight: LoadSummary) {
+    let store = Store::connect(&db.url).await.unwrap();
+    let searched = |capacity: f64| degrade::model::CapacityResult {
+        capacity: Some(capacity),
+        first_out: Some(capacity * 1.05),
+        breach: Some(degrade::model::ZoneBreach {
+            gate: degrade::model::ZoneGate::P75,
+            endpoint: "GET /boards/{id}".into(),
+            value: 240.0,
+            limit: 200.0,
+        }),
+        ended: degrade::model::SearchEnd::Found,
+        search_secs: 120.0,
+        steps: vec![],
+    };
+    for n in 0..10 {
+        let usual = machine(5.0 + n as f64 % 3.0, 0.1 + (n % 3) as f64 / 10.0);
+        let id = store_night_under(&store, "checkout", n, WOBBLE[n as usize], RunStatus::Finished, usual).await;
+        store.save_capacity(id, &searched(156.0 + (n % 5) as f64 * 2.0)).await.unwrap();
+    }
+    let id = store_night_under(&store, "checkout", 10, WOBBLE[3], RunStatus::Finished, tonight).await;
+    store.save_capacity(id, &searched(110.0)).await.unwrap();
+    store.close().await;
+}
+
+#[tokio::test]
+async fn a_capacity_fall_while_the_host_held_the_machine_back_is_not_blamed_on_the_build() {
+    let db = TestDb::sqlite();
+    capacity_falls_under(&db, machine(9.0, 3.0)).await;
+    let (code, stdout, stderr) = check(&db, &["--strict"]);
+    assert_eq!(code, Some(3), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "verdict: inconclusive: the machine's host held it back more than on the baseline nights (its \
+             hypervisor kept 3.0 % of the CPU time from it"
+        ) && stdout.contains("a capacity fall measured while the host held the machine back is not blamed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("excused     (all)  capacity"), "the finding stays visible: {stdout}");
+
+    // A machine busier than usual does not excuse it: a build burning CPU beside the generator makes it so.
+    let db = TestDb::sqlite();
+    capacity_falls_under(&db, machine(60.0, 0.2)).await;
+    let (code, stdout, _) = check(&db, &[]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("REGRESSION  (all)  capacity"), "{stdout}");
+
+    // Nor does a quiet machine, of course.
+    let db = TestDb::sqlite();
+    capacity_falls_under(&db, machine(7.0, 0.2)).await;
+    assert_eq!(check(&db, &[]).0, Some(1));
+}
