@@ -3,9 +3,10 @@
 //! PyPI; skipped, saying so, where it is not installed: `.ci/run` installs it); every container's arguments,
 //! and the image's default command, are a command line degrade's own parser accepts; the ConfigMap's
 //! degrade.toml and scenario pass degrade's checkers; the night is split the same in its three places; its
-//! pods are never retried and fail the Job together; and every pod is in the Guaranteed class, running as the
-//! image's user. The manifests are read with Python's YAML parser (PyYAML, which kubernetes-validate needs
-//! too), as this crate has no YAML parser of its own. `ci/container.sh` builds and runs the image itself.
+//! pods are never retried and fail the Job together; every pod is in the Guaranteed class, running as the
+//! image's user; and `.dockerignore` lets in every file the image's Rust stage reads. The manifests are read
+//! with Python's YAML parser (PyYAML, which kubernetes-validate needs too), as this crate has no YAML parser
+//! of its own. `ci/container.sh` builds and runs the image itself.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -258,5 +259,57 @@ fn the_config_map_is_a_configuration_degrade_accepts() {
     let env: Vec<&str> = serve["env"].as_array().unwrap().iter().filter_map(|e| e["name"].as_str()).collect();
     for notifier in &config.notifiers {
         assert!(env.contains(&notifier.url_env.as_str()), "serve's pod does not set {}", notifier.url_env);
+    }
+}
+
+/// The top-level files and folders of the repository that `.dockerignore` lets into the image's build.
+fn let_in() -> Vec<String> {
+    let ignore = std::fs::read_to_string(root().join(".dockerignore")).unwrap();
+    assert!(ignore.lines().any(|l| l.trim() == "*"), ".dockerignore is an allow-list: it leaves out all, first");
+    ignore.lines().filter_map(|l| l.trim().strip_prefix('!')).map(|p| p.trim_end_matches('/').to_owned()).collect()
+}
+
+/// What the crate reads at build time outside `src/`: each `include_str!`/`include_bytes!` of a path, and the
+/// folders of the askama templates and the migrations (named through `CARGO_MANIFEST_DIR`, not a literal).
+fn read_by_the_build(dir: &Path, found: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            read_by_the_build(&path, found);
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let pieces = |macro_call| text.split(macro_call).skip(1);
+        for piece in pieces("include_str!(\"").chain(pieces("include_bytes!(\"")) {
+            let Some(relative) = piece.split('"').next() else { continue };
+            let resolved = path.parent().unwrap().join(relative);
+            // The first component under the repository, `..` walked off by hand (the file need not exist).
+            let mut parts: Vec<&str> = Vec::new();
+            for part in resolved.strip_prefix(root()).unwrap().to_str().unwrap().split('/') {
+                match part {
+                    ".." => drop(parts.pop()),
+                    "." | "" => {}
+                    _ => parts.push(part),
+                }
+            }
+            found.push(parts[0].to_owned());
+        }
+    }
+}
+
+#[test]
+fn the_image_build_context_holds_every_file_the_build_reads() {
+    // CI builds the image from a binary built outside (ci/container.sh), so the Rust stage's `COPY . .` is
+    // never run there: this is what keeps a new `include_str!` of a file outside the allow-list from breaking
+    // the users' `podman build` unseen.
+    let mut needed = vec!["Cargo.toml".to_owned(), "Cargo.lock".to_owned(), "templates".into(), "migrations".into()];
+    read_by_the_build(&root().join("src"), &mut needed);
+    needed.sort();
+    needed.dedup();
+    let let_in = let_in();
+    let missing: Vec<&String> = needed.iter().filter(|n| !let_in.contains(n)).collect();
+    assert!(missing.is_empty(), ".dockerignore leaves out {missing:?}, which the build reads; let in {let_in:?}");
+    for binary in ["target/release/degrade", "target/dist/degrade"] {
+        assert!(let_in.iter().any(|l| l == binary), "{binary} is a PREBUILT the Containerfile names");
     }
 }

@@ -52,7 +52,8 @@
 //! - `kubernetes`: the Kubernetes recipe (`deploy/kubernetes/`) against Kubernetes' schemas (kubernetes-validate,
 //!   skipped, saying so, where it is not installed; `.ci/run` installs it), its containers' arguments and the
 //!   image's CMD parsed by degrade's own parser, its ConfigMap checked by degrade's checkers, the night's
-//!   Indexed Job split the same in its three places. `ci/container.sh` builds and runs the image itself.
+//!   Indexed Job split the same in its three places; `.dockerignore` lets in every file the image's Rust stage
+//!   reads. `ci/container.sh` builds and runs the image itself.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
