@@ -8,8 +8,8 @@ use clap::error::ErrorKind;
 use crate::support::quoted::{blocks, documents};
 
 /// Fence info strings of blocks that are input, not output: commands (checked here), configuration and
-/// tapes (checked by `manual_examples`), JSON, and the CI and service files of `ci/recipes/`, which the manual
-/// includes as they are.
+/// tapes (checked by `manual_examples`), JSON, and the CI and service files of `ci/recipes/`, the
+/// `Containerfile` and the Kubernetes recipe (checked by `kubernetes`), which the manual includes as they are.
 const INPUT_BLOCKS: [&str; 8] = ["sh", "toml", "json", "yaml", "tape", "ini", "groovy", "dockerfile"];
 
 #[test]

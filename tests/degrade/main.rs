@@ -49,6 +49,11 @@
 //! - `websocket`: WebSocket steps against the WebSocket stub (`support::ws_stub`): awaits timed from the send's
 //!   intended start, pushes counted on their class, pings answered, every failure in its class;
 //!   `websocket_frames`: the connection dropped (1006), a 1011 close, fragmented messages with pings between.
+//! - `kubernetes`: the Kubernetes recipe (`deploy/kubernetes/`) against Kubernetes' schemas (kubernetes-validate,
+//!   skipped, saying so, where it is not installed; `.ci/run` installs it), its containers' arguments and the
+//!   image's CMD parsed by degrade's own parser, its ConfigMap checked by degrade's checkers, the night's
+//!   Indexed Job split the same in its three places; `.dockerignore` lets in every file the image's Rust stage
+//!   reads. `ci/container.sh` builds and runs the image itself.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -74,6 +79,7 @@ mod hostile_input;
 mod layers;
 mod chaos;
 mod killed_nights;
+mod kubernetes;
 mod left_behind;
 mod manual_examples;
 mod manual_quotes;
