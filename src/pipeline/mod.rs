@@ -259,6 +259,10 @@ pub async fn run(
     {
         let zone = capacity::Zone { gates: &scenario.gates.absolute, sources: &scenario.telemetry };
         search_capacity(store, run_id, &plan_again, search, zone, &stop).await;
+    } else if scenario.as_ref().is_some_and(|s| s.capacity.is_some()) {
+        // A night the generator shaped, or the target failed, says nothing a search could build on.
+        let status = measurement.results.status.as_str();
+        tracing::info!("run {run_id}: no capacity search: the night's stages were {status}");
     }
     Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement: Box::new(measurement), telemetry })
 }
