@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 use super::webhook::{PostError, Webhooks};
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, NotifyKind};
 use crate::store::{OutboxMessage, Store, StoreError};
 
 /// Wait before the first retry; it doubles with each failure.
@@ -77,7 +77,15 @@ impl Courier {
                     message: format!("the environment variable {} with the webhook URL is not set", n.url_env),
                     permanent: false,
                 }),
-                Some(url) => self.webhooks.post(url, &message.idempotency_key, &message.payload).await,
+                Some(url) => {
+                    // A JSON receiver drops the duplicate by its key; a Slack channel would show it twice unmarked.
+                    let payload = if message.may_have_arrived() && n.kind == NotifyKind::Slack {
+                        std::borrow::Cow::Owned(super::slack::said_again(&message.payload))
+                    } else {
+                        std::borrow::Cow::Borrowed(message.payload.as_str())
+                    };
+                    self.webhooks.post(url, &message.idempotency_key, &payload).await
+                }
             },
         };
         let now = self.clock.now();

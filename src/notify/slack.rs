@@ -55,6 +55,24 @@ pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
     json!({ "text": headline, "blocks": blocks })
 }
 
+/// What a re-sent message says first: Slack cannot drop a duplicate by its idempotency key, so the reader is
+/// told why the same alert may show twice.
+pub(super) const SENT_AGAIN: &str =
+    "Sent again: degrade stopped while sending this alert, so it may have arrived once already.";
+
+/// `payload` (a message [`payload`] made) marked as a re-send: its notification text and a first context block
+/// say so. A body that is not such a message is sent as it is.
+pub(super) fn said_again(payload: &str) -> String {
+    let Ok(mut message) = serde_json::from_str::<Value>(payload) else { return payload.to_owned() };
+    if let Some(text) = message.get("text").and_then(Value::as_str) {
+        message["text"] = Value::String(clip(&format!("{SENT_AGAIN} {text}"), TEXT_LIMIT));
+    }
+    if let Some(blocks) = message.get_mut("blocks").and_then(Value::as_array_mut) {
+        blocks.insert(0, json!({ "type": "context", "elements": [{ "type": "mrkdwn", "text": SENT_AGAIN }] }));
+    }
+    message.to_string()
+}
+
 fn on_build(alert: &Alert) -> String {
     alert.build_id.as_ref().map(|b| format!(" on build {}", escape(b))).unwrap_or_default()
 }

@@ -11,6 +11,15 @@ use serde::Serialize;
 use super::retry::retry_busy;
 use super::{Store, StoreError, from_millis, on_pool, to_millis};
 
+impl OutboxMessage {
+    /// Whether an earlier attempt was claimed but never recorded: degrade stopped while posting it, so the
+    /// receiver may have it already, and this attempt is a re-send.
+    #[must_use]
+    pub fn may_have_arrived(&self) -> bool {
+        self.claims > self.attempts
+    }
+}
+
 /// A message to enqueue.
 #[derive(Debug, Clone)]
 pub struct NewMessage {
@@ -45,8 +54,11 @@ pub struct OutboxMessage {
     pub idempotency_key: String,
     /// Milliseconds since the epoch when it was written.
     pub created_at: i64,
-    /// Delivery attempts so far.
+    /// Delivery attempts so far, whose outcome was recorded.
     pub attempts: i64,
+    /// Claims for an attempt so far: more than `attempts` when an attempt was cut short (degrade killed while
+    /// it posted), so the message may have arrived already.
+    pub claims: i64,
     /// When the next attempt is due (milliseconds since the epoch).
     pub next_attempt_at: i64,
     /// When it was delivered.
@@ -102,8 +114,8 @@ pub(super) use enqueue_on;
 /// `select` of every column [`OutboxMessage`] reads, for `concat!` into each query.
 macro_rules! select_messages {
     () => {
-        "select id, episode_id, notifier, event, payload, idempotency_key, created_at, attempts, next_attempt_at, \
-         delivered_at, gave_up_at, last_error from outbox "
+        "select id, episode_id, notifier, event, payload, idempotency_key, created_at, attempts, claims, \
+         next_attempt_at, delivered_at, gave_up_at, last_error from outbox "
     };
 }
 
@@ -130,7 +142,7 @@ impl Store {
     /// Claims `message` for one delivery attempt by moving its next attempt to `until`; `false` when another
     /// courier claimed it (or it was delivered) since it was read.
     pub async fn claim_message(&self, message: &OutboxMessage, until: DateTime<Utc>) -> Result<bool, StoreError> {
-        let update = "update outbox set next_attempt_at = $1 where id = $2 and next_attempt_at = $3 \
+        let update = "update outbox set next_attempt_at = $1, claims = claims + 1 where id = $2 and next_attempt_at = $3 \
                       and delivered_at is null and gave_up_at is null";
         let claimed = retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query(update)

@@ -141,6 +141,42 @@ async fn a_receiver_that_is_down_gets_the_message_when_it_is_back_and_only_once(
     assert_eq!((message.state(), message.attempts), ("delivered", 3));
 }
 
+/// A courier killed while it posted leaves its claim with no attempt recorded: the message may have arrived.
+/// Once the claim lapses the next courier posts it again, with the same idempotency key, and the Slack copy
+/// says first that it is sent again: a Slack channel cannot drop the duplicate by its key.
+#[tokio::test]
+async fn a_message_cut_short_by_a_kill_is_sent_again_saying_so() {
+    let slack = Receiver::start().await;
+    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, &slack.url(), &slack.url());
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let clock = Clock::manual(Utc::now());
+    alerting::missing_run(&store, &config, "checkout", Some(night(8)), night(9), clock.now()).await.unwrap();
+    // The killed courier: it claimed the message and was posting it when it died, so nothing was recorded.
+    let [due] = store.due_messages(clock.now(), 10).await.unwrap().try_into().unwrap();
+    assert!(!due.may_have_arrived(), "a message never claimed cannot have arrived");
+    assert!(store.claim_message(&due, clock.now() + TimeDelta::seconds(60)).await.unwrap());
+
+    let courier = Courier::new(store.clone(), config.clone()).unwrap().with_clock(clock.clone());
+    assert_eq!(courier.deliver_due().await.unwrap(), 0, "claimed a minute by the killed courier");
+    clock.advance(TimeDelta::seconds(61));
+    assert_eq!(courier.deliver_due().await.unwrap(), 1);
+    let [post] = slack.posts().try_into().unwrap();
+    assert_eq!(post.key.as_deref(), Some(due.idempotency_key.as_str()), "the same key as the first attempt");
+    let [delivered] = slack.delivered().try_into().unwrap();
+    let text = delivered["text"].as_str().unwrap();
+    assert_eq!(
+        text,
+        "Sent again: degrade stopped while sending this alert, so it may have arrived once already. degrade: no \
+         recent run of checkout"
+    );
+    let first_block = delivered["blocks"][0]["elements"][0]["text"].as_str().unwrap_or_default();
+    assert!(first_block.starts_with("Sent again:"), "the first thing a reader sees: {delivered:#}");
+    let message = &store.recent_messages(1).await.unwrap()[0];
+    assert_eq!((message.state(), message.attempts, message.claims), ("delivered", 1, 2));
+}
+
 async fn pending_outbox_is_delivered_once_by_two_couriers(db: TestDb) {
     let receiver = Receiver::start().await;
     let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
