@@ -19,6 +19,7 @@ mod precise_timer;
 #[cfg(target_os = "linux")]
 mod reactor;
 mod recorder;
+mod schedule;
 mod replay;
 mod request;
 mod session;
@@ -96,7 +97,12 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         requests,
         tape,
         recorder: Recorder::new(start, plan.endpoints.clone()),
-        cursors: plan.feeders.iter().enumerate().map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64)).collect(),
+        cursors: plan
+            .feeders
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64).segment(plan.segment))
+            .collect(),
         flow_feeders: flow_feeders(&plan),
         seq: AtomicU64::new(0),
         connections: plan.target.max_connections.map(tokio::sync::Semaphore::new),

@@ -103,6 +103,7 @@ pub(super) fn resolve(
             endpoints,
             variables,
             load,
+            segment: None,
             warnings: checker.warnings.into_iter().map(|w| w.message).collect(),
         }),
         _ => Err(ConfigErrors(checker.errors)),
