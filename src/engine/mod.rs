@@ -76,10 +76,9 @@ pub struct Progress {
 pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: impl FnMut(&Progress)) -> Measurement {
     #[cfg(target_os = "linux")]
     allow_open_files();
-    let started_at = chrono::Utc::now();
-    let start = Instant::now();
-    let machine_at_start = machine_load::MachineSample::now();
-    let echo = echo_probe::EchoProbe::start();
+    // A segment of a split night starts at the shared start (set up first, then waiting for it); the
+    // recorder's seconds count from it, so the segments' timelines add up second by second.
+    let start = plan.start_at.map_or_else(Instant::now, |at| at.max(Instant::now()));
     let planned = plan.load.duration();
     let client = HttpClient::new(&plan.target.base_url, plan.target.connect_timeout, plan.target.max_body)
         .expect("the scenario checked the base URL");
@@ -112,6 +111,12 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         fanouts: ws::Fanouts::default(),
         plan: Arc::clone(&plan),
     });
+    if plan.start_at.is_some() {
+        tokio::time::sleep_until(start.into()).await;
+    }
+    let started_at = chrono::Utc::now() - Instant::now().saturating_duration_since(start);
+    let machine_at_start = machine_load::MachineSample::now();
+    let echo = echo_probe::EchoProbe::start();
     let pacer = match plan.load.model {
         LoadModel::Open => tokio::spawn(pacer::open(Arc::clone(&shared), start, stop)),
         LoadModel::Closed => tokio::spawn(pacer::closed(Arc::clone(&shared), start, stop)),

@@ -104,6 +104,7 @@ pub(super) fn resolve(
             variables,
             load,
             segment: None,
+            start_at: None,
             warnings: checker.warnings.into_iter().map(|w| w.message).collect(),
         }),
         _ => Err(ConfigErrors(checker.errors)),
