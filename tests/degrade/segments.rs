@@ -195,3 +195,41 @@ async fn a_segment_with_another_scenario_or_a_wrong_clock_makes_the_night_invali
     let figures = store.segment_figures(run.id).await.unwrap();
     assert!(figures.iter().filter_map(|f| f.start_lag_us).max().unwrap() < 50_000, "{figures:?}");
 }
+
+#[test]
+fn sqlite_refuses_segments_saying_why() {
+    let (dir, _) = project(
+        "[[scenario]]\nname = \"shop\"\nfile = \"shop.toml\"\ntarget = \"http://127.0.0.1:9\"\n",
+        &[("shop.toml", SCENARIO)],
+    );
+    let output = crate::support::degrade(dir.path(), &["run", "shop", "--segment", "0/2", "--run-key", "n1"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--segment needs a PostgreSQL database"), "{stderr}");
+    let output = crate::support::degrade(dir.path(), &["run", "shop", "--segment", "2/2", "--run-key", "n1"], &[]);
+    assert!(text(&output).1.contains("must be below 2"), "{:?}", text(&output));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_run_now_in_segments_judges_the_merged_night_once() {
+    let Some((_db, _target, dir, store)) = a_split_project().await else { return };
+    let key = unique_name("night");
+    let children: Vec<_> = (0..2)
+        .map(|k| {
+            degrade_child(
+                dir.path(),
+                &["check", "--run-now", "shop", "--segment", &format!("{k}/2"), "--run-key", &key],
+                &[],
+            )
+        })
+        .collect();
+    let mut outputs = Vec::new();
+    for child in children {
+        outputs.push(ended(child).await);
+    }
+    assert!(outputs.iter().all(|(code, _)| *code == Some(0)), "{outputs:#?}");
+    let run = store.last_runs("shop", 1).await.unwrap().remove(0);
+    let verdict = store.latest_verdict(run.id).await.unwrap();
+    assert!(verdict.is_some(), "the merging segment judged the night: {outputs:#?}");
+    assert_eq!(store.run_detail(run.id).await.unwrap().unwrap().endpoints[0].requests, 90);
+}
