@@ -148,7 +148,12 @@ async fn wait_for_build(
     since: Instant,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<Result<(RunId, Option<String>), SegmentEnd>> {
+    let mut looks = 0_u64;
     let registry = loop {
+        looks += 1;
+        if looks.is_multiple_of(20) {
+            let _ = store.segment_seen(night.key, night.segment.index()).await;
+        }
         let registry = store.segmented_run(night.key).await?.context("the night's registry row vanished")?;
         if let Some(reason) = &registry.invalid_reason {
             return Ok(Err(night.fail(store, reason, registry.run_id).await));
@@ -199,7 +204,11 @@ async fn wait_for_start(
     since: Instant,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<Result<i64, SegmentEnd>> {
-    loop {
+    for look in 0_u64.. {
+        // Seen about once a second while waiting, so `serve`'s watch does not take the night for lost.
+        if look % 20 == 19 {
+            let _ = store.segment_seen(night.key, night.segment.index()).await;
+        }
         let registry =
             store.start_when_all_ready(night.key, START_LEAD_MS).await?.context("the night's registry row vanished")?;
         if let Some(reason) = &registry.invalid_reason {
@@ -213,6 +222,7 @@ async fn wait_for_start(
         }
         tokio::time::sleep(POLL).await;
     }
+    unreachable!("the looks are numbered without end")
 }
 
 /// Ends the wait when degrade was stopped or the barrier timed out, naming the segments not ready.
