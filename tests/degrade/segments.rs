@@ -236,3 +236,29 @@ async fn check_run_now_in_segments_judges_the_merged_night_once() {
     assert!(verdict.is_some(), "the merging segment judged the night: {outputs:#?}");
     assert_eq!(store.run_detail(run.id).await.unwrap().unwrap().endpoints[0].requests, 90);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_segment_evicted_with_sigterm_stops_the_others_and_says_so() {
+    let Some((_db, _target, dir, store)) = a_split_project().await else { return };
+    let key = unique_name("night");
+    let long = ["--duration", "20s"];
+    let mut children: Vec<_> = (0..2).map(|k| segment(&dir, &key, &format!("{k}/2"), &long, &[])).collect();
+    wait_for_start(&store, &key).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let pid = children[1].id().unwrap();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let started = std::time::Instant::now();
+    let mut outputs = Vec::new();
+    for child in children {
+        outputs.push(ended(child).await);
+    }
+    assert!(started.elapsed() < Duration::from_secs(12), "stopped early, not at the plan's end: {outputs:#?}");
+    assert!(outputs.iter().all(|(code, _)| *code == Some(3)), "{outputs:#?}");
+    let run = store.last_runs("shop", 1).await.unwrap().remove(0);
+    assert_eq!(run.status, RunStatus::Invalid, "{run:?}");
+    assert!(
+        run.validity_reasons.iter().any(|r| r == "segment 1 was stopped (SIGTERM or Ctrl-C) before its plan ended"),
+        "{:?}",
+        run.validity_reasons
+    );
+}
