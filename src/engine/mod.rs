@@ -111,10 +111,14 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         fanouts: ws::Fanouts::default(),
         plan: Arc::clone(&plan),
     });
-    if plan.start_at.is_some() {
+    // A segment's start is stamped when it woke for the shared start (late if it was), so the spread of the
+    // segments' stamps is how far apart they really began; a run alone is stamped at its start.
+    let started_at = if plan.start_at.is_some() {
         tokio::time::sleep_until(start.into()).await;
-    }
-    let started_at = chrono::Utc::now() - Instant::now().saturating_duration_since(start);
+        chrono::Utc::now()
+    } else {
+        chrono::Utc::now() - Instant::now().saturating_duration_since(start)
+    };
     let machine_at_start = machine_load::MachineSample::now();
     let echo = echo_probe::EchoProbe::start();
     let pacer = match plan.load.model {

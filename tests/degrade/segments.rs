@@ -242,7 +242,7 @@ async fn a_segment_evicted_with_sigterm_stops_the_others_and_says_so() {
     let Some((_db, _target, dir, store)) = a_split_project().await else { return };
     let key = unique_name("night");
     let long = ["--duration", "20s"];
-    let mut children: Vec<_> = (0..2).map(|k| segment(&dir, &key, &format!("{k}/2"), &long, &[])).collect();
+    let children: Vec<_> = (0..2).map(|k| segment(&dir, &key, &format!("{k}/2"), &long, &[])).collect();
     wait_for_start(&store, &key).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let pid = children[1].id().unwrap();
