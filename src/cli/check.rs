@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use chrono::Utc;
 
-use super::run::Live;
+use super::live::Live;
 use super::{ConfigSource, Exit, print_stdout};
 use crate::config::Config;
 use crate::model::{BaselineSpec, Run, RunStatus, VerdictOutcome};
@@ -57,6 +57,9 @@ pub struct CheckArgs {
     /// How to print the report.
     #[arg(long, short, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// With --run-now: a segment of a night split across machines.
+    #[command(flatten)]
+    pub split: super::segment::SegmentArgs,
     /// Exit 3 when the verdict is inconclusive (too few baseline runs, invalid run), or a regression its
     /// rerun has not decided yet, instead of 0.
     #[arg(long)]
@@ -86,6 +89,11 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
         Store::connect_existing(&config.database).await
     }
     .with_context(|| format!("cannot open the database {}", config.database))?;
+    if args.split.segment.is_some() {
+        let exit = Box::pin(check_segment(&store, &config, &args)).await;
+        store.close().await;
+        return exit;
+    }
     // Boxed: a night and its confirmation rerun hold the whole engine.
     let outcome = Box::pin(run_now_and_check(&store, &config, &args)).await;
     let status = match &outcome {
@@ -174,6 +182,33 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
         (None, Some(reason)) => bail!("run {} is stored as {}: {reason}", ended.run_id, ended.status),
         (None, None) => bail!("run {} was stopped before it finished; it is stored as {}", ended.run_id, ended.status),
     }
+}
+
+/// `check --run-now --segment K/N`: runs this segment's share; the segment that merges the night judges it
+/// (its verdict stored; no confirmation rerun, which would need all N machines again) and exits on the verdict,
+/// the others exit 0 once their share is stored.
+async fn check_segment(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Result<Exit> {
+    if !args.run_now {
+        bail!("--segment runs a night: it goes with --run-now");
+    }
+    let mut job = Job::find(config, args.scenario_as_given())?;
+    job.reshape(args.duration, args.rate_scale.unwrap_or(1.0))?;
+    let spec = spec(config, args, &job.name);
+    let ran = super::segment::run(store, job, &args.split, args.build.clone(), Some(spec.clone())).await?;
+    let run_id = match &ran {
+        Ok(super::segment::SegmentRan { run_id, merged: Some(night) }) if night.status == RunStatus::Finished => {
+            *run_id
+        }
+        _ => return Ok(super::segment::exit(&ran)),
+    };
+    let run = store.find_run(run_id).await?.with_context(|| format!("run {run_id} vanished"))?;
+    let report = judge_run(store, config, &run, &spec, IfRegressed::Stands, Utc::now()).await?;
+    print_stdout(&report.render(args.format))?;
+    Ok(match report.outcome {
+        VerdictOutcome::Regressed => Exit::Regression,
+        VerdictOutcome::Inconclusive => undecided("the verdict is inconclusive", args.strict),
+        VerdictOutcome::Passed => Exit::Ok,
+    })
 }
 
 /// `--baseline`, else the scenario's configured baseline, else last-7d.

@@ -4,16 +4,14 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use indicatif::{ProgressBar, ProgressStyle};
 
+use super::live::Live;
 use super::run_report::{RunFormat, RunReport};
-use super::{ConfigSource, Exit, print_stdout, shutdown_signal};
+use super::{ConfigSource, Exit, print_stdout};
 use crate::clock::Clock;
-use crate::engine::Progress;
 use crate::model::RunStatus;
 use crate::pipeline::claim::holder_name;
 use crate::pipeline::{self, Claim, Job, RunOutcome, RunsUnderWay};
-use crate::scenario::Plan;
 use crate::store::Store;
 
 /// What to run and how.
@@ -36,6 +34,9 @@ pub struct RunArgs {
     /// How to print the result.
     #[arg(long, short, value_enum, default_value_t = RunFormat::Human)]
     pub format: RunFormat,
+    /// A segment of a night split across machines.
+    #[command(flatten)]
+    pub split: super::segment::SegmentArgs,
 }
 
 /// A `--duration` such as `20s` or `2m`: longer than zero (a run of no time measures nothing), at most a week.
@@ -61,6 +62,11 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
     let store = Store::connect(&config.database)
         .await
         .with_context(|| format!("cannot open the database {}", config.database))?;
+    if args.split.segment.is_some() {
+        let ran = super::segment::run(&store, job, &args.split, args.build, None).await;
+        store.close().await;
+        return Ok(super::segment::exit(&ran?));
+    }
     let outcome = run_job(&store, job, args.build).await;
     let capacity = match &outcome {
         Ok((_, RunOutcome::Measured { run_id, .. })) => store.capacity(*run_id).await.unwrap_or_else(|e| {
@@ -101,60 +107,4 @@ async fn run_job(store: &Store, job: Job, build: Option<String>) -> anyhow::Resu
     live.finish();
     claim.release().await;
     Ok((name, outcome?))
-}
-
-/// The live progress line of a run, and the Ctrl-C handler that stops it.
-pub(super) struct Live {
-    bar: ProgressBar,
-    ctrl_c: tokio::task::JoinHandle<()>,
-}
-
-impl Live {
-    /// Shows the bar for `plan`; the receiver becomes true on Ctrl-C or SIGTERM.
-    pub(super) fn start(plan: &Plan) -> (Self, tokio::sync::watch::Receiver<bool>) {
-        let (stop_tx, stop) = tokio::sync::watch::channel(false);
-        let ctrl_c = tokio::spawn(async move {
-            shutdown_signal().await;
-            stop_tx.send_replace(true);
-        });
-        (Self { bar: progress_bar(plan), ctrl_c }, stop)
-    }
-
-    /// Shows `progress`.
-    pub(super) fn update(&self, progress: &Progress) {
-        update(&self.bar, progress);
-    }
-
-    /// Clears the bar and stops listening for Ctrl-C.
-    pub(super) fn finish(self) {
-        self.bar.finish_and_clear();
-        self.ctrl_c.abort();
-    }
-}
-
-fn progress_bar(plan: &Plan) -> ProgressBar {
-    let bar = ProgressBar::new(plan.load.duration().as_millis() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{bar:24}] {msg}")
-            .expect("the template is valid")
-            .progress_chars("=> "),
-    );
-    bar
-}
-
-fn update(bar: &ProgressBar, p: &Progress) {
-    bar.set_position(p.elapsed.as_millis() as u64);
-    let left = p.planned.saturating_sub(p.elapsed);
-    bar.set_message(format!(
-        "stage {}/{} · {}s of {}s, {}s left · {} req/s · {} requests, {} errors · p95 {:.1} ms",
-        p.stage,
-        p.stages,
-        p.elapsed.as_secs(),
-        p.planned.as_secs(),
-        left.as_secs(),
-        p.snapshot.last_second_rate,
-        p.snapshot.requests,
-        p.snapshot.errors,
-        p.snapshot.last_second_p95_us as f64 / 1000.0
-    ));
 }

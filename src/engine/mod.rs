@@ -19,6 +19,7 @@ mod precise_timer;
 #[cfg(target_os = "linux")]
 mod reactor;
 mod recorder;
+mod schedule;
 mod replay;
 mod request;
 mod session;
@@ -78,10 +79,9 @@ pub struct Progress {
 pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: impl FnMut(&Progress)) -> Measurement {
     #[cfg(target_os = "linux")]
     allow_open_files();
-    let started_at = chrono::Utc::now();
-    let start = Instant::now();
-    let machine_at_start = machine_load::MachineSample::now();
-    let echo = echo_probe::EchoProbe::start();
+    // A segment of a split night starts at the shared start (set up first, then waiting for it); the
+    // recorder's seconds count from it, so the segments' timelines add up second by second.
+    let start = plan.start_at.map_or_else(Instant::now, |at| at.max(Instant::now()));
     let planned = plan.load.duration();
     let client = HttpClient::new(&plan.target.base_url, plan.target.connect_timeout, plan.target.max_body)
         .expect("the scenario checked the base URL");
@@ -99,7 +99,12 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         requests,
         tape,
         recorder: Recorder::new(start, plan.endpoints.clone()),
-        cursors: plan.feeders.iter().enumerate().map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64)).collect(),
+        cursors: plan
+            .feeders
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64).segment(plan.segment))
+            .collect(),
         flow_feeders: flow_feeders(&plan),
         seq: AtomicU64::new(0),
         draw_tallies: draw_tallies(&plan),
@@ -110,6 +115,16 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         fanouts: ws::Fanouts::default(),
         plan: Arc::clone(&plan),
     });
+    // A segment's start is stamped when it woke for the shared start (late if it was), so the spread of the
+    // segments' stamps is how far apart they really began; a run alone is stamped at its start.
+    let started_at = if plan.start_at.is_some() {
+        tokio::time::sleep_until(start.into()).await;
+        chrono::Utc::now()
+    } else {
+        chrono::Utc::now() - Instant::now().saturating_duration_since(start)
+    };
+    let machine_at_start = machine_load::MachineSample::now();
+    let echo = echo_probe::EchoProbe::start();
     let pacer = match plan.load.model {
         LoadModel::Open => tokio::spawn(pacer::open(Arc::clone(&shared), start, stop)),
         LoadModel::Closed => tokio::spawn(pacer::closed(Arc::clone(&shared), start, stop)),

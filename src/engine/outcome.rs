@@ -117,11 +117,13 @@ pub(super) fn measure(
     endpoints.insert(0, endpoint_result(OVERALL_ENDPOINT, &overall, measured));
     service.insert(0, service_times(OVERALL_ENDPOINT, &overall));
     let lag = &recorded.schedule_lag;
+    // A segment of a split night plans its share of the arrivals (within one of rate × time / N a stage).
+    let share = plan.segment.map_or(1.0, |s| 1.0 / f64::from(s.count()));
     let facts = LoadFacts {
         model: plan.load.model,
-        target_rate: plan.load.target_rate(),
+        target_rate: plan.load.target_rate() * share,
         achieved_rate: if measured > 0.0 { recorded.sessions_measured as f64 / measured } else { 0.0 },
-        planned_arrivals: plan.load.target_rate() * plan.load.measured_duration().as_secs_f64(),
+        planned_arrivals: plan.load.target_rate() * share * plan.load.measured_duration().as_secs_f64(),
         dropped: recorded.dropped_measured,
         schedule_lag_p99_us: if lag.is_empty() { 0 } else { lag.value_at_quantile(0.99) },
         cpu_pct: cpu.busy.as_secs_f64() * 100.0 / wall.as_secs_f64().max(1e-9),

@@ -1,26 +1,22 @@
 //! What feeds the request loop: planned arrivals (open model) or a number of looping users (closed model).
 //!
-//! Open-model arrival times come from the stage's rate curve: the k-th arrival is where the integral of the
-//! rate reaches k + ½ (uniform) or the k-th point of a unit Poisson process (poisson), so a stage of N/s for
-//! T s plans exactly N·T arrivals and a ramp plans its integral. The pacer waits for each arrival on a
-//! [`PreciseTimer`]: tokio's own timer rounds up to whole milliseconds.
+//! Open-model arrivals are planned by [`Schedule`] (a segment of a split night walks the whole schedule and
+//! keeps its own arrivals; a closed-model segment runs the users it owns). The pacer waits for each arrival on
+//! a [`PreciseTimer`]: tokio's own timer rounds up to whole milliseconds.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
-use rand_distr::{Distribution, Exp1};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::alarm::Alarm;
 use super::cpu::timed;
 use super::precise_timer::PreciseTimer;
+use super::schedule::Schedule;
 use super::session::{RunShared, SessionEnd, Slot, record_dropped, run_flow};
-use crate::scenario::plan::Arrivals;
-use crate::scenario::{Stage, StageShape};
+use crate::scenario::StageShape;
 
 /// Why the pacer stopped before its plan ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,59 +25,6 @@ pub(super) enum Interruption {
     Stopped,
     /// A `when_exhausted = "stop"` feeder ran out.
     OutOfData,
-}
-
-/// Arrival offsets within one open-model stage.
-pub(super) struct ArrivalClock {
-    from: f64,
-    slope: f64,
-    length: f64,
-    next: f64,
-    poisson: Option<SmallRng>,
-}
-
-impl ArrivalClock {
-    pub(super) fn new(stage: &Stage, arrivals: Arrivals, rng: SmallRng) -> Self {
-        let (from, to) = match stage.shape {
-            StageShape::Rate { from, to } => (from, to),
-            StageShape::Users(_) => (0.0, 0.0),
-        };
-        let length = stage.duration.as_secs_f64();
-        let mut clock = Self { from, slope: (to - from) / length, length, next: 0.5, poisson: None };
-        if arrivals == Arrivals::Poisson {
-            let mut rng = rng;
-            clock.next = Exp1.sample(&mut rng);
-            clock.poisson = Some(rng);
-        }
-        clock
-    }
-
-    /// The time at which the rate's integral reaches `u`: the root of `slope/2·t² + from·t = u`, in the form
-    /// that stays exact when the slope is 0.
-    fn time_of(&self, u: f64) -> f64 {
-        let discriminant = self.from * self.from + 2.0 * self.slope * u;
-        if discriminant < 0.0 {
-            return f64::INFINITY;
-        }
-        let denominator = self.from + discriminant.sqrt();
-        if denominator <= 0.0 { f64::INFINITY } else { 2.0 * u / denominator }
-    }
-}
-
-impl Iterator for ArrivalClock {
-    type Item = Duration;
-
-    fn next(&mut self) -> Option<Duration> {
-        let t = self.time_of(self.next);
-        if t.is_nan() || t >= self.length {
-            return None;
-        }
-        self.next += match &mut self.poisson {
-            Some(rng) => Exp1.sample(rng),
-            None => 1.0,
-        };
-        Some(Duration::from_secs_f64(t))
-    }
 }
 
 /// Waits until `at`, precisely; returns `false` if `stop` was set first.
@@ -111,50 +54,41 @@ pub(super) async fn open(
     start: Instant,
     mut stop: watch::Receiver<bool>,
 ) -> (JoinSet<SessionEnd>, Option<Interruption>) {
-    let load = &shared.plan.load;
+    let plan = &shared.plan;
     let mut timer = PreciseTimer::new();
     let mut sessions = JoinSet::new();
-    // The pacer's generator is separate from the sessions', so a session's choices do not depend on how
-    // many arrivals came before it.
-    let mut rng = SmallRng::seed_from_u64(shared.plan.seed.rotate_left(17) ^ 0x5eed);
-    let mut number = 0_u64;
-    let mut stage_start = start;
+    let mut arrivals = Schedule::new(&plan.load, plan.seed, plan.segment).peekable();
+    // The stage whose end passed before its arrivals were all sent: the rest of them are skipped.
+    let mut late_stage = None;
     let mut interruption = None;
-    for stage in &load.stages {
-        let stage_end = stage_start + stage.duration;
-        let mut arrivals =
-            ArrivalClock::new(stage, load.arrivals, SmallRng::from_rng(&mut rng)).map(|o| stage_start + o).peekable();
-        while let Some(at) = arrivals.next() {
-            if !wait_until(at, &mut stop, &mut timer).await {
-                interruption = Some(Interruption::Stopped);
-                break;
-            }
-            let dispatching = Instant::now();
-            if dispatching >= stage_end {
-                tracing::warn!(
-                    "the generator fell behind its plan past the stage's end; its other arrivals are not sent"
-                );
-                break;
-            }
-            if ended_out_of_data(&mut sessions) {
-                interruption = Some(Interruption::OutOfData);
-                break;
-            }
-            if sessions.len() >= load.max_in_flight {
-                record_dropped(&shared, number, at, stage.measure);
-            } else {
-                sessions.spawn(open_session(Arc::clone(&shared), number, at, stage.measure));
-            }
-            if let Some(ticks) = &shared.ticks {
-                ticks.tick(arrivals.peek().copied());
-            }
-            shared.busy.add(dispatching.elapsed());
-            number += 1;
+    while let Some(arrival) = arrivals.next() {
+        if late_stage == Some(arrival.stage) {
+            continue;
         }
-        if interruption.is_some() {
+        let at = start + arrival.at;
+        if !wait_until(at, &mut stop, &mut timer).await {
+            interruption = Some(Interruption::Stopped);
             break;
         }
-        stage_start = stage_end;
+        let dispatching = Instant::now();
+        if dispatching >= start + arrival.stage_end {
+            tracing::warn!("the generator fell behind its plan past the stage's end; its other arrivals are not sent");
+            late_stage = Some(arrival.stage);
+            continue;
+        }
+        if ended_out_of_data(&mut sessions) {
+            interruption = Some(Interruption::OutOfData);
+            break;
+        }
+        if sessions.len() >= plan.load.max_in_flight {
+            record_dropped(&shared, arrival.number, at, arrival.measure);
+        } else {
+            sessions.spawn(open_session(Arc::clone(&shared), arrival.number, at, arrival.measure));
+        }
+        if let Some(ticks) = &shared.ticks {
+            ticks.tick(arrivals.peek().map(|next| start + next.at));
+        }
+        shared.busy.add(dispatching.elapsed());
     }
     if let Some(ticks) = &shared.ticks {
         // No wake-up to wait for any more: readers go back to the kernel's.
@@ -209,7 +143,8 @@ pub(super) async fn closed(
         let StageShape::Users(count) = stage.shape else { continue };
         active.store(count, Ordering::Relaxed);
         measured.store(stage.measure, Ordering::Relaxed);
-        for index in spawned..count {
+        // A segment of a split night runs the users whose global index it owns (`Segment::owns`).
+        for index in (spawned..count).filter(|&j| shared.plan.segment.is_none_or(|s| s.owns(u64::from(j)))) {
             let (shared, active, measured) = (Arc::clone(&shared), Arc::clone(&active), Arc::clone(&measured));
             users.spawn(async move { timed(&shared.busy, user(&shared, index, &active, &measured)).await });
         }
@@ -269,40 +204,5 @@ async fn run_session(
     match &shared.tape {
         Some(tape) => super::replay::run_replay(shared, tape, start, measured, alarm, first_slot).await,
         None => run_flow(shared, number, start, measured, alarm, first_slot).await,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn stage(from: f64, to: f64, secs: u64) -> Stage {
-        Stage { duration: Duration::from_secs(secs), shape: StageShape::Rate { from, to }, measure: true }
-    }
-
-    fn count(stage: &Stage, arrivals: Arrivals) -> usize {
-        ArrivalClock::new(stage, arrivals, SmallRng::seed_from_u64(3)).count()
-    }
-
-    #[test]
-    fn a_steady_stage_plans_rate_times_duration() {
-        assert_eq!(count(&stage(200.0, 200.0, 4), Arrivals::Uniform), 800);
-        let times: Vec<_> = ArrivalClock::new(&stage(2.0, 2.0, 2), Arrivals::Uniform, SmallRng::seed_from_u64(1))
-            .map(|d| d.as_millis())
-            .collect();
-        assert_eq!(times, [250, 750, 1250, 1750]);
-    }
-
-    #[test]
-    fn a_ramp_plans_its_integral_up_or_down() {
-        assert_eq!(count(&stage(0.0, 100.0, 10), Arrivals::Uniform), 500);
-        assert_eq!(count(&stage(100.0, 0.0, 10), Arrivals::Uniform), 500);
-        assert_eq!(count(&stage(10.0, 30.0, 5), Arrivals::Uniform), 100);
-    }
-
-    #[test]
-    fn poisson_arrivals_average_the_rate() {
-        let n = count(&stage(1000.0, 1000.0, 10), Arrivals::Poisson);
-        assert!((9_700..=10_300).contains(&n), "{n}");
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod health;
 pub mod interval;
+pub mod segments;
 mod summary;
 mod validity;
 

@@ -90,7 +90,7 @@ impl EndpointResult {
 
 /// One second of one endpoint, for the run's timeline.
 #[allow(missing_docs, reason = "the field names say what they hold")]
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct TimelinePoint {
     pub endpoint: String,
     /// Seconds since the run started.

@@ -19,6 +19,7 @@ pub mod held_back;
 pub mod interrupted;
 pub mod judge_run;
 pub mod runner;
+pub mod segments;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

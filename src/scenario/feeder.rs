@@ -134,6 +134,10 @@ fn json_lines(path: &Path, text: &str) -> Result<(Vec<String>, Vec<Vec<Value>>),
 #[derive(Debug)]
 pub struct Cursor {
     next: AtomicUsize,
+    /// A segment of a split night takes rows `first`, `first + step`, … of the one machine's order, so the
+    /// segments share the rows out instead of all starting at the first (`Cursor::segment`).
+    first: usize,
+    step: usize,
     /// For `Shuffle`: the seeded permutation of row indices.
     permutation: Vec<usize>,
     /// For a skewed order: what the run drew, beside what `validate` predicted.
@@ -170,7 +174,17 @@ impl Cursor {
             _ => None,
         };
         let holders = feeder.max_sessions_per_row.map(|cap| RowHolders::new(feeder.rows.len(), cap));
-        Self { next: AtomicUsize::new(0), permutation, tally, holders }
+        Self { next: AtomicUsize::new(0), first: 0, step: 1, permutation, tally, holders }
+    }
+
+    /// The cursor of `segment` of a split night: this segment's draws are every N-th of one machine's,
+    /// starting at its index.
+    #[must_use]
+    pub fn segment(self, segment: Option<crate::model::Segment>) -> Self {
+        match segment {
+            Some(s) => Self { first: s.index() as usize, step: s.count() as usize, ..self },
+            None => self,
+        }
     }
 
     /// What a skewed feeder drew so far; `None` for the other orders.
@@ -219,7 +233,7 @@ impl Cursor {
             // The draw was made for this feeder's rows: its indices are below their count.
             Order::Skewed(draw) => draw.sample(rng, 0).as_u64().map_or(0, |i| i as usize).min(len - 1),
             Order::Sequential | Order::Shuffle => {
-                let n = self.next.fetch_add(1, Ordering::Relaxed);
+                let n = self.first.saturating_add(self.next.fetch_add(1, Ordering::Relaxed).saturating_mul(self.step));
                 if n >= len && feeder.when_exhausted == WhenExhausted::Stop {
                     return None;
                 }

@@ -100,6 +100,27 @@ impl Plan {
         Ok(self)
     }
 
+    /// Segment `segment` of this plan (`degrade run --segment K/N`): the same schedule, of which the engine
+    /// sends the arrivals or runs the users the segment owns, with the caps on sessions in flight and on
+    /// connections divided the same way, so the N segments together hold what one machine would. The hash is
+    /// kept: the merged night is the same workload as a single machine's.
+    ///
+    /// # Errors
+    /// A replayed tape: its requests are handed out in the order sessions ask for them on one machine, which
+    /// N machines cannot reproduce exactly.
+    pub fn segmented(mut self, segment: crate::model::Segment) -> Result<Self, String> {
+        if self.tape.is_some() && segment.count() > 1 {
+            return Err(format!(
+                "--segment {segment}: a scenario that replays a [[tape]] cannot be split across machines yet (its \
+                 requests are handed out in one machine's order); run it on one machine"
+            ));
+        }
+        self.load.max_in_flight = segment.share_of_cap(self.load.max_in_flight);
+        self.target.max_connections = self.target.max_connections.map(|c| segment.share_of_cap(c));
+        self.segment = Some(segment);
+        Ok(self)
+    }
+
     /// One step of a capacity search: the same requests, in the open model, arriving at `rate` a second for
     /// `hold`, every request measured. The hash is kept: a step is part of its night, never a series of its own.
     #[must_use]

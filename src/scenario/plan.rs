@@ -9,7 +9,7 @@ use std::time::Duration;
 use http::{HeaderName, Method};
 use serde_json_path::JsonPath;
 
-use crate::model::LoadModel;
+use crate::model::{LoadModel, Segment};
 use crate::tape::Router;
 use crate::tape::survey::Survey;
 
@@ -49,6 +49,12 @@ pub struct Plan {
     pub variables: Vec<String>,
     /// How much load, in which shape.
     pub load: Load,
+    /// The share of the load this process sends when a night is split across machines (`--segment K/N`,
+    /// set by [`Plan::segmented`]); `None` sends it all.
+    pub segment: Option<Segment>,
+    /// When the load starts, if not at once: a segment of a split night waits for the shared start, after
+    /// everything else is ready, so the N segments' schedules line up.
+    pub start_at: Option<std::time::Instant>,
     /// What is valid but probably not meant (two different requests measured as one endpoint, say).
     pub warnings: Vec<String>,
 }

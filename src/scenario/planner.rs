@@ -105,6 +105,8 @@ pub(super) fn resolve(
             endpoints,
             variables,
             load,
+            segment: None,
+            start_at: None,
             warnings: checker.warnings.into_iter().map(|w| w.message).collect(),
         }),
         _ => Err(ConfigErrors(checker.errors)),

@@ -2,7 +2,8 @@
 //!
 //! A baseline holds only runs of the same scenario *and the same workload* (scenario hash: a changed scenario
 //! file starts a new series), that measured the build validly (`finished`, `passed`, `regressed`), and never
-//! the candidate itself. A night whose regression a rerun confirmed measured the build twice; a window counts
+//! the candidate itself, measured by as many generator machines as the candidate (`runs.segments`: a night split
+//! across N machines is compared with nights of N, whose generators' share of the latency is the same). A night whose regression a rerun confirmed measured the build twice; a window counts
 //! it once, as its rerun (which the pair's status and alerts speak for): counted twice, a slower build would
 //! pass as the new level a night early, and re-judging a rerun would put the run it confirmed into its own
 //! baseline. A run named by `run:ID` is the user's choice, and one run is never counted twice.
@@ -145,6 +146,7 @@ impl Store {
         let query = concat!(
             select_runs!(),
             "where scenarios.name = $1 and runs.scenario_hash = $2 and runs.id <> $3 \
+             and runs.segments = (select candidate.segments from runs as candidate where candidate.id = $3) \
              and ((cast($9 as text) = 'valid' and runs.status in ('finished', 'passed', 'regressed') \
                  and (cast($7 as bigint) is not null or not exists (select 1 from runs as reruns \
                      where reruns.confirms_run_id = runs.id and reruns.status in ('finished', 'passed', 'regressed')))) \

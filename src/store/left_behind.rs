@@ -29,7 +29,9 @@ impl<'a> LeftBehind<'a> {
 }
 
 impl Store {
-    /// Marks `aborted`, at `now`, every run still `running` where `scope` says; returns their ids.
+    /// Marks `aborted`, at `now`, every run still `running` where `scope` says; returns their ids. A night split
+    /// across machines holds no lease (its segments meet in `segmented_runs`): it is left running while one of
+    /// its segments was seen in the last minute, and marked like any other once none was (all of them lost).
     pub async fn abort_interrupted_runs(
         &self,
         scope: LeftBehind<'_>,
@@ -41,6 +43,9 @@ impl Store {
                      where status = 'running' \
                      and (cast($2 as bigint) is null or scenario_id not in \
                          (select scenario_id from scenario_leases where expires_at > $2)) \
+                     and id not in (select s.run_id from segmented_runs s \
+                         where s.run_id is not null and s.merged_at is null and exists (select 1 from run_segments r \
+                             where r.run_key = s.run_key and r.seen_at > $1 - 60000)) \
                      and (cast($3 as text) is null or scenario_id in (select id from scenarios where name = $3)) \
                      returning id";
         let mut ids: Vec<RunId> = retry_busy(|| async move {

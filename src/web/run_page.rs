@@ -54,6 +54,8 @@ struct RunPage {
     telemetry: Option<super::run_telemetry::TelemetryView>,
     /// The night's capacity search, when it ran one.
     capacity: Option<super::capacity_chart::CapacityView>,
+    /// The segments of a night split across machines, each with its own figures; empty for one machine.
+    segments: Vec<crate::model::SegmentFigures>,
 }
 
 // Templates pass every argument by reference.
@@ -61,6 +63,16 @@ struct RunPage {
 impl RunPage {
     fn ms(us: &i64) -> String {
         format!("{:.1}", *us as f64 / 1000.0)
+    }
+
+    /// A segment's figure in ms, or a dash when it never reported one.
+    fn ms_or_dash(us: &Option<i64>) -> String {
+        us.map_or_else(|| "–".to_owned(), |us| format!("{:.1}", us as f64 / 1000.0))
+    }
+
+    /// A segment's count, or a dash.
+    fn count_or_dash(count: &Option<i64>) -> String {
+        count.map_or_else(|| "–".to_owned(), |c| c.to_string())
     }
 
     fn errors(endpoint: &EndpointResult) -> String {
@@ -191,6 +203,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let held_back = state.store.held_back_in_a_row(&run.scenario, run.id).await?.told_at(Some(run.id));
     let thin = thin_endpoints(&endpoints);
     let capacity = state.store.capacity(id).await?.as_ref().map(super::capacity_chart::view);
+    let segments = state.store.segment_figures(id).await?;
     let page = RunPage {
         run,
         duration,
@@ -207,6 +220,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         thin,
         telemetry,
         capacity,
+        segments,
     };
     Ok(Html(page.render()?))
 }

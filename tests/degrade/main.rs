@@ -37,6 +37,9 @@
 //! - `book`: the manual builds with mdBook without a warning and its links resolve (ignored without mdbook;
 //!   `.ci/run` installs it).
 //! - `tape`: `degrade tape import` of the committed fixtures, and tape replays against a recording server.
+//! - `segments`: a night split across three `degrade run --segment k/3` processes meeting in PostgreSQL,
+//!   merged into one run whose counts equal the plan; two processes for one index, a barrier timeout, a killed
+//!   segment, another scenario, a wrong clock.
 //! - `route_keys`: endpoints keyed by their query parameter names, in scenario runs, tape imports and replays,
 //!   and the runs stored under the old keys, which stay a series of their own.
 //! - `tape_privacy`: a corpus of recordings full of private values, none of which may reach a tape or flows.
@@ -93,6 +96,7 @@ mod tape;
 mod tape_privacy;
 mod telemetry;
 mod telemetry_prometheus;
+mod segments;
 mod websocket;
 mod websocket_frames;
 mod support;

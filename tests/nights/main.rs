@@ -13,6 +13,8 @@
 //! - `capacity`: capacity nights against a worker pool whose knee is known in advance: found, stored on SQLite
 //!   and PostgreSQL, a fall judged; bad `[scenario.capacity]` sections refused naming the field.
 //! - `capacity_nights`: ten capacity nights of an unchanged build, no capacity finding.
+//! - `segments_latency`: a night split across three `--segment k/3` processes against a fixed-latency target
+//!   reads the percentiles of one process running the same plan.
 //! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
 //!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
 
@@ -23,6 +25,7 @@ mod capacity;
 mod capacity_nights;
 mod confirm;
 mod pool_target;
+mod segments_latency;
 mod slow_target;
 mod tails;
 mod telemetry_judged;

@@ -1,0 +1,138 @@
+//! `--segment K/N --run-key KEY` on `degrade run` and `degrade check --run-now`: one segment of a night split
+//! across N machines, meeting the others in PostgreSQL (`pipeline::segments`). What it prints: its own share,
+//! and the merged night when this segment was the last to finish and merged it.
+
+use std::time::Duration;
+
+use anyhow::bail;
+
+use super::live::Live;
+use crate::clock::Clock;
+use crate::model::{BaselineSpec, RunId, RunStatus, Segment};
+use crate::pipeline::Job;
+use crate::pipeline::segments::{self, MergedNight, SegmentEnd, SegmentJob};
+use crate::store::Store;
+
+/// The flags of a split night, shared by `run` and `check --run-now`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SegmentArgs {
+    /// Send only segment K of N of the night (K from 0, e.g. 0/4 on the first of four machines): every segment
+    /// plans the whole night and sends its exact share; they meet in the PostgreSQL database, start together and
+    /// are merged into one run. Needs --run-key.
+    #[arg(long, value_name = "K/N", requires = "run_key", value_parser = |s: &str| s.parse::<Segment>())]
+    pub segment: Option<Segment>,
+    /// The night's key, the same for its N segments and new each night (a Kubernetes Job's name, say).
+    #[arg(long, value_name = "KEY", requires = "segment", value_parser = run_key)]
+    pub run_key: Option<String>,
+    /// How long a segment waits at the start barrier for the build and the other segments before the night is
+    /// invalid, naming the segments that never became ready.
+    #[arg(long, value_name = "DURATION", requires = "segment", value_parser = |s: &str| crate::config::durations::parse_positive(s, "5m"))]
+    pub barrier_timeout: Option<Duration>,
+}
+
+/// A `--run-key`: 1 to 128 letters, digits, `.`, `_`, `-` or `:`.
+fn run_key(text: &str) -> Result<String, String> {
+    let fine = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':');
+    if (1..=128).contains(&text.len()) && text.chars().all(fine) {
+        Ok(text.to_owned())
+    } else {
+        Err("a run key is 1 to 128 letters, digits, `.`, `_`, `-` or `:` (a Kubernetes Job's name fits)".to_owned())
+    }
+}
+
+/// A segment that ran: the night's run, and whether this segment merged it (then how it stands).
+pub(super) struct SegmentRan {
+    pub run_id: RunId,
+    pub merged: Option<MergedNight>,
+}
+
+/// Runs segment `segment` of `job` (SQLite refused: segments meet in a database they all reach). `Err` for a
+/// segment that could not take part; `Ok(None)` when the night is invalid before this segment sent anything.
+pub(super) async fn run(
+    store: &Store,
+    job: Job,
+    flags: &SegmentArgs,
+    build: Option<String>,
+    judged_against: Option<BaselineSpec>,
+) -> anyhow::Result<Result<SegmentRan, String>> {
+    let (Some(segment), Some(key)) = (flags.segment, flags.run_key.clone()) else {
+        bail!("--segment and --run-key go together")
+    };
+    if store.backend() != "postgres" {
+        bail!(
+            "--segment needs a PostgreSQL database ([database] url or DEGRADE_DATABASE_URL): the segments of a night \
+             meet in it, and a SQLite file is on one machine only"
+        );
+    }
+    let (live, stop) = Live::start(&job.plan);
+    let segment_job = SegmentJob {
+        scenario: job.name,
+        plan: job.plan,
+        config: job.scenario,
+        segment,
+        run_key: key.clone(),
+        barrier_timeout: flags.barrier_timeout.unwrap_or(segments::DEFAULT_BARRIER_TIMEOUT),
+        judged_against,
+    };
+    let ended = segments::run_segment(store, segment_job, build, &Clock::system(), stop, |p| live.update(p)).await;
+    live.finish();
+    match ended? {
+        SegmentEnd::Taken { holder } => bail!(
+            "segment {segment} of the night `{key}` is taken by {}: this process sends nothing",
+            crate::outside_text::printable(&holder)
+        ),
+        SegmentEnd::Invalid { run_id, reason } => {
+            let run = run_id.map_or_else(String::new, |id| format!(" (run {id})"));
+            Ok(Err(format!("the night `{key}`{run} is invalid: {reason}")))
+        }
+        SegmentEnd::Measured { run_id, measurement, merged, invalid_reason, .. } => {
+            let results = &measurement.results;
+            let overall = results.endpoints.first();
+            say!(
+                "segment {segment} of the night `{key}` (run {run_id}): {}, {} requests, p95 {:.1} ms",
+                results.status,
+                overall.map_or(0, |e| e.requests),
+                overall.map_or(0, |e| e.p95_us) as f64 / 1000.0
+            );
+            if let Some(night) = &merged {
+                say!("{}", describe(run_id, night));
+            } else if let Some(reason) = invalid_reason {
+                return Ok(Err(format!("the night `{key}` (run {run_id}) is invalid: {reason}")));
+            } else {
+                say!("the last segment to finish merges the night into run {run_id}");
+            }
+            Ok(Ok(SegmentRan { run_id, merged }))
+        }
+    }
+}
+
+/// The merged night in a few lines.
+fn describe(run_id: RunId, night: &MergedNight) -> String {
+    let spread =
+        night.start_spread_us.map_or_else(|| "unknown".to_owned(), |us| format!("{:.1} ms", us as f64 / 1000.0));
+    let mut text = format!(
+        "merged {} segments into run {run_id}: {}, {} requests, start spread {spread}",
+        night.segments, night.status, night.requests
+    );
+    for reason in &night.reasons {
+        text.push_str(&format!("\n  invalid: {}", crate::outside_text::printable(reason)));
+    }
+    text
+}
+
+/// The exit of a segment of `degrade run`: 0 when its share (and the night, if it merged it) finished, 3 when
+/// the night is invalid, 2 when it failed.
+pub(super) fn exit(ran: &Result<SegmentRan, String>) -> super::Exit {
+    match ran {
+        Err(reason) => {
+            say!("{}", crate::outside_text::printable(reason));
+            super::Exit::Inconclusive
+        }
+        Ok(SegmentRan { merged: Some(night), .. }) => match night.status {
+            RunStatus::Finished => super::Exit::Ok,
+            RunStatus::Invalid => super::Exit::Inconclusive,
+            _ => super::Exit::Error,
+        },
+        Ok(_) => super::Exit::Ok,
+    }
+}
