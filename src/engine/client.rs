@@ -1,5 +1,6 @@
 //! The HTTP client of the request hot loop: keep-alive HTTP/1.1 connections ([`super::http1`]) to one target,
-//! over plain TCP or rustls, reused across requests. What can go wrong is classified in [`super::failure`].
+//! over plain TCP or rustls, reused across requests, or HTTP/2 connections ([`super::http2`]) when the target
+//! asks for them. What can go wrong is classified in [`super::failure`].
 //!
 //! Each connection is driven by the task that uses it, and idle connections wait in a plain stack: no task
 //! hand-off and no keyed pool lookup per request. (reqwest, measured here, costs about 1.5x the CPU per
@@ -18,8 +19,12 @@ pub use super::failure::Failure;
 pub(crate) use super::failure::chain;
 pub(super) use super::http1::Stream;
 use super::http1::{Answer, Connection, Outgoing};
+use super::http2::Http2Pool;
 use super::ticks::Ticks;
 use crate::metrics::ErrorClass;
+use crate::model::ConnectionReport;
+use crate::scenario::plan::{Protocol, Target};
+use rustls::pki_types::CertificateDer;
 
 /// Where and how to connect.
 struct Address {
@@ -42,6 +47,8 @@ pub struct HttpClient {
     max_body: u64,
     /// The open-model pacer's wake-ups, on which answers expected soon are read.
     ticks: Option<Arc<Ticks>>,
+    /// HTTP/2 connections, when `[target] protocol` asks for them.
+    http2: Option<Arc<Http2Pool>>,
 }
 
 /// Connects under way at once, at most. Enough to open a closed model's connections quickly, few enough
@@ -106,7 +113,38 @@ impl HttpClient {
             pool: Arc::default(),
             max_body,
             ticks: None,
+            http2: None,
         })
+    }
+
+    /// A client for a scenario's target: its URL, limits, trusted certificates and protocol.
+    pub(super) fn for_target(target: &Target) -> Result<Self, String> {
+        let mut client = Self::new(&target.base_url, target.connect_timeout, target.max_body)?;
+        let https = client.address.tls.is_some();
+        let roots = &target.extra_roots;
+        if https && !roots.is_empty() {
+            Arc::get_mut(&mut client.address).expect("not shared yet").tls =
+                Some(TlsConnector::from(Arc::new(tls_config_for(&[b"http/1.1"], roots))));
+        }
+        let alpn: &[&[u8]] = match target.protocol {
+            Protocol::Http1 => return Ok(client),
+            // HTTP/2 is negotiated over TLS only: a plain-text "auto" target is HTTP/1.1.
+            Protocol::Auto if !https => return Ok(client),
+            Protocol::Auto => &[b"h2", b"http/1.1"],
+            Protocol::Http2 => &[b"h2"],
+        };
+        let tls = https.then(|| TlsConnector::from(Arc::new(tls_config_for(alpn, roots))));
+        let auto = target.protocol == Protocol::Auto;
+        client.http2 = Some(Arc::new(Http2Pool::new(target.http2_connections, tls, auto, target.max_body)));
+        Ok(client)
+    }
+
+    /// What the run's HTTP/2 connections negotiated, when the target asked for HTTP/2; `None` for HTTP/1.1
+    /// by choice.
+    pub(super) fn connection_report(&self) -> Option<ConnectionReport> {
+        let http2 = self.http2.as_ref()?;
+        // Nothing connected (the target was down): nothing was negotiated, and saying HTTP/1.1 would be wrong.
+        http2.report()
     }
 
     /// This client's connections read answers expected before the open-model pacer's next arrival when it
@@ -129,6 +167,12 @@ impl HttpClient {
 
     /// Sends `request` and reads the whole response.
     pub async fn send(&self, request: &Outgoing) -> Result<Answer, Failure> {
+        if let Some(http2) = &self.http2
+            && !http2.fell_back()
+            && let Some(answered) = http2.send(self, request).await
+        {
+            return answered;
+        }
         let mut connection = match self.checkout().await {
             Checkout::Idle(mut connection) => {
                 if connection.closed_while_idle() {
@@ -228,7 +272,16 @@ impl HttpClient {
     /// `stamped`: a WebSocket is not, since a stamped socket reads only on the pacer's wake-ups, which suit an
     /// answer expected soon, not pushes that may come at any time.
     pub(super) async fn open_stream(&self, stamped: bool) -> Result<Box<dyn Stream>, Failure> {
-        let Address { host, port, tls } = &*self.address;
+        self.open_stream_over(stamped, self.address.tls.as_ref()).await
+    }
+
+    /// [`Self::open_stream`] with `tls` instead of the target's HTTP/1.1 TLS (HTTP/2's ALPN offer).
+    pub(super) async fn open_stream_over(
+        &self,
+        stamped: bool,
+        tls: Option<&TlsConnector>,
+    ) -> Result<Box<dyn Stream>, Failure> {
+        let Address { host, port, .. } = &*self.address;
         let connecting = async {
             let tcp = TcpStream::connect((host.as_str(), *port)).await?;
             tcp.set_nodelay(true)?;
@@ -238,17 +291,17 @@ impl HttpClient {
                 // cost (ci/bench-engine.sh: 1.25x wrk's with them, 0.99x without).
                 #[cfg(target_os = "linux")]
                 Some(ticks) if stamped => match super::timed_tcp::TimedTcp::new(tcp, Arc::clone(ticks)) {
-                    Ok(timed) => secured(tls.as_ref(), host, timed?).await,
-                    Err(unstamped) => secured(tls.as_ref(), host, unstamped).await,
+                    Ok(timed) => secured(tls, host, timed?).await,
+                    Err(unstamped) => secured(tls, host, unstamped).await,
                 },
-                _ => secured(tls.as_ref(), host, tcp).await,
+                _ => secured(tls, host, tcp).await,
             }
         };
         let limit = humantime::format_duration(self.connect_timeout);
         tokio::time::timeout(self.connect_timeout, connecting)
             .await
             .map_err(|_| Failure::new(ErrorClass::Connect, format!("cannot connect within {limit}")))?
-            .map_err(|e| Failure::new(ErrorClass::Connect, format!("cannot connect: {e}")))
+            .map_err(|e| connect_failure(&e))
     }
 
     /// Whether the target is `https://`.
@@ -279,6 +332,41 @@ impl HttpClient {
         }
         String::from_utf8(answer.body.to_vec()).map_err(|_| "the answer is not UTF-8 text".to_owned())
     }
+}
+
+impl super::http2::Dial for HttpClient {
+    fn host_header(&self) -> &str {
+        &self.host_header
+    }
+
+    fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    fn open(&self, tls: Option<&TlsConnector>) -> impl Future<Output = Result<Box<dyn Stream>, Failure>> + Send {
+        self.open_stream_over(true, tls)
+    }
+
+    /// Keeps the stream as an idle HTTP/1.1 connection. It was opened outside a connect slot, so no slot is
+    /// freed.
+    fn keep_http1(&self, stream: Box<dyn Stream>) {
+        self.keep(Connection::new(stream));
+    }
+}
+
+/// A failed connect: `connect`, but for a server that refused every application protocol ALPN offered, which
+/// is a `protocol` error that says so (the server is there; it does not speak what the scenario asked).
+fn connect_failure(error: &std::io::Error) -> Failure {
+    let refused_alpn = error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>())
+        .is_some_and(|e| matches!(e, rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)));
+    if refused_alpn {
+        let message = "the server refused every protocol offered in TLS's ALPN: it does not speak HTTP/2 (protocol = \
+                       \"http2\"); protocol = \"auto\" would fall back to HTTP/1.1";
+        return Failure::new(ErrorClass::Protocol, message);
+    }
+    Failure::new(ErrorClass::Connect, format!("cannot connect: {error}"))
 }
 
 /// `tcp`, wrapped in TLS when the target is `https://`.
@@ -328,13 +416,21 @@ fn tls_connector() -> TlsConnector {
 /// TLS for HTTP/1.1 on ring with the Mozilla roots from webpki-roots: the same trust wherever degrade runs,
 /// whatever the machine's certificate store holds. Webhook delivery uses it too.
 pub(crate) fn tls_config() -> rustls::ClientConfig {
-    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    tls_config_for(&[b"http/1.1"], &[])
+}
+
+/// TLS offering `alpn` in ALPN, trusting `extra_roots` (`[target] ca_file`) besides the Mozilla roots.
+fn tls_config_for(alpn: &[&[u8]], extra_roots: &[CertificateDer<'static>]) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    // Each was parsed when the scenario was read; one rustls cannot use is left out (its handshakes then fail
+    // as a certificate error, which names it).
+    let _ = roots.add_parsable_certificates(extra_roots.iter().cloned());
     let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .expect("ring supports the default protocol versions")
         .with_root_certificates(roots)
         .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     config
 }
 

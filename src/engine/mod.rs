@@ -6,12 +6,14 @@
 //! finish; on Ctrl-C they get a short grace, then are cut off and counted as `aborted_at_end`.
 
 mod alarm;
+mod answer;
 pub mod client;
 mod cpu;
 mod echo_probe;
 mod machine_load;
 mod failure;
 mod http1;
+mod http2;
 mod outcome;
 mod own_runtime;
 mod pacer;
@@ -80,8 +82,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     let machine_at_start = machine_load::MachineSample::now();
     let echo = echo_probe::EchoProbe::start();
     let planned = plan.load.duration();
-    let client = HttpClient::new(&plan.target.base_url, plan.target.connect_timeout, plan.target.max_body)
-        .expect("the scenario checked the base URL");
+    let client = HttpClient::for_target(&plan.target).expect("the scenario checked the base URL");
     // The open-model pacer wakes for every arrival; answers due before the next one are read then.
     let ticks = (plan.load.model == LoadModel::Open).then(|| Arc::new(ticks::Ticks::default()));
     let client = match &ticks {
@@ -132,6 +133,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
             .zip(machine_load::MachineSample::now())
             .and_then(|(first, last)| last.use_since(first)),
         echo: echo.and_then(echo_probe::EchoProbe::finish),
+        connection: shared.client.connection_report(),
     };
     let wall = start.elapsed();
     outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, &cpu, interruption.as_ref())

@@ -41,6 +41,9 @@ pub(super) struct RawTarget {
     pub max_body: Option<Spanned<String>>,
     #[serde(default)]
     pub headers: BTreeMap<String, Spanned<String>>,
+    pub protocol: Option<Spanned<String>>,
+    pub http2_connections: Option<Spanned<i64>>,
+    pub ca_file: Option<Spanned<String>>,
 }
 
 /// One `[[data]]` feeder.

@@ -49,6 +49,9 @@
 //! - `websocket`: WebSocket steps against the WebSocket stub (`support::ws_stub`): awaits timed from the send's
 //!   intended start, pushes counted on their class, pings answered, every failure in its class;
 //!   `websocket_frames`: the connection dropped (1006), a 1011 close, fragmented messages with pings between.
+//! - `http2`: the engine over HTTP/2 against hyper's HTTP/2 server and a raw `h2` one (`support::h2_stub`): h2c
+//!   and TLS with ALPN, the negotiated protocol kept, the stream limit's queue timed, a stall in p99, stream
+//!   resets and GOAWAY in their classes, a huge body capped, an HTTP/1.1-only server refused clearly.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -67,6 +70,7 @@ mod demo;
 mod distributions;
 mod docs;
 mod engine;
+mod http2;
 mod glance;
 mod har_memory;
 mod held_back_machine;

@@ -138,6 +138,12 @@ fn results(n: i64, p95_ms: i64, status: RunStatus, reasons: &[&str]) -> RunResul
                     distinct_ids: 812,
                 }],
             }),
+            // What an HTTP/2 run negotiated is kept with it, to compare with its baseline's.
+            connection: Some(degrade::model::ConnectionReport {
+                negotiated: degrade::model::WireProtocol::H2,
+                connections_opened: 2,
+                max_concurrent_streams: Some(100),
+            }),
         },
         endpoints: vec![
             endpoint("POST /cards", p95_ms * 2),
