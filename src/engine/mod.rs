@@ -1,7 +1,8 @@
 //! The load engine: runs a [`Plan`] against its target and measures it.
 //!
 //! A pacer ([`pacer`]) starts sessions, open model (planned arrivals) or closed (looping users); each
-//! session runs the one request loop ([`session`]) over pooled HTTP/1.1 connections ([`client`], [`http1`]) and reports
+//! session runs the one request loop ([`session`]) over pooled HTTP/1.1 connections ([`client`], [`http1`]), or
+//! multiplexed HTTP/2 ones ([`http2`]) when the target asks, and reports
 //! every request to one [`recorder`]. When the plan ends, in-flight requests get until their timeout to
 //! finish; on Ctrl-C they get a short grace, then are cut off and counted as `aborted_at_end`.
 

@@ -1,9 +1,11 @@
-//! The note a verdict carries when tonight's requests went over another protocol than its baseline nights'
-//! (`[target] protocol`, or `"auto"` negotiating otherwise): HTTP/2's multiplexed connection queues and
-//! fails differently from HTTP/1.1's pool, so a change in latency may be the protocol's, not the build's.
+//! The note a verdict carries when tonight's requests went over another protocol than its baseline nights':
+//! HTTP/2's multiplexed connection queues and fails differently from HTTP/1.1's pool, so a change in latency
+//! may be the protocol's, not the build's. Editing `[target] protocol` starts a new series (the workload's hash
+//! is the scenario's text), so this is `"auto"` negotiating otherwise: a load balancer that started or stopped
+//! agreeing to `h2`.
 //!
-//! A note, not a reason to refuse the night: a team that moves its scenario to HTTP/2 on purpose would
-//! otherwise have no verdict until a whole new baseline had gathered, and the note names the nights concerned.
+//! A note, not a reason to refuse the night: the night still measured the build as its users reach it, and
+//! the note names the baseline nights concerned.
 
 use crate::model::{Run, WireProtocol};
 

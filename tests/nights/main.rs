@@ -13,6 +13,7 @@
 //! - `capacity`: capacity nights against a worker pool whose knee is known in advance: found, stored on SQLite
 //!   and PostgreSQL, a fall judged; bad `[scenario.capacity]` sections refused naming the field.
 //! - `capacity_nights`: ten capacity nights of an unchanged build, no capacity finding.
+//! - `http2_latency`: a fixed delay of hyper's HTTP/2 server read within ±3 ms, over h2c and TLS with ALPN.
 //! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
 //!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
 
@@ -22,6 +23,7 @@
 mod capacity;
 mod capacity_nights;
 mod confirm;
+mod http2_latency;
 mod pool_target;
 mod slow_target;
 mod tails;

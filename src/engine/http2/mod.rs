@@ -30,7 +30,7 @@ use tokio_rustls::TlsConnector;
 
 use super::answer::Answer;
 use super::failure::Failure;
-use super::http1::{Outgoing, Stream};
+use super::http1::{MAX_HEAD, Outgoing, Stream};
 use crate::metrics::ErrorClass;
 use crate::model::{ConnectionReport, WireProtocol};
 use watched::{Watch, Watched};
@@ -54,6 +54,7 @@ const INITIAL_STREAMS: usize = 100;
 
 /// Each stream's receive window, and the connection's: large enough that a body of a few megabytes is not
 /// held back by window updates, as browsers set them (h2's default of 64 KiB halves a large body's rate).
+/// The connection's is also the most a connection holds of DATA its requests have not read yet.
 const STREAM_WINDOW: u32 = 4 * 1024 * 1024;
 const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
 
@@ -213,6 +214,10 @@ impl Http2Pool {
             .initial_max_send_streams(INITIAL_STREAMS)
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
+            // Memory stays bounded whatever the server sends: a header block (or trailers) of at most HTTP/1.1's
+            // head limit, no pushed streams, and unread DATA within the windows above.
+            .max_header_list_size(MAX_HEAD as u32)
+            .enable_push(false)
             .handshake::<_, Bytes>(Watched::new(stream, Arc::clone(&watch)))
             .await
             .map_err(|e| exchange::classify(&e, &watch, "starting HTTP/2"))?;
