@@ -137,3 +137,24 @@ async fn a_huge_body_is_capped_and_its_stream_reset_not_its_connection() {
     assert_eq!(huge.errors_by_class.get("body_too_large"), Some(&5), "{:?}", huge.error_samples);
     assert_eq!(connection(&measurement).connections_opened, 1, "capping a body resets its stream only");
 }
+
+#[test]
+fn bad_protocol_settings_are_refused_at_their_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("not-pem.txt"), "hello").unwrap();
+    let path = dir.path().join("scenario.toml");
+    let text = "[target]\nbase_url = \"https://localhost:8443\"\nprotocol = \"h3\"\nhttp2_connections = 0\n\
+                ca_file = \"not-pem.txt\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n\
+                [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 1\n";
+    let errors = degrade::scenario::parse(&path, text, None, &|_| None).unwrap_err().to_string();
+    for expected in [
+        "scenario.toml:3:12: target.protocol: `h3` is not a protocol; use \"http1\", \"http2\" or \"auto\"",
+        "scenario.toml:4:21: target.http2_connections: 0 is not a count from 1 to 1000",
+        "scenario.toml:5:11: target.ca_file: not-pem.txt holds no certificate",
+    ] {
+        assert!(errors.contains(expected), "{expected}\nnot in\n{errors}");
+    }
+    let devices = text.replace("not-pem.txt", "/dev/zero").replace("\"h3\"", "\"http2\"");
+    let errors = degrade::scenario::parse(&path, &devices, None, &|_| None).unwrap_err().to_string();
+    assert!(errors.contains("target.ca_file: /dev/zero is not a regular file"), "{errors}");
+}

@@ -254,4 +254,24 @@ mod tests {
         Frames::default().follow(&bytes[..15], &watch);
         assert_eq!(watch.goaway(), None);
     }
+
+    #[tokio::test]
+    async fn writes_wait_for_one_yield_then_leave_together() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let mut watched = Watched::new(Box::new(client), Arc::default());
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        for frame in [&b"first "[..], b"second"] {
+            assert!(matches!(Pin::new(&mut watched).poll_write(&mut cx, frame), Poll::Ready(Ok(6))));
+        }
+        assert!(Pin::new(&mut watched).poll_flush(&mut cx).is_pending(), "the first flush yields");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let mut buf = [0_u8; 64];
+        assert!(server.try_read(&mut buf).is_err(), "nothing sent before the flush goes on");
+        assert!(matches!(Pin::new(&mut watched).poll_flush(&mut cx), Poll::Ready(Ok(()))));
+        server.readable().await.unwrap();
+        let read = server.try_read(&mut buf).unwrap();
+        assert_eq!(&buf[..read], b"first second");
+    }
 }
