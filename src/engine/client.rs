@@ -47,8 +47,13 @@ pub struct HttpClient {
     max_body: u64,
     /// The open-model pacer's wake-ups, on which answers expected soon are read.
     ticks: Option<Arc<Ticks>>,
-    /// HTTP/2 connections, when `[target] protocol` asks for them.
+    /// What a request goes over when its step does not say (`[target] protocol`).
+    protocol: Protocol,
+    /// HTTP/2 connections, when the target or a step asks for `"http2"`.
     http2: Option<Arc<Http2Pool>>,
+    /// HTTP/2 connections that may fall back to HTTP/1.1, when the target or a step asks for `"auto"` of an
+    /// `https://` target.
+    auto: Option<Arc<Http2Pool>>,
 }
 
 /// Connects under way at once, at most. Enough to open a closed model's connections quickly, few enough
@@ -113,12 +118,15 @@ impl HttpClient {
             pool: Arc::default(),
             max_body,
             ticks: None,
+            protocol: Protocol::Http1,
             http2: None,
+            auto: None,
         })
     }
 
-    /// A client for a scenario's target: its URL, limits, trusted certificates and protocol.
-    pub(super) fn for_target(target: &Target) -> Result<Self, String> {
+    /// A client for a scenario's target: its URL, limits, trusted certificates and protocol, and the
+    /// connections the protocols of `steps` (those that set their own) need.
+    pub(super) fn for_target(target: &Target, steps: &[Protocol]) -> Result<Self, String> {
         let mut client = Self::new(&target.base_url, target.connect_timeout, target.max_body)?;
         let https = client.address.tls.is_some();
         let roots = &target.extra_roots;
@@ -126,25 +134,29 @@ impl HttpClient {
             Arc::get_mut(&mut client.address).expect("not shared yet").tls =
                 Some(TlsConnector::from(Arc::new(tls_config_for(&[b"http/1.1"], roots))));
         }
-        let alpn: &[&[u8]] = match target.protocol {
-            Protocol::Http1 => return Ok(client),
-            // HTTP/2 is negotiated over TLS only: a plain-text "auto" target is HTTP/1.1.
-            Protocol::Auto if !https => return Ok(client),
-            Protocol::Auto => &[b"h2", b"http/1.1"],
-            Protocol::Http2 => &[b"h2"],
+        client.protocol = target.protocol;
+        let wanted = |p: Protocol| target.protocol == p || steps.contains(&p);
+        let pool = |alpn: &[&[u8]], auto: bool| {
+            let tls = https.then(|| TlsConnector::from(Arc::new(tls_config_for(alpn, roots))));
+            Some(Arc::new(Http2Pool::new(target.http2_connections, tls, auto, target.max_body)))
         };
-        let tls = https.then(|| TlsConnector::from(Arc::new(tls_config_for(alpn, roots))));
-        let auto = target.protocol == Protocol::Auto;
-        client.http2 = Some(Arc::new(Http2Pool::new(target.http2_connections, tls, auto, target.max_body)));
+        if wanted(Protocol::Http2) {
+            client.http2 = pool(&[b"h2"], false);
+        }
+        // HTTP/2 is negotiated over TLS only: "auto" on a plain-text target is HTTP/1.1.
+        if wanted(Protocol::Auto) && https {
+            client.auto = pool(&[b"h2", b"http/1.1"], true);
+        }
         Ok(client)
     }
 
     /// What the run's HTTP/2 connections negotiated, when the target asked for HTTP/2; `None` for HTTP/1.1
     /// by choice.
     pub(super) fn connection_report(&self) -> Option<ConnectionReport> {
-        let http2 = self.http2.as_ref()?;
-        // Nothing connected (the target was down): nothing was negotiated, and saying HTTP/1.1 would be wrong.
-        http2.report()
+        // The target's protocol's first, then a step's. Nothing connected (the target was down): nothing was
+        // negotiated, and saying HTTP/1.1 would be wrong.
+        let first = if self.protocol == Protocol::Auto { [&self.auto, &self.http2] } else { [&self.http2, &self.auto] };
+        first.into_iter().flatten().find_map(|pool| pool.report())
     }
 
     /// This client's connections read answers expected before the open-model pacer's next arrival when it
@@ -165,11 +177,21 @@ impl HttpClient {
         &self.prefix
     }
 
-    /// Sends `request` and reads the whole response.
+    /// Sends `request` over the target's protocol and reads the whole response.
     pub async fn send(&self, request: &Outgoing) -> Result<Answer, Failure> {
-        if let Some(http2) = &self.http2
-            && !http2.fell_back()
-            && let Some(answered) = http2.send(self, request).await
+        self.send_over(request, self.protocol).await
+    }
+
+    /// Sends `request` over `protocol` (a step's own) and reads the whole response.
+    pub(super) async fn send_over(&self, request: &Outgoing, protocol: Protocol) -> Result<Answer, Failure> {
+        let pool = match protocol {
+            Protocol::Http1 => None,
+            Protocol::Http2 => self.http2.as_ref(),
+            Protocol::Auto => self.auto.as_ref(),
+        };
+        if let Some(pool) = pool
+            && !pool.fell_back()
+            && let Some(answered) = pool.send(self, request).await
         {
             return answered;
         }
@@ -301,7 +323,7 @@ impl HttpClient {
         tokio::time::timeout(self.connect_timeout, connecting)
             .await
             .map_err(|_| Failure::new(ErrorClass::Connect, format!("cannot connect within {limit}")))?
-            .map_err(|e| connect_failure(&e))
+            .map_err(|e| connect_failure(&e, tls))
     }
 
     /// Whether the target is `https://`.
@@ -356,14 +378,25 @@ impl super::http2::Dial for HttpClient {
 
 /// A failed connect: `connect`, but for a server that refused every application protocol ALPN offered, which
 /// is a `protocol` error that says so (the server is there; it does not speak what the scenario asked).
-fn connect_failure(error: &std::io::Error) -> Failure {
+fn connect_failure(error: &std::io::Error, tls: Option<&TlsConnector>) -> Failure {
     let refused_alpn = error
         .get_ref()
         .and_then(|e| e.downcast_ref::<rustls::Error>())
         .is_some_and(|e| matches!(e, rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)));
     if refused_alpn {
-        let message = "the server refused every protocol offered in TLS's ALPN: it does not speak HTTP/2 (protocol = \
-                       \"http2\"); protocol = \"auto\" would fall back to HTTP/1.1";
+        let offered = tls.map(|t| t.config().alpn_protocols.clone()).unwrap_or_default();
+        let names: Vec<String> = offered.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
+        let hint = if !offered.iter().any(|p| p == b"http/1.1") {
+            "; protocol = \"auto\" would fall back to HTTP/1.1"
+        } else if !offered.iter().any(|p| p == b"h2") {
+            "; it may speak HTTP/2 only: protocol = \"http2\""
+        } else {
+            ""
+        };
+        let message = format!(
+            "the server refused every protocol offered in TLS's ALPN ({}): it does not speak them{hint}",
+            names.join(", ")
+        );
         return Failure::new(ErrorClass::Protocol, message);
     }
     Failure::new(ErrorClass::Connect, format!("cannot connect: {error}"))

@@ -83,7 +83,8 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     let machine_at_start = machine_load::MachineSample::now();
     let echo = echo_probe::EchoProbe::start();
     let planned = plan.load.duration();
-    let client = HttpClient::for_target(&plan.target).expect("the scenario checked the base URL");
+    let step_protocols: Vec<_> = plan.flows.iter().flat_map(|f| &f.steps).filter_map(|s| s.protocol).collect();
+    let client = HttpClient::for_target(&plan.target, &step_protocols).expect("the scenario checked the base URL");
     // The open-model pacer wakes for every arrival; answers due before the next one are read then.
     let ticks = (plan.load.model == LoadModel::Open).then(|| Arc::new(ticks::Ticks::default()));
     let client = match &ticks {

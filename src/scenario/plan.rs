@@ -194,6 +194,8 @@ pub struct Step {
     pub think: Option<Think>,
     /// What a WebSocket step does; `None` for an HTTP request.
     pub ws: Option<super::ws_plan::WsAction>,
+    /// `protocol`: the HTTP this step's requests go over, when not `[target] protocol`.
+    pub protocol: Option<Protocol>,
 }
 
 /// A request body.

@@ -128,6 +128,8 @@ pub(super) struct RawStep {
     #[serde(default)]
     pub extract: BTreeMap<String, Spanned<toml::Value>>,
     pub think: Option<Spanned<toml::Value>>,
+    /// This HTTP step's protocol, when not the target's.
+    pub protocol: Option<Spanned<String>>,
 }
 
 /// `expect = { … }` of a step.

@@ -65,9 +65,10 @@ async fn auto_follows_a_server_that_chooses_http1_in_alpn_and_says_so() {
 async fn asking_http2_of_an_http1_only_server_fails_the_run_and_says_why() {
     let plain = H2Stub::http1_only(None).await;
     let tls = H2Stub::http1_only(Some(HTTP1)).await;
-    for (stub, why) in
-        [(&plain, "does not speak HTTP/2 over plain TCP"), (&tls, "it does not speak HTTP/2 (protocol = \"http2\")")]
-    {
+    for (stub, why) in [
+        (&plain, "does not speak HTTP/2 over plain TCP"),
+        (&tls, "refused every protocol offered in TLS's ALPN (h2): it does not speak them; protocol = \"auto\""),
+    ] {
         let measurement = run_scenario(&scenario(&stub.url(), "http2", "", "/fast", 20, 1), &[]).await;
         assert_eq!(measurement.results.status, RunStatus::Failed, "{:?}", measurement.results.validity_reasons);
         let fast = endpoint(&measurement, "GET /fast");
@@ -157,4 +158,30 @@ fn bad_protocol_settings_are_refused_at_their_line_and_field() {
     let devices = text.replace("not-pem.txt", "/dev/zero").replace("\"h3\"", "\"http2\"");
     let errors = degrade::scenario::parse(&path, &devices, None, &|_| None).unwrap_err().to_string();
     assert!(errors.contains("target.ca_file: /dev/zero is not a regular file"), "{errors}");
+    // A step's own protocol is checked alike; a WebSocket step opens with HTTP/1.1's upgrade, and refuses one.
+    let steps = text.replace(
+        "path = \"/\"\n",
+        "path = \"/\"\nprotocol = \"spdy\"\n[[flow.step]]\nws = \"connect\"\npath = \"/ws\"\nprotocol = \"http2\"\n",
+    );
+    let errors = degrade::scenario::parse(&path, &steps, None, &|_| None).unwrap_err().to_string();
+    assert!(errors.contains("flow[0].step[0].protocol: `spdy` is not a protocol"), "{errors}");
+    assert!(errors.contains("flow[0].step[1].protocol:"), "{errors}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_may_choose_its_own_protocol() {
+    // An h2c-only server: the target's HTTP/1.1 fails there, a step's own HTTP/2 does not.
+    let stub = H2Stub::http2(H2Options::default()).await;
+    let text = format!(
+        "[target]\nbase_url = \"{}\"\n\
+         [[flow]]\nname = \"one\"\n[[flow.step]]\nname = \"over http1\"\npath = \"/fast\"\n\
+         [[flow]]\nname = \"two\"\n[[flow.step]]\nname = \"over http2\"\npath = \"/fast\"\nprotocol = \"http2\"\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 40\n",
+        stub.url()
+    );
+    let measurement = run_scenario(&text, &[]).await;
+    let (http1, http2) = (endpoint(&measurement, "over http1"), endpoint(&measurement, "over http2"));
+    assert!(http1.requests > 0 && http1.errors == http1.requests, "{:?}", http1.errors_by_class);
+    assert!(http2.requests > 0 && http2.errors == 0, "{:?}", http2.error_samples);
+    assert_eq!(connection(&measurement).negotiated, WireProtocol::H2c, "the step's connections are reported");
 }
