@@ -21,10 +21,11 @@ pub(super) use super::http1::Stream;
 use super::http1::{Answer, Connection, Outgoing};
 use super::http2::Http2Pool;
 use super::ticks::Ticks;
+pub(crate) use super::tls::tls_config;
+use super::tls::{connect_failure, secured, tls_config_for, tls_connector};
 use crate::metrics::ErrorClass;
 use crate::model::ConnectionReport;
 use crate::scenario::plan::{Protocol, Target};
-use rustls::pki_types::CertificateDer;
 
 /// Where and how to connect.
 struct Address {
@@ -376,44 +377,6 @@ impl super::http2::Dial for HttpClient {
     }
 }
 
-/// A failed connect: `connect`, but for a server that refused every application protocol ALPN offered, which
-/// is a `protocol` error that says so (the server is there; it does not speak what the scenario asked).
-fn connect_failure(error: &std::io::Error, tls: Option<&TlsConnector>) -> Failure {
-    let refused_alpn = error
-        .get_ref()
-        .and_then(|e| e.downcast_ref::<rustls::Error>())
-        .is_some_and(|e| matches!(e, rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)));
-    if refused_alpn {
-        let offered = tls.map(|t| t.config().alpn_protocols.clone()).unwrap_or_default();
-        let names: Vec<String> = offered.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
-        let hint = if !offered.iter().any(|p| p == b"http/1.1") {
-            "; protocol = \"auto\" would fall back to HTTP/1.1"
-        } else if !offered.iter().any(|p| p == b"h2") {
-            "; it may speak HTTP/2 only: protocol = \"http2\""
-        } else {
-            ""
-        };
-        let message = format!(
-            "the server refused every protocol offered in TLS's ALPN ({}): it does not speak them{hint}",
-            names.join(", ")
-        );
-        return Failure::new(ErrorClass::Protocol, message);
-    }
-    Failure::new(ErrorClass::Connect, format!("cannot connect: {error}"))
-}
-
-/// `tcp`, wrapped in TLS when the target is `https://`.
-async fn secured<S: Stream + 'static>(
-    tls: Option<&TlsConnector>,
-    host: &str,
-    tcp: S,
-) -> std::io::Result<Box<dyn Stream>> {
-    let Some(tls) = tls else { return Ok(Box::new(tcp)) };
-    let name = rustls::pki_types::ServerName::try_from(host.to_owned())
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    Ok(Box::new(tls.connect(name, tcp).await?))
-}
-
 /// A connect slot in use: given back when dropped.
 struct ConnectSlot<'a>(&'a HttpClient);
 
@@ -441,31 +404,6 @@ impl Drop for Waiter<'_> {
 
 /// Most bytes of a version or health answer read.
 pub const MAX_TEXT_BODY: u64 = 64 * 1024;
-
-fn tls_connector() -> TlsConnector {
-    TlsConnector::from(Arc::new(tls_config()))
-}
-
-/// TLS for HTTP/1.1 on ring with the Mozilla roots from webpki-roots: the same trust wherever degrade runs,
-/// whatever the machine's certificate store holds. Webhook delivery uses it too.
-pub(crate) fn tls_config() -> rustls::ClientConfig {
-    tls_config_for(&[b"http/1.1"], &[])
-}
-
-/// TLS offering `alpn` in ALPN, trusting `extra_roots` (`[target] ca_file`) besides the Mozilla roots.
-fn tls_config_for(alpn: &[&[u8]], extra_roots: &[CertificateDer<'static>]) -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-    // Each was parsed when the scenario was read; one rustls cannot use is left out (its handshakes then fail
-    // as a certificate error, which names it).
-    let _ = roots.add_parsable_certificates(extra_roots.iter().cloned());
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    config
-}
 
 #[cfg(test)]
 mod tests {

@@ -27,6 +27,7 @@ mod request;
 mod session;
 mod step_context;
 mod tape_feed;
+mod tls;
 mod ws;
 mod ticks;
 #[cfg(target_os = "linux")]
