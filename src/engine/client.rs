@@ -1,5 +1,6 @@
 //! The HTTP client of the request hot loop: keep-alive HTTP/1.1 connections ([`super::http1`]) to one target,
-//! over plain TCP or rustls, reused across requests. What can go wrong is classified in [`super::failure`].
+//! over plain TCP or rustls, reused across requests, or HTTP/2 connections ([`super::http2`]) when the target
+//! asks for them. What can go wrong is classified in [`super::failure`].
 //!
 //! Each connection is driven by the task that uses it, and idle connections wait in a plain stack: no task
 //! hand-off and no keyed pool lookup per request. (reqwest, measured here, costs about 1.5x the CPU per
@@ -18,8 +19,13 @@ pub use super::failure::Failure;
 pub(crate) use super::failure::chain;
 pub(super) use super::http1::Stream;
 use super::http1::{Answer, Connection, Outgoing};
+use super::http2::Http2Pool;
 use super::ticks::Ticks;
+pub(crate) use super::tls::tls_config;
+use super::tls::{connect_failure, secured, tls_config_for, tls_connector};
 use crate::metrics::ErrorClass;
+use crate::model::ConnectionReport;
+use crate::scenario::plan::{Protocol, Target};
 
 /// Where and how to connect.
 struct Address {
@@ -42,6 +48,13 @@ pub struct HttpClient {
     max_body: u64,
     /// The open-model pacer's wake-ups, on which answers expected soon are read.
     ticks: Option<Arc<Ticks>>,
+    /// What a request goes over when its step does not say (`[target] protocol`).
+    protocol: Protocol,
+    /// HTTP/2 connections, when the target or a step asks for `"http2"`.
+    http2: Option<Arc<Http2Pool>>,
+    /// HTTP/2 connections that may fall back to HTTP/1.1, when the target or a step asks for `"auto"` of an
+    /// `https://` target.
+    auto: Option<Arc<Http2Pool>>,
 }
 
 /// Connects under way at once, at most. Enough to open a closed model's connections quickly, few enough
@@ -106,7 +119,45 @@ impl HttpClient {
             pool: Arc::default(),
             max_body,
             ticks: None,
+            protocol: Protocol::Http1,
+            http2: None,
+            auto: None,
         })
+    }
+
+    /// A client for a scenario's target: its URL, limits, trusted certificates and protocol, and the
+    /// connections the protocols of `steps` (those that set their own) need.
+    pub(super) fn for_target(target: &Target, steps: &[Protocol]) -> Result<Self, String> {
+        let mut client = Self::new(&target.base_url, target.connect_timeout, target.max_body)?;
+        let https = client.address.tls.is_some();
+        let roots = &target.extra_roots;
+        if https && !roots.is_empty() {
+            Arc::get_mut(&mut client.address).expect("not shared yet").tls =
+                Some(TlsConnector::from(Arc::new(tls_config_for(&[b"http/1.1"], roots))));
+        }
+        client.protocol = target.protocol;
+        let wanted = |p: Protocol| target.protocol == p || steps.contains(&p);
+        let pool = |alpn: &[&[u8]], auto: bool| {
+            let tls = https.then(|| TlsConnector::from(Arc::new(tls_config_for(alpn, roots))));
+            Some(Arc::new(Http2Pool::new(target.http2_connections, tls, auto, target.max_body)))
+        };
+        if wanted(Protocol::Http2) {
+            client.http2 = pool(&[b"h2"], false);
+        }
+        // HTTP/2 is negotiated over TLS only: "auto" on a plain-text target is HTTP/1.1.
+        if wanted(Protocol::Auto) && https {
+            client.auto = pool(&[b"h2", b"http/1.1"], true);
+        }
+        Ok(client)
+    }
+
+    /// What the run's HTTP/2 connections negotiated, when the target asked for HTTP/2; `None` for HTTP/1.1
+    /// by choice.
+    pub(super) fn connection_report(&self) -> Option<ConnectionReport> {
+        // The target's protocol's first, then a step's. Nothing connected (the target was down): nothing was
+        // negotiated, and saying HTTP/1.1 would be wrong.
+        let first = if self.protocol == Protocol::Auto { [&self.auto, &self.http2] } else { [&self.http2, &self.auto] };
+        first.into_iter().flatten().find_map(|pool| pool.report())
     }
 
     /// This client's connections read answers expected before the open-model pacer's next arrival when it
@@ -127,8 +178,24 @@ impl HttpClient {
         &self.prefix
     }
 
-    /// Sends `request` and reads the whole response.
+    /// Sends `request` over the target's protocol and reads the whole response.
     pub async fn send(&self, request: &Outgoing) -> Result<Answer, Failure> {
+        self.send_over(request, self.protocol).await
+    }
+
+    /// Sends `request` over `protocol` (a step's own) and reads the whole response.
+    pub(super) async fn send_over(&self, request: &Outgoing, protocol: Protocol) -> Result<Answer, Failure> {
+        let pool = match protocol {
+            Protocol::Http1 => None,
+            Protocol::Http2 => self.http2.as_ref(),
+            Protocol::Auto => self.auto.as_ref(),
+        };
+        if let Some(pool) = pool
+            && !pool.fell_back()
+            && let Some(answered) = pool.send(self, request).await
+        {
+            return answered;
+        }
         let mut connection = match self.checkout().await {
             Checkout::Idle(mut connection) => {
                 if connection.closed_while_idle() {
@@ -228,7 +295,16 @@ impl HttpClient {
     /// `stamped`: a WebSocket is not, since a stamped socket reads only on the pacer's wake-ups, which suit an
     /// answer expected soon, not pushes that may come at any time.
     pub(super) async fn open_stream(&self, stamped: bool) -> Result<Box<dyn Stream>, Failure> {
-        let Address { host, port, tls } = &*self.address;
+        self.open_stream_over(stamped, self.address.tls.as_ref()).await
+    }
+
+    /// [`Self::open_stream`] with `tls` instead of the target's HTTP/1.1 TLS (HTTP/2's ALPN offer).
+    pub(super) async fn open_stream_over(
+        &self,
+        stamped: bool,
+        tls: Option<&TlsConnector>,
+    ) -> Result<Box<dyn Stream>, Failure> {
+        let Address { host, port, .. } = &*self.address;
         let connecting = async {
             let tcp = TcpStream::connect((host.as_str(), *port)).await?;
             tcp.set_nodelay(true)?;
@@ -238,17 +314,17 @@ impl HttpClient {
                 // cost (ci/bench-engine.sh: 1.25x wrk's with them, 0.99x without).
                 #[cfg(target_os = "linux")]
                 Some(ticks) if stamped => match super::timed_tcp::TimedTcp::new(tcp, Arc::clone(ticks)) {
-                    Ok(timed) => secured(tls.as_ref(), host, timed?).await,
-                    Err(unstamped) => secured(tls.as_ref(), host, unstamped).await,
+                    Ok(timed) => secured(tls, host, timed?).await,
+                    Err(unstamped) => secured(tls, host, unstamped).await,
                 },
-                _ => secured(tls.as_ref(), host, tcp).await,
+                _ => secured(tls, host, tcp).await,
             }
         };
         let limit = humantime::format_duration(self.connect_timeout);
         tokio::time::timeout(self.connect_timeout, connecting)
             .await
             .map_err(|_| Failure::new(ErrorClass::Connect, format!("cannot connect within {limit}")))?
-            .map_err(|e| Failure::new(ErrorClass::Connect, format!("cannot connect: {e}")))
+            .map_err(|e| connect_failure(&e, tls))
     }
 
     /// Whether the target is `https://`.
@@ -281,16 +357,24 @@ impl HttpClient {
     }
 }
 
-/// `tcp`, wrapped in TLS when the target is `https://`.
-async fn secured<S: Stream + 'static>(
-    tls: Option<&TlsConnector>,
-    host: &str,
-    tcp: S,
-) -> std::io::Result<Box<dyn Stream>> {
-    let Some(tls) = tls else { return Ok(Box::new(tcp)) };
-    let name = rustls::pki_types::ServerName::try_from(host.to_owned())
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    Ok(Box::new(tls.connect(name, tcp).await?))
+impl super::http2::Dial for HttpClient {
+    fn host_header(&self) -> &str {
+        &self.host_header
+    }
+
+    fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    fn open(&self, tls: Option<&TlsConnector>) -> impl Future<Output = Result<Box<dyn Stream>, Failure>> + Send {
+        self.open_stream_over(true, tls)
+    }
+
+    /// Keeps the stream as an idle HTTP/1.1 connection. It was opened outside a connect slot, so no slot is
+    /// freed.
+    fn keep_http1(&self, stream: Box<dyn Stream>) {
+        self.keep(Connection::new(stream));
+    }
 }
 
 /// A connect slot in use: given back when dropped.
@@ -320,23 +404,6 @@ impl Drop for Waiter<'_> {
 
 /// Most bytes of a version or health answer read.
 pub const MAX_TEXT_BODY: u64 = 64 * 1024;
-
-fn tls_connector() -> TlsConnector {
-    TlsConnector::from(Arc::new(tls_config()))
-}
-
-/// TLS for HTTP/1.1 on ring with the Mozilla roots from webpki-roots: the same trust wherever degrade runs,
-/// whatever the machine's certificate store holds. Webhook delivery uses it too.
-pub(crate) fn tls_config() -> rustls::ClientConfig {
-    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    config
-}
 
 #[cfg(test)]
 mod tests {

@@ -19,6 +19,8 @@ use std::time::Instant;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
+pub use super::answer::Answer;
+use super::answer::MAX_HEADERS;
 use super::failure::{Failure, classify_io, incomplete};
 use crate::metrics::ErrorClass;
 
@@ -37,6 +39,12 @@ pub(super) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {
         // known idle (a TLS stream over a timed one looks with a read).
         let mut cx = Context::from_waker(Waker::noop());
         Pin::new(self).poll_read(&mut cx, &mut probe).is_ready()
+    }
+
+    /// The application protocol TLS's ALPN agreed on (`h2`, `http/1.1`); `None` over plain TCP, or when the
+    /// server chose none.
+    fn alpn(&self) -> Option<&[u8]> {
+        None
     }
 }
 
@@ -57,13 +65,14 @@ impl<S: Stream> Stream for tokio_rustls::client::TlsStream<S> {
     fn arrival(&self) -> Option<Instant> {
         self.get_ref().0.arrival()
     }
+
+    fn alpn(&self) -> Option<&[u8]> {
+        self.get_ref().1.alpn_protocol()
+    }
 }
 
 /// Most bytes of a response head (status line and headers), as nginx's default for request heads.
 pub(super) const MAX_HEAD: usize = 64 * 1024;
-
-/// Most header fields in one response head.
-const MAX_HEADERS: usize = 100;
 
 /// Most bytes of a chunk-size line or of the trailer fields after the last chunk.
 const MAX_CHUNK_LINE: usize = 4 * 1024;
@@ -78,33 +87,6 @@ pub struct Outgoing {
     pub bytes: Bytes,
     /// False for HEAD, whose response has no body whatever its headers say.
     pub response_has_body: bool,
-}
-
-/// A response read whole.
-#[derive(Debug, Clone)]
-pub struct Answer {
-    /// The status code.
-    pub status: u16,
-    /// The head as received: parsed again only when a header is asked for.
-    head: Bytes,
-    /// The body, decoded from its chunks if it was chunked.
-    pub body: Bytes,
-    /// When its last byte reached this machine, by the kernel's stamp, where known: it may have been read
-    /// later (the generator's delay, not the target's).
-    pub arrived: Option<Instant>,
-}
-
-impl Answer {
-    /// The first value of header `name` (any case), when there is one: as text, or `Err` when it is not UTF-8.
-    #[must_use]
-    pub fn header(&self, name: &str) -> Option<Result<&str, std::str::Utf8Error>> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut response = httparse::Response::new(&mut headers);
-        // The head parsed completely once already, so it does again.
-        response.parse(&self.head).ok()?;
-        let value = response.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name))?.value;
-        Some(std::str::from_utf8(value))
-    }
 }
 
 /// How a response's body ends.
@@ -159,7 +141,7 @@ impl Connection {
         // Bytes after the response were not asked for: the connection is out of step with the server.
         let reusable = head.keep_alive && head.framing != Framing::UntilClose && self.buffer.is_empty();
         let arrived = self.stream.arrival();
-        Ok((Answer { status: head.status, head: head_bytes, body, arrived }, reusable))
+        Ok((Answer::http1(head.status, head_bytes, body, arrived), reusable))
     }
 
     /// Reads more bytes into the buffer; the end of the stream is an error, the response being incomplete.

@@ -1,17 +1,20 @@
 //! The load engine: runs a [`Plan`] against its target and measures it.
 //!
 //! A pacer ([`pacer`]) starts sessions, open model (planned arrivals) or closed (looping users); each
-//! session runs the one request loop ([`session`]) over pooled HTTP/1.1 connections ([`client`], [`http1`]) and reports
+//! session runs the one request loop ([`session`]) over pooled HTTP/1.1 connections ([`client`], [`http1`]), or
+//! multiplexed HTTP/2 ones ([`http2`]) when the target asks, and reports
 //! every request to one [`recorder`]. When the plan ends, in-flight requests get until their timeout to
 //! finish; on Ctrl-C they get a short grace, then are cut off and counted as `aborted_at_end`.
 
 mod alarm;
+mod answer;
 pub mod client;
 mod cpu;
 mod echo_probe;
 mod machine_load;
 mod failure;
 mod http1;
+mod http2;
 mod outcome;
 mod own_runtime;
 mod pacer;
@@ -25,6 +28,7 @@ mod request;
 mod session;
 mod step_context;
 mod tape_feed;
+mod tls;
 mod ws;
 mod ticks;
 #[cfg(target_os = "linux")]
@@ -83,8 +87,8 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     // recorder's seconds count from it, so the segments' timelines add up second by second.
     let start = plan.start_at.map_or_else(Instant::now, |at| at.max(Instant::now()));
     let planned = plan.load.duration();
-    let client = HttpClient::new(&plan.target.base_url, plan.target.connect_timeout, plan.target.max_body)
-        .expect("the scenario checked the base URL");
+    let step_protocols: Vec<_> = plan.flows.iter().flat_map(|f| &f.steps).filter_map(|s| s.protocol).collect();
+    let client = HttpClient::for_target(&plan.target, &step_protocols).expect("the scenario checked the base URL");
     // The open-model pacer wakes for every arrival; answers due before the next one are read then.
     let ticks = (plan.load.model == LoadModel::Open).then(|| Arc::new(ticks::Ticks::default()));
     let client = match &ticks {
@@ -151,6 +155,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
             .zip(machine_load::MachineSample::now())
             .and_then(|(first, last)| last.use_since(first)),
         echo: echo.and_then(echo_probe::EchoProbe::finish),
+        connection: shared.client.connection_report(),
     };
     let wall = start.elapsed();
     let mut measurement =

@@ -44,6 +44,8 @@ pub(super) struct GeneratorCpu {
     pub machine: Option<super::machine_load::MachineUse>,
     /// The loopback echo's round trips: how fast the machine itself was.
     pub echo: Option<super::echo_probe::EchoFigures>,
+    /// What the target's HTTP/2 connections negotiated (not CPU, but measured beside the requests as it is).
+    pub connection: Option<crate::model::ConnectionReport>,
 }
 
 /// Seconds of measured stages within the first `ran` of the run.
@@ -152,6 +154,7 @@ pub(super) fn measure(
         measured_secs: measured,
         tape: plan.tape.as_ref().map(coverage),
         skew: Vec::new(),
+        connection: cpu.connection,
     };
     let results = RunResults {
         status,

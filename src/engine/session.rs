@@ -28,7 +28,7 @@ use super::step_context::StepContext;
 use crate::metrics::ErrorClass;
 use crate::model::LoadModel;
 use crate::scenario::feeder::{Cursor, Drawn};
-use crate::scenario::plan::{Body, ExtractFrom, Flow, Step};
+use crate::scenario::plan::{Body, ExtractFrom, Flow, Protocol, Step};
 use crate::scenario::template::{Expr, RenderContext};
 use crate::scenario::ws_plan::{WsAction, WsPayload};
 use crate::scenario::{Plan, Think};
@@ -243,7 +243,7 @@ async fn http_step(
     let dispatched = slot.as_ref().map_or_else(Instant::now, |s| s.waiting_since);
     shared.recorder.dispatching(step.endpoint, measured);
     let (sent, outcome) = match request {
-        Ok(request) => exchange(shared, request, dispatched, alarm, slot).await,
+        Ok(request) => exchange(shared, (request, step.protocol), dispatched, alarm, slot).await,
         Err(failure) => (None, Err(failure)),
     };
     let Ended { end, in_hand } = ended(sent, &outcome, plan.target.timeout);
@@ -320,10 +320,11 @@ fn think(think: Option<Think>, rng: &mut SmallRng) -> Duration {
 }
 
 /// Waits for a connection slot (when `[target] max_connections` limits them and `held` is not one), then
-/// sends the request, giving up at the timeout. Returns when it went on the wire, if it did.
+/// sends the request over its step's protocol (the target's when `None`), giving up at the timeout. Returns
+/// when it went on the wire, if it did.
 pub(super) async fn exchange(
     shared: &RunShared,
-    request: Outgoing,
+    (request, protocol): (Outgoing, Option<Protocol>),
     dispatched: Instant,
     alarm: &mut Alarm,
     held: Option<Slot<'_>>,
@@ -335,7 +336,8 @@ pub(super) async fn exchange(
         (None, None) => (None, dispatched),
     };
     alarm.set(sent + timeout);
-    let mut sending = std::pin::pin!(shared.client.send(&request));
+    let protocol = protocol.unwrap_or(shared.plan.target.protocol);
+    let mut sending = std::pin::pin!(shared.client.send_over(&request, protocol));
     let result = poll_fn(|cx| match sending.as_mut().poll(cx) {
         Poll::Ready(result) => Poll::Ready(result),
         Poll::Pending => alarm.poll_rang(cx).map(|()| {

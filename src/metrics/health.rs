@@ -23,8 +23,10 @@ const GONE_AFTER_AT_LEAST_REQUESTS: i64 = 3;
 /// cut) means the target was down or unreachable, not slower.
 pub const MAX_TRANSPORT_FAILURE_SHARE: f64 = 0.5;
 
-/// The transport failures: the request never got an HTTP answer.
-const TRANSPORT: [ErrorClass; 3] = [ErrorClass::Connect, ErrorClass::Timeout, ErrorClass::Reset];
+/// The transport failures: the request never got an HTTP answer (an HTTP/2 stream reset or left by GOAWAY
+/// is HTTP/1.1's connection reset).
+const TRANSPORT: [ErrorClass; 5] =
+    [ErrorClass::Connect, ErrorClass::Timeout, ErrorClass::Reset, ErrorClass::StreamReset, ErrorClass::GoAway];
 /// The generator's own: arrivals never sent, requests cut off at the end. Never the target's answers.
 const GENERATORS: [ErrorClass; 2] = [ErrorClass::Dropped, ErrorClass::AbortedAtEnd];
 

@@ -34,6 +34,10 @@ pub enum ErrorClass {
     Assertion,
     /// An `extract` found nothing to take.
     Extraction,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM) instead of answering it.
+    StreamReset,
+    /// HTTP/2: the server closed the connection with GOAWAY before answering the request's stream.
+    GoAway,
     /// The body passed the target's `max_body`: the rest was not read and the connection was dropped.
     BodyTooLarge,
     /// An open-model arrival over the in-flight cap: never sent.
@@ -44,7 +48,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class, in the order reports list them.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 13] = [
         Self::Connect,
         Self::Timeout,
         Self::Reset,
@@ -53,6 +57,8 @@ impl ErrorClass {
         Self::Http5xx,
         Self::Assertion,
         Self::Extraction,
+        Self::StreamReset,
+        Self::GoAway,
         Self::BodyTooLarge,
         Self::Dropped,
         Self::AbortedAtEnd,
@@ -70,6 +76,8 @@ impl ErrorClass {
             Self::Http5xx => "http_5xx",
             Self::Assertion => "assertion",
             Self::Extraction => "extraction",
+            Self::StreamReset => "stream_reset",
+            Self::GoAway => "goaway",
             Self::BodyTooLarge => "body_too_large",
             Self::Dropped => "dropped",
             Self::AbortedAtEnd => "aborted_at_end",

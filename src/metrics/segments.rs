@@ -174,6 +174,17 @@ fn load_summary(segments: &[SegmentResults], measured_secs: f64) -> LoadSummary 
         measured_secs,
         tape: None,
         skew: skew(segments),
+        // Every segment spoke to the same target the same way: one negotiation, their connections added.
+        connection: segments.iter().find_map(|s| s.load_summary.connection).map(|first| {
+            crate::model::ConnectionReport {
+                connections_opened: segments
+                    .iter()
+                    .filter_map(|s| s.load_summary.connection)
+                    .map(|c| c.connections_opened)
+                    .sum(),
+                ..first
+            }
+        }),
     }
 }
 

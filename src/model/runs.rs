@@ -190,6 +190,55 @@ pub struct LoadSummary {
     /// Empty for scenarios without skewed data, and for runs stored before it was counted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skew: Vec<SkewObserved>,
+    /// How the run's requests reached the target when its scenario asked for HTTP/2 (`[target] protocol`):
+    /// what was negotiated, and the server's stream limit. `None` for HTTP/1.1 by choice, and for runs stored
+    /// before HTTP/2, which were all HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<ConnectionReport>,
+}
+
+/// What a run's connections to its target negotiated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionReport {
+    /// The protocol the requests went over.
+    pub negotiated: WireProtocol,
+    /// Connections opened during the run (more than `[target] http2_connections` when the server closed
+    /// some, with GOAWAY or not).
+    pub connections_opened: u64,
+    /// The lowest `SETTINGS_MAX_CONCURRENT_STREAMS` the server sent; `None` when it set no limit.
+    pub max_concurrent_streams: Option<u64>,
+}
+
+/// The protocol a run's requests went over, named as TLS's ALPN names it (`h2c` for HTTP/2 on plain TCP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WireProtocol {
+    /// HTTP/1.1.
+    #[serde(rename = "http/1.1")]
+    Http1,
+    /// HTTP/2 over TLS, agreed by ALPN.
+    #[serde(rename = "h2")]
+    H2,
+    /// HTTP/2 over plain TCP, with prior knowledge.
+    #[serde(rename = "h2c")]
+    H2c,
+}
+
+impl WireProtocol {
+    /// The name as stored and shown.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Http1 => "http/1.1",
+            Self::H2 => "h2",
+            Self::H2c => "h2c",
+        }
+    }
+
+    /// What a run's summary says it went over: HTTP/1.1 when it reported nothing.
+    #[must_use]
+    pub fn of(summary: &LoadSummary) -> Self {
+        summary.connection.as_ref().map_or(Self::Http1, |c| c.negotiated)
+    }
 }
 
 /// One skewed feeder or draw as a run drew it: its predicted shares beside the observed ones, so a cap, a

@@ -171,6 +171,7 @@ async fn judge_against_nights(
     if comparison == Comparison::Nightly && baseline.len() < gates.min_runs as usize {
         judgement.summary += &invalid_nights_left_out(&store.invalid_runs_in_window(candidate, spec).await?);
     }
+    judgement.summary += &super::protocol_change::protocol_note(candidate, &baseline);
     if !left_out.is_empty() {
         let ids: Vec<String> = left_out.iter().map(|l| format!("#{}", l.id)).collect();
         let (nights, their) = if ids.len() == 1 { ("night", "its") } else { ("nights", "their") };

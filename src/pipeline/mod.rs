@@ -18,6 +18,7 @@ pub mod fault;
 pub mod held_back;
 pub mod interrupted;
 pub mod judge_run;
+pub mod protocol_change;
 pub mod runner;
 pub mod segments;
 

@@ -20,6 +20,7 @@ mod step_key;
 mod step_values;
 mod scope;
 mod steps;
+mod target_protocol;
 mod ws_capacity;
 mod ws_settings;
 mod ws_steps;

@@ -128,6 +128,42 @@ pub struct Target {
     pub max_body: u64,
     /// Sent with every request unless a step sets the same header.
     pub headers: Vec<(HeaderName, Template)>,
+    /// Which HTTP the requests go over (`[target] protocol`).
+    pub protocol: Protocol,
+    /// HTTP/2 connections kept to the target (`[target] http2_connections`), their streams shared by all
+    /// requests.
+    pub http2_connections: usize,
+    /// Certificates trusted besides the Mozilla roots (`[target] ca_file`): a private CA, a self-signed test
+    /// server.
+    pub extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+}
+
+/// Which HTTP a target is spoken to in (`[target] protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// HTTP/1.1 on keep-alive connections: degrade's own client.
+    #[default]
+    Http1,
+    /// HTTP/2 only: ALPN `h2` over TLS (refused otherwise), h2c with prior knowledge over plain TCP.
+    Http2,
+    /// HTTP/2 when TLS's ALPN agrees to it, else HTTP/1.1; HTTP/1.1 over plain TCP.
+    Auto,
+}
+
+impl Protocol {
+    /// The values `[target] protocol` takes, for messages.
+    pub const NAMES: &str = "\"http1\", \"http2\" or \"auto\"";
+
+    /// The value written in a scenario.
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "http1" => Some(Self::Http1),
+            "http2" => Some(Self::Http2),
+            "auto" => Some(Self::Auto),
+            _ => None,
+        }
+    }
 }
 
 /// One `[[flow]]`: a user journey.
@@ -167,6 +203,8 @@ pub struct Step {
     pub think: Option<Think>,
     /// What a WebSocket step does; `None` for an HTTP request.
     pub ws: Option<super::ws_plan::WsAction>,
+    /// `protocol`: the HTTP this step's requests go over, when not `[target] protocol`.
+    pub protocol: Option<Protocol>,
 }
 
 /// A request body.

@@ -119,7 +119,17 @@ fn resolve_target(
     raw: RawTarget,
     target_override: Option<&str>,
 ) -> Option<Target> {
-    let RawTarget { base_url, timeout, connect_timeout, max_connections, max_body, headers } = raw;
+    let RawTarget {
+        base_url,
+        timeout,
+        connect_timeout,
+        max_connections,
+        max_body,
+        headers,
+        protocol,
+        http2_connections,
+        ca_file,
+    } = raw;
     let base_url = match (target_override, &base_url) {
         (Some(url), _) => Some(url.trim_end_matches('/').to_owned()),
         (None, Some(url)) => checker.check(url, "target.base_url", |u| {
@@ -153,7 +163,12 @@ fn resolve_target(
         None => Some(DEFAULT_MAX_BODY),
     };
     let headers = header_templates(checker, scope, &headers, "target.headers", &[], &[]);
+    let wire =
+        super::target_protocol::resolve(checker, protocol.as_ref(), http2_connections.as_ref(), ca_file.as_ref());
     Some(Target {
+        protocol: wire.protocol?,
+        http2_connections: wire.http2_connections?,
+        extra_roots: wire.extra_roots?,
         base_url: base_url?,
         timeout: timeout?,
         connect_timeout: connect_timeout?,

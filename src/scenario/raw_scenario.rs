@@ -41,6 +41,9 @@ pub(super) struct RawTarget {
     pub max_body: Option<Spanned<String>>,
     #[serde(default)]
     pub headers: BTreeMap<String, Spanned<String>>,
+    pub protocol: Option<Spanned<String>>,
+    pub http2_connections: Option<Spanned<i64>>,
+    pub ca_file: Option<Spanned<String>>,
 }
 
 /// One `[[data]]` feeder.
@@ -130,6 +133,8 @@ pub(super) struct RawStep {
     #[serde(default)]
     pub extract: BTreeMap<String, Spanned<toml::Value>>,
     pub think: Option<Spanned<toml::Value>>,
+    /// This HTTP step's protocol, when not the target's.
+    pub protocol: Option<Spanned<String>>,
 }
 
 /// `expect = { … }` of a step.

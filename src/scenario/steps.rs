@@ -10,7 +10,7 @@ use http::Method;
 use toml::Spanned;
 
 use super::json_template::JsonTemplate;
-use super::plan::{Body, Extraction, Flow, Step};
+use super::plan::{Body, Extraction, Flow, Protocol, Step};
 use super::raw_scenario::{RawFlow, RawStep};
 use super::scope::{Scope, expr_name, header_templates, template};
 use super::step_values::{parse_extract, parse_method, parse_think, resolve_expect};
@@ -103,6 +103,11 @@ fn resolve_step(
     }
     let field = |f: &str| format!("{prefix}.{f}");
     refuse_ws_keys(checker, &raw, &field);
+    let protocol = raw.protocol.as_ref().and_then(|p| {
+        checker.check(p, &field("protocol"), |p| {
+            Protocol::parse(p).ok_or_else(|| format!("`{p}` is not a protocol; use {}", Protocol::NAMES))
+        })
+    });
     let RawStep { name, method, path, query, headers, json, body, expect, extract, think, .. } = raw;
     let Some(path) = path else {
         // Somewhere in the step: the first key it set (a step of only a `think` still has that).
@@ -191,6 +196,7 @@ fn resolve_step(
         extract: extractions,
         think,
         ws: None,
+        protocol,
     };
     Some(step)
 }

@@ -73,6 +73,8 @@ fn keys_set(raw: &RawStep, ws: &Spanned<String>) -> Vec<(&'static str, std::ops:
     add("fanout", raw.fanout.as_ref().map(Spanned::span), raw.fanout.is_some());
     add("expect", None, raw.expect.is_some());
     add("extract", raw.extract.values().next().map(Spanned::span), !raw.extract.is_empty());
+    // A socket opens with HTTP/1.1's upgrade whatever the target's protocol.
+    add("protocol", raw.protocol.as_ref().map(Spanned::span), raw.protocol.is_some());
     set
 }
 
@@ -118,6 +120,7 @@ pub(super) fn resolve_ws_step(
         extract: extract?,
         think,
         ws: Some(action),
+        protocol: None,
     })
 }
 

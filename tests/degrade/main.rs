@@ -57,6 +57,9 @@
 //!   image's CMD parsed by degrade's own parser, its ConfigMap checked by degrade's checkers, the night's
 //!   Indexed Job split the same in its three places; `.dockerignore` lets in every file the image's Rust stage
 //!   reads. `ci/container.sh` builds and runs the image itself.
+//! - `http2`: the engine over HTTP/2 against hyper's HTTP/2 server and a raw `h2` one (`support::h2_stub`): h2c
+//!   and TLS with ALPN, the negotiated protocol kept, the stream limit's queue timed, a stall in p99, stream
+//!   resets and GOAWAY in their classes, a huge body capped, an HTTP/1.1-only server refused clearly.
 //! - `har_memory`: hostile HARs imported in bounded memory, measured under `/usr/bin/time -v` (skipped without
 //!   it; `.ci/run` installs it).
 
@@ -75,6 +78,7 @@ mod demo;
 mod distributions;
 mod docs;
 mod engine;
+mod http2;
 mod glance;
 mod har_memory;
 mod held_back_machine;

@@ -149,6 +149,12 @@ fn results(n: i64, p95_ms: i64, status: RunStatus, reasons: &[&str]) -> RunResul
                 observed_hottest: 0.1337,
                 observed_top_percent: 0.3902,
             }],
+            // What an HTTP/2 run negotiated is kept with it, to compare with its baseline's.
+            connection: Some(degrade::model::ConnectionReport {
+                negotiated: degrade::model::WireProtocol::H2,
+                connections_opened: 2,
+                max_concurrent_streams: Some(100),
+            }),
         },
         endpoints: vec![
             endpoint("POST /cards", p95_ms * 2),

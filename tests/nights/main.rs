@@ -15,6 +15,7 @@
 //! - `capacity_nights`: ten capacity nights of an unchanged build, no capacity finding.
 //! - `segments_latency`: a night split across three `--segment k/3` processes against a fixed-latency target
 //!   reads the percentiles of one process running the same plan.
+//! - `http2_latency`: a fixed delay of hyper's HTTP/2 server read within ±3 ms, over h2c and TLS with ALPN.
 //! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
 //!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
 
@@ -24,6 +25,7 @@
 mod capacity;
 mod capacity_nights;
 mod confirm;
+mod http2_latency;
 mod pool_target;
 mod segments_latency;
 mod slow_target;

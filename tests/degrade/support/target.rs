@@ -55,38 +55,7 @@ const STALL_FOR: Duration = Duration::from_secs(1);
 impl StubTarget {
     pub async fn start() -> Self {
         let counters = Arc::new(Counters::default());
-        let app = Router::new()
-            .route("/fast", get(|| async { Json(json!({"ok": true, "items": [{"id": 1}]})) }))
-            .route("/stall", get(stall))
-            .route(
-                "/hang",
-                get(|| async {
-                    tokio::time::sleep(Duration::from_mins(1)).await;
-                    "too late"
-                }),
-            )
-            .route(
-                "/slow",
-                get(|| async {
-                    tokio::time::sleep(Duration::from_secs(2)).await;
-                    "late"
-                }),
-            )
-            .route(
-                "/status/{code}",
-                get(|Path(code): Path<u16>| async move { (StatusCode::from_u16(code).unwrap(), "as asked") }),
-            )
-            .route("/json", get(|| async { Json(json!({"state": "broken", "count": 3})) }))
-            // A header HTTP allows (obs-text) that is not UTF-8: Latin-1 "café".
-            .route(
-                "/latin1-header",
-                get(|| async { ([("x-token", axum::http::HeaderValue::from_bytes(b"caf\xe9").unwrap())], "ok") }),
-            )
-            .route("/echo", get(echo))
-            .route("/hold", get(hold))
-            .route("/items", post(create))
-            .route("/items/{id}", get(read).delete(delete))
-            .with_state(Arc::clone(&counters));
+        let app = api(Arc::clone(&counters));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
@@ -98,6 +67,42 @@ impl StubTarget {
     pub fn url(&self) -> String {
         format!("http://{}", self.address)
     }
+}
+
+/// The stub API's routes, for any server to serve (the HTTP/2 stub serves them too).
+pub fn api(counters: Arc<Counters>) -> Router {
+    Router::new()
+        .route("/fast", get(|| async { Json(json!({"ok": true, "items": [{"id": 1}]})) }))
+        .route("/stall", get(stall))
+        .route(
+            "/hang",
+            get(|| async {
+                tokio::time::sleep(Duration::from_mins(1)).await;
+                "too late"
+            }),
+        )
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                "late"
+            }),
+        )
+        .route(
+            "/status/{code}",
+            get(|Path(code): Path<u16>| async move { (StatusCode::from_u16(code).unwrap(), "as asked") }),
+        )
+        .route("/json", get(|| async { Json(json!({"state": "broken", "count": 3})) }))
+        // A header HTTP allows (obs-text) that is not UTF-8: Latin-1 "café".
+        .route(
+            "/latin1-header",
+            get(|| async { ([("x-token", axum::http::HeaderValue::from_bytes(b"caf\xe9").unwrap())], "ok") }),
+        )
+        .route("/echo", get(echo))
+        .route("/hold", get(hold))
+        .route("/items", post(create))
+        .route("/items/{id}", get(read).delete(delete))
+        .with_state(counters)
 }
 
 async fn stall(State(counters): State<Arc<Counters>>) -> &'static str {

@@ -1,0 +1,200 @@
+//! One request on an HTTP/2 connection: the request the engine encoded ([`super::super::request`], HTTP/1.1
+//! bytes, so steps, tapes and templates build requests one way whatever carries them) turned into an HTTP/2
+//! request, its response read whole within `max_body`, and h2's errors in the engine's classes.
+//!
+//! Turning the bytes back into fields costs a parse per request (`httparse`, a few hundred nanoseconds); h2
+//! needs a `HeaderMap` whatever the request came from, so a second encoder would save little and be a second
+//! place for a step's headers to go wrong.
+
+use bytes::{Bytes, BytesMut};
+use h2::client::SendRequest;
+use http::{HeaderName, HeaderValue, Request, Uri, header};
+
+use super::super::answer::{Answer, MAX_HEADERS};
+use super::super::failure::{Failure, classify_io};
+use super::super::http1::Outgoing;
+use super::watched::Watch;
+use crate::metrics::ErrorClass;
+
+/// Fields of HTTP/1.1 that mean nothing in HTTP/2 (RFC 9113 section 8.2.2): h2 refuses a request with them.
+const CONNECTION_FIELDS: [HeaderName; 5] = [
+    header::CONNECTION,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+];
+
+/// `request` (HTTP/1.1 bytes) as an HTTP/2 request to `scheme` and `authority` (used when the request names
+/// no `Host`), and its body.
+pub(super) fn to_http2(request: &Outgoing, scheme: &str, authority: &str) -> Result<(Request<()>, Bytes), Failure> {
+    let bad = |what: String| Failure::new(ErrorClass::Protocol, format!("cannot send the request over HTTP/2: {what}"));
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut fields);
+    let length = match parsed.parse(&request.bytes) {
+        Ok(httparse::Status::Complete(length)) => length,
+        Ok(httparse::Status::Partial) => return Err(bad("the request is incomplete".to_owned())),
+        Err(e) => return Err(bad(e.to_string())),
+    };
+    let host = parsed.headers.iter().find(|h| h.name.eq_ignore_ascii_case("host"));
+    let authority = match host.map(|h| std::str::from_utf8(h.value)) {
+        Some(Ok(host)) => host,
+        Some(Err(_)) => return Err(bad("its Host header is not text".to_owned())),
+        None => authority,
+    };
+    let target = parsed.path.unwrap_or("/");
+    let uri = Uri::builder()
+        .scheme(scheme)
+        .authority(authority)
+        .path_and_query(target)
+        .build()
+        .map_err(|e| bad(format!("`{authority}{target}`: {e}")))?;
+    let method = parsed.method.unwrap_or("GET");
+    let mut builder = Request::builder().method(method).uri(uri);
+    let headers = builder.headers_mut().expect("the method and URI were checked when the step was");
+    for field in parsed.headers.iter() {
+        let name = HeaderName::from_bytes(field.name.as_bytes()).map_err(|e| bad(e.to_string()))?;
+        if name == header::HOST
+            || CONNECTION_FIELDS.contains(&name)
+            || (name == header::TE && field.value != b"trailers")
+        {
+            continue;
+        }
+        let value = HeaderValue::from_bytes(field.value).map_err(|_| bad(format!("the {name} header's value")))?;
+        headers.append(name, value);
+    }
+    let built = builder.body(()).map_err(|e| bad(e.to_string()))?;
+    Ok((built, request.bytes.slice(length..)))
+}
+
+/// Sends a request on `sender` (ready for one) and reads its answer whole: at most `max_body` bytes of body,
+/// past which the stream is reset (the connection and its other streams go on).
+pub(super) async fn exchange(
+    sender: &mut SendRequest<Bytes>,
+    (request, body): (Request<()>, Bytes),
+    max_body: u64,
+    watch: &Watch,
+) -> Result<Answer, Failure> {
+    let (response, mut sending) =
+        sender.send_request(request, body.is_empty()).map_err(|e| classify(&e, watch, "sending the request"))?;
+    if !body.is_empty() {
+        // Queued whole: h2 sends it as the server's flow-control windows allow.
+        sending.send_data(body, true).map_err(|e| classify(&e, watch, "sending the body"))?;
+    }
+    let response = response.await.map_err(|e| classify(&e, watch, "waiting for the response"))?;
+    let (parts, mut stream) = response.into_parts();
+    let mut body = Body::default();
+    while let Some(chunk) = stream.data().await {
+        let chunk = chunk.map_err(|e| classify(&e, watch, "reading the body"))?;
+        // Given back at once: what bounds memory is max_body, not the window.
+        let _ = stream.flow_control().release_capacity(chunk.len());
+        body.push(chunk, max_body)?;
+    }
+    let trailers = stream.trailers().await.map_err(|e| classify(&e, watch, "reading the trailers"))?;
+    Ok(Answer::http2(parts.status.as_u16(), parts.headers, body.finish(), trailers, watch.arrival()))
+}
+
+/// A body as its DATA frames arrive: one frame kept as it is, more gathered.
+#[derive(Default)]
+struct Body {
+    first: Option<Bytes>,
+    more: Option<BytesMut>,
+    length: u64,
+}
+
+impl Body {
+    fn push(&mut self, chunk: Bytes, max_body: u64) -> Result<(), Failure> {
+        self.length += chunk.len() as u64;
+        if self.length > max_body {
+            let message = format!(
+                "the body passed max_body ({max_body} bytes) after {} bytes; its stream was reset, the rest not read",
+                self.length
+            );
+            return Err(Failure::new(ErrorClass::BodyTooLarge, message));
+        }
+        match (&mut self.first, &mut self.more) {
+            (None, _) => self.first = Some(chunk),
+            (Some(first), None) => {
+                let mut more = BytesMut::with_capacity(first.len() + chunk.len());
+                more.extend_from_slice(first);
+                more.extend_from_slice(&chunk);
+                self.more = Some(more);
+            }
+            (Some(_), Some(more)) => more.extend_from_slice(&chunk),
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Bytes {
+        match (self.first, self.more) {
+            (_, Some(more)) => more.freeze(),
+            (Some(first), None) => first,
+            (None, None) => Bytes::new(),
+        }
+    }
+}
+
+/// h2's error in the engine's classes: a stream the server reset is `stream_reset` and one its GOAWAY left
+/// unanswered `goaway`, each with the server's error code; an HTTP/1.1 answer to h2c a `protocol` error that
+/// says so; the connection's own errors as HTTP/1.1's.
+pub(super) fn classify(error: &h2::Error, watch: &Watch, doing: &str) -> Failure {
+    if watch.plain() && (watch.spoke_http1() || !watch.framed()) {
+        let what = if watch.spoke_http1() { "answered in HTTP/1.1" } else { "sent no HTTP/2 frame" };
+        let message = format!(
+            "{doing}: the server {what}: it does not speak HTTP/2 over plain TCP (h2c, asked by protocol = \"http2\" \
+             on an http:// target) ({})",
+            super::super::failure::chain(error)
+        );
+        return Failure::new(ErrorClass::Protocol, message);
+    }
+    let reason = error.reason().map_or_else(String::new, |r| format!(" ({r:?})"));
+    let by = if error.is_remote() { "the server" } else { "degrade" };
+    if error.is_go_away() {
+        let message =
+            format!("{doing}: {by} closed the connection with GOAWAY{reason} before this stream was answered");
+        Failure::new(ErrorClass::GoAway, message)
+    } else if let Some(code) = watch.goaway().filter(|_| error.is_io() || error.reason().is_none()) {
+        // The server sent GOAWAY, then closed the connection before answering: h2 reports the close alone.
+        let message = format!(
+            "{doing}: the server sent GOAWAY ({code:?}) and closed the connection before this stream was answered"
+        );
+        Failure::new(ErrorClass::GoAway, message)
+    } else if error.is_reset() {
+        Failure::new(ErrorClass::StreamReset, format!("{doing}: {by} reset the stream{reason}"))
+    } else if let Some(io) = error.get_io() {
+        classify_io(io, doing)
+    } else {
+        Failure::new(ErrorClass::Protocol, format!("{doing}: {}", super::super::failure::chain(error)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_encoded_request_becomes_an_http2_request_without_connection_fields() {
+        let bytes = Bytes::from_static(
+            b"POST /a?b=1 HTTP/1.1\r\nhost: example.org:8443\r\nconnection: keep-alive\r\nx-id: 7\r\n\
+              content-length: 2\r\n\r\n{}",
+        );
+        let outgoing = Outgoing { bytes, response_has_body: true };
+        let (request, body) = to_http2(&outgoing, "https", "unused").unwrap();
+        assert_eq!(request.method(), http::Method::POST);
+        assert_eq!(request.uri().to_string(), "https://example.org:8443/a?b=1");
+        assert_eq!(request.headers().get("x-id").unwrap(), "7");
+        assert!(request.headers().get("connection").is_none() && request.headers().get("host").is_none());
+        assert_eq!(&body[..], b"{}");
+    }
+
+    #[test]
+    fn a_body_past_max_body_is_refused_and_one_frame_is_kept_as_it_came() {
+        let mut body = Body::default();
+        body.push(Bytes::from_static(b"abc"), 5).unwrap();
+        assert_eq!(&body.finish()[..], b"abc");
+        let mut body = Body::default();
+        body.push(Bytes::from_static(b"abc"), 5).unwrap();
+        let failure = body.push(Bytes::from_static(b"def"), 5).unwrap_err();
+        assert_eq!(failure.class, ErrorClass::BodyTooLarge);
+    }
+}
