@@ -46,6 +46,15 @@ pub(super) struct SegmentRan {
     pub merged: Option<MergedNight>,
 }
 
+/// Why a segment sent nothing or its night is not one to judge.
+pub(super) enum NotRun {
+    /// The night is invalid, for this reason.
+    Invalid(String),
+    /// Another process holds this segment of the night (a Kubernetes Job may, rarely, run two pods for one
+    /// index): this one had nothing to do, which is no failure, so a Job's failure policy leaves the night be.
+    Taken(String),
+}
+
 /// Runs segment `segment` of `job` (SQLite refused: segments meet in a database they all reach). `Err` for a
 /// segment that could not take part; `Ok(None)` when the night is invalid before this segment sent anything.
 pub(super) async fn run(
@@ -54,7 +63,7 @@ pub(super) async fn run(
     flags: &SegmentArgs,
     build: Option<String>,
     judged_against: Option<BaselineSpec>,
-) -> anyhow::Result<Result<SegmentRan, String>> {
+) -> anyhow::Result<Result<SegmentRan, NotRun>> {
     let (Some(segment), Some(key)) = (flags.segment, flags.run_key.clone()) else {
         bail!("--segment and --run-key go together")
     };
@@ -77,13 +86,13 @@ pub(super) async fn run(
     let ended = segments::run_segment(store, segment_job, build, &Clock::system(), stop, |p| live.update(p)).await;
     live.finish();
     match ended? {
-        SegmentEnd::Taken { holder } => bail!(
+        SegmentEnd::Taken { holder } => Ok(Err(NotRun::Taken(format!(
             "segment {segment} of the night `{key}` is taken by {}: this process sends nothing",
             crate::outside_text::printable(&holder)
-        ),
+        )))),
         SegmentEnd::Invalid { run_id, reason } => {
             let run = run_id.map_or_else(String::new, |id| format!(" (run {id})"));
-            Ok(Err(format!("the night `{key}`{run} is invalid: {reason}")))
+            Ok(Err(NotRun::Invalid(format!("the night `{key}`{run} is invalid: {reason}"))))
         }
         SegmentEnd::Measured { run_id, measurement, merged, invalid_reason, .. } => {
             let results = &measurement.results;
@@ -97,7 +106,7 @@ pub(super) async fn run(
             if let Some(night) = &merged {
                 say!("{}", describe(run_id, night));
             } else if let Some(reason) = invalid_reason {
-                return Ok(Err(format!("the night `{key}` (run {run_id}) is invalid: {reason}")));
+                return Ok(Err(NotRun::Invalid(format!("the night `{key}` (run {run_id}) is invalid: {reason}"))));
             } else {
                 say!("the last segment to finish merges the night into run {run_id}");
             }
@@ -120,13 +129,17 @@ fn describe(run_id: RunId, night: &MergedNight) -> String {
     text
 }
 
-/// The exit of a segment of `degrade run`: 0 when its share (and the night, if it merged it) finished, 3 when
-/// the night is invalid, 2 when it failed.
-pub(super) fn exit(ran: &Result<SegmentRan, String>) -> super::Exit {
+/// The exit of a segment of `degrade run`: 0 when its share (and the night, if it merged it) finished, or when
+/// another process holds its segment; 3 when the night is invalid, 2 when it failed.
+pub(super) fn exit(ran: &Result<SegmentRan, NotRun>) -> super::Exit {
     match ran {
-        Err(reason) => {
+        Err(NotRun::Invalid(reason)) => {
             say!("{}", crate::outside_text::printable(reason));
             super::Exit::Inconclusive
+        }
+        Err(NotRun::Taken(why)) => {
+            say!("{}", crate::outside_text::printable(why));
+            super::Exit::Ok
         }
         Ok(SegmentRan { merged: Some(night), .. }) => match night.status {
             RunStatus::Finished => super::Exit::Ok,

@@ -94,7 +94,8 @@ async fn two_processes_for_one_index_leave_the_second_sending_nothing() {
     let first = segment(&dir, &key, "0/2", &[], &[]);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let (code, output) = ended(segment(&dir, &key, "0/2", &[], &[])).await;
-    assert_eq!(code, Some(2), "{output}");
+    // Nothing to do is no failure: a Job's failure policy must not stop the night for a duplicate pod.
+    assert_eq!(code, Some(0), "{output}");
     assert!(output.contains("segment 0/2 of the night") && output.contains("is taken by"), "{output}");
     let partner = segment(&dir, &key, "1/2", &[], &[]);
     let (first, partner) = (ended(first).await, ended(partner).await);
