@@ -75,32 +75,17 @@ pub fn describe(plan: &Plan) -> Vec<String> {
     let mut lines = Vec::new();
     for site in sites(plan) {
         let Some(shape) = site.draw.shape() else { continue };
-        let line = match site.at {
-            SiteOf::Feeder(index) => format!(
-                "{}: {} over {}: {}{}{}",
-                site.label,
-                site.draw.name(),
-                rows(shape.keys, "row"),
-                shares(&shape, "row", "sessions"),
-                at_peak(plan, &shape),
-                over_cap(plan, &shape, plan.feeders[index].max_sessions_per_row)
-            ),
-            SiteOf::Session(_) => format!(
-                "{}: {} over {}: {}{}",
-                site.label,
-                site.draw.name(),
-                rows(shape.keys, "key"),
-                shares(&shape, "key", "sessions"),
-                at_peak(plan, &shape)
-            ),
-            SiteOf::Template(_) => format!(
-                "{}: {} over {}: {}",
-                site.label,
-                site.draw.name(),
-                rows(shape.keys, "key"),
-                shares(&shape, "key", "draws")
-            ),
+        // A feeder draws rows once a session, a session variable keys once a session, a step keys per request.
+        let (what, of, extra) = match site.at {
+            SiteOf::Feeder(index) => {
+                let cap = over_cap(plan, &shape, plan.feeders[index].max_sessions_per_row);
+                ("row", "sessions", at_peak(plan, &shape) + &cap)
+            }
+            SiteOf::Session(_) => ("key", "sessions", at_peak(plan, &shape)),
+            SiteOf::Template(_) => ("key", "draws", String::new()),
         };
+        let (name, keys, share) = (site.draw.name(), rows(shape.keys, what), shares(&shape, what, of));
+        let line = format!("{}: {name} over {keys}: {share}{extra}", site.label);
         lines.push(line);
     }
     lines
