@@ -124,15 +124,7 @@ pub(super) async fn capacity(
     let range = Range::parse(query.range.as_deref())?;
     ensure_scenario(&state, &name).await?;
     let every = state.store.workload_series(&name).await?;
-    let series = match &query.series {
-        None => every.first(),
-        Some(wanted) => Some(
-            every
-                .iter()
-                .find(|s| s.hash.starts_with(wanted.as_str()))
-                .ok_or_else(|| WebError::NotFound(format!("Scenario `{name}` has no workload series `{wanted}`.")))?,
-        ),
-    };
+    let series = super::chosen_series(&every, &name, query.series.as_deref())?;
     let mut nights = Vec::new();
     if let Some(series) = series {
         let (from, to) = range.window(Utc::now());

@@ -163,6 +163,22 @@ fn parse_run_id(text: &str) -> Result<i64, WebError> {
     text.parse().map_err(|_| WebError::BadRequest(format!("`{text}` is not a run id")))
 }
 
+/// The workload series a page or answer shows: the one whose hash starts with `wanted`, else the newest.
+fn chosen_series<'a>(
+    every: &'a [crate::store::WorkloadSeries],
+    scenario: &str,
+    wanted: Option<&str>,
+) -> Result<Option<&'a crate::store::WorkloadSeries>, WebError> {
+    match wanted {
+        None => Ok(every.first()),
+        Some(wanted) => every
+            .iter()
+            .find(|s| s.hash.starts_with(wanted))
+            .map(Some)
+            .ok_or_else(|| WebError::NotFound(format!("Scenario `{scenario}` has no workload series `{wanted}`."))),
+    }
+}
+
 /// A 404 unless some run of `name` was ever stored.
 async fn ensure_scenario(state: &AppState, name: &str) -> Result<(), WebError> {
     if state.store.scenario_exists(name).await? {

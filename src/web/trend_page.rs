@@ -87,15 +87,7 @@ pub(super) async fn page(
     ensure_scenario(&state, &name).await?;
     let view = View::parse(&query, Utc::now(), &state.store, &name).await?;
     let series = state.store.workload_series(&name).await?;
-    let shown = match &query.series {
-        None => series.first(),
-        Some(wanted) => Some(
-            series
-                .iter()
-                .find(|s| s.hash.starts_with(wanted.as_str()))
-                .ok_or_else(|| WebError::NotFound(format!("Scenario `{name}` has no workload series `{wanted}`.")))?,
-        ),
-    };
+    let shown = super::chosen_series(&series, &name, query.series.as_deref())?;
     let shown_series = shown.map(|s| s.hash.clone());
     let keep = shown_series.as_deref().filter(|_| query.series.is_some());
     let mut endpoints = Vec::new();
