@@ -3,6 +3,14 @@
 //! the same series as a scrape gives (a counter's rate between steps, its cost per 1,000 requests). A query
 //! Prometheus refuses leaves its series missing with Prometheus' reason; a server that cannot be asked leaves
 //! the whole source missing, asked once, not once a series.
+//!
+//! Each instant is asked half a step late. Prometheus answers an instant with the last sample scraped at or
+//! before it, up to one scrape interval old: readings asked on the window's own instants lean back by half an
+//! interval on average, and the first one into what ran before the window (a 30 s capacity hold read every
+//! 15 s would count a quarter of the hold before it, or of the pause between holds). So the instants start
+//! half a step inside the window and end half a step before its end, each asked half a step late: with
+//! `every` the server's scrape interval (as the reference asks), each reading is a sample taken inside the
+//! window, centred on average on the instant it is stamped with.
 
 use std::time::Duration;
 
@@ -11,6 +19,9 @@ use super::scrape::Reading;
 use super::series::{Completed, Read, series_from_readings};
 use crate::config::{Reads, SeriesSpec, TelemetrySource};
 use crate::model::{SourceTelemetry, TelemetryStatus};
+
+/// Seconds a scrape may take to be stored and answered once its instant has passed.
+const STORED_WITHIN: f64 = 0.5;
 
 /// A measured window, from its start to its end as offsets from the run's start (`watch::Window`).
 type Window = (Duration, Duration);
@@ -38,6 +49,7 @@ pub async fn query_source(
         .filter(|(from, _)| *from <= clock.lasted)
         .map(|(from, to)| (*from, (*to).min(clock.lasted)))
         .collect();
+    until_scraped(&windows, clock).await;
     let mut server_down: Option<String> = None;
     let mut failures: Vec<String> = Vec::new();
     let mut series = Vec::new();
@@ -106,27 +118,47 @@ async fn read_series(
     let step = source.every.as_secs_f64();
     let mut read = Vec::new();
     for (window, (from, to)) in windows.iter().enumerate() {
-        let steps = ((to.as_secs_f64() - from.as_secs_f64()) / step).floor() as usize + 1;
+        let (from, to) = (from.as_secs_f64(), to.as_secs_f64());
+        // Instants half a step inside the window, each asked half a step late: see the module's header.
+        let (first_at, last_at) = if to - from >= step {
+            (from + step / 2.0, to - step / 2.0)
+        } else {
+            (f64::midpoint(from, to), f64::midpoint(from, to))
+        };
+        let steps = ((last_at - first_at) / step + 1e-9).floor() as usize + 1;
         // Prometheus refuses more than 11,000 points in one answer: a long window is asked in pieces.
         for first in (0..steps).step_by(MAX_STEPS) {
             let last = (first + MAX_STEPS).min(steps) - 1;
-            let at = |k: usize| clock.zero_unix + from.as_secs_f64() + k as f64 * step;
-            let samples = prometheus.range(source, query, (at(first), at(last)), source.every).await?;
-            read.extend(on_steps(&samples, (first..=last).map(at), clock.zero_unix, window));
+            let at = |k: usize| clock.zero_unix + first_at + k as f64 * step;
+            let late = |k: usize| at(k) + step / 2.0;
+            let samples = prometheus.range(source, query, (late(first), late(last)), source.every).await?;
+            let asked = (first..=last).map(|k| (at(k), late(k)));
+            read.extend(on_steps(&samples, asked, clock.zero_unix, window));
         }
     }
     Ok(read)
 }
 
-/// A reading at each of `steps`: the sample Prometheus gave at that instant (it answers exactly on the steps
-/// asked for), or none found.
-fn on_steps(samples: &[Sample], steps: impl Iterator<Item = f64>, zero_unix: f64, window: usize) -> Vec<Read> {
+/// Waits until the server can have scraped and stored the last instant `windows` ask for: the end of the last
+/// window ([`read_series`] asks nothing past a window's end), and [`STORED_WITHIN`].
+async fn until_scraped(windows: &[Window], clock: RunClock) {
+    let Some(end) = windows.iter().map(|(_, to)| *to).max() else { return };
+    let ready = clock.zero_unix + end.as_secs_f64() + STORED_WITHIN;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+    if ready > now {
+        tokio::time::sleep(Duration::from_secs_f64(ready - now)).await;
+    }
+}
+
+/// A reading at each of `steps`, `(instant, asked at)`: the sample Prometheus gave at the instant it was asked
+/// for (it answers exactly on the steps asked for), or none found, stamped with its instant on the run's clock.
+fn on_steps(samples: &[Sample], steps: impl Iterator<Item = (f64, f64)>, zero_unix: f64, window: usize) -> Vec<Read> {
     let mut given = samples.iter().peekable();
     steps
-        .map(|at| {
+        .map(|(at, asked)| {
             // Timestamps come back in milliseconds: within half of one of the instant asked for.
-            while given.next_if(|(t, _)| *t < at - 0.0005).is_some() {}
-            let found = given.next_if(|(t, _)| (*t - at).abs() <= 0.0005);
+            while given.next_if(|(t, _)| *t < asked - 0.0005).is_some() {}
+            let found = given.next_if(|(t, _)| (*t - asked).abs() <= 0.0005);
             let reading = match found {
                 Some((_, value)) => Reading { value: *value, matched: 1, ..Reading::default() },
                 None => Reading::default(),
@@ -143,7 +175,7 @@ mod tests {
     #[test]
     fn samples_land_on_their_steps_and_gaps_stay_gaps() {
         let zero = 1_700_000_000.0;
-        let steps = [zero + 1.0, zero + 2.0, zero + 3.0, zero + 4.0];
+        let steps = [zero + 1.0, zero + 2.0, zero + 3.0, zero + 4.0].map(|at| (at, at));
         // Prometheus left out the step at 3 s (no sample in its lookback), and wrote the others to the millisecond.
         let samples = [(zero + 1.0, 0.5), (zero + 2.0004, 0.25), (zero + 4.0, f64::NAN)];
         let read = on_steps(&samples, steps.into_iter(), zero, 0);

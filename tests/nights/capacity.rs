@@ -226,28 +226,58 @@ fn with_busy_limit(address: std::net::SocketAddr) -> String {
         )
 }
 
+/// The same limit on the same counter, read from Debian's Prometheus server scraping the pool every second:
+/// asked over each hold's window once the hold is over, as a night asks it over its stages.
+fn with_busy_limit_from_prometheus(address: std::net::SocketAddr, prometheus: &str) -> String {
+    config(address)
+        + &format!(
+            "[[scenario.telemetry]]\nname = \"prom\"\nkind = \"prometheus\"\nurl = \"{prometheus}\"\n\
+             every = \"1s\"\nlimits = {{ \"busy\" = {{ max = 2.4 }} }}\n\
+             [[scenario.telemetry.series]]\nname = \"busy\"\nquery = \"pool_busy_seconds_total\"\n\
+             kind = \"counter\"\nunit = \"s\"\n"
+        )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_past_a_telemetry_limit_leaves_the_zone_on_it() {
     let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
-    let db = TestDb::sqlite();
     let target = PoolTarget::start(WORKERS, SERVICE).await;
     let dir = project(&with_busy_limit(target.address), &[("scenarios/pool.toml", SCENARIO)]).0;
+    left_on_the_busy_limit(&dir, "pool busy").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_past_a_limit_read_from_prometheus_leaves_the_zone_on_it() {
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
+    let target = PoolTarget::start(WORKERS, SERVICE).await;
+    let metrics = format!("http://{}/metrics", target.address);
+    let Some(prometheus) = crate::support::prometheus::prometheus_scraping(&metrics, 3).await else { return };
+    let config = with_busy_limit_from_prometheus(target.address, &prometheus.url);
+    let dir = project(&config, &[("scenarios/pool.toml", SCENARIO)]).0;
+    left_on_the_busy_limit(&dir, "prom busy").await;
+}
+
+/// A searched night on `dir` leaves the zone on the pool's busy workers as `source_series` reads them, at
+/// 96 req/s or so, far under the latency knee.
+async fn left_on_the_busy_limit(dir: &tempfile::TempDir, source_series: &str) {
+    let db = TestDb::sqlite();
     let store = Store::connect(&db.url).await.unwrap();
     let hooks = Hooks { json: Receiver::start().await, slack: Receiver::start().await };
-    let (_, output, run) = searched_night(&dir, &db, &store, &hooks).await;
+    let (_, output, run) = searched_night(dir, &db, &store, &hooks).await;
     let found = store.capacity(run).await.unwrap().unwrap();
     let steps: Vec<_> =
         found.steps.iter().map(|s| format!("{:.0} {}: {}", s.rate, s.verdict.as_str(), s.reason)).collect();
     eprintln!("busy limit: {} in {:.0} s; steps {steps:#?}", found.describe(), found.search_secs);
     assert_eq!(found.ended, SearchEnd::Found, "{output}\n{steps:#?}");
     let breach = found.breach.as_ref().unwrap();
-    assert_eq!((breach.gate, breach.endpoint.as_str(), breach.limit), (ZoneGate::TelemetryMax, "pool busy", 2.4));
+    assert_eq!((breach.gate, breach.endpoint.as_str(), breach.limit), (ZoneGate::TelemetryMax, source_series, 2.4));
     assert!(breach.value > 2.4, "{breach:?}");
     // 96 req/s is where the workers pass 2.4 busy: far under the latency knee (160), which the search never met.
     let capacity = found.capacity.unwrap();
     assert!((0.45 * KNEE..=0.7 * KNEE).contains(&capacity), "capacity {capacity}: {steps:#?}");
     let left = found.steps.iter().filter(|s| s.verdict == StepVerdict::Left);
-    assert!(left.clone().all(|s| s.reason.starts_with("left the zone: pool busy mean ")), "{steps:#?}");
+    let reason = format!("left the zone: {source_series} mean ");
+    assert!(left.clone().all(|s| s.reason.starts_with(&reason)), "{steps:#?}");
     assert!(left.clone().all(|s| s.p75_ms.is_some_and(|p| p < 60.0)), "latency stayed inside: {steps:#?}");
 }
 

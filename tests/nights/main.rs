@@ -11,7 +11,8 @@
 //!   caught on that route alone, unchanged nights not flagged.
 //! - `confirm`: confirmation reruns of `check --run-now` on a target that is slow for a set number of requests.
 //! - `capacity`: capacity nights against a worker pool whose knee is known in advance: found, stored on SQLite
-//!   and PostgreSQL, a fall judged; bad `[scenario.capacity]` sections refused naming the field.
+//!   and PostgreSQL, a fall judged; a step past a telemetry limit, scraped or read from Debian's Prometheus,
+//!   leaves the zone on it; bad `[scenario.capacity]` sections refused naming the field.
 //! - `capacity_nights`: ten capacity nights of an unchanged build, no capacity finding.
 //! - `segments_latency`: a night split across three `--segment k/3` processes against a fixed-latency target
 //!   reads the percentiles of one process running the same plan.
