@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 runs=${1:-5}
 work="$(mktemp -d)"
-nice -n 10 cargo test --test degrade --no-run --quiet 2> /dev/null
+nice -n 10 cargo test --test nights --no-run --quiet 2> /dev/null
 python3 -c 'while True: pass' &
 busy_pid=$!
 trap 'kill "$busy_pid" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
@@ -18,7 +18,7 @@ trap 'kill "$busy_pid" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"
 passed=0
 for i in $(seq 1 "$runs"); do
     code=0
-    nice -n 10 cargo test --test degrade --quiet -- capacity::a_worker_pools_knee_is_found_and_its_fall_judged_on_sqlite \
+    nice -n 10 cargo test --test nights --quiet -- capacity::a_worker_pools_knee_is_found_and_its_fall_judged_on_sqlite \
         --nocapture > "$work/out-$i.txt" 2>&1 || code=$?
     [ "$code" -eq 0 ] && passed=$((passed + 1))
     python3 - "$work/out-$i.txt" "$i" "$code" <<'PY'

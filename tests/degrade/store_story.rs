@@ -222,12 +222,58 @@ async fn storage_story(db: &TestDb) {
     crash_story(&store, &db.url).await;
     nothing_half_written(&store).await;
     verdict_story(&store, ids[4]).await;
+    capacity_round_trip(&store, ids[1], ids[2]).await;
 
     // Reconnecting runs the migrations again harmlessly and finds everything where it was.
     store.close().await;
     let reopened = Store::connect(&db.url).await.unwrap();
     assert_eq!(reopened.last_runs("checkout", 100).await.unwrap().len(), 8);
     reopened.close().await;
+}
+
+/// A capacity search stored with the night it ran after, read back figure for figure; the scenario's capacity
+/// night over night marks the night whose verdict found the capacity fallen. (The search itself, against a
+/// real target, is `tests/nights/capacity.rs`, on SQLite: what depends on the database is here.)
+async fn capacity_round_trip(store: &Store, held: i64, fell: i64) {
+    use degrade::model::{CapacityResult, CapacityStep, SearchEnd, StepVerdict, ZoneBreach, ZoneGate};
+    let breach = ZoneBreach { gate: ZoneGate::P75, endpoint: "POST /cards".into(), value: 412.5, limit: 300.0 };
+    let step = |rate: f64, verdict, breach: Option<ZoneBreach>| CapacityStep {
+        rate,
+        achieved_rate: rate * 0.998,
+        holds: 2,
+        verdict,
+        requests: (rate * 30.0) as i64,
+        errors: 3,
+        p75_ms: Some(rate / 10.0),
+        p95_ms: Some(rate / 5.0),
+        p99_ms: (verdict == StepVerdict::Held).then_some(rate / 2.0),
+        breach,
+        reason: "left the zone: p75 of POST /cards 412.5 ms against 300 ms (+38 %) \u{2014} «held»".into(),
+    };
+    let found = |capacity: f64| CapacityResult {
+        capacity: Some(capacity),
+        first_out: Some(capacity * 1.06),
+        breach: Some(breach.clone()),
+        ended: SearchEnd::Found,
+        search_secs: 171.25,
+        steps: vec![
+            step(capacity, StepVerdict::Held, None),
+            step(capacity * 1.06, StepVerdict::Left, Some(breach.clone())),
+        ],
+    };
+    store.save_capacity(held, &found(4000.0)).await.unwrap();
+    store.save_capacity(fell, &found(3100.0)).await.unwrap();
+    assert_eq!(store.capacity(held).await.unwrap(), Some(found(4000.0)), "every figure as stored");
+    let mut fallen = regressed_on("(all)", night(2) + Duration::minutes(11));
+    fallen.findings[0].metric = "capacity".into();
+    store.save_verdict(fell, &fallen).await.unwrap();
+
+    let heads = store.capacities(&[fell, 999_999, held]).await.unwrap();
+    let without_steps = |capacity| CapacityResult { steps: Vec::new(), ..found(capacity) };
+    assert_eq!(heads, [(fell, without_steps(3100.0)), (held, without_steps(4000.0))]);
+    let span = TrendSpan { scenario: "checkout", series: "abc123", from: night(0), to: night(9), buckets: 100 };
+    let nights: Vec<_> = store.capacity_trend(span).await.unwrap().into_iter().map(|n| (n.run_id, n.fell)).collect();
+    assert_eq!(nights, [(held, false), (fell, true)], "oldest first, the fall marked");
 }
 
 /// A run left `running` by a crash becomes `aborted` at the next start, or when its scenario is next claimed,
