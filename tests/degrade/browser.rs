@@ -169,11 +169,19 @@ async fn crawl(binary: &str, proxy: &str, profiles: &Path) -> Vec<Visited> {
     visited
 }
 
+/// Both pages' checks, one after the other under one hold of the heavy tests' lock: Chromium must not render
+/// beside the demo's nights, and a second test waiting for the lock would keep one of the two test threads
+/// idle for the whole crawl (over three minutes on a busy 2-core machine).
 #[tokio::test]
 #[ignore = "needs Chromium: apt-get install chromium, and pass --include-ignored (.ci/run does both)"]
-async fn no_page_of_the_demo_overflows_and_the_pages_read_right_at_1400_and_400_px() {
+async fn every_page_reads_right_in_chromium_at_1400_and_400_px() {
     let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let binary = installed();
+    no_page_of_the_demo_overflows_and_the_pages_read_right(binary).await;
+    run_and_trend_pages_with_telemetry_read_right(binary).await;
+}
+
+async fn no_page_of_the_demo_overflows_and_the_pages_read_right(binary: &str) {
     let dir = tempfile::tempdir().unwrap();
     let demo = the_demo(dir.path()).await;
     let proxy = measuring_proxy(&demo.dashboard).await;
@@ -213,11 +221,7 @@ async fn no_page_of_the_demo_overflows_and_the_pages_read_right_at_1400_and_400_
 
 /// A run page with the server's side of the night (a source read and one missing) draws it under the response
 /// time at 1400 and 400 px, the missing source named, nothing wider than the screen.
-#[tokio::test]
-#[ignore = "needs Chromium: apt-get install chromium, and pass --include-ignored (.ci/run does both)"]
-async fn run_and_trend_pages_with_telemetry_read_right_at_1400_and_400_px() {
-    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
-    let binary = installed();
+async fn run_and_trend_pages_with_telemetry_read_right(binary: &str) {
     let db = TestDb::sqlite();
     let app = TestApp::spawn(&db).await;
     let last = app.store_nights(10).await;

@@ -140,7 +140,9 @@ async fn open_stages_send_their_planned_counts_and_warm_up_is_left_out() {
     // The ramp's integral (100) plus the steady stage (200); the 50 warm-up requests are not counted.
     assert!((297..=303).contains(&fast.requests), "{}", fast.requests);
     let timeline: i64 = measurement.results.timeline.iter().map(|p| p.requests).sum();
-    assert_eq!(timeline, 350, "the timeline keeps the warm-up too");
+    // The timeline keeps the warm-up's 50 too (answered long before the end), beside the same measured
+    // requests: a request of the last milliseconds cut off by the stop on a loaded box is missing from both.
+    assert_eq!(timeline, fast.requests + 50, "the timeline keeps the warm-up too");
     let load = &measurement.results.load_summary;
     assert!((load.target_rate - 75.0).abs() < 1e-9, "{load:?}");
     assert!((load.achieved_rate - 75.0).abs() < 1.0, "{load:?}");
