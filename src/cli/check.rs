@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::model::{BaselineSpec, Run, RunStatus, VerdictOutcome};
 use crate::notify::Courier;
 use crate::pipeline::judge_run::{IfRegressed, judge_run};
-use crate::pipeline::{Job, Runner};
+use crate::pipeline::{Job, Runner, segments};
 use crate::report::{CheckReport, Format};
 use crate::store::Store;
 
@@ -186,7 +186,9 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
 
 /// `check --run-now --segment K/N`: runs this segment's share; the segment that merges the night judges it
 /// (its verdict stored; no confirmation rerun, which would need all N machines again) and exits on the verdict,
-/// the others exit 0 once their share is stored.
+/// the others exit 0 once their share is stored. A night that could not be measured as one (invalid, failed)
+/// is alerted once, by whichever segments see it so, and a judged one opens or resolves episodes as the
+/// runner's nights do; the alerts due go out before the exit.
 async fn check_segment(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Result<Exit> {
     if !args.run_now {
         bail!("--segment runs a night: it goes with --run-now");
@@ -195,20 +197,41 @@ async fn check_segment(store: &Store, config: &Config, args: &CheckArgs) -> anyh
     job.reshape(args.duration, args.rate_scale.unwrap_or(1.0))?;
     let spec = spec(config, args, &job.name);
     let ran = super::segment::run(store, job, &args.split, args.build.clone(), Some(spec.clone())).await?;
-    let run_id = match &ran {
-        Ok(super::segment::SegmentRan { run_id, merged: Some(night) }) if night.status == RunStatus::Finished => {
-            *run_id
-        }
-        _ => return Ok(super::segment::exit(&ran)),
+    let night = match &ran {
+        Ok(super::segment::SegmentRan { run_id, merged: Some(_) }) => Some(*run_id),
+        Err(super::segment::NotRun::Invalid(run_id, _)) => *run_id,
+        _ => None,
     };
+    let Some(run_id) = night else { return Ok(super::segment::exit(&ran)) };
+    if segments::alert::after_unmeasured(store, config, run_id, Utc::now()).await? {
+        deliver(store, config).await;
+        return Ok(super::segment::exit(&ran));
+    }
+    if !matches!(&ran, Ok(super::segment::SegmentRan { merged: Some(night), .. }) if night.status == RunStatus::Finished)
+    {
+        return Ok(super::segment::exit(&ran));
+    }
     let run = store.find_run(run_id).await?.with_context(|| format!("run {run_id} vanished"))?;
     let report = judge_run(store, config, &run, &spec, IfRegressed::Stands, Utc::now()).await?;
+    segments::alert::after_judgement(store, config, &report, Utc::now()).await?;
+    deliver(store, config).await;
     print_stdout(&report.render(args.format))?;
     Ok(match report.outcome {
         VerdictOutcome::Regressed => Exit::Regression,
         VerdictOutcome::Inconclusive => undecided("the verdict is inconclusive", args.strict),
         VerdictOutcome::Passed => Exit::Ok,
     })
+}
+
+/// Posts the alerts due now; what cannot be delivered stays in the outbox for `degrade serve`.
+async fn deliver(store: &Store, config: &Config) {
+    let delivered = match Courier::new(store.clone(), Arc::new(config.clone())) {
+        Ok(courier) => courier.deliver_due().await.map(|_| ()).map_err(anyhow::Error::from),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = delivered {
+        say!("warning: alerts were stored but not delivered: {e}");
+    }
 }
 
 /// `--baseline`, else the scenario's configured baseline, else last-7d.

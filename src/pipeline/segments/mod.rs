@@ -8,6 +8,7 @@
 //! after its load, and a skew, a drift or a spread of starts beyond tolerance makes the night invalid with the
 //! numbers in the reason.
 
+pub mod alert;
 pub mod clock;
 
 mod barrier;
