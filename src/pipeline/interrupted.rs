@@ -30,6 +30,8 @@ use crate::store::{LeftBehind, Store, StoreError};
 /// settled now is found again next time.
 pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: DateTime<Utc>) {
     // Leases are on the system's clock (see `clock`), and so is the time a run was seen to be cut short.
+    // A split night holds no lease: one whose segments are all gone is lost first, invalid with the reason.
+    settle_lost_nights(store, config, Utc::now(), at).await;
     match store.abort_interrupted_runs(scope, Utc::now()).await {
         Ok(aborted) if !aborted.is_empty() => {
             tracing::warn!(?aborted, "runs whose degrade stopped were marked aborted");
@@ -65,6 +67,16 @@ pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: D
     // Boxed: judging holds a whole judgement, and every run through the runner awaits `settle` first.
     Box::pin(judge_unjudged(store, config, scope, at)).await;
     alert_unalerted(store, config, scope, at).await;
+}
+
+/// Marks the split nights whose segments are all gone invalid and alerts them (`segments::lost`), with `now`
+/// on the system's clock.
+pub async fn settle_lost_nights(store: &Store, config: &Config, now: DateTime<Utc>, at: DateTime<Utc>) {
+    match super::segments::lost::settle_lost(store, config, now, at).await {
+        Ok(lost) if !lost.is_empty() => tracing::warn!(?lost, "split nights whose segments are all gone are invalid"),
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "cannot look for split nights whose segments are all gone"),
+    }
 }
 
 /// Alerts the nights a stopped degrade judged and never alerted, as the runner would have (unless a later night

@@ -10,6 +10,7 @@
 
 pub mod alert;
 pub mod clock;
+pub mod lost;
 
 mod barrier;
 mod merge;
