@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::model::{BaselineSpec, Run, RunStatus, VerdictOutcome};
 use crate::notify::Courier;
 use crate::pipeline::judge_run::{IfRegressed, judge_run};
-use crate::pipeline::{Job, Runner, segments};
+use crate::pipeline::{Job, Runner};
 use crate::report::{CheckReport, Format};
 use crate::store::Store;
 
@@ -125,25 +125,14 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
         }
         // The rerun that decides it is under way, or was cut short and the scenario's next run, or `serve`,
         // decides it: not a verdict yet.
-        VerdictOutcome::Regressed if status == Some(RunStatus::Confirming) => undecided(
+        VerdictOutcome::Regressed if status == Some(RunStatus::Confirming) => super::undecided(
             "this regression is not decided yet: a rerun of the same build confirms or refutes it",
             args.strict,
         ),
         VerdictOutcome::Regressed => Exit::Regression,
-        VerdictOutcome::Inconclusive => undecided("the verdict is inconclusive", args.strict),
+        VerdictOutcome::Inconclusive => super::undecided("the verdict is inconclusive", args.strict),
         VerdictOutcome::Passed => Exit::Ok,
     })
-}
-
-/// An undecided verdict's exit, and why: 3 with `--strict`, else 0 with a warning.
-fn undecided(why: &str, strict: bool) -> Exit {
-    if strict {
-        say!("{why}; exiting 3 (--strict)");
-        Exit::Inconclusive
-    } else {
-        say!("warning: {why}; exiting 0 (pass --strict to exit 3)");
-        Exit::Ok
-    }
 }
 
 /// With `--run-now`, runs the scenario through the whole chain (claim, deploy, load, store, judge, episodes
@@ -184,11 +173,7 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
     }
 }
 
-/// `check --run-now --segment K/N`: runs this segment's share; the segment that merges the night judges it
-/// (its verdict stored; no confirmation rerun, which would need all N machines again) and exits on the verdict,
-/// the others exit 0 once their share is stored. A night that could not be measured as one (invalid, failed)
-/// is alerted once, by whichever segments see it so, and a judged one opens or resolves episodes as the
-/// runner's nights do; the alerts due go out before the exit.
+/// `check --run-now --segment K/N`: the job and its baseline, for `segment_check`.
 async fn check_segment(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Result<Exit> {
     if !args.run_now {
         bail!("--segment runs a night: it goes with --run-now");
@@ -196,42 +181,15 @@ async fn check_segment(store: &Store, config: &Config, args: &CheckArgs) -> anyh
     let mut job = Job::find(config, args.scenario_as_given())?;
     job.reshape(args.duration, args.rate_scale.unwrap_or(1.0))?;
     let spec = spec(config, args, &job.name);
-    let ran = super::segment::run(store, job, &args.split, args.build.clone(), Some(spec.clone())).await?;
-    let night = match &ran {
-        Ok(super::segment::SegmentRan { run_id, merged: Some(_) }) => Some(*run_id),
-        Err(super::segment::NotRun::Invalid(run_id, _)) => *run_id,
-        _ => None,
+    let split = super::segment_check::SplitCheck {
+        job,
+        spec,
+        flags: &args.split,
+        build: args.build.clone(),
+        format: args.format,
+        strict: args.strict,
     };
-    let Some(run_id) = night else { return Ok(super::segment::exit(&ran)) };
-    if segments::alert::after_unmeasured(store, config, run_id, Utc::now()).await? {
-        deliver(store, config).await;
-        return Ok(super::segment::exit(&ran));
-    }
-    if !matches!(&ran, Ok(super::segment::SegmentRan { merged: Some(night), .. }) if night.status == RunStatus::Finished)
-    {
-        return Ok(super::segment::exit(&ran));
-    }
-    let run = store.find_run(run_id).await?.with_context(|| format!("run {run_id} vanished"))?;
-    let report = judge_run(store, config, &run, &spec, IfRegressed::Stands, Utc::now()).await?;
-    segments::alert::after_judgement(store, config, &report, Utc::now()).await?;
-    deliver(store, config).await;
-    print_stdout(&report.render(args.format))?;
-    Ok(match report.outcome {
-        VerdictOutcome::Regressed => Exit::Regression,
-        VerdictOutcome::Inconclusive => undecided("the verdict is inconclusive", args.strict),
-        VerdictOutcome::Passed => Exit::Ok,
-    })
-}
-
-/// Posts the alerts due now; what cannot be delivered stays in the outbox for `degrade serve`.
-async fn deliver(store: &Store, config: &Config) {
-    let delivered = match Courier::new(store.clone(), Arc::new(config.clone())) {
-        Ok(courier) => courier.deliver_due().await.map(|_| ()).map_err(anyhow::Error::from),
-        Err(e) => Err(e),
-    };
-    if let Err(e) = delivered {
-        say!("warning: alerts were stored but not delivered: {e}");
-    }
+    Box::pin(super::segment_check::check_segment(store, config, split)).await
 }
 
 /// `--baseline`, else the scenario's configured baseline, else last-7d.

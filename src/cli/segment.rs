@@ -82,6 +82,7 @@ pub(super) async fn run(
         run_key: key.clone(),
         barrier_timeout: flags.barrier_timeout.unwrap_or(segments::DEFAULT_BARRIER_TIMEOUT),
         judged_against,
+        confirms: job.confirms,
     };
     let ended = segments::run_segment(store, segment_job, build, &Clock::system(), stop, |p| live.update(p)).await;
     live.finish();

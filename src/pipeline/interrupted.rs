@@ -152,9 +152,10 @@ async fn judge_left_behind(
 }
 
 /// Decides run `first`, left `confirming`, and alerts the night; returns the run that is the night's result,
-/// or `None` when another degrade decided it first. Alerts are stored before the statuses, as the runner
+/// or `None` when another degrade decided it first. A split night's segment that merged its rerun decides the
+/// pair this way too (`check --run-now --segment`). Alerts are stored before the statuses, as the runner
 /// does: a kill in between leaves the pair `confirming`, to be decided (and alerted, saying nothing new) again.
-async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>) -> anyhow::Result<Option<RunId>> {
+pub async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>) -> anyhow::Result<Option<RunId>> {
     let first = store.find_run(first).await?.with_context(|| format!("run #{first} is gone"))?;
     // The runner's verdict, which made the run `confirming`, is the one the rerun confirms or refutes.
     let verdict = store.first_verdict(first.id).await?.with_context(|| format!("run #{} has no verdict", first.id))?;

@@ -77,13 +77,18 @@ impl Store {
         Ok(on_pool!(self, |pool| sqlx::query_as(query).bind(since).fetch_all(pool).await?))
     }
 
-    /// Runs left `confirming` by a degrade that stopped before their rerun decided them, where `scope` says.
+    /// Runs left `confirming` by a degrade that stopped before their rerun decided them, where `scope` says. A
+    /// split night holds no lease: it is left to its segments while one of the night's or of its rerun's
+    /// (`KEY:confirm`) was seen in the last minute.
     pub async fn confirming_left_behind(&self, scope: LeftBehind<'_>) -> Result<Vec<RunId>, StoreError> {
         let (unleased, claimed) = scope.parameters();
         let query = "select runs.id from runs join scenarios on scenarios.id = runs.scenario_id \
                      where runs.status = 'confirming' and runs.confirms_run_id is null \
                      and (cast($1 as bigint) is null or runs.scenario_id not in \
                          (select scenario_id from scenario_leases where expires_at > $1)) \
+                     and runs.id not in (select s.run_id from segmented_runs s where s.run_id is not null \
+                         and exists (select 1 from run_segments r where r.seen_at > $1 - 60000 \
+                             and (r.run_key = s.run_key or r.run_key = s.run_key || ':confirm'))) \
                      and (cast($2 as text) is null or scenarios.name = $2) \
                      order by runs.id";
         let rows: Vec<(i64,)> =
