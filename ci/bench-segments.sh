@@ -77,7 +77,8 @@ done
 echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 
 psql "$server/$db" -At -F ' ' -c "
-  select r.id, r.segments, r.status, e.requests, e.p50_us, e.p95_us, e.p99_us
+  select r.id, r.segments, r.status, e.requests, e.p50_us, e.p95_us, e.p99_us,
+         coalesce((r.load_summary::json->>'schedule_lag_p99_us')::bigint, 0)
   from runs r join endpoint_results e on e.run_id = r.id and e.endpoint = '(all)' order by r.id" > runs.txt
 psql "$server/$db" -At -F ' ' -c "
   select s.start_at * 1000 - min(g.registered_at) * 1000, max(g.started_at_us) - min(g.started_at_us), count(*) + 1
@@ -94,7 +95,8 @@ ok = len(singles) == len(merged) > 0
 for n, (one, four) in enumerate(zip(singles, merged), 1):
     for name, r in (("1 process", one), ("4 segments", four)):
         print(f"  round {n} {name:10}: {r[2]:8} {int(r[3]):6} requests  p50 {int(r[4])/1000:6.2f} ms  "
-              f"p95 {int(r[5])/1000:6.2f} ms  p99 {int(r[6])/1000:6.2f} ms")
+              f"p95 {int(r[5])/1000:6.2f} ms  p99 {int(r[6])/1000:6.2f} ms  "
+              f"schedule lag p99 {int(r[7])/1000:6.2f} ms")
     ok &= int(one[3]) == planned and int(four[3]) == planned
 for i, name in ((4, "p50"), (5, "p95"), (6, "p99")):
     one = statistics.median(int(r[i]) for r in singles)
