@@ -38,8 +38,14 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
     let confirms = config.scenario(&job.name).map_or(Gates::default().confirm, |s| s.gates.confirm);
     let rerun = confirms.then(|| job.rerun());
     let ran = super::segment::run(store, job, flags, build, Some(spec.clone())).await?;
+    // Not measured as one night: the split failed it, or the target was down. A night invalid only because a
+    // segment's share fell behind is judged (inconclusive) like a single machine's invalid night.
     let night = match &ran {
-        Ok(SegmentRan { run_id, merged: Some(_) }) => Some(*run_id),
+        Ok(SegmentRan { run_id, merged: Some(night) })
+            if night.status == RunStatus::Failed || (night.status == RunStatus::Invalid && night.split_fault) =>
+        {
+            Some(*run_id)
+        }
         Err(NotRun::Invalid(run_id, _)) => *run_id,
         _ => None,
     };
@@ -50,7 +56,9 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
         return Ok(super::segment::exit(&ran));
     }
     let first = match &ran {
-        Ok(SegmentRan { run_id, merged: Some(night) }) if night.status == RunStatus::Finished => {
+        Ok(SegmentRan { run_id, merged: Some(night) })
+            if matches!(night.status, RunStatus::Finished | RunStatus::Invalid) =>
+        {
             let if_regressed = if rerun.is_some() { IfRegressed::Confirm } else { IfRegressed::Stands };
             let run = store.find_run(*run_id).await?.with_context(|| format!("run {run_id} vanished"))?;
             let report = judge_run(store, config, &run, &spec, if_regressed, Utc::now()).await?;

@@ -222,25 +222,34 @@ fn sqlite_refuses_segments_saying_why() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_run_now_in_segments_judges_the_merged_night_once() {
     let Some((_db, _target, dir, store)) = a_split_project().await else { return };
-    let key = unique_name("night");
-    let children: Vec<_> = (0..2)
-        .map(|k| {
-            degrade_child(
-                dir.path(),
-                &["check", "--run-now", "shop", "--segment", &format!("{k}/2"), "--run-key", &key],
-                &[],
-            )
-        })
-        .collect();
-    let mut outputs = Vec::new();
-    for child in children {
-        outputs.push(ended(child).await);
+    // A night this busy machine made invalid (its segments sent late) is never judged: tried again, up to four.
+    for _ in 0..4 {
+        let key = unique_name("night");
+        let children: Vec<_> = (0..2)
+            .map(|k| {
+                degrade_child(
+                    dir.path(),
+                    &["check", "--run-now", "shop", "--segment", &format!("{k}/2"), "--run-key", &key],
+                    &[],
+                )
+            })
+            .collect();
+        let mut outputs = Vec::new();
+        for child in children {
+            outputs.push(ended(child).await);
+        }
+        let run = store.last_runs("shop", 1).await.unwrap().remove(0);
+        crate::support::assert_measured(run.status, &run.validity_reasons);
+        if run.status == RunStatus::Invalid {
+            continue;
+        }
+        assert!(outputs.iter().all(|(code, _)| *code == Some(0)), "{outputs:#?}");
+        let verdict = store.latest_verdict(run.id).await.unwrap();
+        assert!(verdict.is_some(), "the merging segment judged the night: {outputs:#?}");
+        assert_eq!(store.run_detail(run.id).await.unwrap().unwrap().endpoints[0].requests, 90);
+        return;
     }
-    assert!(outputs.iter().all(|(code, _)| *code == Some(0)), "{outputs:#?}");
-    let run = store.last_runs("shop", 1).await.unwrap().remove(0);
-    let verdict = store.latest_verdict(run.id).await.unwrap();
-    assert!(verdict.is_some(), "the merging segment judged the night: {outputs:#?}");
-    assert_eq!(store.run_detail(run.id).await.unwrap().unwrap().endpoints[0].requests, 90);
+    panic!("four split nights in a row were invalid: this machine is too busy to measure anything");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
