@@ -47,6 +47,7 @@ async fn confirmed_night(
     store: &Store,
     slow: (i64, i64),
 ) -> (Vec<(Option<i32>, String)>, i64, i64) {
+    let mut seen = Vec::new();
     for _ in 0..6 {
         let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
         target.slow(slow);
@@ -54,14 +55,16 @@ async fn confirmed_night(
         let first = store.find_run(before + 1).await.unwrap().unwrap();
         let Some(&rerun) = store.reruns_of(first.id).await.unwrap().last() else {
             assert_eq!(first.status, RunStatus::Invalid, "a valid night regressed is rerun: {outputs:#?}");
+            seen.push((first.id, first.validity_reasons));
             continue;
         };
         let rerun = store.find_run(rerun).await.unwrap().unwrap();
         if rerun.status != RunStatus::Invalid {
             return (outputs, first.id, rerun.id);
         }
+        seen.push((rerun.id, rerun.validity_reasons));
     }
-    panic!("six nights in a row had an invalid run: this machine is too busy to measure anything");
+    panic!("six nights in a row had an invalid run: this machine is too busy to measure anything: {seen:#?}");
 }
 
 /// A fresh PostgreSQL database, a project on it against `target` alerting regressions to `hook`, and five
@@ -84,16 +87,18 @@ async fn split_project_with_history(target: &SlowFor, hook: &Receiver) -> Option
     let store = Store::connect(&db.url).await.unwrap();
     target.slow((0, i64::MAX));
     let mut valid = 0;
+    let mut seen = Vec::new();
     for night in 0..12 {
         let outputs = split_night(&dir, hook).await;
         let run = store.last_runs("shop", 1).await.unwrap().remove(0);
         valid += i32::from(run.status.is_valid_measurement());
+        seen.push((run.id, run.status, run.validity_reasons, run.failure_reason));
         assert!(outputs.iter().all(|(code, _)| matches!(code, Some(0 | 3))), "history night {night}: {outputs:#?}");
         if valid == 5 {
             return Some((db, dir, store));
         }
     }
-    panic!("12 history nights without 5 valid ones");
+    panic!("12 history nights without 5 valid ones: {seen:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
