@@ -125,25 +125,14 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
         }
         // The rerun that decides it is under way, or was cut short and the scenario's next run, or `serve`,
         // decides it: not a verdict yet.
-        VerdictOutcome::Regressed if status == Some(RunStatus::Confirming) => undecided(
+        VerdictOutcome::Regressed if status == Some(RunStatus::Confirming) => super::undecided(
             "this regression is not decided yet: a rerun of the same build confirms or refutes it",
             args.strict,
         ),
         VerdictOutcome::Regressed => Exit::Regression,
-        VerdictOutcome::Inconclusive => undecided("the verdict is inconclusive", args.strict),
+        VerdictOutcome::Inconclusive => super::undecided("the verdict is inconclusive", args.strict),
         VerdictOutcome::Passed => Exit::Ok,
     })
-}
-
-/// An undecided verdict's exit, and why: 3 with `--strict`, else 0 with a warning.
-fn undecided(why: &str, strict: bool) -> Exit {
-    if strict {
-        say!("{why}; exiting 3 (--strict)");
-        Exit::Inconclusive
-    } else {
-        say!("warning: {why}; exiting 0 (pass --strict to exit 3)");
-        Exit::Ok
-    }
 }
 
 /// With `--run-now`, runs the scenario through the whole chain (claim, deploy, load, store, judge, episodes
@@ -184,9 +173,7 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
     }
 }
 
-/// `check --run-now --segment K/N`: runs this segment's share; the segment that merges the night judges it
-/// (its verdict stored; no confirmation rerun, which would need all N machines again) and exits on the verdict,
-/// the others exit 0 once their share is stored.
+/// `check --run-now --segment K/N`: the job and its baseline, for `segment_check`.
 async fn check_segment(store: &Store, config: &Config, args: &CheckArgs) -> anyhow::Result<Exit> {
     if !args.run_now {
         bail!("--segment runs a night: it goes with --run-now");
@@ -194,21 +181,15 @@ async fn check_segment(store: &Store, config: &Config, args: &CheckArgs) -> anyh
     let mut job = Job::find(config, args.scenario_as_given())?;
     job.reshape(args.duration, args.rate_scale.unwrap_or(1.0))?;
     let spec = spec(config, args, &job.name);
-    let ran = super::segment::run(store, job, &args.split, args.build.clone(), Some(spec.clone())).await?;
-    let run_id = match &ran {
-        Ok(super::segment::SegmentRan { run_id, merged: Some(night) }) if night.status == RunStatus::Finished => {
-            *run_id
-        }
-        _ => return Ok(super::segment::exit(&ran)),
+    let split = super::segment_check::SplitCheck {
+        job,
+        spec,
+        flags: &args.split,
+        build: args.build.clone(),
+        format: args.format,
+        strict: args.strict,
     };
-    let run = store.find_run(run_id).await?.with_context(|| format!("run {run_id} vanished"))?;
-    let report = judge_run(store, config, &run, &spec, IfRegressed::Stands, Utc::now()).await?;
-    print_stdout(&report.render(args.format))?;
-    Ok(match report.outcome {
-        VerdictOutcome::Regressed => Exit::Regression,
-        VerdictOutcome::Inconclusive => undecided("the verdict is inconclusive", args.strict),
-        VerdictOutcome::Passed => Exit::Ok,
-    })
+    Box::pin(super::segment_check::check_segment(store, config, split)).await
 }
 
 /// `--baseline`, else the scenario's configured baseline, else last-7d.

@@ -23,6 +23,7 @@ mod notify;
 mod run;
 mod run_report;
 mod segment;
+mod segment_check;
 mod serve;
 mod tape;
 mod tape_report;
@@ -391,5 +392,16 @@ pub(crate) async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {},
         () = terminate => {},
+    }
+}
+
+/// An undecided verdict's exit, and why: 3 with `--strict`, else 0 with a warning.
+pub(super) fn undecided(why: &str, strict: bool) -> Exit {
+    if strict {
+        say!("{why}; exiting 3 (--strict)");
+        Exit::Inconclusive
+    } else {
+        say!("warning: {why}; exiting 0 (pass --strict to exit 3)");
+        Exit::Ok
     }
 }

@@ -48,8 +48,8 @@ pub(super) struct SegmentRan {
 
 /// Why a segment sent nothing or its night is not one to judge.
 pub(super) enum NotRun {
-    /// The night is invalid, for this reason.
-    Invalid(String),
+    /// The night is invalid: its run, when one was created, and what to say (the reason).
+    Invalid(Option<RunId>, String),
     /// Another process holds this segment of the night (a Kubernetes Job may, rarely, run two pods for one
     /// index): this one had nothing to do, which is no failure, so a Job's failure policy leaves the night be.
     Taken(String),
@@ -82,6 +82,7 @@ pub(super) async fn run(
         run_key: key.clone(),
         barrier_timeout: flags.barrier_timeout.unwrap_or(segments::DEFAULT_BARRIER_TIMEOUT),
         judged_against,
+        confirms: job.confirms,
     };
     let ended = segments::run_segment(store, segment_job, build, &Clock::system(), stop, |p| live.update(p)).await;
     live.finish();
@@ -92,7 +93,7 @@ pub(super) async fn run(
         )))),
         SegmentEnd::Invalid { run_id, reason } => {
             let run = run_id.map_or_else(String::new, |id| format!(" (run {id})"));
-            Ok(Err(NotRun::Invalid(format!("the night `{key}`{run} is invalid: {reason}"))))
+            Ok(Err(NotRun::Invalid(run_id, format!("the night `{key}`{run} is invalid: {reason}"))))
         }
         SegmentEnd::Measured { run_id, measurement, merged, invalid_reason, .. } => {
             let results = &measurement.results;
@@ -106,7 +107,8 @@ pub(super) async fn run(
             if let Some(night) = &merged {
                 say!("{}", describe(run_id, night));
             } else if let Some(reason) = invalid_reason {
-                return Ok(Err(NotRun::Invalid(format!("the night `{key}` (run {run_id}) is invalid: {reason}"))));
+                let why = format!("the night `{key}` (run {run_id}) is invalid: {reason}");
+                return Ok(Err(NotRun::Invalid(Some(run_id), why)));
             } else {
                 say!("the last segment to finish merges the night into run {run_id}");
             }
@@ -133,7 +135,7 @@ fn describe(run_id: RunId, night: &MergedNight) -> String {
 /// another process holds its segment; 3 when the night is invalid, 2 when it failed.
 pub(super) fn exit(ran: &Result<SegmentRan, NotRun>) -> super::Exit {
     match ran {
-        Err(NotRun::Invalid(reason)) => {
+        Err(NotRun::Invalid(_, reason)) => {
             say!("{}", crate::outside_text::printable(reason));
             super::Exit::Inconclusive
         }

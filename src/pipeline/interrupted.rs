@@ -30,6 +30,8 @@ use crate::store::{LeftBehind, Store, StoreError};
 /// settled now is found again next time.
 pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: DateTime<Utc>) {
     // Leases are on the system's clock (see `clock`), and so is the time a run was seen to be cut short.
+    // A split night holds no lease: one whose segments are all gone is lost first, invalid with the reason.
+    settle_lost_nights(store, config, Utc::now(), at).await;
     match store.abort_interrupted_runs(scope, Utc::now()).await {
         Ok(aborted) if !aborted.is_empty() => {
             tracing::warn!(?aborted, "runs whose degrade stopped were marked aborted");
@@ -65,6 +67,16 @@ pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: D
     // Boxed: judging holds a whole judgement, and every run through the runner awaits `settle` first.
     Box::pin(judge_unjudged(store, config, scope, at)).await;
     alert_unalerted(store, config, scope, at).await;
+}
+
+/// Marks the split nights whose segments are all gone invalid and alerts them (`segments::lost`), with `now`
+/// on the system's clock.
+pub async fn settle_lost_nights(store: &Store, config: &Config, now: DateTime<Utc>, at: DateTime<Utc>) {
+    match super::segments::lost::settle_lost(store, config, now, at).await {
+        Ok(lost) if !lost.is_empty() => tracing::warn!(?lost, "split nights whose segments are all gone are invalid"),
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "cannot look for split nights whose segments are all gone"),
+    }
 }
 
 /// Alerts the nights a stopped degrade judged and never alerted, as the runner would have (unless a later night
@@ -140,9 +152,10 @@ async fn judge_left_behind(
 }
 
 /// Decides run `first`, left `confirming`, and alerts the night; returns the run that is the night's result,
-/// or `None` when another degrade decided it first. Alerts are stored before the statuses, as the runner
+/// or `None` when another degrade decided it first. A split night's segment that merged its rerun decides the
+/// pair this way too (`check --run-now --segment`). Alerts are stored before the statuses, as the runner
 /// does: a kill in between leaves the pair `confirming`, to be decided (and alerted, saying nothing new) again.
-async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>) -> anyhow::Result<Option<RunId>> {
+pub async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>) -> anyhow::Result<Option<RunId>> {
     let first = store.find_run(first).await?.with_context(|| format!("run #{first} is gone"))?;
     // The runner's verdict, which made the run `confirming`, is the one the rerun confirms or refutes.
     let verdict = store.first_verdict(first.id).await?.with_context(|| format!("run #{} has no verdict", first.id))?;

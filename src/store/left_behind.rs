@@ -31,7 +31,8 @@ impl<'a> LeftBehind<'a> {
 impl Store {
     /// Marks `aborted`, at `now`, every run still `running` where `scope` says; returns their ids. A night split
     /// across machines holds no lease (its segments meet in `segmented_runs`): it is left running while one of
-    /// its segments was seen in the last minute, and marked like any other once none was (all of them lost).
+    /// its segments was seen in the last minute; once none was, `pipeline::segments::lost` marks it invalid with
+    /// the reason first, and this marks it like any other only if that could not.
     pub async fn abort_interrupted_runs(
         &self,
         scope: LeftBehind<'_>,
@@ -61,13 +62,33 @@ impl Store {
         Ok(ids)
     }
 
-    /// Runs left `confirming` by a degrade that stopped before their rerun decided them, where `scope` says.
+    /// The split nights none of whose segments was seen in the `quiet` before `now` (system clock): their run
+    /// still `running`, never merged. Each as its run key, its run and its segment count.
+    pub async fn split_nights_gone_quiet(
+        &self,
+        now: DateTime<Utc>,
+        quiet: std::time::Duration,
+    ) -> Result<Vec<(String, RunId, i64)>, StoreError> {
+        let query = "select s.run_key, s.run_id, s.segments from segmented_runs s join runs on runs.id = s.run_id \
+                     where runs.status = 'running' and s.merged_at is null \
+                     and not exists (select 1 from run_segments r where r.run_key = s.run_key and r.seen_at > $1) \
+                     order by s.run_id";
+        let since = to_millis(now) - i64::try_from(quiet.as_millis()).unwrap_or(i64::MAX);
+        Ok(on_pool!(self, |pool| sqlx::query_as(query).bind(since).fetch_all(pool).await?))
+    }
+
+    /// Runs left `confirming` by a degrade that stopped before their rerun decided them, where `scope` says. A
+    /// split night holds no lease: it is left to its segments while one of the night's or of its rerun's
+    /// (`KEY:confirm`) was seen in the last minute.
     pub async fn confirming_left_behind(&self, scope: LeftBehind<'_>) -> Result<Vec<RunId>, StoreError> {
         let (unleased, claimed) = scope.parameters();
         let query = "select runs.id from runs join scenarios on scenarios.id = runs.scenario_id \
                      where runs.status = 'confirming' and runs.confirms_run_id is null \
                      and (cast($1 as bigint) is null or runs.scenario_id not in \
                          (select scenario_id from scenario_leases where expires_at > $1)) \
+                     and runs.id not in (select s.run_id from segmented_runs s where s.run_id is not null \
+                         and exists (select 1 from run_segments r where r.seen_at > $1 - 60000 \
+                             and (r.run_key = s.run_key or r.run_key = s.run_key || ':confirm'))) \
                      and (cast($2 as text) is null or scenarios.name = $2) \
                      order by runs.id";
         let rows: Vec<(i64,)> =

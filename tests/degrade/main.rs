@@ -101,6 +101,7 @@ mod tape_privacy;
 mod telemetry;
 mod telemetry_prometheus;
 mod segments;
+mod segment_alerts;
 mod websocket;
 mod websocket_frames;
 mod support;

@@ -19,6 +19,11 @@ const SCENARIO: &str = "[[flow]]\nname = \"fast\"\n[[flow.step]]\npath = \"/fast
 /// A project on a fresh PostgreSQL database against a stub target; `None` (and a line saying so) without a
 /// server.
 async fn a_split_project() -> Option<(TestDb, StubTarget, tempfile::TempDir, Store)> {
+    a_split_project_with("").await
+}
+
+/// [`a_split_project`] with `extra` at the end of its `degrade.toml` (a `[[notify]]`, say).
+pub(crate) async fn a_split_project_with(extra: &str) -> Option<(TestDb, StubTarget, tempfile::TempDir, Store)> {
     if std::env::var(POSTGRES_ENV).is_err() {
         eprintln!("skipped: set {POSTGRES_ENV} (source ci/postgres.sh) to run the split-night tests");
         return None;
@@ -26,7 +31,7 @@ async fn a_split_project() -> Option<(TestDb, StubTarget, tempfile::TempDir, Sto
     let db = TestDb::postgres().await;
     let target = StubTarget::start().await;
     let config = format!(
-        "[database]\nurl = \"{}\"\n\n[[scenario]]\nname = \"shop\"\nfile = \"shop.toml\"\ntarget = \"{}\"\n",
+        "[database]\nurl = \"{}\"\n\n[[scenario]]\nname = \"shop\"\nfile = \"shop.toml\"\ntarget = \"{}\"\n{extra}",
         db.url_string(),
         target.url()
     );
@@ -53,7 +58,7 @@ fn segment(
 }
 
 /// Waits for a child: its exit code and what it printed.
-async fn ended(child: tokio::process::Child) -> (Option<i32>, String) {
+pub(crate) async fn ended(child: tokio::process::Child) -> (Option<i32>, String) {
     let output = tokio::time::timeout(Duration::from_mins(1), child.wait_with_output()).await.expect("ends").unwrap();
     let (stdout, stderr) = text(&output);
     (output.status.code(), format!("{stdout}{stderr}"))
@@ -151,7 +156,7 @@ async fn a_segment_killed_mid_night_stops_the_others_and_the_night_is_invalid() 
     );
 }
 
-async fn wait_for_start(store: &Store, key: &str) {
+pub(crate) async fn wait_for_start(store: &Store, key: &str) {
     for _ in 0..400 {
         if store.segmented_run(key).await.unwrap().is_some_and(|r| r.start_at.is_some()) {
             return;
@@ -217,25 +222,34 @@ fn sqlite_refuses_segments_saying_why() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_run_now_in_segments_judges_the_merged_night_once() {
     let Some((_db, _target, dir, store)) = a_split_project().await else { return };
-    let key = unique_name("night");
-    let children: Vec<_> = (0..2)
-        .map(|k| {
-            degrade_child(
-                dir.path(),
-                &["check", "--run-now", "shop", "--segment", &format!("{k}/2"), "--run-key", &key],
-                &[],
-            )
-        })
-        .collect();
-    let mut outputs = Vec::new();
-    for child in children {
-        outputs.push(ended(child).await);
+    // A night this busy machine made invalid (its segments sent late) is never judged: tried again, up to four.
+    for _ in 0..4 {
+        let key = unique_name("night");
+        let children: Vec<_> = (0..2)
+            .map(|k| {
+                degrade_child(
+                    dir.path(),
+                    &["check", "--run-now", "shop", "--segment", &format!("{k}/2"), "--run-key", &key],
+                    &[],
+                )
+            })
+            .collect();
+        let mut outputs = Vec::new();
+        for child in children {
+            outputs.push(ended(child).await);
+        }
+        let run = store.last_runs("shop", 1).await.unwrap().remove(0);
+        crate::support::assert_measured(run.status, &run.validity_reasons);
+        if run.status == RunStatus::Invalid {
+            continue;
+        }
+        assert!(outputs.iter().all(|(code, _)| *code == Some(0)), "{outputs:#?}");
+        let verdict = store.latest_verdict(run.id).await.unwrap();
+        assert!(verdict.is_some(), "the merging segment judged the night: {outputs:#?}");
+        assert_eq!(store.run_detail(run.id).await.unwrap().unwrap().endpoints[0].requests, 90);
+        return;
     }
-    assert!(outputs.iter().all(|(code, _)| *code == Some(0)), "{outputs:#?}");
-    let run = store.last_runs("shop", 1).await.unwrap().remove(0);
-    let verdict = store.latest_verdict(run.id).await.unwrap();
-    assert!(verdict.is_some(), "the merging segment judged the night: {outputs:#?}");
-    assert_eq!(store.run_detail(run.id).await.unwrap().unwrap().endpoints[0].requests, 90);
+    panic!("four split nights in a row were invalid: this machine is too busy to measure anything");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

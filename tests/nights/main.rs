@@ -29,6 +29,7 @@ mod confirm;
 mod http2_latency;
 mod pool_target;
 mod segments_latency;
+mod segments_confirm;
 mod slow_target;
 mod tails;
 mod telemetry_judged;

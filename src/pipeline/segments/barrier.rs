@@ -125,7 +125,7 @@ async fn prepare(
         scenario_source: Some(night.plan.source_text.clone()),
         deploy_output,
         started_at,
-        confirms: None,
+        confirms: night.confirms,
         judged_against: night.judged_against.clone(),
     };
     let run_id = store.create_run(&new_run).await.context("cannot record the night's run")?;

@@ -26,6 +26,10 @@ pub struct MergedNight {
     pub segments: usize,
     /// How far apart the segments' loads started, µs (database clock).
     pub start_spread_us: Option<i64>,
+    /// Whether the split itself failed the night (a segment stopped, lost or missing, a plan or a clock that
+    /// differed, starts too far apart), rather than only a segment's share falling behind as a single
+    /// machine's can: such a night is alerted as one that could not be measured.
+    pub split_fault: bool,
 }
 
 /// Stores this segment's results: `done`, or `failed` when it was stopped before its plan ended (which makes
@@ -106,6 +110,7 @@ pub(super) async fn merge_if_last(
     let starts: Vec<i64> = rows.iter().filter_map(|r| r.started_at_us).collect();
     let (start_spread_us, spread_reason) = clock::start_spread(&starts);
     reasons.extend(spread_reason);
+    let split_fault = !reasons.is_empty() || segments.len() < night.segment.count() as usize;
     if !reasons.is_empty() {
         if results.status == RunStatus::Finished {
             results.status = RunStatus::Invalid;
@@ -121,5 +126,6 @@ pub(super) async fn merge_if_last(
         requests,
         segments: segments.len(),
         start_spread_us,
+        split_fault,
     }))
 }

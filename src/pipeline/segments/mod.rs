@@ -8,7 +8,10 @@
 //! after its load, and a skew, a drift or a spread of starts beyond tolerance makes the night invalid with the
 //! numbers in the reason.
 
+pub mod alert;
 pub mod clock;
+pub mod confirm;
+pub mod lost;
 
 mod barrier;
 mod merge;
@@ -46,6 +49,8 @@ pub struct SegmentJob {
     pub barrier_timeout: Duration,
     /// The baseline the merged night is to be judged against (`check --run-now`), or `None`.
     pub judged_against: Option<BaselineSpec>,
+    /// The night whose regression this one reruns to confirm ([`confirm`]), or `None`.
+    pub confirms: Option<RunId>,
 }
 
 /// How a segment ended.
@@ -89,6 +94,7 @@ struct Night<'a> {
     config: Option<&'a ScenarioConfig>,
     barrier_timeout: Duration,
     judged_against: Option<BaselineSpec>,
+    confirms: Option<RunId>,
 }
 
 impl Night<'_> {
@@ -126,7 +132,7 @@ pub async fn run_segment(
     stop: watch::Receiver<bool>,
     on_progress: impl FnMut(&Progress),
 ) -> anyhow::Result<SegmentEnd> {
-    let SegmentJob { scenario, plan, config, segment, run_key, barrier_timeout, judged_against } = job;
+    let SegmentJob { scenario, plan, config, segment, run_key, barrier_timeout, judged_against, confirms } = job;
     let plan = plan.segmented(segment).map_err(anyhow::Error::msg)?;
     let holder = super::claim::holder_name();
     let night = Night {
@@ -139,6 +145,7 @@ pub async fn run_segment(
         config: config.as_ref(),
         barrier_timeout,
         judged_against,
+        confirms,
     };
     let started = match barrier::pass(store, &night, build, clock, &stop).await? {
         Ok(started) => started,

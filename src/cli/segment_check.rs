@@ -1,0 +1,148 @@
+//! `check --run-now --segment K/N`: one segment of a split night as the CI gate. Every segment sends its share;
+//! the one that merges the night judges it. A night not measured as one (invalid, failed) is alerted once; a
+//! judged night opens or resolves episodes as the runner's do; a regression the scenario confirms is rerun by
+//! all N segments together under a derived run key (`pipeline::segments::confirm`), and the segment that
+//! merges the rerun decides the pair and exits on it. The alerts due go out before each segment exits.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use chrono::Utc;
+
+use super::segment::{NotRun, SegmentArgs, SegmentRan};
+use super::{Exit, print_stdout, undecided};
+use crate::analysis::Gates;
+use crate::config::Config;
+use crate::model::{BaselineSpec, RunId, RunStatus, VerdictOutcome};
+use crate::notify::Courier;
+use crate::pipeline::Job;
+use crate::pipeline::judge_run::{IfRegressed, judge_run};
+use crate::pipeline::segments::{self, alert, confirm};
+use crate::report::Format;
+use crate::store::Store;
+
+/// What `check --run-now --segment` was asked: the job found and reshaped, its baseline, the split's flags.
+#[allow(missing_docs, reason = "the field names say what they hold")]
+pub(super) struct SplitCheck<'a> {
+    pub job: Job,
+    pub spec: BaselineSpec,
+    pub flags: &'a SegmentArgs,
+    pub build: Option<String>,
+    pub format: Format,
+    pub strict: bool,
+}
+
+/// Runs this segment's share of the night; see the module's header.
+pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitCheck<'_>) -> anyhow::Result<Exit> {
+    let SplitCheck { job, spec, flags, build, format, strict } = args;
+    let confirms = config.scenario(&job.name).map_or(Gates::default().confirm, |s| s.gates.confirm);
+    let rerun = confirms.then(|| job.rerun());
+    let ran = super::segment::run(store, job, flags, build, Some(spec.clone())).await?;
+    // Not measured as one night: the split failed it, or the target was down. A night invalid only because a
+    // segment's share fell behind is judged (inconclusive) like a single machine's invalid night.
+    let night = match &ran {
+        Ok(SegmentRan { run_id, merged: Some(night) })
+            if night.status == RunStatus::Failed || (night.status == RunStatus::Invalid && night.split_fault) =>
+        {
+            Some(*run_id)
+        }
+        Err(NotRun::Invalid(run_id, _)) => *run_id,
+        _ => None,
+    };
+    if let Some(run_id) = night
+        && alert::after_unmeasured(store, config, run_id, Utc::now()).await?
+    {
+        deliver(store, config).await;
+        return Ok(super::segment::exit(&ran));
+    }
+    let first = match &ran {
+        Ok(SegmentRan { run_id, merged: Some(night) })
+            if matches!(night.status, RunStatus::Finished | RunStatus::Invalid) =>
+        {
+            let if_regressed = if rerun.is_some() { IfRegressed::Confirm } else { IfRegressed::Stands };
+            let run = store.find_run(*run_id).await?.with_context(|| format!("run {run_id} vanished"))?;
+            let report = judge_run(store, config, &run, &spec, if_regressed, Utc::now()).await?;
+            print_stdout(&report.render(format))?;
+            if report.outcome != VerdictOutcome::Regressed || rerun.is_none() {
+                alert::after_judgement(store, config, &report, Utc::now()).await?;
+                deliver(store, config).await;
+                return Ok(exit_on(report.outcome, strict));
+            }
+            *run_id
+        }
+        // A segment that did not merge: the night's rerun, if it has one, needs this segment too.
+        Ok(SegmentRan { run_id, merged: None }) if rerun.is_some() => {
+            let timeout = flags.barrier_timeout.unwrap_or(segments::DEFAULT_BARRIER_TIMEOUT);
+            if confirm::wait_for_verdict(store, *run_id, timeout).await? != Some(RunStatus::Confirming) {
+                return Ok(super::segment::exit(&ran));
+            }
+            *run_id
+        }
+        _ => return Ok(super::segment::exit(&ran)),
+    };
+    say!("run {first} is judged regressed: every segment reruns its share of the same build to confirm it");
+    let rerun = rerun.context("a confirming night has its rerun")?;
+    Box::pin(confirm_together(store, config, flags, rerun, first, spec)).await
+}
+
+/// This segment's share of the rerun of night `first`, under the derived run key; the segment that merges the
+/// rerun (or sees it end invalid) decides the pair and exits on it: 1 when the regression stands, else 0.
+async fn confirm_together(
+    store: &Store,
+    config: &Config,
+    flags: &SegmentArgs,
+    mut job: Job,
+    first: RunId,
+    spec: BaselineSpec,
+) -> anyhow::Result<Exit> {
+    job.confirms = Some(first);
+    let build = store.find_run(first).await?.and_then(|r| r.build_id);
+    let mut flags = flags.clone();
+    flags.run_key = flags.run_key.as_deref().map(confirm::rerun_key);
+    let ran = super::segment::run(store, job, &flags, build, Some(spec)).await?;
+    if !matches!(&ran, Ok(SegmentRan { merged: Some(_), .. }) | Err(NotRun::Invalid(..))) {
+        return Ok(super::segment::exit(&ran));
+    }
+    if let Err(NotRun::Invalid(_, why)) = &ran {
+        say!("{}", crate::outside_text::printable(why));
+    }
+    let at = Utc::now();
+    let Some(result) = crate::pipeline::interrupted::decide(store, config, first, at).await? else {
+        say!("run {first}'s confirmation was decided by another segment");
+        return Ok(Exit::Ok);
+    };
+    // The night's alerts are the pair's, stored by the decision: the first run has nothing left to alert.
+    store.mark_alerted(first, at).await?;
+    deliver(store, config).await;
+    if let Some(verdict) = store.latest_verdict(result).await? {
+        say!("run {result}: {}", crate::outside_text::printable(&verdict.summary));
+    }
+    let first_status = store.find_run(first).await?.map_or(RunStatus::Regressed, |r| r.status);
+    if first_status == RunStatus::Regressed {
+        say!("confirmation: run {first}'s regression stands (its rerun by all segments is run {result})");
+        Ok(Exit::Regression)
+    } else {
+        say!("note: run {first}'s regression was not confirmed by its rerun on the same build; exiting 0");
+        Ok(Exit::Ok)
+    }
+}
+
+/// The exit on a judged night's verdict.
+fn exit_on(outcome: VerdictOutcome, strict: bool) -> Exit {
+    match outcome {
+        VerdictOutcome::Regressed => Exit::Regression,
+        VerdictOutcome::Inconclusive => undecided("the verdict is inconclusive", strict),
+        VerdictOutcome::Passed => Exit::Ok,
+    }
+}
+
+/// Posts the alerts due now; what cannot be delivered stays in the outbox for `degrade serve`.
+async fn deliver(store: &Store, config: &Config) {
+    let delivered = match Courier::new(store.clone(), Arc::new(config.clone())) {
+        Ok(courier) => courier.deliver_due().await.map(|_| ()).map_err(anyhow::Error::from),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = delivered {
+        say!("warning: alerts were stored but not delivered: {e}");
+    }
+}

@@ -1,0 +1,140 @@
+//! The confirmation rerun of a split night's regression through the real binary: two `check --run-now
+//! --segment k/2` processes on a fresh PostgreSQL database against a target slow by its requests' numbers.
+//! When the merged night regresses, both segments rerun their shares together under the derived run key: a
+//! target slow only during the first night is not confirmed (nothing alerted, every segment exits 0), one slow
+//! all night is (one regression alert, the deciding segment exits 1). Skipped, saying so, without
+//! `DEGRADE_TEST_POSTGRES_URL`.
+
+use std::time::Duration;
+
+use degrade::model::RunStatus;
+use degrade::store::Store;
+
+use crate::slow_target::SlowFor;
+use crate::support::receiver::Receiver;
+use crate::support::{ONE_HEAVY_TEST_AT_A_TIME, POSTGRES_ENV, TestDb, degrade_child, project, text, unique_name};
+
+/// `GET /items` at 40/s for 2 s: 80 requests a night, 40 a segment.
+const SCENARIO: &str = "[[flow]]\nname = \"list\"\n[[flow.step]]\npath = \"/items\"\n\
+                        [load]\nmodel = \"open\"\nmax_in_flight = 8\n[[load.stage]]\nduration = \"2s\"\nrate = 40\n";
+
+/// A night in two segments through `check --run-now`: each segment's exit code and output.
+async fn split_night(dir: &tempfile::TempDir, hook: &Receiver) -> Vec<(Option<i32>, String)> {
+    let key = unique_name("night");
+    let url = hook.url();
+    let children: Vec<_> = (0..2)
+        .map(|k| {
+            let segment = format!("{k}/2");
+            let args = ["check", "--run-now", "shop", "--segment", &segment, "--run-key", &key];
+            degrade_child(dir.path(), &args, &[("HOOK", url.as_str())])
+        })
+        .collect();
+    let mut outputs = Vec::new();
+    for child in children {
+        let output = tokio::time::timeout(Duration::from_mins(2), child.wait_with_output()).await.unwrap().unwrap();
+        let (stdout, stderr) = text(&output);
+        outputs.push((output.status.code(), format!("{stdout}{stderr}")));
+    }
+    outputs
+}
+
+/// A split night with requests slowed as `slow` says, again while its first run or its rerun was invalid (this
+/// machine, busy with other tests, sent requests late). The outputs, the night's first run and its rerun.
+async fn confirmed_night(
+    dir: &tempfile::TempDir,
+    hook: &Receiver,
+    target: &SlowFor,
+    store: &Store,
+    slow: (i64, i64),
+) -> (Vec<(Option<i32>, String)>, i64, i64) {
+    let mut seen = Vec::new();
+    for _ in 0..6 {
+        let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
+        target.slow(slow);
+        let outputs = split_night(dir, hook).await;
+        let first = store.find_run(before + 1).await.unwrap().unwrap();
+        let Some(&rerun) = store.reruns_of(first.id).await.unwrap().last() else {
+            assert_eq!(first.status, RunStatus::Invalid, "a valid night regressed is rerun: {outputs:#?}");
+            seen.push((first.id, first.validity_reasons));
+            continue;
+        };
+        let rerun = store.find_run(rerun).await.unwrap().unwrap();
+        if rerun.status != RunStatus::Invalid {
+            return (outputs, first.id, rerun.id);
+        }
+        seen.push((rerun.id, rerun.validity_reasons));
+    }
+    panic!("six nights in a row had an invalid run: this machine is too busy to measure anything: {seen:#?}");
+}
+
+/// A fresh PostgreSQL database, a project on it against `target` alerting regressions to `hook`, and five
+/// valid split nights of history on a fast target; `None` (and a line saying so) without a server.
+async fn split_project_with_history(target: &SlowFor, hook: &Receiver) -> Option<(TestDb, tempfile::TempDir, Store)> {
+    if std::env::var(POSTGRES_ENV).is_err() {
+        eprintln!("skipped: set {POSTGRES_ENV} (source ci/postgres.sh) to run the split confirmation tests");
+        return None;
+    }
+    let db = TestDb::postgres().await;
+    // As `slow_target::project_for`: the slow requests take 40 ms on a route answering in about 1 ms.
+    let config = format!(
+        "[database]\nurl = \"{}\"\n\n[[scenario]]\nname = \"shop\"\nfile = \"shop.toml\"\ntarget = \"http://{}\"\n\
+         [scenario.gates]\nbusy_machine_inconclusive = false\nmin_effect_pct = 200\n\n\
+         [[notify]]\nname = \"team\"\nkind = \"json\"\nurl_env = \"HOOK\"\nevents = [\"regression\"]\n",
+        db.url_string(),
+        target.address
+    );
+    let (dir, _) = project(&config, &[("shop.toml", SCENARIO)]);
+    let store = Store::connect(&db.url).await.unwrap();
+    target.slow((0, i64::MAX));
+    let mut valid = 0;
+    let mut seen = Vec::new();
+    for night in 0..12 {
+        let outputs = split_night(&dir, hook).await;
+        let run = store.last_runs("shop", 1).await.unwrap().remove(0);
+        valid += i32::from(run.status.is_valid_measurement());
+        seen.push((run.id, run.status, run.validity_reasons, run.failure_reason));
+        assert!(outputs.iter().all(|(code, _)| matches!(code, Some(0 | 3))), "history night {night}: {outputs:#?}");
+        if valid == 5 {
+            return Some((db, dir, store));
+        }
+    }
+    panic!("12 history nights without 5 valid ones: {seen:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_regression_its_rerun_by_every_segment_does_not_reproduce_is_not_alerted() {
+    let _apart = ONE_HEAVY_TEST_AT_A_TIME.lock().await;
+    let (target, hook) = (SlowFor::start().await, Receiver::start().await);
+    let Some((_db, dir, store)) = split_project_with_history(&target, &hook).await else { return };
+    // Slow for the first night's 80 requests only: its rerun by both segments is fast.
+    let (outputs, first, rerun) = confirmed_night(&dir, &hook, &target, &store, (80, i64::MAX)).await;
+    assert!(outputs.iter().all(|(code, _)| *code == Some(0)), "{outputs:#?}");
+    assert!(outputs.iter().all(|(_, o)| o.contains("every segment reruns its share")), "{outputs:#?}");
+    assert!(outputs.iter().any(|(_, o)| o.contains("was not confirmed by its rerun")), "{outputs:#?}");
+    assert_eq!(store.find_run(first).await.unwrap().unwrap().status, RunStatus::Unconfirmed);
+    assert_eq!(store.confirmed_by(rerun).await.unwrap(), Some(first));
+    assert_eq!(store.run_detail(rerun).await.unwrap().unwrap().endpoints[0].requests, 80, "both segments reran");
+    // (A night tried before, whose rerun this busy machine made invalid, stood regressed and was alerted.)
+    let ours: Vec<_> =
+        hook.delivered().into_iter().filter(|m| [first, rerun].contains(&m["run_id"].as_i64().unwrap())).collect();
+    assert!(ours.is_empty(), "nothing is alerted for this night: {ours:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_regression_its_rerun_by_every_segment_reproduces_is_alerted_once() {
+    let _apart = ONE_HEAVY_TEST_AT_A_TIME.lock().await;
+    let (target, hook) = (SlowFor::start().await, Receiver::start().await);
+    let Some((_db, dir, store)) = split_project_with_history(&target, &hook).await else { return };
+    // Slow all night, the rerun too: confirmed, one alert, and the segment that decided it fails the gate.
+    let (outputs, first, rerun) = confirmed_night(&dir, &hook, &target, &store, (i64::MAX, i64::MAX)).await;
+    let codes: Vec<Option<i32>> = outputs.iter().map(|(code, _)| *code).collect();
+    assert!(codes.contains(&Some(1)) && codes.iter().all(|c| matches!(c, Some(0 | 1))), "{outputs:#?}");
+    assert!(outputs.iter().any(|(_, o)| o.contains(&format!("run {first}'s regression stands"))), "{outputs:#?}");
+    assert_eq!(store.find_run(first).await.unwrap().unwrap().status, RunStatus::Regressed);
+    assert_eq!(store.find_run(rerun).await.unwrap().unwrap().status, RunStatus::Regressed);
+    // Once: the regression episode stays open (a night tried before, whose rerun this busy machine made
+    // invalid, may have opened it: its verdict stood).
+    let delivered = hook.delivered();
+    assert_eq!(delivered.len(), 1, "one alert for the regression: {delivered:#?}");
+    assert_eq!(delivered[0]["event"], "regression");
+}
