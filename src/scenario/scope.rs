@@ -29,6 +29,8 @@ pub(super) struct Scope<'a> {
     pub keys: StepKeys,
     /// The site number the next skewed draw gets ([`Template::number_draws`]).
     pub next_draw: Cell<usize>,
+    /// The `[proto]` files compiled, when the scenario names some.
+    pub protos: Option<prost_reflect::DescriptorPool>,
 }
 
 impl Scope<'_> {

@@ -116,11 +116,13 @@ pub(super) fn resolve_ws_step(
         query: Vec::new(),
         headers,
         body: None,
-        expect: Expect { status: vec![101..=101], json: Vec::new() },
+        expect: Expect { status: vec![101..=101], json: Vec::new(), grpc_status: vec![crate::metrics::GrpcCode::Ok] },
         extract: extract?,
         think,
         ws: Some(action),
         protocol: None,
+        grpc: None,
+        decode: None,
     })
 }
 
