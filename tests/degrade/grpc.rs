@@ -11,6 +11,7 @@ use degrade::engine::Measurement;
 use degrade::model::EndpointResult;
 
 use crate::support::grpc_stub::{GrpcStub, proto_folder};
+use crate::support::quoted::assert_quoted;
 use crate::support::run_scenario;
 
 fn endpoint<'a>(measurement: &'a Measurement, name: &str) -> &'a EndpointResult {
@@ -19,10 +20,11 @@ fn endpoint<'a>(measurement: &'a Measurement, name: &str) -> &'a EndpointResult 
 }
 
 /// A scenario against `url` with the stub's `.proto`, `flows` as written, in the open model at `rate` a second
-/// for `secs` seconds.
+/// for `secs` seconds. The connect timeout is long: on a busy 2-core machine running other tests beside these,
+/// the stub's SETTINGS once took past the default 3 s, and a test must not depend on the machine's speed.
 fn scenario(url: &str, target_extra: &str, flows: &str, rate: u32, secs: u32) -> String {
     format!(
-        "[target]\nbase_url = \"{url}\"\n{target_extra}\n[proto]\nfiles = [\"{}\"]\n{flows}\n\
+        "[target]\nbase_url = \"{url}\"\nconnect_timeout = \"10s\"\n{target_extra}\n[proto]\nfiles = [\"{}\"]\n{flows}\n\
          [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"{secs}s\"\nrate = {rate}\n",
         proto_folder().join("stub.proto").display()
     )
@@ -173,7 +175,7 @@ fn a_wrong_field_of_a_grpc_request_is_refused_at_load_with_its_path() {
         assert!(errors.contains(expected), "{expected}\nnot in\n{errors}");
     }
     // Each at its own line of the scenario.
-    assert!(errors.contains("scenario.toml:10:8: flow[0].step[0].json"), "{errors}");
+    assert!(errors.contains("scenario.toml:11:8: flow[0].step[0].json"), "{errors}");
 }
 
 #[test]
@@ -186,4 +188,67 @@ fn an_error_in_a_proto_file_is_reported_at_its_line() {
                 [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 1\n";
     let errors = degrade::scenario::parse(&path, text, None, &|_| None).unwrap_err().to_string();
     assert!(errors.contains("scenario.toml:4:10: proto.files[0]: bad.proto:3:3:"), "{errors}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_steps_send_protobuf_from_json_or_raw_bytes_and_decode_a_protobuf_answer() {
+    let stub = GrpcStub::start().await;
+    // CallRequest { text: "abc", delay_ms: 5 } encoded by hand: field 1 (string) and field 2 (varint).
+    let flows = r#"
+[[flow]]
+name = "f"
+[[flow.step]]
+name = "from json"
+method = "POST"
+path = "/raw"
+protocol = "http2"
+proto = "stub.CallRequest"
+json = { text = "{{ seq() }}", tags = ["x"], inner = { note = "n" } }
+decode = "stub.CallRequest"
+expect = { json = [{ path = "$.tags[0]", eq = "x" }, { path = "$.inner.note", eq = "n" }, { path = "$.delay_ms", eq = 0 }] }
+extract = { sent = "$.text" }
+[[flow.step]]
+name = "hex"
+method = "POST"
+path = "/raw"
+protocol = "http2"
+headers = { content-type = "application/x-protobuf" }
+body_hex = "0a 03 61 62 63 10 05"
+decode = "stub.CallRequest"
+expect = { json = [{ path = "$.text", eq = "abc" }, { path = "$.delay_ms", eq = 5 }] }
+[[flow.step]]
+name = "not that type"
+method = "POST"
+path = "/raw"
+protocol = "http2"
+body_hex = "0a 03 61 62"
+decode = "stub.CallRequest"
+expect = { json = [{ path = "$.text", exists = true }] }
+"#;
+    let measurement = run_scenario(&scenario(&stub.url(), "", flows, 10, 1), &[]).await;
+    for name in ["from json", "hex"] {
+        let result = endpoint(&measurement, name);
+        assert_eq!((result.requests, result.errors), (10, 0), "{name}: {:?}", result.error_samples);
+    }
+    let cut = endpoint(&measurement, "not that type");
+    assert_eq!(cut.errors_by_class.get("assertion"), Some(&10), "{:?}", cut.error_samples);
+    assert!(
+        cut.error_samples["assertion"][0].contains("is not a `stub.CallRequest` message"),
+        "{:?}",
+        cut.error_samples
+    );
+}
+
+#[test]
+fn the_guides_wrong_field_is_refused_as_the_guide_quotes() {
+    let dir = tempfile::tempdir().unwrap();
+    let guide = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/guide");
+    std::fs::copy(guide.join("boards.proto"), dir.path().join("boards.proto")).unwrap();
+    let path = dir.path().join("scenario.toml");
+    let text = "[target]\nbase_url = \"http://127.0.0.1:50051\"\n[proto]\nfiles = [\"boards.proto\"]\n\
+                [[flow]]\nname = \"read a board\"\n[[flow.step]]\ngrpc = \"boards.v1.Boards/GetBoard\"\n\
+                json = { id = 7, with_card = true }\n\
+                [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 1\n";
+    let errors = degrade::scenario::parse(&path, text, None, &|_| None).unwrap_err().to_string();
+    assert_quoted("grpc-wrong-field", &errors.replace(&format!("{}/", dir.path().display()), ""));
 }

@@ -8,6 +8,7 @@
 //! - `Stall`: answers at once, except from 1.5 s after its first call for 1 s, when every answer waits for
 //!   the stall's end.
 //! - `Huge`: one message of [`HUGE_TEXT`] bytes.
+//! - `POST /raw` (plain HTTP/2, not gRPC): the request's body back as it came, as `application/x-protobuf`.
 //! - `Ticks`: a server stream of `count` messages `delay_ms` apart, or without end when `count` is 0: sent as
 //!   the client's flow-control window allows, so the stub's memory is bounded too.
 
@@ -95,6 +96,15 @@ async fn call(
     while let Some(Ok(chunk)) = body.data().await {
         let _ = body.flow_control().release_capacity(chunk.len());
         bytes.extend_from_slice(&chunk);
+    }
+    if method == "/raw" {
+        // Plain HTTP/2, not gRPC: the body back as it came, as Protobuf.
+        let response = http::Response::builder().status(200).header("content-type", "application/x-protobuf");
+        if let Ok(mut stream) = respond.send_response(response.body(()).unwrap(), false) {
+            let _ = send(&mut stream, bytes.into()).await;
+            let _ = stream.send_data(Bytes::new(), true);
+        }
+        return;
     }
     let input = shared.pool.get_message_by_name("stub.CallRequest").unwrap();
     let Some(message) = bytes.get(5..).and_then(|m| DynamicMessage::decode(input, m).ok()) else {
