@@ -10,11 +10,16 @@ use super::failure::Failure;
 use crate::metrics::{ErrorClass, GrpcCode};
 use crate::scenario::plan::{GrpcCall, Step};
 
+/// Most messages of one answer decoded for `expect` and `extract`: `max_body` bounds a stream's bytes, but a
+/// stream of tiny messages within it would decode into far more memory than its bytes (a JSON value is tens
+/// of bytes however small its message).
+pub(super) const MAX_MESSAGES: usize = 10_000;
+
 /// Checks the answer to gRPC step `step` (calling `call`): `Ok` with its messages as JSON when `json` is asked
 /// for (`Value::Null` otherwise), or the failure in its class.
 pub(super) fn check(step: &Step, call: &GrpcCall, answer: &Answer, json: bool) -> Result<Value, Failure> {
     if answer.status != 200 {
-        return Err(super::session::unexpected_status(answer));
+        return Err(super::failure::unexpected_status(answer));
     }
     let code = status(answer)?;
     if !step.expect.grpc_status.contains(&code) {
@@ -47,6 +52,17 @@ pub(super) fn check(step: &Step, call: &GrpcCall, answer: &Answer, json: bool) -
     }
 }
 
+/// A request of `step` that failed: past a gRPC call's own deadline (shorter than the target's `timeout`), a
+/// `timeout` is `grpc_deadline_exceeded`, as a gRPC client's deadline ends a call.
+pub(super) fn past_deadline(step: &Step, timeout: std::time::Duration, failure: Failure) -> Failure {
+    let deadline = step.grpc.as_ref().and_then(|call| call.deadline);
+    if failure.class == ErrorClass::Timeout && deadline.is_some_and(|d| d < timeout) {
+        let message = format!("no answer within the call's deadline: {}", failure.message);
+        return Failure::new(ErrorClass::GrpcDeadlineExceeded, message);
+    }
+    failure
+}
+
 /// The call's `grpc-status`; an answer without one is not gRPC.
 fn status(answer: &Answer) -> Result<GrpcCode, Failure> {
     let text = answer.trailer("grpc-status").or_else(|| answer.header("grpc-status"));
@@ -63,6 +79,10 @@ fn messages(mut body: &[u8]) -> Result<Vec<&[u8]>, Failure> {
     let bad = |what: &str| Failure::new(ErrorClass::Protocol, format!("the gRPC answer {what}"));
     let mut messages = Vec::new();
     while !body.is_empty() {
+        if messages.len() == MAX_MESSAGES {
+            let message = format!("the server stream sent more than {MAX_MESSAGES} messages, the most a step decodes");
+            return Err(Failure::new(ErrorClass::GrpcTooManyMessages, message));
+        }
         let Some((prefix, rest)) = body.split_first_chunk::<5>() else {
             return Err(bad("ends inside a message prefix"));
         };
@@ -101,5 +121,7 @@ mod tests {
         assert_eq!(messages(&[0, 0, 0, 0, 3, 1]).unwrap_err().class, ErrorClass::Protocol);
         assert_eq!(messages(&[1, 0, 0, 0, 0]).unwrap_err().class, ErrorClass::Protocol);
         assert_eq!(percent_decoded("no%20such%20board+x"), "no such board+x");
+        let many: Vec<u8> = std::iter::repeat_n([0u8, 0, 0, 0, 0], MAX_MESSAGES + 1).flatten().collect();
+        assert_eq!(messages(&many).unwrap_err().class, ErrorClass::GrpcTooManyMessages);
     }
 }

@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::alarm::Alarm;
+use super::failure::unexpected_status;
 use super::recorder::Sample;
-use super::session::{Ended, RunShared, SessionEnd, Slot, ended, exchange, unexpected_status, wait_until_due};
+use super::session::{Ended, RunShared, SessionEnd, Slot, ended, exchange, wait_until_due};
 use super::tape_feed::TapeFeed;
 use crate::model::LoadModel;
 use crate::scenario::tape_source::accepts;

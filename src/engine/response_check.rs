@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::answer::Answer;
-use super::failure::Failure;
+use super::failure::{Failure, unexpected_status};
 use crate::metrics::ErrorClass;
 use crate::scenario::plan::{ExtractFrom, Step};
 
@@ -57,17 +57,4 @@ fn checked_json(step: &Step, response: &Answer, json: &Value, variables: &mut [O
         variables[extraction.variable] = Some(value);
     }
     Ok(())
-}
-
-/// The failure of an answer whose status was not expected: its class by status, with the body's start.
-pub(super) fn unexpected_status(response: &Answer) -> Failure {
-    let status = response.status;
-    let class = match status {
-        400..=499 => ErrorClass::Http4xx,
-        500..=599 => ErrorClass::Http5xx,
-        _ => ErrorClass::Assertion,
-    };
-    let body = String::from_utf8_lossy(&response.body[..response.body.len().min(120)]).into_owned();
-    let body = crate::outside_text::printable(body.trim());
-    Failure::new(class, format!("status {status}: {body}"))
 }

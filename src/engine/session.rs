@@ -24,7 +24,6 @@ use super::client::{Failure, HttpClient};
 use super::http1::{Answer, Outgoing};
 use super::recorder::{Recorder, Sample};
 use super::request::StepRequest;
-pub(super) use super::response_check::unexpected_status;
 use super::step_context::StepContext;
 use crate::metrics::ErrorClass;
 use crate::model::LoadModel;
@@ -246,26 +245,30 @@ async fn http_step(
     let deadline = step.grpc.as_ref().and_then(|call| call.deadline);
     let timeout = deadline.map_or(plan.target.timeout, |d| d.min(plan.target.timeout));
     shared.recorder.dispatching(step.endpoint, measured);
+    let first_message = step.grpc.as_ref().and_then(|call| call.first_message);
+    if let Some(first) = first_message {
+        shared.recorder.dispatching(first, measured);
+    }
     let (sent, outcome) = match request {
         Ok(request) => exchange(shared, (request, step.protocol), (dispatched, timeout), alarm, slot).await,
         Err(failure) => (None, Err(failure)),
     };
     let Ended { end, in_hand } = ended(sent, &outcome, timeout);
-    let outcome = outcome.map_err(|failure| match &step.grpc {
-        // The call's own deadline ended it, as a gRPC client's does.
-        Some(call)
-            if failure.class == ErrorClass::Timeout && call.deadline.is_some_and(|d| d < plan.target.timeout) =>
-        {
-            Failure::new(
-                ErrorClass::GrpcDeadlineExceeded,
-                format!("no answer within the call's deadline: {}", failure.message),
-            )
-        }
-        _ => failure,
-    });
+    let outcome = outcome.map_err(|failure| super::grpc::past_deadline(step, plan.target.timeout, failure));
+    let first_data = outcome.as_ref().ok().and_then(|answer| answer.first_data);
     let checked = outcome.and_then(|response| super::response_check::check_response(step, &response, cx.variables));
     let failed = checked.is_err();
     let failure = checked.err().map(|f| (f.class, f.message));
+    if let Some(first) = first_message {
+        // A server stream's first message, from the same intended start; a call that failed before any message
+        // came fails here too.
+        let (end, failure) = match first_data {
+            Some(at) => (at.max(sent.unwrap_or(at)).min(end), None),
+            None => (end, failure.clone()),
+        };
+        let sample = Sample { endpoint: first, intended, dispatched: Some(dispatched), sent, end, failure, measured };
+        shared.recorder.record(sample);
+    }
     shared.recorder.record(Sample {
         endpoint: step.endpoint,
         intended,

@@ -74,6 +74,8 @@ pub enum ErrorClass {
     GrpcDataLoss,
     /// gRPC: the call ended with status `UNAUTHENTICATED`, which the step did not expect.
     GrpcUnauthenticated,
+    /// gRPC: a server stream sent more messages than a step decodes (its bytes within `max_body`).
+    GrpcTooManyMessages,
     /// An open-model arrival over the in-flight cap: never sent.
     Dropped,
     /// Still in flight when the run ended, and cut off.
@@ -82,7 +84,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class, in the order reports list them.
-    pub const ALL: [Self; 29] = [
+    pub const ALL: [Self; 30] = [
         Self::Connect,
         Self::Timeout,
         Self::Reset,
@@ -110,6 +112,7 @@ impl ErrorClass {
         Self::GrpcUnavailable,
         Self::GrpcDataLoss,
         Self::GrpcUnauthenticated,
+        Self::GrpcTooManyMessages,
         Self::Dropped,
         Self::AbortedAtEnd,
     ];
@@ -145,6 +148,7 @@ impl ErrorClass {
             Self::GrpcUnavailable => "grpc_unavailable",
             Self::GrpcDataLoss => "grpc_data_loss",
             Self::GrpcUnauthenticated => "grpc_unauthenticated",
+            Self::GrpcTooManyMessages => "grpc_too_many_messages",
             Self::Dropped => "dropped",
             Self::AbortedAtEnd => "aborted_at_end",
         }

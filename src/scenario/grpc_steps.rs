@@ -85,8 +85,10 @@ pub(super) fn resolve_grpc_step(
     let (method, body, deadline, expect) = (method?, body?, deadline?, expect?);
     let path = format!("/{}/{}", method.parent_service().full_name(), method.name());
     let key = name.map_or_else(|| format!("gRPC {}", &path[1..]), Spanned::into_inner);
+    let endpoint = scope.endpoint(&key);
+    let first_message = method.is_server_streaming().then(|| scope.endpoint(&format!("{key} (first message)")));
     Some(Step {
-        endpoint: scope.endpoint(&key),
+        endpoint,
         method: Method::POST,
         path: Template::literal(&path),
         query: Vec::new(),
@@ -97,7 +99,7 @@ pub(super) fn resolve_grpc_step(
         think,
         ws: None,
         protocol: Some(Protocol::Http2),
-        grpc: Some(GrpcCall { method, deadline }),
+        grpc: Some(GrpcCall { method, deadline, first_message }),
         decode: None,
     })
 }

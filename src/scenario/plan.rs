@@ -220,6 +220,9 @@ pub struct GrpcCall {
     /// `deadline`: sent as `grpc-timeout`, and the longest degrade waits (at most `[target] timeout`); past it
     /// the call is `grpc_deadline_exceeded`, as a gRPC client's own deadline ends it.
     pub deadline: Option<Duration>,
+    /// A server-streaming call's second endpoint (index into [`Plan::endpoints`]): the time to its first
+    /// message, beside the step's own endpoint, timed to its last.
+    pub first_message: Option<usize>,
 }
 
 /// A request body.

@@ -252,3 +252,24 @@ fn the_guides_wrong_field_is_refused_as_the_guide_quotes() {
     let errors = degrade::scenario::parse(&path, text, None, &|_| None).unwrap_err().to_string();
     assert_quoted("grpc-wrong-field", &errors.replace(&format!("{}/", dir.path().display()), ""));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_stream_is_timed_to_its_first_message_and_to_its_last() {
+    let stub = GrpcStub::start().await;
+    // Three messages 150 ms apart: the first at once, the last 300 ms later.
+    let flows = "[[flow]]\nname = \"f\"\n[[flow.step]]\ngrpc = \"stub.Stub/Ticks\"\njson = { count = 3, delay_ms = 150 }\n\
+                 expect = { json = [{ path = \"$[-1].text\", eq = \"tick 2\" }] }\n";
+    let measurement = run_scenario(&scenario(&stub.url(), "", flows, 10, 1), &[]).await;
+    let last = endpoint(&measurement, "gRPC stub.Stub/Ticks");
+    let first = endpoint(&measurement, "gRPC stub.Stub/Ticks (first message)");
+    for result in [last, first] {
+        assert_eq!((result.requests, result.errors), (10, 0), "{}: {:?}", result.endpoint, result.error_samples);
+    }
+    assert!(last.p50_us >= 300_000, "the stream's last message came after 300 ms, not {} µs", last.p50_us);
+    assert!(
+        last.p50_us - first.p50_us >= 250_000,
+        "the first message ({} µs) was timed apart from the last ({} µs)",
+        first.p50_us,
+        last.p50_us
+    );
+}
