@@ -273,3 +273,21 @@ async fn a_server_stream_is_timed_to_its_first_message_and_to_its_last() {
         last.p50_us
     );
 }
+
+#[test]
+fn validate_names_each_grpc_method_with_its_request_and_answer_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let flows = "[[flow]]\nname = \"f\"\n[[flow.step]]\ngrpc = \"stub.Stub/Echo\"\ndeadline = \"250ms\"\n\
+                 [[flow.step]]\ngrpc = \"stub.Stub/Ticks\"\n";
+    std::fs::write(dir.path().join("scenario.toml"), scenario("http://127.0.0.1:50051", "", flows, 1, 1)).unwrap();
+    let output = crate::support::degrade(dir.path(), &["validate", "scenario.toml"], &[]);
+    let (stdout, stderr) = crate::support::text(&output);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    for line in [
+        "grpc      gRPC stub.Stub/Echo: stub.CallRequest → stub.CallReply, deadline 250ms",
+        "grpc      gRPC stub.Stub/Ticks: stub.CallRequest → stream of stub.CallReply",
+        "gRPC stub.Stub/Ticks (first message)",
+    ] {
+        assert!(stdout.contains(line), "{line}\nnot in\n{stdout}");
+    }
+}
