@@ -126,3 +126,15 @@ fn refuse_http_keys(checker: &mut Checker<'_>, raw: &RawStep, field: &dyn Fn(&st
         }
     }
 }
+
+/// An HTTP step refuses the keys only gRPC steps take: set there, they would be silently ignored.
+pub(super) fn refuse_grpc_keys(checker: &mut Checker<'_>, raw: &RawStep, field: &dyn Fn(&str) -> String) {
+    if let Some(deadline) = &raw.deadline {
+        let message = "`deadline` is a gRPC call's: add `grpc = \"package.Service/Method\"`, or use [target] timeout";
+        checker.error(deadline, &field("deadline"), message);
+    }
+    if let Some(status) = raw.expect.as_ref().and_then(|e| e.grpc_status.as_ref()) {
+        let message = "`grpc_status` is a gRPC call's: an HTTP step checks `status`";
+        checker.error(status, &field("expect.grpc_status"), message);
+    }
+}

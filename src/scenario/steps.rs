@@ -105,6 +105,7 @@ fn resolve_step(
     }
     let field = |f: &str| format!("{prefix}.{f}");
     refuse_ws_keys(checker, &raw, &field);
+    super::grpc_steps::refuse_grpc_keys(checker, &raw, &field);
     let protocol = raw.protocol.as_ref().and_then(|p| {
         checker.check(p, &field("protocol"), |p| {
             Protocol::parse(p).ok_or_else(|| format!("`{p}` is not a protocol; use {}", Protocol::NAMES))
