@@ -42,6 +42,9 @@ pub(super) fn resolve_grpc_step(
         checker.check(name, &field("name"), |n| plain_name(n));
     }
     let Some(pool) = scope.protos.clone() else {
+        if scope.protos_failed {
+            return None;
+        }
         let message = "a gRPC step needs the service's `.proto` files: add `[proto] files = [\"api.proto\"]`";
         checker.error(&grpc, &field("grpc"), message);
         return None;

@@ -84,6 +84,9 @@ pub(super) fn message_type(
     field: &str,
 ) -> Option<MessageDescriptor> {
     let Some(pool) = &scope.protos else {
+        if scope.protos_failed {
+            return None;
+        }
         checker.error(
             name,
             field,

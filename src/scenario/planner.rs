@@ -49,7 +49,9 @@ pub(super) fn resolve(
         keys: StepKeys::default(),
         next_draw: std::cell::Cell::new(0),
         protos: super::proto::resolve_protos(&mut checker, proto.as_ref()),
+        protos_failed: false,
     };
+    scope.protos_failed = proto.is_some() && scope.protos.is_none();
     let target = resolve_target(&mut checker, &scope, target, target_override);
     let has_tape = !tapes.is_empty();
     if let (Some(tape), false) = (tapes.first(), feeders.is_empty()) {

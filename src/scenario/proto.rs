@@ -9,11 +9,15 @@ use miette::Diagnostic;
 use prost_reflect::{DescriptorPool, MessageDescriptor, MethodDescriptor};
 use toml::Spanned;
 
+use super::bounded_file::{FileProblem, regular_file};
 use super::raw_scenario::RawProto;
 use crate::config::Checker;
 
 /// Most `.proto` files one scenario names: a service's API is a handful.
 const MAX_PROTO_FILES: usize = 100;
+
+/// Largest `.proto` file named: Google's largest API definitions are a few hundred kilobytes.
+const MAX_PROTO_BYTES: u64 = 10_000_000;
 
 /// Compiles `[proto] files` (relative to the scenario's folder) with `[proto] include` as import paths (each
 /// file's own folder when none is given). `None` when there is no `[proto]` or it has an error (pushed).
@@ -27,6 +31,24 @@ pub(super) fn resolve_protos(checker: &mut Checker<'_>, raw: Option<&Spanned<Raw
         return None;
     }
     let files: Vec<(PathBuf, &Spanned<String>)> = files.iter().map(|f| (folder.join(f.get_ref()), f)).collect();
+    // Looked at before protox reads them: a device or a named pipe would never end, a huge file fill memory.
+    let mut unreadable = false;
+    for (index, (path, spanned)) in files.iter().enumerate() {
+        let problem = match regular_file(path) {
+            Ok(metadata) if metadata.len() > MAX_PROTO_BYTES => {
+                Some(FileProblem::TooLarge(MAX_PROTO_BYTES / 1_000_000))
+            }
+            Ok(_) => None,
+            Err(problem) => Some(problem),
+        };
+        if let Some(problem) = problem {
+            checker.error(*spanned, &format!("proto.files[{index}]"), problem.about(spanned.get_ref()));
+            unreadable = true;
+        }
+    }
+    if unreadable {
+        return None;
+    }
     let includes: Vec<PathBuf> = if include.is_empty() {
         let mut folders: Vec<PathBuf> =
             files.iter().map(|(path, _)| path.parent().map(Path::to_path_buf).unwrap_or_default()).collect();

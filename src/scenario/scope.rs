@@ -31,6 +31,8 @@ pub(super) struct Scope<'a> {
     pub next_draw: Cell<usize>,
     /// The `[proto]` files compiled, when the scenario names some.
     pub protos: Option<prost_reflect::DescriptorPool>,
+    /// `[proto]` is there but has an error (reported): steps needing it say nothing more.
+    pub protos_failed: bool,
 }
 
 impl Scope<'_> {

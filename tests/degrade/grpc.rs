@@ -193,6 +193,13 @@ fn an_error_in_a_proto_file_is_reported_at_its_line() {
                 [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nrate = 1\n";
     let errors = degrade::scenario::parse(&path, text, None, &|_| None).unwrap_err().to_string();
     assert!(errors.contains("scenario.toml:4:10: proto.files[0]: bad.proto:3:3:"), "{errors}");
+    // The one mistake is reported once: the step that needs the files says nothing more.
+    assert_eq!(errors.lines().count(), 1, "{errors}");
+    // Files that are not there, or not files, are refused before they are read.
+    let text = text.replace("[\"bad.proto\"]", "[\"missing.proto\", \"/dev/zero\"]");
+    let errors = degrade::scenario::parse(&path, &text, None, &|_| None).unwrap_err().to_string();
+    assert!(errors.contains("proto.files[0]: ") && errors.contains("missing.proto"), "{errors}");
+    assert!(errors.contains("proto.files[1]: /dev/zero is not a regular file"), "{errors}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
