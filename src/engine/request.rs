@@ -18,6 +18,9 @@ use crate::scenario::template::DrawTallies;
 use crate::scenario::template::{RenderContext, Template};
 use crate::tape::TapeRequest;
 
+/// The header fields degrade writes on every gRPC call.
+const GRPC_FIELDS: [&str; 3] = ["content-type", "te", "grpc-timeout"];
+
 /// How one step's requests are encoded.
 pub(super) struct StepRequest {
     /// The whole request of a step without templates.
@@ -42,7 +45,10 @@ impl StepRequest {
     }
 
     fn for_step(plan: &Plan, step: &Step, host_header: &str, prefix: &str) -> Self {
-        let by_step = |name: &HeaderName| step.headers.iter().any(|(n, _)| n == name);
+        // A gRPC call's content type, `te` and `grpc-timeout` are degrade's: a target's header of those names
+        // is left out of it, as a step's own would be.
+        let grpc_field = |name: &HeaderName| step.grpc.is_some() && GRPC_FIELDS.contains(&name.as_str());
+        let by_step = |name: &HeaderName| grpc_field(name) || step.headers.iter().any(|(n, _)| n == name);
         let target_headers: Vec<usize> =
             (0..plan.target.headers.len()).filter(|&i| !by_step(&plan.target.headers[i].0)).collect();
         let set =

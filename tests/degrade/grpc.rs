@@ -50,7 +50,9 @@ grpc = "stub.Stub/Echo"
 json = { text = "{{ said }}!" }
 expect = { json = [{ path = "$.text", eq = "hello night!" }] }
 "#;
-    let measurement = run_scenario(&scenario(&stub.url(), "", flows, 20, 1), &[]).await;
+    // A target's JSON content type is for its HTTP steps: a gRPC call carries gRPC's.
+    let target = "headers = { content-type = \"application/json\" }";
+    let measurement = run_scenario(&scenario(&stub.url(), target, flows, 20, 1), &[]).await;
     let echo = endpoint(&measurement, "gRPC stub.Stub/Echo");
     assert_eq!((echo.requests, echo.errors), (20, 0), "{:?}", echo.error_samples);
     let again = endpoint(&measurement, "again");

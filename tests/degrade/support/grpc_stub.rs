@@ -1,5 +1,5 @@
 //! A gRPC server on 127.0.0.1 for the tests: h2c (`h2`'s own server) speaking gRPC's wire format by hand
-//! (length-prefixed messages, `grpc-status` in trailers, or in the headers of a trailers-only answer), its
+//! (one `application/grpc` content type and `te: trailers` asked of each call, else 415; length-prefixed messages, `grpc-status` in trailers, or in the headers of a trailers-only answer), its
 //! messages encoded and decoded through the descriptors of `tests/fixtures/grpc/stub.proto`, compiled by
 //! protox when the stub starts, so no `protoc` is needed. Service `stub.Stub`:
 //!
@@ -91,6 +91,14 @@ async fn call(
     shared: Arc<Shared>,
 ) {
     let method = request.uri().path().trim_start_matches("/stub.Stub/").to_owned();
+    // As gRPC's servers do: one content type, gRPC's, or 415; and `te: trailers`.
+    let types: Vec<_> = request.headers().get_all("content-type").iter().collect();
+    let grpc = matches!(types.as_slice(), [one] if one.as_bytes().starts_with(b"application/grpc"));
+    let te = request.headers().get("te").is_some_and(|te| te == "trailers");
+    if method != "/raw" && !(grpc && te) {
+        let _ = respond.send_response(http::Response::builder().status(415).body(()).unwrap(), true);
+        return;
+    }
     let mut body = request.into_body();
     let mut bytes = Vec::new();
     while let Some(Ok(chunk)) = body.data().await {
