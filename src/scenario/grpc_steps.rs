@@ -36,6 +36,10 @@ pub(super) fn resolve_grpc_step(
     let field = |f: &str| format!("{prefix}.{f}");
     super::step_values::refuse_ws_keys(checker, &raw, &field);
     refuse_http_keys(checker, &raw, &field);
+    if let Some(status) = raw.expect.as_ref().and_then(|e| e.status.as_ref()) {
+        let message = "a gRPC call's outcome is its `grpc_status` (its HTTP status is always 200)";
+        checker.error(status, &field("expect.status"), message);
+    }
     let RawStep { name, grpc, headers, json, expect, extract, think, deadline, .. } = raw;
     let grpc = grpc?;
     if let Some(name) = &name {

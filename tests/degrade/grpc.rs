@@ -163,7 +163,7 @@ fn a_wrong_field_of_a_grpc_request_is_refused_at_load_with_its_path() {
                  [[flow.step]]\ngrpc = \"stub.Stub/Echo\"\njson = { tags = \"one\" }\n\
                  [[flow.step]]\ngrpc = \"stub.Stub/Ech\"\n\
                  [[flow.step]]\ngrpc = \"stub.Stub/Upload\"\n\
-                 [[flow.step]]\ngrpc = \"stub.Stub/Echo\"\npath = \"/x\"\n\
+                 [[flow.step]]\ngrpc = \"stub.Stub/Echo\"\npath = \"/x\"\nexpect = { status = 200 }\n\
                  [[flow.step]]\npath = \"/y\"\ndeadline = \"1s\"\nexpect = { grpc_status = \"OK\" }\n\
                  [[flow.step]]\nws = \"close\"\ngrpc = \"stub.Stub/Echo\"\n";
     let text = scenario("http://127.0.0.1:1", "", flows, 1, 1);
@@ -175,6 +175,7 @@ fn a_wrong_field_of_a_grpc_request_is_refused_at_load_with_its_path() {
         "flow[0].step[3].grpc: service `stub.Stub` has no method `Ech`",
         "flow[0].step[4].grpc: `stub.Stub/Upload` takes a stream of requests",
         "flow[0].step[5].path: `path` is for HTTP steps",
+        "flow[0].step[5].expect.status: a gRPC call's outcome is its `grpc_status`",
         "flow[0].step[6].deadline: `deadline` is a gRPC call's",
         "flow[0].step[6].expect.grpc_status: `grpc_status` is a gRPC call's",
         "flow[0].step[7].grpc: `grpc` does not apply to a `ws = \"close\"` step",
