@@ -84,7 +84,29 @@ fn describe_plan(plan: &Plan) -> Vec<String> {
         lines.push(format!("  data      {name}: {rows} rows of {columns}{cap}"));
     }
     lines.extend(crate::scenario::skew_shapes::describe(plan).into_iter().map(|s| format!("  skew      {s}")));
+    lines.extend(describe_grpc(plan));
     lines.extend(plan.warnings.iter().map(|w| format!("  warning   {w}")));
+    lines
+}
+
+/// Each gRPC endpoint with the method it calls, resolved in the `[proto]` files: its request and answer types.
+fn describe_grpc(plan: &Plan) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for step in plan.flows.iter().flat_map(|f| &f.steps) {
+        let Some(call) = &step.grpc else { continue };
+        let (method, deadline) = (&call.method, call.deadline.map(humantime::format_duration));
+        let line = format!(
+            "  grpc      {}: {} → {}{}{}",
+            plan.endpoints[step.endpoint],
+            method.input().full_name(),
+            if method.is_server_streaming() { "stream of " } else { "" },
+            method.output().full_name(),
+            deadline.map(|d| format!(", deadline {d}")).unwrap_or_default()
+        );
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
     lines
 }
 

@@ -25,6 +25,9 @@ pub struct Answer {
     /// When its last byte reached this machine, by the kernel's stamp, where known: it may have been read
     /// later (the generator's delay, not the target's).
     pub arrived: Option<Instant>,
+    /// HTTP/2: when the body's first bytes reached this machine (a gRPC server stream's first message), by
+    /// the kernel's stamp where known, else when they were read; `None` for an answer without a body.
+    pub first_data: Option<Instant>,
 }
 
 /// Where a response's header fields are.
@@ -39,7 +42,7 @@ enum Fields {
 impl Answer {
     /// An HTTP/1.1 answer whose head (status line and headers, parsed once already) is `head`.
     pub(super) fn http1(status: u16, head: Bytes, body: Bytes, arrived: Option<Instant>) -> Self {
-        Self { status, fields: Fields::Http1(head), body, arrived }
+        Self { status, fields: Fields::Http1(head), body, arrived, first_data: None }
     }
 
     /// An HTTP/2 answer.
@@ -48,9 +51,9 @@ impl Answer {
         headers: HeaderMap,
         body: Bytes,
         trailers: Option<HeaderMap>,
-        arrived: Option<Instant>,
+        (first_data, arrived): (Option<Instant>, Option<Instant>),
     ) -> Self {
-        Self { status, fields: Fields::Http2 { headers, trailers }, body, arrived }
+        Self { status, fields: Fields::Http2 { headers, trailers }, body, arrived, first_data }
     }
 
     /// The first value of header `name` (any case), when there is one: as text, or `Err` when it is not UTF-8.

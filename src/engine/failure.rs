@@ -1,6 +1,7 @@
 //! How an exchange with the target failed: the [`Failure`] recorded for it, and the classification of
-//! the connection's errors into an [`ErrorClass`].
+//! the connection's errors and of unexpected statuses into an [`ErrorClass`].
 
+use super::answer::Answer;
 use crate::metrics::ErrorClass;
 
 /// A failed exchange: its class and a message for the samples.
@@ -49,4 +50,17 @@ pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
         cause = e.source();
     }
     out
+}
+
+/// The failure of an answer whose status was not expected: its class by status, with the body's start.
+pub(super) fn unexpected_status(response: &Answer) -> Failure {
+    let status = response.status;
+    let class = match status {
+        400..=499 => ErrorClass::Http4xx,
+        500..=599 => ErrorClass::Http5xx,
+        _ => ErrorClass::Assertion,
+    };
+    let body = String::from_utf8_lossy(&response.body[..response.body.len().min(120)]).into_owned();
+    let body = crate::outside_text::printable(body.trim());
+    Failure::new(class, format!("status {status}: {body}"))
 }

@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::alarm::Alarm;
+use super::failure::unexpected_status;
 use super::recorder::Sample;
-use super::session::{Ended, RunShared, SessionEnd, Slot, ended, exchange, unexpected_status, wait_until_due};
+use super::session::{Ended, RunShared, SessionEnd, Slot, ended, exchange, wait_until_due};
 use super::tape_feed::TapeFeed;
 use crate::model::LoadModel;
 use crate::scenario::tape_source::accepts;
@@ -38,7 +39,8 @@ pub(super) async fn run_replay(
         let slot = first_slot.take();
         let dispatched = slot.as_ref().map_or_else(Instant::now, |s| s.waiting_since);
         shared.recorder.dispatching(request.endpoint, measured);
-        let (sent, outcome) = exchange(shared, (request.outgoing, None), dispatched, alarm, slot).await;
+        let (sent, outcome) =
+            exchange(shared, (request.outgoing, None), (dispatched, plan.target.timeout), alarm, slot).await;
         let Ended { end, in_hand } = ended(sent, &outcome, plan.target.timeout);
         let rule = expect.get(request.endpoint).and_then(Option::as_deref);
         let failure = match outcome {

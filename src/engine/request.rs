@@ -18,6 +18,9 @@ use crate::scenario::template::DrawTallies;
 use crate::scenario::template::{RenderContext, Template};
 use crate::tape::TapeRequest;
 
+/// The header fields degrade writes on every gRPC call.
+const GRPC_FIELDS: [&str; 3] = ["content-type", "te", "grpc-timeout"];
+
 /// How one step's requests are encoded.
 pub(super) struct StepRequest {
     /// The whole request of a step without templates.
@@ -26,8 +29,10 @@ pub(super) struct StepRequest {
     target_headers: Vec<usize>,
     /// Whether degrade writes `Host` (the scenario did not set it).
     host: bool,
-    /// Whether degrade writes `Content-Type: application/json` (a JSON body whose type was not set).
-    json_type: bool,
+    /// The `Content-Type` degrade writes (a JSON or Protobuf body whose type was not set; every gRPC call).
+    content_type: Option<&'static str>,
+    /// A gRPC call's `te: trailers` and `grpc-timeout`, which degrade writes.
+    grpc_fields: Vec<(&'static str, String)>,
 }
 
 impl StepRequest {
@@ -40,7 +45,10 @@ impl StepRequest {
     }
 
     fn for_step(plan: &Plan, step: &Step, host_header: &str, prefix: &str) -> Self {
-        let by_step = |name: &HeaderName| step.headers.iter().any(|(n, _)| n == name);
+        // A gRPC call's content type, `te` and `grpc-timeout` are degrade's: a target's header of those names
+        // is left out of it, as a step's own would be.
+        let grpc_field = |name: &HeaderName| step.grpc.is_some() && GRPC_FIELDS.contains(&name.as_str());
+        let by_step = |name: &HeaderName| grpc_field(name) || step.headers.iter().any(|(n, _)| n == name);
         let target_headers: Vec<usize> =
             (0..plan.target.headers.len()).filter(|&i| !by_step(&plan.target.headers[i].0)).collect();
         let set =
@@ -48,7 +56,8 @@ impl StepRequest {
         let mut request = Self {
             fixed: None,
             host: !set(&header::HOST),
-            json_type: matches!(step.body, Some(Body::Json(_))) && !set(&header::CONTENT_TYPE),
+            content_type: content_type(step).filter(|_| step.grpc.is_some() || !set(&header::CONTENT_TYPE)),
+            grpc_fields: grpc_fields(step),
             target_headers,
         };
         let literal = |t: &Template| t.as_literal().is_some();
@@ -56,9 +65,10 @@ impl StepRequest {
             && step.query.is_empty()
             && request.headers(plan, step).all(|(_, t)| literal(t))
             && match &step.body {
-                None => true,
+                None | Some(Body::Bytes(_)) => true,
                 Some(Body::Text(t)) => literal(t),
                 Some(Body::Json(t)) => t.expressions().is_empty(),
+                Some(Body::Proto(p)) => p.json.expressions().is_empty(),
             };
         if fixed {
             // Nothing here reads the context: the templates are fixed text.
@@ -95,16 +105,43 @@ impl StepRequest {
             head.header(header::HOST.as_str(), host_header);
         }
         head.rendered_headers(self.headers(plan, step), cx).map_err(|e| Failure::new(ErrorClass::Protocol, e))?;
-        if self.json_type {
-            head.header(header::CONTENT_TYPE.as_str(), "application/json");
+        if let Some(content_type) = self.content_type {
+            head.header(header::CONTENT_TYPE.as_str(), content_type);
+        }
+        for (name, value) in &self.grpc_fields {
+            head.header(name, value);
         }
         let body = match &step.body {
             None => Vec::new(),
             Some(Body::Text(t)) => t.render(cx).into_bytes(),
             Some(Body::Json(t)) => t.render(cx).to_string().into_bytes(),
+            Some(Body::Proto(p)) => super::protobuf::encode(p, cx)?,
+            Some(Body::Bytes(b)) => b.to_vec(),
         };
         Ok(head.finish(&step.method, &body))
     }
+}
+
+/// The content type degrade writes for `step`'s body, unless the scenario set one (a gRPC call always has
+/// gRPC's).
+fn content_type(step: &Step) -> Option<&'static str> {
+    match &step.body {
+        _ if step.grpc.is_some() => Some("application/grpc"),
+        Some(Body::Json(_)) => Some("application/json"),
+        Some(Body::Proto(_)) => Some("application/x-protobuf"),
+        _ => None,
+    }
+}
+
+/// The fields a gRPC call carries besides its metadata: `te: trailers` (gRPC's servers refuse a call without
+/// it) and its deadline as `grpc-timeout`, in milliseconds (at most 8 digits: a deadline is at most an hour).
+fn grpc_fields(step: &Step) -> Vec<(&'static str, String)> {
+    let Some(call) = &step.grpc else { return Vec::new() };
+    let mut fields = vec![("te", "trailers".to_owned())];
+    if let Some(deadline) = call.deadline {
+        fields.push(("grpc-timeout", format!("{}m", deadline.as_millis().max(1))));
+    }
+    fields
 }
 
 /// A recorded request of a tape, below the base URL's `prefix`, with the target's headers (a header the

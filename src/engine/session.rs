@@ -28,7 +28,7 @@ use super::step_context::StepContext;
 use crate::metrics::ErrorClass;
 use crate::model::LoadModel;
 use crate::scenario::feeder::{Cursor, Drawn};
-use crate::scenario::plan::{Body, ExtractFrom, Flow, Protocol, Step};
+use crate::scenario::plan::{Body, Flow, Protocol, Step};
 use crate::scenario::template::{Expr, RenderContext};
 use crate::scenario::ws_plan::{WsAction, WsPayload};
 use crate::scenario::{Plan, Think};
@@ -241,15 +241,34 @@ async fn http_step(
         &mut cx.render(),
     );
     let dispatched = slot.as_ref().map_or_else(Instant::now, |s| s.waiting_since);
+    // A gRPC call's deadline, when shorter than the target's timeout, is the longest it is waited for.
+    let deadline = step.grpc.as_ref().and_then(|call| call.deadline);
+    let timeout = deadline.map_or(plan.target.timeout, |d| d.min(plan.target.timeout));
     shared.recorder.dispatching(step.endpoint, measured);
+    let first_message = step.grpc.as_ref().and_then(|call| call.first_message);
+    if let Some(first) = first_message {
+        shared.recorder.dispatching(first, measured);
+    }
     let (sent, outcome) = match request {
-        Ok(request) => exchange(shared, (request, step.protocol), dispatched, alarm, slot).await,
+        Ok(request) => exchange(shared, (request, step.protocol), (dispatched, timeout), alarm, slot).await,
         Err(failure) => (None, Err(failure)),
     };
-    let Ended { end, in_hand } = ended(sent, &outcome, plan.target.timeout);
-    let checked = outcome.and_then(|response| check_response(step, &response, cx.variables));
+    let Ended { end, in_hand } = ended(sent, &outcome, timeout);
+    let outcome = outcome.map_err(|failure| super::grpc::past_deadline(step, plan.target.timeout, failure));
+    let first_data = outcome.as_ref().ok().and_then(|answer| answer.first_data);
+    let checked = outcome.and_then(|response| super::response_check::check_response(step, &response, cx.variables));
     let failed = checked.is_err();
     let failure = checked.err().map(|f| (f.class, f.message));
+    if let Some(first) = first_message {
+        // A server stream's first message, from the same intended start; a call that failed before any message
+        // came fails here too.
+        let (end, failure) = match first_data {
+            Some(at) => (at.max(sent.unwrap_or(at)).min(end), None),
+            None => (end, failure.clone()),
+        };
+        let sample = Sample { endpoint: first, intended, dispatched: Some(dispatched), sent, end, failure, measured };
+        shared.recorder.record(sample);
+    }
     shared.recorder.record(Sample {
         endpoint: step.endpoint,
         intended,
@@ -320,16 +339,15 @@ fn think(think: Option<Think>, rng: &mut SmallRng) -> Duration {
 }
 
 /// Waits for a connection slot (when `[target] max_connections` limits them and `held` is not one), then
-/// sends the request over its step's protocol (the target's when `None`), giving up at the timeout. Returns
+/// sends the request over its step's protocol (the target's when `None`), giving up at `timeout`. Returns
 /// when it went on the wire, if it did.
 pub(super) async fn exchange(
     shared: &RunShared,
     (request, protocol): (Outgoing, Option<Protocol>),
-    dispatched: Instant,
+    (dispatched, timeout): (Instant, Duration),
     alarm: &mut Alarm,
     held: Option<Slot<'_>>,
 ) -> (Option<Instant>, Result<Answer, Failure>) {
-    let timeout = shared.plan.target.timeout;
     let (_permit, sent) = match (held, &shared.connections) {
         (Some(slot), _) => (Some(slot.permit), Instant::now()),
         (None, Some(slots)) => (Some(slots.acquire().await.expect("the semaphore is never closed")), Instant::now()),
@@ -347,57 +365,6 @@ pub(super) async fn exchange(
     })
     .await;
     (Some(sent), result)
-}
-
-/// Checks the status and JSON assertions, then extracts variables.
-fn check_response(step: &Step, response: &Answer, variables: &mut [Option<Value>]) -> Result<(), Failure> {
-    if !step.expect.status.iter().any(|range| range.contains(&response.status)) {
-        return Err(unexpected_status(response));
-    }
-    let needs_json =
-        !step.expect.json.is_empty() || step.extract.iter().any(|e| matches!(e.from, ExtractFrom::Json(..)));
-    let json: Value = if needs_json {
-        // Only a JSON assertion makes a non-JSON body an assertion failure; a step that only extracts from it
-        // failed to extract.
-        let class = if step.expect.json.is_empty() { ErrorClass::Extraction } else { ErrorClass::Assertion };
-        serde_json::from_slice(&response.body).map_err(|e| Failure::new(class, format!("the body is not JSON: {e}")))?
-    } else {
-        Value::Null
-    };
-    for assertion in &step.expect.json {
-        assertion.holds(&json).map_err(|message| Failure::new(ErrorClass::Assertion, message))?;
-    }
-    for extraction in &step.extract {
-        let value = match &extraction.from {
-            ExtractFrom::Json(path, text) => path
-                .query(&json)
-                .first()
-                .cloned()
-                .ok_or_else(|| Failure::new(ErrorClass::Extraction, format!("{text} selects nothing")))?,
-            ExtractFrom::Header(name) => match response.header(name.as_str()) {
-                Some(Ok(text)) => Value::String(text.to_owned()),
-                Some(Err(_)) => {
-                    return Err(Failure::new(ErrorClass::Extraction, format!("the {name} header is not UTF-8 text")));
-                }
-                None => return Err(Failure::new(ErrorClass::Extraction, format!("no {name} header"))),
-            },
-        };
-        variables[extraction.variable] = Some(value);
-    }
-    Ok(())
-}
-
-/// The failure of an answer whose status was not expected: its class by status, with the body's start.
-pub(super) fn unexpected_status(response: &Answer) -> Failure {
-    let status = response.status;
-    let class = match status {
-        400..=499 => ErrorClass::Http4xx,
-        500..=599 => ErrorClass::Http5xx,
-        _ => ErrorClass::Assertion,
-    };
-    let body = String::from_utf8_lossy(&response.body[..response.body.len().min(120)]).into_owned();
-    let body = crate::outside_text::printable(body.trim());
-    Failure::new(class, format!("status {status}: {body}"))
 }
 
 /// The feeders each flow's templates read, so a session draws only the rows it uses.
@@ -429,7 +396,8 @@ fn step_expressions(step: &Step) -> Vec<&Expr> {
     match &step.body {
         Some(Body::Json(t)) => all.extend(t.expressions()),
         Some(Body::Text(t)) => all.extend(t.expressions()),
-        None => {}
+        Some(Body::Proto(p)) => all.extend(p.json.expressions()),
+        Some(Body::Bytes(_)) | None => {}
     }
     if let Some(WsAction::Send { payload, .. }) = &step.ws {
         match payload {

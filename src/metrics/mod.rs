@@ -7,8 +7,10 @@ pub mod health;
 pub mod interval;
 pub mod segments;
 mod summary;
+mod grpc_code;
 mod validity;
 
+pub use grpc_code::GrpcCode;
 pub use health::{target_failure, target_went_away};
 pub use summary::{EndpointRecord, SecondRecord, endpoint_result, intervals, new_histogram, timeline_point};
 pub use validity::{Limits, LoadFacts, validity_reasons};
@@ -40,6 +42,40 @@ pub enum ErrorClass {
     GoAway,
     /// The body passed the target's `max_body`: the rest was not read and the connection was dropped.
     BodyTooLarge,
+    /// gRPC: the call ended with status `CANCELLED`, which the step did not expect.
+    GrpcCancelled,
+    /// gRPC: the call ended with status `UNKNOWN`, which the step did not expect.
+    GrpcUnknown,
+    /// gRPC: the call ended with status `INVALID_ARGUMENT`, which the step did not expect.
+    GrpcInvalidArgument,
+    /// gRPC: the call ended with status `DEADLINE_EXCEEDED`, which the step did not expect.
+    GrpcDeadlineExceeded,
+    /// gRPC: the call ended with status `NOT_FOUND`, which the step did not expect.
+    GrpcNotFound,
+    /// gRPC: the call ended with status `ALREADY_EXISTS`, which the step did not expect.
+    GrpcAlreadyExists,
+    /// gRPC: the call ended with status `PERMISSION_DENIED`, which the step did not expect.
+    GrpcPermissionDenied,
+    /// gRPC: the call ended with status `RESOURCE_EXHAUSTED`, which the step did not expect.
+    GrpcResourceExhausted,
+    /// gRPC: the call ended with status `FAILED_PRECONDITION`, which the step did not expect.
+    GrpcFailedPrecondition,
+    /// gRPC: the call ended with status `ABORTED`, which the step did not expect.
+    GrpcAborted,
+    /// gRPC: the call ended with status `OUT_OF_RANGE`, which the step did not expect.
+    GrpcOutOfRange,
+    /// gRPC: the call ended with status `UNIMPLEMENTED`, which the step did not expect.
+    GrpcUnimplemented,
+    /// gRPC: the call ended with status `INTERNAL`, which the step did not expect.
+    GrpcInternal,
+    /// gRPC: the call ended with status `UNAVAILABLE`, which the step did not expect.
+    GrpcUnavailable,
+    /// gRPC: the call ended with status `DATA_LOSS`, which the step did not expect.
+    GrpcDataLoss,
+    /// gRPC: the call ended with status `UNAUTHENTICATED`, which the step did not expect.
+    GrpcUnauthenticated,
+    /// gRPC: a server stream sent more messages than a step decodes (its bytes within `max_body`).
+    GrpcTooManyMessages,
     /// An open-model arrival over the in-flight cap: never sent.
     Dropped,
     /// Still in flight when the run ended, and cut off.
@@ -48,7 +84,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// Every class, in the order reports list them.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 30] = [
         Self::Connect,
         Self::Timeout,
         Self::Reset,
@@ -60,6 +96,23 @@ impl ErrorClass {
         Self::StreamReset,
         Self::GoAway,
         Self::BodyTooLarge,
+        Self::GrpcCancelled,
+        Self::GrpcUnknown,
+        Self::GrpcInvalidArgument,
+        Self::GrpcDeadlineExceeded,
+        Self::GrpcNotFound,
+        Self::GrpcAlreadyExists,
+        Self::GrpcPermissionDenied,
+        Self::GrpcResourceExhausted,
+        Self::GrpcFailedPrecondition,
+        Self::GrpcAborted,
+        Self::GrpcOutOfRange,
+        Self::GrpcUnimplemented,
+        Self::GrpcInternal,
+        Self::GrpcUnavailable,
+        Self::GrpcDataLoss,
+        Self::GrpcUnauthenticated,
+        Self::GrpcTooManyMessages,
         Self::Dropped,
         Self::AbortedAtEnd,
     ];
@@ -79,9 +132,50 @@ impl ErrorClass {
             Self::StreamReset => "stream_reset",
             Self::GoAway => "goaway",
             Self::BodyTooLarge => "body_too_large",
+            Self::GrpcCancelled => "grpc_cancelled",
+            Self::GrpcUnknown => "grpc_unknown",
+            Self::GrpcInvalidArgument => "grpc_invalid_argument",
+            Self::GrpcDeadlineExceeded => "grpc_deadline_exceeded",
+            Self::GrpcNotFound => "grpc_not_found",
+            Self::GrpcAlreadyExists => "grpc_already_exists",
+            Self::GrpcPermissionDenied => "grpc_permission_denied",
+            Self::GrpcResourceExhausted => "grpc_resource_exhausted",
+            Self::GrpcFailedPrecondition => "grpc_failed_precondition",
+            Self::GrpcAborted => "grpc_aborted",
+            Self::GrpcOutOfRange => "grpc_out_of_range",
+            Self::GrpcUnimplemented => "grpc_unimplemented",
+            Self::GrpcInternal => "grpc_internal",
+            Self::GrpcUnavailable => "grpc_unavailable",
+            Self::GrpcDataLoss => "grpc_data_loss",
+            Self::GrpcUnauthenticated => "grpc_unauthenticated",
+            Self::GrpcTooManyMessages => "grpc_too_many_messages",
             Self::Dropped => "dropped",
             Self::AbortedAtEnd => "aborted_at_end",
         }
+    }
+
+    /// The class of a gRPC call that ended with `code`; `None` for `OK`, which is no failure.
+    #[must_use]
+    pub fn grpc(code: GrpcCode) -> Option<Self> {
+        Some(match code {
+            GrpcCode::Ok => return None,
+            GrpcCode::Cancelled => Self::GrpcCancelled,
+            GrpcCode::Unknown => Self::GrpcUnknown,
+            GrpcCode::InvalidArgument => Self::GrpcInvalidArgument,
+            GrpcCode::DeadlineExceeded => Self::GrpcDeadlineExceeded,
+            GrpcCode::NotFound => Self::GrpcNotFound,
+            GrpcCode::AlreadyExists => Self::GrpcAlreadyExists,
+            GrpcCode::PermissionDenied => Self::GrpcPermissionDenied,
+            GrpcCode::ResourceExhausted => Self::GrpcResourceExhausted,
+            GrpcCode::FailedPrecondition => Self::GrpcFailedPrecondition,
+            GrpcCode::Aborted => Self::GrpcAborted,
+            GrpcCode::OutOfRange => Self::GrpcOutOfRange,
+            GrpcCode::Unimplemented => Self::GrpcUnimplemented,
+            GrpcCode::Internal => Self::GrpcInternal,
+            GrpcCode::Unavailable => Self::GrpcUnavailable,
+            GrpcCode::DataLoss => Self::GrpcDataLoss,
+            GrpcCode::Unauthenticated => Self::GrpcUnauthenticated,
+        })
     }
 
     /// Position in [`Self::ALL`], for per-class counters kept in arrays.

@@ -56,6 +56,11 @@ pub(super) fn regular_file(path: &Path) -> Result<std::fs::Metadata, FileProblem
 
 /// The text of the regular file at `path`, at most `max_bytes` long.
 pub(super) fn read_text(path: &Path, max_bytes: u64) -> Result<String, FileProblem> {
+    String::from_utf8(read_bytes(path, max_bytes)?).map_err(FileProblem::NotText)
+}
+
+/// The bytes of the regular file at `path`, at most `max_bytes` of them.
+pub(super) fn read_bytes(path: &Path, max_bytes: u64) -> Result<Vec<u8>, FileProblem> {
     let metadata = regular_file(path)?;
     let too_large = FileProblem::TooLarge(max_bytes / 1_000_000);
     if metadata.len() > max_bytes {
@@ -68,7 +73,7 @@ pub(super) fn read_text(path: &Path, max_bytes: u64) -> Result<String, FileProbl
     if bytes.len() as u64 > max_bytes {
         return Err(too_large);
     }
-    String::from_utf8(bytes).map_err(FileProblem::NotText)
+    Ok(bytes)
 }
 
 #[cfg(test)]

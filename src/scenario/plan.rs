@@ -205,6 +205,24 @@ pub struct Step {
     pub ws: Option<super::ws_plan::WsAction>,
     /// `protocol`: the HTTP this step's requests go over, when not `[target] protocol`.
     pub protocol: Option<Protocol>,
+    /// A gRPC call (`grpc = "package.Service/Method"`): its request is the body, framed; its outcome the
+    /// `grpc-status`.
+    pub grpc: Option<GrpcCall>,
+    /// `decode`: the message type an HTTP step's Protobuf answer is read as for `expect` and `extract`.
+    pub decode: Option<prost_reflect::MessageDescriptor>,
+}
+
+/// What a gRPC step calls, and how long it may take.
+#[derive(Debug, Clone)]
+pub struct GrpcCall {
+    /// The method, resolved in the `[proto]` files: its input and output types, and whether the server streams.
+    pub method: prost_reflect::MethodDescriptor,
+    /// `deadline`: sent as `grpc-timeout`, and the longest degrade waits (at most `[target] timeout`); past it
+    /// the call is `grpc_deadline_exceeded`, as a gRPC client's own deadline ends it.
+    pub deadline: Option<Duration>,
+    /// A server-streaming call's second endpoint (index into [`Plan::endpoints`]): the time to its first
+    /// message, beside the step's own endpoint, timed to its last.
+    pub first_message: Option<usize>,
 }
 
 /// A request body.
@@ -214,6 +232,22 @@ pub enum Body {
     Json(JsonTemplate),
     /// `body = "…"`: sent as written (after templating).
     Text(Template),
+    /// `json` of a gRPC step, or of an HTTP step with `proto = "package.Message"`: the JSON rendered, then
+    /// encoded as that Protobuf message.
+    Proto(ProtoBody),
+    /// `body_hex` or `body_file`: these bytes, as they are.
+    Bytes(bytes::Bytes),
+}
+
+/// A Protobuf body built from a JSON template.
+#[derive(Debug, Clone)]
+pub struct ProtoBody {
+    /// The message type.
+    pub message: prost_reflect::MessageDescriptor,
+    /// The message as JSON (proto3's JSON mapping).
+    pub json: JsonTemplate,
+    /// Framed as one gRPC message (a flag byte and a 4-byte length first).
+    pub grpc_framed: bool,
 }
 
 /// What a successful response looks like.
@@ -221,8 +255,10 @@ pub enum Body {
 pub struct Expect {
     /// Accepted status codes; by default 200–399.
     pub status: Vec<RangeInclusive<u16>>,
-    /// Checks on the JSON body.
+    /// Checks on the JSON body (a gRPC or `decode` step's answer decoded to JSON).
     pub json: Vec<Assertion>,
+    /// gRPC steps: the accepted `grpc-status` codes; `OK` by default.
+    pub grpc_status: Vec<crate::metrics::GrpcCode>,
 }
 
 /// One `extract` entry.

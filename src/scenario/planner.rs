@@ -32,7 +32,7 @@ pub(super) fn resolve(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, ConfigErrors> {
     let mut checker = Checker::new(path, text);
-    let RawScenario { seed, target, vars, feeders, flows, tapes, load, ws } = raw;
+    let RawScenario { seed, target, vars, feeders, flows, tapes, load, ws, proto } = raw;
     let seed = seed.map_or(1, |s| s.into_inner().cast_unsigned());
     for (name, value) in &vars {
         checker.check(value, &format!("vars.{}", crate::outside_text::printable(name)), |_| plain_name(name));
@@ -48,7 +48,10 @@ pub(super) fn resolve(
         endpoints: Vec::new(),
         keys: StepKeys::default(),
         next_draw: std::cell::Cell::new(0),
+        protos: super::proto::resolve_protos(&mut checker, proto.as_ref()),
+        protos_failed: false,
     };
+    scope.protos_failed = proto.is_some() && scope.protos.is_none();
     let target = resolve_target(&mut checker, &scope, target, target_override);
     let has_tape = !tapes.is_empty();
     if let (Some(tape), false) = (tapes.first(), feeders.is_empty()) {

@@ -28,6 +28,18 @@ pub(super) struct RawScenario {
     pub load: Option<Spanned<RawLoad>>,
     /// `[ws]`: WebSocket settings and push classes.
     pub ws: Option<RawWs>,
+    /// `[proto]`: the `.proto` files gRPC steps and Protobuf bodies are described by.
+    pub proto: Option<Spanned<RawProto>>,
+}
+
+/// `[proto]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawProto {
+    #[serde(default)]
+    pub files: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub include: Vec<Spanned<String>>,
 }
 
 /// `[target]`.
@@ -135,6 +147,18 @@ pub(super) struct RawStep {
     pub think: Option<Spanned<toml::Value>>,
     /// This HTTP step's protocol, when not the target's.
     pub protocol: Option<Spanned<String>>,
+    /// A gRPC step: `package.Service/Method`.
+    pub grpc: Option<Spanned<String>>,
+    /// A gRPC step's deadline.
+    pub deadline: Option<Spanned<String>>,
+    /// An HTTP step's `json` sent as this Protobuf message type.
+    pub proto: Option<Spanned<String>>,
+    /// The Protobuf message type an HTTP step's answer is decoded as.
+    pub decode: Option<Spanned<String>>,
+    /// Raw bytes for an HTTP step's body, in hexadecimal.
+    pub body_hex: Option<Spanned<String>>,
+    /// Raw bytes for an HTTP step's body, from this file.
+    pub body_file: Option<Spanned<String>>,
 }
 
 /// `expect = { … }` of a step.
@@ -142,6 +166,8 @@ pub(super) struct RawStep {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawExpect {
     pub status: Option<Spanned<toml::Value>>,
+    /// gRPC steps: the accepted codes, a name or a list of names.
+    pub grpc_status: Option<Spanned<toml::Value>>,
     #[serde(default)]
     pub json: Vec<RawAssertion>,
 }

@@ -29,6 +29,10 @@ pub(super) struct Scope<'a> {
     pub keys: StepKeys,
     /// The site number the next skewed draw gets ([`Template::number_draws`]).
     pub next_draw: Cell<usize>,
+    /// The `[proto]` files compiled, when the scenario names some.
+    pub protos: Option<prost_reflect::DescriptorPool>,
+    /// `[proto]` is there but has an error (reported): steps needing it say nothing more.
+    pub protos_failed: bool,
 }
 
 impl Scope<'_> {

@@ -195,7 +195,8 @@ fn step_draws<'p>(step: &'p super::plan::Step) -> Vec<(String, &'p Draw, usize)>
     match &step.body {
         Some(Body::Json(json)) => add("body".to_owned(), json.expressions()),
         Some(Body::Text(text)) => add("body".to_owned(), text.expressions().collect()),
-        None => {}
+        Some(Body::Proto(proto)) => add("body".to_owned(), proto.json.expressions()),
+        Some(Body::Bytes(_)) | None => {}
     }
     if let Some(WsAction::Send { payload, .. }) = &step.ws {
         add("message".to_owned(), payload.expressions());

@@ -1,6 +1,6 @@
 //! The values of a step that take several shapes, read by hand for clear messages: its method, `expect`
 //! (statuses and JSON assertions), `extract` (a JSONPath or a header) and `think` (a constant, uniform or
-//! log-normal pause); and the durations every scenario field shares.
+//! log-normal pause); and the durations every scenario field shares; and the keys an HTTP step refuses.
 
 use std::ops::RangeInclusive;
 use std::time::Duration;
@@ -9,9 +9,13 @@ use http::{HeaderName, Method};
 use serde_json::Value;
 use serde_json_path::JsonPath;
 
-use super::plan::{Assertion, Check, Expect, ExtractFrom, Think};
-use super::raw_scenario::{RawAssertion, RawExpect};
-use crate::config::Checker;
+use toml::Spanned;
+
+use super::plan::{Assertion, Check, Expect, ExtractFrom, Extraction, Think};
+use super::raw_scenario::{RawAssertion, RawExpect, RawStep};
+use super::scope::Scope;
+use crate::config::{Checker, plain_name};
+use crate::outside_text::printable;
 
 pub(super) fn parse_method(text: &str) -> Result<Method, String> {
     let upper = text.to_ascii_uppercase();
@@ -24,15 +28,20 @@ pub(super) fn parse_method(text: &str) -> Result<Method, String> {
 }
 
 pub(super) fn resolve_expect(checker: &mut Checker<'_>, prefix: &str, raw: Option<RawExpect>) -> Option<Expect> {
-    let Some(RawExpect { status, json }) = raw else {
-        return Some(Expect { status: vec![200..=399], json: Vec::new() });
+    let ok = vec![crate::metrics::GrpcCode::Ok];
+    let Some(RawExpect { status, grpc_status, json }) = raw else {
+        return Some(Expect { status: vec![200..=399], json: Vec::new(), grpc_status: ok });
     };
     let status = match &status {
         Some(s) => checker.check(s, &format!("{prefix}.status"), parse_statuses),
         None => Some(vec![200..=399]),
     };
+    let grpc_status = match &grpc_status {
+        Some(s) => checker.check(s, &format!("{prefix}.grpc_status"), parse_grpc_statuses),
+        None => Some(ok),
+    };
     let assertions = resolve_assertions(checker, prefix, &json);
-    Some(Expect { status: status?, json: assertions? })
+    Some(Expect { status: status?, json: assertions?, grpc_status: grpc_status? })
 }
 
 /// JSON assertions (`json = [{ path = "$.id", exists = true }]`) at `prefix.json[i]`; `None` if one is wrong.
@@ -70,6 +79,21 @@ pub(super) fn resolve_assertions(
 
 pub(super) fn json_path(text: &str) -> Result<JsonPath, String> {
     JsonPath::parse(text).map_err(|e| format!("`{text}` is not a JSONPath (like `$.items[0].id`): {e}"))
+}
+
+/// `"OK"`, `"NOT_FOUND"` or a list of gRPC's code names.
+fn parse_grpc_statuses(value: &toml::Value) -> Result<Vec<crate::metrics::GrpcCode>, String> {
+    use crate::metrics::GrpcCode;
+    let one = |v: &toml::Value| {
+        v.as_str().and_then(GrpcCode::parse).ok_or_else(|| {
+            format!("`{v}` is not a gRPC status: use a name such as \"OK\", \"NOT_FOUND\" or \"UNAVAILABLE\"")
+        })
+    };
+    match value {
+        toml::Value::Array(items) if !items.is_empty() => items.iter().map(one).collect(),
+        toml::Value::Array(_) => Err("name at least one gRPC status".to_owned()),
+        single => Ok(vec![one(single)?]),
+    }
 }
 
 /// `200`, `[200, 201]`, `"2xx"`, `"200-299"`, or a list mixing them.
@@ -162,5 +186,45 @@ pub(super) fn body_size(text: &str) -> Result<u64, String> {
             "`{}` is not a size; write e.g. `4MB`, `512KiB` or a number of bytes",
             text.chars().take(40).collect::<String>()
         )),
+    }
+}
+
+/// A step's `extract`: each variable's source, for the variables already in `scope`.
+pub(super) fn resolve_extract(
+    checker: &mut Checker<'_>,
+    scope: &mut Scope<'_>,
+    prefix: &str,
+    extract: &std::collections::BTreeMap<String, Spanned<toml::Value>>,
+) -> Vec<Extraction> {
+    let mut extractions = Vec::new();
+    for (var, value) in extract {
+        let var_field = format!("{prefix}.extract.{}", printable(var));
+        if checker.check(value, &var_field, |_| plain_name(var)).is_none() {
+            continue;
+        }
+        if let Some(from) = checker.check(value, &var_field, parse_extract) {
+            extractions.push(Extraction { variable: scope.variable(var), from });
+        }
+    }
+    extractions
+}
+
+/// An HTTP step refuses the keys only WebSocket steps take: set there, they would be silently ignored.
+pub(super) fn refuse_ws_keys(checker: &mut Checker<'_>, raw: &RawStep, field: &dyn Fn(&str) -> String) {
+    let spans = [
+        ("subprotocols", raw.subprotocols.as_ref().map(Spanned::span)),
+        ("binary_hex", raw.binary_hex.as_ref().map(Spanned::span)),
+        ("binary_base64", raw.binary_base64.as_ref().map(Spanned::span)),
+        ("await", raw.wait.as_ref().map(Spanned::span)),
+        ("fanout", raw.fanout.as_ref().map(Spanned::span)),
+    ];
+    for (key, span) in spans {
+        if let Some(span) = span {
+            checker.error(
+                &Spanned::new(span, ()),
+                &field(key),
+                format!("`{key}` is for WebSocket steps: add `ws = \"connect\"`, `\"send\"` or `\"await\"`"),
+            );
+        }
     }
 }

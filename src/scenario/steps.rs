@@ -9,11 +9,10 @@
 use http::Method;
 use toml::Spanned;
 
-use super::json_template::JsonTemplate;
-use super::plan::{Body, Extraction, Flow, Protocol, Step};
+use super::plan::{Flow, Protocol, Step};
 use super::raw_scenario::{RawFlow, RawStep};
 use super::scope::{Scope, expr_name, header_templates, template};
-use super::step_values::{parse_extract, parse_method, parse_think, resolve_expect};
+use super::step_values::{parse_method, parse_think, refuse_ws_keys, resolve_expect, resolve_extract};
 use crate::config::{Checker, path_text, plain_name};
 use crate::outside_text::printable;
 
@@ -101,14 +100,34 @@ fn resolve_step(
     if raw.ws.is_some() {
         return super::ws_steps::resolve_ws_step(checker, scope, prefix, &raw, known, later);
     }
+    if raw.grpc.is_some() {
+        return super::grpc_steps::resolve_grpc_step(checker, scope, prefix, raw, known, later);
+    }
     let field = |f: &str| format!("{prefix}.{f}");
     refuse_ws_keys(checker, &raw, &field);
+    super::grpc_steps::refuse_grpc_keys(checker, &raw, &field);
     let protocol = raw.protocol.as_ref().and_then(|p| {
         checker.check(p, &field("protocol"), |p| {
             Protocol::parse(p).ok_or_else(|| format!("`{p}` is not a protocol; use {}", Protocol::NAMES))
         })
     });
-    let RawStep { name, method, path, query, headers, json, body, expect, extract, think, .. } = raw;
+    let RawStep {
+        name,
+        method,
+        path,
+        query,
+        headers,
+        json,
+        body,
+        expect,
+        extract,
+        think,
+        proto,
+        decode,
+        body_hex,
+        body_file,
+        ..
+    } = raw;
     let Some(path) = path else {
         // Somewhere in the step: the first key it set (a step of only a `think` still has that).
         let at = name
@@ -148,34 +167,11 @@ fn resolve_step(
         query_templates.extend(t.map(|t| (key.clone(), t)));
     }
     let header_templates = header_templates(checker, scope, &headers, &field("headers"), known, later);
-    let body = match (json, body) {
-        (Some(json), Some(text)) => {
-            checker.error(&text, &field("body"), "give either `json` or `body`, not both");
-            let _ = json;
-            None
-        }
-        (Some(json), None) => {
-            let resolve = |names: &[&str]| scope.resolve(names, known, later);
-            let mut compiled = checker.check(&json, &field("json"), |v| JsonTemplate::compile(v, &resolve, scope.env));
-            if let Some(json) = &mut compiled {
-                scope.number_json_draws(json);
-            }
-            compiled.map(Body::Json)
-        }
-        (None, Some(text)) => template(checker, scope, &text, &field("body"), known, later).map(Body::Text),
-        (None, None) => None,
-    };
+    let decode = decode.and_then(|d| super::http_bodies::message_type(checker, scope, &d, &field("decode")));
+    let raw_body = super::http_bodies::RawBody { json, body, proto, body_hex, body_file };
+    let body = super::http_bodies::resolve_body(checker, scope, prefix, raw_body, (known, later));
     let expect = resolve_expect(checker, &field("expect"), expect);
-    let mut extractions = Vec::new();
-    for (var, value) in &extract {
-        let var_field = field(&format!("extract.{}", printable(var)));
-        if checker.check(value, &var_field, |_| plain_name(var)).is_none() {
-            continue;
-        }
-        if let Some(from) = checker.check(value, &var_field, parse_extract) {
-            extractions.push(Extraction { variable: scope.variable(var), from });
-        }
-    }
+    let extractions = resolve_extract(checker, scope, prefix, &extract);
     let think = think.and_then(|t| checker.check(&t, &field("think"), parse_think));
     let (method, path_template) = (method?, path_template?);
     let endpoint_name = if let Some(name) = &name {
@@ -197,26 +193,8 @@ fn resolve_step(
         think,
         ws: None,
         protocol,
+        grpc: None,
+        decode,
     };
     Some(step)
-}
-
-/// An HTTP step refuses the keys only WebSocket steps take: set there, they would be silently ignored.
-fn refuse_ws_keys(checker: &mut Checker<'_>, raw: &RawStep, field: &dyn Fn(&str) -> String) {
-    let spans = [
-        ("subprotocols", raw.subprotocols.as_ref().map(Spanned::span)),
-        ("binary_hex", raw.binary_hex.as_ref().map(Spanned::span)),
-        ("binary_base64", raw.binary_base64.as_ref().map(Spanned::span)),
-        ("await", raw.wait.as_ref().map(Spanned::span)),
-        ("fanout", raw.fanout.as_ref().map(Spanned::span)),
-    ];
-    for (key, span) in spans {
-        if let Some(span) = span {
-            checker.error(
-                &Spanned::new(span, ()),
-                &field(key),
-                format!("`{key}` is for WebSocket steps: add `ws = \"connect\"`, `\"send\"` or `\"await\"`"),
-            );
-        }
-    }
 }

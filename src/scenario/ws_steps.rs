@@ -75,6 +75,16 @@ fn keys_set(raw: &RawStep, ws: &Spanned<String>) -> Vec<(&'static str, std::ops:
     add("extract", raw.extract.values().next().map(Spanned::span), !raw.extract.is_empty());
     // A socket opens with HTTP/1.1's upgrade whatever the target's protocol.
     add("protocol", raw.protocol.as_ref().map(Spanned::span), raw.protocol.is_some());
+    for (key, value) in [
+        ("grpc", &raw.grpc),
+        ("deadline", &raw.deadline),
+        ("proto", &raw.proto),
+        ("decode", &raw.decode),
+        ("body_hex", &raw.body_hex),
+        ("body_file", &raw.body_file),
+    ] {
+        add(key, value.as_ref().map(Spanned::span), value.is_some());
+    }
     set
 }
 
@@ -116,11 +126,13 @@ pub(super) fn resolve_ws_step(
         query: Vec::new(),
         headers,
         body: None,
-        expect: Expect { status: vec![101..=101], json: Vec::new() },
+        expect: Expect { status: vec![101..=101], json: Vec::new(), grpc_status: vec![crate::metrics::GrpcCode::Ok] },
         extract: extract?,
         think,
         ws: Some(action),
         protocol: None,
+        grpc: None,
+        decode: None,
     })
 }
 

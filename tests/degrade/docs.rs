@@ -8,9 +8,9 @@ use clap::error::ErrorKind;
 use crate::support::quoted::{blocks, documents};
 
 /// Fence info strings of blocks that are input, not output: commands (checked here), configuration and
-/// tapes (checked by `manual_examples`), JSON, and the CI and service files of `ci/recipes/`, the
+/// tapes (checked by `manual_examples`), `.proto` files (compiled by `manual_examples` and `grpc`), JSON, and the CI and service files of `ci/recipes/`, the
 /// `Containerfile` and the Kubernetes recipe (checked by `kubernetes`), which the manual includes as they are.
-const INPUT_BLOCKS: [&str; 8] = ["sh", "toml", "json", "yaml", "tape", "ini", "groovy", "dockerfile"];
+const INPUT_BLOCKS: [&str; 9] = ["sh", "toml", "json", "yaml", "tape", "ini", "groovy", "dockerfile", "proto"];
 
 #[test]
 fn every_quoted_output_names_the_test_that_prints_it() {

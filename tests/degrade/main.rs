@@ -78,6 +78,7 @@ mod demo;
 mod distributions;
 mod docs;
 mod engine;
+mod grpc;
 mod http2;
 mod glance;
 mod har_memory;

@@ -26,6 +26,7 @@
 mod capacity;
 mod capacity_nights;
 mod confirm;
+mod grpc_latency;
 mod http2_latency;
 mod pool_target;
 mod segments_latency;

@@ -84,14 +84,20 @@ pub(super) async fn exchange(
     let response = response.await.map_err(|e| classify(&e, watch, "waiting for the response"))?;
     let (parts, mut stream) = response.into_parts();
     let mut body = Body::default();
+    let mut first_data = None;
     while let Some(chunk) = stream.data().await {
         let chunk = chunk.map_err(|e| classify(&e, watch, "reading the body"))?;
+        if first_data.is_none() && !chunk.is_empty() {
+            // The stamp of the frames read last, which hold this chunk: a server stream's first message.
+            first_data = Some(watch.arrival().unwrap_or_else(std::time::Instant::now));
+        }
         // Given back at once: what bounds memory is max_body, not the window.
         let _ = stream.flow_control().release_capacity(chunk.len());
         body.push(chunk, max_body)?;
     }
     let trailers = stream.trailers().await.map_err(|e| classify(&e, watch, "reading the trailers"))?;
-    Ok(Answer::http2(parts.status.as_u16(), parts.headers, body.finish(), trailers, watch.arrival()))
+    let times = (first_data, watch.arrival());
+    Ok(Answer::http2(parts.status.as_u16(), parts.headers, body.finish(), trailers, times))
 }
 
 /// A body as its DATA frames arrive: one frame kept as it is, more gathered.

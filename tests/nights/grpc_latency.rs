@@ -1,0 +1,31 @@
+//! Latency of gRPC calls within ±3 ms of a server's fixed delay: the tests' gRPC stub (`Echo` answering after
+//! 50 ms) called at a paced rate over h2c, so what framing, Protobuf encoding and decoding and the HTTP/2
+//! connection's task add is shown to stay out of the figures.
+
+use crate::support::grpc_stub::{GrpcStub, proto_folder};
+use crate::support::{ONE_HEAVY_TEST_AT_A_TIME, run_scenario};
+
+/// The server's delay, and how far the median may be from it.
+const DELAY_MS: i64 = 50;
+const WITHIN_US: i64 = 3_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_delay_of_a_grpc_method_reads_as_itself_within_3_ms() {
+    let _alone = ONE_HEAVY_TEST_AT_A_TIME.lock().await;
+    let stub = GrpcStub::start().await;
+    let text = format!(
+        "[target]\nbase_url = \"{}\"\n[proto]\nfiles = [\"{}\"]\n\
+         [[flow]]\nname = \"f\"\n[[flow.step]]\ngrpc = \"stub.Stub/Echo\"\n\
+         json = {{ text = \"{{{{ seq() }}}}\", delay_ms = {DELAY_MS} }}\n\
+         expect = {{ json = [{{ path = \"$.number\", eq = 7 }}] }}\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"4s\"\nrate = 25\n",
+        stub.url(),
+        proto_folder().join("stub.proto").display()
+    );
+    let measurement = run_scenario(&text, &[]).await;
+    let echo = measurement.results.endpoints.iter().find(|e| e.endpoint == "gRPC stub.Stub/Echo");
+    let echo = echo.expect("the call was measured");
+    assert_eq!((echo.requests, echo.errors), (100, 0), "{:?}", echo.error_samples);
+    let off = echo.p50_us - DELAY_MS * 1000;
+    assert!(off.abs() <= WITHIN_US, "p50 {} µs is {off} µs from the {DELAY_MS} ms delay", echo.p50_us);
+}
