@@ -306,10 +306,11 @@ fn report(backend: &str, figures: &Figures, reachable: usize) {
     );
 }
 
-/// Hits each of `points` once: up to four nights each, the target moved on until the point is reached.
+/// Hits each of `points` once: up to six nights each, the target moved on until the point is reached (a busy
+/// machine's invalid night, never judged, reaches no confirmation: another night is tried).
 async fn in_turn(harness: &mut Harness<'_>, points: &[FaultPoint]) {
     for point in &interleaved(points) {
-        for attempt in 0..4 {
+        for attempt in 0..6 {
             let mode = mode_for(*point, harness.turn);
             if harness.cycle(*point, mode).await {
                 break;
