@@ -217,7 +217,7 @@ pub fn run(cli: Cli) -> Exit {
     let Cli { config, verbose: _, command } = cli;
     // After the subcommand wins over before it (and over DEGRADE_CONFIG, which fills the one before it).
     let source = ConfigSource::from(command.config().or(config));
-    let outcome = crate::pipeline::fault::refuse_in_release().and_then(|()| match command {
+    let outcome = crate::store::fault::refuse_in_release().and_then(|()| match command {
         Command::Init { force, .. } => init::run(source.path(), force),
         Command::Validate { scenario, .. } => validate::run(source.path(), scenario.as_deref()),
         Command::Migrate(_) => runtime().and_then(|rt| rt.block_on(migrate::run(&source))),

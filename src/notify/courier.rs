@@ -14,7 +14,8 @@ use tokio::sync::watch;
 use super::webhook::{PostError, Webhooks};
 use crate::clock::Clock;
 use crate::config::{Config, NotifyKind};
-use crate::store::{OutboxMessage, Store, StoreError};
+use crate::store::fault::{self, Step};
+use crate::store::{OutboxMessage, Retry, Store, StoreError, retry};
 
 /// Wait before the first retry; it doubles with each failure.
 const FIRST_RETRY: Duration = Duration::from_secs(2);
@@ -56,7 +57,10 @@ impl Courier {
         let mut delivered = 0;
         for message in self.store.due_messages(self.clock.now(), BATCH).await? {
             // Claimed from the moment of the attempt: a batch behind slow receivers takes minutes.
+            fault::before(Step::MessageClaimed);
             let claimed = self.store.claim_message(&message, self.clock.now() + CLAIM_FOR).await?;
+            // A claim whose answer was lost stays claimed: another attempt comes once it runs out.
+            fault::after(Step::MessageClaimed)?;
             if claimed && self.deliver(&message).await? {
                 delivered += 1;
             }
@@ -84,7 +88,12 @@ impl Courier {
                     } else {
                         std::borrow::Cow::Borrowed(message.payload.as_str())
                     };
-                    self.webhooks.post(url, &message.idempotency_key, &payload).await
+                    fault::before(Step::MessagePosted);
+                    let posted = self.webhooks.post(url, &message.idempotency_key, &payload).await;
+                    // Killed here, the message was posted and is not marked: it is posted again, a duplicate
+                    // the idempotency key lets a receiver drop.
+                    fault::reached(Step::MessagePosted.after());
+                    posted
                 }
             },
         };
@@ -93,7 +102,7 @@ impl Courier {
         match outcome {
             Ok(()) => {
                 tracing::info!(id, notifier, event, "alert delivered");
-                self.store.record_attempt(id, now, Ok(())).await?;
+                self.record(id, now, Ok(())).await?;
                 Ok(true)
             }
             Err(PostError { message: error, permanent }) => {
@@ -104,10 +113,27 @@ impl Courier {
                 } else {
                     tracing::error!(id, notifier, event, error, "alert not delivered; giving up");
                 }
-                self.store.record_attempt(id, now, Err((&error, retry_at))).await?;
+                self.record(id, now, Err((&error, retry_at))).await?;
                 Ok(false)
             }
         }
+    }
+
+    /// Records an attempt, asking again while the database is unreachable: a delivery left unmarked would be
+    /// posted again once its claim ran out, a duplicate at the receiver (recording twice only counts an attempt
+    /// more).
+    async fn record(
+        &self,
+        id: i64,
+        now: chrono::DateTime<chrono::Utc>,
+        outcome: Result<(), (&str, Option<chrono::DateTime<chrono::Utc>>)>,
+    ) -> Result<(), StoreError> {
+        let record = || async {
+            fault::before(Step::MessageMarkedSent);
+            self.store.record_attempt(id, now, outcome).await?;
+            fault::after(Step::MessageMarkedSent)
+        };
+        retry(Retry::Unreachable, "record the delivery", record).await
     }
 
     /// Delivers due messages until `stop` becomes true. Stopping does not wait for slow receivers: a post cut

@@ -218,8 +218,9 @@ pub(super) async fn stored_report(store: &Store, run: &Run, verdict: Verdict) ->
     })
 }
 
-/// Judges `run` again against `spec`; `None`, logged, when it cannot be judged (a store error is returned,
-/// to be tried again next time).
+/// Judges `run` against `spec`, unless it was judged against it already (a degrade killed after storing a
+/// rerun's verdict, before deciding the pair): that verdict is taken, so a night is judged once. `None`,
+/// logged, when it cannot be judged (a store error is returned, to be tried again next time).
 async fn judge_again(
     store: &Store,
     config: &Config,
@@ -227,6 +228,9 @@ async fn judge_again(
     spec: &BaselineSpec,
     at: DateTime<Utc>,
 ) -> anyhow::Result<Option<CheckReport>> {
+    if let Some(verdict) = store.latest_verdict(run.id).await?.filter(|v| v.baseline_spec == spec.to_string()) {
+        return Ok(Some(stored_report(store, run, verdict).await?));
+    }
     match judge_run(store, config, run, spec, IfRegressed::Stands, at).await {
         Ok(report) => Ok(Some(report)),
         Err(JudgeError::Refused(why)) => {

@@ -14,7 +14,6 @@ pub mod alerting;
 pub mod capacity;
 pub mod claim;
 pub mod confirm;
-pub mod fault;
 pub mod held_back;
 pub mod interrupted;
 pub mod judge_run;
@@ -34,8 +33,8 @@ use crate::config::{Config, ScenarioConfig};
 use crate::engine::{self, Measurement, Progress};
 use crate::model::{BaselineSpec, NewRun, RunId, RunStatus, RunTelemetry};
 use crate::scenario::{self, Plan};
+use crate::store::fault::{self, Step};
 use crate::store::{Retry, Store, StoreCause, StoreError, retry};
-use fault::FaultPoint;
 
 pub use claim::{Claim, ClaimError, RunsUnderWay};
 pub use runner::{Ended, Runner};
@@ -207,9 +206,16 @@ pub async fn run(
         judged_against,
     };
     // `create_run` finds the run a lost acknowledgement hid rather than storing it twice.
+    // A rerun's steps are points of their own: a kill there leaves a pair `confirming`, not a night unjudged.
+    let (created, stored) = if new_run.confirms.is_some() {
+        (Step::RerunCreated, Step::RerunStored)
+    } else {
+        (Step::RunCreated, Step::ResultsStored)
+    };
+    fault::before(created);
     let create = || async {
         let id = store.create_run(&new_run).await?;
-        fault::lost_acknowledgement(FaultPoint::RunCreatedUnacknowledged)?;
+        fault::after(created)?;
         Ok::<_, StoreError>(id)
     };
     let run_id =
@@ -241,17 +247,24 @@ pub async fn run(
     let shift = clock.shift();
     measurement.started_at += shift;
     measurement.results.finished_at += shift;
-    if let Err(e) =
-        retry(Retry::Unreachable, "store the results", || store.finish_run(run_id, &measurement.results)).await
-    {
+    fault::before(stored);
+    let finish = || async {
+        store.finish_run(run_id, &measurement.results).await?;
+        fault::after(stored)
+    };
+    if let Err(e) = retry(Retry::Unreachable, "store the results", finish).await {
         let failed = format!("storing the results failed: {e}");
         let _ = store.end_run(run_id, RunStatus::Failed, &failed, clock.now()).await;
         return Err(e).context("cannot store the run's results");
     }
     // Telemetry is stored apart, after the run's own results: whatever it holds, the night is kept.
+    let save_telemetry = || async {
+        fault::before(Step::TelemetryStored);
+        store.save_telemetry(run_id, &telemetry).await?;
+        fault::after(Step::TelemetryStored)
+    };
     if !telemetry.sources.is_empty()
-        && let Err(e) =
-            retry(Retry::Unreachable, "store the telemetry", || store.save_telemetry(run_id, &telemetry)).await
+        && let Err(e) = retry(Retry::Unreachable, "store the telemetry", save_telemetry).await
     {
         tracing::warn!("run {run_id}: its telemetry could not be stored ({e}); the run's own results are");
     }
@@ -282,9 +295,12 @@ async fn search_capacity(
     tracing::info!("run {run_id}: capacity search: {}", search.describe());
     let result = capacity::search(plan, search, zone, stop).await;
     tracing::info!("run {run_id}: {}", result.describe());
-    if let Err(e) =
-        retry(Retry::Unreachable, "store the capacity search", || store.save_capacity(run_id, &result)).await
-    {
+    let save = || async {
+        fault::before(Step::CapacityStored);
+        store.save_capacity(run_id, &result).await?;
+        fault::after(Step::CapacityStored)
+    };
+    if let Err(e) = retry(Retry::Unreachable, "store the capacity search", save).await {
         tracing::warn!("run {run_id}: its capacity search could not be stored ({e}); the run's own results are");
     }
 }

@@ -12,7 +12,6 @@ use tokio::sync::watch;
 
 use super::claim::{Claim, ClaimError, RunsUnderWay, holder_name};
 use super::confirm::{self, Confirmation};
-use super::fault::{self, FaultPoint};
 use super::judge_run::{IfRegressed, JudgeError, judge_run};
 use super::{Job, RunOutcome, alerting, interrupted};
 use crate::analysis::Gates;
@@ -21,6 +20,7 @@ use crate::config::Config;
 use crate::engine::Progress;
 use crate::model::{BaselineSpec, RunId, RunStatus, VerdictOutcome};
 use crate::report::CheckReport;
+use crate::store::fault::{self, Step};
 use crate::store::{LeftBehind, Retry, Store, retry};
 
 /// How a chained run ended.
@@ -178,21 +178,15 @@ impl Runner {
             // Boxed, as is the rerun's: each run's future holds the whole engine.
             let outcome =
                 Box::pin(super::run(&self.store, job, build, &self.clock, self.stop.clone(), &mut on_progress)).await?;
-            fault::reached(FaultPoint::ResultsStored);
             // A regression to confirm is stored `confirming` with its verdict.
             let if_regressed = if rerun.is_some() { IfRegressed::Confirm } else { IfRegressed::Stands };
-            let judge = || async {
-                let ended = self.conclude(&scenario, &outcome, spec, if_regressed).await?;
-                fault::lost_acknowledgement(FaultPoint::VerdictUnacknowledged)?;
-                Ok::<_, JudgeError>(ended)
-            };
+            let judge = || self.conclude(&scenario, &outcome, spec, if_regressed, Step::VerdictStored);
             let first = retry(Retry::Unreachable, "judge the run", judge).await?;
             let regressed = first.report.as_ref().is_some_and(|r| r.outcome == VerdictOutcome::Regressed);
             if let Some(rerun) = rerun.filter(|_| regressed) {
                 return Box::pin(self.confirm(first, rerun, spec, &mut on_progress)).await;
             }
             if let Some(report) = &first.report {
-                fault::reached(FaultPoint::VerdictStored);
                 self.alert(report).await?;
             }
             Ok(first)
@@ -275,7 +269,7 @@ impl Runner {
                 return Ok(Attempt::MeasuredNothing(None));
             }
         };
-        let judge = || self.conclude(&scenario, &outcome, spec, IfRegressed::Stands);
+        let judge = || self.conclude(&scenario, &outcome, spec, IfRegressed::Stands, Step::RerunJudged);
         match retry(Retry::Unreachable, "judge the rerun", judge).await {
             Ok(rerun) if rerun.report.is_some() => Ok(Attempt::Judged(Box::new(rerun))),
             Ok(_) => Ok(Attempt::MeasuredNothing(Some(outcome.run_id()))),
@@ -301,9 +295,15 @@ impl Runner {
         if decision.alerted() {
             self.alert(&report).await?;
         }
-        let decided = decision.store(&self.store, first, rerun.run_id, earlier).await?;
+        let decide = || async {
+            fault::before(Step::PairDecided);
+            let decided = decision.store(&self.store, first, rerun.run_id, earlier).await?;
+            fault::after(Step::PairDecided)?;
+            Ok::<_, crate::store::StoreError>(decided)
+        };
+        let decided = retry(Retry::Unreachable, "decide the pair", decide).await?;
         // The night's alerts are the pair's, stored above: the first run has nothing left to alert.
-        self.store.mark_alerted(first, self.clock.now()).await?;
+        self.stamp_alerted(first, self.clock.now()).await?;
         tracing::info!(run_id = rerun.run_id, "{}", decision.confirmation.describe(rerun.run_id));
         rerun.status = decision.rerun.unwrap_or(rerun.status);
         rerun.report = Some(report);
@@ -341,22 +341,41 @@ impl Runner {
         }
         self.alert(&report).await?;
         let reruns: Vec<(RunId, RunStatus)> = undecided.iter().map(|(id, _)| (*id, RunStatus::Unconfirmed)).collect();
-        let decided = self.store.end_confirmation(first.run_id, RunStatus::Regressed, &reruns).await?;
+        let decide = || async {
+            fault::before(Step::PairDecided);
+            let decided = self.store.end_confirmation(first.run_id, RunStatus::Regressed, &reruns).await?;
+            fault::after(Step::PairDecided)?;
+            Ok::<_, crate::store::StoreError>(decided)
+        };
+        let decided = retry(Retry::Unreachable, "decide the pair", decide).await?;
         only_if_decided(Ended { status: RunStatus::Regressed, report: Some(report), ..first }, first.run_id, decided)
     }
 
     /// Opens or resolves the scenario's episodes after `report`, asking again while the database is unreachable.
     async fn alert(&self, report: &CheckReport) -> anyhow::Result<()> {
-        let update = || alerting::after_judgement(&self.store, &self.config, report, self.clock.now());
+        let update = || async {
+            fault::before(Step::AlertsWritten);
+            alerting::after_judgement(&self.store, &self.config, report, self.clock.now()).await?;
+            fault::after(Step::AlertsWritten)
+        };
         retry(Retry::Unreachable, "update alerts", update).await?;
         // Stamped after the alerts: a kill in between leaves the night for the next degrade to alert, and
         // alerting it again repeats nothing (an open episode is not opened twice).
-        let stamp = || self.store.mark_alerted(report.run_id, self.clock.now());
-        retry(Retry::Unreachable, "stamp the alerts", stamp).await?;
+        self.stamp_alerted(report.run_id, self.clock.now()).await?;
         Ok(())
     }
 
-    /// Judges a stored run (a regressed one moved as `if_regressed` says) and opens or resolves the scenario's
+    /// Stamps `run_id` alerted, asking again while the database is unreachable (stamping twice changes nothing).
+    async fn stamp_alerted(&self, run_id: RunId, at: DateTime<Utc>) -> Result<(), crate::store::StoreError> {
+        let stamp = || async {
+            fault::before(Step::AlertedStamped);
+            self.store.mark_alerted(run_id, at).await?;
+            fault::after(Step::AlertedStamped)
+        };
+        retry(Retry::Unreachable, "stamp the alerts", stamp).await
+    }
+
+    /// Judges a stored run (a regressed one moved as `if_regressed` says; its verdict is `step`'s write) and opens or resolves the scenario's
     /// run-failed and missing-run episodes; safe to repeat. Regression episodes are the caller's.
     async fn conclude(
         &self,
@@ -364,6 +383,7 @@ impl Runner {
         outcome: &RunOutcome,
         spec: &BaselineSpec,
         if_regressed: IfRegressed,
+        step: Step,
     ) -> Result<Ended, JudgeError> {
         let (store, config) = (&self.store, self.config.as_ref());
         let (run_id, results) = match outcome {
@@ -388,9 +408,15 @@ impl Runner {
         };
         // A verdict already stored against this baseline was this runner's own, its acknowledgement lost to a
         // dropped connection: the retry returns it rather than judging (and storing) the night twice.
-        let report = match store.latest_verdict(run_id).await?.filter(|v| v.baseline_spec == spec.to_string()) {
-            Some(verdict) => interrupted::stored_report(store, &run, verdict).await?,
-            None => judge_run(store, config, &run, spec, if_regressed, self.clock.now()).await?,
+        let report = if let Some(verdict) =
+            store.latest_verdict(run_id).await?.filter(|v| v.baseline_spec == spec.to_string())
+        {
+            interrupted::stored_report(store, &run, verdict).await?
+        } else {
+            fault::before(step);
+            let report = judge_run(store, config, &run, spec, if_regressed, self.clock.now()).await?;
+            fault::after(step)?;
+            report
         };
         let status = store.find_run(run_id).await?.map_or(run.status, |r| r.status);
         Ok(Ended { run_id, status, report: Some(report), failure: None, confirmation: None })
@@ -400,9 +426,13 @@ impl Runner {
     async fn failed_night(&self, scenario: &str, run_id: RunId, reason: String) -> Result<Ended, JudgeError> {
         let build_id = self.store.find_run(run_id).await?.and_then(|r| r.build_id);
         let at = self.clock.now();
-        fault::reached(FaultPoint::FailureStored);
-        alerting::after_failure(&self.store, &self.config, scenario, run_id, build_id, &reason, at).await?;
-        self.store.mark_alerted(run_id, at).await?;
+        let update = || async {
+            fault::before(Step::AlertsWritten);
+            alerting::after_failure(&self.store, &self.config, scenario, run_id, build_id.clone(), &reason, at).await?;
+            fault::after(Step::AlertsWritten)
+        };
+        retry(Retry::Unreachable, "alert the failed run", update).await?;
+        self.stamp_alerted(run_id, at).await?;
         Ok(Ended::unjudged(run_id, RunStatus::Failed, Some(reason)))
     }
 }

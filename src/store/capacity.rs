@@ -121,7 +121,10 @@ impl Store {
                            requests, errors, p75_ms, p95_ms, p99_ms, breach_gate, breach_endpoint, breach_value, \
                            breach_limit, reason) \
                            values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+        // Stored again after a dropped connection whose transaction had committed: replaced, never doubled.
         in_transaction!(self, |tx| {
+            sqlx::query("delete from capacity_steps where run_id = $1").bind(run_id).execute(&mut *tx).await?;
+            sqlx::query("delete from capacity_results where run_id = $1").bind(run_id).execute(&mut *tx).await?;
             let (gate, endpoint, value, limit) = breach_columns(result.breach.as_ref());
             sqlx::query(insert_result)
                 .bind(run_id)

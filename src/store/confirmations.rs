@@ -10,7 +10,9 @@ use crate::model::{RunId, RunStatus};
 impl Store {
     /// Ends `first`'s confirmation in one transaction: `first` takes `first_status`, and each of `reruns` its
     /// status if it measured the build validly (an invalid or failed rerun keeps what it was). Returns false,
-    /// changing nothing, when `first` is no longer `confirming` (another degrade settled it first).
+    /// changing nothing, when `first` is no longer `confirming` and was ended otherwise (another degrade settled
+    /// it first); true when it already has `first_status`: this call asked again after a dropped connection whose
+    /// transaction had committed (or another degrade decided the pair alike, which comes to the same).
     pub async fn end_confirmation(
         &self,
         first: RunId,
@@ -19,7 +21,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let update_first = "update runs set status = $1 where id = $2 and status = 'confirming'";
         let update_rerun = "update runs set status = $1 where id = $2 and status in ('finished', 'passed', 'regressed', 'unconfirmed')";
-        retry_busy(|| async move {
+        let ended = retry_busy(|| async move {
             Ok(in_transaction!(self, |tx| {
                 let ended = sqlx::query(update_first)
                     .bind(first_status.as_str())
@@ -34,7 +36,11 @@ impl Store {
                 ended
             }))
         })
-        .await
+        .await?;
+        if ended {
+            return Ok(true);
+        }
+        Ok(self.find_run(first).await?.is_some_and(|run| run.status == first_status))
     }
 
     /// Whether a later night of `run`'s scenario has been judged by the runner (any run since, other than

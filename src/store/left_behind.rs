@@ -1,12 +1,13 @@
 //! What a degrade that stopped mid-way (a kill, a crash, a power cut) left for the next one to settle: runs
 //! still `running`, regressions still `confirming`, and nights measured but never judged, or judged (or
-//! failed) but never alerted (see `pipeline::interrupted`), where [`LeftBehind`] says.
+//! failed) but never alerted (see `pipeline::interrupted`), where [`LeftBehind`] says; and what one run's row
+//! says of where its night stands, for the run page.
 
 use chrono::{DateTime, Utc};
 
 use super::retry::retry_busy;
 use super::{Store, StoreError, on_pool, to_millis};
-use crate::model::RunId;
+use crate::model::{NightRecord, RunId, RunStatus};
 
 /// Where to look for what a stopped degrade left behind.
 #[derive(Debug, Clone, Copy)]
@@ -145,5 +146,26 @@ impl Store {
             Ok(())
         })
         .await
+    }
+
+    /// What run `id`'s row says of where its night stands (`model::NightStep`); `None` when there is no such run.
+    pub async fn night_record(&self, id: RunId) -> Result<Option<NightRecord>, StoreError> {
+        let query = "select status, cast(case when judged_against is null then 0 else 1 end as bigint), \
+                     cast(case when confirms_run_id is null then 0 else 1 end as bigint), \
+                     cast(case when exists (select 1 from verdicts where verdicts.run_id = runs.id) then 1 else 0 end \
+                     as bigint), cast(case when alerted_at is null then 0 else 1 end as bigint) from runs where id = $1";
+        let row: Option<(String, i64, i64, i64, i64)> =
+            on_pool!(self, |pool| sqlx::query_as(query).bind(id).fetch_optional(pool).await?);
+        row.map(|(status, runners, rerun, judged, alerted)| {
+            let status = status.parse::<RunStatus>().map_err(StoreError::Corrupt)?;
+            Ok(NightRecord {
+                status,
+                runners: runners == 1,
+                rerun: rerun == 1,
+                judged: judged == 1,
+                alerted: alerted == 1,
+            })
+        })
+        .transpose()
     }
 }

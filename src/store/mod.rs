@@ -12,6 +12,7 @@
 mod baselines;
 mod capacity;
 mod episodes;
+pub mod fault;
 mod grid;
 mod confirmations;
 mod left_behind;

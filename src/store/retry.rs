@@ -6,6 +6,8 @@
 //!   snapshot that went stale); the whole transaction then rolled back, so running it again is safe.
 //! - [`Retry::Unreachable`]: the database could not be reached (a restart, a network blip, a pool timeout);
 //!   a run's steps wait seconds for it, so a database restart at run time delays the night instead of losing it.
+//!   A SQLite write still busy after [`Retry::Busy`]'s attempts (another process holding the file's write lock
+//!   for long) is waited for the same way: each attempt rolled back whole, and the log says what it waits for.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -40,7 +42,9 @@ impl Retry {
     fn applies_to(self, error: &StoreError) -> bool {
         match self {
             Self::Busy => matches!(error, StoreError::Database(e) if is_busy(e)),
-            Self::Unreachable => error.is_unreachable(),
+            // A write SQLite still reports busy after its own retries (another process holding the file's
+            // write lock for long) rolled back whole: the step is asked again too, and waits with it.
+            Self::Unreachable => error.is_unreachable() || matches!(error, StoreError::Database(e) if is_busy(e)),
         }
     }
 }
@@ -70,11 +74,19 @@ where
         match call().await {
             Err(e) if attempt < policy.attempts() && e.store_error().is_some_and(|s| policy.applies_to(s)) => {
                 match policy {
-                    Retry::Busy => tracing::warn!(attempt, "cannot {what}: database busy; retrying in {wait:?}"),
+                    Retry::Busy => tracing::warn!(
+                        attempt,
+                        "cannot {what}: the database is busy (another writer holds its lock); retrying in {wait:?}"
+                    ),
                     Retry::Unreachable => tracing::warn!(
                         attempt,
                         error = %e,
-                        "cannot {what}: the database is unreachable; retrying in {wait:?}"
+                        "cannot {what}: the database is {}; retrying in {wait:?}",
+                        if e.store_error().is_some_and(StoreError::is_unreachable) {
+                            "unreachable"
+                        } else {
+                            "locked by another writer"
+                        }
                     ),
                 }
                 tokio::time::sleep(wait).await;

@@ -194,7 +194,20 @@ impl Store {
             }
             updated
         });
-        if updated == 1 { Ok(()) } else { Err(self.not_running(id).await) }
+        if updated == 1 {
+            return Ok(());
+        }
+        // Asked again after a dropped connection whose transaction had committed: the run already holds these
+        // results (the same status and end to the millisecond), and storing them is done, once.
+        match self.find_run(id).await? {
+            Some(run)
+                if run.status == results.status
+                    && run.finished_at.map(to_millis) == Some(to_millis(results.finished_at)) =>
+            {
+                Ok(())
+            }
+            _ => Err(self.not_running(id).await),
+        }
     }
 
     /// Ends a run that produced no results: `Failed` (could not be done) or `Aborted` (stopped part-way).

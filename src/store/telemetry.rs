@@ -71,7 +71,11 @@ impl Store {
                              worse, status, reason, mean, max, per_1000_requests) \
                              values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
         let points_head = "insert into telemetry_points (run_id, source, series, elapsed_ms, value) ";
+        // Stored again after a dropped connection whose transaction had committed: replaced, never doubled.
         in_transaction!(self, |tx| {
+            sqlx::query("delete from telemetry_points where run_id = $1").bind(run_id).execute(&mut *tx).await?;
+            sqlx::query("delete from telemetry_series where run_id = $1").bind(run_id).execute(&mut *tx).await?;
+            sqlx::query("delete from telemetry_sources where run_id = $1").bind(run_id).execute(&mut *tx).await?;
             for (position, source) in telemetry.sources.iter().enumerate() {
                 sqlx::query(insert_source)
                     .bind(run_id)

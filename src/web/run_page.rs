@@ -1,4 +1,4 @@
-//! `/runs/{id}`: one run in detail: status and validity, build, duration and load profile, the verdict with
+//! `/runs/{id}`: one run in detail: status and validity (and where a night not concluded stands), build, duration and load profile, the verdict with
 //! its findings, per-endpoint figures, per-second timelines, sample error messages, and the scenario as run.
 
 use std::collections::BTreeSet;
@@ -40,6 +40,8 @@ struct RunPage {
     deploy_output: Option<String>,
     /// The confirmation rerun's word on this run, and the other run of the pair.
     confirmation: Option<(String, i64)>,
+    /// Where a runner's night not yet concluded stands, and who carries it on.
+    night: Option<crate::model::NightStep>,
     /// The workload series this run belongs to, and how many measured runs the scenario's other series hold.
     series: Option<WorkloadSeries>,
     other_series: (usize, i64),
@@ -195,6 +197,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         },
     );
     let confirmation = crate::pipeline::confirm::note(&state.store, &run).await?;
+    let night = state.store.night_record(id).await?.and_then(crate::model::NightStep::of);
     let (mine, others): (Vec<WorkloadSeries>, Vec<WorkloadSeries>) =
         state.store.workload_series(&run.scenario).await?.into_iter().partition(|s| s.hash == run.scenario_hash);
     let other_series = (others.len(), others.iter().map(|s| s.measured_runs).sum());
@@ -213,6 +216,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
         scenario_source,
         deploy_output,
         confirmation,
+        night,
         series,
         other_series,
         previous,

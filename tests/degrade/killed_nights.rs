@@ -37,7 +37,7 @@ async fn a_night_killed_before_its_verdict_is_judged_and_alerted_once_by_the_nex
     // Every other request fails, and degrade is killed once the night's results are stored. A night this
     // machine measured invalid (its generator fell behind) is never judged: another is killed instead.
     target.failing.store(true, Ordering::Relaxed);
-    let killed = killed_at(&dir, &hook, &store, "results-stored").await;
+    let killed = killed_at(&dir, &hook, &store, "after-results-stored").await;
     assert!(killed.as_ref().is_none_or(|run| run.status == RunStatus::Finished), "{killed:?}");
     let Some(killed) = killed.map(|run| run.id) else {
         return eprintln!("skipped: four killed nights in a row were invalid (this machine is too busy)");
@@ -82,14 +82,14 @@ async fn nights_run(store: &Store) -> usize {
 async fn lost_acknowledgements_write_nothing_twice(db: &TestDb) {
     let (_target, hook, dir, store) = a_project_with_history(db, "").await;
     let before = nights_run(&store).await;
-    let (status, output) = night(&dir, &hook, Some("run-created-unacknowledged")).await;
+    let (status, output) = night(&dir, &hook, Some("unacknowledged-run-created")).await;
     assert!(matches!(status.code(), Some(0 | 1 | 3)), "{output}");
     assert!(output.contains("losing this write's acknowledgement"), "the fault was reached: {output}");
     let runs = store.last_runs("shop", 100).await.unwrap();
     assert_eq!(nights_run(&store).await, before + 1, "one first run for the night: {runs:?}");
     assert!(runs.iter().all(|r| r.status != RunStatus::Running), "none left running: {runs:?}");
 
-    let (status, output) = night(&dir, &hook, Some("verdict-unacknowledged")).await;
+    let (status, output) = night(&dir, &hook, Some("unacknowledged-verdict-stored")).await;
     assert!(matches!(status.code(), Some(0 | 1 | 3)), "{output}");
     assert!(output.contains("losing this write's acknowledgement"), "the fault was reached: {output}");
     let tonight = store.last_runs("shop", 1).await.unwrap().remove(0);
@@ -107,7 +107,7 @@ async fn lost_acknowledgements_write_nothing_twice(db: &TestDb) {
 async fn a_night_killed_before_its_alerts_is_alerted_once_by_the_next(db: &TestDb) {
     let (target, hook, dir, store) = a_project_with_history(db, "[scenario.gates]\nconfirm = false\n").await;
     target.failing.store(true, Ordering::Relaxed);
-    let Some(killed) = killed_at(&dir, &hook, &store, "verdict-stored").await.map(|run| run.id) else {
+    let Some(killed) = killed_at(&dir, &hook, &store, "after-verdict-stored").await.map(|run| run.id) else {
         return eprintln!("skipped: four nights in a row were invalid (this machine is too busy)");
     };
     assert_eq!(store.find_run(killed).await.unwrap().unwrap().status, RunStatus::Regressed);
@@ -144,7 +144,7 @@ async fn a_night_killed_before_its_alerts_is_alerted_once_by_the_next_degrade_on
 async fn a_failed_night_killed_before_its_alert_is_alerted_once_by_the_next(db: &TestDb) {
     let (target, hook, dir, store) = a_project_with_history(db, "").await;
     target.go_down();
-    let (status, output) = night(&dir, &hook, Some("failure-stored")).await;
+    let (status, output) = night(&dir, &hook, Some("before-alerts-written")).await;
     assert_eq!(status.signal(), Some(9), "killed by SIGKILL at the fault point: {status:?} {output}");
     expire_the_lease_of_the_killed(&store).await;
     let killed = store.last_runs("shop", 1).await.unwrap().remove(0);

@@ -22,6 +22,8 @@
 //!   paths; text carrying a NUL stored on SQLite and PostgreSQL.
 //! - `chaos`: nights killed or cut off at every fault point in turn (and at random: `ci/chaos.sh N`), the
 //!   exactly-once invariants checked after each against the store and the webhook receiver.
+//! - `outages`: a SQLite file locked by another process and a PostgreSQL cluster of the test's own restarted
+//!   mid-night: the night waits, is kept once and judged once.
 //! - `killed_nights`: degrade killed at a fault point (`DEGRADE_FAULT`) through the real binary, and what
 //!   the next degrade finishes: a night killed before its verdict is judged and alerted once.
 //! - `held_back_machine`: nights measured on a busy or held-back machine, left out and excused.
@@ -92,6 +94,7 @@ mod left_behind;
 mod manual_examples;
 mod manual_quotes;
 mod nightly;
+mod outages;
 mod reference;
 mod reference_cli;
 mod route_keys;

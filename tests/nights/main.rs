@@ -16,7 +16,10 @@
 //! - `capacity_nights`: ten capacity nights of an unchanged build, no capacity finding.
 //! - `segments_latency`: a night split across three `--segment k/3` processes against a fixed-latency target
 //!   reads the percentiles of one process running the same plan.
+//! - `segments_confirm`: a split night's regression confirmed by every segment rerunning together, or refuted
+//!   when the target was slow for the first night only.
 //! - `http2_latency`: a fixed delay of hyper's HTTP/2 server read within ±3 ms, over h2c and TLS with ALPN.
+//! - `grpc_latency`: a gRPC method's fixed delay read within ±3 ms.
 //! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
 //!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
 

@@ -1,5 +1,6 @@
 //! A project whose degrade the tests kill at fault points (`DEGRADE_FAULT`, debug builds only) through the real
-//! binary, with five nights of history, and its target: answering, answering every other request 500, or down.
+//! binary, with five nights of history, and its target: answering, answering slowly and every other request 500,
+//! or down.
 //! Used by `killed_nights` (each window on its own) and `chaos` (random windows, invariants after each).
 
 use std::net::SocketAddr;
@@ -62,7 +63,10 @@ impl HalfFailing {
 }
 
 fn serve(listener: TcpListener, failing: &Arc<AtomicBool>, served: &Arc<AtomicU64>) -> tokio::task::JoinHandle<()> {
-    let app = Router::new().route("/items", get(items)).with_state((Arc::clone(failing), Arc::clone(served)));
+    let app = Router::new()
+        .route("/items", get(items))
+        .route("/metrics", get(metrics))
+        .with_state((Arc::clone(failing), Arc::clone(served)));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() })
 }
 
@@ -74,7 +78,19 @@ impl Drop for HalfFailing {
 
 async fn items(State((failing, served)): State<(Arc<AtomicBool>, Arc<AtomicU64>)>) -> StatusCode {
     let odd = served.fetch_add(1, Ordering::Relaxed) % 2 == 1;
-    if failing.load(Ordering::Relaxed) && odd { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::OK }
+    if !failing.load(Ordering::Relaxed) {
+        return StatusCode::OK;
+    }
+    // Slow as well: a baseline that already holds failing nights (confirmed regressions are baselines) makes
+    // their error rate look like a flaky endpoint's, but its latency level, a median, stays the clean nights'
+    // while they are most, so a failing night is still a regression after many of them (the chaos test).
+    tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    if odd { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::OK }
+}
+
+/// An exporter's page: the requests served so far, a counter the chaos test's telemetry source scrapes.
+async fn metrics(State((_, served)): State<(Arc<AtomicBool>, Arc<AtomicU64>)>) -> String {
+    format!("# TYPE items_served_total counter\nitems_served_total {}\n", served.load(Ordering::Relaxed))
 }
 
 /// The killed degrade's lease on the scenario would run out two minutes after its last renewal, and the next
@@ -82,6 +98,13 @@ async fn items(State((failing, served)): State<(Arc<AtomicBool>, Arc<AtomicU64>)
 pub async fn expire_the_lease_of_the_killed(store: &Store) {
     let lease = store.lease("shop").await.unwrap().expect("a killed degrade leaves its lease");
     store.release_lease("shop", &lease.holder).await.unwrap();
+}
+
+/// Lets go of the lease a degrade that stopped part-way may have left (a kill, or a database it lost).
+pub async fn expire_any_lease(store: &Store) {
+    if let Some(lease) = store.lease("shop").await.unwrap() {
+        store.release_lease("shop", &lease.holder).await.unwrap();
+    }
 }
 
 /// One night through `check --run-now`, killed at `fault` when given: the exit status and the output.

@@ -61,6 +61,12 @@ impl TestDb {
     pub async fn postgres() -> Self {
         let server = std::env::var(POSTGRES_ENV)
             .unwrap_or_else(|_| panic!("set {POSTGRES_ENV} to run the PostgreSQL variant (.ci/run starts a server)"));
+        Self::postgres_on(&server).await
+    }
+
+    /// A fresh PostgreSQL database on the server at `server` (a test's own cluster).
+    pub async fn postgres_on(server: &str) -> Self {
+        let server = server.to_owned();
         let name = unique_name("degrade_test");
         let mut admin = PgConnection::connect(&server).await.expect("connect to the test PostgreSQL server");
         admin.execute(AssertSqlSafe(format!("create database {name}"))).await.unwrap();
