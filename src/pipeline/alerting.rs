@@ -4,7 +4,8 @@
 //!   nothing new;
 //! - passed → an open regression episode resolves (one recovery alert); when the figures that regressed are
 //!   still where they went, the slower level has held long enough to be the one judged against, and the
-//!   alert says so instead of "passed again";
+//!   alert says so instead of "passed again"; a night that passed without judging a figure that regressed
+//!   (a capacity search cut short by the generator, too few requests) leaves the episode open, silent;
 //! - a run that could not be done → a run_failed episode opens (one alert) until a run measures again;
 //! - no run for longer than the schedule allows → a missing_run episode opens (one alert) until a run starts;
 //! - nights held back one after another (each inconclusive because its machine was busy, its host took CPU
@@ -19,7 +20,7 @@ use chrono::{DateTime, Utc};
 use super::judge_run::zone_name;
 use crate::analysis::capacity::CAPACITY_METRIC;
 use crate::config::Config;
-use crate::model::{CapacityChange, FindingOutcome, RunId, VerdictOutcome, rate_text};
+use crate::model::{CapacityChange, Finding, FindingOutcome, RunId, VerdictOutcome, rate_text};
 use crate::notify::{self, Alert, Event, Worse};
 use crate::report::CheckReport;
 use crate::store::{NewEpisode, Store, StoreError};
@@ -64,6 +65,14 @@ pub async fn after_judgement(
             open(store, config, kind::REGRESSION, Some(report.run_id), last_good, alert).await
         }
         VerdictOutcome::Passed => {
+            if let Some(unjudged) = regressed_figures_unjudged(store, scenario, report).await? {
+                // A night that could not judge what regressed says nothing of it: no recovery yet.
+                tracing::info!(
+                    "run #{} passed, but {unjudged} could not be judged tonight: the regression stays open",
+                    report.run_id
+                );
+                return Ok(());
+            }
             let kept = still_slower(store, scenario, report).await?;
             let capacity = capacity_back(store, config, report).await?;
             let said: Vec<&str> =
@@ -104,19 +113,52 @@ async fn held_back(store: &Store, config: &Config, report: &CheckReport, at: Dat
     open(store, config, kind::UNJUDGED, Some(report.run_id), None, alert).await
 }
 
-/// When the figures that opened the scenario's regression episode are still nearer where they regressed to than
-/// where they were, tonight passed because that slower level held for enough nights to become the level: says
-/// which, in words. `None` when they came back, or there is no such episode.
-async fn still_slower(store: &Store, scenario: &str, report: &CheckReport) -> Result<Option<String>, StoreError> {
+/// The run that opened the scenario's unresolved regression episode, and the findings of its verdict that
+/// regressed; `None` without such an episode.
+async fn opening_regressions(store: &Store, scenario: &str) -> Result<Option<(RunId, Vec<Finding>)>, StoreError> {
     let episodes = store.unresolved_episodes(scenario).await?;
     let Some(opened) = episodes.iter().filter(|e| e.kind == kind::REGRESSION).find_map(|e| e.opened_run_id) else {
         return Ok(None);
     };
     let Some(verdict) = store.latest_verdict(opened).await? else { return Ok(None) };
-    let kept: Vec<String> = verdict
-        .findings
+    let regressed = verdict.findings.into_iter().filter(|f| f.outcome == FindingOutcome::Regression).collect();
+    Ok(Some((opened, regressed)))
+}
+
+/// The figures that opened the scenario's regression episode and that tonight's verdict could not judge (a
+/// capacity search that ended at the generator's limit, a figure on too few requests, one excused by a
+/// held-back machine), in words; `None` when every one was judged, or no episode is open. Such a night passed
+/// on the rest: it must not tell the team the regression recovered.
+async fn regressed_figures_unjudged(
+    store: &Store,
+    scenario: &str,
+    report: &CheckReport,
+) -> Result<Option<String>, StoreError> {
+    let Some((_, regressed)) = opening_regressions(store, scenario).await? else { return Ok(None) };
+    let unjudged: Vec<String> = regressed
         .iter()
-        .filter(|f| f.outcome == FindingOutcome::Regression)
+        .filter(|then| {
+            report.findings.iter().any(|now| {
+                now.endpoint == then.endpoint
+                    && now.metric == then.metric
+                    && matches!(
+                        now.outcome,
+                        FindingOutcome::Inconclusive | FindingOutcome::TooFew | FindingOutcome::Excused
+                    )
+            })
+        })
+        .map(|then| format!("{} {}", then.endpoint, then.metric))
+        .collect();
+    Ok((!unjudged.is_empty()).then(|| unjudged.join(", ")))
+}
+
+/// When the figures that opened the scenario's regression episode are still nearer where they regressed to than
+/// where they were, tonight passed because that slower level held for enough nights to become the level: says
+/// which, in words. `None` when they came back, or there is no such episode.
+async fn still_slower(store: &Store, scenario: &str, report: &CheckReport) -> Result<Option<String>, StoreError> {
+    let Some((opened, regressed)) = opening_regressions(store, scenario).await? else { return Ok(None) };
+    let kept: Vec<String> = regressed
+        .iter()
         .filter_map(|then| {
             let before = then.baseline_value.filter(|b| *b > 0.0 && then.candidate_value > 0.0)?;
             let now = report.findings.iter().find(|f| f.endpoint == then.endpoint && f.metric == then.metric)?;

@@ -99,6 +99,49 @@ async fn a_regression_alerts_once_and_its_recovery_once() {
     assert_eq!((episodes[0].state.as_str(), episodes[0].resolved_run_id), ("resolved", Some(recovered)));
 }
 
+/// A night that passed without judging the figure that regressed (a capacity search the generator cut short, a
+/// figure on too few requests) is no recovery: the episode stays open, silent, until a night judges it.
+#[tokio::test]
+async fn a_night_that_could_not_judge_what_regressed_is_no_recovery() {
+    use degrade::model::BaselineSpec;
+    use degrade::model::FindingOutcome;
+    use degrade::pipeline::judge_run::{IfRegressed, judge_run};
+    let slack = Receiver::start().await;
+    let json = Receiver::start().await;
+    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, &slack.url(), &json.url());
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let courier = Courier::new(store.clone(), config.clone()).unwrap();
+    for n in 0..8 {
+        store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
+    }
+    let regressed = store_night(&store, "checkout", 8, 150.0, RunStatus::Finished).await;
+    let opened = judge_and_alert(&store, &config, regressed).await;
+    assert_eq!(opened.outcome, VerdictOutcome::Regressed);
+    assert_eq!(courier.deliver_due().await.unwrap(), 2, "one message per webhook");
+    let what = opened.findings.iter().find(|f| f.outcome == FindingOutcome::Regression).unwrap().clone();
+
+    // Back to its level, but the figure that regressed could not be judged tonight: passed on the rest.
+    let back = store_night(&store, "checkout", 9, 100.0, RunStatus::Finished).await;
+    let run = store.find_run(back).await.unwrap().unwrap();
+    let mut report =
+        judge_run(&store, &config, &run, &BaselineSpec::LastDays(7), IfRegressed::Stands, Utc::now()).await.unwrap();
+    assert_eq!(report.outcome, VerdictOutcome::Passed);
+    for finding in report.findings.iter_mut().filter(|f| f.endpoint == what.endpoint && f.metric == what.metric) {
+        finding.outcome = FindingOutcome::Inconclusive;
+    }
+    alerting::after_judgement(&store, &config, &report, Utc::now()).await.unwrap();
+    assert_eq!(courier.deliver_due().await.unwrap(), 0, "no recovery on a figure not judged: {:?}", json.posts());
+
+    // A night that judges it, back at its level, resolves the episode: one recovery.
+    let judged = store_night(&store, "checkout", 10, 100.0, RunStatus::Finished).await;
+    assert_eq!(judge_night(&store, &config, judged).await, VerdictOutcome::Passed);
+    assert_eq!(courier.deliver_due().await.unwrap(), 2, "the recovery, once per webhook");
+    let recovery = json.delivered().into_iter().find(|p| p["event"] == "recovery").unwrap();
+    assert_eq!(recovery["run_id"], judged, "{recovery:#}");
+}
+
 #[tokio::test]
 async fn a_receiver_that_is_down_gets_the_message_when_it_is_back_and_only_once() {
     let address = unused_address();
