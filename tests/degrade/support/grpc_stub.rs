@@ -65,7 +65,11 @@ impl GrpcStub {
         let server = tokio::spawn(async move {
             loop {
                 match listener.accept().await {
-                    Ok((tcp, _)) => drop(tokio::spawn(connection(tcp, Arc::clone(&shared)))),
+                    Ok((tcp, _)) => {
+                        // As gRPC servers do (tonic's default): no answer waits for the client's delayed ACK.
+                        let _ = tcp.set_nodelay(true);
+                        drop(tokio::spawn(connection(tcp, Arc::clone(&shared))));
+                    }
                     // A failed accept (out of descriptors, say) is said, and the stub goes on accepting.
                     Err(e) => eprintln!("grpc stub: accept failed: {e}"),
                 }
