@@ -20,6 +20,7 @@ mod init;
 mod live;
 mod migrate;
 mod notify;
+mod proto;
 mod run;
 mod run_report;
 mod segment;
@@ -209,6 +210,9 @@ pub enum Command {
     /// Work with the [[scenario.telemetry]] sources: exporters scraped during a night.
     #[command(subcommand)]
     Telemetry(telemetry::TelemetryCommand),
+    /// Work with gRPC descriptors: a server's methods, asked of its reflection service.
+    #[command(subcommand)]
+    Proto(proto::ProtoCommand),
 }
 
 /// Runs the parsed command line and returns its exit code; errors are printed to standard error.
@@ -230,6 +234,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Notify(command) => runtime().and_then(|rt| rt.block_on(notify::run(&source, command))),
         Command::Tape(command) => tape::run(command),
         Command::Telemetry(command) => runtime().and_then(|rt| rt.block_on(telemetry::run(&source, command))),
+        Command::Proto(command) => runtime().and_then(|rt| rt.block_on(proto::run(command))),
     });
     outcome.unwrap_or_else(|e| {
         say!("error: {}", error_chain(&e));
@@ -249,7 +254,7 @@ impl Command {
             Self::Run(args) => &args.config,
             Self::Check(args) => &args.config,
             Self::Serve(args) => &args.config,
-            Self::Detect(_) | Self::Demo(_) | Self::DemoTarget(_) | Self::Tape(_) => return None,
+            Self::Detect(_) | Self::Demo(_) | Self::DemoTarget(_) | Self::Tape(_) | Self::Proto(_) => return None,
         };
         arg.config.clone()
     }

@@ -60,7 +60,7 @@ pub(crate) fn tls_config() -> rustls::ClientConfig {
 }
 
 /// TLS offering `alpn` in ALPN, trusting `extra_roots` (`[target] ca_file`) besides the Mozilla roots.
-pub(super) fn tls_config_for(alpn: &[&[u8]], extra_roots: &[CertificateDer<'static>]) -> rustls::ClientConfig {
+pub(crate) fn tls_config_for(alpn: &[&[u8]], extra_roots: &[CertificateDer<'static>]) -> rustls::ClientConfig {
     let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
     // Each was parsed when the scenario was read; one rustls cannot use is left out (its handshakes then fail
     // as a certificate error, which names it).

@@ -16,6 +16,7 @@ pub mod plan;
 mod planner;
 mod proto;
 mod proto_json;
+pub mod reflection;
 mod raw_scenario;
 pub mod skew_shapes;
 pub mod skew_tally;
@@ -37,6 +38,7 @@ use std::time::Duration;
 
 pub use plan::{Load, Plan, Stage, StageShape, TapeOrder, TapeReplay, Think};
 pub use tape_source::MAX_TAPE_ROUTES;
+pub(crate) use target_protocol::certificates;
 
 use crate::config::{ConfigError, ConfigErrors, Location, parse_raw};
 

@@ -66,13 +66,35 @@ pub(super) fn resolve_protos(checker: &mut Checker<'_>, raw: Option<&Spanned<Raw
     };
     compiler.include_imports(true).include_source_info(false);
     let mut failed = false;
-    for (index, (path, spanned)) in files.iter().enumerate() {
+    for (index, (path, spanned)) in files.iter().enumerate().filter(|(_, (path, _))| !is_descriptor_set(path)) {
         if let Err(e) = compiler.open_file(path) {
             checker.error(*spanned, &format!("proto.files[{index}]"), described(&e));
             failed = true;
         }
     }
-    (!failed).then(|| compiler.descriptor_pool())
+    let mut pool = compiler.descriptor_pool();
+    for (index, (path, spanned)) in files.iter().enumerate().filter(|(_, (path, _))| is_descriptor_set(path)) {
+        if let Err(problem) = add_descriptor_set(&mut pool, path) {
+            checker.error(*spanned, &format!("proto.files[{index}]"), format!("{}: {problem}", spanned.get_ref()));
+            failed = true;
+        }
+    }
+    (!failed).then_some(pool)
+}
+
+/// A descriptor set (`degrade proto fetch`'s, or `protoc --descriptor_set_out`'s) rather than a `.proto` file.
+fn is_descriptor_set(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "protoset" || e == "pb")
+}
+
+/// Adds the files of the descriptor set at `path` (already checked to be a regular file of bounded size).
+fn add_descriptor_set(pool: &mut DescriptorPool, path: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let set = <prost_reflect::prost_types::FileDescriptorSet as prost::Message>::decode(bytes.as_slice())
+        .map_err(|e| format!("is not a descriptor set (protoc's --descriptor_set_out format): {e}"))?;
+    // A file the `.proto` files already brought (a well-known type, most often) is the same file: skipped.
+    let new: Vec<_> = set.file.into_iter().filter(|f| pool.get_file_by_name(f.name()).is_none()).collect();
+    pool.add_file_descriptor_protos(new).map_err(|e| format!("its descriptors do not make a whole set: {e}"))
 }
 
 /// A protox error in words, with the file, line and column it points at when it points at one.

@@ -60,8 +60,8 @@ pub(super) fn resolve(
     TargetProtocol { protocol, http2_connections, extra_roots }
 }
 
-/// The PEM certificates of `path` (written `shown` in the scenario).
-fn certificates(path: &std::path::Path, shown: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+/// The PEM certificates of `path` (written `shown` in the scenario, or on the command line).
+pub(crate) fn certificates(path: &std::path::Path, shown: &str) -> Result<Vec<CertificateDer<'static>>, String> {
     let text = read_text(path, MAX_CA_FILE).map_err(|p| p.about(shown))?;
     let certificates = CertificateDer::pem_slice_iter(text.as_bytes())
         .collect::<Result<Vec<_>, _>>()

@@ -81,6 +81,7 @@ mod distributions;
 mod docs;
 mod engine;
 mod grpc;
+mod grpc_reflection;
 mod http2;
 mod glance;
 mod har_memory;

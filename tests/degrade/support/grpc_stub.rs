@@ -11,6 +11,9 @@
 //! - `POST /raw` (plain HTTP/2, not gRPC): the request's body back as it came, as `application/x-protobuf`.
 //! - `Ticks`: a server stream of `count` messages `delay_ms` apart, or without end when `count` is 0: sent as
 //!   the client's flow-control window allows, so the stub's memory is bounded too.
+//!
+//! Service `stub.Catalog` (`catalog.proto`) is only there to be described by the stub's reflection service
+//! (`support::grpc_reflection`).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,7 +58,7 @@ impl GrpcStub {
     pub async fn start() -> Self {
         let pool = protox::Compiler::new([proto_folder()])
             .unwrap()
-            .open_file(proto_folder().join("stub.proto"))
+            .open_files(["stub.proto", "catalog.proto", "reflection.proto"].map(|f| proto_folder().join(f)))
             .unwrap()
             .descriptor_pool();
         let ticks_sent = Arc::new(AtomicU64::new(0));
@@ -117,7 +120,8 @@ async fn call(
     mut respond: h2::server::SendResponse<Bytes>,
     shared: Arc<Shared>,
 ) {
-    let method = request.uri().path().trim_start_matches("/stub.Stub/").to_owned();
+    let path = request.uri().path().to_owned();
+    let method = path.trim_start_matches("/stub.Stub/").to_owned();
     // As gRPC's servers do: one content type, gRPC's, or 415; and `te: trailers`.
     let types: Vec<_> = request.headers().get_all("content-type").iter().collect();
     let grpc = matches!(types.as_slice(), [one] if one.as_bytes().starts_with(b"application/grpc"));
@@ -131,6 +135,13 @@ async fn call(
     while let Some(Ok(chunk)) = body.data().await {
         let _ = body.flow_control().release_capacity(chunk.len());
         bytes.extend_from_slice(&chunk);
+    }
+    if path == super::grpc_reflection::PATH {
+        let answers = super::grpc_reflection::answers(&shared.pool, &bytes);
+        return answer(&mut respond, &answers).await;
+    }
+    if path.starts_with("/grpc.reflection.") {
+        return status_only(&mut respond, 12, "unknown service");
     }
     if method == "/raw" {
         // Plain HTTP/2, not gRPC: the body back as it came, as Protobuf.

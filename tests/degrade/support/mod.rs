@@ -7,6 +7,7 @@ pub mod app;
 pub mod config;
 pub mod markdown;
 pub mod exporters;
+pub mod grpc_reflection;
 pub mod grpc_stub;
 pub mod h2_stub;
 pub mod killable;
