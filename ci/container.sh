@@ -9,6 +9,10 @@
 #   4. in the container: `degrade --version`, then `degrade demo --exit`, which must tell its story as planned.
 # Usage: bash ci/container.sh [DIR]   (the demo writes DIR/degrade-demo, kept for the caller; default: a temp dir)
 #        bash ci/container.sh --tools-only   (installs what it needs and exits: .ci/run, before the tests)
+#        bash ci/container.sh --from-source [DIR]   (step 3 without PREBUILT, as a user's `podman build` runs it:
+#            degrade compiled inside the build stage with the `dist` profile, its crates fetched from crates.io.
+#            The builder is the Debian base with gcc and this machine's own Rust toolchain, since no Rust image
+#            can be pulled here. Not in .ci/run: the fully optimised build takes 15-25 minutes on two cores.)
 # Nothing is cached between runs: the images live in a podman storage of their own under a temp dir, removed
 # at the end, so each run builds everything afresh and leaves the machine's own podman storage untouched.
 set -euo pipefail
@@ -21,6 +25,11 @@ kubernetes_validate_version=1.37.0
 kubernetes_versions=(1.33.0 1.37.0)
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 binary=${DEGRADE_BINARY:-target/release/degrade}
+from_source=false
+if [ "${1:-}" = --from-source ]; then
+    from_source=true
+    shift
+fi
 image=localhost/degrade:ci
 base=localhost/degrade-base/debian:bookworm-slim
 
@@ -48,7 +57,8 @@ for version in "${kubernetes_versions[@]}"; do
     "${kubernetes_validate[@]}" --strict --quiet --kubernetes-version "$version" deploy/kubernetes/*.yaml
 done
 
-[ -x "$binary" ] || { echo "ci/container.sh: no degrade binary at $binary (cargo build --release first)" >&2; exit 2; }
+$from_source || [ -x "$binary" ] \
+    || { echo "ci/container.sh: no degrade binary at $binary (cargo build --release first)" >&2; exit 2; }
 
 work="$(mktemp -d)"
 # rootful podman with runc and cgroupfs, as this machine runs containers; its own storage under $work.
@@ -69,26 +79,53 @@ rm -rf "$work/rootfs/var/cache/apt/archives/"*.deb "$work/rootfs/var/lib/apt/lis
 tar --numeric-owner -C "$work/rootfs" -c . | "${podman[@]}" import --quiet --change 'CMD ["bash"]' - "$base" >/dev/null
 rm -rf "$work/rootfs"
 
-# The build context is this checkout, as a user's is, when the binary is one of the two .dockerignore lets in;
-# a binary elsewhere (a CARGO_TARGET_DIR outside) is copied into a context of its own with the Containerfile.
-context=.
-prebuilt="$binary"
-if [ "$binary" != target/release/degrade ] && [ "$binary" != target/dist/degrade ]; then
-    context="$work/context"
-    prebuilt=target/release/degrade
-    mkdir -p "$context/target/release"
-    cp Containerfile .dockerignore "$context/" && cp "$binary" "$context/$prebuilt"
+if $from_source; then
+    builder=localhost/degrade-builder:ci
+    sysroot="$(rustc --print sysroot)"
+    step "making $builder: the base with gcc and $(rustc --version) from $sysroot"
+    mkdir -p "$work/builder/rust"
+    # The toolchain without its documentation (800 MB of HTML the build never reads).
+    cp -a "$sysroot/bin" "$sysroot/lib" "$sysroot/libexec" "$work/builder/rust/"
+    # This machine's trusted certificates, for cargo to reach crates.io through whatever this machine's own
+    # egress requires (a proxy with a CA of its own, on degrade's CI machines); the builder only.
+    cp /etc/ssl/certs/ca-certificates.crt "$work/builder/host-ca.crt"
+    cat > "$work/builder/Containerfile" << BUILDER
+FROM $base
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev ca-certificates \\
+    && rm -rf /var/lib/apt/lists/*
+COPY rust /usr/local/rust
+COPY host-ca.crt /etc/ssl/certs/host-ca.crt
+ENV PATH=/usr/local/rust/bin:\$PATH CARGO_HTTP_CAINFO=/etc/ssl/certs/host-ca.crt
+BUILDER
+    "${podman[@]}" build --quiet --network host -t "$builder" "$work/builder" >/dev/null
+    rm -rf "$work/builder"
+    step "building $image from Containerfile, compiling degrade in it (cargo build --locked --profile dist)"
+    "${podman[@]}" build --quiet --network host -f Containerfile --build-arg "RUNTIME_IMAGE=$base" \
+        --build-arg "BUILDER_IMAGE=$builder" -t "$image" . > "$work/build.log" 2>&1 \
+        || { tail -n 40 "$work/build.log"; echo "ci/container.sh: the image did not build from source" >&2; exit 1; }
+    expected="degrade $(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
+else
+    # The build context is this checkout, as a user's is, when the binary is one of the two .dockerignore lets in;
+    # a binary elsewhere (a CARGO_TARGET_DIR outside) is copied into a context of its own with the Containerfile.
+    context=.
+    prebuilt="$binary"
+    if [ "$binary" != target/release/degrade ] && [ "$binary" != target/dist/degrade ]; then
+        context="$work/context"
+        prebuilt=target/release/degrade
+        mkdir -p "$context/target/release"
+        cp Containerfile .dockerignore "$context/" && cp "$binary" "$context/$prebuilt"
+    fi
+    step "building $image from Containerfile with $binary"
+    # With PREBUILT, the builder stage only copies the binary: the Debian base serves as builder too.
+    "${podman[@]}" build --quiet -f Containerfile --build-arg "PREBUILT=$prebuilt" \
+        --build-arg "RUNTIME_IMAGE=$base" --build-arg "BUILDER_IMAGE=$base" \
+        -t "$image" "$context" >/dev/null
+    expected="$("$binary" --version)"
 fi
-step "building $image from Containerfile with $binary"
-# With PREBUILT, the builder stage only copies the binary: the Debian base serves as builder too.
-"${podman[@]}" build --quiet -f Containerfile --build-arg "PREBUILT=$prebuilt" \
-    --build-arg "RUNTIME_IMAGE=$base" --build-arg "BUILDER_IMAGE=$base" \
-    -t "$image" "$context" >/dev/null
 
 run=("${podman[@]}" run --rm --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --network host)
 step "running degrade --version in the container"
 version="$("${run[@]}" "$image" --version)"
-expected="$("$binary" --version)"
 if [ "$version" != "$expected" ]; then
     echo "ci/container.sh: the container says '$version', the binary '$expected'" >&2
     exit 1
