@@ -223,6 +223,16 @@ fn flows(source: &Path, scenario: &Path, rules: ScrubRules) -> anyhow::Result<Ex
             MAX_JSON_TREE_BYTES >> 20
         );
     }
+    for grpc in &built.grpc {
+        let method = printable(&grpc.method);
+        let _ = match &grpc.recorded {
+            Ok(_) => writeln!(out, "  grpc      {method}: its request shown in hex beside an empty `json`"),
+            Err(why) => writeln!(out, "  grpc      {method}: its request withheld: {why}"),
+        };
+    }
+    if !built.grpc.is_empty() {
+        out.push_str("            gRPC steps need the services' .proto files: see the scenario's `[proto]` note\n");
+    }
     let _ = writeln!(
         out,
         "  scrubbed  {} values and headers\n{skipped}Next: set its base_url, then `degrade validate {}`",

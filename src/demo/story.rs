@@ -315,6 +315,7 @@ fn write_config(folder: &Path, target: &str, dashboard: &str, webhook: &str, tok
     }
     std::fs::write(folder.join("scenarios/demo.toml"), DEMO_SCENARIO)?;
     std::fs::write(folder.join("scenarios/demo-terms.csv"), DEMO_TERMS)?;
+    std::fs::write(folder.join("scenarios/demo.proto"), super::grpc::DEMO_PROTO)?;
     std::fs::write(folder.join("scenarios/demo-capacity.toml"), capacity_story::DEMO_CAPACITY_SCENARIO)?;
     let config = format!(
         "# Written by `degrade demo` for the bundled demo API; it is rewritten on every demo.\n\

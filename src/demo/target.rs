@@ -7,18 +7,21 @@
 //! `POST /boards/{board_id}/cards`, `GET /boards/{board_id}/export` (a bounded pool of renderers: `export`),
 //! `GET|PATCH|DELETE /cards/{card_id}`, `GET /search?q`, `GET /version`, `GET /healthz`, `GET /metrics` (its
 //! process CPU in the Prometheus exposition format), and the board channel `GET /boards/{board_id}/live`, a
-//! WebSocket where a board's users see each other's edits (`board_channel`).
+//! WebSocket where a board's users see each other's edits (`board_channel`); and on the same port, over h2c,
+//! the gRPC method `demo.Boards/GetBoard` (`grpc`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::http::HeaderMap;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -29,6 +32,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use super::board_channel::{self, BoardChannels};
 use super::cpu::{self, Burner};
 use super::export::{EXPORT_WORKERS, ExportPool};
+use super::grpc::{self, Code};
 
 /// Boards seeded; each gets [`CARDS_PER_BOARD`] cards, so reads spread over 24,000 rows.
 pub const BOARDS: i64 = 600;
@@ -228,6 +232,7 @@ fn router(demo: Demo) -> Router {
         .route("/version", get(version))
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
+        .route(grpc::GET_BOARD, post(grpc_get_board))
         .layer(axum::middleware::from_fn_with_state(demo.clone(), knobs))
         .with_state(demo)
 }
@@ -253,6 +258,10 @@ async fn knobs(State(demo): State<Demo>, request: Request, next: Next) -> Respon
     // Every (1e6 / ppm)-th request fails: the same share every run, without a random source.
     let api = !["/version", "/healthz", "/metrics"].contains(&template.as_str());
     if ppm > 0 && api && served % (1_000_000 / ppm).max(1) == 0 {
+        if template == grpc::GET_BOARD {
+            // A gRPC client reads its outcome from the status, not from the HTTP one.
+            return grpc::status_only(Code::Internal, "injected failure");
+        }
         return (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": "injected failure"}))).into_response();
     }
     let answer = next.run(request).await;
@@ -261,6 +270,10 @@ async fn knobs(State(demo): State<Demo>, request: Request, next: Next) -> Respon
         demo.burner.burn(demo.knobs.burn_cpu_us.load(Ordering::Relaxed));
     }
     answer
+}
+
+async fn grpc_get_board(State(demo): State<Demo>, headers: HeaderMap, body: Bytes) -> Response {
+    grpc::get_board(&demo.db, &headers, &body).await
 }
 
 async fn metrics(State(demo): State<Demo>) -> Response {

@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use http::Method;
 
 use super::format::TapeRequest;
+use super::grpc_body::is_grpc;
 use super::route::Router;
 use super::route_tally::RouteTally;
 use super::sample::StratifiedSample;
@@ -62,6 +63,8 @@ pub enum Dropped {
     Window,
     /// Not chosen by `--sample`.
     Sampled,
+    /// A gRPC call: a tape replays HTTP requests, and a call's binary body is not a tape's text.
+    Grpc,
 }
 
 impl Dropped {
@@ -75,6 +78,7 @@ impl Dropped {
             Self::Path => "other paths (--path-prefix)",
             Self::Window => "outside --since/--until",
             Self::Sampled => "left out by --sample",
+            Self::Grpc => "gRPC calls (a tape replays HTTP requests; --flows writes them as gRPC steps)",
         }
     }
 }
@@ -239,6 +243,9 @@ impl ImportReport {
 fn filtered_out(recorded: &Recorded, options: &ImportOptions) -> Option<Dropped> {
     let request = &recorded.request;
     let path = request.target.split('?').next().unwrap_or_default();
+    if recorded.headers.iter().any(|(name, value)| name == "content-type" && is_grpc(value)) {
+        return Some(Dropped::Grpc);
+    }
     if !options.keep_static && is_static(path) {
         return Some(Dropped::Static);
     }

@@ -12,6 +12,7 @@ pub mod distinct;
 pub mod flows;
 pub mod fnv;
 pub mod format;
+pub mod grpc_body;
 mod id_segments;
 pub mod import;
 pub mod lines;

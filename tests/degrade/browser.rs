@@ -197,6 +197,16 @@ async fn no_page_of_the_demo_overflows_and_the_pages_read_right(binary: &str) {
     }
     let run = &demo.verdict.run_id;
     let trend = visited.iter().find(|v| v.page == "/scenarios/demo").unwrap();
+    // The demo API's gRPC method is an endpoint like the others: a sparkline on the overview, a row and charts
+    // on tonight's run page.
+    let overview = visited.iter().find(|v| v.page == "/").unwrap();
+    let tonight = visited
+        .iter()
+        .find(|v| v.page == format!("/runs/{run}"))
+        .unwrap_or_else(|| visited.iter().find(|v| shape(&v.page) == "/runs/N").unwrap());
+    for page in [overview, tonight] {
+        assert!(page.dom.contains("gRPC demo.Boards"), "{} names no gRPC endpoint: {}", page.page, page.dom);
+    }
     // The slowed route, named whole (it breaks between its segments on a phone), leads the summary.
     let slowed = concat!(
         r#"<tr class="worse"><td><span class="endpoint">"#,

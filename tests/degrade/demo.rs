@@ -255,4 +255,61 @@ async fn the_demo_scenario_s_live_boards_measure_round_trips_and_fan_out_on_the_
     assert!(fanout.p50_us > 0, "a fan-out is timed from the move's intended start");
     // Counted as pushes too (a push is counted by the receiving session, so a stage's edge may part the counts).
     assert!(find("WS push: change").requests > 0);
+    // The gRPC call beside them, on the same port over h2c.
+    let grpc = find("gRPC demo.Boards/GetBoard");
+    assert!(grpc.requests >= 5 && grpc.errors == 0, "{grpc:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_api_answers_its_grpc_method_over_h2c_on_its_json_port() {
+    let knobs = Knobs::new("1.0.0");
+    let target = DemoTarget::start("127.0.0.1:0".parse().unwrap(), knobs.clone()).await.unwrap();
+    let proto = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/demo.proto");
+    // A board read both ways, with what each answers checked against the other's row: board 7 of the seed.
+    let text = format!(
+        r#"[target]
+base_url = "{url}"
+connect_timeout = "10s"
+[proto]
+files = ["{proto}"]
+[[flow]]
+name = "f"
+[[flow.step]]
+name = "json"
+path = "/boards/7"
+expect = {{ status = 200, json = [{{ path = "$.title", eq = "mobile board 7" }}] }}
+[[flow.step]]
+grpc = "demo.Boards/GetBoard"
+json = {{ id = 7 }}
+expect = {{ json = [{{ path = "$.title", eq = "mobile board 7" }}, {{ path = "$.cards", eq = 40 }}, {{ path = "$.id", eq = 7 }}] }}
+[[flow.step]]
+name = "missing"
+grpc = "demo.Boards/GetBoard"
+json = {{ id = 9999 }}
+expect = {{ grpc_status = "NOT_FOUND" }}
+[load]
+model = "open"
+[[load.stage]]
+duration = "1s"
+rate = 10
+"#,
+        url = target.url(),
+        proto = proto.display()
+    );
+    let measurement = crate::support::run_scenario(&text, &[]).await;
+    let endpoints = &measurement.results.endpoints;
+    let find = |name: &str| endpoints.iter().find(|e| e.endpoint == name).unwrap_or_else(|| panic!("{name}"));
+    for name in ["json", "gRPC demo.Boards/GetBoard", "missing"] {
+        let e = find(name);
+        assert_eq!((e.requests, e.errors), (10, 0), "{name}: {:?}", e.error_samples);
+    }
+
+    // A build's injected failures reach a gRPC client as a gRPC status, not as an HTTP 500.
+    knobs.fail(1.0);
+    let (flows, load) = (text.find("[[flow]]").unwrap(), text.find("[load]").unwrap());
+    let only_grpc = "[[flow]]\nname = \"f\"\n[[flow.step]]\ngrpc = \"demo.Boards/GetBoard\"\njson = { id = 7 }\n";
+    let failing = format!("{}{only_grpc}{}", &text[..flows], &text[load..]);
+    let measurement = crate::support::run_scenario(&failing, &[]).await;
+    let grpc = measurement.results.endpoints.iter().find(|e| e.endpoint == "gRPC demo.Boards/GetBoard").unwrap();
+    assert_eq!(grpc.errors_by_class.get("grpc_internal"), Some(&10), "{:?}", grpc.errors_by_class);
 }

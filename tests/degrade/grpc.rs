@@ -2,7 +2,8 @@
 //! built from templated JSON and its answer decoded for `expect` and `extract`, every gRPC status in a class
 //! of its own, a per-step deadline, a 1 s stall in p99, a huge answer capped, an endless server stream cut at
 //! `max_body` with the stub's sending held back by flow control (memory bounded on both sides), and a wrong
-//! field of the JSON request refused when the scenario is loaded, with its path. Latency within ±3 ms of a
+//! field of the JSON request refused when the scenario is loaded, with its path; and a call over TLS with ALPN
+//! `h2`. Latency within ±3 ms of a
 //! fixed delay is in `tests/nights/grpc_latency.rs`.
 
 use std::sync::atomic::Ordering;
@@ -10,7 +11,7 @@ use std::sync::atomic::Ordering;
 use degrade::engine::Measurement;
 use degrade::model::EndpointResult;
 
-use crate::support::grpc_stub::{GrpcStub, proto_folder};
+use crate::support::grpc_stub::{GrpcStub, StubOptions, proto_folder};
 use crate::support::quoted::assert_quoted;
 use crate::support::run_scenario;
 
@@ -116,6 +117,33 @@ async fn a_call_past_its_deadline_is_deadline_exceeded_at_the_deadline() {
     assert_eq!(echo.errors_by_class.get("grpc_deadline_exceeded"), Some(&10), "{:?}", echo.error_samples);
     // Ended at the deadline, not at the server's 400 ms.
     assert!(echo.p99_us < 350_000, "p99 {} µs: the deadline did not end the call", echo.p99_us);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_call_over_tls_negotiates_h2_in_alpn_and_is_measured() {
+    let stub = GrpcStub::start_with(StubOptions { tls: true, ..StubOptions::default() }).await;
+    // The stub's certificate is the committed test CA's, for `localhost`: trusted through `ca_file`.
+    let ca = crate::support::h2_stub::ca_file();
+    let target = format!("ca_file = \"{}\"", ca.display());
+    let flows = "[[flow]]\nname = \"f\"\n[[flow.step]]\ngrpc = \"stub.Stub/Echo\"\n\
+                 json = { text = \"over tls\", delay_ms = 20 }\n\
+                 expect = { json = [{ path = \"$.text\", eq = \"over tls\" }] }\n";
+    let measurement = run_scenario(&scenario(&stub.url(), &target, flows, 20, 1), &[]).await;
+    let echo = endpoint(&measurement, "gRPC stub.Stub/Echo");
+    assert_eq!((echo.requests, echo.errors), (20, 0), "{:?}", echo.error_samples);
+    // Measured, not only answered: no call can be faster than the stub's 20 ms wait.
+    assert!(echo.p50_us >= 20_000, "p50 {} µs is below the stub's 20 ms delay", echo.p50_us);
+    let connection = measurement.results.load_summary.connection.expect("an HTTP/2 run reports its connection");
+    assert_eq!(connection.negotiated, degrade::model::WireProtocol::H2, "{connection:?}");
+
+    // Without the CA, the stub's certificate is refused: the call fails at the TLS handshake (a `connect`
+    // error), not at gRPC.
+    let measurement = run_scenario(&scenario(&stub.url(), "", flows, 5, 1), &[]).await;
+    let echo = endpoint(&measurement, "gRPC stub.Stub/Echo");
+    assert_eq!(echo.errors, echo.requests, "{:?}", echo.errors_by_class);
+    assert!(echo.errors_by_class.keys().all(|class| class == "connect"), "{:?}", echo.errors_by_class);
+    let said = format!("{:?}", echo.error_samples).to_lowercase();
+    assert!(said.contains("certificate"), "{said}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -102,6 +102,7 @@ mod route_keys;
 mod run_cli;
 mod store_story;
 mod tape;
+mod tape_grpc;
 mod tape_privacy;
 mod telemetry;
 mod telemetry_prometheus;

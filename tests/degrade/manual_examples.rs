@@ -107,13 +107,14 @@ fn completed(mut table: Table) -> Table {
 }
 
 /// The data files the examples name: feeders of users and of boards, a tape of the routes they expect, and the
-/// gRPC chapter's `.proto` file.
+/// gRPC chapter's `.proto` files (its own and the demo's).
 fn write_data_files(dir: &Path) {
     std::fs::write(dir.join("users.csv"), "email,password\ngrace@example.com,secret\n").unwrap();
     std::fs::write(dir.join("boards.csv"), "id,name\n1,roadmap\n2,retro\n").unwrap();
     // The `.proto` file the gRPC chapter's examples name, as the chapter shows it.
     let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/guide/boards.proto");
     std::fs::copy(proto, dir.join("boards.proto")).unwrap();
+    std::fs::write(dir.join("demo.proto"), degrade::demo::grpc::DEMO_PROTO).unwrap();
     let tape = format!("{HEADER}\nGET\t/api/boards/1\t200\nGET\t/users/grace\t200\n");
     std::fs::write(dir.join("access.tape"), &tape).unwrap();
     let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

@@ -4,10 +4,12 @@
 //! JSON field of at least three digits or four characters, or a relative `Location` header) that a later
 //! request of the same page sends back — in its path, query, JSON body or a header — become an `extract` on the step
 //! that received them and a `{{ variable }}` where they are used, so the replay creates its own objects and
-//! uses their ids instead of the recorded ones. What is not correlated is scrubbed as an import is.
+//! uses their ids instead of the recorded ones. What is not correlated is scrubbed as an import is. A gRPC
+//! call becomes a `grpc` step (`grpc`), its recorded bytes shown only when nothing in them is private.
 //! `recording` reads the HAR: it holds the entries it uses, at most 10,000 from 256 MB of HAR.
 
 mod answers;
+mod grpc;
 mod recording;
 mod write;
 
@@ -21,6 +23,7 @@ use super::private_values::percent_decode;
 use super::scrub::{Counter, ScrubRules, Scrubber};
 use super::sources::HarEntry;
 use answers::{learn, unread};
+pub use grpc::GrpcDraft;
 pub use recording::{MAX_ENTRIES, MAX_HAR_BYTES, Recording, read_recording};
 use write::write_flow;
 
@@ -59,6 +62,8 @@ pub struct FlowsScenario {
     pub correlations: Vec<Correlation>,
     /// Answers nothing was correlated from, for their length.
     pub unread: Vec<UnreadAnswer>,
+    /// The gRPC steps written, with their recorded bytes or why they were withheld.
+    pub grpc: Vec<GrpcDraft>,
 }
 
 /// An answer's value that a later request may use.
@@ -88,6 +93,7 @@ struct StepDraft {
     body: Option<String>,
     status: Option<u16>,
     extract: BTreeMap<String, Extract>,
+    grpc: Option<GrpcDraft>,
 }
 
 /// Builds the scenario from HAR `entries` (static assets left out), scrubbing with `scrubber`.
@@ -118,8 +124,10 @@ pub fn scenario_from_har(entries: &[HarEntry], scrubber: &mut Scrubber, origin_n
     let mut flows = Vec::new();
     let mut correlations = Vec::new();
     let mut unread_answers = Vec::new();
+    let mut grpc_steps = Vec::new();
     for (page, entries) in &pages {
         let steps = correlate(entries, scrubber, &mut correlations);
+        grpc_steps.extend(steps.iter().filter_map(|step| step.grpc.clone()));
         unread_answers.extend(entries.iter().zip(&steps).filter_map(|(entry, step)| unread(entry, &step.route)));
         write_flow(&mut text, page, &steps);
         flows.push((page.clone(), steps.len()));
@@ -128,7 +136,11 @@ pub fn scenario_from_har(entries: &[HarEntry], scrubber: &mut Scrubber, origin_n
         "\n[load]\nmodel = \"open\"\n\n  [[load.stage]]\n  duration = \"30s\"\n  from = 0.2\n  to = 1\n  measure = false\n\n  \
          [[load.stage]]\n  duration = \"5m\"\n  rate = 1                     # sessions per second\n",
     );
-    FlowsScenario { text, flows, correlations, unread: unread_answers }
+    if !grpc_steps.is_empty() {
+        let head = text.find("\n[[flow]]").unwrap_or(text.len());
+        text.insert_str(head, grpc::PROTO_NOTE);
+    }
+    FlowsScenario { text, flows, correlations, unread: unread_answers, grpc: grpc_steps }
 }
 
 /// The steps of one page, with values from earlier answers replaced by variables.
@@ -198,6 +210,10 @@ impl Page<'_> {
         if json.is_some() {
             headers.retain(|(n, _)| n != "content-type");
         }
+        let grpc = entry.grpc.as_ref().map(|call| grpc::draft(call, scrubber));
+        if grpc.is_some() {
+            headers.retain(|(n, _)| !grpc::is_transport(n));
+        }
         StepDraft {
             route: super::Router::default().route(request.method.as_str(), path).key,
             method: request.method.to_string(),
@@ -208,6 +224,7 @@ impl Page<'_> {
             body,
             status: request.status,
             extract: BTreeMap::new(),
+            grpc,
         }
     }
 
@@ -333,6 +350,7 @@ mod tests {
             location: None,
             answer: answer.map_or(Answer::Absent, |a| Answer::Text(a.to_owned())),
             response_type: "application/json".to_owned(),
+            grpc: None,
         }
     }
 

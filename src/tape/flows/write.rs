@@ -9,6 +9,14 @@ use super::{Extract, StepDraft};
 pub(super) fn write_flow(text: &mut String, page: &str, steps: &[StepDraft]) {
     let _ = write!(text, "\n[[flow]]\nname = {}\nweight = 1\n", toml_string(page));
     for step in steps {
+        if let Some(grpc) = &step.grpc {
+            super::grpc::write_step(text, grpc);
+            if !step.headers.is_empty() {
+                let headers = step.headers.iter().map(|(k, v)| (k.as_str(), toml_string(v)));
+                let _ = writeln!(text, "  headers = {}", inline(headers));
+            }
+            continue;
+        }
         let _ = write!(
             text,
             "\n  [[flow.step]]\n  method = {}\n  path = {}\n",

@@ -14,6 +14,9 @@
 //!
 //! Service `stub.Catalog` (`catalog.proto`) is only there to be described by the stub's reflection service
 //! (`support::grpc_reflection`).
+//!
+//! [`GrpcStub::start_with`] serves it over TLS with ALPN `h2` instead (the committed test CA's certificate for
+//! `localhost`, as `h2_stub` does), or without a stream limit.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,9 +36,26 @@ pub fn proto_folder() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/grpc")
 }
 
+/// How a stub serves.
+#[derive(Debug, Clone, Copy)]
+pub struct StubOptions {
+    /// TLS with ALPN `h2`; plain h2c when false.
+    pub tls: bool,
+    /// The SETTINGS_MAX_CONCURRENT_STREAMS it advertises (`None`: none, no limit).
+    pub max_streams: Option<u32>,
+}
+
+impl Default for StubOptions {
+    /// h2c, a stream limit of 100, as many gRPC servers set.
+    fn default() -> Self {
+        Self { tls: false, max_streams: Some(100) }
+    }
+}
+
 /// A running stub: stopped when dropped.
 pub struct GrpcStub {
     pub address: std::net::SocketAddr,
+    tls: bool,
     /// Messages `Ticks` has sent, all calls together.
     pub ticks_sent: Arc<AtomicU64>,
     server: tokio::task::JoinHandle<()>,
@@ -52,17 +72,29 @@ struct Shared {
     pool: DescriptorPool,
     first_stall: OnceLock<Instant>,
     ticks_sent: Arc<AtomicU64>,
+    max_streams: Option<u32>,
 }
 
 impl GrpcStub {
     pub async fn start() -> Self {
+        Self::start_with(StubOptions::default()).await
+    }
+
+    pub async fn start_with(options: StubOptions) -> Self {
         let pool = protox::Compiler::new([proto_folder()])
             .unwrap()
             .open_files(["stub.proto", "catalog.proto", "reflection.proto"].map(|f| proto_folder().join(f)))
             .unwrap()
             .descriptor_pool();
         let ticks_sent = Arc::new(AtomicU64::new(0));
-        let shared = Arc::new(Shared { pool, first_stall: OnceLock::new(), ticks_sent: Arc::clone(&ticks_sent) });
+        let ticks = Arc::clone(&ticks_sent);
+        let shared = Arc::new(Shared {
+            pool,
+            first_stall: OnceLock::new(),
+            ticks_sent: ticks,
+            max_streams: options.max_streams,
+        });
+        let acceptor = options.tls.then(|| super::h2_stub::acceptor(&[b"h2"]));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
@@ -71,28 +103,48 @@ impl GrpcStub {
                     Ok((tcp, _)) => {
                         // As gRPC servers do (tonic's default): no answer waits for the client's delayed ACK.
                         let _ = tcp.set_nodelay(true);
-                        drop(tokio::spawn(connection(tcp, Arc::clone(&shared))));
+                        drop(tokio::spawn(tls_or_not(tcp, acceptor.clone(), Arc::clone(&shared))));
                     }
                     // A failed accept (out of descriptors, say) is said, and the stub goes on accepting.
                     Err(e) => eprintln!("grpc stub: accept failed: {e}"),
                 }
             }
         });
-        Self { address, ticks_sent, server }
+        Self { address, tls: options.tls, ticks_sent, server }
     }
 
+    /// `https://localhost:port` over TLS (the certificate's name), `http://127.0.0.1:port` else.
     pub fn url(&self) -> String {
-        format!("http://{}", self.address)
+        if self.tls { format!("https://localhost:{}", self.address.port()) } else { format!("http://{}", self.address) }
     }
 }
 
-async fn connection(tcp: tokio::net::TcpStream, shared: Arc<Shared>) {
-    // A stream limit of 100, as many gRPC servers set. Open question (noted for the engine's HTTP/2): with no
-    // limit and the stub's first accept loop (which ended a connection silently on an error), the stall test
-    // lost about 1 run in 4 a few dozen of its ~200 streams opened during the stall (`timeout`, never
-    // answered), once with a new connection whose SETTINGS never came; not seen in 10 runs of the loop below
-    // without the limit, which prints why a connection ends.
-    let mut connection = match h2::server::Builder::new().max_concurrent_streams(100).handshake(tcp).await {
+/// A connection after its TLS handshake, when the stub speaks TLS.
+async fn tls_or_not(tcp: tokio::net::TcpStream, acceptor: Option<tokio_rustls::TlsAcceptor>, shared: Arc<Shared>) {
+    match acceptor {
+        None => connection(tcp, shared).await,
+        Some(acceptor) => match acceptor.accept(tcp).await {
+            Ok(tls) => connection(tls, shared).await,
+            Err(e) => eprintln!("grpc stub: a TLS handshake failed: {e}"),
+        },
+    }
+}
+
+async fn connection<T: super::h2_stub::Io + 'static>(io: T, shared: Arc<Shared>) {
+    // The stream limit the options ask for, 100 by default, as many gRPC servers set. Open question (noted for
+    // the engine's HTTP/2): with no limit and the stub's first accept loop (which ended a connection silently on
+    // an error), the stall test lost about 1 run in 4 a few dozen of its ~200 streams opened during the stall
+    // (`timeout`, never answered), once with a new connection whose SETTINGS never came. Measured again on a
+    // 2-core machine at load 9, this loop printing why a connection ends: with the limit of 100, 2 runs of 12
+    // lost 2-3 streams to `timeout` (never answered in 10 s; one printed "the connection ended: broken pipe");
+    // without a limit, no stream was lost in 20 runs (one counted 799 of its 800 requests, none failed). So lost
+    // streams go with the limit (the streams h2's client queues past it), not with its absence; their cause was
+    // not found in the engine (hyper issue 3559 reports a like hang of h2 behind a server's stream limit).
+    let mut builder = h2::server::Builder::new();
+    if let Some(limit) = shared.max_streams {
+        builder.max_concurrent_streams(limit);
+    }
+    let mut connection = match builder.handshake(io).await {
         Ok(connection) => connection,
         Err(e) => return eprintln!("grpc stub: a connection's handshake failed: {e}"),
     };

@@ -150,7 +150,8 @@ pub fn ca_file() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls/ca.crt")
 }
 
-fn acceptor(alpn: &[&[u8]]) -> TlsAcceptor {
+/// TLS with the committed test CA's certificate for `localhost`, offering `alpn`.
+pub fn acceptor(alpn: &[&[u8]]) -> TlsAcceptor {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");

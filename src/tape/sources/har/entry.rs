@@ -2,7 +2,8 @@
 //! and what its answer gave. Nothing read takes more memory than the text it came from: request headers are
 //! at most [`MAX_HEADERS`] and form fields at most [`MAX_FORM_FIELDS`] (a list of tiny items would otherwise
 //! weigh several times its text), of the answer's headers only `Location` is kept, and of its body only up
-//! to [`MAX_ANSWER_BYTES`].
+//! to [`MAX_ANSWER_BYTES`]. A gRPC call's binary request is never kept as text: it is taken out of gRPC's
+//! framing (from base64 when the recording encoded it) for `--flows` to judge ([`GrpcRequest`]).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -14,6 +15,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use super::super::{Malformed, Recorded, excerpt, method, target, time};
 use super::scan::Element;
 use crate::tape::format::TapeRequest;
+use crate::tape::grpc_body::{GrpcRequest, is_grpc};
 
 /// The most headers a request may have; servers refuse far fewer (Apache 100), so a replay of more would
 /// only be an error.
@@ -41,6 +43,8 @@ pub struct HarEntry {
     pub answer: Answer,
     /// The answer's MIME type.
     pub response_type: String,
+    /// The gRPC call it is, if its content type is gRPC's.
+    pub grpc: Option<GrpcRequest>,
 }
 
 /// An answer's body as the recording kept it.
@@ -86,6 +90,9 @@ struct PostData {
     text: Option<String>,
     #[serde(default, deserialize_with = "form_fields")]
     params: Vec<NameValue>,
+    /// `base64` when a tool recorded a binary body so (not in HAR 1.2, but common).
+    #[serde(default)]
+    encoding: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -145,13 +152,26 @@ fn without_position(error: &serde_json::Error) -> String {
 }
 
 fn entry_of(number: u64, entry: Entry) -> Result<HarEntry, String> {
-    let Entry { pageref, started_date_time, request, response } = entry;
+    let Entry { pageref, started_date_time, mut request, response } = entry;
     let method = method(&request.method).map_err(|e| format!("request.method: {e}"))?;
     let (target, host) = target(&request.url).map_err(|e| format!("request.url: {e}"))?;
     let mut headers: Vec<(String, String)> =
         request.headers.into_iter().map(|h| (h.name.to_ascii_lowercase(), h.value)).collect();
     // HTTP/2 recordings name the pseudo-headers; they are not headers of an HTTP/1.1 request.
     headers.retain(|(name, _)| !name.starts_with(':'));
+    let content_type = |headers: &[(String, String)]| {
+        headers.iter().find(|(n, _)| n == "content-type").map(|(_, v)| v.clone()).unwrap_or_default()
+    };
+    let grpc_type =
+        is_grpc(&content_type(&headers)) || request.post_data.as_ref().is_some_and(|data| is_grpc(&data.mime_type));
+    let grpc = grpc_type.then(|| {
+        let path = target.split('?').next().unwrap_or_default();
+        let data = request.post_data.take();
+        GrpcRequest::new(path, data.and_then(|d| grpc_bytes(d.text, d.encoding.as_deref())).as_deref())
+    });
+    if grpc.is_some() && !headers.iter().any(|(n, _)| n == "content-type") {
+        headers.push(("content-type".to_owned(), "application/grpc".to_owned()));
+    }
     let body = request.post_data.and_then(|data| {
         if !data.mime_type.is_empty() && !headers.iter().any(|(n, _)| n == "content-type") {
             headers.push(("content-type".to_owned(), data.mime_type.clone()));
@@ -191,7 +211,17 @@ fn entry_of(number: u64, entry: Entry) -> Result<HarEntry, String> {
         location: response.location,
         answer,
         response_type,
+        grpc,
     })
+}
+
+/// A gRPC body's bytes: decoded from base64 when so recorded, else the text's own bytes.
+fn grpc_bytes(text: Option<String>, encoding: Option<&str>) -> Option<Vec<u8>> {
+    let text = text.filter(|t| !t.is_empty())?;
+    if encoding == Some("base64") {
+        return base64::engine::general_purpose::STANDARD.decode(text.trim().as_bytes()).ok();
+    }
+    Some(text.into_bytes())
 }
 
 /// A recorded body, decoded from base64 if it was encoded, unless it is longer than [`MAX_ANSWER_BYTES`].
