@@ -152,7 +152,10 @@ async fn a_one_second_stall_shows_in_p99_of_a_grpc_call() {
     let flows = "[[flow]]\nname = \"f\"\n[[flow.step]]\ngrpc = \"stub.Stub/Stall\"\n";
     let measurement = run_scenario(&scenario(&stub.url(), "", flows, 200, 4), &[]).await;
     let stall = endpoint(&measurement, "gRPC stub.Stub/Stall");
-    assert_eq!((stall.requests, stall.errors), (800, 0), "{:?}", stall.error_samples);
+    // Every call answered; a generator held back past the stage's end on a loaded machine sends a few fewer
+    // (seen: 797 and 799 of 800 with three busy loops on two cores), never more.
+    assert_eq!(stall.errors, 0, "{:?}", stall.error_samples);
+    assert!((792..=800).contains(&stall.requests), "{} of 800 calls sent", stall.requests);
     assert!(stall.p99_us >= 300_000, "p99 response time {} µs should be near the 1 s stall", stall.p99_us);
 }
 
