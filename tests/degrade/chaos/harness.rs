@@ -134,12 +134,14 @@ impl<'a> Harness<'a> {
             self.figures.points_hit.insert(name.clone());
         }
         let mut found = self.compare_report(status, &stdout).await;
+        let mut by = "";
         // A fault that stopped the night part-way (a kill, or a write it gave up on): a degrade resumes it.
         if killed || (lost && !matches!(status.code(), Some(0 | 1 | 3))) {
             // What a degrade would find a while later: the lease and the alerts' claims run out.
             expire_any_lease(&self.store).await;
             execute(self.db, "update outbox set next_attempt_at = 0 where delivered_at is null").await;
             self.figures.resumed += 1;
+            by = if resume == Resume::Serve { ", resumed by serve" } else { ", resumed by the next night" };
             found.extend(match resume {
                 Resume::NextNight => self.resume_with_the_next_night().await,
                 Resume::Serve => self.resume_through_serve().await,
@@ -153,10 +155,6 @@ impl<'a> Harness<'a> {
         found.extend(disagreements);
         self.figures.runs_compared += compared;
         let cycle = self.figures.kills + self.figures.lost_acknowledgements;
-        let by = match resume {
-            Resume::NextNight => "",
-            Resume::Serve => ", resumed by serve",
-        };
         self.figures.violations.extend(found.into_iter().map(|v| format!("after {name} (cycle {cycle}{by}): {v}")));
         self.figures.duplicates_at_receiver = duplicates;
         killed || lost

@@ -72,7 +72,9 @@ pub(super) async fn invariants(db: &TestDb, store: &Store, hook: &Receiver, nigh
         if *runner == 1 && confirms.is_none() && status == "finished" && !judged {
             violations.push(format!("run #{id} measured and never judged"));
         }
-        let due = ["passed", "regressed", "failed"].contains(&status.as_str()) || (status == "finished" && judged);
+        // As `NightStep::of` reads a night concluded: an invalid night judged is alerted (run-failed) too.
+        let due = ["passed", "regressed", "failed"].contains(&status.as_str())
+            || (["finished", "invalid"].contains(&status.as_str()) && judged);
         if *runner == 1 && confirms.is_none() && due && *alerted == 0 {
             violations.push(format!("run #{id} ({status}) never alerted"));
         }
