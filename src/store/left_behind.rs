@@ -116,13 +116,14 @@ impl Store {
     /// Runner nights judged or failed and never alerted (a degrade stopped between the verdict, or the failure,
     /// and the alerts), where `scope` says: a night's first run, passed, regressed, judged inconclusive or
     /// failed, not stamped `alerted_at`. A pair's first run left `confirming` is the confirmation's to settle,
-    /// and a night never judged is judged first (`unjudged_left_behind`).
+    /// and a night never judged is judged first (`unjudged_left_behind`). An invalid night judged (inconclusive,
+    /// its run-failed alert due) is one too: the run page says the next degrade alerts it, and it must.
     pub async fn unalerted_left_behind(&self, scope: LeftBehind<'_>) -> Result<Vec<RunId>, StoreError> {
         let (unleased, claimed) = scope.parameters();
         let query = "select runs.id from runs join scenarios on scenarios.id = runs.scenario_id \
                      where runs.judged_against is not null and runs.confirms_run_id is null \
                      and runs.alerted_at is null and (runs.status = 'failed' \
-                         or (runs.status in ('passed', 'regressed', 'finished') \
+                         or (runs.status in ('passed', 'regressed', 'finished', 'invalid') \
                              and exists (select 1 from verdicts where verdicts.run_id = runs.id))) \
                      and (cast($1 as bigint) is null or runs.scenario_id not in \
                          (select scenario_id from scenario_leases where expires_at > $1)) \

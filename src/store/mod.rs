@@ -52,6 +52,7 @@ pub use leases::Lease;
 pub use left_behind::LeftBehind;
 pub use outbox::{NewMessage, OutboxMessage};
 pub use overview::{ScenarioSummary, StatusCount};
+pub use retry::waiting_for;
 pub(crate) use retry::{Retry, StoreCause, retry};
 pub use segments::{Registration, SegmentRow, SegmentSummary, SegmentedRun};
 pub use series::WorkloadSeries;

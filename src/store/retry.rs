@@ -8,10 +8,16 @@
 //!   a run's steps wait seconds for it, so a database restart at run time delays the night instead of losing it.
 //!   A SQLite write still busy after [`Retry::Busy`]'s attempts (another process holding the file's write lock
 //!   for long) is waited for the same way: each attempt rolled back whole, and the log says what it waits for.
+//!
+//! While a retry waits, [`waiting_for`] says so (what, why, since when), for `serve`'s `/healthz`: a process
+//! that waits for a locked file or a restarting server is not a hung one, and an operator should read which.
 
+use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::future::Future;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use super::StoreError;
 
@@ -61,6 +67,45 @@ impl StoreCause for StoreError {
     }
 }
 
+/// The retries of this process waiting now, by ticket: what each waits for, and since when.
+static WAITING: Mutex<BTreeMap<u64, (String, Instant)>> = Mutex::new(BTreeMap::new());
+
+/// What this process's database work is waiting for, if any retry is waiting now, the longest wait first (a
+/// step's retry holds a write's own: `cannot store the results: the database is locked by another writer (for
+/// 52 s); cannot write: the database is busy (another writer holds its lock) (for 2 s)`). For `/healthz`.
+#[must_use]
+pub fn waiting_for() -> Option<String> {
+    let waiting = WAITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut waits: Vec<&(String, Instant)> = waiting.values().collect();
+    waits.sort_by_key(|(_, since)| *since);
+    let said: Vec<String> =
+        waits.iter().map(|(what, since)| format!("{what} (for {} s)", since.elapsed().as_secs())).collect();
+    (!said.is_empty()).then(|| said.join("; "))
+}
+
+/// A retry's entry in [`WAITING`], removed when the retry ends however it ends.
+struct Ticket(u64);
+
+impl Ticket {
+    fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Says what the retry waits for now; the first time sets since when.
+    fn waiting(&self, what: String) {
+        let mut waiting = WAITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let since = waiting.get(&self.0).map_or_else(Instant::now, |(_, since)| *since);
+        waiting.insert(self.0, (what, since));
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        WAITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.0);
+    }
+}
+
 /// Runs `call` until it succeeds, fails with an error `policy` does not retry, or its attempts are used up;
 /// `what` names the work in the log ("store the results").
 pub async fn retry<T, E, F, Fut>(policy: Retry, what: &str, mut call: F) -> Result<T, E>
@@ -70,24 +115,23 @@ where
     Fut: Future<Output = Result<T, E>>,
 {
     let mut wait = policy.first_wait();
+    let ticket = Ticket::new();
     for attempt in 1.. {
         match call().await {
             Err(e) if attempt < policy.attempts() && e.store_error().is_some_and(|s| policy.applies_to(s)) => {
+                let why = match policy {
+                    Retry::Busy => "busy (another writer holds its lock)",
+                    Retry::Unreachable if e.store_error().is_some_and(StoreError::is_unreachable) => "unreachable",
+                    Retry::Unreachable => "locked by another writer",
+                };
+                ticket.waiting(format!("cannot {what}: the database is {why}"));
                 match policy {
-                    Retry::Busy => tracing::warn!(
-                        attempt,
-                        "cannot {what}: the database is busy (another writer holds its lock); retrying in {wait:?}"
-                    ),
-                    Retry::Unreachable => tracing::warn!(
-                        attempt,
-                        error = %e,
-                        "cannot {what}: the database is {}; retrying in {wait:?}",
-                        if e.store_error().is_some_and(StoreError::is_unreachable) {
-                            "unreachable"
-                        } else {
-                            "locked by another writer"
-                        }
-                    ),
+                    Retry::Busy => {
+                        tracing::warn!(attempt, "cannot {what}: the database is {why}; retrying in {wait:?}");
+                    }
+                    Retry::Unreachable => {
+                        tracing::warn!(attempt, error = %e, "cannot {what}: the database is {why}; retrying in {wait:?}");
+                    }
                 }
                 tokio::time::sleep(wait).await;
                 wait *= 2;
@@ -211,5 +255,31 @@ mod tests {
         .await;
         assert!(result.unwrap_err().is_unreachable());
         assert_eq!(calls.load(Ordering::SeqCst), 4);
+    }
+
+    /// What the unit tests' concurrent retries wait for now (`waiting_for` gives only the oldest).
+    fn waiting_now() -> Vec<String> {
+        WAITING.lock().unwrap().values().map(|(what, _)| what.clone()).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_retry_says_what_it_waits_for_until_it_ends() {
+        let what = "store the telemetry of the waiting test";
+        let said = Mutex::new(Vec::new());
+        let result = retry(Retry::Unreachable, what, || async {
+            said.lock().unwrap().push(waiting_now());
+            match said.lock().unwrap().len() {
+                1 => Err(StoreError::Database(sqlx::Error::PoolTimedOut)),
+                _ => Ok(()),
+            }
+        })
+        .await;
+        result.unwrap();
+        let said = said.into_inner().unwrap();
+        let expected = format!("cannot {what}: the database is unreachable");
+        assert!(!said[0].contains(&expected), "not waiting before the first failure: {said:?}");
+        assert!(said[1].contains(&expected), "waiting after it: {said:?}");
+        assert!(!waiting_now().contains(&expected), "no longer once it ended");
+        assert!(waiting_for().is_none_or(|w| !w.contains(&expected)));
     }
 }

@@ -188,12 +188,16 @@ async fn ensure_scenario(state: &AppState, name: &str) -> Result<(), WebError> {
     }
 }
 
+/// `ok` while the database answers, 503 while it does not; either way followed by what this process's
+/// database work is waiting for, if it is (a night's write under a SQLite file another process locked still
+/// reads `ok`: the dashboard serves, and the night carries on once the lock is let go).
 async fn healthz(axum::extract::State(state): axum::extract::State<AppState>) -> impl IntoResponse {
+    let waiting = crate::store::waiting_for().map(|what| format!("waiting: {what}\n")).unwrap_or_default();
     match state.store.schema_version().await {
-        Ok(_) => (axum::http::StatusCode::OK, "ok\n"),
+        Ok(_) => (axum::http::StatusCode::OK, format!("ok\n{waiting}")),
         Err(e) => {
             tracing::error!(error = %e, "health check: database unavailable");
-            (axum::http::StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n")
+            (axum::http::StatusCode::SERVICE_UNAVAILABLE, format!("database unavailable\n{waiting}"))
         }
     }
 }

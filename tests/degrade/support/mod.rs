@@ -15,6 +15,7 @@ pub mod nights;
 pub mod prometheus;
 pub mod quoted;
 pub mod receiver;
+pub mod served;
 pub mod target;
 pub mod telemetry_night;
 pub mod toml_keys;
