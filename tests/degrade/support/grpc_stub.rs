@@ -28,6 +28,8 @@ use prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage, Value};
 use tokio::net::TcpListener;
 
+use super::h2_stub::Held;
+
 /// The length of `Huge`'s text: past the 1 MB `max_body` the tests set.
 pub const HUGE_TEXT: usize = 8_000_000;
 
@@ -58,6 +60,9 @@ pub struct GrpcStub {
     tls: bool,
     /// Messages `Ticks` has sent, all calls together.
     pub ticks_sent: Arc<AtomicU64>,
+    /// How long `Echo` held each call it was asked to delay, by the stub's own clock (see `h2_stub::Held`).
+    #[allow(dead_code, reason = "read by the latency tests of tests/nights")]
+    pub held: Held,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -72,6 +77,7 @@ struct Shared {
     pool: DescriptorPool,
     first_stall: OnceLock<Instant>,
     ticks_sent: Arc<AtomicU64>,
+    held: Held,
     max_streams: Option<u32>,
 }
 
@@ -88,10 +94,12 @@ impl GrpcStub {
             .descriptor_pool();
         let ticks_sent = Arc::new(AtomicU64::new(0));
         let ticks = Arc::clone(&ticks_sent);
+        let held = Held::default();
         let shared = Arc::new(Shared {
             pool,
             first_stall: OnceLock::new(),
             ticks_sent: ticks,
+            held: Arc::clone(&held),
             max_streams: options.max_streams,
         });
         let acceptor = options.tls.then(|| super::h2_stub::acceptor(&[b"h2"]));
@@ -110,7 +118,7 @@ impl GrpcStub {
                 }
             }
         });
-        Self { address, tls: options.tls, ticks_sent, server }
+        Self { address, tls: options.tls, ticks_sent, held, server }
     }
 
     /// `https://localhost:port` over TLS (the certificate's name), `http://127.0.0.1:port` else.
@@ -213,7 +221,12 @@ async fn call(
     let text = field("text").and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
     match method.as_str() {
         "Echo" => {
-            tokio::time::sleep(Duration::from_millis(number("delay_ms").into())).await;
+            if number("delay_ms") > 0 {
+                let start = Instant::now();
+                tokio::time::sleep(Duration::from_millis(number("delay_ms").into())).await;
+                let held = i64::try_from(start.elapsed().as_micros()).unwrap_or(i64::MAX);
+                shared.held.lock().unwrap().push(held);
+            }
             if number("code") != 0 {
                 return status_only(&mut respond, number("code"), "asked for");
             }

@@ -39,7 +39,23 @@ pub struct H2Stub {
     tls: bool,
     /// Connections accepted.
     pub connections: Arc<AtomicU64>,
+    /// How long `/delay/{ms}` held each request, as the stub's own clock read it: tokio's timer rounds a sleep
+    /// up to its next millisecond tick and the runtime wakes for it when it can, so a 50 ms delay is served in
+    /// 50-52 ms, and that is the server's time, not the generator's.
+    pub held: Held,
     server: tokio::task::JoinHandle<()>,
+}
+
+/// Durations a stub held its delayed requests for, in µs.
+pub type Held = Arc<std::sync::Mutex<Vec<i64>>>;
+
+/// The median of what a stub `held`, µs.
+#[allow(dead_code, reason = "read by the latency tests of tests/nights")]
+pub fn median_held(held: &Held) -> i64 {
+    let mut values = held.lock().unwrap().clone();
+    assert!(!values.is_empty(), "the stub held no delayed request");
+    values.sort_unstable();
+    values[values.len() / 2]
 }
 
 impl Drop for H2Stub {
@@ -56,8 +72,9 @@ impl H2Stub {
 
     /// The stub API on hyper's HTTP/2 server.
     pub async fn http2(options: H2Options) -> Self {
-        let app = routes();
-        serve(options.alpn, move |io| {
+        let held = Held::default();
+        let app = routes(&held);
+        let mut stub = serve(options.alpn, move |io| {
             let app = app.clone();
             async move {
                 let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
@@ -67,20 +84,25 @@ impl H2Stub {
                 let _ = builder.serve_connection(io, TowerToHyperService::new(app)).await;
             }
         })
-        .await
+        .await;
+        stub.held = held;
+        stub
     }
 
     /// The stub API on hyper's HTTP/1.1 server only (TLS offering only `http/1.1` when `alpn` says so).
     pub async fn http1_only(alpn: Option<&'static [&'static [u8]]>) -> Self {
-        let app = routes();
-        serve(alpn, move |io| {
+        let held = Held::default();
+        let app = routes(&held);
+        let mut stub = serve(alpn, move |io| {
             let app = app.clone();
             async move {
                 let service = TowerToHyperService::new(app);
                 let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
             }
         })
-        .await
+        .await;
+        stub.held = held;
+        stub
     }
 
     /// A raw h2c server answering `200 ok` after 20 ms that resets every `reset_every`th stream (0: none) with
@@ -98,10 +120,16 @@ impl H2Stub {
 
 /// The stub API and two routes of its own: `/delay/{ms}` answers after that many milliseconds, `/huge` with
 /// [`HUGE_BODY`] bytes.
-fn routes() -> Router {
-    let delay = |Path(ms): Path<u64>| async move {
-        tokio::time::sleep(Duration::from_millis(ms)).await;
-        "ok"
+fn routes(held: &Held) -> Router {
+    let held = Arc::clone(held);
+    let delay = move |Path(ms): Path<u64>| {
+        let held = Arc::clone(&held);
+        async move {
+            let start = std::time::Instant::now();
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            held.lock().unwrap().push(i64::try_from(start.elapsed().as_micros()).unwrap_or(i64::MAX));
+            "ok"
+        }
     };
     let huge = || async { vec![b'x'; HUGE_BODY] };
     Router::new().route("/delay/{ms}", get(delay)).route("/huge", get(huge)).merge(api(Arc::new(Counters::default())))
@@ -138,7 +166,7 @@ where
             });
         }
     });
-    H2Stub { address, tls: alpn.is_some(), connections, server }
+    H2Stub { address, tls: alpn.is_some(), connections, held: Held::default(), server }
 }
 
 /// A connection's bytes, plain or TLS.
