@@ -15,6 +15,8 @@ use http_body::Frame;
 use prost::Message as _;
 use sqlx::SqlitePool;
 
+use crate::metrics::GrpcCode;
+
 /// The method's path, as gRPC writes `package.Service/Method`.
 pub const GET_BOARD: &str = "/demo.Boards/GetBoard";
 /// The `.proto` file that describes it, written beside the demo scenario.
@@ -42,21 +44,6 @@ pub struct Board {
     pub cards: i64,
 }
 
-/// The gRPC statuses this method answers (gRPC's numbering).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Code {
-    /// The call succeeded.
-    Ok = 0,
-    /// The request was not one `GetBoardRequest` message.
-    InvalidArgument = 3,
-    /// No board has that id.
-    NotFound = 5,
-    /// A compressed message: the demo offers no compression.
-    Unimplemented = 12,
-    /// The database failed, or a build's injected failure.
-    Internal = 13,
-}
-
 /// Answers one `GetBoard` call: `body` is the request as it came, with its 5-byte prefix.
 pub async fn get_board(db: &SqlitePool, headers: &HeaderMap, body: &[u8]) -> Response {
     // As gRPC's servers do: a request that is not gRPC's content type is refused at the HTTP level.
@@ -68,7 +55,7 @@ pub async fn get_board(db: &SqlitePool, headers: &HeaderMap, body: &[u8]) -> Res
         Ok(message) => GetBoardRequest::decode(message),
         Err(code) => return status_only(code, "the request is not one uncompressed message"),
     };
-    let Ok(request) = request else { return status_only(Code::InvalidArgument, "not a demo.GetBoardRequest") };
+    let Ok(request) = request else { return status_only(GrpcCode::InvalidArgument, "not a demo.GetBoardRequest") };
     let row: Result<Option<(i64, String, i64)>, sqlx::Error> = sqlx::query_as(
         "select b.id, b.title, (select count(*) from cards c where c.board_id = b.id) from boards b where b.id = $1",
     )
@@ -77,19 +64,19 @@ pub async fn get_board(db: &SqlitePool, headers: &HeaderMap, body: &[u8]) -> Res
     .await;
     match row {
         Ok(Some((id, title, cards))) => answer(&Board { id, title, cards }),
-        Ok(None) => status_only(Code::NotFound, "no such board"),
-        Err(e) => status_only(Code::Internal, &e.to_string()),
+        Ok(None) => status_only(GrpcCode::NotFound, "no such board"),
+        Err(e) => status_only(GrpcCode::Internal, &e.to_string()),
     }
 }
 
 /// The one message of a request: gRPC's prefix is a compressed flag and the message's length (big-endian).
-fn unframe(body: &[u8]) -> Result<&[u8], Code> {
-    let (&[flag, a, b, c, d], message) = body.split_first_chunk::<5>().ok_or(Code::InvalidArgument)?;
+fn unframe(body: &[u8]) -> Result<&[u8], GrpcCode> {
+    let (&[flag, a, b, c, d], message) = body.split_first_chunk::<5>().ok_or(GrpcCode::InvalidArgument)?;
     if flag != 0 {
-        return Err(Code::Unimplemented);
+        return Err(GrpcCode::Unimplemented);
     }
     let length = u32::from_be_bytes([a, b, c, d]) as usize;
-    if message.len() == length { Ok(message) } else { Err(Code::InvalidArgument) }
+    if message.len() == length { Ok(message) } else { Err(GrpcCode::InvalidArgument) }
 }
 
 /// One message, then status OK in the trailers.
@@ -100,14 +87,14 @@ fn answer(message: &Board) -> Response {
     framed.extend_from_slice(&(encoded.len() as u32).to_be_bytes());
     framed.extend_from_slice(&encoded);
     let mut trailers = HeaderMap::new();
-    trailers.insert("grpc-status", HeaderValue::from(Code::Ok as u16));
+    trailers.insert("grpc-status", HeaderValue::from(GrpcCode::Ok as u16));
     let body = Body::new(Unary { message: Some(framed.into()), trailers: Some(trailers) });
     ([(header::CONTENT_TYPE, "application/grpc")], body).into_response()
 }
 
 /// A trailers-only answer: HTTP 200 and the gRPC status in its headers, no message.
 #[must_use]
-pub fn status_only(code: Code, message: &str) -> Response {
+pub fn status_only(code: GrpcCode, message: &str) -> Response {
     // grpc-message is percent-encoded; the demo's messages are ASCII, so only what a header cannot hold is.
     let message: String = message
         .bytes()

@@ -32,7 +32,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use super::board_channel::{self, BoardChannels};
 use super::cpu::{self, Burner};
 use super::export::{EXPORT_WORKERS, ExportPool};
-use super::grpc::{self, Code};
+use super::grpc;
+use crate::metrics::GrpcCode;
 
 /// Boards seeded; each gets [`CARDS_PER_BOARD`] cards, so reads spread over 24,000 rows.
 pub const BOARDS: i64 = 600;
@@ -260,7 +261,7 @@ async fn knobs(State(demo): State<Demo>, request: Request, next: Next) -> Respon
     if ppm > 0 && api && served % (1_000_000 / ppm).max(1) == 0 {
         if template == grpc::GET_BOARD {
             // A gRPC client reads its outcome from the status, not from the HTTP one.
-            return grpc::status_only(Code::Internal, "injected failure");
+            return grpc::status_only(GrpcCode::Internal, "injected failure");
         }
         return (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": "injected failure"}))).into_response();
     }

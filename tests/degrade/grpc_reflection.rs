@@ -77,3 +77,15 @@ async fn a_server_without_reflection_or_a_wrong_url_is_said_plainly() {
     assert!(stderr.contains("error: "), "{stderr}");
     assert!(!dir.path().join("api.protoset").exists());
 }
+
+#[test]
+fn a_file_that_is_no_descriptor_set_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("api.protoset"), b"\xff\xff\xff not protobuf").unwrap();
+    let text = "[target]\nbase_url = \"http://127.0.0.1:1\"\n[proto]\nfiles = [\"api.protoset\"]\n\
+                [[flow]]\nname = \"f\"\n[[flow.step]]\ngrpc = \"stub.Stub/Echo\"\n";
+    let refused = degrade::scenario::parse(&dir.path().join("s.toml"), text, None, &|_| None)
+        .expect_err("bytes that are no descriptor set");
+    let said = refused.to_string();
+    assert!(said.contains("s.toml:4:10: proto.files[0]: api.protoset: is not a descriptor set"), "{said}");
+}
