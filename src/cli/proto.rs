@@ -49,6 +49,10 @@ pub async fn run(command: ProtoCommand) -> anyhow::Result<Exit> {
     if !plain && !args.url.starts_with("https://") {
         anyhow::bail!("the server's URL starts with http:// (h2c) or https://, not `{}`", printable(&args.url));
     }
+    // The URL is said in errors (reqwest's own among them): credentials in it would be printed.
+    if reqwest::Url::parse(&args.url).is_ok_and(|u| !u.username().is_empty() || u.password().is_some()) {
+        anyhow::bail!("the server's URL holds credentials, which would be printed in errors: give it without them");
+    }
     let roots = match &args.ca_file {
         Some(path) => crate::scenario::certificates(path, &path.display().to_string()).map_err(anyhow::Error::msg)?,
         None => Vec::new(),
