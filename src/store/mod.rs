@@ -22,6 +22,7 @@ mod outbox;
 mod overview;
 mod retry;
 mod rows;
+mod run_reads;
 mod runs;
 mod segments;
 mod series;
