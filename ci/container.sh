@@ -143,4 +143,11 @@ chown 10001:10001 "$demo_dir"
 step "running degrade demo --exit in the container"
 "${run[@]}" -v "$demo_dir:$demo_dir" "$image" demo --exit --folder "$demo_dir/degrade-demo" > "$work/demo.txt" 2>&1 \
     || { cat "$work/demo.txt"; echo "ci/container.sh: the demo in the container did not go as planned" >&2; exit 1; }
+# The demo's login token is a secret: kept in a file of its owner's, never printed (a CI log is read by many).
+token_file="$demo_dir/degrade-demo/api-token"
+[ "$(stat -c %a "$token_file")" = 600 ] || { echo "ci/container.sh: $token_file is not 0600" >&2; exit 1; }
+if grep -qF "$(cat "$token_file")" "$work/demo.txt"; then
+    echo "ci/container.sh: the demo printed its login token" >&2
+    exit 1
+fi
 step "done: $version in $image answered and told the demo as planned"

@@ -109,8 +109,9 @@ fn print_story(demo: &story::Demo, options: &Options) {
     }
     println!("  {d}/alerts              the regression episode and the message sent");
     println!(
-        "  Acknowledge (and the POST API) asks for a login: any user name, password {} (this demo's own token)",
-        demo.token
+        "  Acknowledge (and the POST API) asks for a login: any user name, the password in {} (this demo's own \
+         token, made for this session)",
+        options.folder.join(crate::demo::story::TOKEN_FILE).display()
     );
     println!(
         "Try the CI gate on the same data: degrade --config {} check demo (or check {CAPACITY_SCENARIO})",

@@ -79,8 +79,6 @@ pub struct Options {
 #[allow(missing_docs, reason = "the field names say what they hold")]
 pub struct Demo {
     pub dashboard: String,
-    /// The API token this demo made up, so its Acknowledge buttons and POST routes work (basic auth password).
-    pub token: String,
     /// What happened, and whether it is what the demo set out to show.
     pub verdict: StoryVerdict,
     _api: Deployer,
@@ -153,6 +151,7 @@ async fn tell_unboxed(options: &Options) -> anyhow::Result<Demo> {
     let dashboard = format!("http://{}", listener.local_addr()?);
     // A token of this demo's own: it lives as long as the demo and guards only this local dashboard.
     let token = format!("{:032x}", rand::random::<u128>());
+    write_token_file(&options.folder.join(TOKEN_FILE), &token)?;
     let config = Arc::new(write_config(&options.folder, api.url(), &dashboard, &receiver.url(), &token)?);
     let store = Store::connect(&config.database).await.context("cannot open the demo database")?;
     let (state, stop_runs) = AppState::new(store.clone(), config.as_ref().clone());
@@ -185,16 +184,7 @@ async fn tell_unboxed(options: &Options) -> anyhow::Result<Demo> {
     let capacity = capacity_chapter(&runner, (&config, &store), &mut api, capacity_false_alarms).await?;
     courier.deliver_due().await?;
     let verdict = StoryVerdict { false_alarms, capacity: Some(capacity), ..verdict(&tonight, receiver.received())? };
-    Ok(Demo {
-        dashboard,
-        token,
-        verdict,
-        _api: api,
-        _receiver: receiver,
-        _server: server,
-        _stop_runs: stop_runs,
-        store,
-    })
+    Ok(Demo { dashboard, verdict, _api: api, _receiver: receiver, _server: server, _stop_runs: stop_runs, store })
 }
 
 /// Build 1.2.0 after tonight's story: its capacity night, judged against the capacity nights of history.
@@ -307,6 +297,22 @@ fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<St
     })
 }
 
+/// Where the demo keeps its token, beside its degrade.toml: read by its owner only, and never printed, so a
+/// terminal, a CI log or a screen share does not carry it (the rule for every secret degrade holds).
+pub const TOKEN_FILE: &str = "api-token";
+
+/// Writes `token` to `path`, readable by its owner alone (the file is made so, not narrowed after writing).
+fn write_token_file(path: &Path, token: &str) -> anyhow::Result<()> {
+    let _ = std::fs::remove_file(path);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).with_context(|| format!("cannot write {}", path.display()))?;
+    std::io::Write::write_all(&mut file, format!("{token}\n").as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
 /// Writes the demo's degrade.toml, scenario and feeder into `folder` and loads the config; an earlier demo's
 /// database is removed, so every demo starts from the same empty history.
 fn write_config(folder: &Path, target: &str, dashboard: &str, webhook: &str, token: &str) -> anyhow::Result<Config> {
@@ -340,4 +346,23 @@ fn write_config(folder: &Path, target: &str, dashboard: &str, webhook: &str, tok
         _ => std::env::var(name).ok(),
     };
     Config::load_with_env(&path, &env).map_err(|errors| anyhow::anyhow!("the demo's config does not load: {errors}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_file_is_its_owners_alone_and_a_new_demo_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(TOKEN_FILE);
+        write_token_file(&path, "first").unwrap();
+        write_token_file(&path, "second").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "second\n");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+    }
 }
