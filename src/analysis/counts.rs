@@ -5,7 +5,8 @@
 //! a factor (a log-normal wobble). The history gives the rate (with Jeffreys' half a count, so a clean history
 //! still has a rate) and the size of that wobble (the spread of the nightly rates beyond what counting alone
 //! explains, weighed with a prior). Tonight's chance of at least its count is a negative binomial (the rate's
-//! uncertainty from the history's total) averaged over the wobble.
+//! uncertainty from the history's total) averaged over the wobble. For failures, the bursts a clean endpoint's
+//! nights have besides that rate are added on top (see `bursts`).
 //!
 //! Both things counted vary by a factor, not by an amount:
 //! - failures come in bursts: a flaky dependency fails three times as often on some nights;
@@ -19,6 +20,8 @@
 //!   noise (`evidence::SlowShare`).
 
 use statrs::distribution::{DiscreteCDF, NegativeBinomial};
+
+use super::bursts::Bursts;
 
 /// A prior on how much a counted rate wobbles from night to night: by a factor of about 2 either way (the
 /// log-scale standard deviation ln 2), believed as much as two nights of evidence. A few nights cannot show
@@ -48,6 +51,8 @@ pub struct CountHistory {
     /// Variance of the log of the nightly rate factor, the prior's included.
     pub log_wobble_var: f64,
     pub nights: usize,
+    /// For failures: the bursts a clean endpoint's night may have besides its rate (see `bursts`).
+    pub bursts: Option<Bursts>,
 }
 
 impl CountHistory {
@@ -65,7 +70,7 @@ impl CountHistory {
         let (sd, weight) = WOBBLE_PRIOR;
         let dof = nights.len().saturating_sub(1) as f64;
         let log_wobble_var = (dof * own + weight * sd * sd) / (dof + weight);
-        Self { hits, trials, log_wobble_var, nights: nights.len() }
+        Self { hits, trials, log_wobble_var, nights: nights.len(), bursts: None }
     }
 
     /// The pooled rate, as a share of requests (no pseudo-count).
@@ -74,9 +79,19 @@ impl CountHistory {
         if self.trials > 0.0 { self.hits / self.trials } else { 0.0 }
     }
 
-    /// The chance, by the history's rate and wobble alone, of at least `hits` in `trials` tonight.
+    /// The chance, by the history's rate and wobble (and its bursts, when set), of at least `hits` in `trials`
+    /// tonight.
     #[must_use]
     pub fn p_at_least(&self, hits: u64, trials: f64) -> f64 {
+        match &self.bursts {
+            Some(bursts) => bursts.p_at_least(self, hits, trials),
+            None => self.p_rate_at_least(hits, trials),
+        }
+    }
+
+    /// The chance, by the history's rate and wobble alone, of at least `hits` in `trials` tonight.
+    #[must_use]
+    pub fn p_rate_at_least(&self, hits: u64, trials: f64) -> f64 {
         if hits == 0 || self.trials <= 0.0 {
             return 1.0;
         }

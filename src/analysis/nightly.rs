@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 
+use super::bursts;
 use super::counts::CountHistory;
 use super::detector::{ERROR_MIN_RISE, LOG_PRIOR, LOG_SIGMA_FLOOR};
 use super::evidence::{Draft, ErrorEvidence, Evidence, PERCENTILES, RelativeEvidence, ValueEvidence, endpoint_drafts};
@@ -79,6 +80,7 @@ pub(super) fn judge_nightly(
         .flat_map(|e| endpoint_drafts(e, baseline, gates, judge_throughput))
         .collect();
     attach_ratios(&mut drafts, candidate, baseline, (gates.min_runs as usize).max(2));
+    bursts::apply(&mut drafts, baseline);
     apply_pooled_priors(&mut drafts);
     let mut tests = tests_of(&drafts);
     tests.extend(telemetry.iter().enumerate().filter_map(|(i, d)| {

@@ -1,0 +1,168 @@
+//! Failures of a clean endpoint come in bursts: how often a night has one and how large it is, read from the
+//! run's own baseline, and tonight's chance of at least its count of failures once a burst may add to it.
+//!
+//! The count test of `counts` reads failures as a rate per request that wobbles by a factor from night to
+//! night. An endpoint that never fails has a rate near zero, so there a few failures look impossible, and the
+//! more requests the history had, the more so. On `dev-runs.jsonl` that is not how clean endpoints fail: of
+//! the nights whose endpoint was clean on every other night (at least ten), 0.35–1.2 % had failures whatever
+//! their requests (1.2 % at ~10 requests, 0.75 % at ~300, 0.35 % at ~10,000), and 1–5 of them (264 nights with
+//! one, 107 two, 50 three, 18 four, 3 five): a burst (a reset connection, a restart) fails the few requests in
+//! flight, and no share of the night's requests. Read as a rate, three failures of 518 requests after 13,000
+//! clean ones came at p = 2·10⁻⁵ and made an unchanged run regressed (DESIGN.md 6.8, dev-r00719); at a run's
+//! first step (1 % over ~80 tests) a test should reject such a night once in 8,000, and the error tests of
+//! unchanged endpoints did six times as often.
+//!
+//! So tonight's count is the rate's count plus, with the chance `chance`, one burst of at least one failure.
+//! Both are read from the run's baseline, where the other endpoints are evidence as good as the endpoint's own
+//! (the same client, network and server): `chance` is the share of the nights of endpoints that are clean but
+//! for bursts (failures on at most one night in ten) on which they failed, with Jeffreys' half a burst so a
+//! clean baseline still allows one; a burst's size is a zero-truncated Poisson whose mean is that of the
+//! baseline's bursts, with a prior of [`SIZE_PRIOR`]. The burst's size does not grow with the night's
+//! requests, so a real rise of the failure rate, tens of failures, stays as significant as before.
+
+use super::counts::CountHistory;
+use super::evidence::{Draft, Evidence};
+use crate::model::{EndpointResult, OVERALL_ENDPOINT};
+
+/// A prior on a burst's mean size: 1.6 failures (the 442 burst nights of clean endpoints on `dev-runs.jsonl`
+/// above averaged 1.62), believed as much as four bursts: a run's baseline rarely shows more than one or two.
+const SIZE_PRIOR: (f64, f64) = (1.6, 4.0);
+/// An endpoint whose failures fall on at most this share of its baseline nights (and at least one night) is
+/// clean but for bursts: a flaky endpoint fails on most nights, and its count test reads a rate.
+const CLEAN_SHARE: f64 = 0.1;
+/// Burst sizes past this many are not summed: at a mean of a few failures their chance is below 10⁻³⁰.
+const MAX_SIZE: u64 = 40;
+
+/// How often a clean endpoint's night has a burst of failures, and how large one is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bursts {
+    /// The chance that a night has a burst.
+    pub chance: f64,
+    /// The Poisson mean of a burst's size before truncation at one failure.
+    lambda: f64,
+}
+
+impl Bursts {
+    /// Reads the bursts from each endpoint's failure counts on the baseline nights (one vector per endpoint,
+    /// nights with requests only).
+    #[must_use]
+    pub fn from_counts(endpoints: &[Vec<u64>]) -> Self {
+        let (mut nights, mut bursts, mut failures) = (0.0, 0.0, 0.0);
+        for counts in endpoints {
+            let failing = counts.iter().filter(|&&k| k > 0).count();
+            if failing as f64 <= (CLEAN_SHARE * counts.len() as f64).max(1.0) {
+                nights += counts.len() as f64;
+                bursts += failing as f64;
+                failures += counts.iter().sum::<u64>() as f64;
+            }
+        }
+        let (mean, weight) = SIZE_PRIOR;
+        let mean_size = (failures + mean * weight) / (bursts + weight);
+        Self { chance: (bursts + 0.5) / (nights + 1.0), lambda: lambda_of_mean(mean_size) }
+    }
+
+    /// The chance that a burst is `size` failures.
+    fn size_is(&self, size: u64) -> f64 {
+        let log_pmf = -self.lambda + size as f64 * self.lambda.ln() - ln_factorial(size);
+        log_pmf.exp() / -(-self.lambda).exp_m1()
+    }
+
+    /// The chance of at least `hits` failures tonight: the rate's count of `history`, plus a burst.
+    #[must_use]
+    pub fn p_at_least(&self, history: &CountHistory, hits: u64, trials: f64) -> f64 {
+        if hits == 0 {
+            return 1.0;
+        }
+        // A burst of b failures leaves hits − b to the rate; one of at least `hits` needs nothing from it.
+        let mut burst = 0.0;
+        let mut covered = 0.0;
+        for size in 1..hits.min(MAX_SIZE + 1) {
+            let chance = self.size_is(size);
+            covered += chance;
+            burst += chance * history.p_rate_at_least(hits - size, trials);
+        }
+        burst += (1.0 - covered).max(0.0);
+        ((1.0 - self.chance) * history.p_rate_at_least(hits, trials) + self.chance * burst).clamp(0.0, 1.0)
+    }
+}
+
+/// The Poisson mean whose zero-truncated mean is `mean` (> 1), by bisection: λ / (1 − e^−λ) grows with λ.
+fn lambda_of_mean(mean: f64) -> f64 {
+    let (mut low, mut high) = (1e-9, mean.max(1.0 + 1e-9));
+    for _ in 0..100 {
+        let mid = 0.5 * (low + high);
+        if mid / -(-mid).exp_m1() < mean { low = mid } else { high = mid }
+    }
+    0.5 * (low + high)
+}
+
+fn ln_factorial(n: u64) -> f64 {
+    (2..=n).map(|i| (i as f64).ln()).sum()
+}
+
+/// Reads the bursts from the run's `baseline` nights and gives every error-rate draft its p-value with them.
+pub(super) fn apply(drafts: &mut [Draft], baseline: &[Vec<EndpointResult>]) {
+    let mut names: Vec<&str> = baseline.iter().flatten().map(|e| e.endpoint.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let counts: Vec<Vec<u64>> = names
+        .into_iter()
+        .filter(|name| *name != OVERALL_ENDPOINT)
+        .map(|name| {
+            let nights = baseline.iter().filter_map(|run| run.iter().find(|e| e.endpoint == name && e.requests > 0));
+            nights.map(|e| e.errors.max(0) as u64).collect()
+        })
+        .collect();
+    let bursts = Bursts::from_counts(&counts);
+    for d in drafts.iter_mut() {
+        if let Evidence::Errors(e) = &mut d.evidence {
+            e.history.bursts = Some(bursts);
+            e.p = e.history.p_at_least(e.errors, e.requests as f64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::counts::Count;
+
+    fn clean(nights: usize, requests: f64) -> CountHistory {
+        CountHistory::new(&vec![Count { hits: 0.0, trials: requests }; nights])
+    }
+
+    #[test]
+    fn a_burst_of_three_on_a_clean_endpoint_is_no_proof_but_a_real_rise_still_is() {
+        // dev-r00719: 3 of 518 failed after 0 of 13,000 on 25 nights; the run's 275 other nights had 2 bursts.
+        let mut run: Vec<Vec<u64>> = vec![vec![0; 25]; 10];
+        run[0][4] = 1;
+        run[0][21] = 1;
+        let bursts = Bursts::from_counts(&run);
+        assert!((bursts.chance - 2.5 / 251.0).abs() < 1e-12, "{bursts:?}");
+        let history = clean(25, 520.0);
+        assert!(history.p_rate_at_least(3, 518.0) < 1e-4, "as a rate alone it looks impossible");
+        let p = bursts.p_at_least(&history, 3, 518.0);
+        assert!(p > 2e-4, "a burst of three comes about once in a thousand nights here: {p}");
+        // +2 pp of the same requests is ten failures: no burst makes that likely.
+        assert!(bursts.p_at_least(&history, 10, 518.0) < 1e-7);
+    }
+
+    #[test]
+    fn bursts_add_little_to_a_flaky_endpoints_count() {
+        let flaky = CountHistory::new(&[Count { hits: 20.0, trials: 1000.0 }; 10]);
+        let bursts = Bursts::from_counts(&vec![vec![0; 10]; 5]);
+        for hits in [25, 40, 60] {
+            let (alone, with) = (flaky.p_rate_at_least(hits, 1000.0), bursts.p_at_least(&flaky, hits, 1000.0));
+            assert!(with >= alone && with < 1.2 * alone + 1e-9, "{hits}: {alone} {with}");
+        }
+    }
+
+    #[test]
+    fn sizes_are_a_zero_truncated_poisson_of_the_stated_mean() {
+        let lambda = lambda_of_mean(1.6);
+        assert!((lambda / -(-lambda).exp_m1() - 1.6).abs() < 1e-9);
+        let b = Bursts { chance: 0.01, lambda };
+        let total: f64 = (1..=MAX_SIZE).map(|s| b.size_is(s)).sum();
+        assert!((total - 1.0).abs() < 1e-9, "{total}");
+    }
+}
