@@ -7,14 +7,17 @@
 # time from the first segment's registration to the shared start, the spread of starts, and the rows a night
 # wrote to the registry. Traffic stays on 127.0.0.1.
 #
-# Why rounds and medians: one run of each, one after the other, compares two moments of a shared machine as
+# Why rounds, added up: one run of each, one after the other, compares two moments of a shared machine as
 # much as two ways of generating (another job's build starting between them moves a p99 by tens of percent),
 # and a p99 of a few thousand requests rests on a few dozen of them. The merge itself is exact (the unit test
 # metrics::segments::merged_histograms_equal_one_histogram_fed_every_value_bucket_by_bucket): what is left is the
-# experiment's noise, which interleaved rounds share out evenly and medians damp. Four processes on a machine of
+# experiment's noise, which interleaved rounds share out evenly and adding their requests up damps. Four processes on a machine of
 # two cores still run four pacers and four engines' threads against one's, each waking on its own timer: on a
 # busy two-core machine their tail reads the machine, not the merge; give the bench cores to match (on a
-# cluster each segment has its own machine).
+# cluster each segment has its own machine). The p50 is the most fragile figure here, not the p99: the target
+# holds its 2 ms on tokio's whole-millisecond timer, and uniform arrivals 2.5 ms apart meet that tick at two
+# phases, so a round's requests answer around 3.1 or 3.7 ms and its p50 sits on whichever mode holds half
+# (one process's p50 read 3.12 and 3.72 ms in two rounds of one bench): the target's clock, not the merge.
 #   bash ci/bench-segments.sh            # release build (cargo build --release first)
 #   DEGRADE=target/debug/degrade RATE=200 DURATION=10s ROUNDS=3 bash ci/bench-segments.sh
 set -euo pipefail
@@ -27,6 +30,7 @@ rounds=${ROUNDS:-3}
 [ -x "$degrade" ] || { echo "build it first: cargo build --release (or set DEGRADE)"; exit 2; }
 source ci/postgres.sh > /dev/null
 degrade=$(realpath "$degrade")
+repo=$PWD
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 db="bench_segments_$$"
@@ -78,13 +82,14 @@ echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 
 psql "$server/$db" -At -F ' ' -c "
   select r.id, r.segments, r.status, e.requests, e.p50_us, e.p95_us, e.p99_us,
-         coalesce((r.load_summary::json->>'schedule_lag_p99_us')::bigint, 0)
+         coalesce((r.load_summary::json->>'schedule_lag_p99_us')::bigint, 0), encode(e.histogram, 'hex')
   from runs r join endpoint_results e on e.run_id = r.id and e.endpoint = '(all)' order by r.id" > runs.txt
 psql "$server/$db" -At -F ' ' -c "
   select s.start_at * 1000 - min(g.registered_at) * 1000, max(g.started_at_us) - min(g.started_at_us), count(*) + 1
   from segmented_runs s join run_segments g on g.run_key = s.run_key group by s.run_key, s.start_at" > coordination.txt
-python3 - "$rate" "$duration" << 'PY'
+PYTHONPATH="$repo/ci" python3 - "$rate" "$duration" << 'PY'
 import statistics, sys
+import hdr_v2
 rate, duration = float(sys.argv[1]), sys.argv[2]
 rows = [line.split() for line in open("runs.txt") if line.strip()]
 singles = [r for r in rows if r[1] == "1"]
@@ -98,18 +103,32 @@ for n, (one, four) in enumerate(zip(singles, merged), 1):
               f"p95 {int(r[5])/1000:6.2f} ms  p99 {int(r[6])/1000:6.2f} ms  "
               f"schedule lag p99 {int(r[7])/1000:6.2f} ms")
     ok &= int(one[3]) == planned and int(four[3]) == planned
-for i, name in ((4, "p50"), (5, "p95"), (6, "p99")):
-    one = statistics.median(int(r[i]) for r in singles)
-    four = statistics.median(int(r[i]) for r in merged)
+# Each configuration's requests of every round in one histogram: a round's p99 rests on its 80 slowest
+# requests, and on this machine one process's own p99 moved by 15 % from round to round (4.9 to 5.6 ms), so
+# a median of three rounds' p99s could not resolve 5 %. The sum is the merge the product does itself, and
+# every run's own percentiles are read back from its histogram first, to check the reading.
+def pooled(rows):
+    total = None
+    for r in rows:
+        h = hdr_v2.decode(bytes.fromhex(r[8]))
+        for i, q in ((4, 0.50), (5, 0.95), (6, 0.99)):
+            read, stored = h.value_at_quantile(q), int(r[i])
+            if abs(read - stored) > max(2, stored * 0.002):
+                sys.exit(f"bench-segments: run {r[0]}'s histogram reads {read} µs at p{q * 100:.0f}, stored {stored}")
+        total = h if total is None else (total.add(h) or total)
+    return total
+one_all, four_all = pooled(singles), pooled(merged)
+for i, (name, q) in ((4, ("p50", 0.50)), (5, ("p95", 0.95)), (6, ("p99", 0.99))):
+    one, four = one_all.value_at_quantile(q), four_all.value_at_quantile(q)
     change = four / one - 1
     ok &= abs(change) <= 0.05
     rounds = ", ".join(f"{int(b[i]) / int(a[i]) * 100 - 100:+.1f} %" for a, b in zip(singles, merged))
-    print(f"  {name}: median 4 segments {four/1000:.2f} ms against 1 process {one/1000:.2f} ms: {change * 100:+.1f} % "
-          f"(rounds: {rounds})")
+    print(f"  {name} of all rounds' requests: 4 segments {four/1000:.2f} ms against 1 process {one/1000:.2f} ms: "
+          f"{change * 100:+.1f} % (round by round: {rounds})")
 coordination = [line.split() for line in open("coordination.txt") if line.strip()]
 to_start = statistics.median(int(c[0]) for c in coordination) / 1000
 spread = statistics.median(int(c[1]) for c in coordination) / 1000
 print(f"coordination (median): {to_start:.0f} ms from the first registration to the shared start, starts "
       f"{spread:.1f} ms apart, {coordination[0][2]} registry rows written a night")
-print("PASS" if ok else "FAIL (counts not exact, or a median percentile more than 5 % off)")
+print("PASS" if ok else "FAIL (counts not exact, or a percentile of all rounds' requests more than 5 % off)")
 PY
