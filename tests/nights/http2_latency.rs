@@ -31,17 +31,22 @@ async fn a_fixed_delay_reads_as_itself_within_3_ms_over_h2c_and_tls() {
         let delayed = measurement.results.endpoints.iter().find(|e| e.endpoint == format!("GET /delay/{DELAY_MS}"));
         let delayed = delayed.expect("the endpoint was measured");
         assert_eq!((delayed.requests, delayed.errors), (100, 0), "{:?}", delayed.error_samples);
-        // Against what the stub held each request for (its timer's own overshoot is the server's time), and the
-        // stub must have held about the delay asked.
-        let served = median_held(&stub.held);
-        assert!((DELAY_MS * 1000..DELAY_MS * 1000 + 10_000).contains(&served), "{wire:?}: the stub held {served} µs");
+        // Against what the stub held each stream for at its socket: hyper's work around the handler is the
+        // server's time, and so is its timer's overshoot. Its handler must have held about the delay asked.
+        let (served, handled) = (median_held(&stub.at_socket), median_held(&stub.held));
+        assert!((DELAY_MS * 1000..DELAY_MS * 1000 + 10_000).contains(&handled), "{wire:?}: the stub held {handled} µs");
+        assert!(served >= handled, "{wire:?}: {served} µs at the socket, {handled} µs in the handler");
         let off = delayed.p50_us - served;
-        eprintln!("p50 {} µs, the stub held {served} µs at the median: {off:+} µs", delayed.p50_us);
+        eprintln!(
+            "{wire:?}: p50 {} µs, the stub held {served} µs at its socket ({handled} µs in its handler) at the \
+             median: {off:+} µs",
+            delayed.p50_us
+        );
         let machine = &measurement.results.load_summary;
         assert!(
             off.abs() <= WITHIN_US,
-            "{wire:?}: p50 {} µs is {off} µs from the {served} µs the stub held its {DELAY_MS} ms delay for (the \
-             machine's loopback echo: p50 {:?} µs, p90 {:?} µs)",
+            "{wire:?}: p50 {} µs is {off} µs from the {served} µs the stub held its {DELAY_MS} ms delay for at its \
+             socket (the machine's loopback echo: p50 {:?} µs, p90 {:?} µs)",
             delayed.p50_us,
             machine.machine_echo_p50_us,
             machine.machine_echo_p90_us

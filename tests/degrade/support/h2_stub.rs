@@ -19,6 +19,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+use super::socket_clock::SocketClock;
 use super::target::{Counters, api};
 
 /// The length of `/huge`'s body: past the 1 MB `max_body` the tests set.
@@ -43,6 +44,9 @@ pub struct H2Stub {
     /// up to its next millisecond tick and the runtime wakes for it when it can, so a 50 ms delay is served in
     /// 50-52 ms, and that is the server's time, not the generator's.
     pub held: Held,
+    /// How long it held each HTTP/2 stream at its socket ([`super::socket_clock`]): what the latency tests
+    /// compare the generator's figures with, the server's time around the handler included.
+    pub at_socket: Held,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -72,20 +76,22 @@ impl H2Stub {
 
     /// The stub API on hyper's HTTP/2 server.
     pub async fn http2(options: H2Options) -> Self {
-        let held = Held::default();
+        let (held, at_socket) = (Held::default(), Held::default());
         let app = routes(&held);
+        let times = Arc::clone(&at_socket);
         let mut stub = serve(options.alpn, move |io| {
-            let app = app.clone();
+            let (app, times) = (app.clone(), Arc::clone(&times));
             async move {
                 let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
                 if let Some(max) = options.max_streams {
                     builder.max_concurrent_streams(max);
                 }
+                let io = TokioIo::new(SocketClock::new(io.into_inner(), times));
                 let _ = builder.serve_connection(io, TowerToHyperService::new(app)).await;
             }
         })
         .await;
-        stub.held = held;
+        (stub.held, stub.at_socket) = (held, at_socket);
         stub
     }
 
@@ -166,7 +172,7 @@ where
             });
         }
     });
-    H2Stub { address, tls: alpn.is_some(), connections, held: Held::default(), server }
+    H2Stub { address, tls: alpn.is_some(), connections, held: Held::default(), at_socket: Held::default(), server }
 }
 
 /// A connection's bytes, plain or TLS.
