@@ -137,9 +137,9 @@ impl GrpcStub {
 async fn tls_or_not(tcp: tokio::net::TcpStream, acceptor: Option<tokio_rustls::TlsAcceptor>, shared: Arc<Shared>) {
     let times = Arc::clone(&shared.at_socket);
     match acceptor {
-        None => connection(SocketClock::new(tcp, times), shared).await,
+        None => connection(SocketClock::http2(tcp, times), shared).await,
         Some(acceptor) => match acceptor.accept(tcp).await {
-            Ok(tls) => connection(SocketClock::new(tls, times), shared).await,
+            Ok(tls) => connection(SocketClock::http2(tls, times), shared).await,
             Err(e) => eprintln!("grpc stub: a TLS handshake failed: {e}"),
         },
     }

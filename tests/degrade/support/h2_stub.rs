@@ -44,7 +44,7 @@ pub struct H2Stub {
     /// up to its next millisecond tick and the runtime wakes for it when it can, so a 50 ms delay is served in
     /// 50-52 ms, and that is the server's time, not the generator's.
     pub held: Held,
-    /// How long it held each HTTP/2 stream at its socket ([`super::socket_clock`]): what the latency tests
+    /// How long it held each request (each HTTP/2 stream) at its socket ([`super::socket_clock`]): what the latency tests
     /// compare the generator's figures with, the server's time around the handler included.
     pub at_socket: Held,
     server: tokio::task::JoinHandle<()>,
@@ -86,7 +86,7 @@ impl H2Stub {
                 if let Some(max) = options.max_streams {
                     builder.max_concurrent_streams(max);
                 }
-                let io = TokioIo::new(SocketClock::new(io.into_inner(), times));
+                let io = TokioIo::new(SocketClock::http2(io.into_inner(), times));
                 let _ = builder.serve_connection(io, TowerToHyperService::new(app)).await;
             }
         })
@@ -97,17 +97,19 @@ impl H2Stub {
 
     /// The stub API on hyper's HTTP/1.1 server only (TLS offering only `http/1.1` when `alpn` says so).
     pub async fn http1_only(alpn: Option<&'static [&'static [u8]]>) -> Self {
-        let held = Held::default();
+        let (held, at_socket) = (Held::default(), Held::default());
         let app = routes(&held);
+        let times = Arc::clone(&at_socket);
         let mut stub = serve(alpn, move |io| {
-            let app = app.clone();
+            let (app, times) = (app.clone(), Arc::clone(&times));
             async move {
                 let service = TowerToHyperService::new(app);
+                let io = TokioIo::new(SocketClock::http1(io.into_inner(), times));
                 let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
             }
         })
         .await;
-        stub.held = held;
+        (stub.held, stub.at_socket) = (held, at_socket);
         stub
     }
 
