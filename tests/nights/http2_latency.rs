@@ -1,8 +1,19 @@
-//! Latency over HTTP/2 within ±3 ms of a server's fixed delay, as the server held it (its median, by its own
-//! clock): hyper's HTTP/2 server answering after 50 ms,
-//! loaded at a paced rate over h2c and over TLS with ALPN, so the time h2 and the connection's own task add
-//! (frames read by another task than the request's) is shown to stay out of the figures.
+//! Latency over HTTP/2 within ±3 ms of a server's fixed delay, as the server held it at its socket (its
+//! median, by its own clock): hyper's HTTP/2 server answering after 50 ms, loaded at a paced rate over h2c and
+//! over TLS with ALPN, so the time h2 and the connection's own task add (frames read by another task than the
+//! request's) is shown to stay out of the figures. The same delay over HTTP/1.1 from hyper's HTTP/1.1 server
+//! is measured between them, and h2c may read at most 1 ms more than it did: a comparison on the same machine
+//! in the same minute, which a busy machine moves far less than either figure.
+//!
+//! What the gap is made of (stamps at each step of one request, scratch instrumentation; 4 s at 25/s, a
+//! 2-core machine at load 4-7, medians, µs, debug build / release build): the pacer's timer waking late
+//! 175 / 70 and the session starting and rendering its request 170 / 38, as over HTTP/1.1; then h2's request
+//! built from the engine's bytes 82 / 19 and h2's connection task putting it on the wire 240 / 90, where
+//! HTTP/1.1's session writes it in 50 / 30 (of the 240: 35 the one yield that gathers a burst's frames into
+//! one write, `engine/http2/watched.rs`); then the stub's wake-up to read it, 65 / 20. The answer's end is the
+//! kernel's stamp of its arrival, so nothing after it counts.
 
+use degrade::engine::Measurement;
 use degrade::model::WireProtocol;
 
 use crate::support::h2_stub::{H2Options, H2Stub, ca_file, median_held};
@@ -12,39 +23,67 @@ use crate::support::{ONE_HEAVY_TEST_AT_A_TIME, run_scenario};
 const DELAY_MS: i64 = 50;
 const WITHIN_US: i64 = 3_000;
 
+/// How much more h2c may read than HTTP/1.1 of the same delay: twice the most it read more here (debug build,
+/// 3 runs each: +198 to +365 µs at load 4-7, +346 to +514 µs at load 1.4). A quieter machine reads more, not
+/// less: each of h2's extra hops between tasks may have to wake an idle core, and a virtual one wakes slowly.
+const H2C_OVER_HTTP1_US: i64 = 1_000;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fixed_delay_reads_as_itself_within_3_ms_over_h2c_and_tls() {
+async fn a_fixed_delay_reads_as_itself_within_3_ms_over_h2c_and_tls_and_h2c_within_1_ms_of_http1() {
     let _alone = ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let plain = H2Stub::http2(H2Options::default()).await;
     let tls = H2Stub::http2(H2Options { alpn: Some(&[b"h2"]), ..H2Options::default() }).await;
-    for (stub, wire) in [(&plain, WireProtocol::H2c), (&tls, WireProtocol::H2)] {
-        let text = format!(
-            "[target]\nbase_url = \"{}\"\nprotocol = \"http2\"\nca_file = \"{}\"\n\
-             [[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/delay/{DELAY_MS}\"\n\
-             [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"4s\"\nrate = 25\n",
-            stub.url(),
-            ca_file().display()
-        );
-        let measurement = run_scenario(&text, &[]).await;
-        let connection = measurement.results.load_summary.connection.expect("an HTTP/2 run reports it");
-        assert_eq!(connection.negotiated, wire);
-        let delayed = measurement.results.endpoints.iter().find(|e| e.endpoint == format!("GET /delay/{DELAY_MS}"));
-        let delayed = delayed.expect("the endpoint was measured");
-        assert_eq!((delayed.requests, delayed.errors), (100, 0), "{:?}", delayed.error_samples);
-        // Against what the stub held each request for (its timer's own overshoot is the server's time), and the
-        // stub must have held about the delay asked.
-        let served = median_held(&stub.held);
-        assert!((DELAY_MS * 1000..DELAY_MS * 1000 + 10_000).contains(&served), "{wire:?}: the stub held {served} µs");
-        let off = delayed.p50_us - served;
-        eprintln!("p50 {} µs, the stub held {served} µs at the median: {off:+} µs", delayed.p50_us);
-        let machine = &measurement.results.load_summary;
-        assert!(
-            off.abs() <= WITHIN_US,
-            "{wire:?}: p50 {} µs is {off} µs from the {served} µs the stub held its {DELAY_MS} ms delay for (the \
-             machine's loopback echo: p50 {:?} µs, p90 {:?} µs)",
-            delayed.p50_us,
-            machine.machine_echo_p50_us,
-            machine.machine_echo_p90_us
-        );
-    }
+    let http1 = H2Stub::http1_only(None).await;
+    let h2c = off_at_socket(&plain, Some(WireProtocol::H2c)).await;
+    let over_http1 = off_at_socket(&http1, None).await;
+    off_at_socket(&tls, Some(WireProtocol::H2)).await;
+    assert!(
+        h2c - over_http1 <= H2C_OVER_HTTP1_US,
+        "h2c read {h2c:+} µs from the stub's time at its socket, HTTP/1.1 {over_http1:+} µs: HTTP/2 adds {} µs",
+        h2c - over_http1
+    );
+}
+
+/// Runs 4 s of the delayed route against `stub` over `wire` (HTTP/1.1 when `None`) and returns how far its
+/// median read from what the stub held at its socket, µs, checked within [`WITHIN_US`].
+async fn off_at_socket(stub: &H2Stub, wire: Option<WireProtocol>) -> i64 {
+    let (protocol, name) = wire.map_or(("http1", "HTTP/1.1".to_owned()), |w| ("http2", format!("{w:?}")));
+    let text = format!(
+        "[target]\nbase_url = \"{}\"\nprotocol = \"{protocol}\"\nca_file = \"{}\"\n\
+         [[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/delay/{DELAY_MS}\"\n\
+         [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"4s\"\nrate = 25\n",
+        stub.url(),
+        ca_file().display()
+    );
+    let measurement = run_scenario(&text, &[]).await;
+    let negotiated = measurement.results.load_summary.connection.map(|c| c.negotiated);
+    assert_eq!(negotiated, wire, "{name}");
+    let delayed = measurement.results.endpoints.iter().find(|e| e.endpoint == format!("GET /delay/{DELAY_MS}"));
+    let delayed = delayed.expect("the endpoint was measured");
+    assert_eq!((delayed.requests, delayed.errors), (100, 0), "{:?}", delayed.error_samples);
+    // Against what the stub held each request for at its socket: hyper's work around the handler is the
+    // server's time, and so is its timer's overshoot. Its handler must have held about the delay asked.
+    let (served, handled) = (median_held(&stub.at_socket), median_held(&stub.held));
+    assert!((DELAY_MS * 1000..DELAY_MS * 1000 + 10_000).contains(&handled), "{name}: the stub held {handled} µs");
+    assert!(served >= handled, "{name}: {served} µs at the socket, {handled} µs in the handler");
+    let off = delayed.p50_us - served;
+    eprintln!(
+        "{name}: p50 {} µs, the stub held {served} µs at its socket ({handled} µs in its handler) at the median: \
+         {off:+} µs",
+        delayed.p50_us
+    );
+    assert!(off.abs() <= WITHIN_US, "{name}: {}", far(&measurement, delayed.p50_us, served));
+    off
+}
+
+/// Why a median is too far from the stub's: the figures, and how fast the machine was.
+fn far(measurement: &Measurement, p50_us: i64, served: i64) -> String {
+    let machine = &measurement.results.load_summary;
+    format!(
+        "p50 {p50_us} µs is {} µs from the {served} µs the stub held its {DELAY_MS} ms delay for at its socket (the \
+         machine's loopback echo: p50 {:?} µs, p90 {:?} µs)",
+        p50_us - served,
+        machine.machine_echo_p50_us,
+        machine.machine_echo_p90_us
+    )
 }

@@ -29,6 +29,7 @@ use prost_reflect::{DescriptorPool, DynamicMessage, Value};
 use tokio::net::TcpListener;
 
 use super::h2_stub::Held;
+use super::socket_clock::SocketClock;
 
 /// The length of `Huge`'s text: past the 1 MB `max_body` the tests set.
 pub const HUGE_TEXT: usize = 8_000_000;
@@ -63,6 +64,9 @@ pub struct GrpcStub {
     /// How long `Echo` held each call it was asked to delay, by the stub's own clock (see `h2_stub::Held`).
     #[allow(dead_code, reason = "read by the latency tests of tests/nights")]
     pub held: Held,
+    /// How long it held each stream at its socket (see `h2_stub::H2Stub::at_socket`).
+    #[allow(dead_code, reason = "read by the latency tests of tests/nights")]
+    pub at_socket: Held,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -78,6 +82,7 @@ struct Shared {
     first_stall: OnceLock<Instant>,
     ticks_sent: Arc<AtomicU64>,
     held: Held,
+    at_socket: Held,
     max_streams: Option<u32>,
 }
 
@@ -94,12 +99,13 @@ impl GrpcStub {
             .descriptor_pool();
         let ticks_sent = Arc::new(AtomicU64::new(0));
         let ticks = Arc::clone(&ticks_sent);
-        let held = Held::default();
+        let (held, at_socket) = (Held::default(), Held::default());
         let shared = Arc::new(Shared {
             pool,
             first_stall: OnceLock::new(),
             ticks_sent: ticks,
             held: Arc::clone(&held),
+            at_socket: Arc::clone(&at_socket),
             max_streams: options.max_streams,
         });
         let acceptor = options.tls.then(|| super::h2_stub::acceptor(&[b"h2"]));
@@ -118,7 +124,7 @@ impl GrpcStub {
                 }
             }
         });
-        Self { address, tls: options.tls, ticks_sent, held, server }
+        Self { address, tls: options.tls, ticks_sent, held, at_socket, server }
     }
 
     /// `https://localhost:port` over TLS (the certificate's name), `http://127.0.0.1:port` else.
@@ -129,10 +135,11 @@ impl GrpcStub {
 
 /// A connection after its TLS handshake, when the stub speaks TLS.
 async fn tls_or_not(tcp: tokio::net::TcpStream, acceptor: Option<tokio_rustls::TlsAcceptor>, shared: Arc<Shared>) {
+    let times = Arc::clone(&shared.at_socket);
     match acceptor {
-        None => connection(tcp, shared).await,
+        None => connection(SocketClock::http2(tcp, times), shared).await,
         Some(acceptor) => match acceptor.accept(tcp).await {
-            Ok(tls) => connection(tls, shared).await,
+            Ok(tls) => connection(SocketClock::http2(tls, times), shared).await,
             Err(e) => eprintln!("grpc stub: a TLS handshake failed: {e}"),
         },
     }

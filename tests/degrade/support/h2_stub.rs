@@ -19,6 +19,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+use super::socket_clock::SocketClock;
 use super::target::{Counters, api};
 
 /// The length of `/huge`'s body: past the 1 MB `max_body` the tests set.
@@ -43,6 +44,9 @@ pub struct H2Stub {
     /// up to its next millisecond tick and the runtime wakes for it when it can, so a 50 ms delay is served in
     /// 50-52 ms, and that is the server's time, not the generator's.
     pub held: Held,
+    /// How long it held each request (each HTTP/2 stream) at its socket ([`super::socket_clock`]): what the latency tests
+    /// compare the generator's figures with, the server's time around the handler included.
+    pub at_socket: Held,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -72,36 +76,40 @@ impl H2Stub {
 
     /// The stub API on hyper's HTTP/2 server.
     pub async fn http2(options: H2Options) -> Self {
-        let held = Held::default();
+        let (held, at_socket) = (Held::default(), Held::default());
         let app = routes(&held);
+        let times = Arc::clone(&at_socket);
         let mut stub = serve(options.alpn, move |io| {
-            let app = app.clone();
+            let (app, times) = (app.clone(), Arc::clone(&times));
             async move {
                 let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
                 if let Some(max) = options.max_streams {
                     builder.max_concurrent_streams(max);
                 }
+                let io = TokioIo::new(SocketClock::http2(io.into_inner(), times));
                 let _ = builder.serve_connection(io, TowerToHyperService::new(app)).await;
             }
         })
         .await;
-        stub.held = held;
+        (stub.held, stub.at_socket) = (held, at_socket);
         stub
     }
 
     /// The stub API on hyper's HTTP/1.1 server only (TLS offering only `http/1.1` when `alpn` says so).
     pub async fn http1_only(alpn: Option<&'static [&'static [u8]]>) -> Self {
-        let held = Held::default();
+        let (held, at_socket) = (Held::default(), Held::default());
         let app = routes(&held);
+        let times = Arc::clone(&at_socket);
         let mut stub = serve(alpn, move |io| {
-            let app = app.clone();
+            let (app, times) = (app.clone(), Arc::clone(&times));
             async move {
                 let service = TowerToHyperService::new(app);
+                let io = TokioIo::new(SocketClock::http1(io.into_inner(), times));
                 let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
             }
         })
         .await;
-        stub.held = held;
+        (stub.held, stub.at_socket) = (held, at_socket);
         stub
     }
 
@@ -166,7 +174,7 @@ where
             });
         }
     });
-    H2Stub { address, tls: alpn.is_some(), connections, held: Held::default(), server }
+    H2Stub { address, tls: alpn.is_some(), connections, held: Held::default(), at_socket: Held::default(), server }
 }
 
 /// A connection's bytes, plain or TLS.

@@ -16,6 +16,7 @@ pub mod prometheus;
 pub mod quoted;
 pub mod receiver;
 pub mod served;
+pub mod socket_clock;
 pub mod target;
 pub mod telemetry_night;
 pub mod toml_keys;
