@@ -126,7 +126,9 @@ async fn goaway_mid_run_counts_the_streams_it_left_and_the_run_goes_on_over_a_ne
     assert!(root.requests - root.errors >= 150, "the run went on: {:?}", root.errors_by_class);
     let report = connection(&measurement);
     assert!(report.connections_opened >= 5, "a new connection after each GOAWAY: {report:?}");
-    assert_eq!(measurement.results.status, RunStatus::Finished, "{:?}", measurement.results.validity_reasons);
+    // Measured whole: finished, or invalid only because this machine was slow (its schedule lag), never for
+    // what GOAWAY did to the run.
+    crate::support::assert_measured(measurement.results.status, &measurement.results.validity_reasons);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
