@@ -33,6 +33,7 @@ use super::board_channel::{self, BoardChannels};
 use super::cpu::{self, Burner};
 use super::export::{EXPORT_WORKERS, ExportPool};
 use super::grpc;
+use crate::engine::PreciseTimer;
 use crate::metrics::GrpcCode;
 
 /// Boards seeded; each gets [`CARDS_PER_BOARD`] cards, so reads spread over 24,000 rows.
@@ -56,9 +57,6 @@ const WORDS: [&str; 16] = [
     "report",
     "support",
 ];
-
-/// Delays shorter than this are spent spinning: tokio's timer has millisecond resolution.
-const TIMER_RESOLUTION: Duration = Duration::from_millis(2);
 
 /// What a user (or the demo) can change while the API runs.
 #[derive(Debug, Default)]
@@ -242,17 +240,12 @@ fn router(demo: Demo) -> Router {
 async fn knobs(State(demo): State<Demo>, request: Request, next: Next) -> Response {
     let template = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_default();
     let delay = demo.knobs.delay_for(request.method().as_str(), &template);
-    if delay >= TIMER_RESOLUTION {
-        tokio::time::sleep(delay).await;
-    } else if !delay.is_zero() {
-        // The runtime's timer counts whole milliseconds, so a sub-millisecond slowdown (the size of a real
-        // regression on a sub-millisecond route) is waited out in steps that hand the worker back between
-        // them, the way a slower query is awaited: the slowed route is slower, and requests of the other
-        // routes are not held up behind it on the same worker thread (a busy loop would slow them too).
-        let until = std::time::Instant::now() + delay;
-        while std::time::Instant::now() < until {
-            tokio::task::yield_now().await;
-        }
+    if !delay.is_zero() {
+        // Held to the microsecond on a timer of the event loop, as a slower query is awaited: the worker serves
+        // other routes meanwhile. tokio's own timer counts whole milliseconds: a 2 ms hold answered at ~2.1 or
+        // ~2.9 ms by the phase of the arrivals against its tick (a bench's p50 jumped 15 % between rounds), and
+        // a sub-millisecond one had to be waited out by yielding in a loop, a core's worth of wake-ups.
+        PreciseTimer::new().sleep_until(std::time::Instant::now() + delay).await;
     }
     let served = demo.knobs.served.fetch_add(1, Ordering::Relaxed);
     let ppm = demo.knobs.error_ppm.load(Ordering::Relaxed);

@@ -46,6 +46,7 @@ use tokio::task::JoinSet;
 
 pub use outcome::{Measurement, ServiceTimes};
 pub use own_runtime::run_apart;
+pub(crate) use precise_timer::PreciseTimer;
 pub use recorder::Snapshot;
 
 use crate::scenario::Plan;

@@ -1,5 +1,5 @@
 //! Waiting on the runtime for an instant to within tens of microseconds, without spinning and without a
-//! thread of its own: the open-model pacer's clock.
+//! thread of its own: the open-model pacer's clock, and the demo API's slowdown.
 //!
 //! tokio's timer rounds up to whole milliseconds, and a millisecond of schedule lag at every arrival would be
 //! the generator's own noise. The pacer used to approach each arrival by spinning on `yield_now` for its last
@@ -13,14 +13,14 @@
 use std::time::Instant;
 
 /// A one-shot timer that can be set again and again.
-pub(super) struct PreciseTimer {
+pub(crate) struct PreciseTimer {
     #[cfg(target_os = "linux")]
     timerfd: Option<tokio::io::unix::AsyncFd<rustix::fd::OwnedFd>>,
 }
 
 impl PreciseTimer {
     /// A timer on this runtime's event loop; must be called inside the runtime.
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         #[cfg(target_os = "linux")]
         {
             use rustix::time::{TimerfdClockId, TimerfdFlags, timerfd_create};
@@ -35,7 +35,7 @@ impl PreciseTimer {
 
     /// Waits until `at`; never returns before it. Cancel-safe: dropping the wait leaves the timer to be set
     /// again by the next one.
-    pub(super) async fn sleep_until(&mut self, at: Instant) {
+    pub(crate) async fn sleep_until(&mut self, at: Instant) {
         loop {
             let now = Instant::now();
             if now >= at {
