@@ -56,11 +56,17 @@ impl Courier {
     pub async fn deliver_due(&self) -> Result<usize, StoreError> {
         let mut delivered = 0;
         for message in self.store.due_messages(self.clock.now(), BATCH).await? {
-            // Claimed from the moment of the attempt: a batch behind slow receivers takes minutes.
-            fault::before(Step::MessageClaimed);
-            let claimed = self.store.claim_message(&message, self.clock.now() + CLAIM_FOR).await?;
-            // A claim whose answer was lost stays claimed: another attempt comes once it runs out.
-            fault::after(Step::MessageClaimed)?;
+            // Claimed from the moment of the attempt: a batch behind slow receivers takes minutes. A claim whose
+            // answer was lost is asked again and found to be this courier's (the same `until`): left alone, the
+            // message would wait for its claim to run out, and `check --run-now` would deliver it a night late.
+            let until = self.clock.now() + CLAIM_FOR;
+            let claim = || async {
+                fault::before(Step::MessageClaimed);
+                let claimed = self.store.claim_message(&message, until).await?;
+                fault::after(Step::MessageClaimed)?;
+                Ok::<_, StoreError>(claimed)
+            };
+            let claimed = retry(Retry::Unreachable, "claim the alert", claim).await?;
             if claimed && self.deliver(&message).await? {
                 delivered += 1;
             }

@@ -140,13 +140,19 @@ impl Store {
     }
 
     /// Claims `message` for one delivery attempt by moving its next attempt to `until`; `false` when another
-    /// courier claimed it (or it was delivered) since it was read.
+    /// courier claimed it (or it was delivered) since it was read. Safe to ask again after an error: a claim
+    /// that was written but whose acknowledgement was lost is found as this one's (the row moved to `until`
+    /// by exactly one claim more) and returned `true`, so the courier delivers now instead of leaving the
+    /// message claimed by nobody until the claim runs out (a night's alert a day late under `check` alone).
     pub async fn claim_message(&self, message: &OutboxMessage, until: DateTime<Utc>) -> Result<bool, StoreError> {
         let update = "update outbox set next_attempt_at = $1, claims = claims + 1 where id = $2 and next_attempt_at = $3 \
                       and delivered_at is null and gave_up_at is null";
+        let ours = "select count(*) from outbox where id = $1 and next_attempt_at = $2 and claims = $3 \
+                    and delivered_at is null and gave_up_at is null";
+        let until = to_millis(until);
         let claimed = retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query(update)
-                .bind(to_millis(until))
+                .bind(until)
                 .bind(message.id)
                 .bind(message.next_attempt_at)
                 .execute(pool)
@@ -154,7 +160,16 @@ impl Store {
                 .rows_affected()))
         })
         .await?;
-        Ok(claimed == 1)
+        if claimed == 1 {
+            return Ok(true);
+        }
+        let already: i64 = on_pool!(self, |pool| sqlx::query_scalar(ours)
+            .bind(message.id)
+            .bind(until)
+            .bind(message.claims + 1)
+            .fetch_one(pool)
+            .await?);
+        Ok(already == 1)
     }
 
     /// Records an attempt: delivered at `delivered`, or failed with `error` and retried at `retry_at` (or given up
