@@ -21,7 +21,9 @@
 
 use statrs::distribution::{DiscreteCDF, NegativeBinomial};
 
-use super::bursts::Bursts;
+mod bursts;
+
+pub use bursts::Bursts;
 
 /// A prior on how much a counted rate wobbles from night to night: by a factor of about 2 either way (the
 /// log-scale standard deviation ln 2), believed as much as two nights of evidence. A few nights cannot show

@@ -9,12 +9,12 @@
 //! histograms, and `telemetry` each kept series of the server's side; `judge` adds the absolute gates and the
 //! verdict. `capacity` judges a capacity search's steps against the zone and its capacity against the nights'.
 
-mod bursts;
 pub mod capacity;
 pub mod contention;
 pub mod counts;
 pub mod detector;
 mod evidence;
+mod failure_bursts;
 mod gates;
 pub mod judge;
 pub mod level;

@@ -14,10 +14,10 @@
 
 use std::collections::BTreeMap;
 
-use super::bursts;
 use super::counts::CountHistory;
 use super::detector::{ERROR_MIN_RISE, LOG_PRIOR, LOG_SIGMA_FLOOR};
 use super::evidence::{Draft, ErrorEvidence, Evidence, PERCENTILES, RelativeEvidence, ValueEvidence, endpoint_drafts};
+use super::failure_bursts;
 use super::level::{Prior, median};
 use super::reasons::{
     decided_by_the_share, decided_by_the_tail, relative_reason, tail_figures, tail_only_reason, too_few_reason,
@@ -80,7 +80,7 @@ pub(super) fn judge_nightly(
         .flat_map(|e| endpoint_drafts(e, baseline, gates, judge_throughput))
         .collect();
     attach_ratios(&mut drafts, candidate, baseline, (gates.min_runs as usize).max(2));
-    bursts::apply(&mut drafts, baseline);
+    failure_bursts::apply(&mut drafts, baseline);
     apply_pooled_priors(&mut drafts);
     let mut tests = tests_of(&drafts);
     tests.extend(telemetry.iter().enumerate().filter_map(|(i, d)| {

@@ -20,9 +20,7 @@
 //! baseline's bursts, with a prior of [`SIZE_PRIOR`]. The burst's size does not grow with the night's
 //! requests, so a real rise of the failure rate, tens of failures, stays as significant as before.
 
-use super::counts::CountHistory;
-use super::evidence::{Draft, Evidence};
-use crate::model::{EndpointResult, OVERALL_ENDPOINT};
+use super::CountHistory;
 
 /// A prior on a burst's mean size: 1.6 failures (the 442 burst nights of clean endpoints on `dev-runs.jsonl`
 /// above averaged 1.62), believed as much as four bursts: a run's baseline rarely shows more than one or two.
@@ -98,28 +96,6 @@ fn lambda_of_mean(mean: f64) -> f64 {
 
 fn ln_factorial(n: u64) -> f64 {
     (2..=n).map(|i| (i as f64).ln()).sum()
-}
-
-/// Reads the bursts from the run's `baseline` nights and gives every error-rate draft its p-value with them.
-pub(super) fn apply(drafts: &mut [Draft], baseline: &[Vec<EndpointResult>]) {
-    let mut names: Vec<&str> = baseline.iter().flatten().map(|e| e.endpoint.as_str()).collect();
-    names.sort_unstable();
-    names.dedup();
-    let counts: Vec<Vec<u64>> = names
-        .into_iter()
-        .filter(|name| *name != OVERALL_ENDPOINT)
-        .map(|name| {
-            let nights = baseline.iter().filter_map(|run| run.iter().find(|e| e.endpoint == name && e.requests > 0));
-            nights.map(|e| e.errors.max(0) as u64).collect()
-        })
-        .collect();
-    let bursts = Bursts::from_counts(&counts);
-    for d in drafts.iter_mut() {
-        if let Evidence::Errors(e) = &mut d.evidence {
-            e.history.bursts = Some(bursts);
-            e.p = e.history.p_at_least(e.errors, e.requests as f64);
-        }
-    }
 }
 
 #[cfg(test)]
