@@ -165,16 +165,25 @@ async fn long_form(db: &TestDb, backend: &str, cycles: usize, seed: u64) -> Vec<
 
 /// `ci/chaos.sh N`: every point, then N cycles drawn at random, on SQLite and, when
 /// `DEGRADE_TEST_POSTGRES_URL` is set, on PostgreSQL; prints the figures and fails on any violation.
+/// `CHAOS_BACKEND=sqlite` or `postgres` runs one of them alone, so that ci/chaos.sh can run the two side by
+/// side in two processes (each backend's harness has its own target, receiver and database).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the long form: ci/chaos.sh N"]
 async fn random_nights_keep_every_night_once() {
     let cycles: usize = std::env::var("CHAOS_NIGHTS").ok().and_then(|n| n.parse().ok()).unwrap_or(60);
     let seed: u64 = std::env::var("CHAOS_SEED").ok().and_then(|n| n.parse().ok()).unwrap_or(46);
-    let mut violations = long_form(&TestDb::sqlite(), "SQLite", cycles, seed).await;
-    if std::env::var(crate::support::POSTGRES_ENV).is_ok() {
-        violations.extend(long_form(&TestDb::postgres().await, "PostgreSQL", cycles, seed).await);
-    } else {
-        eprintln!("chaos on PostgreSQL: skipped ({} is not set)", crate::support::POSTGRES_ENV);
+    let only = std::env::var("CHAOS_BACKEND").ok();
+    let runs = |backend: &str| only.as_deref().is_none_or(|only| only.eq_ignore_ascii_case(backend));
+    let mut violations = Vec::new();
+    if runs("sqlite") {
+        violations.extend(long_form(&TestDb::sqlite(), "SQLite", cycles, seed).await);
+    }
+    if runs("postgres") {
+        if std::env::var(crate::support::POSTGRES_ENV).is_ok() {
+            violations.extend(long_form(&TestDb::postgres().await, "PostgreSQL", cycles, seed).await);
+        } else {
+            eprintln!("chaos on PostgreSQL: skipped ({} is not set)", crate::support::POSTGRES_ENV);
+        }
     }
     for violation in &violations {
         eprintln!("chaos violation: {}", violation.replace('\n', "\n    "));
