@@ -15,7 +15,7 @@ use super::webhook::{PostError, Webhooks};
 use crate::clock::Clock;
 use crate::config::{Config, NotifyKind};
 use crate::store::fault::{self, Step};
-use crate::store::{OutboxMessage, Retry, Store, StoreError, retry};
+use crate::store::{Claim, OutboxMessage, Retry, Store, StoreError, retry};
 
 /// Wait before the first retry; it doubles with each failure.
 const FIRST_RETRY: Duration = Duration::from_secs(2);
@@ -57,12 +57,12 @@ impl Courier {
         let mut delivered = 0;
         for message in self.store.due_messages(self.clock.now(), BATCH).await? {
             // Claimed from the moment of the attempt: a batch behind slow receivers takes minutes. A claim whose
-            // answer was lost is asked again and found to be this courier's (the same `until`): left alone, the
-            // message would wait for its claim to run out, and `check --run-now` would deliver it a night late.
-            let until = self.clock.now() + CLAIM_FOR;
+            // answer was lost is asked again and found to be this courier's (the same claim's token): left alone,
+            // the message would wait for its claim to run out, and `check --run-now` would deliver it a night late.
+            let ours = Claim::until(self.clock.now() + CLAIM_FOR);
             let claim = || async {
                 fault::before(Step::MessageClaimed);
-                let claimed = self.store.claim_message(&message, until).await?;
+                let claimed = self.store.claim_message(&message, ours).await?;
                 fault::after(Step::MessageClaimed)?;
                 Ok::<_, StoreError>(claimed)
             };

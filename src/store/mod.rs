@@ -51,7 +51,7 @@ pub use episodes::{Acknowledged, Episode, NewEpisode};
 pub use grid::{GridFinding, GridRun};
 pub use leases::Lease;
 pub use left_behind::LeftBehind;
-pub use outbox::{NewMessage, OutboxMessage};
+pub use outbox::{Claim, NewMessage, OutboxMessage};
 pub use overview::{ScenarioSummary, StatusCount};
 pub use retry::waiting_for;
 pub(crate) use retry::{Retry, StoreCause, retry};

@@ -20,6 +20,23 @@ impl OutboxMessage {
     }
 }
 
+/// One courier's claim on a message for one delivery attempt: until when it holds, and a token drawn at
+/// random, by which a claim asked again is told from another courier's made in the same millisecond.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim {
+    /// When the claim runs out and another courier may attempt the message.
+    pub until: DateTime<Utc>,
+    token: i64,
+}
+
+impl Claim {
+    /// A new claim, with a token of its own, holding until `until`.
+    #[must_use]
+    pub fn until(until: DateTime<Utc>) -> Self {
+        Self { until, token: rand::random() }
+    }
+}
+
 /// A message to enqueue.
 #[derive(Debug, Clone)]
 pub struct NewMessage {
@@ -139,20 +156,21 @@ impl Store {
             .await?))
     }
 
-    /// Claims `message` for one delivery attempt by moving its next attempt to `until`; `false` when another
-    /// courier claimed it (or it was delivered) since it was read. Safe to ask again after an error: a claim
-    /// that was written but whose acknowledgement was lost is found as this one's (the row moved to `until`
-    /// by exactly one claim more) and returned `true`, so the courier delivers now instead of leaving the
-    /// message claimed by nobody until the claim runs out (a night's alert a day late under `check` alone).
-    pub async fn claim_message(&self, message: &OutboxMessage, until: DateTime<Utc>) -> Result<bool, StoreError> {
-        let update = "update outbox set next_attempt_at = $1, claims = claims + 1 where id = $2 and next_attempt_at = $3 \
-                      and delivered_at is null and gave_up_at is null";
-        let ours = "select count(*) from outbox where id = $1 and next_attempt_at = $2 and claims = $3 \
+    /// Claims `message` for one delivery attempt by moving its next attempt to `claim.until`; `false` when
+    /// another courier claimed it (or it was delivered) since it was read. Safe to ask again with the same
+    /// `claim` after an error: a claim that was written but whose acknowledgement was lost is found as this
+    /// one's by its token and returned `true`, so the courier delivers now instead of leaving the message
+    /// claimed by nobody until the claim runs out (a night's alert a day late under `check` alone).
+    pub async fn claim_message(&self, message: &OutboxMessage, claim: Claim) -> Result<bool, StoreError> {
+        let update = "update outbox set next_attempt_at = $1, claims = claims + 1, claim_token = $2 where id = $3 \
+                      and next_attempt_at = $4 and delivered_at is null and gave_up_at is null";
+        let ours = "select count(*) from outbox where id = $1 and claim_token = $2 and next_attempt_at = $3 \
                     and delivered_at is null and gave_up_at is null";
-        let until = to_millis(until);
+        let until = to_millis(claim.until);
         let claimed = retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query(update)
                 .bind(until)
+                .bind(claim.token)
                 .bind(message.id)
                 .bind(message.next_attempt_at)
                 .execute(pool)
@@ -165,8 +183,8 @@ impl Store {
         }
         let already: i64 = on_pool!(self, |pool| sqlx::query_scalar(ours)
             .bind(message.id)
+            .bind(claim.token)
             .bind(until)
-            .bind(message.claims + 1)
             .fetch_one(pool)
             .await?);
         Ok(already == 1)

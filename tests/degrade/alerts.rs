@@ -8,7 +8,7 @@ use degrade::config::Config;
 use degrade::model::{RunStatus, VerdictOutcome};
 use degrade::notify::Courier;
 use degrade::pipeline::alerting;
-use degrade::store::Store;
+use degrade::store::{Claim, Store};
 use serde_json::Value;
 
 use crate::support::config::{QUICK_SCENARIO, alerting_config, load};
@@ -199,7 +199,7 @@ async fn a_message_cut_short_by_a_kill_is_sent_again_saying_so() {
     // The killed courier: it claimed the message and was posting it when it died, so nothing was recorded.
     let [due] = store.due_messages(clock.now(), 10).await.unwrap().try_into().unwrap();
     assert!(!due.may_have_arrived(), "a message never claimed cannot have arrived");
-    assert!(store.claim_message(&due, clock.now() + TimeDelta::seconds(60)).await.unwrap());
+    assert!(store.claim_message(&due, Claim::until(clock.now() + TimeDelta::seconds(60))).await.unwrap());
 
     let courier = Courier::new(store.clone(), config.clone()).unwrap().with_clock(clock.clone());
     assert_eq!(courier.deliver_due().await.unwrap(), 0, "claimed a minute by the killed courier");
@@ -223,7 +223,7 @@ async fn a_message_cut_short_by_a_kill_is_sent_again_saying_so() {
 /// A claim written whose answer was lost (a dropped connection) is asked again by its courier: the store finds
 /// it the courier's own and the message goes out now, not once the claim runs out (with `check --run-now`
 /// alone, the next night: `ci/chaos.sh 500` found a night's two regression alerts left so). A courier that read
-/// the message before that claim is still refused.
+/// the message before that claim is still refused, even one claiming until the same millisecond.
 #[tokio::test]
 async fn a_claim_whose_answer_was_lost_is_found_its_couriers_own_when_asked_again() {
     let hook = Receiver::start().await;
@@ -235,9 +235,12 @@ async fn a_claim_whose_answer_was_lost_is_found_its_couriers_own_when_asked_agai
     alerting::missing_run(&store, &config, "checkout", None, night(9), now).await.unwrap();
     let [due] = store.due_messages(now, 10).await.unwrap().try_into().unwrap();
     let until = now + TimeDelta::seconds(60);
-    assert!(store.claim_message(&due, until).await.unwrap());
-    assert!(store.claim_message(&due, until).await.unwrap(), "asked again, the claim is this courier's");
-    assert!(!store.claim_message(&due, until + TimeDelta::seconds(1)).await.unwrap(), "another courier's");
+    let ours = Claim::until(until);
+    assert!(store.claim_message(&due, ours).await.unwrap());
+    assert!(store.claim_message(&due, ours).await.unwrap(), "asked again, the claim is this courier's");
+    assert!(!store.claim_message(&due, Claim::until(until)).await.unwrap(), "another courier's, the same until");
+    let later = Claim::until(until + TimeDelta::seconds(1));
+    assert!(!store.claim_message(&due, later).await.unwrap(), "another courier's");
     let message = &store.recent_messages(1).await.unwrap()[0];
     assert_eq!((message.state(), message.claims), ("pending", 1), "one claim, counted once");
 }
@@ -250,9 +253,12 @@ async fn pending_outbox_is_delivered_once_by_two_couriers(db: TestDb) {
     alerting::missing_run(&store, &config, "checkout", None, night(9), Utc::now()).await.unwrap();
     alerting::missing_run(&store, &config, "checkout", None, night(10), Utc::now()).await.unwrap();
     store.close().await;
-    // Two degrade instances start on the database with the message pending (a restart, or a pair).
+    // Two degrade instances start on the database with the message pending (a restart, or a pair), on one
+    // clock: their claims hold until the same millisecond, and only a claim's token tells them apart.
     let (one, two) = (Store::connect(&db.url).await.unwrap(), Store::connect(&db.url).await.unwrap());
-    let (one, two) = (Courier::new(one, config.clone()).unwrap(), Courier::new(two, config.clone()).unwrap());
+    let clock = Clock::manual(Utc::now());
+    let courier = |store| Courier::new(store, config.clone()).unwrap().with_clock(clock.clone());
+    let (one, two) = (courier(one), courier(two));
     let (a, b) = tokio::join!(one.deliver_due(), two.deliver_due());
     assert_eq!(a.unwrap() + b.unwrap(), 1, "one episode, one message for the one missing-run webhook");
     assert_eq!(receiver.delivered().len(), 1);
