@@ -21,7 +21,7 @@ pub(super) fn apply(drafts: &mut [Draft], baseline: &[Vec<EndpointResult>]) {
     let bursts = Bursts::from_counts(&counts);
     for d in drafts.iter_mut() {
         if let Evidence::Errors(e) = &mut d.evidence {
-            e.history.bursts = Some(bursts);
+            e.history.bursts = bursts;
             e.p = e.history.p_at_least(e.errors, e.requests as f64);
         }
     }

@@ -28,8 +28,15 @@ const SIZE_PRIOR: (f64, f64) = (1.6, 4.0);
 /// An endpoint whose failures fall on at most this share of its baseline nights (and at least one night) is
 /// clean but for bursts: a flaky endpoint fails on most nights, and its count test reads a rate.
 const CLEAN_SHARE: f64 = 0.1;
-/// Burst sizes past this many are not summed: at a mean of a few failures their chance is below 10⁻³⁰.
+/// A night of more failures than this is no burst (the 442 measured were of one to five, this is twice the
+/// largest): an endpoint that had such a night in its baseline failed for a reason, it is not clean but for
+/// bursts, and its night would make every endpoint's burst look large enough to hide a real rise.
+const MAX_BURST: u64 = 10;
+/// Burst sizes past this many are not summed: at a mean under `MAX_BURST` their chance is below 10⁻⁹.
 const MAX_SIZE: u64 = 40;
+/// A size's chance under which the rest are counted as one (a burst as large as the count, which only errs
+/// toward the null): past the mean, the sizes' chances fall faster than geometrically.
+const NEGLIGIBLE: f64 = 1e-15;
 
 /// How often a clean endpoint's night has a burst of failures, and how large one is.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,21 +49,22 @@ pub struct Bursts {
 
 impl Bursts {
     /// Reads the bursts from each endpoint's failure counts on the baseline nights (one vector per endpoint,
-    /// nights with requests only).
+    /// nights with requests only); `None` when no endpoint is clean but for bursts (every one fails at a
+    /// rate, which its own count test reads).
     #[must_use]
-    pub fn from_counts(endpoints: &[Vec<u64>]) -> Self {
+    pub fn from_counts(endpoints: &[Vec<u64>]) -> Option<Self> {
         let (mut nights, mut bursts, mut failures) = (0.0, 0.0, 0.0);
-        for counts in endpoints {
-            let failing = counts.iter().filter(|&&k| k > 0).count();
-            if failing as f64 <= (CLEAN_SHARE * counts.len() as f64).max(1.0) {
-                nights += counts.len() as f64;
-                bursts += failing as f64;
-                failures += counts.iter().sum::<u64>() as f64;
-            }
+        for counts in endpoints.iter().filter(|counts| clean_but_for_bursts(counts)) {
+            nights += counts.len() as f64;
+            bursts += counts.iter().filter(|&&k| k > 0).count() as f64;
+            failures += counts.iter().sum::<u64>() as f64;
+        }
+        if nights == 0.0 {
+            return None;
         }
         let (mean, weight) = SIZE_PRIOR;
         let mean_size = (failures + mean * weight) / (bursts + weight);
-        Self { chance: (bursts + 0.5) / (nights + 1.0), lambda: lambda_of_mean(mean_size) }
+        Some(Self { chance: (bursts + 0.5) / (nights + 1.0), lambda: lambda_of_mean(mean_size) })
     }
 
     /// The chance that a burst is `size` failures.
@@ -76,12 +84,22 @@ impl Bursts {
         let mut covered = 0.0;
         for size in 1..hits.min(MAX_SIZE + 1) {
             let chance = self.size_is(size);
+            if size as f64 > self.lambda && chance < NEGLIGIBLE {
+                break;
+            }
             covered += chance;
             burst += chance * history.p_rate_at_least(hits - size, trials);
         }
         burst += (1.0 - covered).max(0.0);
         ((1.0 - self.chance) * history.p_rate_at_least(hits, trials) + self.chance * burst).clamp(0.0, 1.0)
     }
+}
+
+/// Whether an endpoint's baseline `counts` are clean but for bursts: failures on at most a tenth of its
+/// nights (and at least one), none of them more than a burst's.
+fn clean_but_for_bursts(counts: &[u64]) -> bool {
+    let failing = counts.iter().filter(|&&k| k > 0).count();
+    failing as f64 <= (CLEAN_SHARE * counts.len() as f64).max(1.0) && counts.iter().all(|&k| k <= MAX_BURST)
 }
 
 /// The Poisson mean whose zero-truncated mean is `mean` (> 1), by bisection: λ / (1 − e^−λ) grows with λ.
@@ -113,7 +131,7 @@ mod tests {
         let mut run: Vec<Vec<u64>> = vec![vec![0; 25]; 10];
         run[0][4] = 1;
         run[0][21] = 1;
-        let bursts = Bursts::from_counts(&run);
+        let bursts = Bursts::from_counts(&run).unwrap();
         assert!((bursts.chance - 2.5 / 251.0).abs() < 1e-12, "{bursts:?}");
         let history = clean(25, 520.0);
         assert!(history.p_rate_at_least(3, 518.0) < 1e-4, "as a rate alone it looks impossible");
@@ -126,11 +144,24 @@ mod tests {
     #[test]
     fn bursts_add_little_to_a_flaky_endpoints_count() {
         let flaky = CountHistory::new(&[Count { hits: 20.0, trials: 1000.0 }; 10]);
-        let bursts = Bursts::from_counts(&vec![vec![0; 10]; 5]);
+        let bursts = Bursts::from_counts(&vec![vec![0; 10]; 5]).unwrap();
         for hits in [25, 40, 60] {
             let (alone, with) = (flaky.p_rate_at_least(hits, 1000.0), bursts.p_at_least(&flaky, hits, 1000.0));
             assert!(with >= alone && with < 1.2 * alone + 1e-9, "{hits}: {alone} {with}");
         }
+    }
+
+    #[test]
+    fn one_endpoints_failing_night_in_the_baseline_hides_no_rise_elsewhere() {
+        // One endpoint's 300 failures on one night of 25 (a regressed night kept in the baseline) is no burst:
+        // read as one, every endpoint's bursts would average 60 failures and cover a real rise on any of them.
+        let mut run: Vec<Vec<u64>> = vec![vec![0; 25]; 10];
+        run[3][12] = 300;
+        let bursts = Bursts::from_counts(&run).unwrap();
+        assert!((bursts.chance - 0.5 / 226.0).abs() < 1e-12, "the nine clean endpoints only: {bursts:?}");
+        let p = bursts.p_at_least(&clean(25, 1000.0), 100, 1000.0);
+        assert!(p < 1e-6, "100 of 1,000 after a clean history: {p}");
+        assert_eq!(Bursts::from_counts(&[vec![300; 25], vec![5; 25]]), None, "no endpoint clean but for bursts");
     }
 
     #[test]
