@@ -45,13 +45,15 @@ pub struct FetchArgs {
 /// Runs `degrade proto …`.
 pub async fn run(command: ProtoCommand) -> anyhow::Result<Exit> {
     let ProtoCommand::Fetch(args) = command;
-    let plain = args.url.starts_with("http://");
-    if !plain && !args.url.starts_with("https://") {
-        anyhow::bail!("the server's URL starts with http:// (h2c) or https://, not `{}`", printable(&args.url));
-    }
-    // The URL is said in errors (reqwest's own among them): credentials in it would be printed.
-    if reqwest::Url::parse(&args.url).is_ok_and(|u| !u.username().is_empty() || u.password().is_some()) {
+    // The URL is said in errors (reqwest's own among them): credentials in it would be printed. Read from
+    // the text, before anything else, so a URL that does not parse or has another scheme is refused too.
+    if crate::secret::url_has_password(&args.url) {
         anyhow::bail!("the server's URL holds credentials, which would be printed in errors: give it without them");
+    }
+    let scheme = args.url.split_once("://").map(|(scheme, _)| scheme.to_ascii_lowercase());
+    let plain = scheme.as_deref() == Some("http");
+    if !plain && scheme.as_deref() != Some("https") {
+        anyhow::bail!("the server's URL starts with http:// (h2c) or https://, not `{}`", printable(&args.url));
     }
     let roots = match &args.ca_file {
         Some(path) => crate::scenario::certificates(path, &path.display().to_string()).map_err(anyhow::Error::msg)?,

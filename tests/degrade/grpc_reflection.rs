@@ -70,10 +70,13 @@ async fn a_server_without_reflection_or_a_wrong_url_is_said_plainly() {
     let (code, _, stderr) = fetch(dir.path(), &["proto", "fetch", "ftp://127.0.0.1:1"]).await;
     assert_eq!(code, Some(2));
     assert!(stderr.contains("starts with http:// (h2c) or https://"), "{stderr}");
-    let (code, _, stderr) = fetch(dir.path(), &["proto", "fetch", "http://me:s3cret@127.0.0.1:1"]).await;
-    assert_eq!(code, Some(2));
-    assert!(stderr.contains("the server's URL holds credentials"), "{stderr}");
-    assert!(!stderr.contains("s3cret"), "{stderr}");
+    // Credentials are refused before anything says the URL: in another scheme, in capitals, unparsable.
+    for url in ["http://me:s3cret@127.0.0.1:1", "ftp://me:s3cret@h", "HTTPS://me:s3cret@h", "http://me:s3cret@[::1"] {
+        let (code, _, stderr) = fetch(dir.path(), &["proto", "fetch", url]).await;
+        assert_eq!(code, Some(2), "{url}");
+        assert!(stderr.contains("the server's URL holds credentials"), "{url}: {stderr}");
+        assert!(!stderr.contains("s3cret"), "{stderr}");
+    }
     // An HTTP/2 server that is no gRPC server (the tests' HTTP/2 stub) answers no reflection.
     let h2 = H2Stub::http2(H2Options::default()).await;
     let (code, _, stderr) = fetch(dir.path(), &["proto", "fetch", &h2.url()]).await;
