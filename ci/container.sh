@@ -146,7 +146,9 @@ step "running degrade demo --exit in the container"
 # The demo's login token is a secret: kept in a file of its owner's, never printed (a CI log is read by many).
 token_file="$demo_dir/degrade-demo/api-token"
 [ "$(stat -c %a "$token_file")" = 600 ] || { echo "ci/container.sh: $token_file is not 0600" >&2; exit 1; }
-if grep -qF "$(cat "$token_file")" "$work/demo.txt"; then
+token="$(cat "$token_file")"
+[ -n "$token" ] || { echo "ci/container.sh: $token_file holds no token" >&2; exit 1; }
+if grep -qF "$token" "$work/demo.txt"; then
     echo "ci/container.sh: the demo printed its login token" >&2
     exit 1
 fi
