@@ -2,8 +2,8 @@
 # One generator against four segments of the same plan at the same total rate, on this machine: the demo API
 # (`degrade demo-target`, GET /boards/{id} held 2 ms by --slowdown-ms) loaded for DURATION at RATE arrivals a
 # second, by one process and by `degrade run --segment k/4` x 4 meeting in a local PostgreSQL, ROUNDS times
-# interleaved (the order alternating each round). Prints every round's counts and p50/p95/p99, then the medians
-# over the rounds (the merged runs' within 5 % of the single ones', counts exact) and the coordination's cost:
+# interleaved (the order alternating each round). Prints every round's counts and p50/p95/p99, then those of
+# all rounds' requests added up (the merged runs' within 5 % of the single ones', counts exact) and the coordination's cost:
 # time from the first segment's registration to the shared start, the spread of starts, and the rows a night
 # wrote to the registry. Traffic stays on 127.0.0.1.
 #

@@ -141,7 +141,7 @@ pub struct DemoTargetArgs {
     #[arg(long, default_value_t = 3000)]
     pub port: u16,
     /// Milliseconds added to every request of --slow-route; fractions are kept to the microsecond (0.25 adds
-    /// 250 µs, spent as work).
+    /// 250 µs, held on a timer while the server serves others).
     #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = slowdown_ms)]
     pub slowdown_ms: f64,
     /// A route --slowdown-ms slows, as METHOD /template; repeat it to slow several routes alike.

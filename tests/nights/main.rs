@@ -19,7 +19,8 @@
 //! - `segments_confirm`: a split night's regression confirmed by every segment rerunning together, or refuted
 //!   when the target was slow for the first night only.
 //! - `http2_latency`: a fixed delay of hyper's HTTP/2 server read within ±3 ms of what it held at its socket, over
-//!   h2c and TLS with ALPN, and over h2c within 1 ms of what HTTP/1.1 reads of hyper's HTTP/1.1 server.
+//!   h2c, TLS with ALPN and HTTP/1.1 (hyper's HTTP/1.1 server); how much more h2c reads is printed, and held by
+//!   `ci/bench-h2-latency.sh`.
 //! - `grpc_latency`: a gRPC method's fixed delay read within ±3 ms of what the stub held at its socket.
 //! - `telemetry_judged`: the demo target's CPU scraped through real nights; a build doing twice the CPU work
 //!   per request, its latency unchanged, is regressed on CPU per 1,000 requests alone, confirmed, alerted once.
