@@ -67,6 +67,21 @@ pub(super) async fn demo(args: DemoArgs) -> anyhow::Result<Exit> {
 fn print_story(demo: &story::Demo, options: &Options) {
     let verdict = &demo.verdict;
     println!();
+    print_findings(verdict);
+    print_capacity(verdict.capacity.as_ref());
+    let said: Vec<String> =
+        verdict.alerts.iter().filter_map(|a| a["text"].as_str()).map(|text| format!("\"{text}\"")).collect();
+    println!(
+        "  alerts delivered: {} ({}), logged in {}",
+        verdict.alerts.len(),
+        if said.is_empty() { "none".to_owned() } else { said.join(", ") },
+        options.folder.join("alerts.log").display()
+    );
+    print_where_to_look(demo, options);
+}
+
+/// Tonight's findings, and anything that went otherwise than planned.
+fn print_findings(verdict: &story::StoryVerdict) {
     for f in &verdict.found {
         let in_unit = |v: f64| crate::report::with_unit(&f.metric, v);
         let tonight = in_unit(f.candidate_value);
@@ -90,15 +105,11 @@ fn print_story(demo: &story::Demo, options: &Options) {
     if !verdict.as_planned() {
         println!("  tonight's run #{}: {}", verdict.run_id, verdict.summary);
     }
-    print_capacity(verdict.capacity.as_ref());
-    let said: Vec<String> =
-        verdict.alerts.iter().filter_map(|a| a["text"].as_str()).map(|text| format!("\"{text}\"")).collect();
-    println!(
-        "  alerts delivered: {} ({}), logged in {}",
-        verdict.alerts.len(),
-        if said.is_empty() { "none".to_owned() } else { said.join(", ") },
-        options.folder.join("alerts.log").display()
-    );
+}
+
+/// The dashboard's pages to open, the login, and the CI gate to try.
+fn print_where_to_look(demo: &story::Demo, options: &Options) {
+    let verdict = &demo.verdict;
     let d = &demo.dashboard;
     println!("\nLook at:\n  {d}/                   every scenario, with its latest status");
     println!("  {d}/scenarios/demo      the trend: {SLOW_ENDPOINT} jumps at build 1.1.0");

@@ -21,6 +21,45 @@ pub(super) const ROLLUP_WEEKS: [i64; 3] = [16, 4, 1];
 /// a statement this size prepares in little memory (a 1,000-row one made peak memory grow with run length).
 const TIMELINE_ROWS_PER_INSERT: usize = 100;
 
+/// A run's end, written only while it is still `running`.
+const FINISH: &str = "update runs set status = $1, finished_at = $2, validity_reasons = $3, load_summary = $4 \
+    where id = $5 and status = 'running'";
+
+/// One endpoint's results.
+const INSERT_ENDPOINT: &str = "insert into endpoint_results (run_id, endpoint, requests, errors, error_pct, rate, \
+    p50_us, p75_us, p90_us, p95_us, p99_us, p999_us, max_us, mean_us, errors_by_class, error_samples, histogram, \
+    p50_lo_us, p50_hi_us, p95_lo_us, p95_hi_us, p99_lo_us, p99_hi_us, error_pct_lo, error_pct_hi) \
+    values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
+    $23, $24, $25)";
+
+/// Where a run's results go in the rollups: its scenario and start.
+const RUN_PLACE: &str = "select scenario_id, started_at from runs where id = $1";
+
+/// Keeps `rollups` (the trend pages' long ranges) in step, in the same transaction as the results.
+const ADD_TO_PERIOD: &str = "insert into rollups (scenario_id, endpoint, weeks, period, first_started_at, runs, \
+    sum_p50_us, sum_p95_us, sum_p99_us, sum_error_pct, sum_rate, max_p95_us, min_p95_us, max_p99_us, \
+    max_error_pct) values ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $10, $7, $7, $8, $9) \
+    on conflict (scenario_id, endpoint, weeks, period) do update set runs = rollups.runs + 1, \
+    first_started_at = case when excluded.first_started_at < rollups.first_started_at \
+      then excluded.first_started_at else rollups.first_started_at end, \
+    sum_p50_us = rollups.sum_p50_us + excluded.sum_p50_us, \
+    sum_p95_us = rollups.sum_p95_us + excluded.sum_p95_us, \
+    sum_p99_us = rollups.sum_p99_us + excluded.sum_p99_us, \
+    sum_error_pct = rollups.sum_error_pct + excluded.sum_error_pct, \
+    sum_rate = rollups.sum_rate + excluded.sum_rate, \
+    max_p95_us = case when excluded.max_p95_us > rollups.max_p95_us \
+      then excluded.max_p95_us else rollups.max_p95_us end, \
+    min_p95_us = case when excluded.min_p95_us < rollups.min_p95_us \
+      then excluded.min_p95_us else rollups.min_p95_us end, \
+    max_p99_us = case when excluded.max_p99_us > rollups.max_p99_us \
+      then excluded.max_p99_us else rollups.max_p99_us end, \
+    max_error_pct = case when excluded.max_error_pct > rollups.max_error_pct \
+      then excluded.max_error_pct else rollups.max_error_pct end";
+
+/// The timeline's rows, their values pushed after it.
+const TIMELINE_HEAD: &str = "insert into timeline (run_id, endpoint, elapsed_s, requests, errors, p50_us, p99_us, \
+    max_us, errors_by_class) ";
+
 impl Store {
     /// The id of the scenario called `name`, creating it on first use.
     pub async fn ensure_scenario(&self, name: &str, now: DateTime<Utc>) -> Result<i64, StoreError> {
@@ -85,38 +124,8 @@ impl Store {
     }
 
     async fn finish_run_once(&self, id: RunId, results: &RunResults) -> Result<(), StoreError> {
-        let update = "update runs set status = $1, finished_at = $2, validity_reasons = $3, load_summary = $4 \
-                      where id = $5 and status = 'running'";
-        let insert_endpoint = "insert into endpoint_results (run_id, endpoint, requests, errors, error_pct, rate, \
-            p50_us, p75_us, p90_us, p95_us, p99_us, p999_us, max_us, mean_us, errors_by_class, error_samples, histogram, \
-            p50_lo_us, p50_hi_us, p95_lo_us, p95_hi_us, p99_lo_us, p99_hi_us, error_pct_lo, error_pct_hi) \
-            values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
-            $23, $24, $25)";
-        let run_place = "select scenario_id, started_at from runs where id = $1";
-        // Keeps `rollups` (the trend pages' long ranges) in step, in the same transaction.
-        let add_to_period = "insert into rollups (scenario_id, endpoint, weeks, period, first_started_at, runs, \
-            sum_p50_us, sum_p95_us, sum_p99_us, sum_error_pct, sum_rate, max_p95_us, min_p95_us, max_p99_us, \
-            max_error_pct) values ($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $10, $7, $7, $8, $9) \
-            on conflict (scenario_id, endpoint, weeks, period) do update set runs = rollups.runs + 1, \
-            first_started_at = case when excluded.first_started_at < rollups.first_started_at \
-              then excluded.first_started_at else rollups.first_started_at end, \
-            sum_p50_us = rollups.sum_p50_us + excluded.sum_p50_us, \
-            sum_p95_us = rollups.sum_p95_us + excluded.sum_p95_us, \
-            sum_p99_us = rollups.sum_p99_us + excluded.sum_p99_us, \
-            sum_error_pct = rollups.sum_error_pct + excluded.sum_error_pct, \
-            sum_rate = rollups.sum_rate + excluded.sum_rate, \
-            max_p95_us = case when excluded.max_p95_us > rollups.max_p95_us \
-              then excluded.max_p95_us else rollups.max_p95_us end, \
-            min_p95_us = case when excluded.min_p95_us < rollups.min_p95_us \
-              then excluded.min_p95_us else rollups.min_p95_us end, \
-            max_p99_us = case when excluded.max_p99_us > rollups.max_p99_us \
-              then excluded.max_p99_us else rollups.max_p99_us end, \
-            max_error_pct = case when excluded.max_error_pct > rollups.max_error_pct \
-              then excluded.max_error_pct else rollups.max_error_pct end";
-        let timeline_head = "insert into timeline (run_id, endpoint, elapsed_s, requests, errors, p50_us, p99_us, \
-                             max_us, errors_by_class) ";
         let updated = in_transaction!(self, |tx| {
-            let updated = sqlx::query(update)
+            let updated = sqlx::query(FINISH)
                 .bind(results.status.as_str())
                 .bind(to_millis(results.finished_at))
                 .bind(to_json(&results.validity_reasons))
@@ -127,16 +136,16 @@ impl Store {
                 .rows_affected();
             if updated == 1 {
                 let (scenario_id, started_at): (i64, i64) =
-                    sqlx::query_as(run_place).bind(id).fetch_one(&mut *tx).await?;
+                    sqlx::query_as(RUN_PLACE).bind(id).fetch_one(&mut *tx).await?;
                 for e in &results.endpoints {
-                    bind_endpoint(sqlx::query(insert_endpoint).bind(id), e).execute(&mut *tx).await?;
+                    bind_endpoint(sqlx::query(INSERT_ENDPOINT).bind(id), e).execute(&mut *tx).await?;
                     // A run against a down target measured no build: its fast refusals stay out of the trends;
                     // so do a stopped run's cut-off requests.
                     if matches!(results.status, RunStatus::Failed | RunStatus::Aborted) {
                         continue;
                     }
                     for weeks in ROLLUP_WEEKS {
-                        sqlx::query(add_to_period)
+                        sqlx::query(ADD_TO_PERIOD)
                             .bind(scenario_id)
                             .bind(storable(&e.endpoint).into_owned())
                             .bind(weeks)
@@ -152,7 +161,7 @@ impl Store {
                     }
                 }
                 for chunk in results.timeline.chunks(TIMELINE_ROWS_PER_INSERT) {
-                    let mut insert = QueryBuilder::new(timeline_head);
+                    let mut insert = QueryBuilder::new(TIMELINE_HEAD);
                     insert.push_values(chunk, |mut row, p| {
                         row.push_bind(id)
                             .push_bind(storable(&p.endpoint))
@@ -169,11 +178,12 @@ impl Store {
             }
             updated
         });
-        if updated == 1 {
-            return Ok(());
-        }
-        // Asked again after a dropped connection whose transaction had committed: the run already holds these
-        // results (the same status and end to the millisecond), and storing them is done, once.
+        if updated == 1 { Ok(()) } else { self.finished_already(id, results).await }
+    }
+
+    /// Asked again after a dropped connection whose transaction had committed: the run already holds these
+    /// results (the same status and end to the millisecond), and storing them is done, once.
+    async fn finished_already(&self, id: RunId, results: &RunResults) -> Result<(), StoreError> {
         match self.find_run(id).await? {
             Some(run)
                 if run.status == results.status

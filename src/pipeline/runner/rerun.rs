@@ -5,12 +5,12 @@
 
 use anyhow::Context;
 
-use super::super::confirm;
-use super::super::judge_run::{IfRegressed, JudgeError};
 use super::{Ended, Runner};
 use crate::engine::Progress;
 use crate::model::{BaselineSpec, RunId, RunStatus};
 use crate::pipeline::Job;
+use crate::pipeline::confirm;
+use crate::pipeline::judge_run::{IfRegressed, JudgeError};
 use crate::report::CheckReport;
 use crate::store::fault::{self, Step};
 use crate::store::{Retry, retry};
