@@ -8,16 +8,21 @@ use std::time::Duration;
 use degrade::model::RunStatus;
 use degrade::store::Store;
 
-use crate::slow_target::{SlowFor, five_nights_in, judged_night};
+use crate::slow_target::{SlowFor, Spoiled, again_while_spoiled, five_nights_in, judged_night};
 use crate::support::{degrade_child, text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
+    again_while_spoiled(a_noisy_night_then_a_real_regression).await;
+}
+
+/// A noisy night that is not alerted, then a real regression that is, once, until its level is the level.
+async fn a_noisy_night_then_a_real_regression() -> Result<(), Spoiled> {
     let (target, hook, dir, store) = five_nights_in().await;
 
     // A noisy night: the first run (80 requests) is slow throughout, its rerun is not.
-    let (code, output, first, rerun) = judged_night(&dir, &hook, &target, (80, i64::MAX)).await;
+    let (code, output, first, rerun) = judged_night(&dir, &hook, &target, (80, i64::MAX)).await?;
     assert_eq!(code, Some(0), "an unconfirmed regression does not fail the gate: {output}");
     let said = format!("confirmation: not confirmed: run #{first} was judged regressed, but rerun #{rerun}");
     assert!(output.contains(&said), "{output}");
@@ -37,7 +42,7 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     // A real regression, worse in the rerun: a fifth of the first run's requests are slow (its p95, and its p99,
     // which 80 requests cannot bound but its tail judges), all of the rerun's (its p50 too). One alert, for what
     // both runs found, and the gate fails.
-    let (code, output, second, second_rerun) = judged_night(&dir, &hook, &target, (16, 80)).await;
+    let (code, output, second, second_rerun) = judged_night(&dir, &hook, &target, (16, 80)).await?;
     assert_eq!(code, Some(1), "{output}");
     let said = format!("confirmation: confirmed: run #{second} was judged regressed, and rerun #{second_rerun}");
     assert!(output.contains(&said), "{output}");
@@ -80,7 +85,7 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     // The next night of the same slow build is its second night, not its third: still a regression of the p95
     // (with the pair counted as two nights, the p95 would have "held" long enough to be the new level), and
     // no new alert while the episode is open.
-    let (code, output, third, _) = judged_night(&dir, &hook, &target, (0, 0)).await;
+    let (code, output, third, _) = judged_night(&dir, &hook, &target, (0, 0)).await?;
     assert_eq!(code, Some(1), "{output}");
     assert!(output.contains("REGRESSION  GET /items  p95"), "{output}");
     let verdict = store.latest_verdict(third).await.unwrap().unwrap();
@@ -89,7 +94,7 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
 
     // Its third night: the slower level has held for three nights and is the level now. The episode resolves,
     // and the recovery says the slowdown stayed rather than that anything got faster.
-    let (code, output, _, _) = judged_night(&dir, &hook, &target, (0, 0)).await;
+    let (code, output, _, _) = judged_night(&dir, &hook, &target, (0, 0)).await?;
     assert_eq!(code, Some(0), "{output}");
     let delivered = hook.delivered();
     assert_eq!(delivered.len(), 2, "{delivered:?}");
@@ -98,6 +103,7 @@ async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
     assert!(summary.contains("GET /items p95 ") && summary.contains("stayed where it regressed to"), "{summary}");
     assert!(summary.contains("(nothing got faster)"), "{summary}");
     store.close().await;
+    Ok(())
 }
 
 /// Polls `done` every 50 ms for at most a minute; false when `child` exited or the minute ran out first.
@@ -189,10 +195,15 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_left_undecided_after_its_rerun_measured_is_decided_by_the_next_night() {
     let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
+    again_while_spoiled(a_pair_left_undecided_then_a_fast_night).await;
+}
+
+/// A pair left `confirming` and `finished` by a kill, decided by the next night before it judges itself.
+async fn a_pair_left_undecided_then_a_fast_night() -> Result<(), Spoiled> {
     let (target, hook, dir, store) = five_nights_in().await;
     let hook_url = hook.url();
     let env = [("HOOK", hook_url.as_str())];
-    let (first, rerun) = two_valid_slow_runs(&dir, &target, &store).await;
+    let (first, rerun) = two_valid_slow_runs(&dir, &target, &store).await?;
     let judged = degrade_child(dir.path(), &["check", "--run", &first.to_string()], &env);
     let output = judged.wait_with_output().await.unwrap();
     assert_eq!(output.status.code(), Some(1), "the slow run regressed: {:?}", text(&output));
@@ -205,7 +216,7 @@ async fn a_regression_left_undecided_after_its_rerun_measured_is_decided_by_the_
     assert!(hook.delivered().is_empty(), "{:?}", hook.delivered());
 
     // Nothing slow tonight (no request is numbered below 0).
-    let (code, output, tonight, _) = judged_night(&dir, &hook, &target, (0, i64::MAX)).await;
+    let (code, output, tonight, _) = judged_night(&dir, &hook, &target, (0, i64::MAX)).await?;
     assert_eq!(code, Some(0), "{output}");
     assert_eq!(store.find_run(first).await.unwrap().unwrap().status, RunStatus::Regressed);
     assert_eq!(store.find_run(rerun).await.unwrap().unwrap().status, RunStatus::Regressed);
@@ -217,25 +228,24 @@ async fn a_regression_left_undecided_after_its_rerun_measured_is_decided_by_the_
     assert!(verdict.baseline_run_ids.contains(&rerun), "judged after the pair: {verdict:?}");
     assert!(!verdict.baseline_run_ids.contains(&first), "the pair is one night: {verdict:?}");
     store.close().await;
+    Ok(())
 }
 
-/// Two runs in a row of the slow build through `degrade run` (measured, not judged), both valid: a busy
-/// machine can make one invalid, and then the pair is measured again.
-async fn two_valid_slow_runs(dir: &tempfile::TempDir, target: &SlowFor, store: &Store) -> (i64, i64) {
-    for _ in 0..6 {
-        target.slow((i64::MAX, i64::MAX));
-        let mut ids = Vec::new();
-        for _ in 0..2 {
-            let output = degrade_child(dir.path(), &["run"], &[]).wait_with_output().await.unwrap();
-            assert!(matches!(output.status.code(), Some(0 | 3)), "{:?}", text(&output));
-            ids.push(store.last_runs("shop", 1).await.unwrap()[0].id);
-        }
-        let statuses = [store.find_run(ids[0]).await.unwrap().unwrap(), store.find_run(ids[1]).await.unwrap().unwrap()];
-        if statuses.iter().all(|r| r.status == RunStatus::Finished) {
-            return (ids[0], ids[1]);
-        }
+/// Two runs in a row of the slow build through `degrade run` (measured, not judged), both valid. A busy
+/// machine can make one invalid: measured again, the pair would follow a valid slow run, history now (two of
+/// them are a new level the slow runs are judged after), so the story starts again ([`Spoiled`]).
+async fn two_valid_slow_runs(dir: &tempfile::TempDir, target: &SlowFor, store: &Store) -> Result<(i64, i64), Spoiled> {
+    target.slow((i64::MAX, i64::MAX));
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let output = degrade_child(dir.path(), &["run"], &[]).wait_with_output().await.unwrap();
+        assert!(matches!(output.status.code(), Some(0 | 3)), "{:?}", text(&output));
+        runs.push(store.last_runs("shop", 1).await.unwrap().remove(0));
     }
-    panic!("six slow pairs in a row had an invalid run: this machine is too busy to measure anything");
+    if let Some(invalid) = runs.iter().find(|r| r.status != RunStatus::Finished) {
+        return Err(Spoiled(format!("slow run #{} was not measured: {:?}", invalid.id, invalid.validity_reasons)));
+    }
+    Ok((runs[0].id, runs[1].id))
 }
 
 /// A build that burns CPU on a shared box can starve the generator in its rerun, which is then invalid and

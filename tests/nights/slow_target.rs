@@ -120,34 +120,55 @@ pub async fn check_run_now(dir: &tempfile::TempDir, hook: &Receiver) -> (Option<
     (output.status.code(), format!("{stdout}{stderr}"))
 }
 
+/// A night this busy machine spoiled after it had consequences: its first run measured and regressed, and
+/// every rerun degrade tried was invalid (requests sent late), so the first verdict stood, was alerted, and is
+/// history now (a slow night the next night is judged after). Trying the night again would judge it after
+/// that night, so the story starts again from a fresh project (see [`again_while_spoiled`]).
+#[derive(Debug)]
+pub struct Spoiled(pub String);
+
+/// Runs `story` (a whole test from a fresh project) again while this busy machine spoiled one of its nights, at
+/// most three times.
+pub async fn again_while_spoiled<F: Future<Output = Result<(), Spoiled>>>(story: impl Fn() -> F) {
+    for attempt in 1..=3 {
+        match story().await {
+            Ok(()) => return,
+            Err(night) => eprintln!("attempt {attempt}: {}; starting the story again", night.0),
+        }
+    }
+    panic!("three attempts in a row had a spoiled night: this machine is too busy to measure anything");
+}
+
 /// One night through `check --run-now` with requests slowed as `slow` says (see [`SlowFor::slow`]), again while
-/// its first run, or the run that decided it, was invalid (this machine, busy with other tests, sent requests
-/// late: such a run says nothing about the build, whatever the target did; an invalid rerun in between is tried
-/// again by degrade itself). Returns the exit code, the output, the night's first run and the run that decided
-/// it (its last rerun, or the first run when it had none).
+/// its first run was invalid (this machine, busy with other tests, sent requests late: such a run says nothing
+/// about the build and judges nothing; an invalid rerun in between is tried again by degrade itself). A night
+/// whose deciding rerun was invalid had its first verdict stand: [`Spoiled`]. Returns the exit code, the
+/// output, the night's first run and the run that decided it (its last rerun, or the first run when it had
+/// none).
 pub async fn judged_night(
     dir: &tempfile::TempDir,
     hook: &Receiver,
     target: &SlowFor,
     slow: (i64, i64),
-) -> (Option<i32>, String, i64, i64) {
+) -> Result<(Option<i32>, String, i64, i64), Spoiled> {
     let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
     for _ in 0..6 {
         let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
         target.slow(slow);
         let (code, output) = check_run_now(dir, hook).await;
-        // The night's first run and the run that decided it (its last rerun, if any: an invalid rerun is tried
-        // again, so one in the middle says nothing) must both have measured.
         let made = store.last_runs("shop", 4).await.unwrap();
         let made: Vec<_> = made.iter().filter(|r| r.id > before).collect();
         let (first, last) = (made.iter().min_by_key(|r| r.id), made.iter().max_by_key(|r| r.id));
-        if [first, last].into_iter().flatten().all(|r| r.status != RunStatus::Invalid) {
-            let decider = last.map_or(before + 1, |r| r.id);
-            store.close().await;
-            return (code, output, before + 1, decider);
+        if first.is_none_or(|r| r.status == RunStatus::Invalid) {
+            continue;
         }
+        store.close().await;
+        if last.is_some_and(|r| r.status == RunStatus::Invalid) {
+            return Err(Spoiled(format!("every rerun of the night's first run #{} was invalid: {output}", before + 1)));
+        }
+        return Ok((code, output, before + 1, last.map_or(before + 1, |r| r.id)));
     }
-    panic!("six nights in a row had an invalid run: this machine is too busy to measure anything");
+    panic!("six nights in a row had an invalid first run: this machine is too busy to measure anything");
 }
 
 /// Five valid nights of history; a night this machine was too slow for is invalid and does not count.
