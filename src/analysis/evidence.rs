@@ -123,6 +123,20 @@ pub(super) struct RelativeEvidence {
     pub faster_chance: f64,
     /// The other endpoints that made it.
     pub controls: usize,
+    /// The night-to-night variance of the factor itself on the baseline nights (its estimation error
+    /// included): with the value's and the ratio's, it says how much of the value's noise the factor is.
+    pub factor_var: f64,
+}
+
+impl RelativeEvidence {
+    /// The part of `value`'s night-to-night variance that is the night's common factor. The three series
+    /// split it: the value wobbles by the factor and its own (c + u), the ratio by its own and the factor's
+    /// estimation error (u + e), the factor by itself and that error (c + e), so c = (value + factor − ratio)/2,
+    /// within what the value's own variance allows.
+    pub fn common_var(&self, value: &ValueEvidence) -> f64 {
+        let own = value.estimate.night_var;
+        ((own + self.factor_var - self.value.estimate.night_var) / 2.0).clamp(0.0, own)
+    }
 }
 
 impl RelativeEvidence {

@@ -24,7 +24,7 @@ use super::reasons::{
     value_reason,
 };
 use super::relative::{MIN_CONTROLS, Nights, Table};
-use super::shift::{p_worse_by_night_noise, shift};
+use super::shift::{p_worse_by_night_noise, shift, shift_with_common_factor};
 use super::tail::TailShare;
 use super::telemetry::{SeriesDraft, Tested, p_worse, series_finding};
 use crate::analysis::Gates;
@@ -134,6 +134,12 @@ fn apply_pooled_priors(drafts: &mut [Draft]) {
             settle(v, absolute.get(d.metric.as_str()));
             if let Some(r) = v.relative.as_deref_mut() {
                 settle(&mut r.value, relative.get(d.metric.as_str()));
+            }
+            // Where the ratio measures the night's common factor, the level test reads that part of its noise
+            // on the factor's heavy tail: whole nights slower than usual were both false alarms left on the
+            // development set (DESIGN.md 6.8).
+            if let Some(common_var) = v.relative.as_deref().map(|r| r.common_var(v)) {
+                v.shift = Some(shift_with_common_factor(&v.estimate, v.tonight, v.tonight_var, common_var));
             }
         }
     }

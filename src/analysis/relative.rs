@@ -12,7 +12,9 @@
 //! same shift and held to the same run-level false-alarm rate.
 //!
 //! A change that slows every endpoint alike leaves every ratio where it was; the absolute tests and the
-//! whole-run aggregate `(all)` catch that one, which is why both kinds of tests are made.
+//! whole-run aggregate `(all)` catch that one, which is why both kinds of tests are made. The three series
+//! (the value, its ratio, the factor) also say how much of an endpoint's noise is the factor, whose far
+//! tail is heavier than a normal's: the absolute test reads that part on a Student-t (`shift`).
 
 use super::detector::LOG_SIGMA_FLOOR;
 use super::evidence::{RelativeEvidence, ValueEvidence};
@@ -118,6 +120,7 @@ impl Table {
         }
         let factors = estimate(&factors, &vec![0.0; factors.len()], LOG_SIGMA_FLOOR, None);
         let faster_chance = shift(&factors, factor, 0.0).p_better;
+        let factor_var = factors.own_night_var;
         let value = ValueEvidence {
             sign: 1.0,
             estimate: estimate(&history, &history_var, LOG_SIGMA_FLOOR, None),
@@ -128,6 +131,6 @@ impl Table {
             shift: None,
             relative: None,
         };
-        Some(RelativeEvidence { value, common: factor, faster_chance, controls: controls.len() })
+        Some(RelativeEvidence { value, common: factor, faster_chance, controls: controls.len(), factor_var })
     }
 }

@@ -306,3 +306,23 @@ fn an_unchanged_night_after_two_steps_is_judged_against_the_level_it_stepped_to(
     let judgement = judge_last(&slower, LoadModel::Open);
     assert_eq!(judgement.outcome, VerdictOutcome::Regressed, "{}", judgement.summary);
 }
+
+/// Six routes on a machine whose speed varies ±4 % from night to night, each on its own by ±1 %: nearly all of
+/// a route's noise is the night's common factor.
+const STEADY_MACHINE: (f64, f64) = (0.04, 0.01);
+
+#[test]
+fn a_whole_night_in_the_common_factor_s_tail_is_pinned_on_no_route_where_one_route_s_move_is() {
+    // Tonight every route is 20 % slower, five of the factor's sigmas: a night in its heavy tail, which a
+    // normal would put at 1 in 3.5 million. No route's level test calls that a regression of the route.
+    let slow_night = 0.2f64.ln_1p();
+    let all = shared_nights(&[SUB_MS; 6], 20, STEADY_MACHINE, (slow_night, 0.0));
+    let judgement = judge_last(&all, LoadModel::Open);
+    let routes = judgement.findings.iter().filter(|f| f.endpoint.starts_with("GET /r"));
+    let named: Vec<&Finding> = routes.filter(|f| f.outcome == FindingOutcome::Regression).collect();
+    assert!(named.is_empty(), "{named:?}");
+    // The same 20 % on one route alone, on an ordinary night, is that route's.
+    let all = shared_nights(&[SUB_MS; 6], 20, STEADY_MACHINE, (0.0, slow_night));
+    let judgement = judge_last(&all, LoadModel::Open);
+    assert_eq!(finding_of(&judgement, "GET /r0", "p50").outcome, FindingOutcome::Regression, "{}", judgement.summary);
+}
