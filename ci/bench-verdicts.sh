@@ -53,7 +53,7 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$work/scenarios"
-cp scenarios/demo.toml scenarios/demo-terms.csv "$work/scenarios/"
+cp scenarios/demo.toml scenarios/demo-terms.csv scenarios/demo.proto "$work/scenarios/"
 cat > "$work/degrade.toml" <<TOML
 [database]
 url = "sqlite://bench.db"
