@@ -137,9 +137,7 @@ impl RelativeEvidence {
         let own = value.estimate.night_var;
         ((own + self.factor_var - self.value.estimate.night_var) / 2.0).clamp(0.0, own)
     }
-}
 
-impl RelativeEvidence {
     /// Whether the other endpoints were faster tonight, by at least `min_effect` or by more than their usual
     /// wobble explains: then a higher ratio may be their improvement rather than this endpoint's loss.
     pub fn others_faster(&self, min_effect: f64) -> bool {
