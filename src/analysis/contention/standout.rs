@@ -14,7 +14,10 @@
 //! Never the largest change among the others: a regression rarely touches one endpoint alone (a lost index
 //! slows every query that used it), and two routes the build slowed alike would each be excused by the
 //! other. The median needs half the others to move before it moves. A route found to stand out leaves the
-//! yardstick, and the rest are measured again. Builds that slow every route alike are not told apart from
+//! yardstick, and the rest are measured again. The spread of the added times is read as shares of each
+//! other's own level and scaled to the route judged, since a figure's night noise grows with its level: a
+//! bench night excused a 0.37 ms route's +37 % (11 spreads out as a factor) because routes ten times slower
+//! set an added-time spread of ±0.05 ms that the route's +0.14 ms was only twice. Builds that slow every route alike are not told apart from
 //! the machine this way: the night stays inconclusive for them, as it would without it. p50 and p95 stand
 //! out by these rules; a p99 only by the machine's own bound below (see [`Tail`]).
 //!
@@ -118,7 +121,10 @@ pub(super) struct MachineShift {
     pub factor_spread: f64,
     /// The median change as time added, in the metric's unit (negative when most got faster).
     pub added: f64,
-    /// The spread of the added times around their median, in the metric's unit.
+    /// The spread of the added times around their median, in the metric's unit, at `f`'s level: for a p50
+    /// or p95, each other's difference from the median added time is read as a share of its own level and
+    /// the spread of those shares is scaled to `f`'s baseline, because a figure's night noise grows with its
+    /// level; a p99's is the spread of the added times themselves (see the module's text).
     pub added_spread: f64,
     /// How many spreads past the median a change must be to stand out, given how many others there were.
     pub spreads: f64,
@@ -141,7 +147,14 @@ pub(super) fn machine_shift(f: &Finding, findings: &[Finding], blamed: &Blamed) 
     let logs: Vec<f64> = others.iter().map(|(base, tonight)| (tonight / base).ln()).collect();
     let added: Vec<f64> = others.iter().map(|(base, tonight)| tonight - base).collect();
     let (log_median, log_spread) = median_and_spread(&logs);
-    let (added_median, added_spread) = median_and_spread(&added);
+    let (added_median, absolute_spread) = median_and_spread(&added);
+    let added_spread = match (Tail::of(f), change(f)) {
+        (Some(Tail::Central), Some((base, _))) => {
+            let residuals: Vec<f64> = others.iter().map(|(b, t)| (t - b - added_median) / b).collect();
+            median_and_spread(&residuals).1 * base
+        }
+        _ => absolute_spread,
+    };
     Some(MachineShift {
         factor: log_median.max(0.0).exp(),
         factor_spread: log_spread,

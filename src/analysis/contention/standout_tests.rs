@@ -202,3 +202,32 @@ fn a_whole_machine_one_and_a_half_times_slower_stands_out_nowhere_by_its_echo() 
         .collect();
     assert!(standing_out(&run, Some(MachineSlowdown(1.5))).is_empty());
 }
+
+/// The bench's +25 % night: a wait added to one 0.37 ms route's p50, on a machine whose echo read 1.25 times
+/// usual and that moved the others, from 0.3 to 5 ms, by 1–9 % at the median.
+fn a_fast_route_slowed_among_slower_ones(slowed: f64) -> Vec<Finding> {
+    let others = [(0.3, 1.04), (0.45, 1.07), (0.8, 1.05), (1.1, 1.02), (1.6, 1.09), (2.4, 1.03), (3.1, 1.06)];
+    let mut run: Vec<Finding> = others
+        .iter()
+        .chain([(4.2, 1.01), (5.0, 1.08), (0.6, 1.05)].iter())
+        .enumerate()
+        .map(|(i, &(base, by))| p50(&format!("GET /r{i}"), base, base * by, base * 1.12))
+        .collect();
+    run.push(p50("GET /slowed", 0.371, 0.371 * slowed, 0.42));
+    run
+}
+
+/// A p50 finding, as [`p95`] makes one.
+fn p50(endpoint: &str, base: f64, tonight: f64, limit: f64) -> Finding {
+    Finding { metric: "p50".into(), ..p95(endpoint, base, tonight, limit) }
+}
+
+#[test]
+fn a_fast_route_s_change_is_measured_against_the_others_noise_at_its_own_level() {
+    let slower = Some(MachineSlowdown(1.25));
+    let blamed: Vec<String> =
+        standing_out(&a_fast_route_slowed_among_slower_ones(1.37), slower).into_iter().map(|(e, _)| e).collect();
+    assert_eq!(blamed, ["GET /slowed"]);
+    // What the machine did to the others, on the fast route too, is not blamed.
+    assert!(standing_out(&a_fast_route_slowed_among_slower_ones(1.06), slower).is_empty());
+}
