@@ -13,8 +13,10 @@
 use super::counts::{Count, CountHistory};
 use super::detector::{ERROR_MIN_RISE, LOG_SIGMA_FLOOR};
 use super::level::{Estimate, estimate};
-use super::sample::{Sample, Side};
+use super::sample::Sample;
 use super::shift::Shift;
+pub(super) use super::slow_share::SlowShare;
+use super::slow_share::slow_shares;
 use super::tail::{TailShare, tail_share};
 use crate::analysis::Gates;
 use crate::metrics::interval::requests_needed;
@@ -79,8 +81,9 @@ pub(super) struct ValueEvidence {
     pub tonight_var: f64,
     /// Tonight's 95 % interval, in the metric's unit.
     pub interval: Option<Interval>,
-    /// The share-of-slow-requests test, for p95 and p99.
-    pub slow_share: Option<SlowShare>,
+    /// The share-of-slow-requests tests of a p95 or p99 (see `slow_share`): at tonight's value, and at the
+    /// ladder step below a gap it reaches into.
+    pub slow_shares: Vec<SlowShare>,
     /// The test against the level, once the prior is applied.
     pub shift: Option<Shift>,
     /// The same percentile as a ratio to the run's other endpoints (see `relative`), when there are enough.
@@ -88,6 +91,13 @@ pub(super) struct ValueEvidence {
 }
 
 impl ValueEvidence {
+    /// The slow-share test that speaks loudest and its p-value in the run's family: the smallest of the
+    /// thresholds tried, times how many were tried (each alone is a valid test; Bonferroni keeps their union one).
+    pub fn slow_share_test(&self) -> Option<(&SlowShare, f64)> {
+        let loudest = self.slow_shares.iter().min_by(|a, b| a.p().total_cmp(&b.p()))?;
+        Some((loudest, (loudest.p() * self.slow_shares.len() as f64).min(1.0)))
+    }
+
     /// A judging-scale value in the metric's unit.
     pub fn raw(&self, u: f64) -> f64 {
         (self.sign * u).exp()
@@ -142,38 +152,6 @@ impl RelativeEvidence {
     /// wobble explains: then a higher ratio may be their improvement rather than this endpoint's loss.
     pub fn others_faster(&self, min_effect: f64) -> bool {
         self.common <= -min_effect.ln_1p() || self.faster_chance <= OTHERS_FASTER_ALPHA
-    }
-}
-
-/// Did more of tonight's requests take at least `threshold_ms` than on the baseline nights at the current level?
-///
-/// Counting requests knows tonight's sampling exactly, but not how far an ordinary night moves the percentile:
-/// that is the level's night-to-night noise. A far-tail share moves steeply with the night's speed (×2.5–3
-/// for a night 12 % slower, see `counts`), so a night that is merely slow makes the share look rare. The test
-/// therefore rejects only where the night noise alone, with no sampling at all, also leaves tonight's value
-/// unlikely (`shift::p_worse_by_night_noise`): its p-value is the larger of the two. Both must reject, and it
-/// differs from the level test only in how tonight's sampling is read, which is what it is for (a tail
-/// percentile of a few hundred requests).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct SlowShare {
-    /// Tonight's percentile value, ms: the threshold.
-    pub threshold_ms: f64,
-    /// The share of tonight's requests at or above it (at the least).
-    pub tonight: f64,
-    /// The share on the nights at the current level (at the most), pooled.
-    pub baseline: f64,
-    /// How many nights that is.
-    pub nights: usize,
-    /// The chance of tonight's share by the baseline's alone; 1 when tonight is not the minimum effect above.
-    pub share_p: f64,
-    /// The chance of tonight's value by the night-to-night noise alone, once the pooled prior has set it.
-    pub night_p: Option<f64>,
-}
-
-impl SlowShare {
-    /// The test's p-value: the larger of the two chances (1 until the night noise is known).
-    pub fn p(&self) -> f64 {
-        self.share_p.max(self.night_p.unwrap_or(1.0))
     }
 }
 
@@ -256,7 +234,7 @@ pub(super) fn endpoint_drafts(
             // alone made 2 of 22 unchanged runs regressed (DESIGN.md 6.3). The tail test's threshold is the
             // baseline's.
             if let (Some(_), Evidence::Value(v)) = (&d.tail, &mut d.evidence) {
-                v.slow_share = None;
+                v.slow_shares.clear();
             }
         }
         drafts.push(d);
@@ -278,65 +256,18 @@ fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usi
     let values: Vec<f64> = nights.iter().map(|n| n.value).collect();
     let variances: Vec<f64> = nights.iter().map(|n| n.sampling_sd.powi(2)).collect();
     let estimate = estimate(&values, &variances, LOG_SIGMA_FLOOR, None);
-    let slow_share = (p > 0.9).then(|| {
-        let (current, reference) = current_level(&judged, &estimate);
-        slow_share(tonight, current, needed, now.value, reference, min_effect)
-    });
+    let slow_shares =
+        if p > 0.9 { slow_shares(tonight, &judged, &estimate, p, needed, min_effect) } else { Vec::new() };
     Evidence::Value(Box::new(ValueEvidence {
         sign: 1.0,
         estimate,
         tonight: now.value,
         tonight_var: now.sampling_sd_down.powi(2),
         interval: Some(Interval { lo: now.lo.exp(), hi: now.hi.map(f64::exp) }),
-        slow_share,
+        slow_shares,
         shift: None,
         relative: None,
     }))
-}
-
-/// The nights at the series' current level, and that level: only they say how many requests are usually that
-/// slow. Nights before a step measured another build, and a slower level held for a few nights would make
-/// tonight's unchanged tail look rare against a pool of older, quicker ones. When the last nights moved to a
-/// new level that has not settled, that is where the series stands: its nights, and the higher of the two
-/// levels (tonight must be worse than both).
-fn current_level<'a>(judged: &'a [&'a Sample], estimate: &Estimate) -> (&'a [&'a Sample], f64) {
-    match estimate.tail {
-        Some((tail, nights)) => (&judged[judged.len().saturating_sub(nights)..], tail.max(estimate.level)),
-        None => (&judged[estimate.current_from.min(judged.len())..], estimate.level),
-    }
-}
-
-/// The slow-share test at tonight's percentile value `value`, when it lies the minimum effect above `level`
-/// and the series has held that level for the `needed` nights a baseline needs: the share's night-to-night
-/// wobble is measured on those nights alone (with the prior of `counts`), and fewer would say little of it.
-fn slow_share(
-    tonight: &Sample,
-    history: &[&Sample],
-    needed: usize,
-    value: f64,
-    level: f64,
-    min_effect: f64,
-) -> SlowShare {
-    let share_tonight = tonight.share_at_or_above(value, Side::Low);
-    let counts: Vec<Count> = history
-        .iter()
-        .map(|s| Count { hits: s.share_at_or_above(value, Side::High) * s.timed() as f64, trials: s.timed() as f64 })
-        .collect();
-    let nights = CountHistory::new(&counts);
-    let share_p = if history.len() >= needed && value >= level + min_effect.ln_1p() {
-        let hits = (share_tonight * tonight.timed() as f64 - 1e-9).ceil().max(0.0) as u64;
-        nights.p_at_least(hits, tonight.timed() as f64)
-    } else {
-        1.0
-    };
-    SlowShare {
-        threshold_ms: value.exp(),
-        tonight: share_tonight,
-        baseline: nights.rate(),
-        nights: history.len(),
-        share_p,
-        night_p: None,
-    }
 }
 
 fn error_evidence(endpoint: &EndpointResult, tonight: &Sample, history: &[Sample]) -> ErrorEvidence {
@@ -367,32 +298,8 @@ fn throughput_evidence(tonight: &Sample, history: &[Sample]) -> Evidence {
         tonight: -tonight.rate.ln(),
         tonight_var: 1.0 / tonight.requests as f64,
         interval: None,
-        slow_share: None,
+        slow_shares: Vec::new(),
         shift: None,
         relative: None,
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_slow_share_pools_only_the_nights_at_the_current_level() {
-        let night = Sample::from_result(&EndpointResult::default());
-        let judged: Vec<&Sample> = vec![&night; 8];
-        let at = |pool: &[&Sample]| judged.len() - pool.len();
-        // A step settled for four nights: those four, at their level.
-        let stepped = [1.0, 1.0, 1.0, 1.0, 4.0, 4.0, 4.0, 4.0];
-        let (pool, level) = current_level(&judged, &estimate(&stepped, &[0.0; 8], 0.01, None));
-        assert_eq!((at(pool), level), (4, 4.0));
-        // Two nights moved and have not settled: those two, at the higher level.
-        let moving = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 4.0, 4.0];
-        let (pool, level) = current_level(&judged, &estimate(&moving, &[0.0; 8], 0.01, None));
-        assert_eq!((at(pool), level), (6, 4.0));
-        // One level throughout: every night.
-        let flat = [1.0, 1.01, 0.99, 1.0, 1.0, 1.02, 0.98, 1.0];
-        let (pool, _) = current_level(&judged, &estimate(&flat, &[0.0; 8], 0.01, None));
-        assert_eq!(at(pool), 0);
-    }
 }

@@ -25,6 +25,7 @@ mod relative;
 mod run_level_tests;
 pub mod sample;
 pub mod shift;
+mod slow_share;
 pub mod tail;
 pub mod telemetry;
 mod trend;

@@ -43,14 +43,8 @@ pub(super) fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, 
         100.0 * tonight_sampling,
         100.0 * d.min_effect
     );
-    if let (Some(slow), true) = (v.slow_share, slow_says) {
-        text += &format!(
-            "; {:.2} % of tonight's requests took {} or longer, against {:.2} % on the {} nights at the level",
-            100.0 * slow.tonight,
-            format_ms(slow.threshold_ms),
-            100.0 * slow.baseline,
-            slow.nights
-        );
+    if let (Some((slow, _)), true) = (v.slow_share_test(), slow_says) {
+        text += &format!("; {}", share_figures(slow));
     }
     if v.estimate.drift != 0.0 {
         text += &format!(
@@ -69,15 +63,26 @@ pub(super) fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, 
 /// as a normal deviate against the `alpha` it had to reach.
 pub(super) fn decided_by_the_share(slow: &SlowShare, p: f64, alpha: f64) -> String {
     format!(
-        "decided by the share of slow requests: {:.2} % of tonight's requests took {} or longer, against {:.2} % on \
-         the {} nights at the level ({:.1} sigma, {:.1} needed)",
-        100.0 * slow.tonight,
-        format_ms(slow.threshold_ms),
-        100.0 * slow.baseline,
-        slow.nights,
+        "decided by the share of slow requests: {} ({:.1} sigma, {:.1} needed)",
+        share_figures(slow),
         sigma(p),
         sigma(alpha)
     )
+}
+
+/// What a share test counted: tonight's share at its threshold, and what it was read against.
+fn share_figures(slow: &SlowShare) -> String {
+    let tonight =
+        format!("{:.2} % of tonight's requests took {} or longer", 100.0 * slow.tonight, format_ms(slow.threshold_ms));
+    match slow.at_most {
+        Some(share) => format!(
+            "{tonight} (a step of the percentile ladder, below a gap tonight's p{:.0} lies in), where a p{0:.0} under \
+             it leaves at most {:.2} %",
+            100.0 * (1.0 - share),
+            100.0 * share
+        ),
+        None => format!("{tonight}, against {:.2} % on the {} nights at the level", 100.0 * slow.baseline, slow.nights),
+    }
 }
 
 /// `2.50 % of tonight's 1000 requests took 18.9 ms or longer (the farther of the baseline's p99 13.1 ms + 10 %
@@ -142,12 +147,38 @@ mod tests {
 
     #[test]
     fn a_finding_the_share_decided_says_so_in_sigmas_like_the_level_s() {
-        let slow =
-            SlowShare { threshold_ms: 41.0, tonight: 0.053, baseline: 0.009, nights: 7, share_p: 5e-10, night_p: None };
+        let slow = SlowShare {
+            threshold_ms: 41.0,
+            tonight: 0.053,
+            baseline: 0.009,
+            at_most: None,
+            nights: 7,
+            share_p: 5e-10,
+            night_p: None,
+        };
         assert_eq!(
             decided_by_the_share(&slow, 5.3e-10, 8.5e-6),
             "decided by the share of slow requests: 5.30 % of tonight's requests took 41.0 ms or longer, against \
              0.90 % on the 7 nights at the level (6.1 sigma, 4.3 needed)"
+        );
+    }
+
+    #[test]
+    fn a_share_at_a_ladder_step_says_what_it_was_read_against() {
+        let slow = SlowShare {
+            threshold_ms: 226.0,
+            tonight: 0.1,
+            baseline: 0.048,
+            at_most: Some(0.05),
+            nights: 20,
+            share_p: 1e-40,
+            night_p: Some(1e-9),
+        };
+        assert_eq!(
+            decided_by_the_share(&slow, 1e-9, 5.9e-4),
+            "decided by the share of slow requests: 10.00 % of tonight's requests took 226 ms or longer (a step of \
+             the percentile ladder, below a gap tonight's p95 lies in), where a p95 under it leaves at most 5.00 % \
+             (6.0 sigma, 3.2 needed)"
         );
     }
 }

@@ -127,7 +127,7 @@ impl Table {
             tonight: value - factor,
             tonight_var,
             interval: None,
-            slow_share: None,
+            slow_shares: Vec::new(),
             shift: None,
             relative: None,
         };

@@ -144,6 +144,18 @@ impl Sample {
         }
     }
 
+    /// Where the `p` percentile's interval reaches down into a ladder gap, the step below the gap (ln ms): the
+    /// percentile is at least that step, and the share of requests at or above the step is known from the
+    /// ladder where the share at the percentile's own value is not. A histogram has no gap.
+    #[must_use]
+    pub fn step_below_gap(&self, p: f64) -> Option<f64> {
+        let Shape::Ladder(points) = &self.shape else { return None };
+        let lo = quantile_levels(self.timed, p).lo;
+        let pair = points.windows(2).find(|pair| (pair[0].0..=pair[1].0).contains(&lo))?;
+        let ((p0, y0), (_, y1)) = (pair[0], pair[1]);
+        (y1 - y0 > LADDER_GAP_RATIO.ln() && p0 >= 0.5).then_some(y0)
+    }
+
     /// The `p` percentile with its 95 % interval from the order statistics of this night's requests.
     #[must_use]
     pub fn percentile(&self, p: f64) -> Percentile {

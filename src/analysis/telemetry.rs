@@ -145,7 +145,7 @@ fn evidence(figures: &SeriesFigures, needed: usize) -> SeriesEvidence {
         tonight,
         tonight_var: 0.0,
         interval: None,
-        slow_share: None,
+        slow_shares: Vec::new(),
         shift: Some(tested),
         relative: None,
     }))
