@@ -14,10 +14,11 @@
 //! Never the largest change among the others: a regression rarely touches one endpoint alone (a lost index
 //! slows every query that used it), and two routes the build slowed alike would each be excused by the
 //! other. The median needs half the others to move before it moves. A route found to stand out leaves the
-//! yardstick, and the rest are measured again. The spread of the added times is read as shares of each
-//! other's own level and scaled to the route judged, since a figure's night noise grows with its level: a
-//! bench night excused a 0.37 ms route's +37 % (11 spreads out as a factor) because routes ten times slower
-//! set an added-time spread of ±0.05 ms that the route's +0.14 ms was only twice. Builds that slow every route alike are not told apart from
+//! yardstick, and the rest are measured again. For a p50 or p95 the spread of the added times is read as
+//! shares of each other's own level and scaled to the route judged, since a figure's night noise grows with
+//! its level: a bench night excused a 0.37 ms route's +37 % (11 spreads out as a factor) because routes ten
+//! times slower set an added-time spread of ±0.05 ms that the route's +0.14 ms was only twice. Builds that
+//! slow every route alike are not told apart from
 //! the machine this way: the night stays inconclusive for them, as it would without it. p50 and p95 stand
 //! out by these rules; a p99 only by the machine's own bound below (see [`Tail`]).
 //!
@@ -150,8 +151,9 @@ pub(super) fn machine_shift(f: &Finding, findings: &[Finding], blamed: &Blamed) 
     let (added_median, absolute_spread) = median_and_spread(&added);
     let added_spread = match (Tail::of(f), change(f)) {
         (Some(Tail::Central), Some((base, _))) => {
-            let residuals: Vec<f64> = others.iter().map(|(b, t)| (t - b - added_median) / b).collect();
-            median_and_spread(&residuals).1 * base
+            // Around the median added time itself, the point `f` is measured from.
+            let shares: Vec<f64> = others.iter().map(|(b, t)| ((t - b - added_median) / b).abs()).collect();
+            MAD_TO_SIGMA * median(shares) * base
         }
         _ => absolute_spread,
     };
@@ -224,12 +226,13 @@ pub(super) fn excuse_the_rest(
                 });
                 let others = match machine_shift(&f, &snapshot, blamed) {
                     Some(s) => format!(
-                        " (the other endpoints moved {} and +{} at the median, spread ±{:.1} % and ±{}, and \
+                        " (the other endpoints moved {} and +{} at the median, spread ±{:.1} % and ±{}{}, and \
                          this one not beyond that by both its limit and {:.1} spreads{machine})",
                         crate::model::Change::from_pct(100.0 * (s.factor - 1.0)),
                         crate::model::format_ms(s.added),
                         100.0 * s.factor_spread.exp_m1(),
-                        crate::model::format_ms(s.added_spread),
+                        format_spread_ms(s.added_spread),
+                        if Tail::of(&f) == Some(Tail::Central) { " at this one's level" } else { "" },
                         s.spreads
                     ),
                     None => String::new(),
@@ -242,6 +245,11 @@ pub(super) fn excuse_the_rest(
         })
         .collect();
     (findings, excused)
+}
+
+/// A spread of added time: in µs under a tenth of a millisecond, where ms to two places would read ±0.00.
+fn format_spread_ms(ms: f64) -> String {
+    if ms < 0.1 { format!("{:.0} µs", 1000.0 * ms) } else { crate::model::format_ms(ms) }
 }
 
 /// (baseline, tonight) of a named endpoint's figure that was judged against its history.

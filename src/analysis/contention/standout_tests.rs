@@ -228,6 +228,6 @@ fn a_fast_route_s_change_is_measured_against_the_others_noise_at_its_own_level()
     let blamed: Vec<String> =
         standing_out(&a_fast_route_slowed_among_slower_ones(1.37), slower).into_iter().map(|(e, _)| e).collect();
     assert_eq!(blamed, ["GET /slowed"]);
-    // What the machine did to the others, on the fast route too, is not blamed.
-    assert!(standing_out(&a_fast_route_slowed_among_slower_ones(1.06), slower).is_empty());
+    // +25 % clears its limit and the others' spread of factors, but not their added time's at its level.
+    assert!(standing_out(&a_fast_route_slowed_among_slower_ones(1.25), slower).is_empty());
 }
