@@ -17,7 +17,7 @@
 //!   machine whose speed varies by ±12 %, five baseline nights of 2,000 requests, the share behind p95 fell
 //!   below 2·10⁻⁴ (where a run's first test is held) on 4.8 % of nights, 240 times as often as it should;
 //!   by a factor, on 0.2 %, still ten times too often: so the slow-share test also asks the level's night
-//!   noise (`evidence::SlowShare`).
+//!   noise (`slow_share::SlowShare`).
 
 use statrs::distribution::{DiscreteCDF, NegativeBinomial};
 

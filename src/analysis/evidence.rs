@@ -6,17 +6,19 @@
 //! many baseline nights, reaches past the slowest request is not judged at all: it rests on too few requests.
 //! The tail percentiles (p95, p99) get a second, distribution-free test: when tonight's value is at least the
 //! minimum effect above the current level, did more of tonight's requests take that long than on the nights at
-//! that level? On nights with histograms the p99 also gets the tail test of `tail`, which needs no bounded
-//! percentile: the share of requests far past the baseline's p99. Error rates are counts of failed requests. Throughput is judged only in the closed model: in the
-//! open model the generator sets the arrival rate, and sessions cut short show as errors upstream.
+//! that level (and on a percentile ladder, at the step below a gap tonight's value may lie across; see
+//! `slow_share`)? On nights with histograms the p99 also gets the tail test of `tail`, which needs no bounded
+//! percentile: the share of requests far past the baseline's p99. Error rates are counts of failed requests.
+//! Throughput is judged only in the closed model: in the open model the generator sets the arrival rate, and
+//! sessions cut short show as errors upstream.
 
 use super::counts::{Count, CountHistory};
 use super::detector::{ERROR_MIN_RISE, LOG_SIGMA_FLOOR};
 use super::level::{Estimate, estimate};
 use super::sample::Sample;
 use super::shift::Shift;
-pub(super) use super::slow_share::SlowShare;
 use super::slow_share::slow_shares;
+pub(super) use super::slow_share::{SlowShare, SlowShares};
 use super::tail::{TailShare, tail_share};
 use crate::analysis::Gates;
 use crate::metrics::interval::requests_needed;
@@ -83,7 +85,7 @@ pub(super) struct ValueEvidence {
     pub interval: Option<Interval>,
     /// The share-of-slow-requests tests of a p95 or p99 (see `slow_share`): at tonight's value, and at the
     /// ladder step below a gap it reaches into.
-    pub slow_shares: Vec<SlowShare>,
+    pub slow_shares: SlowShares,
     /// The test against the level, once the prior is applied.
     pub shift: Option<Shift>,
     /// The same percentile as a ratio to the run's other endpoints (see `relative`), when there are enough.
@@ -91,13 +93,6 @@ pub(super) struct ValueEvidence {
 }
 
 impl ValueEvidence {
-    /// The slow-share test that speaks loudest and its p-value in the run's family: the smallest of the
-    /// thresholds tried, times how many were tried (each alone is a valid test; Bonferroni keeps their union one).
-    pub fn slow_share_test(&self) -> Option<(&SlowShare, f64)> {
-        let loudest = self.slow_shares.iter().min_by(|a, b| a.p().total_cmp(&b.p()))?;
-        Some((loudest, (loudest.p() * self.slow_shares.len() as f64).min(1.0)))
-    }
-
     /// A judging-scale value in the metric's unit.
     pub fn raw(&self, u: f64) -> f64 {
         (self.sign * u).exp()
@@ -234,7 +229,7 @@ pub(super) fn endpoint_drafts(
             // alone made 2 of 22 unchanged runs regressed (DESIGN.md 6.3). The tail test's threshold is the
             // baseline's.
             if let (Some(_), Evidence::Value(v)) = (&d.tail, &mut d.evidence) {
-                v.slow_shares.clear();
+                v.slow_shares = SlowShares::default();
             }
         }
         drafts.push(d);
@@ -257,7 +252,7 @@ fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usi
     let variances: Vec<f64> = nights.iter().map(|n| n.sampling_sd.powi(2)).collect();
     let estimate = estimate(&values, &variances, LOG_SIGMA_FLOOR, None);
     let slow_shares =
-        if p > 0.9 { slow_shares(tonight, &judged, &estimate, p, needed, min_effect) } else { Vec::new() };
+        if p > 0.9 { slow_shares(tonight, &judged, &estimate, p, needed, min_effect) } else { SlowShares::default() };
     Evidence::Value(Box::new(ValueEvidence {
         sign: 1.0,
         estimate,
@@ -298,7 +293,7 @@ fn throughput_evidence(tonight: &Sample, history: &[Sample]) -> Evidence {
         tonight: -tonight.rate.ln(),
         tonight_var: 1.0 / tonight.requests as f64,
         interval: None,
-        slow_shares: Vec::new(),
+        slow_shares: SlowShares::default(),
         shift: None,
         relative: None,
     }))

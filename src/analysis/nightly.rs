@@ -169,7 +169,7 @@ fn pooled_priors(drafts: &[Draft], select: fn(&ValueEvidence) -> Option<&ValueEv
 fn settle(v: &mut ValueEvidence, prior: Option<&Prior>) {
     v.estimate = v.estimate.with_prior(prior.copied().unwrap_or(LOG_PRIOR), LOG_SIGMA_FLOOR);
     v.shift = Some(shift(&v.estimate, v.tonight, v.tonight_var));
-    for slow in &mut v.slow_shares {
+    for slow in &mut v.slow_shares.tests {
         slow.night_p = Some(p_worse_by_night_noise(&v.estimate, v.sign * slow.threshold_ms.ln()));
     }
 }
@@ -185,7 +185,7 @@ fn tests_of(drafts: &[Draft]) -> Vec<Test> {
                 if let Some(r) = &v.relative {
                     tests.push(test(i, TestKind::Relative, r.value.shift.as_ref().map_or(1.0, |s| s.p_worse)));
                 }
-                if let Some((_, p)) = v.slow_share_test() {
+                if let Some((_, p)) = v.slow_shares.loudest() {
                     tests.push(test(i, TestKind::SlowShare, p));
                 }
             }
@@ -299,7 +299,7 @@ fn value_finding(
         && !(d.metric != Metric::Throughput && errors_rose(all, &d.endpoint));
     // The share's figures are said once: first when it alone decided, after the level when both did.
     f.reason = value_reason(d, v, k, family, slow_says && level_says);
-    if let (true, false, Some((slow, _)), Some(t)) = (slow_says, level_says, v.slow_share_test(), slow_test) {
+    if let (true, false, Some((slow, _)), Some(t)) = (slow_says, level_says, v.slow_shares.loudest(), slow_test) {
         // The limit printed beside the value is the level test's, which did not pass: the test that called it
         // comes first, so the reason reads true from its first words.
         f.reason = format!("{}; the level alone: {}", decided_by_the_share(slow, t.p, t.alpha), f.reason);

@@ -43,7 +43,7 @@ pub(super) fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, 
         100.0 * tonight_sampling,
         100.0 * d.min_effect
     );
-    if let (Some((slow, _)), true) = (v.slow_share_test(), slow_says) {
+    if let (Some((slow, _)), true) = (v.slow_shares.loudest(), slow_says) {
         text += &format!("; {}", share_figures(slow));
     }
     if v.estimate.drift != 0.0 {
@@ -75,12 +75,20 @@ fn share_figures(slow: &SlowShare) -> String {
     let tonight =
         format!("{:.2} % of tonight's requests took {} or longer", 100.0 * slow.tonight, format_ms(slow.threshold_ms));
     match slow.at_most {
-        Some(share) => format!(
-            "{tonight} (a step of the percentile ladder, below a gap tonight's p{:.0} lies in), where a p{0:.0} under \
-             it leaves at most {:.2} %",
-            100.0 * (1.0 - share),
-            100.0 * share
-        ),
+        Some(share) => {
+            let percentile = format!("p{:.0}", 100.0 * (1.0 - share));
+            let night = slow.night_p.map_or_else(String::new, |p| {
+                format!(
+                    ", and the night-to-night noise alone puts a {percentile} that far out at {:.1} sigma",
+                    sigma(p)
+                )
+            });
+            format!(
+                "{tonight} (the ladder's step below the gap tonight's {percentile} interval reaches into), where a \
+                 {percentile} under it leaves at most {:.2} %{night}",
+                100.0 * share
+            )
+        }
         None => format!("{tonight}, against {:.2} % on the {} nights at the level", 100.0 * slow.baseline, slow.nights),
     }
 }
@@ -176,9 +184,9 @@ mod tests {
         };
         assert_eq!(
             decided_by_the_share(&slow, 1e-9, 5.9e-4),
-            "decided by the share of slow requests: 10.00 % of tonight's requests took 226 ms or longer (a step of \
-             the percentile ladder, below a gap tonight's p95 lies in), where a p95 under it leaves at most 5.00 % \
-             (6.0 sigma, 3.2 needed)"
+            "decided by the share of slow requests: 10.00 % of tonight's requests took 226 ms or longer (the \
+             ladder's step below the gap tonight's p95 interval reaches into), where a p95 under it leaves at most \
+             5.00 %, and the night-to-night noise alone puts a p95 that far out at 6.0 sigma (6.0 sigma, 3.2 needed)"
         );
     }
 }

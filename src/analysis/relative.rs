@@ -17,7 +17,7 @@
 //! tail is heavier than a normal's: the absolute test reads that part on a Student-t (`shift`).
 
 use super::detector::LOG_SIGMA_FLOOR;
-use super::evidence::{RelativeEvidence, ValueEvidence};
+use super::evidence::{RelativeEvidence, SlowShares, ValueEvidence};
 use super::level::{estimate, median};
 use super::sample::Sample;
 use super::shift::shift;
@@ -127,7 +127,7 @@ impl Table {
             tonight: value - factor,
             tonight_var,
             interval: None,
-            slow_shares: Vec::new(),
+            slow_shares: SlowShares::default(),
             shift: None,
             relative: None,
         };

@@ -145,8 +145,9 @@ impl Sample {
     }
 
     /// Where the `p` percentile's interval reaches down into a ladder gap, the step below the gap (ln ms): the
-    /// percentile is at least that step, and the share of requests at or above the step is known from the
-    /// ladder where the share at the percentile's own value is not. A histogram has no gap.
+    /// share of tonight's requests at or above that step is known from the ladder where the share at the
+    /// percentile's own value is not (`slow_share` tests whether the percentile is past the step). A histogram
+    /// has no gap.
     #[must_use]
     pub fn step_below_gap(&self, p: f64) -> Option<f64> {
         let Shape::Ladder(points) = &self.shape else { return None };

@@ -11,13 +11,14 @@
 //! A p95 under that time would leave at most 5 % there, whatever the night: a binomial chance of tonight's
 //! count, no baseline share needed (which the ladder bounds only between its steps). On the development set a
 //! p95 of 33,268 requests went from 82 to 703 ms with its p90 at 226 ms: the level test read 3.6 sigma, this
-//! one 10. Both thresholds' tests are valid alone; the family counts the loudest times two.
+//! one 10. Both thresholds' tests are valid alone; on a ladder the family counts the louder times two.
 
 use super::counts::{Count, CountHistory};
 use super::level::Estimate;
 use super::sample::{Sample, Side};
 
-/// Did more of tonight's requests take at least `threshold_ms` than on the baseline nights at the current level?
+/// Did more of tonight's requests take at least `threshold_ms` than on the baseline nights at the current level
+/// (or, at a step below a gap, than a percentile under the step allows)?
 ///
 /// Counting requests knows tonight's sampling exactly, but not how far an ordinary night moves the percentile:
 /// that is the level's night-to-night noise. A far-tail share moves steeply with the night's speed (×2.5–3
@@ -39,9 +40,11 @@ pub(super) struct SlowShare {
     pub at_most: Option<f64>,
     /// How many nights that is.
     pub nights: usize,
-    /// The chance of tonight's share by the baseline's alone; 1 when tonight is not the minimum effect above.
+    /// The chance of tonight's share by the baseline's alone (at a step, by the binomial at `at_most`); 1 when
+    /// the threshold is not the minimum effect above the level.
     pub share_p: f64,
-    /// The chance of tonight's value by the night-to-night noise alone, once the pooled prior has set it.
+    /// The chance of a value at the threshold by the night-to-night noise alone, once the pooled prior has set
+    /// it.
     pub night_p: Option<f64>,
 }
 
@@ -49,6 +52,27 @@ impl SlowShare {
     /// The test's p-value: the larger of the two chances (1 until the night noise is known).
     pub fn p(&self) -> f64 {
         self.share_p.max(self.night_p.unwrap_or(1.0))
+    }
+}
+
+/// The slow-share tests of one percentile, and how many thresholds a night of its kind tries: two on a
+/// percentile ladder (tonight's value, and the step below a gap when its interval reaches into one), one with
+/// a histogram, which has no gap. The count is fixed by the kind of data, never by tonight's values, so the
+/// run's family does not depend on them.
+#[derive(Debug, Clone, Default)]
+pub(super) struct SlowShares {
+    /// The tests made tonight.
+    pub tests: Vec<SlowShare>,
+    /// The thresholds a night of this kind tries.
+    pub thresholds: usize,
+}
+
+impl SlowShares {
+    /// The test that speaks loudest and its p-value in the run's family: the smallest, times the thresholds
+    /// tried (each alone is a valid test; Bonferroni keeps their union one).
+    pub fn loudest(&self) -> Option<(&SlowShare, f64)> {
+        let loudest = self.tests.iter().min_by(|a, b| a.p().total_cmp(&b.p()))?;
+        Some((loudest, (loudest.p() * self.thresholds as f64).min(1.0)))
     }
 }
 
@@ -61,21 +85,31 @@ pub(super) fn slow_shares(
     p: f64,
     needed: usize,
     min_effect: f64,
-) -> Vec<SlowShare> {
+) -> SlowShares {
     let (current, level) = current_level(judged, estimate);
     let at_value = slow_share(tonight, current, needed, tonight.quantile(p), level, min_effect);
     let at_step = tonight.step_below_gap(p).map(|step| {
         let mut test = slow_share(tonight, current, needed, step, level, min_effect);
-        if test.share_p < 1.0 {
-            let n = tonight.timed();
+        test.at_most = Some(1.0 - p);
+        test.share_p = 1.0;
+        let n = tonight.timed();
+        if n > 0 && worth_counting(current.len(), needed, step, level, min_effect) {
+            // At least `hits` of tonight's requests reached the step; a percentile under it leaves each request
+            // a chance of at most 1 − p to.
             let hits = (test.tonight * n as f64 - 1e-9).ceil().max(1.0) as u64;
             let under_the_step = statrs::distribution::Binomial::new(1.0 - p, n).expect("a share and a count");
             test.share_p = statrs::distribution::DiscreteCDF::sf(&under_the_step, hits - 1);
-            test.at_most = Some(1.0 - p);
         }
         test
     });
-    std::iter::once(at_value).chain(at_step).collect()
+    let thresholds = if tonight.histogram().is_some() { 1 } else { 2 };
+    SlowShares { tests: std::iter::once(at_value).chain(at_step).collect(), thresholds }
+}
+
+/// Whether a threshold is worth counting at: the minimum effect above `level`, on the `needed` nights a
+/// baseline needs at that level.
+fn worth_counting(nights: usize, needed: usize, threshold: f64, level: f64, min_effect: f64) -> bool {
+    nights >= needed && threshold >= level + min_effect.ln_1p()
 }
 
 /// The nights at the series' current level, and that level: only they say how many requests are usually that
@@ -107,7 +141,7 @@ fn slow_share(
         .map(|s| Count { hits: s.share_at_or_above(value, Side::High) * s.timed() as f64, trials: s.timed() as f64 })
         .collect();
     let nights = CountHistory::new(&counts);
-    let share_p = if history.len() >= needed && value >= level + min_effect.ln_1p() {
+    let share_p = if worth_counting(history.len(), needed, value, level, min_effect) {
         let hits = (share_tonight * tonight.timed() as f64 - 1e-9).ceil().max(0.0) as u64;
         nights.p_at_least(hits, tonight.timed() as f64)
     } else {
@@ -176,7 +210,9 @@ mod tests {
         let judged: Vec<&Sample> = nights.iter().collect();
         let values: Vec<f64> = judged.iter().map(|s| s.quantile(0.95)).collect();
         let estimate = estimate(&values, &vec![0.0; values.len()], 0.02, None);
-        slow_shares(tonight, &judged, &estimate, 0.95, 5, 0.1)
+        let shares = slow_shares(tonight, &judged, &estimate, 0.95, 5, 0.1);
+        assert_eq!(shares.thresholds, 2, "a ladder tries two thresholds, gap or none");
+        shares.tests
     }
 
     #[test]

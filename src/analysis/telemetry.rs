@@ -15,7 +15,7 @@
 //! (`contention` excuses latency alone): a busier machine is what a build that burns more CPU makes.
 
 use super::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
-use super::evidence::ValueEvidence;
+use super::evidence::{SlowShares, ValueEvidence};
 use super::level::estimate;
 use super::shift::shift;
 use crate::analysis::{Gates, TelemetryLimit};
@@ -145,7 +145,7 @@ fn evidence(figures: &SeriesFigures, needed: usize) -> SeriesEvidence {
         tonight,
         tonight_var: 0.0,
         interval: None,
-        slow_shares: Vec::new(),
+        slow_shares: SlowShares::default(),
         shift: Some(tested),
         relative: None,
     }))
