@@ -211,28 +211,30 @@ fn interpolate(points: &[(f64, f64)], p: f64) -> f64 {
     y0 + (p - p0) * (y1 - y0) / (p1 - p0)
 }
 
+/// A night of `requests` known only by its ladder (p50, p75, p90, p95, p99, p99.9, max in ms), for tests.
+#[cfg(test)]
+pub(super) fn ladder_result(requests: i64, ms: [f64; 7]) -> EndpointResult {
+    let us = |i: usize| (ms[i] * 1000.0) as i64;
+    EndpointResult {
+        endpoint: "GET /x".into(),
+        requests,
+        p50_us: us(0),
+        p75_us: us(1),
+        p90_us: us(2),
+        p95_us: us(3),
+        p99_us: us(4),
+        p999_us: us(5),
+        max_us: us(6),
+        ..EndpointResult::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use hdrhistogram::serialization::{Serializer, V2Serializer};
 
     use super::*;
     use crate::metrics::new_histogram;
-
-    fn ladder_result(requests: i64, ms: [f64; 7]) -> EndpointResult {
-        let us = |i: usize| (ms[i] * 1000.0) as i64;
-        EndpointResult {
-            endpoint: "GET /x".into(),
-            requests,
-            p50_us: us(0),
-            p75_us: us(1),
-            p90_us: us(2),
-            p95_us: us(3),
-            p99_us: us(4),
-            p999_us: us(5),
-            max_us: us(6),
-            ..EndpointResult::default()
-        }
-    }
 
     #[test]
     fn a_ladder_interpolates_inside_the_body_and_steps_across_a_gap() {

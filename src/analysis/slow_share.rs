@@ -162,6 +162,7 @@ fn slow_share(
 mod tests {
     use super::*;
     use crate::analysis::level::estimate;
+    use crate::analysis::sample::ladder_result;
     use crate::model::EndpointResult;
 
     #[test]
@@ -185,18 +186,7 @@ mod tests {
 
     /// One night of 33,268 requests as a percentile ladder (p50, p75, p90, p95, p99, p99.9, max in ms).
     fn ladder(ms: [f64; 7]) -> Sample {
-        let us = |i: usize| (ms[i] * 1000.0) as i64;
-        Sample::from_result(&EndpointResult {
-            requests: 33_268,
-            p50_us: us(0),
-            p75_us: us(1),
-            p90_us: us(2),
-            p95_us: us(3),
-            p99_us: us(4),
-            p999_us: us(5),
-            max_us: us(6),
-            ..EndpointResult::default()
-        })
+        Sample::from_result(&ladder_result(33_268, ms))
     }
 
     /// The p95's share tests of `tonight` after twelve nights whose p95 was about 75 ms.
