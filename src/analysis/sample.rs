@@ -112,16 +112,16 @@ impl Sample {
     #[must_use]
     pub fn quantile_bound(&self, p: f64, side: Side) -> f64 {
         let Shape::Ladder(points) = &self.shape else { return self.quantile(p) };
-        for pair in points.windows(2) {
-            let ((p0, y0), (p1, y1)) = (pair[0], pair[1]);
-            if (p0..=p1).contains(&p) {
-                if y1 - y0 > LADDER_GAP_RATIO.ln() {
-                    return if side == Side::Low { y0 } else { y1 };
+        match gap_around(points, p) {
+            Some(((_, y0), (_, y1))) => {
+                if side == Side::Low {
+                    y0
+                } else {
+                    y1
                 }
-                break;
             }
+            None => interpolate(points, p),
         }
-        interpolate(points, p)
     }
 
     /// The share of requests that took `value` (ln ms) or longer, at its lowest or highest possible.
@@ -151,10 +151,8 @@ impl Sample {
     #[must_use]
     pub fn step_below_gap(&self, p: f64) -> Option<f64> {
         let Shape::Ladder(points) = &self.shape else { return None };
-        let lo = quantile_levels(self.timed, p).lo;
-        let pair = points.windows(2).find(|pair| (pair[0].0..=pair[1].0).contains(&lo))?;
-        let ((p0, y0), (_, y1)) = (pair[0], pair[1]);
-        (y1 - y0 > LADDER_GAP_RATIO.ln() && p0 >= 0.5).then_some(y0)
+        let ((p0, y0), _) = gap_around(points, quantile_levels(self.timed, p).lo)?;
+        (p0 >= 0.5).then_some(y0)
     }
 
     /// The `p` percentile with its 95 % interval from the order statistics of this night's requests.
@@ -199,6 +197,12 @@ fn ladder(result: &EndpointResult) -> Vec<(f64, f64)> {
     let mirrored = 2.0 * points[0].1 - points[1].1;
     points.insert(0, (0.25, mirrored));
     points
+}
+
+/// The two ladder steps around quantile level `p`, when they are a gap the ladder cannot see into.
+fn gap_around(points: &[(f64, f64)], p: f64) -> Option<((f64, f64), (f64, f64))> {
+    let pair = points.windows(2).find(|pair| (pair[0].0..=pair[1].0).contains(&p))?;
+    (pair[1].1 - pair[0].1 > LADDER_GAP_RATIO.ln()).then_some((pair[0], pair[1]))
 }
 
 /// Linear interpolation of ln ms in the quantile level, extrapolated below the first point.
