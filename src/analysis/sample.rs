@@ -124,7 +124,9 @@ impl Sample {
         }
     }
 
-    /// The share of requests that took `value` (ln ms) or longer, at its lowest or highest possible.
+    /// The share of requests that took `value` (ln ms) or longer, at its lowest or highest possible: exact for a
+    /// histogram; on a ladder, interpolated inside the body as its quantiles are (both ends alike), and across a
+    /// gap or at a step, bounded by the steps.
     #[must_use]
     pub fn share_at_or_above(&self, value: f64, side: Side) -> f64 {
         match &self.shape {
@@ -133,6 +135,9 @@ impl Sample {
                 h.count_between(us, h.max().max(us)) as f64 / h.len() as f64
             }
             Shape::Ladder(points) => {
+                if let Some(level) = level_inside_body(points, value) {
+                    return 1.0 - level;
+                }
                 let steps = &points[1..];
                 match side {
                     // Everything above the highest step below `value` may be at or above it.
@@ -205,6 +210,14 @@ fn gap_around(points: &[(f64, f64)], p: f64) -> Option<((f64, f64), (f64, f64))>
     (pair[1].1 - pair[0].1 > LADDER_GAP_RATIO.ln()).then_some((pair[0], pair[1]))
 }
 
+/// The quantile level of `value` (ln ms) where it lies strictly between two ladder steps of the body (no gap):
+/// the inverse of [`interpolate`] there.
+fn level_inside_body(points: &[(f64, f64)], value: f64) -> Option<f64> {
+    let pair = points[1..].windows(2).find(|pair| pair[0].1 < value && value < pair[1].1)?;
+    let ((p0, y0), (p1, y1)) = (pair[0], pair[1]);
+    (y1 - y0 <= LADDER_GAP_RATIO.ln()).then(|| p0 + (value - y0) / (y1 - y0) * (p1 - p0))
+}
+
 /// Linear interpolation of ln ms in the quantile level, extrapolated below the first point.
 fn interpolate(points: &[(f64, f64)], p: f64) -> f64 {
     let segment = points.windows(2).find(|pair| p <= pair[1].0).unwrap_or(&points[points.len() - 2..]);
@@ -251,6 +264,11 @@ mod tests {
         assert!(body > 80.0 && body < 93.0, "the body is interpolated: {body}");
         assert!((sample.share_at_or_above(200f64.ln(), Side::High) - 0.05).abs() < 1e-12);
         assert!((sample.share_at_or_above(200f64.ln(), Side::Low) - 0.01).abs() < 1e-12);
+        // Inside the body the share is read where the interpolated quantiles put it, the inverse of `quantile`.
+        let share = sample.share_at_or_above(sample.quantile(0.8), Side::High);
+        assert!((share - 0.2).abs() < 1e-9, "{share}");
+        assert_eq!(share, sample.share_at_or_above(sample.quantile(0.8), Side::Low));
+        assert!((sample.share_at_or_above(105f64.ln(), Side::High) - 0.25).abs() < 1e-12, "at a step: bounded");
     }
 
     #[test]
