@@ -140,6 +140,7 @@ fn apply_pooled_priors(drafts: &mut [Draft]) {
             // development set (DESIGN.md 6.8).
             if let Some(common_var) = v.relative.as_deref().map(|r| r.common_var(v)) {
                 v.shift = Some(shift_with_common_factor(&v.estimate, v.tonight, v.tonight_var, common_var));
+                set_night_p(v, common_var);
             }
         }
     }
@@ -169,8 +170,13 @@ fn pooled_priors(drafts: &[Draft], select: fn(&ValueEvidence) -> Option<&ValueEv
 fn settle(v: &mut ValueEvidence, prior: Option<&Prior>) {
     v.estimate = v.estimate.with_prior(prior.copied().unwrap_or(LOG_PRIOR), LOG_SIGMA_FLOOR);
     v.shift = Some(shift(&v.estimate, v.tonight, v.tonight_var));
+    set_night_p(v, 0.0);
+}
+
+/// Sets each slow-share test's chance by the night noise alone, `common_var` of it the night's common factor.
+fn set_night_p(v: &mut ValueEvidence, common_var: f64) {
     for slow in &mut v.slow_shares.tests {
-        slow.night_p = Some(p_worse_by_night_noise(&v.estimate, v.sign * slow.threshold_ms.ln()));
+        slow.night_p = Some(p_worse_by_night_noise(&v.estimate, v.sign * slow.threshold_ms.ln(), common_var));
     }
 }
 

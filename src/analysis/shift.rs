@@ -64,8 +64,7 @@ pub fn shift(e: &Estimate, candidate: f64, candidate_sampling_var: f64) -> Shift
 #[must_use]
 pub fn shift_with_common_factor(e: &Estimate, candidate: f64, candidate_sampling_var: f64, common_var: f64) -> Shift {
     let tonight_var = e.night_var + candidate_sampling_var.max(e.sampling_var);
-    let share = (common_var / tonight_var).clamp(0.0, 1.0);
-    let dof = 1.0 / (1.0 / e.dof + share * share / COMMON_FACTOR_DOF);
+    let dof = dof_with_common_factor(e, tonight_var, common_var);
     let (z, forecast, se, baselines) = distance(e, candidate, tonight_var);
     let t = students_t(dof);
     Shift { z, dof, p_worse: t.sf(z), p_better: t.cdf(z), forecast, se, baselines }
@@ -73,11 +72,20 @@ pub fn shift_with_common_factor(e: &Estimate, candidate: f64, candidate_sampling
 
 /// The chance that the night-to-night noise alone puts `candidate` this far above the level, as if tonight
 /// were measured exactly (no sampling noise at all): what a test that reads tonight's sampling exactly, the
-/// share of slow requests, must also find unlikely before a merely slow night counts against the build.
+/// share of slow requests, must also find unlikely before a merely slow night counts against the build. The
+/// `common_var` part of that noise is read on the common factor's heavy tail, as the level test reads it: a
+/// whole night slower than usual moves a tail's share as surely as its percentile.
 #[must_use]
-pub fn p_worse_by_night_noise(e: &Estimate, candidate: f64) -> f64 {
+pub fn p_worse_by_night_noise(e: &Estimate, candidate: f64, common_var: f64) -> f64 {
     let (z, ..) = distance(e, candidate, e.night_var);
-    students_t(e.dof).sf(z)
+    students_t(dof_with_common_factor(e, e.night_var, common_var)).sf(z)
+}
+
+/// The degrees of freedom of a distance whose variance is `tonight_var`, `common_var` of it the common factor
+/// (see [`shift_with_common_factor`]).
+fn dof_with_common_factor(e: &Estimate, tonight_var: f64, common_var: f64) -> f64 {
+    let share = (common_var / tonight_var).clamp(0.0, 1.0);
+    1.0 / (1.0 / e.dof + share * share / COMMON_FACTOR_DOF)
 }
 
 /// Tonight's standardised distance from the level when tonight varies by `tonight_var`, with the forecast,
@@ -126,5 +134,17 @@ mod tests {
         assert!(precise.p_worse < 1e-4, "{precise:?}");
         assert!(uncertain.p_worse > precise.p_worse * 100.0, "{uncertain:?}");
         assert!((t_quantile(0.99, 1e6) - 2.326).abs() < 0.001);
+    }
+
+    #[test]
+    fn the_night_noise_alone_reads_the_common_factor_on_its_heavy_tail() {
+        let history: Vec<f64> = (0..30).map(|i| [1.0, 1.03, 0.97, 1.01, 0.99][i % 5]).collect();
+        let e = estimate(&history, &[0.0; 30], 0.02, None);
+        let far = 1.0 + 5.0 * e.sigma;
+        let own = p_worse_by_night_noise(&e, far, 0.0);
+        let shared = p_worse_by_night_noise(&e, far, e.night_var);
+        assert!(shared > own * 5.0, "a whole night this slow is likelier than one endpoint alone: {own} {shared}");
+        let level_test = shift_with_common_factor(&e, far, 0.0, e.night_var);
+        assert!((shared - level_test.p_worse).abs() < shared * 0.01, "as the level test reads it: {level_test:?}");
     }
 }
