@@ -1,7 +1,7 @@
 //! The detector's band: the values past which the night after a history would be judged a regression or an
 //! improvement, from the same level, noise and limits as [`detect`]'s decision. The trend chart shades it.
 
-use super::{ALPHA, MAX_HISTORY, Question, Scale, SeriesKind, level_on_scale, regression_limit};
+use super::{ALPHA, MAX_HISTORY, Question, Scale, SeriesKind, judgeable, level_on_scale, regression_limit};
 use crate::analysis::shift::shift;
 
 /// Where the detector draws its lines for the night after `history`, in the series' units: the level, and
@@ -26,7 +26,7 @@ pub fn band(question: &Question<'_>) -> Option<Band> {
     let Question { history, direction, kind, min_effect_pct, min_runs, .. } = *question;
     let history = &history[history.len().saturating_sub(MAX_HISTORY)..];
     let is_error_rate = kind == SeriesKind::ErrorRate;
-    if history.len() < min_runs.max(2) || !history.iter().all(|v| v.is_finite() && (is_error_rate || *v > 0.0)) {
+    if history.len() < min_runs.max(2) || !history.iter().all(|v| judgeable(*v, kind)) {
         return None;
     }
     let (e, scale) = level_on_scale(history, direction, kind);

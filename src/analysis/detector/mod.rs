@@ -2,7 +2,11 @@
 //! the night-to-night noise and by at least the minimum effect? Pure: a series in, an answer out.
 //!
 //! Latency and throughput are judged on the log scale, where noise is proportional to the level and a 10 % change
-//! is the same distance everywhere; error rates on the linear scale, because they are mostly zero. The current
+//! is the same distance everywhere. Error rates are judged on the log scale of the rate plus the smallest rise
+//! worth an alert (0.1 percentage points): a flaky endpoint's failures come in bursts and vary by a factor from
+//! night to night (as `counts` finds for the run judge), so a rate of 0.2 % on one night and 0.45 % on the next
+//! is its usual wobble, while the offset keeps a clean endpoint's zeros on the scale (its first 0.1 pp of
+//! failures is a factor of two there, and the floor of +0.1 pp still decides what a blip is). The current
 //! level and noise come from [`super::level::estimate`]. A regression must pass three tests: significance (a
 //! one-sided test at 1 % false alarms, widened for the uncertainty of the level and of the noise estimate itself,
 //! and for autocorrelated nights), effect size (at least `min_effect_pct` worse than tonight's forecast of the
@@ -24,9 +28,7 @@ const ALPHA: f64 = 0.01;
 pub(crate) const LOG_SIGMA_FLOOR: f64 = 0.02;
 /// A weak prior on log-scale noise (10 %, worth one night), so three quiet nights do not make a hair trigger.
 pub(crate) const LOG_PRIOR: Prior = Prior { sigma: 0.10, nights: 1.0 };
-/// Error rates: noise floor in percentage points.
-const ERROR_SIGMA_FLOOR: f64 = 0.02;
-/// Error rates: the smallest rise, in percentage points, worth an alert.
+/// Error rates: the smallest rise, in percentage points, worth an alert; also the offset of their log scale.
 pub(crate) const ERROR_MIN_RISE: f64 = 0.10;
 /// Only the most recent nights are analysed: older ones say little about the current level, and the
 /// change-point search grows with the cube of the history length.
@@ -104,19 +106,20 @@ impl Answer {
     }
 }
 
-/// The scale a series is judged on: larger is always worse there.
+/// The scale a series is judged on, `sign · ln(value + offset)`: larger is always worse there.
 struct Scale {
     sign: f64,
-    log: bool,
+    /// 0, or [`ERROR_MIN_RISE`] for error rates (see the module's text).
+    offset: f64,
 }
 
 impl Scale {
     fn to_scale(&self, value: f64) -> f64 {
-        self.sign * if self.log { value.ln() } else { value }
+        self.sign * (value + self.offset).ln()
     }
 
     fn to_raw(&self, u: f64) -> f64 {
-        if self.log { (self.sign * u).exp() } else { self.sign * u }
+        (self.sign * u).exp() - self.offset
     }
 }
 
@@ -143,9 +146,7 @@ pub fn detect(question: &Question<'_>) -> Answer {
             reason: "dropped to zero".to_owned(),
         };
     }
-    let is_error_rate = kind == SeriesKind::ErrorRate;
-    let values_ok = history.iter().chain([&candidate]).all(|v| v.is_finite() && (is_error_rate || *v > 0.0));
-    if !values_ok {
+    if !history.iter().chain([&candidate]).all(|v| judgeable(*v, kind)) {
         return Answer::inconclusive(
             "inconclusive: the series holds values that are zero, negative or not numbers".into(),
         );
@@ -154,13 +155,20 @@ pub fn detect(question: &Question<'_>) -> Answer {
     decide(&e, candidate, &scale, kind, min_effect_pct / 100.0)
 }
 
+/// Whether the detector's scale holds `value`: a positive figure, or an error rate of at least zero.
+fn judgeable(value: f64, kind: SeriesKind) -> bool {
+    value.is_finite() && if kind == SeriesKind::ErrorRate { value >= 0.0 } else { value > 0.0 }
+}
+
 /// The level and noise of a history of valid values, on the scale the series is judged on.
 fn level_on_scale(history: &[f64], direction: Direction, kind: SeriesKind) -> (Estimate, Scale) {
     let is_error_rate = kind == SeriesKind::ErrorRate;
-    let scale = Scale { sign: if direction == Direction::LowerIsWorse { -1.0 } else { 1.0 }, log: !is_error_rate };
+    let sign = if direction == Direction::LowerIsWorse { -1.0 } else { 1.0 };
+    let scale = Scale { sign, offset: if is_error_rate { ERROR_MIN_RISE } else { 0.0 } };
     let y: Vec<f64> = history.iter().map(|v| scale.to_scale(*v)).collect();
-    let (floor, prior) = if is_error_rate { (ERROR_SIGMA_FLOOR, None) } else { (LOG_SIGMA_FLOOR, Some(LOG_PRIOR)) };
-    (estimate(&y, &vec![0.0; y.len()], floor, prior), scale)
+    // Error rates have no prior: most are a clean endpoint's zeros, whose noise is the floor.
+    let prior = (!is_error_rate).then_some(LOG_PRIOR);
+    (estimate(&y, &vec![0.0; y.len()], LOG_SIGMA_FLOOR, prior), scale)
 }
 
 fn decide(e: &Estimate, candidate: f64, scale: &Scale, kind: SeriesKind, min_effect: f64) -> Answer {
@@ -203,7 +211,7 @@ fn decide(e: &Estimate, candidate: f64, scale: &Scale, kind: SeriesKind, min_eff
         baseline: Some(baseline),
         delta_pct: (baseline.abs() > 0.0).then(|| 100.0 * (candidate - baseline) / baseline.abs()),
         limit: Some(limit),
-        reason: reason(e, z, k, min_effect, is_error_rate, scale.sign > 0.0),
+        reason: reason(e, z, k, min_effect, scale),
     }
 }
 
@@ -223,9 +231,15 @@ fn regression_limit(forecast: f64, margin: f64, scale: &Scale, min_effect: f64, 
 }
 
 /// Why, in words; `z` is on the judging scale (positive is worse), so for throughput worse is *below*.
-fn reason(e: &Estimate, z: f64, k: f64, min_effect: f64, error_rate: bool, higher_is_worse: bool) -> String {
-    let noise = if error_rate { format!("±{:.3} pp", e.sigma) } else { format!("±{:.1} %", 100.0 * e.sigma) };
-    let side = if (z >= 0.0) == higher_is_worse { "above" } else { "below" };
+fn reason(e: &Estimate, z: f64, k: f64, min_effect: f64, scale: &Scale) -> String {
+    let error_rate = scale.offset > 0.0;
+    // An error rate's noise in percentage points at its level: a factor of e^σ on the rate plus the offset.
+    let noise = if error_rate {
+        format!("±{:.3} pp", e.sigma * (scale.to_raw(e.level) + scale.offset))
+    } else {
+        format!("±{:.1} %", 100.0 * e.sigma)
+    };
+    let side = if (z >= 0.0) == (scale.sign > 0.0) { "above" } else { "below" };
     let mut text = format!(
         "{:.1} sigma {side} the level of {} nights (noise {noise}); a regression needs {k:.1} sigma and {:.0} %",
         z.abs(),
@@ -287,6 +301,21 @@ mod tests {
         assert_eq!(rate(0.0).change, Change::NoChange);
         let flaky = [0.2, 0.3, 0.25, 0.2, 0.35, 0.3, 0.22, 0.28, 0.3, 0.25];
         assert_eq!(ask(&flaky, 0.31, Direction::HigherIsWorse, SeriesKind::ErrorRate).change, Change::NoChange);
+    }
+
+    #[test]
+    fn a_flaky_endpoint_s_rate_wobbles_by_a_factor() {
+        // Six nights between 0.14 % and 0.30 %: one of 0.46 % is the kind of night such an endpoint has (it was
+        // 3.8 sigma on a linear scale), while a clean endpoint's first half point of failures still pages.
+        let flaky = [0.183, 0.244, 0.249, 0.136, 0.185, 0.298];
+        let rate =
+            |history: &[f64], candidate| ask(history, candidate, Direction::HigherIsWorse, SeriesKind::ErrorRate);
+        let wobble = rate(&flaky, 0.456);
+        assert_eq!(wobble.change, Change::NoChange, "{wobble:?}");
+        assert!(wobble.reason.contains("(noise ±0.0"), "the noise in points at its level: {}", wobble.reason);
+        assert_eq!(rate(&flaky, 1.5).change, Change::Regression);
+        assert_eq!(rate(&[0.0; 6], 0.5).change, Change::Regression);
+        assert_eq!(rate(&[0.0, 0.0, -0.1, 0.0, 0.0], 0.5).change, Change::Inconclusive, "a negative rate is no rate");
     }
 
     #[test]
