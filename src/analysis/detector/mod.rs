@@ -315,7 +315,9 @@ mod tests {
         assert!(wobble.reason.contains("(noise ±0.0"), "the noise in points at its level: {}", wobble.reason);
         assert_eq!(rate(&flaky, 1.5).change, Change::Regression);
         assert_eq!(rate(&[0.0; 6], 0.5).change, Change::Regression);
-        assert_eq!(rate(&[0.0, 0.0, -0.1, 0.0, 0.0], 0.5).change, Change::Inconclusive, "a negative rate is no rate");
+        let negative = rate(&[0.0, 0.0, -0.1, 0.0, 0.0], 0.5);
+        assert_eq!(negative.change, Change::Inconclusive, "a negative rate is no rate");
+        assert_eq!(negative.reason, "inconclusive: the series holds values that are zero, negative or not numbers");
     }
 
     #[test]
