@@ -311,5 +311,11 @@ rate = 10
     let failing = format!("{}{only_grpc}{}", &text[..flows], &text[load..]);
     let measurement = crate::support::run_scenario(&failing, &[]).await;
     let grpc = measurement.results.endpoints.iter().find(|e| e.endpoint == "gRPC demo.Boards/GetBoard").unwrap();
-    assert_eq!(grpc.errors_by_class.get("grpc_internal"), Some(&10), "{:?}", grpc.errors_by_class);
+    assert_eq!(
+        grpc.errors_by_class.get("grpc_internal"),
+        Some(&10),
+        "{:?} {:?}",
+        grpc.errors_by_class,
+        grpc.error_samples
+    );
 }
