@@ -97,7 +97,8 @@ pub fn estimate(y: &[f64], sampling_var: &[f64], floor: f64, prior: Option<Prior
         settled.push((0, count));
     }
     let (a, b) = *settled.last().expect("at least one settled segment");
-    let (detrended, drift) = detrend(y, (a, b), &night_scale);
+    let tail_from = unsettled_tail(&segments, b);
+    let (detrended, drift) = detrend(y, (a, b), tail_from, &night_scale);
     let y = &detrended[..];
     let medians: Vec<f64> = settled.iter().map(|&(a, b)| median(&y[a..b])).collect();
     let Noise { var: observed_var, dof, outliers } = noise(y, &settled, &medians, floor);
@@ -119,7 +120,7 @@ pub fn estimate(y: &[f64], sampling_var: &[f64], floor: f64, prior: Option<Prior
         dof,
         phi: 0.0,
         last: y[count - 1],
-        tail: (count - b >= TAIL_MIN).then(|| (median(&y[b..]), count - b)),
+        tail: tail_from.map(|t| (median(&y[t..]), count - t)),
         current_from: a,
         segments: segments.len(),
         outliers,
@@ -147,14 +148,24 @@ pub fn estimate(y: &[f64], sampling_var: &[f64], floor: f64, prior: Option<Prior
     e
 }
 
+/// Where the unsettled new level starts, if the series ends in one: after the last settled segment (which ends
+/// at `settled_end`), when at least [`TAIL_MIN`] nights follow it and some [`TAIL_MIN`] of them agree with each
+/// other (share a segment). Nights that are each a segment of their own (a spike, then a usual night) are lone
+/// nights, not a level: the median of such a pair is neither's level.
+fn unsettled_tail(segments: &[(usize, usize)], settled_end: usize) -> Option<usize> {
+    let count = segments.last()?.1;
+    let agreeing = segments.iter().any(|&(start, end)| start >= settled_end && end - start >= TAIL_MIN);
+    (count - settled_end >= TAIL_MIN && agreeing).then_some(settled_end)
+}
+
 /// `y` with the drift of its last settled segment `(a, b)` taken out, when its nights follow a line (see
-/// `trend`), and the drift per night (0 without). Each night of the segment, and the nights after it unless
-/// they form a new level of their own, is moved to where the line stands tonight (one night after the
-/// series), so the level measured on them is tonight's expected value.
-fn detrend(y: &[f64], (a, b): (usize, usize), night_scale: &[f64]) -> (Vec<f64>, f64) {
+/// `trend`), and the drift per night (0 without). Each night of the segment, and the nights after it up to the
+/// unsettled new level starting at `tail_from` (if any), is moved to where the line stands tonight (one night
+/// after the series), so the level measured on them is tonight's expected value.
+fn detrend(y: &[f64], (a, b): (usize, usize), tail_from: Option<usize>, night_scale: &[f64]) -> (Vec<f64>, f64) {
     let count = y.len();
     let Some(slope) = trend::drift(&y[a..b], &night_scale[a..b], CLIP_SQUARED) else { return (y.to_vec(), 0.0) };
-    let end = if count - b >= TAIL_MIN { b } else { count };
+    let end = tail_from.unwrap_or(count);
     let moved = y
         .iter()
         .enumerate()
@@ -345,6 +356,21 @@ mod tests {
         let e = estimate(&y, &[0.0; 20][..y.len()], 0.02, None);
         assert!((e.level - 1.0).abs() < 0.02, "{e:?}");
         assert_eq!(e.tail.map(|(_, n)| n), Some(2));
+    }
+
+    #[test]
+    fn a_spike_then_a_usual_night_are_no_new_level() {
+        // Twelve steady nights, ten drifting up 3 % a night, then a night twice as slow and one back on the line:
+        // each of the last two is a segment of its own, and the median of the pair (+39 %) is neither's level,
+        // so tonight is measured from the drifting level.
+        let wobble = [0.01, -0.01, 0.005, -0.005, 0.0, 0.01, -0.01, 0.008, -0.004, 0.002];
+        let mut y: Vec<f64> = (0..12).map(|i| wobble[i % 10]).collect();
+        y.extend((0..10).map(|i| 0.03 * (i + 1) as f64 + wobble[(i + 3) % 10]));
+        let top = y[y.len() - 1];
+        y.extend([top + 2f64.ln(), top + 1.1f64.ln()]);
+        let e = estimate(&y, &vec![0.0; y.len()], 0.02, None);
+        assert_eq!(e.tail, None, "{e:?}");
+        assert!((e.level - top - 0.09).abs() < 0.03, "on the line, not between the spike and the usual night: {e:?}");
     }
 
     #[test]
