@@ -78,7 +78,7 @@ pub(super) async fn exchange(
 ) -> Result<Answer, Failure> {
     let (response, sending) =
         sender.send_request(request, body.is_empty()).map_err(|e| classify(&e, watch, "sending the request"))?;
-    answer(response, sending, body, max_body, watch).await
+    send_body_and_read(response, sending, body, max_body, watch).await
 }
 
 /// Sends the request's `body` on its stream (`sending`), then reads the `response` whole.
@@ -88,16 +88,20 @@ pub(super) async fn exchange(
 /// answer arrived before the body was handed to h2, h2 refuses the body (the stream is closed), yet the answer is
 /// whole and is what the server said: it counts. When no answer comes, the response's own error says why the
 /// stream ended (a reset's code, GOAWAY) better than the body's "inactive stream" would.
-async fn answer(
+async fn send_body_and_read(
     response: ResponseFuture,
     mut sending: SendStream<Bytes>,
     body: Bytes,
     max_body: u64,
     watch: &Watch,
 ) -> Result<Answer, Failure> {
-    if !body.is_empty() {
-        // Queued whole: h2 sends it as the server's flow-control windows allow.
-        let _refused_by_a_closed_stream = sending.send_data(body, true);
+    // Queued whole: h2 sends it as the server's flow-control windows allow.
+    if !body.is_empty()
+        && let Err(refused) = sending.send_data(body, true)
+        && !closed_by_the_server(&mut sending).await
+    {
+        // Not the stream's end but the body itself (h2 takes at most 2³¹ − 1 bytes in one call).
+        return Err(classify(&refused, watch, "sending the body"));
     }
     let response = response.await.map_err(|e| classify(&e, watch, "waiting for the response"))?;
     let (parts, mut stream) = response.into_parts();
@@ -116,6 +120,12 @@ async fn answer(
     let trailers = stream.trailers().await.map_err(|e| classify(&e, watch, "reading the trailers"))?;
     let times = (first_data, watch.arrival());
     Ok(Answer::http2(parts.status.as_u16(), parts.headers, body.finish(), trailers, times))
+}
+
+/// Whether the server has already ended the request's stream (reset it, or the connection ended): asked once,
+/// without waiting.
+async fn closed_by_the_server(sending: &mut SendStream<Bytes>) -> bool {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(sending.poll_reset(cx).is_ready())).await
 }
 
 /// A body as its DATA frames arrive: one frame kept as it is, more gathered.
@@ -252,7 +262,7 @@ mod tests {
         let reset = std::future::poll_fn(|cx| sending.poll_reset(cx)).await.unwrap();
         assert_eq!(reset, h2::Reason::NO_ERROR);
         let body = Bytes::from_static(&[0, 0, 0, 0, 2, 8, 7]);
-        let answer = answer(response, sending, body, 1024, &Watch::new(true)).await.unwrap();
+        let answer = send_body_and_read(response, sending, body, 1024, &Watch::new(false)).await.unwrap();
         assert_eq!(answer.status, 200);
         assert_eq!(answer.header("grpc-status").and_then(Result::ok), Some("13"), "{answer:?}");
     }
