@@ -147,4 +147,20 @@ mod tests {
         let level_test = shift_with_common_factor(&e, far, 0.0, e.night_var);
         assert!((shared - level_test.p_worse).abs() < shared * 0.01, "as the level test reads it: {level_test:?}");
     }
+
+    #[test]
+    fn a_spike_then_a_usual_night_are_no_new_level_to_measure_tonight_from() {
+        // Twelve steady nights, ten drifting up 3 % a night, then a night twice as slow and one back on the line:
+        // each of the last two is a segment of its own, and the median of the pair (+48 % over the last drifting
+        // night) is neither's level. Tonight, 34 % above the line, is measured from the line (dev-s02513).
+        let wobble = [0.01, -0.01, 0.005, -0.005, 0.0, 0.01, -0.01, 0.008, -0.004, 0.002];
+        let mut y: Vec<f64> = (0..12).map(|i| wobble[i % 10]).collect();
+        y.extend((0..10).map(|i| 0.03 * (i + 1) as f64 + wobble[(i + 3) % 10]));
+        let top = y[y.len() - 1];
+        y.extend([top + 2f64.ln(), top + 1.1f64.ln()]);
+        let e = estimate(&y, &vec![0.0; y.len()], 0.02, None);
+        assert_eq!(e.tail, None, "{e:?}");
+        let tonight = shift(&e, e.level + 1.34f64.ln(), 0.0);
+        assert!(tonight.z > 5.0, "{tonight:?} {e:?}");
+    }
 }
