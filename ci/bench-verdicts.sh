@@ -34,6 +34,9 @@
 # 0.35 ms, ±8.5 % night noise; its ratio to the 12 other endpoints 5.6 sigma, 4.3 needed), +50 %, tail-only
 # and both busy-night routes caught and named. The six nights run with a core kept busy were left out of the later
 # baselines as held back, and no other.
+# Session 55 (an unsettled new level needs two nights that agree), a quiet machine of the same kind: 0 / 20 first
+# runs judged regressed, 0 confirmed (19 judged); +10 % not caught; +25 %, +50 %, tail-only and both busy-night
+# routes caught and named.
 # Traffic goes to 127.0.0.1 only, to the demo target this script starts; every night is bounded by
 # the scenario's plan (NIGHT long).
 #   bash ci/bench-verdicts.sh                 # 20 judged nights of 30 s: about 20 minutes
