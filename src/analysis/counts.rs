@@ -23,7 +23,7 @@ use statrs::distribution::{DiscreteCDF, NegativeBinomial};
 
 mod bursts;
 
-pub use bursts::Bursts;
+pub use bursts::{Bursts, wobble_beside_bursts};
 
 /// A prior on how much a counted rate wobbles from night to night: by a factor of about 2 either way (the
 /// log-scale standard deviation ln 2), believed as much as two nights of evidence. A few nights cannot show

@@ -20,7 +20,7 @@
 //! baseline's bursts, with a prior of [`SIZE_PRIOR`]. The burst's size does not grow with the night's
 //! requests, so a real rise of the failure rate, tens of failures, stays as significant as before.
 
-use super::CountHistory;
+use super::{Count, CountHistory};
 
 /// A prior on a burst's mean size: 1.6 failures (the 442 burst nights of clean endpoints on `dev-runs.jsonl`
 /// above averaged 1.62), believed as much as four bursts: a run's baseline rarely shows more than one or two.
@@ -95,6 +95,18 @@ impl Bursts {
     }
 }
 
+/// The rate's night-to-night wobble (its log variance) of an endpoint whose baseline `nights` are clean but for
+/// bursts, read from its nights without failures; `None` for an endpoint that fails at a rate. Its failures are
+/// the bursts' evidence (`Bursts::from_counts` counts them), and read as the rate's wobble as well they would
+/// count twice: on `dev-runs.jsonl` a burst of six and one of two in 32 clean nights made the rate vary ×4.9,
+/// which then excused 20 failures of 1,180 requests as one more wobble (dev-r00796, a real rise of 2 pp).
+#[must_use]
+pub fn wobble_beside_bursts(nights: &[Count]) -> Option<f64> {
+    let counts: Vec<u64> = nights.iter().map(|n| n.hits as u64).collect();
+    let clean: Vec<Count> = nights.iter().filter(|n| n.hits == 0.0).copied().collect();
+    (clean_but_for_bursts(&counts) && !clean.is_empty()).then(|| CountHistory::new(&clean).log_wobble_var)
+}
+
 /// Whether an endpoint's baseline `counts` are clean but for bursts: failures on at most a tenth of its
 /// nights (and at least one), none of them more than a burst's.
 fn clean_but_for_bursts(counts: &[u64]) -> bool {
@@ -119,7 +131,6 @@ fn ln_factorial(n: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::counts::Count;
 
     fn clean(nights: usize, requests: f64) -> CountHistory {
         CountHistory::new(&vec![Count { hits: 0.0, trials: requests }; nights])
@@ -139,6 +150,25 @@ mod tests {
         assert!(p > 2e-4, "a burst of three comes about once in a thousand nights here: {p}");
         // +2 pp of the same requests is ten failures: no burst makes that likely.
         assert!(bursts.p_at_least(&history, 10, 518.0) < 1e-7);
+    }
+
+    #[test]
+    fn an_endpoints_own_bursts_do_not_make_its_rate_wobble() {
+        // dev-r00796: a burst of six and one of two in 32 nights of ~1,200 requests, then 20 failures tonight.
+        let mut nights = vec![Count { hits: 0.0, trials: 1200.0 }; 32];
+        nights[28].hits = 6.0;
+        nights[29].hits = 2.0;
+        let mut history = CountHistory::new(&nights);
+        let counts: Vec<Vec<u64>> = vec![nights.iter().map(|n| n.hits as u64).collect(), vec![0; 32]];
+        let bursts = Bursts::from_counts(&counts).unwrap();
+        let read_as_wobble = bursts.p_at_least(&history, 20, 1180.0);
+        assert!(read_as_wobble > 1e-4, "its bursts read as the rate's wobble excuse it: {read_as_wobble}");
+        history.log_wobble_var = wobble_beside_bursts(&nights).unwrap();
+        assert!(history.log_wobble_var < 0.1, "its clean nights' wobble, the prior's weight shrunk: {history:?}");
+        assert!(bursts.p_at_least(&history, 20, 1180.0) < 1e-8, "20 failures are no burst");
+        assert!(bursts.p_at_least(&history, 4, 1180.0) > 1e-3, "a burst of four still is one");
+        let flaky = vec![Count { hits: 9.0, trials: 1000.0 }; 10];
+        assert_eq!(wobble_beside_bursts(&flaky), None, "a flaky endpoint's rate wobbles as measured");
     }
 
     #[test]
