@@ -6,7 +6,8 @@
 //! still has a rate) and the size of that wobble (the spread of the nightly rates beyond what counting alone
 //! explains, weighed with a prior). Tonight's chance of at least its count is a negative binomial (the rate's
 //! uncertainty from the history's total) averaged over the wobble. For failures, the bursts a clean endpoint's
-//! nights have besides that rate are added on top (see `bursts`).
+//! nights have besides that rate are added on top (see `bursts`), and an endpoint clean but for bursts has its
+//! wobble read from its nights without failures, its failures being bursts (`CountHistory::add_bursts`).
 //!
 //! Both things counted vary by a factor, not by an amount:
 //! - failures come in bursts: a flaky dependency fails three times as often on some nights;
@@ -23,7 +24,7 @@ use statrs::distribution::{DiscreteCDF, NegativeBinomial};
 
 mod bursts;
 
-pub use bursts::{Bursts, wobble_beside_bursts};
+pub use bursts::Bursts;
 
 /// A prior on how much a counted rate wobbles from night to night: by a factor of about 2 either way (the
 /// log-scale standard deviation ln 2), believed as much as two nights of evidence. A few nights cannot show

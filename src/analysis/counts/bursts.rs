@@ -19,6 +19,9 @@
 //! clean baseline still allows one; a burst's size is a zero-truncated Poisson whose mean is that of the
 //! baseline's bursts, with a prior of [`SIZE_PRIOR`]. The burst's size does not grow with the night's
 //! requests, so a real rise of the failure rate, tens of failures, stays as significant as before.
+//!
+//! An endpoint clean but for bursts has its own failures read as bursts only (`CountHistory::add_bursts`):
+//! not also as its rate's night-to-night wobble, and its bursts as large as its own have been.
 
 use super::{Count, CountHistory};
 
@@ -67,6 +70,16 @@ impl Bursts {
         Some(Self { chance: (bursts + 0.5) / (nights + 1.0), lambda: lambda_of_mean(mean_size) })
     }
 
+    /// These bursts for an endpoint whose own bursts were larger on average (`counts`, its baseline nights' failures):
+    /// its bursts are as large as its own have been. The run's mean size is a prior for an endpoint that has shown
+    /// few bursts; one that failed ten requests at once has shown what its bursts can be.
+    fn at_least_as_large_as(&self, counts: &[u64]) -> Self {
+        let bursts = counts.iter().filter(|&&k| k > 0).count();
+        let own_mean = counts.iter().sum::<u64>() as f64 / bursts.max(1) as f64;
+        let run_mean = self.lambda / -(-self.lambda).exp_m1();
+        if own_mean > run_mean { Self { lambda: lambda_of_mean(own_mean), ..*self } } else { *self }
+    }
+
     /// The chance that a burst is `size` failures.
     fn size_is(&self, size: u64) -> f64 {
         let log_pmf = -self.lambda + size as f64 * self.lambda.ln() - ln_factorial(size);
@@ -95,16 +108,23 @@ impl Bursts {
     }
 }
 
-/// The rate's night-to-night wobble (its log variance) of an endpoint whose baseline `nights` are clean but for
-/// bursts, read from its nights without failures; `None` for an endpoint that fails at a rate. Its failures are
-/// the bursts' evidence (`Bursts::from_counts` counts them), and read as the rate's wobble as well they would
-/// count twice: on `dev-runs.jsonl` a burst of six and one of two in 32 clean nights made the rate vary ×4.9,
-/// which then excused 20 failures of 1,180 requests as one more wobble (dev-r00796, a real rise of 2 pp).
-#[must_use]
-pub fn wobble_beside_bursts(nights: &[Count]) -> Option<f64> {
-    let counts: Vec<u64> = nights.iter().map(|n| n.hits as u64).collect();
-    let clean: Vec<Count> = nights.iter().filter(|n| n.hits == 0.0).copied().collect();
-    (clean_but_for_bursts(&counts) && !clean.is_empty()).then(|| CountHistory::new(&clean).log_wobble_var)
+impl CountHistory {
+    /// Gives the count test of the endpoint whose baseline `nights` this history sums the run's `bursts`. An
+    /// endpoint clean but for bursts has its failures read as bursts, and then not also as its rate's wobble:
+    /// read from every night, a burst of six and one of two in 32 nights made the rate vary ×4.9, which excused
+    /// 20 failures of 1,180 requests tonight (dev-r00796, a real rise of 2 pp). So its wobble is read from its
+    /// nights without failures, and its bursts are as large as its own have been (`at_least_as_large_as`), so a
+    /// repeat of its largest burst stays as likely as before.
+    pub fn add_bursts(&mut self, bursts: Bursts, nights: &[Count]) {
+        let counts: Vec<u64> = nights.iter().map(|n| n.hits as u64).collect();
+        let clean: Vec<Count> = nights.iter().filter(|n| n.hits == 0.0).copied().collect();
+        if clean_but_for_bursts(&counts) && !clean.is_empty() {
+            self.log_wobble_var = Self::new(&clean).log_wobble_var;
+            self.bursts = Some(bursts.at_least_as_large_as(&counts));
+        } else {
+            self.bursts = Some(bursts);
+        }
+    }
 }
 
 /// Whether an endpoint's baseline `counts` are clean but for bursts: failures on at most a tenth of its
@@ -152,23 +172,57 @@ mod tests {
         assert!(bursts.p_at_least(&history, 10, 518.0) < 1e-7);
     }
 
+    /// A run of twenty endpoints of 1,200 requests a night, clean but for `bursts` (endpoint, night, failures).
+    fn run_of_twenty(nights: usize, bursts: &[(usize, usize, u64)]) -> Vec<Vec<u64>> {
+        let mut run = vec![vec![0; nights]; 20];
+        for &(endpoint, night, failures) in bursts {
+            run[endpoint][night] = failures;
+        }
+        run
+    }
+
+    fn history_of(counts: &[u64]) -> (CountHistory, Vec<Count>) {
+        let nights: Vec<Count> = counts.iter().map(|&k| Count { hits: k as f64, trials: 1200.0 }).collect();
+        (CountHistory::new(&nights), nights)
+    }
+
     #[test]
-    fn an_endpoints_own_bursts_do_not_make_its_rate_wobble() {
-        // dev-r00796: a burst of six and one of two in 32 nights of ~1,200 requests, then 20 failures tonight.
-        let mut nights = vec![Count { hits: 0.0, trials: 1200.0 }; 32];
-        nights[28].hits = 6.0;
-        nights[29].hits = 2.0;
-        let mut history = CountHistory::new(&nights);
-        let counts: Vec<Vec<u64>> = vec![nights.iter().map(|n| n.hits as u64).collect(), vec![0; 32]];
-        let bursts = Bursts::from_counts(&counts).unwrap();
-        let read_as_wobble = bursts.p_at_least(&history, 20, 1180.0);
-        assert!(read_as_wobble > 1e-4, "its bursts read as the rate's wobble excuse it: {read_as_wobble}");
-        history.log_wobble_var = wobble_beside_bursts(&nights).unwrap();
+    fn an_endpoints_own_bursts_are_bursts_not_its_rates_wobble() {
+        // dev-r00796: a burst of six and one of two in 32 nights, then 20 failures tonight (+1.7 pp).
+        let run = run_of_twenty(32, &[(0, 28, 6), (0, 29, 2), (5, 3, 1), (9, 17, 1)]);
+        let bursts = Bursts::from_counts(&run).unwrap();
+        let (mut history, nights) = history_of(&run[0]);
+        history.bursts = Some(bursts);
+        let read_as_wobble = history.p_at_least(20, 1180.0);
+        assert!(read_as_wobble > 1e-4, "its bursts read as the rate's wobble as well excused it: {read_as_wobble}");
+        history.add_bursts(bursts, &nights);
         assert!(history.log_wobble_var < 0.1, "its clean nights' wobble, the prior's weight shrunk: {history:?}");
-        assert!(bursts.p_at_least(&history, 20, 1180.0) < 1e-8, "20 failures are no burst");
-        assert!(bursts.p_at_least(&history, 4, 1180.0) > 1e-3, "a burst of four still is one");
-        let flaky = vec![Count { hits: 9.0, trials: 1000.0 }; 10];
-        assert_eq!(wobble_beside_bursts(&flaky), None, "a flaky endpoint's rate wobbles as measured");
+        let rise = history.p_at_least(20, 1180.0);
+        assert!(rise < 1e-8, "20 failures are no burst of its: {rise}");
+        for (tonight, read_as) in [(6, "a repeat of its largest burst"), (4, "a burst of four")] {
+            let p = history.p_at_least(tonight, 1180.0);
+            assert!(p > 1e-3, "{read_as} is no proof: {p}");
+        }
+    }
+
+    #[test]
+    fn a_repeat_of_an_endpoints_largest_burst_is_no_proof() {
+        // One night of ten failures in ten, the largest a burst may be: ten again tonight is what it has done.
+        let run = run_of_twenty(10, &[(0, 4, 10), (7, 2, 1)]);
+        let bursts = Bursts::from_counts(&run).unwrap();
+        let (mut history, nights) = history_of(&run[0]);
+        history.add_bursts(bursts, &nights);
+        let p = history.p_at_least(10, 1200.0);
+        assert!(p > 1e-3, "{p} {history:?}");
+        let flaky = [9; 10];
+        let (mut history, nights) = history_of(&flaky);
+        let measured = history;
+        history.add_bursts(bursts, &nights);
+        assert_eq!(
+            history,
+            CountHistory { bursts: Some(bursts), ..measured },
+            "a flaky endpoint's rate wobbles as measured"
+        );
     }
 
     #[test]
