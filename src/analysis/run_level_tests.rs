@@ -326,3 +326,21 @@ fn a_whole_night_in_the_common_factor_s_tail_is_pinned_on_no_route_where_one_rou
     let judgement = judge_last(&all, LoadModel::Open);
     assert_eq!(finding_of(&judgement, "GET /r0", "p50").outcome, FindingOutcome::Regression, "{}", judgement.summary);
 }
+
+#[test]
+fn an_endpoints_own_bursts_excuse_a_repeat_of_them_not_a_rise() {
+    // Ten routes of 1,200 requests a night that never fail, but GET /r0 failed six requests on one night of 32
+    // and two on another (dev-r00796): read as its rate's wobble as well as bursts, they excused 20 failures.
+    let mut rng = StdRng::seed_from_u64(11);
+    let route = Route { median_ms: 20.0, spread: 0.4, requests: 1_200, error_rate: 0.0 };
+    let mut all = nights(&[route; 10], 33, 0.02, (0.0, 1.0), &mut rng);
+    let fail = |all: &mut [Vec<EndpointResult>], night: usize, errors: i64| all[night][0].errors = errors;
+    fail(&mut all, 27, 6);
+    fail(&mut all, 28, 2);
+    for (tonight, regressed) in [(20, true), (6, false)] {
+        fail(&mut all, 32, tonight);
+        let judgement = judge_last(&all, LoadModel::Open);
+        let errors = finding_of(&judgement, "GET /r0", "error_rate");
+        assert_eq!(errors.outcome == FindingOutcome::Regression, regressed, "{tonight} failures: {}", errors.reason);
+    }
+}
