@@ -193,10 +193,9 @@ pub async fn run(
     {
         deploy_output = Some(failed.output.clone());
     }
-    let build_id = prepared.as_ref().ok().and_then(Clone::clone);
     let new_run = NewRun {
         scenario: name,
-        build_id,
+        build_id: prepared.as_ref().ok().and_then(Clone::clone),
         deploy_output,
         seed: plan.seed.cast_signed(),
         scenario_hash: plan.hash.clone(),
@@ -205,21 +204,8 @@ pub async fn run(
         confirms,
         judged_against,
     };
-    // `create_run` finds the run a lost acknowledgement hid rather than storing it twice.
-    // A rerun's steps are points of their own: a kill there leaves a pair `confirming`, not a night unjudged.
-    let (created, stored) = if new_run.confirms.is_some() {
-        (Step::RerunCreated, Step::RerunStored)
-    } else {
-        (Step::RunCreated, Step::ResultsStored)
-    };
-    fault::before(created);
-    let create = || async {
-        let id = store.create_run(&new_run).await?;
-        fault::after(created)?;
-        Ok::<_, StoreError>(id)
-    };
-    let run_id =
-        retry(Retry::Unreachable, "record the run's start", create).await.context("cannot record the run's start")?;
+    let steps = FaultSteps::of(&new_run);
+    let run_id = record_start(store, &new_run, steps.created).await?;
     if let Err(e) = prepared {
         let reason = format!("{e:#}");
         let status = if stopped { RunStatus::Aborted } else { RunStatus::Failed };
@@ -236,8 +222,7 @@ pub async fn run(
     let watch = crate::telemetry::Watch::start(sources, &crate::telemetry::measured_windows(&plan), Instant::now());
     // Apart from the dashboard's and the scheduler's threads, so a page loaded mid-run does not delay it.
     let plan = Arc::new(plan);
-    let plan_again = Arc::clone(&plan);
-    let mut measurement = engine::run_apart(plan, stop.clone(), on_progress).await;
+    let mut measurement = engine::run_apart(Arc::clone(&plan), stop.clone(), on_progress).await;
     let telemetry = match watch {
         Some(watch) => watch.finish(completed(&measurement.results)).await,
         None => RunTelemetry::default(),
@@ -247,6 +232,52 @@ pub async fn run(
     let shift = clock.shift();
     measurement.started_at += shift;
     measurement.results.finished_at += shift;
+    store_results(store, run_id, &measurement, steps.stored, clock).await?;
+    store_telemetry(store, run_id, &telemetry).await;
+    if let Some(scenario) = &scenario {
+        capacity_after(store, run_id, scenario, &plan, measurement.results.status, &stop).await;
+    }
+    Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement: Box::new(measurement), telemetry })
+}
+
+/// The fault-injection points of a run's two writes. A rerun's are points of their own: a kill there leaves
+/// a pair `confirming`, not a night unjudged.
+struct FaultSteps {
+    created: Step,
+    stored: Step,
+}
+
+impl FaultSteps {
+    fn of(run: &NewRun) -> Self {
+        if run.confirms.is_some() {
+            Self { created: Step::RerunCreated, stored: Step::RerunStored }
+        } else {
+            Self { created: Step::RunCreated, stored: Step::ResultsStored }
+        }
+    }
+}
+
+/// Stores the run's start, retried while the store is unreachable. `create_run` finds the run a lost
+/// acknowledgement hid rather than storing it twice.
+async fn record_start(store: &Store, new_run: &NewRun, created: Step) -> anyhow::Result<RunId> {
+    fault::before(created);
+    let create = || async {
+        let id = store.create_run(new_run).await?;
+        fault::after(created)?;
+        Ok::<_, StoreError>(id)
+    };
+    retry(Retry::Unreachable, "record the run's start", create).await.context("cannot record the run's start")
+}
+
+/// Stores what the night measured, retried while the store is unreachable; a run whose results cannot be
+/// stored is ended as failed, saying so.
+async fn store_results(
+    store: &Store,
+    run_id: RunId,
+    measurement: &Measurement,
+    stored: Step,
+    clock: &Clock,
+) -> anyhow::Result<()> {
     fault::before(stored);
     let finish = || async {
         store.finish_run(run_id, &measurement.results).await?;
@@ -257,29 +288,41 @@ pub async fn run(
         let _ = store.end_run(run_id, RunStatus::Failed, &failed, clock.now()).await;
         return Err(e).context("cannot store the run's results");
     }
-    // Telemetry is stored apart, after the run's own results: whatever it holds, the night is kept.
-    let save_telemetry = || async {
+    Ok(())
+}
+
+/// Stores the night's telemetry apart, after the run's own results: whatever it holds, the night is kept.
+async fn store_telemetry(store: &Store, run_id: RunId, telemetry: &RunTelemetry) {
+    if telemetry.sources.is_empty() {
+        return;
+    }
+    let save = || async {
         fault::before(Step::TelemetryStored);
-        store.save_telemetry(run_id, &telemetry).await?;
+        store.save_telemetry(run_id, telemetry).await?;
         fault::after(Step::TelemetryStored)
     };
-    if !telemetry.sources.is_empty()
-        && let Err(e) = retry(Retry::Unreachable, "store the telemetry", save_telemetry).await
-    {
+    if let Err(e) = retry(Retry::Unreachable, "store the telemetry", save).await {
         tracing::warn!("run {run_id}: its telemetry could not be stored ({e}); the run's own results are");
     }
-    if let Some(scenario) = &scenario
-        && let Some(search) = &scenario.capacity
-        && measurement.results.status == RunStatus::Finished
-    {
+}
+
+/// Runs the scenario's capacity search after a finished night. A night the generator shaped, or the target
+/// failed, says nothing a search could build on.
+async fn capacity_after(
+    store: &Store,
+    run_id: RunId,
+    scenario: &ScenarioConfig,
+    plan: &Plan,
+    night: RunStatus,
+    stop: &watch::Receiver<bool>,
+) {
+    let Some(search) = &scenario.capacity else { return };
+    if night == RunStatus::Finished {
         let zone = capacity::Zone { gates: &scenario.gates.absolute, sources: &scenario.telemetry };
-        search_capacity(store, run_id, &plan_again, search, zone, &stop).await;
-    } else if scenario.as_ref().is_some_and(|s| s.capacity.is_some()) {
-        // A night the generator shaped, or the target failed, says nothing a search could build on.
-        let status = measurement.results.status.as_str();
-        tracing::info!("run {run_id}: no capacity search: the night's stages were {status}");
+        search_capacity(store, run_id, plan, search, zone, stop).await;
+    } else {
+        tracing::info!("run {run_id}: no capacity search: the night's stages were {}", night.as_str());
     }
-    Ok(RunOutcome::Measured { run_id, build_id: new_run.build_id, measurement: Box::new(measurement), telemetry })
 }
 
 /// Runs the capacity search after the night's stages and stores it beside the run; a search that cannot be

@@ -13,6 +13,7 @@ use super::plan::{Flow, Protocol, Step};
 use super::raw_scenario::{RawFlow, RawStep};
 use super::scope::{Scope, expr_name, header_templates, template};
 use super::step_values::{parse_method, parse_think, refuse_ws_keys, resolve_expect, resolve_extract};
+use super::template::Template;
 use crate::config::{Checker, path_text, plain_name};
 use crate::outside_text::printable;
 
@@ -106,6 +107,7 @@ fn resolve_step(
     let field = |f: &str| format!("{prefix}.{f}");
     refuse_ws_keys(checker, &raw, &field);
     super::grpc_steps::refuse_grpc_keys(checker, &raw, &field);
+    let at = first_key_span(&raw);
     let protocol = raw.protocol.as_ref().and_then(|p| {
         checker.check(p, &field("protocol"), |p| {
             Protocol::parse(p).ok_or_else(|| format!("`{p}` is not a protocol; use {}", Protocol::NAMES))
@@ -129,15 +131,6 @@ fn resolve_step(
         ..
     } = raw;
     let Some(path) = path else {
-        // Somewhere in the step: the first key it set (a step of only a `think` still has that).
-        let at = name
-            .as_ref()
-            .map(Spanned::span)
-            .or_else(|| method.as_ref().map(Spanned::span))
-            .or_else(|| think.as_ref().map(Spanned::span))
-            .or_else(|| json.as_ref().map(Spanned::span))
-            .or_else(|| body.as_ref().map(Spanned::span))
-            .unwrap_or(0..0);
         checker.error(
             &Spanned::new(at, ()),
             &field("path"),
@@ -152,20 +145,14 @@ fn resolve_step(
         Some(m) => checker.check(m, &field("method"), |m| parse_method(m)),
         None => Some(Method::GET),
     };
-    // A path may also be one extracted whole (`{{ location }}`), which the server made absolute.
-    let path_template = if path.get_ref().starts_with('/') || path.get_ref().starts_with("{{") {
-        checker
-            .check(&path, &field("path"), |p| path_text(p))
-            .and_then(|()| template(checker, scope, &path, &field("path"), known, later))
-    } else {
-        checker.error(&path, &field("path"), format!("`{}` must start with `/`", path.get_ref()));
-        None
-    };
-    let mut query_templates = Vec::new();
-    for (key, value) in &query {
-        let t = template(checker, scope, value, &field(&format!("query.{key}")), known, later);
-        query_templates.extend(t.map(|t| (key.clone(), t)));
-    }
+    let path_template = resolve_path(checker, scope, &path, &field("path"), (known, later));
+    let query_templates: Vec<(String, Template)> = query
+        .iter()
+        .filter_map(|(key, value)| {
+            let t = template(checker, scope, value, &field(&format!("query.{key}")), known, later);
+            t.map(|t| (key.clone(), t))
+        })
+        .collect();
     let header_templates = header_templates(checker, scope, &headers, &field("headers"), known, later);
     let decode = decode.and_then(|d| super::http_bodies::message_type(checker, scope, &d, &field("decode")));
     let raw_body = super::http_bodies::RawBody { json, body, proto, body_hex, body_file };
@@ -197,4 +184,34 @@ fn resolve_step(
         decode,
     };
     Some(step)
+}
+
+/// Where in a step an error about it as a whole points: the first key it set (a step of only a `think` still
+/// has that).
+fn first_key_span(raw: &RawStep) -> std::ops::Range<usize> {
+    raw.name
+        .as_ref()
+        .map(Spanned::span)
+        .or_else(|| raw.method.as_ref().map(Spanned::span))
+        .or_else(|| raw.think.as_ref().map(Spanned::span))
+        .or_else(|| raw.json.as_ref().map(Spanned::span))
+        .or_else(|| raw.body.as_ref().map(Spanned::span))
+        .unwrap_or(0..0)
+}
+
+/// A step's path as a template. A path may also be one extracted whole (`{{ location }}`), which the server
+/// made absolute.
+fn resolve_path(
+    checker: &mut Checker<'_>,
+    scope: &Scope<'_>,
+    path: &Spanned<String>,
+    field: &str,
+    (known, later): (&[usize], &[String]),
+) -> Option<Template> {
+    if path.get_ref().starts_with('/') || path.get_ref().starts_with("{{") {
+        checker.check(path, field, |p| path_text(p)).and_then(|()| template(checker, scope, path, field, known, later))
+    } else {
+        checker.error(path, field, format!("`{}` must start with `/`", path.get_ref()));
+        None
+    }
 }
