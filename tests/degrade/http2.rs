@@ -2,7 +2,7 @@
 //! raw `h2` one that resets streams or sends GOAWAY): h2c and TLS with ALPN, what was negotiated kept with the
 //! run, the server's stream limit honoured and its queue in the response time, a stall in p99 under paced
 //! sends, stream resets and GOAWAY in their classes, a huge body capped, and an HTTP/1.1-only server refused
-//! clearly. Latency within ±3 ms of a fixed delay is in `tests/nights/http2_latency.rs`.
+//! clearly (an HTTP/0.9 error page too). Latency within ±3 ms of a fixed delay is in `tests/nights/http2_latency.rs`.
 
 use degrade::engine::Measurement;
 use degrade::model::{ConnectionReport, EndpointResult, RunStatus, WireProtocol};
@@ -69,12 +69,37 @@ async fn asking_http2_of_an_http1_only_server_fails_the_run_and_says_why() {
         (&plain, "does not speak HTTP/2 over plain TCP"),
         (&tls, "refused every protocol offered in TLS's ALPN (h2): it does not speak them; protocol = \"auto\""),
     ] {
-        let measurement = run_scenario(&scenario(&stub.url(), "http2", "", "/fast", 20, 1), &[]).await;
-        assert_eq!(measurement.results.status, RunStatus::Failed, "{:?}", measurement.results.validity_reasons);
-        let fast = endpoint(&measurement, "GET /fast");
-        let samples = fast.error_samples.get("protocol").unwrap_or_else(|| panic!("{:?}", fast.error_samples));
-        assert!(samples.iter().all(|s| s.contains(why)), "{}: {samples:?}", stub.url());
+        refused_as_not_http2(&stub.url(), why).await;
     }
+    // Python's http.server answers the preface with an HTTP/0.9 error page (no status line) and hangs up:
+    // refused the same way, not counted as a server that was down.
+    let page = http09_server().await;
+    refused_as_not_http2(&page, "the server answered, but not in HTTP/2: it does not speak HTTP/2 over plain TCP")
+        .await;
+}
+
+async fn refused_as_not_http2(url: &str, why: &str) {
+    let measurement = run_scenario(&scenario(url, "http2", "", "/fast", 20, 1), &[]).await;
+    assert_eq!(measurement.results.status, RunStatus::Failed, "{:?}", measurement.results.validity_reasons);
+    let fast = endpoint(&measurement, "GET /fast");
+    let samples = fast.error_samples.get("protocol").unwrap_or_else(|| panic!("{:?}", fast.error_samples));
+    assert!(samples.iter().all(|s| s.contains(why)), "{url}: {samples:?}");
+}
+
+/// A plain TCP server on 127.0.0.1 that answers whatever comes with an HTTP/0.9 error page and closes, as
+/// Python's http.server answers a request line of `HTTP/2.0`; its URL.
+async fn http09_server() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+    let url = format!("http://{}", listener.local_addr().expect("bound"));
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0; 64];
+            let _ = socket.read(&mut request).await;
+            let _ = socket.write_all(b"<!DOCTYPE HTML>\n<html><body><p>Error code: 505</p></body></html>\n").await;
+        }
+    });
+    url
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

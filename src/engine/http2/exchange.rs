@@ -173,7 +173,13 @@ impl Body {
 /// says so; the connection's own errors as HTTP/1.1's.
 pub(super) fn classify(error: &h2::Error, watch: &Watch, doing: &str) -> Failure {
     if watch.plain() && (watch.spoke_http1() || !watch.framed()) {
-        let what = if watch.spoke_http1() { "answered in HTTP/1.1" } else { "sent no HTTP/2 frame" };
+        let what = if watch.spoke_http1() {
+            "answered in HTTP/1.1"
+        } else if watch.foreign() {
+            "answered, but not in HTTP/2"
+        } else {
+            "sent no HTTP/2 frame"
+        };
         let message = format!(
             "{doing}: the server {what}: it does not speak HTTP/2 over plain TCP (h2c, asked by protocol = \"http2\" \
              on an http:// target) ({})",

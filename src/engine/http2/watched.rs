@@ -36,8 +36,11 @@ pub(super) struct Watch {
     read_any: AtomicBool,
     /// Whether the first bytes read were `HTTP/`: the server answered the preface in HTTP/1.
     spoke_http1: AtomicBool,
-    /// Whether a whole frame header was read: the server speaks HTTP/2.
+    /// Whether a whole frame header was read and the first was SETTINGS: the server speaks HTTP/2.
     framed: AtomicBool,
+    /// Whether the first frame header read was not SETTINGS, which a server's HTTP/2 starts with (RFC 9113
+    /// section 3.4): what came was something else (an HTTP/0.9 error page, a banner), not HTTP/2.
+    foreign: AtomicBool,
     /// The error code of the server's GOAWAY, once one came (`u32::MAX` before: no code is that large in use).
     goaway: AtomicU32,
     /// h2c: HTTP/2 on plain TCP, which the server was not asked to agree to.
@@ -49,6 +52,8 @@ const NO_GOAWAY: u32 = u32::MAX;
 
 /// HTTP/2's frame type of GOAWAY (RFC 9113 section 6.8).
 const GOAWAY: u8 = 0x7;
+/// HTTP/2's frame type of SETTINGS (RFC 9113 section 6.5), the first frame of a server's connection preface.
+const SETTINGS: u8 = 0x4;
 
 impl Watch {
     /// When the bytes last read reached this machine, where the kernel stamped them.
@@ -76,6 +81,11 @@ impl Watch {
         self.framed.load(Ordering::Relaxed)
     }
 
+    /// Whether the server's first bytes were no HTTP/2 SETTINGS frame (HTTP/1's status line among them).
+    pub(super) fn foreign(&self) -> bool {
+        self.foreign.load(Ordering::Relaxed)
+    }
+
     /// The error code of the server's GOAWAY, if it sent one.
     pub(super) fn goaway(&self) -> Option<h2::Reason> {
         let code = self.goaway.load(Ordering::Relaxed);
@@ -90,6 +100,7 @@ impl Default for Watch {
             read_any: AtomicBool::default(),
             spoke_http1: AtomicBool::default(),
             framed: AtomicBool::default(),
+            foreign: AtomicBool::default(),
             goaway: AtomicU32::new(NO_GOAWAY),
             plain: false,
         }
@@ -111,7 +122,7 @@ struct Frames {
 impl Frames {
     /// Follows `bytes`, the next ones the server sent, noting frames and GOAWAY in `watch`.
     fn follow(&mut self, mut bytes: &[u8], watch: &Watch) {
-        while !bytes.is_empty() {
+        while !bytes.is_empty() && !watch.foreign() {
             if self.payload_left > 0 {
                 let take = self.payload_left.min(bytes.len());
                 if let Some((code, have)) = &mut self.goaway {
@@ -134,6 +145,10 @@ impl Frames {
             bytes = &bytes[take..];
             if self.header_read == 9 {
                 self.header_read = 0;
+                if !watch.framed() && self.header[3] != SETTINGS {
+                    watch.foreign.store(true, Ordering::Relaxed);
+                    return;
+                }
                 watch.framed.store(true, Ordering::Relaxed);
                 self.payload_left =
                     usize::from(self.header[0]) << 16 | usize::from(self.header[1]) << 8 | usize::from(self.header[2]);
@@ -252,6 +267,15 @@ mod tests {
         }
         let watch = Watch::default();
         Frames::default().follow(&bytes[..15], &watch);
+        assert_eq!(watch.goaway(), None);
+    }
+
+    #[test]
+    fn a_server_whose_first_bytes_are_no_settings_frame_does_not_speak_http2() {
+        // Python's http.server answers HTTP/2's preface with an HTTP/0.9 error page: no status line at all.
+        let watch = Watch::default();
+        Frames::default().follow(b"<!DOCTYPE HTML>\n<html lang=\"en\">", &watch);
+        assert!(watch.foreign() && !watch.framed());
         assert_eq!(watch.goaway(), None);
     }
 
