@@ -86,11 +86,38 @@ fn single(value: &Value, kind: &Kind, path: &str) -> Result<(), String> {
         },
         Kind::Bool => matches!(value, Value::Boolean(_)),
         Kind::String | Kind::Bytes => matches!(value, Value::String(_)),
-        Kind::Double | Kind::Float => matches!(value, Value::Float(_) | Value::Integer(_) | Value::String(_)),
-        // proto3's JSON takes integers as numbers or as strings (64-bit ones are written as strings).
-        _ => matches!(value, Value::Integer(_) | Value::String(_)),
+        // proto3's JSON takes numbers as strings too, and "NaN", "Infinity" and "-Infinity".
+        Kind::Double | Kind::Float => match value {
+            Value::Float(_) | Value::Integer(_) => true,
+            Value::String(s) => matches!(s.as_str(), "NaN" | "Infinity" | "-Infinity") || s.parse::<f64>().is_ok(),
+            _ => false,
+        },
+        // proto3's JSON takes integers as numbers or as strings (64-bit ones are written as strings), within
+        // the field's range either way.
+        integer => match value {
+            Value::Integer(i) => in_range(integer, i128::from(*i)),
+            Value::String(s) => s.parse::<i128>().is_ok_and(|i| in_range(integer, i)),
+            _ => false,
+        },
     };
-    if fits { Ok(()) } else { Err(format!("{path}: a {} field cannot hold {}", kind_name(kind), kind_of(value))) }
+    if fits {
+        Ok(())
+    } else {
+        let name = kind_name(kind);
+        let article = if name.starts_with("int") { "an" } else { "a" };
+        Err(format!("{path}: {article} {name} field cannot hold {}", kind_of(value)))
+    }
+}
+
+/// Whether an integer field of `kind` holds `value`.
+fn in_range(kind: &Kind, value: i128) -> bool {
+    let (low, high) = match kind {
+        Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => (i128::from(i32::MIN), i128::from(i32::MAX)),
+        Kind::Uint32 | Kind::Fixed32 => (0, i128::from(u32::MAX)),
+        Kind::Uint64 | Kind::Fixed64 => (0, i128::from(u64::MAX)),
+        _ => (i128::from(i64::MIN), i128::from(i64::MAX)),
+    };
+    (low..=high).contains(&value)
 }
 
 /// A string with `{{`: its value is known only when rendered.

@@ -196,7 +196,10 @@ fn a_wrong_field_of_a_grpc_request_is_refused_at_load_with_its_path() {
                  [[flow.step]]\ngrpc = \"stub.Stub/Upload\"\n\
                  [[flow.step]]\ngrpc = \"stub.Stub/Echo\"\npath = \"/x\"\nexpect = { status = 200 }\n\
                  [[flow.step]]\npath = \"/y\"\ndeadline = \"1s\"\nexpect = { grpc_status = \"OK\" }\n\
-                 [[flow.step]]\nws = \"close\"\ngrpc = \"stub.Stub/Echo\"\n";
+                 [[flow.step]]\nws = \"close\"\ngrpc = \"stub.Stub/Echo\"\n\
+                 [[flow.step]]\ngrpc = \"stub.Stub/Echo\"\njson = { big = \"abc\" }\n\
+                 [[flow.step]]\ngrpc = \"stub.Stub/Echo\"\njson = { delay_ms = -1 }\n\
+                 [[flow.step]]\ngrpc = \"stub.Stub/Echo\"\njson = { big = \"9007199254740993\", delay_ms = \"5\" }\n";
     let text = scenario("http://127.0.0.1:1", "", flows, 1, 1);
     let errors = degrade::scenario::parse(&path, &text, None, &|_| None).unwrap_err().to_string();
     for expected in [
@@ -210,9 +213,14 @@ fn a_wrong_field_of_a_grpc_request_is_refused_at_load_with_its_path() {
         "flow[0].step[6].deadline: `deadline` is a gRPC call's",
         "flow[0].step[6].expect.grpc_status: `grpc_status` is a gRPC call's",
         "flow[0].step[7].grpc: `grpc` does not apply to a `ws = \"close\"` step",
+        // proto3's JSON writes 64-bit integers as strings: one that is no integer is refused, as is a
+        // negative value for an unsigned field.
+        "flow[0].step[8].json: json.big: an int64 field cannot hold the string \"abc\"",
+        "flow[0].step[9].json: json.delay_ms: a uint32 field cannot hold the integer -1",
     ] {
         assert!(errors.contains(expected), "{expected}\nnot in\n{errors}");
     }
+    assert!(!errors.contains("flow[0].step[10]"), "integers written as strings are proto3's JSON: {errors}");
     // Each at its own line of the scenario.
     assert!(errors.contains("scenario.toml:11:8: flow[0].step[0].json"), "{errors}");
 }
