@@ -113,16 +113,16 @@ impl RunReport {
         let load = &r.load_summary;
         let build = self.build_id.as_deref().map_or(String::new(), |b| format!(" (build {b})"));
         let mut out = format!("Run {} of {}{build}: {}\n", self.id, self.scenario, self.status);
-        let planned = if load.target_rate > 0.0 {
-            format!("{:.1} sessions/s planned, ", load.target_rate)
+        // The closed model plans users, not a rate: its rate is only what the users achieved.
+        let rates = if load.target_rate > 0.0 {
+            format!("{:.1} sessions/s planned, {:.1} achieved", load.target_rate, load.achieved_rate)
         } else {
-            String::new()
+            format!("{:.1} sessions/s achieved", load.achieved_rate)
         };
         out.push_str(&format!(
-            "Load: {} model, {planned}{:.1} achieved over {:.0} s measured, {} dropped, schedule lag p99 {} ms, \
+            "Load: {} model, {rates} over {:.0} s measured, {} dropped, schedule lag p99 {} ms, \
              generator CPU {:.0} %{}\n\n",
             load.model,
-            load.achieved_rate,
             load.measured_secs,
             load.dropped,
             ms(load.schedule_lag_p99_us),
