@@ -7,13 +7,21 @@ use std::path::{Path, PathBuf};
 use toml::Spanned;
 
 use super::{ConfigError, ConfigWarning, Location};
+use crate::outside_text::printable;
 
 /// Deserializes the file, turning serde's first complaint (unknown key, wrong type, bad TOML) into an error
 /// with line, column and the field path.
 pub(crate) fn parse_raw<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, ConfigError> {
     let syntax_error = |e: &toml::de::Error| {
         let offset = e.span().map_or(0, |span| span.start);
-        (Location::at_offset(path, text, offset), e.message().trim().to_owned())
+        let mut message = e.message().trim().to_owned();
+        // The parser says "duplicate key" and points at the second one: name it, as the reader looks for it.
+        if message == "duplicate key"
+            && let Some(key) = e.span().and_then(|span| text.get(span))
+        {
+            message = format!("duplicate key `{}`: it is set earlier in the same table", printable(key.trim()));
+        }
+        (Location::at_offset(path, text, offset), message)
     };
     let deserializer = toml::Deserializer::parse(text).map_err(|e| {
         let (location, message) = syntax_error(&e);

@@ -114,8 +114,9 @@ pub(super) struct RawFlow {
     /// Session variables drawn once when a session starts: `{ board = "{{ zipf(1, 600, 0.99) }}" }`.
     #[serde(default)]
     pub session_vars: BTreeMap<String, Spanned<String>>,
+    /// Spanned, so an error about a step as a whole (it lacks its `path`) points at it.
     #[serde(default, rename = "step")]
-    pub steps: Vec<RawStep>,
+    pub steps: Vec<Spanned<RawStep>>,
 }
 
 /// One `[[flow.step]]`.

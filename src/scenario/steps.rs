@@ -33,19 +33,21 @@ pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, ra
             checker.error(&name, &format!("{prefix}.step"), "a flow needs at least one [[flow.step]]");
         }
         // Every name this flow extracts, so a step using one too early gets a precise message.
-        let extracted: Vec<String> = steps.iter().flat_map(|s| s.extract.keys().cloned()).collect();
+        let extracted: Vec<String> = steps.iter().flat_map(|s| s.get_ref().extract.keys().cloned()).collect();
         let (session_vars, mut known) = resolve_session_vars(checker, scope, &prefix, &session_vars, &extracted);
         let mut resolved = Vec::new();
         let mut extracted_so_far = 0;
         let mut socket = super::ws_settings::SocketOrder::default();
         for (i, step) in steps.into_iter().enumerate() {
+            let (at, step) = (step.span(), step.into_inner());
             socket.check(checker, &step, &format!("{prefix}.step[{i}].ws"));
             let later = &extracted[extracted_so_far..];
             // A step's names are in scope for the steps after it even when the step itself has an error (a
             // bad JSONPath, say): one mistake gets one message, not a second, wrong one further down.
             let names: Vec<usize> = step.extract.keys().map(|name| scope.variable(name)).collect();
             extracted_so_far += names.len();
-            if let Some(step) = resolve_step(checker, scope, &format!("{prefix}.step[{i}]"), step, &known, later) {
+            let prefix = format!("{prefix}.step[{i}]");
+            if let Some(step) = resolve_step(checker, scope, (&prefix, at), step, &known, later) {
                 resolved.push(step);
             }
             known.extend(names);
@@ -93,7 +95,7 @@ fn resolve_session_vars(
 fn resolve_step(
     checker: &mut Checker<'_>,
     scope: &mut Scope<'_>,
-    prefix: &str,
+    (prefix, at): (&str, std::ops::Range<usize>),
     raw: RawStep,
     known: &[usize],
     later: &[String],
@@ -107,7 +109,7 @@ fn resolve_step(
     let field = |f: &str| format!("{prefix}.{f}");
     refuse_ws_keys(checker, &raw, &field);
     super::grpc_steps::refuse_grpc_keys(checker, &raw, &field);
-    let at = first_key_span(&raw);
+    let at = first_key_span(&raw).unwrap_or(at);
     let protocol = raw.protocol.as_ref().and_then(|p| {
         checker.check(p, &field("protocol"), |p| {
             Protocol::parse(p).ok_or_else(|| format!("`{p}` is not a protocol; use {}", Protocol::NAMES))
@@ -186,9 +188,9 @@ fn resolve_step(
     Some(step)
 }
 
-/// Where in a step an error about it as a whole points: the first key it set (a step of only a `think` still
-/// has that).
-fn first_key_span(raw: &RawStep) -> std::ops::Range<usize> {
+/// Where in a step an error about it as a whole points: the first key it set that has a place of its own (a
+/// step of only a `think` still has that); otherwise the step's table.
+fn first_key_span(raw: &RawStep) -> Option<std::ops::Range<usize>> {
     raw.name
         .as_ref()
         .map(Spanned::span)
@@ -196,7 +198,6 @@ fn first_key_span(raw: &RawStep) -> std::ops::Range<usize> {
         .or_else(|| raw.think.as_ref().map(Spanned::span))
         .or_else(|| raw.json.as_ref().map(Spanned::span))
         .or_else(|| raw.body.as_ref().map(Spanned::span))
-        .unwrap_or(0..0)
 }
 
 /// A step's path as a template. A path may also be one extracted whole (`{{ location }}`), which the server

@@ -215,6 +215,21 @@ fn a_bad_extraction_is_one_error_not_two() {
     assert!(errors.to_string().contains("flow[0].step[0].extract.board_id"), "{errors}");
 }
 
+/// A step that lacks its `path` is placed at its own `[[flow.step]]`, even when none of its keys has a place
+/// of its own; a key written twice is named.
+#[test]
+fn a_step_without_a_path_and_a_key_written_twice_are_placed_and_named() {
+    let text = "[target]\nbase_url = \"http://127.0.0.1:9\"\n[[flow]]\nname = \"f\"\n\
+                [[flow.step]]\npath = \"/boards\"\n\
+                [[flow.step]]\nexpect = { status = 200 }\n\
+                [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"10s\"\nrate = 5\n";
+    let errors = scenario::parse(Path::new("s.toml"), text, None, &|_| None).expect_err("a step without a path");
+    assert!(errors.to_string().contains("s.toml:7:1: flow[0].step[1].path: an HTTP step needs a `path`"), "{errors}");
+    let twice = text.replace("path = \"/boards\"\n", "path = \"/boards\"\npath = \"/cards\"\n");
+    let errors = scenario::parse(Path::new("s.toml"), &twice, None, &|_| None).expect_err("a key written twice");
+    assert!(errors.to_string().contains("s.toml:7:1: invalid TOML: duplicate key `path`"), "{errors}");
+}
+
 /// Two steps with the same method, path and query parameter names but different values are one endpoint:
 /// valid, but `validate` warns, naming both steps; so are two steps that differ only in a cache-buster.
 #[test]
