@@ -236,9 +236,22 @@ fn invalid_nights_left_out(invalid: &[Run]) -> String {
     format!("; {} invalid {nights} left out: {}", invalid.len(), named.join(", "))
 }
 
-/// The runs `spec` selects; when a `run:ID` baseline selects nothing, says why that run cannot serve.
+/// The runs `spec` selects; when a `run:ID` baseline selects nothing, says why that run cannot serve, and
+/// when a `build:ID` one names a build the scenario never ran, says so (a typo in a CI step must not pass as
+/// an inconclusive verdict).
 async fn baseline_runs(store: &Store, candidate: &Run, spec: &BaselineSpec) -> Result<Vec<Run>, JudgeError> {
     let runs = store.baseline_runs(candidate, spec).await?;
+    if let (BaselineSpec::Build(build), true) = (spec, runs.is_empty())
+        && !store.has_build(&candidate.scenario, build).await?
+    {
+        let builds = store.recent_builds(&candidate.scenario, 10).await?;
+        let known = if builds.is_empty() {
+            "it has no run with a build id".to_owned()
+        } else {
+            format!("its most recent builds: {}", builds.join(", "))
+        };
+        refuse!("baseline build:{build}: scenario `{}` has no run of build {build}; {known}", candidate.scenario);
+    }
     if let (BaselineSpec::Run(id), true) = (spec, runs.is_empty()) {
         let Some(run) = store.find_run(*id).await? else { refuse!("baseline run #{id} does not exist") };
         if run.id == candidate.id {

@@ -79,6 +79,22 @@ impl Store {
             .await?))
     }
 
+    /// Whether `scenario` has any run, of any status, of build `build`.
+    pub async fn has_build(&self, scenario: &str, build: &str) -> Result<bool, StoreError> {
+        let query = "select exists (select 1 from runs join scenarios on scenarios.id = runs.scenario_id \
+                     where scenarios.name = $1 and runs.build_id = $2)";
+        Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(scenario).bind(build).fetch_one(pool).await?))
+    }
+
+    /// The distinct build ids of `scenario`'s runs, the most recent first (at most `limit`): what a `build:ID`
+    /// baseline naming none of them could have meant.
+    pub async fn recent_builds(&self, scenario: &str, limit: i64) -> Result<Vec<String>, StoreError> {
+        let query = "select runs.build_id from runs join scenarios on scenarios.id = runs.scenario_id \
+                     where scenarios.name = $1 and runs.build_id is not null \
+                     group by runs.build_id order by max(runs.started_at) desc limit $2";
+        Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(scenario).bind(limit).fetch_all(pool).await?))
+    }
+
     /// The last run of `scenario` that passed before run `upto`, and the distinct build ids of the runs after
     /// it up to `upto`, oldest first (at most 20): the builds an alert names as suspects.
     pub async fn builds_since_last_pass(

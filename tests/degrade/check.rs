@@ -187,13 +187,15 @@ async fn bad_input_gets_a_clear_message_and_the_right_exit_code() {
 
     ten_nights(&store).await;
 
-    let cases: [(&[&str], i32, &str); 6] = [
+    let cases: [(&[&str], i32, &str); 7] = [
         (&["--baseline", "last-week"], 2, "unknown baseline `last-week`; use last-7d"),
         (&["--scenario", "search"], 2, "unknown scenario `search`"),
         (&["search"], 2, "unknown scenario `search`"),
         (&["search", "--scenario", "checkout"], 2, "cannot be used with"),
         (&["--run", "4242"], 2, "run #4242 does not exist"),
         (&["--baseline", "run:4242"], 2, "baseline run #4242 does not exist"),
+        // A build the scenario never ran is a typo in a CI step, not an inconclusive verdict that passes.
+        (&["--baseline", "build:9.9"], 2, "baseline build:9.9: scenario `checkout` has no run of build 9.9; its"),
     ];
     for (args, code, message) in cases {
         let (actual, stdout, stderr) = check(&db, args);
