@@ -94,12 +94,8 @@ pub fn estimate(y: &[f64], sampling_var: &[f64], floor: f64, prior: Option<Prior
     let scale = segmentation_scale(y, floor);
     let night_scale: Vec<f64> = sampling_var.iter().map(|v| scale.max(v.sqrt())).collect();
     let segments = segment(y, &night_scale);
-    let mut settled: Vec<(usize, usize)> = segments.iter().copied().filter(|(a, b)| b - a >= MIN_SETTLED).collect();
-    if settled.is_empty() {
-        settled.push((0, count));
-    }
+    let (settled, tail_from) = levels(y, &night_scale, &segments);
     let (a, b) = *settled.last().expect("at least one settled segment");
-    let tail_from = unsettled_tail(&segments, b);
     let (detrended, drift) = detrend(y, (a, b), tail_from, &night_scale);
     let y = &detrended[..];
     let medians: Vec<f64> = settled.iter().map(|&(a, b)| median(&y[a..b])).collect();
@@ -148,6 +144,42 @@ pub fn estimate(y: &[f64], sampling_var: &[f64], floor: f64, prior: Option<Prior
         e.level_weight = 1.0 / (1.0 / e.level_weight + distance * distance / trend::spread_of_positions(b - a));
     }
     e
+}
+
+/// The settled levels of `segments` (at least one) and where the unsettled new level starts, if the series
+/// ends in one. A new level holds only since the last night that was back at the level before it: the
+/// segmentation may read slow, usual, slow as one level with an outlier (a usual night costs no more than a
+/// change point), but that usual night says the step did not hold. So a last settled level with such a night
+/// less than [`MIN_SETTLED`] nights before its end is not settled yet: the level before it is the current
+/// one, and the nights after the return are an unsettled new level if there are [`TAIL_MIN`] of them.
+fn levels(y: &[f64], scale: &[f64], segments: &[(usize, usize)]) -> (Vec<(usize, usize)>, Option<usize>) {
+    let count = y.len();
+    let mut settled: Vec<(usize, usize)> = segments.iter().copied().filter(|(a, b)| b - a >= MIN_SETTLED).collect();
+    if settled.is_empty() {
+        settled.push((0, count));
+    }
+    let mut tail_from = unsettled_tail(segments, settled[settled.len() - 1].1);
+    if let [.., before, last] = settled[..]
+        && let Some(back) = last_return(y, scale, before, last)
+        && last.1 - back < MIN_SETTLED
+    {
+        settled.pop();
+        tail_from = (count - back >= TAIL_MIN).then_some(back);
+    }
+    (settled, tail_from)
+}
+
+/// The night after the last of `new`'s nights that was back at level `old` (within the segmentation's clip of
+/// its median) and away from `new`'s median, if one was.
+fn last_return(y: &[f64], scale: &[f64], old: (usize, usize), new: (usize, usize)) -> Option<usize> {
+    if old.0 >= old.1 || new.0 >= new.1 {
+        return None;
+    }
+    let (old_median, new_median) = (median(&y[old.0..old.1]), median(&y[new.0..new.1]));
+    let near = |i: usize, m: f64| ((y[i] - m) / scale[i]).powi(2) <= CLIP_SQUARED;
+    // Only between levels a step apart, whose nights cannot be near both: not along a drift.
+    let apart = |i: usize| ((new_median - old_median) / scale[i]).powi(2) > 4.0 * CLIP_SQUARED;
+    (new.0..new.1).rev().find(|&i| apart(i) && near(i, old_median) && !near(i, new_median)).map(|i| i + 1)
 }
 
 /// Where the unsettled new level starts, if the series ends in one: at the last segment after the last settled
@@ -341,6 +373,22 @@ mod tests {
         assert_eq!(e.segments, 2);
         assert!((e.level - 1.5).abs() < 0.02, "{e:?}");
         assert!(e.sigma < 0.05, "the step is not noise: {e:?}");
+    }
+
+    #[test]
+    fn a_step_that_did_not_hold_is_not_the_level() {
+        // Eight usual nights, then slow, usual, slow (a regression, its fix, the regression again): one
+        // segment with an outlier to the segmentation, but the usual night says the step did not hold.
+        let mut y = vec![0.0, 0.01, -0.01, 0.005, -0.005, 0.0, 0.01, -0.01];
+        y.extend([0.38, 0.0, 0.38]);
+        let e = estimate(&y, &[0.0; 11], 0.02, None);
+        assert!(e.level.abs() < 0.02, "{e:?}");
+        assert_eq!(e.tail, None, "one slow night since the return is no new level: {e:?}");
+        // Two slow nights since it are an unsettled new level; three, the level.
+        y.push(0.38);
+        assert!(estimate(&y, &[0.0; 12], 0.02, None).tail.is_some_and(|(m, n)| (m - 0.38).abs() < 1e-9 && n == 2));
+        y.push(0.38);
+        assert!((estimate(&y, &[0.0; 13], 0.02, None).level - 0.38).abs() < 0.02);
     }
 
     #[test]
