@@ -82,7 +82,9 @@ impl CheckArgs {
 }
 
 pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit> {
-    let config = source.load_or_defaults(super::Uses::Alerts)?;
+    // Only `--run-now` judges a night it alerts on: a stored run's check touches no alert.
+    let uses = if args.run_now { super::Uses::Alerts } else { super::Uses::NoAlerts };
+    let config = source.load_or_defaults(uses)?;
     let store = if args.run_now {
         Store::connect(&config.database).await
     } else {

@@ -327,7 +327,7 @@ impl ConfigSource {
 pub(crate) enum Uses {
     /// It may deliver alerts: an unset webhook variable means a webhook is skipped.
     Alerts,
-    /// It never sends an alert (`migrate`, `run`).
+    /// It never sends an alert (`migrate`, `run`, `check` of a stored run).
     NoAlerts,
 }
 

@@ -147,7 +147,7 @@ fn an_unreachable_database_exits_2_without_the_password() {
 }
 
 /// An unset webhook variable is worth a warning only to commands that deliver alerts: `validate` and
-/// `check` say so, `migrate` (which sends nothing) does not.
+/// `check --run-now` say so, `migrate` and the check of a stored run (which send nothing) do not.
 #[test]
 fn only_commands_that_alert_warn_about_an_unset_webhook() {
     let config = "[[notify]]\nname = \"team\"\nkind = \"slack\"\nurl_env = \"TEAM_HOOK_UNSET\"\n";
@@ -159,6 +159,8 @@ fn only_commands_that_alert_warn_about_an_unset_webhook() {
     assert!(!stderr.contains(warning), "{stderr}");
     let validate = degrade(dir.path(), &["validate"], &[]);
     assert!(text(&validate).1.contains(warning), "{}", text(&validate).1);
+    let stored_check = degrade(dir.path(), &["check"], &[]);
+    assert!(!text(&stored_check).1.contains(warning), "{}", text(&stored_check).1);
 }
 
 /// Before the first night, `validate` says what each endpoint's night will give to judge at the planned load,
