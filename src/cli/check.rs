@@ -146,10 +146,12 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
         return Ok(judge_run(store, config, &candidate, &spec, IfRegressed::Stands, Utc::now()).await?);
     }
     let mut job = Job::find(config, args.scenario_as_given())?;
+    let reshaped = job.reshape(args.duration, args.rate_scale.unwrap_or(1.0))?;
+    // After the reshape: a warning about the night's size speaks of the night that runs.
     for warning in &job.plan.warnings {
         say!("warning: {warning}");
     }
-    if job.reshape(args.duration, args.rate_scale.unwrap_or(1.0))? {
+    if reshaped {
         say!(
             "note: a run reshaped by --duration or --rate-scale is another workload: it starts its own series and \
              is judged only against runs shaped the same way, never against the nightly ones"

@@ -55,10 +55,11 @@ pub(super) fn positive_factor(text: &str) -> Result<f64, String> {
 pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<Exit> {
     let config = source.load_or_defaults(super::Uses::NoAlerts)?;
     let mut job = Job::find(&config, args.scenario.as_deref())?;
+    job.reshape(args.duration, args.rate_scale)?;
+    // After the reshape: a warning about the night's size speaks of the night that runs.
     for warning in &job.plan.warnings {
         say!("warning: {warning}");
     }
-    job.reshape(args.duration, args.rate_scale)?;
     let store = Store::connect(&config.database)
         .await
         .with_context(|| format!("cannot open the database {}", config.database))?;

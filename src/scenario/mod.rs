@@ -102,7 +102,13 @@ impl Plan {
         let tape = self.tape.as_ref().map(|t| t.survey.digest.clone());
         self.hash = workload_hash(&self.source_text, tape.as_deref(), self.query_keys, rate_scale, duration);
         if let Some(tape) = &mut self.tape {
+            // The tape's realism warning spoke of the planned night: say it again of this one.
+            let warning = |tape: &TapeReplay| tape.realism().filter(|_| tape.warned());
+            if let Some(before) = warning(tape) {
+                self.warnings.retain(|w| !w.contains(&before));
+            }
             tape.planned_requests = tape_source::planned_requests(tape, &self.load);
+            self.warnings.extend(warning(tape));
         }
         Ok(self)
     }

@@ -296,6 +296,12 @@ fn a_tape_is_checked_when_the_scenario_loads_and_its_content_names_the_series() 
         "{realism}"
     );
     assert!(first.warnings.iter().any(|w| w.contains("caches will be warmer than production")), "{:?}", first.warnings);
+    // A shorter night (`--duration 10ms`: one request) is warned about as it runs, not as planned.
+    let short = first.clone().scaled(Some(std::time::Duration::from_millis(10)), 1.0).unwrap();
+    assert!(!short.warnings.iter().any(|w| w.contains("caches will be warmer")), "{:?}", short.warnings);
+    let longer = first.clone().scaled(None, 2.0).unwrap();
+    let said: Vec<&String> = longer.warnings.iter().filter(|w| w.contains("caches will be warmer")).collect();
+    assert!(said.len() == 1 && said[0].contains("this run sends 2,000 requests"), "{:?}", longer.warnings);
     let error = parse("GET\t/a/1\t200\nGET\t/a/2\tok\n").unwrap_err().to_string();
     assert!(error.contains("t.tape:2: status: `ok` is not an HTTP status"), "{error}");
     let error = parse("GET\t/a\t200\th=Authorization: Bearer x\n").unwrap_err().to_string();
