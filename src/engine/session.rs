@@ -213,6 +213,11 @@ pub(super) async fn run_flow(
         }
         intended = in_hand + think(step.think, &mut rng);
     }
+    // A socket still open after the last step stays open through that step's think time, read and pinged as
+    // between steps: the user is still connected while thinking (never past the run's end).
+    if socket.is_open() && !shared.stopping.load(Ordering::Relaxed) {
+        Box::pin(socket.wait_until(&ws_run(shared), intended.min(shared.deadline))).await;
+    }
     if socket.has_end() {
         Box::pin(socket.end(&ws_run(shared))).await;
     }

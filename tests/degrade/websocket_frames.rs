@@ -73,6 +73,12 @@ async fn keepalive_pings_are_sent_while_the_session_reads_and_their_pongs_timed(
     // About 14 pings in the think time of 1.5 s; none is owed before the socket is read.
     assert!(ping.requests >= 8 && ping.errors == 0, "{ping:#?}");
     assert!(ping.p50_us > 0, "each pong is timed from its ping's intended time");
+    // A flow whose last step leaves the socket open: its think time is spent connected, pinged as between
+    // steps, and the socket is closed after it.
+    let steps = "[[flow.step]]\nws = \"send\"\nname = \"WS note\"\njson = { op = \"note\" }\nthink = \"1500ms\"\n";
+    let measurement = run_scenario(&scenario(&stub.url(), ws, "board.v1", steps, 1, 2), &[]).await;
+    let ping = endpoint(&measurement, "WS ping");
+    assert!(ping.requests >= 8 && ping.errors == 0, "{ping:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
