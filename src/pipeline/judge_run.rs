@@ -10,7 +10,7 @@ use crate::analysis::judge::{Comparison, Judgement, counted_findings, judge_with
 use crate::analysis::telemetry::TelemetryNights;
 use crate::config::Config;
 use crate::model::{
-    BaselineSpec, EndpointResult, FindingOutcome, LoadModel, NewVerdict, Run, RunStatus, VerdictOutcome,
+    BaselineSpec, EndpointResult, FindingOutcome, LoadModel, NewVerdict, Run, RunId, RunStatus, VerdictOutcome,
 };
 use crate::report::{BaselineRun, CheckReport, LeftOut};
 use crate::store::{Store, StoreCause, StoreError};
@@ -236,36 +236,48 @@ fn invalid_nights_left_out(invalid: &[Run]) -> String {
     format!("; {} invalid {nights} left out: {}", invalid.len(), named.join(", "))
 }
 
-/// The runs `spec` selects; when a `run:ID` baseline selects nothing, says why that run cannot serve, and
-/// when a `build:ID` one names a build the scenario never ran, says so (a typo in a CI step must not pass as
-/// an inconclusive verdict).
+/// The runs `spec` selects. When a `run:ID` or `build:ID` baseline selects nothing, says why, if the run
+/// cannot serve or the scenario never ran the build (a typo in a CI step must not pass as an inconclusive
+/// verdict).
 async fn baseline_runs(store: &Store, candidate: &Run, spec: &BaselineSpec) -> Result<Vec<Run>, JudgeError> {
     let runs = store.baseline_runs(candidate, spec).await?;
-    if let (BaselineSpec::Build(build), true) = (spec, runs.is_empty())
-        && !store.has_build(&candidate.scenario, build).await?
-    {
-        let builds = store.recent_builds(&candidate.scenario, 10).await?;
-        let known = if builds.is_empty() {
-            "it has no run with a build id".to_owned()
-        } else {
-            format!("its most recent builds: {}", builds.join(", "))
-        };
-        refuse!("baseline build:{build}: scenario `{}` has no run of build {build}; {known}", candidate.scenario);
-    }
-    if let (BaselineSpec::Run(id), true) = (spec, runs.is_empty()) {
-        let Some(run) = store.find_run(*id).await? else { refuse!("baseline run #{id} does not exist") };
-        if run.id == candidate.id {
-            refuse!("run #{id} cannot be its own baseline");
+    if runs.is_empty() {
+        match spec {
+            BaselineSpec::Build(build) => known_build(store, candidate, build).await?,
+            BaselineSpec::Run(id) => usable_run(store, candidate, *id).await?,
+            BaselineSpec::LastDays(_) | BaselineSpec::LastRuns(_) => {}
         }
-        if run.scenario != candidate.scenario {
-            refuse!("baseline run #{id} belongs to scenario `{}`, not `{}`", run.scenario, candidate.scenario);
-        }
-        if !run.status.is_valid_measurement() {
-            refuse!("baseline run #{id} is {}, so its numbers cannot serve as a baseline", run.status);
-        }
-        refuse!("baseline run #{id} ran a different version of the scenario file, so its numbers are not comparable");
     }
     Ok(runs)
+}
+
+/// Refuses a `build:ID` baseline naming a build `candidate`'s scenario never ran, listing the ones it did.
+async fn known_build(store: &Store, candidate: &Run, build: &str) -> Result<(), JudgeError> {
+    if store.has_build(&candidate.scenario, build).await? {
+        return Ok(());
+    }
+    let builds = store.recent_builds(&candidate.scenario, 10).await?;
+    let known = if builds.is_empty() {
+        "it has no run with a build id".to_owned()
+    } else {
+        format!("its most recent builds: {}", builds.join(", "))
+    };
+    refuse!("baseline build:{build}: scenario `{}` has no run of build {build}; {known}", candidate.scenario);
+}
+
+/// Says why run `id`, which a `run:ID` baseline names but did not select, cannot serve as `candidate`'s.
+async fn usable_run(store: &Store, candidate: &Run, id: RunId) -> Result<(), JudgeError> {
+    let Some(run) = store.find_run(id).await? else { refuse!("baseline run #{id} does not exist") };
+    if run.id == candidate.id {
+        refuse!("run #{id} cannot be its own baseline");
+    }
+    if run.scenario != candidate.scenario {
+        refuse!("baseline run #{id} belongs to scenario `{}`, not `{}`", run.scenario, candidate.scenario);
+    }
+    if !run.status.is_valid_measurement() {
+        refuse!("baseline run #{id} is {}, so its numbers cannot serve as a baseline", run.status);
+    }
+    refuse!("baseline run #{id} ran a different version of the scenario file, so its numbers are not comparable");
 }
 
 async fn endpoints(store: &Store, id: i64) -> Result<Vec<EndpointResult>, JudgeError> {

@@ -109,7 +109,6 @@ fn resolve_step(
     let field = |f: &str| format!("{prefix}.{f}");
     refuse_ws_keys(checker, &raw, &field);
     super::grpc_steps::refuse_grpc_keys(checker, &raw, &field);
-    let at = first_key_span(&raw).unwrap_or(at);
     let protocol = raw.protocol.as_ref().and_then(|p| {
         checker.check(p, &field("protocol"), |p| {
             Protocol::parse(p).ok_or_else(|| format!("`{p}` is not a protocol; use {}", Protocol::NAMES))
@@ -186,18 +185,6 @@ fn resolve_step(
         decode,
     };
     Some(step)
-}
-
-/// Where in a step an error about it as a whole points: the first key it set that has a place of its own (a
-/// step of only a `think` still has that); otherwise the step's table.
-fn first_key_span(raw: &RawStep) -> Option<std::ops::Range<usize>> {
-    raw.name
-        .as_ref()
-        .map(Spanned::span)
-        .or_else(|| raw.method.as_ref().map(Spanned::span))
-        .or_else(|| raw.think.as_ref().map(Spanned::span))
-        .or_else(|| raw.json.as_ref().map(Spanned::span))
-        .or_else(|| raw.body.as_ref().map(Spanned::span))
 }
 
 /// A step's path as a template. A path may also be one extracted whole (`{{ location }}`), which the server
