@@ -156,7 +156,7 @@ fn levels(y: &[f64], scale: &[f64], segments: &[(usize, usize)]) -> (Vec<(usize,
     let count = y.len();
     let mut settled: Vec<(usize, usize)> = segments.iter().copied().filter(|(a, b)| b - a >= MIN_SETTLED).collect();
     if settled.is_empty() {
-        settled.push((0, count));
+        return unsettled_levels(segments, count);
     }
     let mut tail_from = unsettled_tail(segments, settled[settled.len() - 1].1);
     if let [.., before, last] = settled[..]
@@ -167,6 +167,18 @@ fn levels(y: &[f64], scale: &[f64], segments: &[(usize, usize)]) -> (Vec<(usize,
         tail_from = (count - back >= TAIL_MIN).then_some(back);
     }
     (settled, tail_from)
+}
+
+/// The levels of a series none of whose segments held [`MIN_SETTLED`] nights (nights that wander in pairs
+/// on a busy machine): its nights are read as one level, except a last segment of [`TAIL_MIN`] nights or more
+/// after at least [`MIN_SETTLED`] others, which is the unsettled new level. Averaged in, a new level two nights
+/// old would be left out of the level as outliers, and a third night there read as a regression against a
+/// level it has left.
+fn unsettled_levels(segments: &[(usize, usize)], count: usize) -> (Vec<(usize, usize)>, Option<usize>) {
+    match segments.last() {
+        Some(&(start, end)) if end - start >= TAIL_MIN && start >= MIN_SETTLED => (vec![(0, start)], Some(start)),
+        _ => (vec![(0, count)], None),
+    }
 }
 
 /// The night after the last of `new`'s nights that was back at level `old` (within the segmentation's clip of
@@ -409,6 +421,20 @@ mod tests {
         let e = estimate(&y, &[0.0; 20][..y.len()], 0.02, None);
         assert!((e.level - 1.0).abs() < 0.02, "{e:?}");
         assert_eq!(e.tail.map(|(_, n)| n), Some(2));
+    }
+
+    #[test]
+    fn two_new_nights_after_nights_wandering_in_pairs_are_an_unsettled_tail() {
+        // A busy machine: usual nights that move in pairs, so no level holds three nights; then a step.
+        let mut y = vec![0.06, 0.17, 0.32, 0.34, 0.0, 0.06, 3.5, 3.52];
+        let e = estimate(&y, &[0.0; 8], 0.02, None);
+        assert_eq!(e.segments, 4, "{e:?}");
+        assert!(e.tail.is_some_and(|(m, n)| (m - 3.51).abs() < 1e-9 && n == 2), "{e:?}");
+        assert!(e.level < 0.35 && e.level_nights == 6, "{e:?}");
+        // A third night there is the level.
+        y.push(3.5);
+        let e = estimate(&y, &[0.0; 9], 0.02, None);
+        assert!((e.level - 3.5).abs() < 0.02 && e.tail.is_none(), "{e:?}");
     }
 
     #[test]
