@@ -207,11 +207,13 @@ pub(super) async fn run_flow(
             http_step(shared, (flow_index, step_index), intended, alarm, slot, &mut cx).await
         };
         let (in_hand, failed) = done;
+        // A user who met an error still reads it: a failed step's think time passes before a closed-model
+        // user's next session, so a target failing fast is not hammered in a tight loop.
+        intended = in_hand + think(step.think, &mut rng);
         if failed {
             // Later steps usually depend on this one (an id it should have returned): a real user would stop.
             break;
         }
-        intended = in_hand + think(step.think, &mut rng);
     }
     // A socket still open after the last step stays open through that step's think time, read and pinged as
     // between steps: the user is still connected while thinking (never past the run's end).

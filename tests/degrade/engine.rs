@@ -168,19 +168,23 @@ async fn feeders_spread_requests_over_their_rows_and_stop_when_asked() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_closed_model_keeps_its_users_busy() {
+async fn the_closed_model_keeps_its_users_busy_and_a_failed_session_still_thinks() {
     let target = StubTarget::start().await;
-    let text = format!(
-        "[target]\nbase_url = \"{}\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/fast\"\nthink = \"50ms\"\n\
-         [load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1s\"\nusers = 2\n",
-        target.url()
-    );
-    let measurement = run_scenario(&text, &[]).await;
-    let fast = endpoint(&measurement, "GET /fast");
-    // Two users, each about one request per 50 ms think time: well under 2 × 20 and well above zero.
-    assert!((10..=42).contains(&fast.requests), "{}", fast.requests);
-    assert_eq!(measurement.results.load_summary.model, "closed");
-    assert_measured(measurement.results.status, &measurement.results.validity_reasons);
+    // A session whose step failed (201 expected, 200 answered) still waits its think time before the next:
+    // a user who met an error reads it, and a target failing fast is not hammered in a tight loop.
+    for expect in ["", "expect = { status = 201 }\n"] {
+        let text = format!(
+            "[target]\nbase_url = \"{}\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/fast\"\nthink = \"50ms\"\n\
+             {expect}[load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1s\"\nusers = 2\n",
+            target.url()
+        );
+        let measurement = run_scenario(&text, &[]).await;
+        let fast = endpoint(&measurement, "GET /fast");
+        // Two users, each about one request per 50 ms think time: well under 2 × 20 and well above zero.
+        assert!((10..=42).contains(&fast.requests), "{expect}: {}", fast.requests);
+        assert_eq!(fast.errors, if expect.is_empty() { 0 } else { fast.requests }, "{expect}");
+        assert_eq!(measurement.results.load_summary.model, "closed");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
