@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::model::thousands;
 use crate::outside_text::printable;
-use crate::scenario::tape_source::thousands;
 use crate::tape::import::{Dropped, ImportReport};
 use crate::tape::route_tally::{MAX_QUERY_SHAPES, OTHER_QUERIES};
 use crate::tape::sources::SourceFormat;

@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::{ConfigSource, Exit, print_stdout};
 use crate::config::{Reads, ScenarioConfig, ScrapeAuth, SeriesSpec, SourceKind, TelemetrySource};
 use crate::model::SeriesKind;
-use crate::scenario::tape_source::thousands;
+use crate::model::thousands;
 use crate::secret::redact_url;
 use crate::telemetry::{Prometheus, QueryError, Reading, Scraper, shown};
 

@@ -8,7 +8,7 @@ use chrono::Utc;
 use super::{Exit, load_config, print_stdout};
 use crate::config::{Config, ConfigErrors, ScenarioConfig};
 use crate::model::LoadModel;
-use crate::scenario::tape_source::thousands;
+use crate::model::thousands;
 use crate::scenario::{self, Plan, TapeOrder, TapeReplay};
 use crate::secret::redact_url;
 

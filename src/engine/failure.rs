@@ -62,5 +62,22 @@ pub(super) fn unexpected_status(response: &Answer) -> Failure {
     };
     let body = String::from_utf8_lossy(&response.body[..response.body.len().min(120)]).into_owned();
     let body = crate::outside_text::printable(body.trim());
+    if body.is_empty() {
+        return Failure::new(class, format!("status {status} (an empty body)"));
+    }
     Failure::new(class, format!("status {status}: {body}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    #[test]
+    fn an_unexpected_status_quotes_its_body_or_says_it_had_none() {
+        let answer = |body: &'static str| Answer::http1(404, Bytes::new(), Bytes::from_static(body.as_bytes()), None);
+        assert_eq!(unexpected_status(&answer("no such card\n")).message, "status 404: no such card");
+        assert_eq!(unexpected_status(&answer("  \n")).message, "status 404 (an empty body)");
+    }
 }

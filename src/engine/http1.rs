@@ -23,6 +23,7 @@ pub use super::answer::Answer;
 use super::answer::MAX_HEADERS;
 use super::failure::{Failure, classify_io, incomplete};
 use crate::metrics::ErrorClass;
+use crate::model::bytes_text;
 
 /// A byte stream to the target, plain or TLS.
 pub(super) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {
@@ -175,8 +176,10 @@ impl Connection {
     async fn read_length(&mut self, length: u64, max_body: u64) -> Result<Bytes, Failure> {
         if length > max_body {
             let message = format!(
-                "the body passed max_body ({max_body} bytes): its Content-Length is {length} bytes; it was not \
-                 read and the connection was dropped"
+                "the body passed max_body of {}: its Content-Length is {}; it was not read and the connection was \
+                 dropped",
+                bytes_text(max_body),
+                bytes_text(length)
             );
             return Err(Failure::new(ErrorClass::BodyTooLarge, message));
         }
@@ -297,8 +300,9 @@ impl Connection {
 
 fn too_large(max_body: u64, received: u64) -> Failure {
     let message = format!(
-        "the body passed max_body ({max_body} bytes) after {received} bytes: the rest was not read and the \
-         connection was dropped"
+        "the body passed max_body of {} after {}: the rest was not read and the connection was dropped",
+        bytes_text(max_body),
+        bytes_text(received)
     );
     Failure::new(ErrorClass::BodyTooLarge, message)
 }

@@ -301,15 +301,7 @@ pub fn rate_text(rate: f64) -> String {
     if !rate.is_finite() {
         return "n/a".to_owned();
     }
-    let digits = format!("{:.0}", rate.abs());
-    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(digit);
-    }
-    if rate < 0.0 && digits != "0" { format!("-{grouped}") } else { grouped }
+    super::thousands(rate)
 }
 
 /// A night's capacity against the one it is compared with, as the verdict, the alerts and the API word it:

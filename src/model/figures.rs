@@ -220,6 +220,40 @@ pub struct TrendPoint {
     pub value: f64,
 }
 
+/// A whole number with its thousands grouped: `540000` as `540,000`, `-1234.6` as `-1,235`.
+#[must_use]
+pub fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.abs());
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    if value < 0.0 && digits != "0" { format!("-{grouped}") } else { grouped }
+}
+
+/// A size in bytes as people read it, exact and rounded: `4,194,304 bytes (4 MiB)`, `4,000,000 bytes (4 MB)`,
+/// `812 bytes`. Binary units where the size is a whole number of KiB (as `512KiB` was likely written), decimal
+/// ones otherwise.
+#[must_use]
+pub fn bytes_text(bytes: u64) -> String {
+    let exact = format!("{} bytes", thousands(bytes as f64));
+    let units: [(u64, &str); 3] = if bytes.is_multiple_of(1 << 10) {
+        [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
+    } else {
+        [(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "kB")]
+    };
+    match units.into_iter().find(|&(unit, _)| bytes >= unit) {
+        Some((unit, name)) => {
+            let scaled = format!("{:.1}", bytes as f64 / unit as f64);
+            format!("{exact} ({} {name})", scaled.trim_end_matches(".0"))
+        }
+        None => exact,
+    }
+}
+
 /// Milliseconds with a precision that fits their size: `0.42 ms`, `8.3 ms`, `1250 ms`.
 #[must_use]
 pub(crate) fn format_ms(ms: f64) -> String {
@@ -227,5 +261,22 @@ pub(crate) fn format_ms(ms: f64) -> String {
         x if x < 10.0 => format!("{ms:.2} ms"),
         x if x < 100.0 => format!("{ms:.1} ms"),
         _ => format!("{ms:.0} ms"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_sizes_read_as_people_write_them() {
+        assert_eq!(thousands(540_000.0), "540,000");
+        assert_eq!(thousands(-1234.6), "-1,235");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(bytes_text(812), "812 bytes");
+        assert_eq!(bytes_text(4 << 20), "4,194,304 bytes (4 MiB)");
+        assert_eq!(bytes_text(4_000_000), "4,000,000 bytes (4 MB)");
+        assert_eq!(bytes_text(4_194_305), "4,194,305 bytes (4.2 MB)");
+        assert_eq!(bytes_text(512 << 10), "524,288 bytes (512 KiB)");
     }
 }

@@ -34,7 +34,7 @@ impl EndpointNight {
         let judged =
             if self.judged.is_empty() { "nothing judged".to_owned() } else { self.judged.join(", ") + " judged" };
         let about = if self.planned { "~" } else { "" };
-        let count = super::tape_source::thousands(self.requests.round());
+        let count = crate::model::thousands(self.requests.round());
         let mut text = format!("{}: {about}{count} requests: {judged}", self.endpoint);
         if !self.short.is_empty() {
             let needs: Vec<String> = self

@@ -92,7 +92,7 @@ pub fn describe(plan: &Plan) -> Vec<String> {
 }
 
 fn rows(count: u64, what: &str) -> String {
-    format!("{} {what}{}", thousands(count), if count == 1 { "" } else { "s" })
+    format!("{} {what}{}", crate::model::thousands(count as f64), if count == 1 { "" } else { "s" })
 }
 
 fn shares(shape: &Shape, what: &str, of: &str) -> String {
@@ -156,18 +156,6 @@ pub fn percent(share: f64) -> String {
     } else {
         format!("{pct:.3} %")
     }
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The skewed draws among some expressions, with their site numbers.

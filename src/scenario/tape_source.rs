@@ -9,7 +9,7 @@ use super::plan::{Load, TapeOrder, TapeReplay};
 use super::raw_scenario::{RawTape, RawTapeExpect};
 use super::step_values::parse_statuses;
 use crate::config::{Checker, ConfigWarning, WarningKind};
-use crate::model::LoadModel;
+use crate::model::{LoadModel, thousands};
 use crate::tape::Router;
 use crate::tape::route_tally::OTHER_ROUTES;
 use crate::tape::survey::survey;
@@ -210,20 +210,6 @@ impl TapeReplay {
             )
         })
     }
-}
-
-/// `540000` as `540,000`.
-#[must_use]
-pub fn thousands(value: f64) -> String {
-    let digits = format!("{:.0}", value.max(0.0));
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Whether `status` is what a replay of a request recorded with `recorded` should get, by default: the

@@ -132,7 +132,7 @@ pub fn read(body: &[u8], series: &[SeriesSpec]) -> Result<Scraped, String> {
         if samples > MAX_SAMPLES {
             return Err(format!(
                 "the answer holds more than {} samples, the most degrade reads in one scrape",
-                crate::scenario::tape_source::thousands(MAX_SAMPLES as f64)
+                crate::model::thousands(MAX_SAMPLES as f64)
             ));
         }
         for (spec, reading) in series.iter().zip(&mut readings) {

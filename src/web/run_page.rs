@@ -83,7 +83,7 @@ impl RunPage {
 
     /// A count with thousands separated: `20,000`.
     fn count(value: &u64) -> String {
-        crate::scenario::tape_source::thousands(*value as f64)
+        crate::model::thousands(*value as f64)
     }
 
     /// A share of draws as a percentage, with the digits it needs.

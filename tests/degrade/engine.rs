@@ -412,6 +412,6 @@ async fn an_endless_body_is_cut_at_max_body_and_fails_clearly() {
     assert_eq!((stream.requests, stream.errors), (8, 8), "{:?}", stream.error_samples);
     assert_eq!(stream.errors_by_class.get("body_too_large"), Some(&8), "{:?}", stream.errors_by_class);
     let sample = &stream.error_samples["body_too_large"][0];
-    assert!(sample.starts_with("the body passed max_body (1000000 bytes) after "), "{sample}");
+    assert!(sample.starts_with("the body passed max_body of 1,000,000 bytes (1 MB) after "), "{sample}");
     assert!(sample.ends_with("the rest was not read and the connection was dropped"), "{sample}");
 }

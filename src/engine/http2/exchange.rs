@@ -141,8 +141,9 @@ impl Body {
         self.length += chunk.len() as u64;
         if self.length > max_body {
             let message = format!(
-                "the body passed max_body ({max_body} bytes) after {} bytes; its stream was reset, the rest not read",
-                self.length
+                "the body passed max_body of {} after {}; its stream was reset, the rest not read",
+                crate::model::bytes_text(max_body),
+                crate::model::bytes_text(self.length)
             );
             return Err(Failure::new(ErrorClass::BodyTooLarge, message));
         }
