@@ -59,7 +59,7 @@ fn describe_plan(plan: &Plan) -> Vec<String> {
         None => vec![format!("  flows     {}", flows.join(", "))],
     };
     lines.extend([
-        format!("  endpoints {}", plan.endpoints.join(", ")),
+        format!("  endpoints {}", plan.recorded_endpoints().collect::<Vec<_>>().join(", ")),
         format!(
             "  load      {shape}, {} stage(s), {} in all ({} measured)",
             load.stages.len(),

@@ -59,6 +59,18 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
+impl Plan {
+    /// The metric keys a night records under, in order: every endpoint but those named only by WebSocket close
+    /// steps (a close is sent, never measured or counted, so a page or a list would show it empty).
+    pub fn recorded_endpoints(&self) -> impl Iterator<Item = &str> {
+        let close_only = move |index: usize| {
+            let mut naming = self.flows.iter().flat_map(|f| &f.steps).filter(|s| s.endpoint == index).peekable();
+            naming.peek().is_some() && naming.all(|s| matches!(s.ws, Some(super::ws_plan::WsAction::Close)))
+        };
+        self.endpoints.iter().enumerate().filter(move |&(i, _)| !close_only(i)).map(|(_, name)| name.as_str())
+    }
+}
+
 /// `[[tape]]`: a tape replayed, each arrival (or closed-model user turn) taking its next request or session.
 #[derive(Debug, Clone)]
 pub struct TapeReplay {

@@ -407,3 +407,15 @@ fn validate_warns_of_more_sockets_than_the_in_flight_cap_or_the_ports_allow() {
     let calm = plan("[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1m\"\nrate = 10\n");
     assert!(calm.warnings.is_empty(), "{:?}", calm.warnings);
 }
+
+#[test]
+fn a_close_step_is_no_endpoint_of_the_workload() {
+    let text = "[target]\nbase_url = \"http://127.0.0.1:9\"\n[[flow]]\nname = \"f\"\n\
+                [[flow.step]]\nws = \"connect\"\npath = \"/b\"\n\
+                [[flow.step]]\nws = \"send\"\nname = \"WS edit\"\njson = { op = \"echo\" }\n\
+                [[flow.step]]\nws = \"close\"\n\
+                [load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1m\"\nusers = 1\n";
+    let plan = scenario::parse(std::path::Path::new("s.toml"), text, None, &|_| None).unwrap();
+    // A close is sent, never measured or counted: validate's list of endpoints leaves it out.
+    assert_eq!(plan.recorded_endpoints().collect::<Vec<_>>(), ["WS connect /b", "WS edit", "WS push: (other)"]);
+}
