@@ -34,8 +34,11 @@ pub(super) fn render(report: &CheckReport) -> String {
         out += &table(&attention);
         out.push('\n');
     }
+    // A run judged nothing (invalid, or no baseline yet): its summary says why, and an empty table says nothing.
     let all: Vec<&Finding> = report.findings.iter().collect();
-    out += &format!("<details><summary>All {} checks</summary>\n\n{}\n</details>\n", all.len(), table(&all));
+    if !all.is_empty() {
+        out += &format!("<details><summary>All {} checks</summary>\n\n{}\n</details>\n", all.len(), table(&all));
+    }
     out
 }
 

@@ -210,6 +210,9 @@ async fn bad_input_gets_a_clear_message_and_the_right_exit_code() {
     let reason =
         format!("run #{invalid} is invalid, the load generator could not be trusted: dropped 12 % of arrivals");
     assert!(stdout.contains(&reason), "{stdout}");
+    // As a PR comment: the reason, and no empty table of checks.
+    let (_, stdout, _) = check(&db, &["--format", "markdown"]);
+    assert!(stdout.contains(&reason) && !stdout.contains("All 0 checks"), "{stdout}");
 
     let run = NewRun {
         scenario: "checkout".into(),
