@@ -21,7 +21,7 @@ pub(crate) fn parse_raw<T: serde::de::DeserializeOwned>(path: &Path, text: &str)
         {
             message = format!("duplicate key `{}`: it is set earlier in the same table", printable(key.trim()));
         }
-        (Location::at_offset(path, text, offset), message)
+        (Location::at_offset(path, text, offset), plain_types(&message))
     };
     let deserializer = toml::Deserializer::parse(text).map_err(|e| {
         let (location, message) = syntax_error(&e);
@@ -33,6 +33,33 @@ pub(crate) fn parse_raw<T: serde::de::DeserializeOwned>(path: &Path, text: &str)
         let (location, message) = syntax_error(e.inner());
         ConfigError::new(location, if field == "." { String::new() } else { field }, message)
     })
+}
+
+/// serde's complaint in the words of a TOML file's writer: `expected i64` is `expected a whole number`, and a
+/// number written in quotes is told to lose them.
+fn plain_types(message: &str) -> String {
+    const TYPES: [(&str, &str); 12] = [
+        ("i8", "a whole number"),
+        ("i16", "a whole number"),
+        ("i32", "a whole number"),
+        ("i64", "a whole number"),
+        ("isize", "a whole number"),
+        ("u8", "a whole number at least 0"),
+        ("u16", "a whole number at least 0"),
+        ("u32", "a whole number at least 0"),
+        ("u64", "a whole number at least 0"),
+        ("usize", "a whole number at least 0"),
+        ("f32", "a number"),
+        ("f64", "a number"),
+    ];
+    let Some((found, rust_type)) = message.rsplit_once(", expected ") else { return message.to_owned() };
+    let Some(&(_, words)) = TYPES.iter().find(|(t, _)| *t == rust_type) else { return message.to_owned() };
+    let quoted_number = found
+        .strip_prefix("invalid type: string \"")
+        .and_then(|s| s.strip_suffix('"'))
+        .is_some_and(|s| s.trim().parse::<f64>().is_ok());
+    let hint = if quoted_number { ": write it without quotes" } else { "" };
+    format!("{found}, expected {words}{hint}")
 }
 
 /// Collects problems while the raw config is checked.
@@ -185,5 +212,27 @@ pub(crate) fn url_port(after_scheme: &str) -> Result<Option<u16>, String> {
         }
         Ok(port) => Ok(Some(port)),
         Err(_) => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_types;
+
+    #[test]
+    fn serdes_type_names_read_as_a_toml_writer_says_them() {
+        let quoted = plain_types("invalid type: string \"100\", expected f64");
+        assert_eq!(quoted, "invalid type: string \"100\", expected a number: write it without quotes");
+        let negative = plain_types("invalid value: integer `-1`, expected u32");
+        assert_eq!(negative, "invalid value: integer `-1`, expected a whole number at least 0");
+        assert_eq!(
+            plain_types("invalid type: string \"a\", expected i64"),
+            "invalid type: string \"a\", expected a whole number"
+        );
+        assert_eq!(plain_types("missing field `name`"), "missing field `name`");
+        assert_eq!(
+            plain_types("invalid type: integer `1`, expected a string"),
+            "invalid type: integer `1`, expected a string"
+        );
     }
 }
