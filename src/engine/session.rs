@@ -29,6 +29,7 @@ use crate::metrics::ErrorClass;
 use crate::model::LoadModel;
 use crate::scenario::feeder::{Cursor, Drawn};
 use crate::scenario::plan::{Body, Flow, Protocol, Step};
+use crate::scenario::row_cap::RowLease;
 use crate::scenario::template::{Expr, RenderContext};
 use crate::scenario::ws_plan::{WsAction, WsPayload};
 use crate::scenario::{Plan, Think};
@@ -143,40 +144,17 @@ pub(super) async fn run_flow(
     let plan = &shared.plan;
     let mut rng = session_rng(plan.seed, number);
     let flow_index = choose_flow(&plan.flows, &mut rng);
-    let mut rows = vec![None; plan.feeders.len()];
-    // Rows held while the session runs, under `max_sessions_per_row`: given back when it ends however it ends.
-    let mut held_rows = Vec::new();
-    for &f in &shared.flow_feeders[flow_index] {
-        match shared.cursors[f].draw(&plan.feeders[f], &mut rng) {
-            Drawn::Row(row, lease) => {
-                rows[f] = Some(row);
-                held_rows.extend(lease);
-            }
-            Drawn::OutOfData => return SessionEnd::OutOfData,
-            Drawn::EveryRowHeld(cap) => {
-                let message = format!(
-                    "every row of feeder `{}` was held by {cap} session(s) already ([[data]] max_sessions_per_row)",
-                    plan.feeders[f].name
-                );
-                let endpoint = plan.flows[flow_index].steps[0].endpoint;
-                record_unsent(shared, endpoint, start, measured, message);
-                return SessionEnd::Next(Instant::now() + NO_FREE_ROW_PAUSE);
-            }
+    let drawn = match draw_rows(shared, flow_index, &mut rng) {
+        Ok(drawn) => drawn,
+        Err(NoRow::OutOfData) => return SessionEnd::OutOfData,
+        Err(NoRow::EveryRowHeld(message)) => {
+            record_unsent(shared, plan.flows[flow_index].steps[0].endpoint, start, measured, message);
+            return SessionEnd::Next(Instant::now() + NO_FREE_ROW_PAUSE);
         }
-    }
+    };
     shared.recorder.session_started(measured);
-    let mut variables: Vec<Option<Value>> = vec![None; plan.variables.len()];
-    for (index, template) in &plan.flows[flow_index].session_vars {
-        let cx = &mut RenderContext {
-            rows: &rows,
-            variables: &variables,
-            rng: &mut rng,
-            seq: &shared.seq,
-            tallies: &shared.draw_tallies,
-        };
-        let value = template.render_value(cx);
-        variables[*index] = Some(value);
-    }
+    let rows = &drawn.rows;
+    let mut variables = session_variables(shared, flow_index, rows, &mut rng);
     let mut socket = super::ws::WsSession::new(number, measured);
     let mut intended = start;
     for (step_index, step) in plan.flows[flow_index].steps.iter().enumerate() {
@@ -193,7 +171,7 @@ pub(super) async fn run_flow(
         // The slot taken for the session's first request serves its first step, whatever it is.
         let slot = first_slot.take();
         let mut cx = StepContext {
-            rows: &rows,
+            rows,
             variables: &mut variables,
             rng: &mut rng,
             seq: &shared.seq,
@@ -224,6 +202,62 @@ pub(super) async fn run_flow(
         Box::pin(socket.end(&ws_run(shared))).await;
     }
     SessionEnd::Next(intended)
+}
+
+/// Why a session could not draw its rows.
+enum NoRow {
+    /// A `stop` feeder ran out: no more sessions may start.
+    OutOfData,
+    /// Every row of a feeder was held to its cap; the message says which.
+    EveryRowHeld(String),
+}
+
+/// A session's rows, by feeder index (`None` for feeders its flow does not use), and the leases that hold them
+/// under `max_sessions_per_row` until the session ends, however it ends.
+struct SessionRows<'s> {
+    rows: Vec<Option<&'s [Value]>>,
+    _held: Vec<RowLease<'s>>,
+}
+
+/// The rows of the feeders flow `flow_index` uses.
+fn draw_rows<'s>(shared: &'s RunShared, flow_index: usize, rng: &mut SmallRng) -> Result<SessionRows<'s>, NoRow> {
+    let plan = &shared.plan;
+    let mut rows = vec![None; plan.feeders.len()];
+    let mut held = Vec::new();
+    for &f in &shared.flow_feeders[flow_index] {
+        match shared.cursors[f].draw(&plan.feeders[f], rng) {
+            Drawn::Row(row, lease) => {
+                rows[f] = Some(row);
+                held.extend(lease);
+            }
+            Drawn::OutOfData => return Err(NoRow::OutOfData),
+            Drawn::EveryRowHeld(cap) => {
+                return Err(NoRow::EveryRowHeld(format!(
+                    "every row of feeder `{}` was held by {cap} session(s) already ([[data]] max_sessions_per_row)",
+                    plan.feeders[f].name
+                )));
+            }
+        }
+    }
+    Ok(SessionRows { rows, _held: held })
+}
+
+/// The flow's session variables (`session_vars`), rendered once as the session starts, by variable index.
+fn session_variables(
+    shared: &RunShared,
+    flow_index: usize,
+    rows: &[Option<&[Value]>],
+    rng: &mut SmallRng,
+) -> Vec<Option<Value>> {
+    let plan = &shared.plan;
+    let mut variables: Vec<Option<Value>> = vec![None; plan.variables.len()];
+    for (index, template) in &plan.flows[flow_index].session_vars {
+        let cx =
+            &mut RenderContext { rows, variables: &variables, rng, seq: &shared.seq, tallies: &shared.draw_tallies };
+        let value = template.render_value(cx);
+        variables[*index] = Some(value);
+    }
+    variables
 }
 
 /// Sends one HTTP step's request and records it; when the answer was in hand, and whether it failed.
