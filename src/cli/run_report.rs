@@ -2,8 +2,8 @@
 
 use serde_json::json;
 
-use crate::engine::Measurement;
-use crate::model::{RunId, RunStatus, RunTelemetry, TelemetryStatus};
+use crate::engine::{Measurement, ServiceTimes};
+use crate::model::{EndpointResult, LoadSummary, RunId, RunStatus, RunTelemetry, TelemetryStatus};
 
 /// `--format` of `degrade run`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -31,9 +31,72 @@ fn ms(us: i64) -> String {
     format!("{:.1}", us as f64 / 1000.0)
 }
 
+/// `Load: open model, 40.0 sessions/s planned, 40.0 achieved over 5 s measured, …`, and a blank line.
+fn load_line(load: &LoadSummary) -> String {
+    // The closed model plans users, not a rate: its rate is only what the users achieved.
+    let rates = if load.target_rate > 0.0 {
+        format!("{:.1} sessions/s planned, {:.1} achieved", load.target_rate, load.achieved_rate)
+    } else {
+        format!("{:.1} sessions/s achieved", load.achieved_rate)
+    };
+    format!(
+        "Load: {} model, {rates} over {:.0} s measured, {} dropped, schedule lag p99 {} ms, generator CPU {:.0} %{}\n\n",
+        load.model,
+        load.measured_secs,
+        load.dropped,
+        ms(load.schedule_lag_p99_us),
+        load.generator_cpu_pct,
+        machine_figures(load)
+    )
+}
+
+/// The endpoints' figures as a table, then each named endpoint's errors by class with a sample.
+fn endpoint_table(endpoints: &[EndpointResult], service: &[ServiceTimes]) -> String {
+    let width = endpoints.iter().map(|e| e.endpoint.chars().count()).max().unwrap_or(8).max(8);
+    let mut out = format!(
+        "{:<width$}  {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}\n",
+        "endpoint", "count", "rate/s", "errors", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms", "svc p99"
+    );
+    for (e, service) in endpoints.iter().zip(service) {
+        let (name, count, rate, errors) = (&e.endpoint, e.requests, e.rate, e.errors);
+        if e.is_counted_only() {
+            // WebSocket pushes and sends without an await: no response time to claim.
+            out.push_str(&format!("{name:<width$}  {count:>8} {rate:>8.1} {errors:>7}  counted, not timed\n"));
+            continue;
+        }
+        let times = [e.p50_us, e.p90_us, e.p95_us, e.p99_us, e.max_us].map(ms);
+        let [p50, p90, p95, p99, max] = &times;
+        let svc = ms(service.p99_us as i64);
+        out.push_str(&format!(
+            "{name:<width$}  {count:>8} {rate:>8.1} {errors:>7} {p50:>8} {p90:>8} {p95:>8} {p99:>8} {max:>8} {svc:>9}\n"
+        ));
+    }
+    for e in endpoints.iter().skip(1) {
+        for (class, count) in &e.errors_by_class {
+            let sample = e.error_samples.get(class).and_then(|s| s.first()).map_or("", String::as_str);
+            out.push_str(&format!("  {}: {count} {class}, e.g. {sample}\n", e.endpoint));
+        }
+    }
+    out
+}
+
+/// Whether the run is valid, and if not why: a failed run is never judged, an invalid one never a baseline.
+fn validity_lines(status: RunStatus, reasons: &[String]) -> String {
+    let heading = match (status, reasons.is_empty()) {
+        (RunStatus::Failed, _) => "Failed, so it is never judged and never serves as a baseline:",
+        (_, true) => return "Valid: the generator delivered the planned load.\n".to_owned(),
+        (_, false) => "Not valid, so it will not serve as a baseline:",
+    };
+    let mut out = format!("{heading}\n");
+    for reason in reasons {
+        out.push_str(&format!("  - {reason}\n"));
+    }
+    out
+}
+
 /// ", machine CPU 9 % busy (0.3 % stolen by its host), loopback echo 58/87 µs (p50/p90)", where the kernel
 /// published the figures and the probe ran.
-fn machine_figures(load: &crate::model::LoadSummary) -> String {
+fn machine_figures(load: &LoadSummary) -> String {
     let cpu = match (load.machine_cpu_busy_pct, load.machine_cpu_stolen_pct) {
         (None, _) => String::new(),
         (Some(busy), Some(stolen)) if stolen > 0.0 => {
@@ -110,58 +173,11 @@ impl RunReport {
 
     fn human(&self) -> String {
         let r = &self.measurement.results;
-        let load = &r.load_summary;
         let build = self.build_id.as_deref().map_or(String::new(), |b| format!(" (build {b})"));
         let mut out = format!("Run {} of {}{build}: {}\n", self.id, self.scenario, self.status);
-        // The closed model plans users, not a rate: its rate is only what the users achieved.
-        let rates = if load.target_rate > 0.0 {
-            format!("{:.1} sessions/s planned, {:.1} achieved", load.target_rate, load.achieved_rate)
-        } else {
-            format!("{:.1} sessions/s achieved", load.achieved_rate)
-        };
-        out.push_str(&format!(
-            "Load: {} model, {rates} over {:.0} s measured, {} dropped, schedule lag p99 {} ms, \
-             generator CPU {:.0} %{}\n\n",
-            load.model,
-            load.measured_secs,
-            load.dropped,
-            ms(load.schedule_lag_p99_us),
-            load.generator_cpu_pct,
-            machine_figures(load)
-        ));
-        out.push_str(&skew_lines(&load.skew));
-        let width = r.endpoints.iter().map(|e| e.endpoint.chars().count()).max().unwrap_or(8).max(8);
-        out.push_str(&format!(
-            "{:<width$}  {:>8} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}\n",
-            "endpoint", "count", "rate/s", "errors", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms", "svc p99"
-        ));
-        for (e, service) in r.endpoints.iter().zip(&self.measurement.service) {
-            if e.is_counted_only() {
-                // WebSocket pushes and sends without an await: no response time to claim.
-                let (name, count, rate, errors) = (&e.endpoint, e.requests, e.rate, e.errors);
-                out.push_str(&format!("{name:<width$}  {count:>8} {rate:>8.1} {errors:>7}  counted, not timed\n"));
-                continue;
-            }
-            out.push_str(&format!(
-                "{:<width$}  {:>8} {:>8.1} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}\n",
-                e.endpoint,
-                e.requests,
-                e.rate,
-                e.errors,
-                ms(e.p50_us),
-                ms(e.p90_us),
-                ms(e.p95_us),
-                ms(e.p99_us),
-                ms(e.max_us),
-                ms(service.p99_us as i64)
-            ));
-        }
-        for e in r.endpoints.iter().skip(1) {
-            for (class, count) in &e.errors_by_class {
-                let sample = e.error_samples.get(class).and_then(|s| s.first()).map_or("", String::as_str);
-                out.push_str(&format!("  {}: {count} {class}, e.g. {sample}\n", e.endpoint));
-            }
-        }
+        out.push_str(&load_line(&r.load_summary));
+        out.push_str(&skew_lines(&r.load_summary.skew));
+        out.push_str(&endpoint_table(&r.endpoints, &self.measurement.service));
         out.push('\n');
         out.push_str(&telemetry_lines(&self.telemetry));
         if let Some(capacity) = &self.capacity {
@@ -172,19 +188,7 @@ impl RunReport {
                 capacity.search_secs
             ));
         }
-        if r.status == RunStatus::Failed {
-            out.push_str("Failed, so it is never judged and never serves as a baseline:\n");
-            for reason in &r.validity_reasons {
-                out.push_str(&format!("  - {reason}\n"));
-            }
-        } else if r.validity_reasons.is_empty() {
-            out.push_str("Valid: the generator delivered the planned load.\n");
-        } else {
-            out.push_str("Not valid, so it will not serve as a baseline:\n");
-            for reason in &r.validity_reasons {
-                out.push_str(&format!("  - {reason}\n"));
-            }
-        }
+        out.push_str(&validity_lines(r.status, &r.validity_reasons));
         out.push_str(
             "Response times count from when each request should have started; svc p99 is the server's time alone.\n",
         );
