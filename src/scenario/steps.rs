@@ -106,6 +106,17 @@ fn resolve_step(
     if raw.grpc.is_some() {
         return super::grpc_steps::resolve_grpc_step(checker, scope, prefix, raw, known, later);
     }
+    resolve_http_step(checker, scope, (prefix, at), raw, (known, later))
+}
+
+/// An HTTP step: its request's parts as templates over the variables in scope, its checks and extractions.
+fn resolve_http_step(
+    checker: &mut Checker<'_>,
+    scope: &mut Scope<'_>,
+    (prefix, at): (&str, std::ops::Range<usize>),
+    raw: RawStep,
+    (known, later): (&[usize], &[String]),
+) -> Option<Step> {
     let field = |f: &str| format!("{prefix}.{f}");
     refuse_ws_keys(checker, &raw, &field);
     super::grpc_steps::refuse_grpc_keys(checker, &raw, &field);
@@ -147,13 +158,7 @@ fn resolve_step(
         None => Some(Method::GET),
     };
     let path_template = resolve_path(checker, scope, &path, &field("path"), (known, later));
-    let query_templates: Vec<(String, Template)> = query
-        .iter()
-        .filter_map(|(key, value)| {
-            let t = template(checker, scope, value, &field(&format!("query.{key}")), known, later);
-            t.map(|t| (key.clone(), t))
-        })
-        .collect();
+    let query_templates = query_templates(checker, scope, &query, &field("query"), (known, later));
     let header_templates = header_templates(checker, scope, &headers, &field("headers"), known, later);
     let decode = decode.and_then(|d| super::http_bodies::message_type(checker, scope, &d, &field("decode")));
     let raw_body = super::http_bodies::RawBody { json, body, proto, body_hex, body_file };
@@ -185,6 +190,23 @@ fn resolve_step(
         decode,
     };
     Some(step)
+}
+
+/// A step's `query` table, each value a template.
+fn query_templates(
+    checker: &mut Checker<'_>,
+    scope: &Scope<'_>,
+    query: &std::collections::BTreeMap<String, Spanned<String>>,
+    field: &str,
+    (known, later): (&[usize], &[String]),
+) -> Vec<(String, Template)> {
+    query
+        .iter()
+        .filter_map(|(key, value)| {
+            let t = template(checker, scope, value, &format!("{field}.{key}"), known, later);
+            t.map(|t| (key.clone(), t))
+        })
+        .collect()
 }
 
 /// A step's path as a template. A path may also be one extracted whole (`{{ location }}`), which the server
