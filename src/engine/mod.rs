@@ -91,38 +91,7 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
     // recorder's seconds count from it, so the segments' timelines add up second by second.
     let start = plan.start_at.map_or_else(Instant::now, |at| at.max(Instant::now()));
     let planned = plan.load.duration();
-    let step_protocols: Vec<_> = plan.flows.iter().flat_map(|f| &f.steps).filter_map(|s| s.protocol).collect();
-    let client = HttpClient::for_target(&plan.target, &step_protocols).expect("the scenario checked the base URL");
-    // The open-model pacer wakes for every arrival; answers due before the next one are read then.
-    let ticks = (plan.load.model == LoadModel::Open).then(|| Arc::new(ticks::Ticks::default()));
-    let client = match &ticks {
-        Some(ticks) => client.paced_by(Arc::clone(ticks)),
-        None => client,
-    };
-    let requests = StepRequest::prepare(&plan, client.host_header(), client.prefix());
-    let tape = plan.tape.as_ref().map(|_| tape_feed::TapeFeed::start(&plan, client.host_header(), client.prefix()));
-    let shared = Arc::new(RunShared {
-        client,
-        ticks,
-        requests,
-        tape,
-        recorder: Recorder::new(start, plan.endpoints.clone()),
-        cursors: plan
-            .feeders
-            .iter()
-            .enumerate()
-            .map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64).segment(plan.segment))
-            .collect(),
-        flow_feeders: flow_feeders(&plan),
-        seq: AtomicU64::new(0),
-        draw_tallies: draw_tallies(&plan),
-        connections: plan.target.max_connections.map(tokio::sync::Semaphore::new),
-        busy: cpu::BusyClock::default(),
-        deadline: start + planned,
-        stopping: false.into(),
-        fanouts: ws::Fanouts::default(),
-        plan: Arc::clone(&plan),
-    });
+    let shared = Arc::new(run_shared(&plan, start, planned));
     // A segment's start is stamped when it woke for the shared start (late if it was), so the spread of the
     // segments' stamps is how far apart they really began; a run alone is stamped at its start.
     let started_at = if plan.start_at.is_some() {
@@ -166,6 +135,43 @@ pub async fn run(plan: Arc<Plan>, stop: watch::Receiver<bool>, mut on_progress: 
         outcome::measure(&plan, &shared.recorder, started_at, paced_for, wall, &cpu, interruption.as_ref());
     measurement.results.load_summary.skew = observed_skew(&plan, &shared);
     measurement
+}
+
+/// What every session of a run shares: the client (paced by the open model's ticks), the prepared requests or
+/// the tape, the recorder counting from `start`, the feeders' cursors, and the run's deadline.
+fn run_shared(plan: &Arc<Plan>, start: Instant, planned: Duration) -> RunShared {
+    let step_protocols: Vec<_> = plan.flows.iter().flat_map(|f| &f.steps).filter_map(|s| s.protocol).collect();
+    let client = HttpClient::for_target(&plan.target, &step_protocols).expect("the scenario checked the base URL");
+    // The open-model pacer wakes for every arrival; answers due before the next one are read then.
+    let ticks = (plan.load.model == LoadModel::Open).then(|| Arc::new(ticks::Ticks::default()));
+    let client = match &ticks {
+        Some(ticks) => client.paced_by(Arc::clone(ticks)),
+        None => client,
+    };
+    let requests = StepRequest::prepare(plan, client.host_header(), client.prefix());
+    let tape = plan.tape.as_ref().map(|_| tape_feed::TapeFeed::start(plan, client.host_header(), client.prefix()));
+    RunShared {
+        client,
+        ticks,
+        requests,
+        tape,
+        recorder: Recorder::new(start, plan.endpoints.clone()),
+        cursors: plan
+            .feeders
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Cursor::new(f, plan.seed ^ i as u64).segment(plan.segment))
+            .collect(),
+        flow_feeders: flow_feeders(plan),
+        seq: AtomicU64::new(0),
+        draw_tallies: draw_tallies(plan),
+        connections: plan.target.max_connections.map(tokio::sync::Semaphore::new),
+        busy: cpu::BusyClock::default(),
+        deadline: start + planned,
+        stopping: false.into(),
+        fanouts: ws::Fanouts::default(),
+        plan: Arc::clone(plan),
+    }
 }
 
 /// Raises this process's soft limit on open files to the hard one, as load generators do: a run may hold a
