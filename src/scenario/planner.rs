@@ -34,11 +34,7 @@ pub(super) fn resolve(
     let mut checker = Checker::new(path, text);
     let RawScenario { seed, target, vars, feeders, flows, tapes, load, ws, proto } = raw;
     let seed = seed.map_or(1, |s| s.into_inner().cast_unsigned());
-    for (name, value) in &vars {
-        checker.check(value, &format!("vars.{}", crate::outside_text::printable(name)), |_| plain_name(name));
-    }
-    let constants: BTreeMap<String, Value> =
-        vars.into_iter().map(|(k, v)| (k, serde_json::to_value(v.into_inner()).unwrap_or(Value::Null))).collect();
+    let constants = resolve_vars(&mut checker, vars);
     let (feeders, row_caps) = resolve_feeders(&mut checker, feeders);
     let mut scope = Scope {
         constants: &constants,
@@ -75,13 +71,7 @@ pub(super) fn resolve(
             "add at least one [[flow]] (or a [[tape]] to replay)",
         ));
     }
-    let load = if let Some(load) = load {
-        resolve_load(&mut checker, load)
-    } else {
-        let message = "add a [load] table with `model` and at least one [[load.stage]]";
-        checker.errors.push(ConfigError::new(Location::WholeFile(path.to_owned()), "load", message));
-        None
-    };
+    let load = resolve_whole_load(&mut checker, path, load);
     if let Some(load) = &load {
         check_row_caps(&mut checker, &feeders, &row_caps, load);
         let ports = super::ws_capacity::ephemeral_ports();
@@ -114,6 +104,27 @@ pub(super) fn resolve(
         }),
         _ => Err(ConfigErrors(checker.errors)),
     }
+}
+
+/// `[vars]`: constants every template may read, each named as a variable must be.
+fn resolve_vars(
+    checker: &mut Checker<'_>,
+    vars: BTreeMap<String, toml::Spanned<toml::Value>>,
+) -> BTreeMap<String, Value> {
+    for (name, value) in &vars {
+        checker.check(value, &format!("vars.{}", crate::outside_text::printable(name)), |_| plain_name(name));
+    }
+    vars.into_iter().map(|(k, v)| (k, serde_json::to_value(v.into_inner()).unwrap_or(Value::Null))).collect()
+}
+
+/// `[load]`, which every scenario needs.
+fn resolve_whole_load(checker: &mut Checker<'_>, path: &Path, load: Option<toml::Spanned<RawLoad>>) -> Option<Load> {
+    let Some(load) = load else {
+        let message = "add a [load] table with `model` and at least one [[load.stage]]";
+        checker.errors.push(ConfigError::new(Location::WholeFile(path.to_owned()), "load", message));
+        return None;
+    };
+    resolve_load(checker, load)
 }
 
 fn resolve_target(
