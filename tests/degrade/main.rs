@@ -4,7 +4,7 @@
 //! - `support`: every fixture: temp directories, a fresh SQLite file or PostgreSQL database per test, the real
 //!   binary, the app in-process (`TestApp`), stored nights, configs, stub targets and a stub webhook receiver.
 //! - `store_story`: the storage story, run against SQLite always and PostgreSQL when
-//!   `DEGRADE_TEST_POSTGRES_URL` is set.
+//!   `DEGRADE_TEST_POSTGRES_URL` is set; `store_trends` the trends a season of runs reads back, the same way.
 //! - `config_errors`: every config mistake gets file:line:column and the field.
 //! - `cli`: `degrade --help`, `init`, `validate`, `migrate` through the real binary.
 //! - `dashboard`: the pages and JSON API over real HTTP, on SQLite and PostgreSQL.
@@ -101,6 +101,7 @@ mod reference_cli;
 mod route_keys;
 mod run_cli;
 mod store_story;
+mod store_trends;
 mod tape;
 mod tape_grpc;
 mod tape_privacy;
