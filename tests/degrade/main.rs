@@ -7,7 +7,8 @@
 //!   `DEGRADE_TEST_POSTGRES_URL` is set; `store_trends` the trends a season of runs reads back, the same way.
 //! - `config_errors`: every config mistake gets file:line:column and the field.
 //! - `cli`: `degrade --help`, `init`, `validate`, `migrate` through the real binary.
-//! - `dashboard`: the pages and JSON API over real HTTP, on SQLite and PostgreSQL.
+//! - `dashboard`: the pages and JSON API over real HTTP, on SQLite and PostgreSQL; `dashboard_access` its
+//!   doors: unknown paths, tokens, half-sent requests, cross-site posts, framing.
 //! - `browser`: every page of the demo, crawled from the overview, in headless Chromium at 1400 and 400 px:
 //!   overflow, screenshots, links.
 //! - `glance`: one way to write a change (`check`, alerts, dashboard); only findings coloured or labelled as
@@ -76,6 +77,7 @@ mod alerts;
 mod book;
 mod browser;
 mod dashboard;
+mod dashboard_access;
 mod demo;
 mod distributions;
 mod docs;
