@@ -67,25 +67,11 @@ pub(super) fn resolve_grpc_step(
     }
     let metadata = header_templates(checker, scope, &headers, &field("headers"), known, later);
     let body = method.as_ref().and_then(|method| {
+        // No `json` is the request message with every field at its default.
         let json = json.unwrap_or_else(|| Spanned::new(grpc.span(), toml::Value::Table(toml::Table::new())));
-        checker.check(&json, &field("json"), |v| super::proto_json::check_message(v, &method.input()))?;
-        let resolve = |names: &[&str]| scope.resolve(names, known, later);
-        let mut compiled = checker.check(&json, &field("json"), |v| JsonTemplate::compile(v, &resolve, scope.env))?;
-        scope.number_json_draws(&mut compiled);
-        Some(Body::Proto(ProtoBody { message: method.input(), json: compiled, grpc_framed: true }))
+        request_message(checker, scope, method, &json, (&field("json"), known, later))
     });
-    let deadline = match &deadline {
-        Some(d) => checker
-            .check(d, &field("deadline"), |d| {
-                duration(d).and_then(|d| {
-                    (!d.is_zero() && d <= MAX_DEADLINE)
-                        .then_some(d)
-                        .ok_or_else(|| "a deadline is from 1ms to 1h".to_owned())
-                })
-            })
-            .map(Some),
-        None => Some(None),
-    };
+    let deadline = resolve_deadline(checker, deadline.as_ref(), &field("deadline")).ok();
     let expect = resolve_expect(checker, &field("expect"), expect);
     let extract = super::step_values::resolve_extract(checker, scope, prefix, &extract);
     let think = think.and_then(|t| checker.check(&t, &field("think"), parse_think));
@@ -109,6 +95,40 @@ pub(super) fn resolve_grpc_step(
         grpc: Some(GrpcCall { method, deadline, first_message }),
         decode: None,
     })
+}
+
+/// The request message of a call to `method` from its `json`, checked against the message's fields, as a template.
+fn request_message(
+    checker: &mut Checker<'_>,
+    scope: &Scope<'_>,
+    method: &prost_reflect::MethodDescriptor,
+    json: &Spanned<toml::Value>,
+    (field, known, later): (&str, &[usize], &[String]),
+) -> Option<Body> {
+    checker.check(json, field, |v| super::proto_json::check_message(v, &method.input()))?;
+    let resolve = |names: &[&str]| scope.resolve(names, known, later);
+    let mut compiled = checker.check(json, field, |v| JsonTemplate::compile(v, &resolve, scope.env))?;
+    scope.number_json_draws(&mut compiled);
+    Some(Body::Proto(ProtoBody { message: method.input(), json: compiled, grpc_framed: true }))
+}
+
+/// `deadline`: `Ok(None)` when unset, `Err(())` when set wrong (the error is recorded).
+fn resolve_deadline(
+    checker: &mut Checker<'_>,
+    deadline: Option<&Spanned<String>>,
+    field: &str,
+) -> Result<Option<Duration>, ()> {
+    let Some(deadline) = deadline else { return Ok(None) };
+    checker
+        .check(deadline, field, |d| {
+            duration(d).and_then(|d| {
+                (!d.is_zero() && d <= MAX_DEADLINE)
+                    .then_some(d)
+                    .ok_or_else(|| "a deadline is from 1ms to 1h".to_owned())
+            })
+        })
+        .map(Some)
+        .ok_or(())
 }
 
 /// A gRPC step refuses the keys of HTTP steps it has no use for: set there, they would be silently ignored.
