@@ -156,7 +156,7 @@ fn levels(y: &[f64], scale: &[f64], segments: &[(usize, usize)]) -> (Vec<(usize,
     let count = y.len();
     let mut settled: Vec<(usize, usize)> = segments.iter().copied().filter(|(a, b)| b - a >= MIN_SETTLED).collect();
     if settled.is_empty() {
-        return unsettled_levels(segments, count);
+        return unsettled_levels(y, scale, segments);
     }
     let mut tail_from = unsettled_tail(segments, settled[settled.len() - 1].1);
     if let [.., before, last] = settled[..]
@@ -170,14 +170,24 @@ fn levels(y: &[f64], scale: &[f64], segments: &[(usize, usize)]) -> (Vec<(usize,
 }
 
 /// The levels of a series none of whose segments held [`MIN_SETTLED`] nights (nights that wander in pairs
-/// on a busy machine): its nights are read as one level, except a last segment of [`TAIL_MIN`] nights or more
-/// after at least [`MIN_SETTLED`] others, which is the unsettled new level. Averaged in, a new level two nights
-/// old would be left out of the level as outliers, and a third night there read as a regression against a
-/// level it has left.
-fn unsettled_levels(segments: &[(usize, usize)], count: usize) -> (Vec<(usize, usize)>, Option<usize>) {
-    match segments.last() {
-        Some(&(start, end)) if end - start >= TAIL_MIN && start >= MIN_SETTLED => (vec![(0, start)], Some(start)),
-        _ => (vec![(0, count)], None),
+/// on a busy machine): its nights are read as one level, except an unsettled new level after at least
+/// [`MIN_SETTLED`] others (found as `unsettled_tail` finds one) whose median is a step away from theirs, beyond
+/// anything their own wandering reaches (as `last_return` tells a step from a drift). Averaged in, a new level
+/// two nights old was left out of the level as outliers, and its third night read as a regression against a
+/// level it had left; a pair of nights that only wandered stays part of the one level.
+fn unsettled_levels(y: &[f64], scale: &[f64], segments: &[(usize, usize)]) -> (Vec<(usize, usize)>, Option<usize>) {
+    let count = y.len();
+    let whole = (vec![(0, count)], None);
+    let Some(start) = unsettled_tail(segments, MIN_SETTLED) else { return whole };
+    let (before, after) = (median(&y[..start]), median(&y[start..]));
+    // How far the nights before wander around their median (a robust standard deviation), at least the
+    // segmentation's scale.
+    let deviations: Vec<f64> = y[..start].iter().map(|v| (v - before).abs()).collect();
+    let spread = (MAD_TO_SIGMA * median(&deviations)).max(scale[start..].iter().copied().fold(0.0, f64::max));
+    if spread > 0.0 && ((after - before) / spread).powi(2) > 4.0 * CLIP_SQUARED {
+        (vec![(0, start)], Some(start))
+    } else {
+        whole
     }
 }
 
@@ -431,6 +441,9 @@ mod tests {
         assert_eq!(e.segments, 4, "{e:?}");
         assert!(e.tail.is_some_and(|(m, n)| (m - 3.51).abs() < 1e-9 && n == 2), "{e:?}");
         assert!(e.level < 0.35 && e.level_nights == 6, "{e:?}");
+        // A last pair that wandered a little further than the pairs before it, no step: no new level.
+        let wandering = [0.06, 0.17, 0.32, 0.34, 0.0, 0.06, 0.5, 0.52];
+        assert_eq!(estimate(&wandering, &[0.0; 8], 0.02, None).tail, None);
         // A third night there is the level.
         y.push(3.5);
         let e = estimate(&y, &[0.0; 9], 0.02, None);
