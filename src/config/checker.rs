@@ -38,27 +38,18 @@ pub(crate) fn parse_raw<T: serde::de::DeserializeOwned>(path: &Path, text: &str)
 /// serde's complaint in the words of a TOML file's writer: `expected i64` is `expected a whole number`, and a
 /// number written in quotes is told to lose them.
 fn plain_types(message: &str) -> String {
-    const TYPES: [(&str, &str); 12] = [
-        ("i8", "a whole number"),
-        ("i16", "a whole number"),
-        ("i32", "a whole number"),
-        ("i64", "a whole number"),
-        ("isize", "a whole number"),
-        ("u8", "a whole number at least 0"),
-        ("u16", "a whole number at least 0"),
-        ("u32", "a whole number at least 0"),
-        ("u64", "a whole number at least 0"),
-        ("usize", "a whole number at least 0"),
-        ("f32", "a number"),
-        ("f64", "a number"),
-    ];
+    const WHOLE: [&str; 10] = ["i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize"];
     let Some((found, rust_type)) = message.rsplit_once(", expected ") else { return message.to_owned() };
-    let Some(&(_, words)) = TYPES.iter().find(|(t, _)| *t == rust_type) else { return message.to_owned() };
-    let quoted_number = found
-        .strip_prefix("invalid type: string \"")
-        .and_then(|s| s.strip_suffix('"'))
-        .is_some_and(|s| s.trim().parse::<f64>().is_ok());
-    let hint = if quoted_number { ": write it without quotes" } else { "" };
+    let whole = WHOLE.contains(&rust_type);
+    if !whole && !matches!(rust_type, "f32" | "f64") {
+        return message.to_owned();
+    }
+    let words = if whole { "a whole number" } else { "a number" };
+    let quoted = found.strip_prefix("invalid type: string \"").and_then(|s| s.strip_suffix('"')).map(str::trim);
+    // Only where the quoted text is what was meant: `"100"` for a number, not `"nan"` or `"1.5"` for a count.
+    let meant = quoted
+        .is_some_and(|q| if whole { q.parse::<i64>().is_ok() } else { q.parse::<f64>().is_ok_and(f64::is_finite) });
+    let hint = if meant { ": write it without quotes" } else { "" };
     format!("{found}, expected {words}{hint}")
 }
 
@@ -224,15 +215,15 @@ mod tests {
         let quoted = plain_types("invalid type: string \"100\", expected f64");
         assert_eq!(quoted, "invalid type: string \"100\", expected a number: write it without quotes");
         let negative = plain_types("invalid value: integer `-1`, expected u32");
-        assert_eq!(negative, "invalid value: integer `-1`, expected a whole number at least 0");
+        assert_eq!(negative, "invalid value: integer `-1`, expected a whole number");
+        let fraction = plain_types("invalid type: string \"1.5\", expected i64");
+        assert_eq!(fraction, "invalid type: string \"1.5\", expected a whole number", "no hint to a second error");
         assert_eq!(
-            plain_types("invalid type: string \"a\", expected i64"),
-            "invalid type: string \"a\", expected a whole number"
+            plain_types("invalid type: string \"nan\", expected f64"),
+            "invalid type: string \"nan\", expected a number"
         );
         assert_eq!(plain_types("missing field `name`"), "missing field `name`");
-        assert_eq!(
-            plain_types("invalid type: integer `1`, expected a string"),
-            "invalid type: integer `1`, expected a string"
-        );
+        let string = "invalid type: integer `1`, expected a string";
+        assert_eq!(plain_types(string), string);
     }
 }

@@ -60,11 +60,13 @@ pub(super) fn unexpected_status(response: &Answer) -> Failure {
         500..=599 => ErrorClass::Http5xx,
         _ => ErrorClass::Assertion,
     };
-    let body = String::from_utf8_lossy(&response.body[..response.body.len().min(120)]).into_owned();
-    let body = crate::outside_text::printable(body.trim());
-    if body.is_empty() {
+    // Its start as text, from its first byte that is not whitespace (templated HTML often opens with a lot).
+    let Some(first) = response.body.iter().position(|b| !b.is_ascii_whitespace()) else {
         return Failure::new(class, format!("status {status} (an empty body)"));
-    }
+    };
+    let start = &response.body[first..];
+    let body = String::from_utf8_lossy(&start[..start.len().min(120)]).into_owned();
+    let body = crate::outside_text::printable(body.trim());
     Failure::new(class, format!("status {status}: {body}"))
 }
 
@@ -76,8 +78,10 @@ mod tests {
 
     #[test]
     fn an_unexpected_status_quotes_its_body_or_says_it_had_none() {
-        let answer = |body: &'static str| Answer::http1(404, Bytes::new(), Bytes::from_static(body.as_bytes()), None);
-        assert_eq!(unexpected_status(&answer("no such card\n")).message, "status 404: no such card");
-        assert_eq!(unexpected_status(&answer("  \n")).message, "status 404 (an empty body)");
+        let answer = |body: String| Answer::http1(404, Bytes::new(), Bytes::from(body), None);
+        assert_eq!(unexpected_status(&answer("no such card\n".into())).message, "status 404: no such card");
+        assert_eq!(unexpected_status(&answer("  \n".into())).message, "status 404 (an empty body)");
+        let late = format!("{}<p>gone</p>", " ".repeat(200));
+        assert_eq!(unexpected_status(&answer(late)).message, "status 404: <p>gone</p>", "quoted from its text");
     }
 }

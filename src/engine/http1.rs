@@ -23,7 +23,7 @@ pub use super::answer::Answer;
 use super::answer::MAX_HEADERS;
 use super::failure::{Failure, classify_io, incomplete};
 use crate::metrics::ErrorClass;
-use crate::model::bytes_text;
+use crate::model::{bytes_text, exact_bytes};
 
 /// A byte stream to the target, plain or TLS.
 pub(super) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {
@@ -179,7 +179,7 @@ impl Connection {
                 "the body passed max_body of {}: its Content-Length is {}; it was not read and the connection was \
                  dropped",
                 bytes_text(max_body),
-                bytes_text(length)
+                exact_bytes(length)
             );
             return Err(Failure::new(ErrorClass::BodyTooLarge, message));
         }
@@ -302,7 +302,7 @@ fn too_large(max_body: u64, received: u64) -> Failure {
     let message = format!(
         "the body passed max_body of {} after {}: the rest was not read and the connection was dropped",
         bytes_text(max_body),
-        bytes_text(received)
+        exact_bytes(received)
     );
     Failure::new(ErrorClass::BodyTooLarge, message)
 }

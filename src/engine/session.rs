@@ -157,6 +157,7 @@ pub(super) async fn run_flow(
     let mut variables = session_variables(shared, flow_index, rows, &mut rng);
     let mut socket = super::ws::WsSession::new(number, measured);
     let mut intended = start;
+    let mut ended_by_failure = false;
     for (step_index, step) in plan.flows[flow_index].steps.iter().enumerate() {
         if intended >= shared.deadline || shared.stopping.load(Ordering::Relaxed) {
             break;
@@ -185,17 +186,19 @@ pub(super) async fn run_flow(
             http_step(shared, (flow_index, step_index), intended, alarm, slot, &mut cx).await
         };
         let (in_hand, failed) = done;
-        // A user who met an error still reads it: a failed step's think time passes before a closed-model
-        // user's next session, so a target failing fast is not hammered in a tight loop.
         intended = in_hand + think(step.think, &mut rng);
         if failed {
-            // Later steps usually depend on this one (an id it should have returned): a real user would stop.
+            // Later steps usually depend on this one (an id it should have returned): a real user would stop,
+            // and read the error first: a closed-model user's next session waits the failed step's think time
+            // (`intended`), so a target failing fast is not hammered in a tight loop. An open socket is closed
+            // at once rather than held through it.
+            ended_by_failure = true;
             break;
         }
     }
     // A socket still open after the last step stays open through that step's think time, read and pinged as
     // between steps: the user is still connected while thinking (never past the run's end).
-    if socket.is_open() && !shared.stopping.load(Ordering::Relaxed) {
+    if socket.is_open() && !ended_by_failure && !shared.stopping.load(Ordering::Relaxed) {
         Box::pin(socket.wait_until(&ws_run(shared), intended.min(shared.deadline))).await;
     }
     if socket.has_end() {

@@ -220,38 +220,52 @@ pub struct TrendPoint {
     pub value: f64,
 }
 
-/// A whole number with its thousands grouped: `540000` as `540,000`, `-1234.6` as `-1,235`.
+/// A whole number with its thousands grouped: `540000` as `540,000`, `-1234.6` as `-1,235`; `n/a` for a value
+/// that is no number.
 #[must_use]
 pub fn thousands(value: f64) -> String {
-    let digits = format!("{:.0}", value.abs());
-    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    if !value.is_finite() {
+        return "n/a".to_owned();
+    }
+    let grouped = grouped(&format!("{:.0}", value.abs()));
+    if value < 0.0 && grouped != "0" { format!("-{grouped}") } else { grouped }
+}
+
+/// `digits` (ASCII digits) with a comma between each group of three from the right.
+fn grouped(digits: &str) -> String {
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, digit) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            grouped.push(',');
+            out.push(',');
         }
-        grouped.push(digit);
+        out.push(digit);
     }
-    if value < 0.0 && digits != "0" { format!("-{grouped}") } else { grouped }
+    out
+}
+
+/// A count of bytes, exact: `4,194,305 bytes` (grouped from its integer, so exact whatever its size).
+#[must_use]
+pub fn exact_bytes(bytes: u64) -> String {
+    format!("{} bytes", grouped(&bytes.to_string()))
 }
 
 /// A size in bytes as people read it, exact and rounded: `4,194,304 bytes (4 MiB)`, `4,000,000 bytes (4 MB)`,
 /// `812 bytes`. Binary units where the size is a whole number of KiB (as `512KiB` was likely written), decimal
-/// ones otherwise.
+/// ones otherwise; the unit is the largest the rounded figure is at least one of (999,999 bytes is `1 MB`).
 #[must_use]
 pub fn bytes_text(bytes: u64) -> String {
-    let exact = format!("{} bytes", thousands(bytes as f64));
+    let exact = exact_bytes(bytes);
     let units: [(u64, &str); 3] = if bytes.is_multiple_of(1 << 10) {
         [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
     } else {
         [(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "kB")]
     };
-    match units.into_iter().find(|&(unit, _)| bytes >= unit) {
-        Some((unit, name)) => {
-            let scaled = format!("{:.1}", bytes as f64 / unit as f64);
-            format!("{exact} ({} {name})", scaled.trim_end_matches(".0"))
-        }
-        None => exact,
-    }
+    let rounded = |unit: u64| (bytes as f64 / unit as f64 * 10.0).round() / 10.0;
+    let Some(at) = units.iter().position(|&(unit, _)| bytes >= unit) else { return exact };
+    // A figure that rounds up to a whole unit more is written in that unit.
+    let at = if at > 0 && rounded(units[at].0) >= (units[at - 1].0 / units[at].0) as f64 { at - 1 } else { at };
+    let (unit, name) = units[at];
+    format!("{exact} ({} {name})", format!("{:.1}", rounded(unit)).trim_end_matches(".0"))
 }
 
 /// Milliseconds with a precision that fits their size: `0.42 ms`, `8.3 ms`, `1250 ms`.
@@ -277,6 +291,11 @@ mod tests {
         assert_eq!(bytes_text(4 << 20), "4,194,304 bytes (4 MiB)");
         assert_eq!(bytes_text(4_000_000), "4,000,000 bytes (4 MB)");
         assert_eq!(bytes_text(4_194_305), "4,194,305 bytes (4.2 MB)");
+        assert_eq!(bytes_text(999_999), "999,999 bytes (1 MB)", "the unit after rounding");
+        assert_eq!(bytes_text(999), "999 bytes");
+        assert_eq!(bytes_text((1 << 30) - 1024), "1,073,740,800 bytes (1 GiB)");
+        assert_eq!(exact_bytes(u64::MAX), "18,446,744,073,709,551,615 bytes", "exact past f64's integers");
+        assert_eq!(thousands(f64::NAN), "n/a");
         assert_eq!(bytes_text(512 << 10), "524,288 bytes (512 KiB)");
     }
 }

@@ -63,7 +63,8 @@ pub fn endpoint_nights(plan: &Plan) -> Option<Vec<EndpointNight>> {
         .map(super::plan::Stage::planned_arrivals)
         .sum();
     let mut requests = vec![0.0; plan.endpoints.len()];
-    // Counted-only endpoints (WebSocket pushes, sends without an await, closes) have no percentiles to judge.
+    // Endpoints without response times (WebSocket pushes and sends without an await, counted; closes, not even
+    // counted) have no percentiles to judge.
     let mut timed = vec![plan.tape.is_some(); plan.endpoints.len()];
     for step in plan.flows.iter().flat_map(|f| &f.steps) {
         if let Some(slot) = timed.get_mut(step.endpoint) {

@@ -60,8 +60,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The metric keys a night records under, in order: every endpoint but those named only by WebSocket close
-    /// steps (a close is sent, never measured or counted, so a page or a list would show it empty).
+    /// The metric keys a night's requests can be recorded under, in order, as `validate` lists them: every
+    /// endpoint but those named only by WebSocket close steps (a close is sent, never measured or counted; the
+    /// recorder still holds a slot for it, which stays empty).
     pub fn recorded_endpoints(&self) -> impl Iterator<Item = &str> {
         let close_only = move |index: usize| {
             let mut naming = self.flows.iter().flat_map(|f| &f.steps).filter(|s| s.endpoint == index).peekable();

@@ -67,6 +67,11 @@ fn wrong_types_name_line_column_and_field() {
     assert!(message.starts_with("degrade.toml:2:10: server.listen: invalid type: integer `8080`"), "{message}");
     let message = error(&format!("{SCENARIO}catch_up = \"yes\"\n"));
     assert!(message.starts_with("degrade.toml:4:12: scenario[0].catch_up: invalid type: string"), "{message}");
+    // TOML's words for a number, not Rust's, and a number in quotes told to lose them.
+    let message = error(&format!("{SCENARIO}[scenario.gates]\nmin_runs = \"5\"\n"));
+    let said =
+        "scenario[0].gates.min_runs: invalid type: string \"5\", expected a whole number: write it without quotes";
+    assert!(message.contains(said), "{message}");
 }
 
 #[test]

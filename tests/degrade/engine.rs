@@ -184,6 +184,9 @@ async fn the_closed_model_keeps_its_users_busy_and_a_failed_session_still_thinks
         assert!((10..=42).contains(&fast.requests), "{expect}: {}", fast.requests);
         assert_eq!(fast.errors, if expect.is_empty() { 0 } else { fast.requests }, "{expect}");
         assert_eq!(measurement.results.load_summary.model, "closed");
+        if expect.is_empty() {
+            assert_measured(measurement.results.status, &measurement.results.validity_reasons);
+        }
     }
 }
 

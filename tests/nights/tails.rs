@@ -136,16 +136,17 @@ async fn a_tail_only_change_is_caught_on_its_route_alone_and_unchanged_nights_ar
     let (mut target, base) = demo_target(dir.path(), &port, "1.0.0", &[]).await;
     write_project(dir.path(), &base);
     // Nights until one is judged against five valid ones (at most ten): none may be flagged.
-    let mut judged = None;
+    let (mut judged, mut whole_nights) = (None, 0);
     for n in 1..=10 {
         let (code, report) = night(dir.path()).await;
         assert_ne!(code, Some(2), "night {n} failed: {report}");
-        if every_route_slower(&report) {
-            // By design a night whose every route slowed together, on a machine whose own signals (busy CPU,
-            // stolen time, loopback echo) read as usual, is blamed on the build (DESIGN.md 6.6): a whole-machine
-            // slowdown they cannot see (CI once had every route's p95 +60–95 %, night and rerun) is no part of
-            // what this test asks. Counted against the ten nights, and said.
-            eprintln!("night {n}: every route slower together, the machine's signals as usual; not judged here");
+        if every_route_slower(&report) && whole_nights < 2 {
+            // A night whose every route slowed together, where the machine's own signals (busy CPU, stolen
+            // time, loopback echo) did not show why, is blamed on the build by design (DESIGN.md 6.6): CI once
+            // had every route's p95 +60–95 %, night and rerun. Not this test's question, twice at most: a
+            // third such night is a false alarm of the detector's, and fails.
+            whole_nights += 1;
+            eprintln!("night {n}: every route slower together; not judged here ({whole_nights} of at most 2)");
             continue;
         }
         assert!(regressed(&report).is_empty(), "unchanged night {n} flagged: {report}");

@@ -152,13 +152,10 @@ async fn what_is_not_http_is_a_protocol_error_and_a_hang_up_a_reset() {
 async fn memory_is_bounded_whatever_the_server_sends() {
     let sized = failure(&[b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n"], false, 999).await;
     assert_eq!(sized.class, ErrorClass::BodyTooLarge, "{sized:?}");
-    assert!(sized.message.contains("Content-Length is 1,000 bytes (1 kB)"), "{sized:?}");
+    assert!(sized.message.contains("Content-Length is 1,000 bytes;"), "{sized:?}");
     let chunked = failure(&[b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n", b"3e8\r\n"], false, 999).await;
     assert_eq!(chunked.class, ErrorClass::BodyTooLarge, "{chunked:?}");
-    assert!(
-        chunked.message.starts_with("the body passed max_body of 999 bytes after 1,000 bytes (1 kB)"),
-        "{chunked:?}"
-    );
+    assert!(chunked.message.starts_with("the body passed max_body of 999 bytes after 1,000 bytes:"), "{chunked:?}");
     let mut pieces: Vec<&[u8]> = vec![b"HTTP/1.1 200 OK\r\n\r\n"];
     pieces.extend([b"x".as_slice(); 200]);
     let until_close = failure(&pieces, true, 100).await;

@@ -143,7 +143,7 @@ impl Body {
             let message = format!(
                 "the body passed max_body of {} after {}; its stream was reset, the rest not read",
                 crate::model::bytes_text(max_body),
-                crate::model::bytes_text(self.length)
+                crate::model::exact_bytes(self.length)
             );
             return Err(Failure::new(ErrorClass::BodyTooLarge, message));
         }
