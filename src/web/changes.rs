@@ -6,7 +6,7 @@
 use std::cmp::Ordering;
 
 use super::WebError;
-use crate::model::{Change, Finding, FindingOutcome, Run};
+use crate::model::{Change, Finding, FindingOutcome, Run, RunStatus, VerdictOutcome};
 use crate::report::with_unit;
 use crate::store::Store;
 
@@ -52,6 +52,8 @@ impl ChangeRow {
 #[allow(missing_docs, reason = "the field names say what they hold")]
 pub struct Changes {
     pub run: Run,
+    /// What the verdict concluded.
+    pub outcome: VerdictOutcome,
     /// The findings worth a line, most severe first.
     pub rows: Vec<ChangeRow>,
     /// Tests that found nothing.
@@ -76,10 +78,24 @@ impl Changes {
                 );
                 let (excused, unconfirmed) = (count(FindingOutcome::Excused), count(FindingOutcome::Unconfirmed));
                 let rows = rows(&verdict.findings);
-                return Ok(Some(Self { run, rows, unchanged, too_few, excused, unconfirmed }));
+                let outcome = verdict.outcome;
+                return Ok(Some(Self { run, outcome, rows, unchanged, too_few, excused, unconfirmed }));
             }
         }
         Ok(None)
+    }
+}
+
+impl Changes {
+    /// The word beside "Latest verdict": the verdict's own (`inconclusive` for a night measured on a held-back
+    /// machine, whose run stays `finished`), except where the run's status says more of the night (a
+    /// regression its rerun did not reproduce, one still being confirmed).
+    #[must_use]
+    pub fn word(&self) -> &'static str {
+        match self.run.status {
+            RunStatus::Finished | RunStatus::Passed | RunStatus::Regressed => self.outcome.as_str(),
+            status => status.as_str(),
+        }
     }
 }
 

@@ -93,6 +93,9 @@ async fn two_nights_held_back_in_a_row_are_said_to_be_unjudged() {
     let (status, overview) = app.get("/").await;
     assert_eq!(status, 200);
     assert!(overview.contains("for 2 nights in a row (runs #11, #12): each time its machine"), "{overview}");
+    // Its latest verdict reads as one: inconclusive, not the run's `finished` (measured, not judged).
+    let (_, scenario) = app.get("/scenarios/checkout").await;
+    assert!(scenario.contains(r#"<span class="status status-inconclusive">inconclusive</span>"#), "{scenario}");
 }
 
 #[tokio::test]
