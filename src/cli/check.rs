@@ -143,7 +143,19 @@ async fn run_now_and_check(store: &Store, config: &Config, args: &CheckArgs) -> 
     if !args.run_now {
         let candidate = candidate(store, config, args, args.run).await?;
         let spec = spec(config, args, &candidate.scenario);
-        return Ok(judge_run(store, config, &candidate, &spec, IfRegressed::Stands, Utc::now()).await?);
+        let storing = match store.latest_verdict(candidate.id).await? {
+            Some(night) if night.baseline_spec != spec.to_string() => {
+                say!(
+                    "note: run #{} was judged against {} already; this judgment against {spec} is reported, not \
+                     stored (the run's verdict, status and history stay as they were)",
+                    candidate.id,
+                    night.baseline_spec
+                );
+                IfRegressed::Unstored
+            }
+            _ => IfRegressed::Stands,
+        };
+        return Ok(judge_run(store, config, &candidate, &spec, storing, Utc::now()).await?);
     }
     let mut job = Job::find(config, args.scenario_as_given())?;
     let reshaped = job.reshape(args.duration, args.rate_scale.unwrap_or(1.0))?;

@@ -75,6 +75,10 @@ pub enum IfRegressed {
     Stands,
     /// The run is `confirming`: a rerun of the same build decides it (`confirm`).
     Confirm,
+    /// Reported, not stored: a run its night judged already, judged again against a baseline other than
+    /// that verdict's (`check --run 13 --baseline run:12`) answers a question, and must not rewrite the
+    /// night's verdict, its run's status or the dashboard's history.
+    Unstored,
 }
 
 /// Judges `candidate` against the runs `spec` selects, with the scenario's gates, and stores the verdict made
@@ -107,6 +111,7 @@ pub async fn judge_run(
     match if_regressed {
         IfRegressed::Stands => store.save_verdict(candidate.id, &verdict).await?,
         IfRegressed::Confirm => store.save_verdict_to_confirm(candidate.id, &verdict).await?,
+        IfRegressed::Unstored => 0,
     };
     let Judgement { outcome, findings, mut summary } = judgement;
     if outcome == VerdictOutcome::Inconclusive && candidate.status != RunStatus::Invalid {

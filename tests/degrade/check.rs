@@ -84,6 +84,14 @@ async fn check_story(db: &TestDb) {
     assert_eq!(code, Some(1));
     assert!(stdout.starts_with("### ❌ degrade: regressed: "), "{stdout}");
     assert!(stdout.contains("| `GET /boards/{id}` | p95 | "), "{stdout}");
+    // Against other baselines (the slow night itself among them, `last-1` of the next night), it answered a
+    // question: the night's verdict, its run's status and so the dashboard's history stay as they were.
+    let (_, _, stderr) = check(db, &["--run", &normal.to_string(), "--baseline", "last-1"]);
+    assert!(stderr.contains(&format!("note: run #{normal} was judged against last-7d already")), "{stderr}");
+    assert_eq!(store.latest_verdict(normal).await.unwrap().unwrap().baseline_spec, "last-7d");
+    let verdict = store.latest_verdict(regressed).await.unwrap().unwrap();
+    assert_eq!(verdict.baseline_spec, "last-7d", "run:3 and last-5 were questions, not the night's verdict");
+    assert_eq!(store.find_run(regressed).await.unwrap().unwrap().status, RunStatus::Regressed);
     store.close().await;
 }
 
