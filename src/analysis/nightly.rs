@@ -306,9 +306,13 @@ fn value_finding(
     // The share's figures are said once: first when it alone decided, after the level when both did.
     f.reason = value_reason(d, v, k, family, slow_says && level_says);
     if let (true, false, Some((slow, _)), Some(t)) = (slow_says, level_says, v.slow_shares.loudest(), slow_test) {
-        // The limit printed beside the value is the level test's, which did not pass: the test that called it
-        // comes first, so the reason reads true from its first words.
+        // The test that called it comes first, so the reason reads true from its first words. Its threshold is
+        // tonight's own value, no bar to pass, and the level test's limit was not passed: none is given (it
+        // had read "32.8 ms, limit 176.8 ms", regressed).
         f.reason = format!("{}; the level alone: {}", decided_by_the_share(slow, t.p, t.alpha), f.reason);
+        if !relative_says {
+            f.limit = None;
+        }
     }
     if let (Some((r, t)), true) = (relative, relative_says) {
         f.reason += &relative_reason(r, t.alpha);
@@ -346,6 +350,9 @@ fn with_tail(f: &mut Finding, d: &Draft, tests: &[Test], others_said: bool) -> b
         f.reason = format!("{}; and {}", f.reason, tail_figures(tail, d.min_effect));
     } else if says {
         f.reason = format!("{}; the level alone: {}", decided_by_the_tail(tail, d.min_effect, test.alpha), f.reason);
+        // The bar it passed is its threshold, as for a tail judged by the tail test alone (`tail_only_finding`),
+        // not the level test's limit, which tonight did not pass.
+        f.limit = Some(tail.threshold_ms);
     }
     says
 }

@@ -48,6 +48,15 @@ async fn a_noisy_night_then_a_real_regression() -> Result<(), Spoiled> {
     assert!(output.contains(&said), "{output}");
     assert!(output.contains("regressed again on (all) p95, (all) p99, GET /items p95, GET /items p99\n"), "{output}");
     assert!(output.contains("decided by the share of requests far past the baseline's p99"), "{output}");
+    // A finding a share of requests decided is limited by the share's threshold, which tonight passed, never
+    // by the level test's limit, which it did not.
+    let ms_after =
+        |line: &str, key: &str| -> Option<f64> { line.split(key).nth(1)?.split(" ms").next()?.trim().parse().ok() };
+    let lines: Vec<&str> = output.lines().collect();
+    for pair in lines.windows(2).filter(|p| p[1].trim_start().starts_with("decided by the share")) {
+        let (tonight, limit) = (ms_after(pair[0], " -> "), ms_after(pair[0], "limit "));
+        assert!(limit.is_none_or(|limit| tonight.is_some_and(|t| limit <= t)), "{output}");
+    }
     assert!(output.contains("REGRESSION  GET /items  p95"), "{output}");
     assert!(output.contains("unconfirmed  GET /items  p50"), "seen in the rerun only: {output}");
     assert!(output.contains(&format!("seen in this rerun only: run #{second}, the night's first run")), "{output}");
