@@ -164,7 +164,8 @@ fn describe(config: &Config) -> Vec<String> {
     lines.extend(config.scenarios.iter().flat_map(describe_scenario));
     for notify in &config.notifiers {
         let state = if notify.url.is_some() { "set" } else { "not set" };
-        lines.push(format!("  notify    {} ({:?}) via ${} ({state})", notify.name, notify.kind, notify.url_env));
+        let (name, kind, env) = (&notify.name, notify.kind.as_str(), &notify.url_env);
+        lines.push(format!("  notify    {name} ({kind}) via ${env} ({state})"));
     }
     lines
 }

@@ -209,6 +209,17 @@ pub enum NotifyKind {
     Json,
 }
 
+impl NotifyKind {
+    /// The name as `kind` is written in `degrade.toml`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Slack => "slack",
+            Self::Json => "json",
+        }
+    }
+}
+
 /// Events a webhook can receive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -201,3 +201,15 @@ fn demo_target_refuses_a_share_that_is_not_one() {
         assert!(stderr.contains(said), "{stderr}");
     }
 }
+
+#[test]
+fn validate_names_each_webhook_by_its_kind_as_written() {
+    let config = crate::support::config::alerting_config("target = \"http://127.0.0.1:9\"");
+    let (dir, _) = project(&config, &[("quick.toml", crate::support::config::QUICK_SCENARIO)]);
+    let output = degrade(dir.path(), &["validate"], &[("HOOK", "https://hooks.example.com/secret-path")]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("notify    team (slack) via $HOOK (set)"), "{stdout}");
+    assert!(stdout.contains("notify    ops (json) via $OPS (not set)"), "{stdout}");
+    assert!(!stdout.contains("secret-path"), "a webhook URL is a secret: {stdout}");
+}
