@@ -68,8 +68,9 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database refused or failed a query; the message never contains the URL.
-    #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    /// (Not the error's source: its text is here already, and a source would be printed again after it.)
+    #[error("database error: {}", database_message(.0))]
+    Database(sqlx::Error),
     /// The schema could not be brought up to date.
     #[error("{0}")]
     Migrate(String),
@@ -88,6 +89,21 @@ pub enum StoreError {
     /// A stored value could not be read back (a JSON column, a status name).
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        Self::Database(error)
+    }
+}
+
+/// sqlx's text of `error`, less what misleads: a PostgreSQL error's " at line 948" is a line of the server's
+/// own C source, which reads as a line of the user's file or query.
+fn database_message(error: &sqlx::Error) -> String {
+    match error {
+        sqlx::Error::Database(db) => db.message().to_owned(),
+        other => other.to_string(),
+    }
 }
 
 /// An open connection pool to one backend.

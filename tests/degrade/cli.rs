@@ -131,6 +131,12 @@ async fn migrate_on_postgres_never_prints_the_password() {
     }
     let again = text(&degrade(dir.path(), &["migrate"], &env)).0;
     assert!(again.contains("(postgres) is at schema version") && again.contains("(up to date)"), "{again}");
+    // The server's own words, once, without the line of its C source sqlx appends ("… at line 948").
+    let (head, _) = url.rsplit_once('/').unwrap();
+    let missing = format!("{head}/degrade_no_such_database");
+    let stderr = text(&degrade(dir.path(), &["migrate"], &[("DEGRADE_DATABASE_URL", missing.as_str())])).1;
+    assert!(stderr.contains("database error: database \"degrade_no_such_database\" does not exist"), "{stderr}");
+    assert!(!stderr.contains(" at line ") && stderr.matches("does not exist").count() == 1, "{stderr}");
 }
 
 #[test]
