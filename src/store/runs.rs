@@ -22,8 +22,8 @@ pub(super) const ROLLUP_WEEKS: [i64; 3] = [16, 4, 1];
 const TIMELINE_ROWS_PER_INSERT: usize = 100;
 
 /// A run's end, written only while it is still `running`.
-const FINISH: &str = "update runs set status = $1, finished_at = $2, validity_reasons = $3, load_summary = $4 \
-    where id = $5 and status = 'running'";
+const FINISH: &str = "update runs set status = $1, finished_at = $2, validity_reasons = $3, load_summary = $4, \
+    failure_reason = $6 where id = $5 and status = 'running'";
 
 /// One endpoint's results.
 const INSERT_ENDPOINT: &str = "insert into endpoint_results (run_id, endpoint, requests, errors, error_pct, rate, \
@@ -131,6 +131,11 @@ impl Store {
                 .bind(to_json(&results.validity_reasons))
                 .bind(to_json(&results.load_summary))
                 .bind(id)
+                // An aborted run says why it stopped where a failed one does (its reasons are the why).
+                .bind(
+                    (results.status == RunStatus::Aborted)
+                        .then(|| storable(&results.validity_reasons.join("; ")).into_owned()),
+                )
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();

@@ -115,6 +115,8 @@ async fn ctrl_c_stops_the_run_and_stores_it_as_aborted() {
     let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
     let detail = store.run_detail(1).await.unwrap().unwrap();
     assert_eq!(detail.run.status, RunStatus::Aborted);
+    let why = detail.run.failure_reason.as_deref().unwrap_or_default();
+    assert!(why.contains("stopped after"), "an aborted run says why it stopped: {why:?}");
     // Stopped in the warm-up: nothing measured, but the timeline of what was sent is kept.
     assert_eq!(detail.endpoints[0].requests, 0);
     assert!(!store.timeline(1).await.unwrap().is_empty(), "what was recorded before Ctrl-C is kept");
