@@ -84,9 +84,7 @@ impl Changes {
         }
         Ok(None)
     }
-}
 
-impl Changes {
     /// The word beside "Latest verdict": the verdict's own (`inconclusive` for a night measured on a held-back
     /// machine, whose run stays `finished`), except where the run's status says more of the night (a
     /// regression its rerun did not reproduce, one still being confirmed).
