@@ -152,37 +152,44 @@ async fn regressed_figures_unjudged(
     Ok((!unjudged.is_empty()).then(|| unjudged.join(", ")))
 }
 
-/// When the figures that opened the scenario's regression episode are still nearer where they regressed to than
+/// When figures that opened the scenario's regression episode are still nearer where they regressed to than
 /// where they were, tonight passed because that slower level held for enough nights to become the level: says
-/// which, in words. `None` when they came back, or there is no such episode.
+/// which, in words, and which of the others came back (a fixed route beside an `(all)` figure that stayed is a
+/// fix, not "nothing got faster"). `None` when every one came back, or there is no such episode.
 async fn still_slower(store: &Store, scenario: &str, report: &CheckReport) -> Result<Option<String>, StoreError> {
     let Some((opened, regressed)) = opening_regressions(store, scenario).await? else { return Ok(None) };
-    let kept: Vec<String> = regressed
-        .iter()
-        .filter_map(|then| {
-            let before = then.baseline_value.filter(|b| *b > 0.0 && then.candidate_value > 0.0)?;
-            let now = report.findings.iter().find(|f| f.endpoint == then.endpoint && f.metric == then.metric)?;
-            // Nearer on the log scale: a tenfold slowdown halfway back is still closer to its new level.
-            let nearer_new = now.candidate_value > 0.0
-                && (now.candidate_value / then.candidate_value).ln().abs() < (now.candidate_value / before).ln().abs();
-            nearer_new.then(|| {
-                let value = |v| crate::report::with_unit(&then.metric, v);
-                format!(
-                    "{} {} {} (was {} before run #{opened})",
-                    then.endpoint,
-                    then.metric,
-                    value(now.candidate_value),
-                    value(before)
-                )
-            })
-        })
-        .collect();
-    Ok((!kept.is_empty()).then(|| {
-        format!(
-            "{} stayed where it regressed to, and that level has held long enough to be the one judged against \
-             (nothing got faster)",
-            kept.join(", ")
-        )
+    let (mut kept, mut back) = (Vec::new(), Vec::new());
+    for then in &regressed {
+        let Some(before) = then.baseline_value.filter(|b| *b > 0.0 && then.candidate_value > 0.0) else { continue };
+        let Some(now) = report.findings.iter().find(|f| f.endpoint == then.endpoint && f.metric == then.metric) else {
+            continue;
+        };
+        let value = |v| crate::report::with_unit(&then.metric, v);
+        let figure = format!("{} {}", then.endpoint, then.metric);
+        // Nearer on the log scale: a tenfold slowdown halfway back is still closer to its new level.
+        if now.candidate_value > 0.0
+            && (now.candidate_value / then.candidate_value).ln().abs() < (now.candidate_value / before).ln().abs()
+        {
+            kept.push(format!("{figure} {} (was {} before run #{opened})", value(now.candidate_value), value(before)));
+        } else {
+            back.push(format!(
+                "{figure} {} (was {} in run #{opened})",
+                value(now.candidate_value),
+                value(then.candidate_value)
+            ));
+        }
+    }
+    if kept.is_empty() {
+        return Ok(None);
+    }
+    let stayed = format!(
+        "{} stayed where it regressed to, and that level has held long enough to be the one judged against",
+        kept.join(", ")
+    );
+    Ok(Some(if back.is_empty() {
+        format!("{stayed} (nothing got faster)")
+    } else {
+        format!("{} came back; {stayed}", back.join(", "))
     }))
 }
 

@@ -68,6 +68,23 @@ pub async fn store_night_under(
     status: RunStatus,
     load_summary: LoadSummary,
 ) -> i64 {
+    let cards_ms = 60.0 * WOBBLE[(n as usize + 4) % WOBBLE.len()];
+    store_routes_night(store, scenario, n, (boards_ms, cards_ms), status, load_summary).await
+}
+
+/// `store_night`, with `POST /cards`' p95 given too (a night on which both routes moved).
+pub async fn store_both_routes_night(store: &Store, scenario: &str, n: i64, boards_ms: f64, cards_ms: f64) -> i64 {
+    store_routes_night(store, scenario, n, (boards_ms, cards_ms), RunStatus::Finished, LoadSummary::default()).await
+}
+
+async fn store_routes_night(
+    store: &Store,
+    scenario: &str,
+    n: i64,
+    (boards_ms, cards_ms): (f64, f64),
+    status: RunStatus,
+    load_summary: LoadSummary,
+) -> i64 {
     let id = store.create_run(&new_run(scenario, n)).await.unwrap();
     let wobble = WOBBLE[n as usize % WOBBLE.len()];
     let results = RunResults {
@@ -78,7 +95,7 @@ pub async fn store_night_under(
         endpoints: vec![
             endpoint(OVERALL_ENDPOINT, 80.0 * wobble),
             endpoint("GET /boards/{id}", boards_ms),
-            endpoint("POST /cards", 60.0 * WOBBLE[(n as usize + 4) % WOBBLE.len()]),
+            endpoint("POST /cards", cards_ms),
         ],
         timeline: vec![],
     };
