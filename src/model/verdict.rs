@@ -171,6 +171,13 @@ impl FindingOutcome {
     pub const fn is_failure(self) -> bool {
         matches!(self, Self::Regression | Self::GateBreached)
     }
+
+    /// Whether the judge compared the figure with its baseline and said something of it (a change, none, or a
+    /// change it excused or did not see twice): the figure was judged, whatever its request count.
+    #[must_use]
+    pub const fn was_judged(self) -> bool {
+        matches!(self, Self::Regression | Self::Improvement | Self::NoChange | Self::Excused | Self::Unconfirmed)
+    }
 }
 
 impl std::fmt::Display for FindingOutcome {

@@ -104,10 +104,17 @@ pub fn endpoint_nights(plan: &Plan) -> Option<Vec<EndpointNight>> {
 /// What a night of `requests` to `endpoint` can judge (a count, as measured).
 #[must_use]
 pub fn night(endpoint: &str, requests: f64) -> EndpointNight {
+    judged_night(endpoint, requests, |_| false)
+}
+
+/// [`night`], for a night the judge has read: a percentile `verdict_judged` says it judged counts as judged
+/// whatever the count (the share of requests past the baseline's tail judges a p99 its interval cannot bound).
+#[must_use]
+pub fn judged_night(endpoint: &str, requests: f64, verdict_judged: impl Fn(&str) -> bool) -> EndpointNight {
     let (mut judged, mut short) = (Vec::new(), Vec::new());
     for (name, p) in PERCENTILES {
         let needed = requests_needed(p);
-        if requests >= needed as f64 { judged.push(name) } else { short.push((name, needed)) }
+        if requests >= needed as f64 || verdict_judged(name) { judged.push(name) } else { short.push((name, needed)) }
     }
     EndpointNight { endpoint: endpoint.to_owned(), requests, planned: false, judged, short }
 }
@@ -124,5 +131,8 @@ mod tests {
         assert!(said.starts_with("POST /drafts: ~52 requests: p50 judged; p95 needs ~"), "{said}");
         assert!(said.ends_with(": raise its share of the load or the night's length"), "{said}");
         assert_eq!(night("GET /a", 20_000.0).describe(), "GET /a: 20,000 requests: p50, p95, p99 judged");
+        let tail_judged = judged_night("POST /drafts", 52.0, |p| p == "p99");
+        assert_eq!(tail_judged.judged, ["p50", "p99"], "a verdict that judged the p99 by its tail judged it");
+        assert!(tail_judged.describe().contains("judged; p95 needs ~"), "{}", tail_judged.describe());
     }
 }

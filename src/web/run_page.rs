@@ -204,7 +204,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let series = mine.into_iter().next();
     let previous = state.store.previous_run(run.id).await?;
     let held_back = state.store.held_back_in_a_row(&run.scenario, run.id).await?.told_at(Some(run.id));
-    let thin = thin_endpoints(&endpoints);
+    let thin = thin_endpoints(&endpoints, findings);
     let capacity = state.store.capacity(id).await?.as_ref().map(super::capacity_chart::view);
     let segments = state.store.segment_figures(id).await?;
     let page = RunPage {
@@ -230,12 +230,17 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
 }
 
 /// `POST /drafts: 54 requests: p50 judged; p95 needs ~73, p99 ~381: raise …` for each endpoint that served
-/// requests, but too few for a percentile the judge reads: the night's size, told where its figures are.
-fn thin_endpoints(endpoints: &[EndpointResult]) -> Vec<String> {
+/// requests, but too few for a percentile the judge reads: the night's size, told where its figures are. A
+/// percentile the verdict judged anyway (by the share of requests past the baseline's tail) is judged.
+fn thin_endpoints(endpoints: &[EndpointResult], findings: &[Finding]) -> Vec<String> {
     endpoints
         .iter()
         .filter(|e| e.requests > 0 && !e.is_counted_only())
-        .map(|e| crate::scenario::night_sizes::night(&e.endpoint, e.requests as f64))
+        .map(|e| {
+            crate::scenario::night_sizes::judged_night(&e.endpoint, e.requests as f64, |percentile| {
+                findings.iter().any(|f| f.endpoint == e.endpoint && f.metric == percentile && f.outcome.was_judged())
+            })
+        })
         .filter(|night| !night.short.is_empty())
         .map(|night| night.describe())
         .collect()

@@ -9,7 +9,8 @@ use degrade::model::RunStatus;
 use degrade::store::Store;
 
 use crate::slow_target::{SlowFor, Spoiled, again_while_spoiled, five_nights_in, judged_night};
-use crate::support::{degrade_child, text};
+use crate::support::app::TestApp;
+use crate::support::{TestDb, degrade_child, text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_alerts_only_when_its_rerun_reproduces_it() {
@@ -58,6 +59,11 @@ async fn a_noisy_night_then_a_real_regression() -> Result<(), Spoiled> {
         assert!(limit.is_none_or(|limit| tonight.is_some_and(|t| limit <= t)), "{output}");
     }
     assert!(output.contains("REGRESSION  GET /items  p95"), "{output}");
+    // The run page does not say the p99 its tail judged needed more requests to be judged.
+    let app = TestApp::spawn(&TestDb::sqlite_file(dir.path().join("degrade.db"))).await;
+    let (status, page) = app.get(&format!("/runs/{second}")).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(!page.contains("p99 needs ~") && !page.contains("p99 ~"), "the p99 was judged: {page}");
     assert!(output.contains("unconfirmed  GET /items  p50"), "seen in the rerun only: {output}");
     assert!(output.contains(&format!("seen in this rerun only: run #{second}, the night's first run")), "{output}");
     assert!(output.contains("not reproduced"), "the verdict counts it apart: {output}");

@@ -58,6 +58,12 @@ impl TestDb {
         Self { url, postgres: None, _dir: Some(dir) }
     }
 
+    /// The SQLite file a project's own `degrade` wrote (the test owns its directory).
+    #[allow(dead_code, reason = "read by the confirmation tests of tests/nights")]
+    pub fn sqlite_file(path: std::path::PathBuf) -> Self {
+        Self { url: DatabaseUrl::Sqlite(path), postgres: None, _dir: None }
+    }
+
     /// A fresh PostgreSQL database on the server `DEGRADE_TEST_POSTGRES_URL` names. The PostgreSQL variants
     /// are `#[ignore]`d, so a plain `cargo test` lists them as ignored, with the reason, instead of passing
     /// them unrun; asked for (`--include-ignored`, as `.ci/run` does) without a server, they fail.
