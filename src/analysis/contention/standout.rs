@@ -25,7 +25,9 @@
 //! With few others, their spread says little and the cut-off is wide (53 spreads with three). So a change
 //! beyond the others' median by its limit also stands out when it is beyond what the machine's own slowdown
 //! could do to it: its limit times the square of how much slower the machine's loopback echo was tonight
-//! ([`MachineSlowdown`]). A request crosses the machine's scheduler at least twice (the generator's send
+//! ([`MachineSlowdown`]). With fewer others than a spread can be read from (an API of two or three routes),
+//! that bound is the only rule, past the others' median where there are any: a route ×9 beside two that did
+//! not move, on a machine 1.4 times slower, had been excused because two others "say nothing". A request crosses the machine's scheduler at least twice (the generator's send
 //! and wake-up, the target's read and answer) and its own work runs slower by the same factor; on this
 //! project's VM, a night whose echo took 1.5 times as long moved every endpoint by 1.3–1.6 times, inside the
 //! square (2.25). A new user's trial had a route go ×15 (1.5 ms to 22.7 ms) against three others that did not
@@ -127,23 +129,34 @@ pub(super) struct MachineShift {
     /// the spread of those shares is scaled to `f`'s baseline, because a figure's night noise grows with its
     /// level; a p99's is the spread of the added times themselves (see the module's text).
     pub added_spread: f64,
-    /// How many spreads past the median a change must be to stand out, given how many others there were.
-    pub spreads: f64,
+    /// How many spreads past the median a change must be to stand out, given how many others there were;
+    /// `None` when they are too few to read a spread from (the machine's bound alone decides).
+    pub spreads: Option<f64>,
+    /// How many others the median was read from.
+    pub others: usize,
 }
 
-/// The others' median change and its spread, when enough of them were judged to say (the ratio test's
+/// The others' median change, and its spread when enough of them were judged to say (the ratio test's
 /// minimum of controls). Both as a factor and as time added, because a held-back machine slows by both.
 /// A speed-up of most others is not credited to the endpoint: the median counts as no change at most, and
-/// the endpoint's own limit is the least it must clear.
+/// the endpoint's own limit is the least it must clear. With no others, no change.
 #[must_use]
-pub(super) fn machine_shift(f: &Finding, findings: &[Finding], blamed: &Blamed) -> Option<MachineShift> {
+pub(super) fn machine_shift(f: &Finding, findings: &[Finding], blamed: &Blamed) -> MachineShift {
     let others: Vec<(f64, f64)> = findings
         .iter()
         .filter(|o| o.metric == f.metric && o.endpoint != f.endpoint && !is_blamed(o, blamed))
         .filter_map(change)
         .collect();
-    if others.len() < MIN_CONTROLS {
-        return None;
+    if others.is_empty() {
+        let none = 0.0;
+        return MachineShift {
+            factor: 1.0,
+            factor_spread: none,
+            added: none,
+            added_spread: none,
+            spreads: None,
+            others: 0,
+        };
     }
     let logs: Vec<f64> = others.iter().map(|(base, tonight)| (tonight / base).ln()).collect();
     let added: Vec<f64> = others.iter().map(|(base, tonight)| tonight - base).collect();
@@ -157,27 +170,30 @@ pub(super) fn machine_shift(f: &Finding, findings: &[Finding], blamed: &Blamed) 
         }
         _ => absolute_spread,
     };
-    Some(MachineShift {
+    MachineShift {
         factor: log_median.max(0.0).exp(),
         factor_spread: log_spread,
         added: added_median.max(0.0),
         added_spread,
-        spreads: spreads_to_stand_out(others.len()),
-    })
+        spreads: (others.len() >= MIN_CONTROLS).then(|| spreads_to_stand_out(others.len())),
+        others: others.len(),
+    }
 }
 
 fn stands_out(f: &Finding, findings: &[Finding], blamed: &Blamed, machine: Option<MachineSlowdown>) -> bool {
     let (Some((base, tonight)), Some(limit)) = (change(f), f.limit) else { return false };
-    let Some(shift) = machine_shift(f, findings, blamed) else { return false };
+    let shift = machine_shift(f, findings, blamed);
     let beyond_factor = (tonight / base).ln() - shift.factor.ln();
     let beyond_added = tonight - base - shift.added;
     let beyond_median = limit > base && beyond_factor >= (limit / base).ln() && beyond_added >= limit - base;
-    let added_beyond_spreads = beyond_added >= shift.spreads * shift.added_spread;
-    let beyond_spreads = beyond_factor >= shift.spreads * shift.factor_spread && added_beyond_spreads;
+    let added_beyond_spreads = shift.spreads.is_some_and(|k| beyond_added >= k * shift.added_spread);
+    let beyond_spreads =
+        shift.spreads.is_some_and(|k| beyond_factor >= k * shift.factor_spread) && added_beyond_spreads;
     let beyond_machine = machine.is_some_and(|m| tonight >= m.most() * limit);
     match Tail::of(f) {
         Some(Tail::Central) => beyond_median && (beyond_spreads || beyond_machine),
-        Some(Tail::Slowest) => beyond_median && beyond_machine && added_beyond_spreads,
+        // Too few others to read the time the machine added to their tails: its own bound is all there is.
+        Some(Tail::Slowest) => beyond_median && beyond_machine && (added_beyond_spreads || shift.spreads.is_none()),
         None => false,
     }
 }
@@ -221,22 +237,7 @@ pub(super) fn excuse_the_rest(
             let kept =
                 blamed.iter().any(|(e, m)| *m == f.metric && (*e == f.endpoint || f.endpoint == OVERALL_ENDPOINT));
             if f.outcome == FindingOutcome::Regression && !kept {
-                let machine = machine.map_or_else(String::new, |m| {
-                    format!(", nor past {:.2} times its limit, what a machine {:.2} times slower can do", m.most(), m.0)
-                });
-                let others = match machine_shift(&f, &snapshot, blamed) {
-                    Some(s) => format!(
-                        " (the other endpoints moved {} and +{} at the median, spread ±{:.1} % and ±{}{}, and \
-                         this one not beyond that by both its limit and {:.1} spreads{machine})",
-                        crate::model::Change::from_pct(100.0 * (s.factor - 1.0)),
-                        crate::model::format_ms(s.added),
-                        100.0 * s.factor_spread.exp_m1(),
-                        format_spread_ms(s.added_spread),
-                        if Tail::of(&f) == Some(Tail::Central) { " at this one's level" } else { "" },
-                        s.spreads
-                    ),
-                    None => String::new(),
-                };
+                let others = compared_with(&f, &machine_shift(&f, &snapshot, blamed), machine);
                 f.reason = format!("not blamed on the build: measured {on}{others}; judged alone it was {}", f.reason);
                 FindingOutcome::Excused.clone_into(&mut f.outcome);
                 excused += 1;
@@ -245,6 +246,44 @@ pub(super) fn excuse_the_rest(
         })
         .collect();
     (findings, excused)
+}
+
+/// What an excused finding was compared with, in words: the others' median change and spread, and the
+/// machine's bound.
+fn compared_with(f: &Finding, s: &MachineShift, machine: Option<MachineSlowdown>) -> String {
+    let bound =
+        |m: MachineSlowdown| format!("{:.2} times its limit, what a machine {:.2} times slower can do", m.most(), m.0);
+    let moved = format!(
+        "moved {} and +{} at the median",
+        crate::model::Change::from_pct(100.0 * (s.factor - 1.0)),
+        crate::model::format_ms(s.added)
+    );
+    let Some(spreads) = s.spreads else {
+        let others = match s.others {
+            0 => "no other endpoint to compare it with".to_owned(),
+            1 => format!("the other endpoint {moved}, too few to read a spread from"),
+            n => format!("the other {n} endpoints {moved}, too few to read a spread from"),
+        };
+        let needed = machine.map_or_else(
+            || "the machine's own slowdown was not measured".to_owned(),
+            |m| {
+                format!(
+                    "this one needed to be past {}{}",
+                    bound(m),
+                    if s.others > 0 { " and beyond their median by its limit" } else { "" }
+                )
+            },
+        );
+        return format!(" ({others}; {needed})");
+    };
+    let machine = machine.map_or_else(String::new, |m| format!(", nor past {}", bound(m)));
+    format!(
+        " (the other endpoints {moved}, spread ±{:.1} % and ±{}{}, and this one not beyond that by both its limit \
+         and {spreads:.1} spreads{machine})",
+        100.0 * s.factor_spread.exp_m1(),
+        format_spread_ms(s.added_spread),
+        if Tail::of(f) == Some(Tail::Central) { " at this one's level" } else { "" },
+    )
 }
 
 /// A spread of added time: in µs under a tenth of a millisecond, where ms to two places would read ±0.00.
