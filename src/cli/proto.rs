@@ -38,7 +38,7 @@ pub struct FetchArgs {
     #[arg(long, value_name = "PEM")]
     ca_file: Option<PathBuf>,
     /// Give up after this long.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = |s: &str| crate::config::durations::parse_positive(s, "10s or 30s"))]
     timeout: std::time::Duration,
 }
 

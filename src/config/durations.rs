@@ -11,8 +11,18 @@ pub const LONGEST: Duration = Duration::from_hours(7 * 24);
 /// Parses `text`, at most [`LONGEST`]; `examples` name a few valid values for the error message.
 pub fn parse(text: &str, examples: &str) -> Result<Duration, String> {
     let shown: String = text.chars().take(40).collect();
-    let parsed =
-        humantime::parse_duration(text).map_err(|e| format!("`{shown}` is not a duration like {examples}: {e}"))?;
+    let parsed = humantime::parse_duration(text).map_err(|e| {
+        let why = match e {
+            // humantime's own list names months and years, which no duration here may be.
+            humantime::DurationError::UnknownUnit { unit, .. } => {
+                let unit: String = unit.chars().take(12).collect();
+                format!("`{unit}` is no unit: use ms, s, m, h or d, alone or together (1h30m)")
+            }
+            humantime::DurationError::NumberOverflow => "the number is too large".to_owned(),
+            other => other.to_string(),
+        };
+        format!("`{shown}` is not a duration like {examples}: {why}")
+    })?;
     if parsed > LONGEST {
         return Err(format!("`{shown}` is longer than a week, the longest duration degrade takes"));
     }
@@ -39,5 +49,11 @@ mod tests {
         assert!(parse("99999999999999999999999s", "90s").unwrap_err().contains("is not a duration like 90s"));
         assert_eq!(parse_positive("0s", "90s"), Err("must be longer than zero".to_owned()));
         assert!(parse(&"9".repeat(1_000_000), "90s").unwrap_err().len() < 200);
+        assert_eq!(
+            parse("5x", "20s or 2m"),
+            Err("`5x` is not a duration like 20s or 2m: `x` is no unit: use ms, s, m, h or d, alone or together \
+                 (1h30m)"
+                .to_owned())
+        );
     }
 }
