@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::pacer::Interruption;
-use super::recorder::Recorder;
+use super::recorder::{Recorded, Recorder};
 use crate::metrics::{
     EndpointRecord, Limits, LoadFacts, endpoint_result, target_failure, target_went_away, validity_reasons,
 };
@@ -101,13 +101,34 @@ pub(super) fn measure(
 ) -> Measurement {
     let recorded = recorder.finish();
     let measured = measured_secs(plan, paced_for);
+    let (endpoints, service) = endpoint_rows(plan, recorder.names(), &recorded.endpoints, measured);
+    let facts = load_facts(plan, &recorded, measured, paced_for, wall, cpu, interruption);
+    let (status, validity_reasons) =
+        status_and_reasons(&facts, &endpoints[0], &recorded.timeline, paced_for, interruption);
+    let results = RunResults {
+        status,
+        finished_at: started_at + wall,
+        validity_reasons,
+        load_summary: load_summary(plan, &facts, cpu, measured),
+        endpoints,
+        timeline: recorded.timeline,
+    };
+    Measurement { started_at, results, service }
+}
+
+/// Each endpoint that served requests, after the whole run's row (`(all)`), with its service times.
+fn endpoint_rows(
+    plan: &Plan,
+    names: &[String],
+    records: &[EndpointRecord],
+    measured: f64,
+) -> (Vec<EndpointResult>, Vec<ServiceTimes>) {
     let mut overall = EndpointRecord::default();
-    let mut endpoints = Vec::new();
-    let mut service = Vec::new();
+    let (mut endpoints, mut service) = (Vec::new(), Vec::new());
     // Pushes are the server's messages, not requests: counted on their own rows, left out of the whole run's.
     let pushes: Vec<usize> =
         plan.ws.iter().flat_map(|ws| ws.pushes.iter().map(|p| p.endpoint).chain([ws.other_pushes])).collect();
-    for (index, (name, record)) in recorder.names().iter().zip(&recorded.endpoints).enumerate() {
+    for (index, (name, record)) in names.iter().zip(records).enumerate() {
         if record.requests > 0 {
             if !pushes.contains(&index) {
                 overall.merge(record);
@@ -118,10 +139,23 @@ pub(super) fn measure(
     }
     endpoints.insert(0, endpoint_result(OVERALL_ENDPOINT, &overall, measured));
     service.insert(0, service_times(OVERALL_ENDPOINT, &overall));
+    (endpoints, service)
+}
+
+/// What the generator did against its plan, as the validity rules read it.
+fn load_facts(
+    plan: &Plan,
+    recorded: &Recorded,
+    measured: f64,
+    paced_for: Duration,
+    wall: Duration,
+    cpu: &GeneratorCpu,
+    interruption: Option<&Interruption>,
+) -> LoadFacts {
     let lag = &recorded.schedule_lag;
     // A segment of a split night plans its share of the arrivals (within one of rate × time / N a stage).
     let share = plan.segment.map_or(1.0, |s| 1.0 / f64::from(s.count()));
-    let facts = LoadFacts {
+    LoadFacts {
         model: plan.load.model,
         target_rate: plan.load.target_rate() * share,
         achieved_rate: if measured > 0.0 { recorded.sessions_measured as f64 / measured } else { 0.0 },
@@ -136,10 +170,12 @@ pub(super) fn measure(
                 format!("a `when_exhausted = \"stop\"` feeder ran out after {:.1} s", paced_for.as_secs_f64())
             }
         }),
-    };
-    let (status, validity_reasons) =
-        status_and_reasons(&facts, &endpoints[0], &recorded.timeline, paced_for, interruption);
-    let load_summary = LoadSummary {
+    }
+}
+
+/// The load summary stored with the run: the generator's facts and the machine's.
+fn load_summary(plan: &Plan, facts: &LoadFacts, cpu: &GeneratorCpu, measured: f64) -> LoadSummary {
+    LoadSummary {
         model: plan.load.model.as_str().to_owned(),
         target_rate: facts.target_rate,
         achieved_rate: facts.achieved_rate,
@@ -155,16 +191,7 @@ pub(super) fn measure(
         tape: plan.tape.as_ref().map(coverage),
         skew: Vec::new(),
         connection: cpu.connection,
-    };
-    let results = RunResults {
-        status,
-        finished_at: started_at + wall,
-        validity_reasons,
-        load_summary,
-        endpoints,
-        timeline: recorded.timeline,
-    };
-    Measurement { started_at, results, service }
+    }
 }
 
 fn service_times(name: &str, record: &EndpointRecord) -> ServiceTimes {
