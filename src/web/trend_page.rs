@@ -90,33 +90,10 @@ pub(super) async fn page(
     let shown = super::chosen_series(&series, &name, query.series.as_deref())?;
     let shown_series = shown.map(|s| s.hash.clone());
     let keep = shown_series.as_deref().filter(|_| query.series.is_some());
-    let mut endpoints = Vec::new();
-    let mut every_series = false;
-    let mut grid = None;
-    let mut notes = Vec::new();
-    let (mut telemetry, mut telemetry_left_off) = (Vec::new(), false);
-    let mut capacity_svg = String::new();
-    if let Some(hash) = &shown_series {
-        let gates = state.config.scenario(&name).map(|s| s.gates.clone()).unwrap_or_default();
-        let nights = state.store.regression_grid(&name, hash, GRID_NIGHTS).await?;
-        grid = Some(Grid::new(&nights)).filter(|g| !g.rows.is_empty());
-        let (from, to) = view.window;
-        let span = TrendSpan { scenario: &name, series: hash, from, to, buckets: view.range.points() };
-        let trend = state.store.trend_points(span).await?;
-        every_series = trend.every_series;
-        let zoom = View::link(view.range.as_str(), view.scale, keep);
-        // Every run has the whole-run row, so its points carry every run's build and validity.
-        let whole: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == OVERALL_ENDPOINT).collect();
-        notes = run_notes(&whole);
-        for endpoint in endpoint_names(&trend.points) {
-            let points: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == endpoint).collect();
-            endpoints.push(endpoint_trend(endpoint, &points, &gates, view.scale, &zoom));
-        }
-        let server_side = state.store.telemetry_trend(span).await?;
-        telemetry = series_trends(&server_side.nights, &gates.telemetry_limits, view.scale, &zoom);
-        telemetry_left_off = server_side.left_off;
-        capacity_svg = super::capacity_chart::trend_svg(&state.store.capacity_trend(span).await?);
-    }
+    let charts = match &shown_series {
+        Some(hash) => series_charts(&state, &name, hash, &view, keep).await?,
+        None => SeriesCharts::default(),
+    };
     let ranges = Range::ALL
         .iter()
         .map(|r| (r.as_str(), View::link(r.as_str(), view.scale, keep), *r == view.range && view.zoom.is_none()))
@@ -143,17 +120,64 @@ pub(super) async fn page(
             Some(Zoom::Runs(from, to)) => Some((from, to)),
             _ => None,
         },
-        grid,
-        endpoints,
-        run_notes: notes,
-        telemetry,
-        telemetry_left_off,
-        capacity_svg,
+        grid: charts.grid,
+        endpoints: charts.endpoints,
+        run_notes: charts.notes,
+        telemetry: charts.telemetry,
+        telemetry_left_off: charts.telemetry_left_off,
+        capacity_svg: charts.capacity_svg,
         series,
         shown_series,
-        every_series,
+        every_series: charts.every_series,
     };
     Ok(Html(page.render()?))
+}
+
+/// What the page draws of one workload series (see [`ScenarioPage`]'s fields of the same names).
+#[derive(Default)]
+struct SeriesCharts {
+    grid: Option<Grid>,
+    endpoints: Vec<EndpointTrend>,
+    notes: Vec<String>,
+    telemetry: Vec<SeriesTrend>,
+    telemetry_left_off: bool,
+    capacity_svg: String,
+    every_series: bool,
+}
+
+/// The grid, the endpoints' charts, the server's side and the capacity of series `hash` over the view.
+async fn series_charts(
+    state: &AppState,
+    name: &str,
+    hash: &str,
+    view: &View,
+    keep: Option<&str>,
+) -> Result<SeriesCharts, WebError> {
+    let gates = state.config.scenario(name).map(|s| s.gates.clone()).unwrap_or_default();
+    let nights = state.store.regression_grid(name, hash, GRID_NIGHTS).await?;
+    let (from, to) = view.window;
+    let span = TrendSpan { scenario: name, series: hash, from, to, buckets: view.range.points() };
+    let trend = state.store.trend_points(span).await?;
+    let zoom = View::link(view.range.as_str(), view.scale, keep);
+    // Every run has the whole-run row, so its points carry every run's build and validity.
+    let whole: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == OVERALL_ENDPOINT).collect();
+    let endpoints = endpoint_names(&trend.points)
+        .into_iter()
+        .map(|endpoint| {
+            let points: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == endpoint).collect();
+            endpoint_trend(endpoint, &points, &gates, view.scale, &zoom)
+        })
+        .collect();
+    let server_side = state.store.telemetry_trend(span).await?;
+    Ok(SeriesCharts {
+        grid: Some(Grid::new(&nights)).filter(|g| !g.rows.is_empty()),
+        endpoints,
+        notes: run_notes(&whole),
+        telemetry: series_trends(&server_side.nights, &gates.telemetry_limits, view.scale, &zoom),
+        telemetry_left_off: server_side.left_off,
+        capacity_svg: super::capacity_chart::trend_svg(&state.store.capacity_trend(span).await?),
+        every_series: trend.every_series,
+    })
 }
 
 // Over a bucket p95 is the mean with its spread as a whisker, p99 and the error rate the worst run's (a single
