@@ -29,30 +29,38 @@ const CARD_RANGES: &[(u32, u32, &[usize])] = &[
     (67, 67, &[13, 14, 15, 16, 17, 18, 19]),     // Maestro
 ];
 
-/// A card number written as one: 13 to 19 digits, alone or in groups split by single spaces or dashes
-/// (`4111 1111 1111 1111`, `4111-1111-1111-1111`), with an issuer's prefix and length and a valid Luhn digit.
+/// Whether `c` splits a card number's groups as people write them: a space, a dash, a dot, or the no-break,
+/// narrow no-break and thin spaces word processors and pay pages put there.
+pub(super) const fn is_card_separator(c: char) -> bool {
+    matches!(c, ' ' | '-' | '.' | '\u{a0}' | '\u{202f}' | '\u{2009}')
+}
+
+/// A card number written as one: 13 to 19 digits, alone or in groups split by single separators
+/// (`4111 1111 1111 1111`, `4111-1111-1111-1111`, `4111.1111.1111.1111`; [`is_card_separator`]), with an
+/// issuer's prefix and length and a valid Luhn digit.
 pub(super) fn is_card(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    // Every path segment and query value is asked: the cheap refusals come first.
-    let well_formed = (13..=19 + 6).contains(&bytes.len())
-        && bytes.first().is_some_and(u8::is_ascii_digit)
-        && bytes.last().is_some_and(u8::is_ascii_digit)
-        && bytes.iter().all(|b| b.is_ascii_digit() || matches!(b, b' ' | b'-'))
-        && !text.contains("  ")
-        && !text.contains("--");
-    if !well_formed {
+    // Every path segment and query value is asked: the cheap refusals come first (six separators of up to
+    // three bytes at most between the digits).
+    if !(13..=19 + 6 * 3).contains(&text.len()) || !text.as_bytes()[0].is_ascii_digit() {
         return false;
     }
     let mut digits = [0_u8; 19];
-    let mut count = 0;
-    for b in bytes.iter().filter(|b| b.is_ascii_digit()) {
-        if count == digits.len() {
+    let (mut count, mut after_separator) = (0, false);
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            if count == digits.len() {
+                return false;
+            }
+            digits[count] = c as u8 - b'0';
+            count += 1;
+            after_separator = false;
+        } else if is_card_separator(c) && !after_separator {
+            after_separator = true;
+        } else {
             return false;
         }
-        digits[count] = b - b'0';
-        count += 1;
     }
-    issued(&digits[..count]) && luhn(&digits[..count])
+    !after_separator && issued(&digits[..count]) && luhn(&digits[..count])
 }
 
 /// Whether a scheme issues numbers of this prefix and length.
@@ -162,6 +170,10 @@ mod tests {
         for card in ["4111111111111111", "4111 1111 1111 1111", "4111-1111-1111-1111", "5500005555555559"] {
             assert!(is_card(card), "{card}");
         }
+        // Dots, and the no-break and thin spaces a pay page or a word processor writes.
+        for card in ["4111.1111.1111.1111", "4111\u{a0}1111\u{a0}1111\u{a0}1111", "4111\u{2009}1111\u{202f}1111 1111"] {
+            assert!(is_card(card), "{card}");
+        }
         for card in ["378282246310005", "6011111111111117", "3530111333300000", "4222222222222"] {
             assert!(is_card(card), "{card}");
         }
@@ -170,6 +182,7 @@ mod tests {
             assert!(!is_card(id), "{id}");
         }
         assert!(!is_card("4111  1111 1111 1111") && !is_card("-4111111111111111"));
+        assert!(!is_card("4111..1111.1111.1111") && !is_card("4111.1111.1111.1111.") && !is_card("4111111111111111.0"));
         let digits = [4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1];
         assert_eq!(luhn_digit(&digits), 1);
     }

@@ -4,7 +4,7 @@
 //! Five searches, whose findings are merged (the longest first where two overlap):
 //! - a value after a name that marks a secret: `name=value`, `name: value`, `"name": "value"`, `<name>value<`;
 //! - each piece of a word between delimiters, checked whole: an email, a card number, an IBAN, a token;
-//! - digits in groups split by single spaces or dashes (`4111 1111 1111 1111`), checked as card numbers;
+//! - digits in groups split by single spaces, dashes or dots (`4111 1111 1111 1111`), checked as card numbers;
 //! - an IBAN printed in groups of four;
 //! - a phone number that starts with `+`. Phone numbers without it are found only under a name or as a whole
 //!   value: inside text, digits with separators are far more often versions, dates and amounts.
@@ -12,7 +12,7 @@
 use std::ops::Range;
 
 use super::private_values::{Private, ScrubRules, classify, phones_within};
-use super::value_shapes::{is_card, is_iban};
+use super::value_shapes::{is_card, is_card_separator, is_iban};
 
 /// One private value inside a text: where it is, and what it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,8 +146,8 @@ fn trimmed(word: &str) -> (usize, &str) {
     (offset, core.trim_end_matches(|c: char| "\"')]}>.,;:!?".contains(c)))
 }
 
-/// Card numbers printed in groups: runs of digits joined by single spaces or dashes, where some groups in a
-/// row hold 13 to 19 digits and pass [`is_card`] (the longest such groups first).
+/// Card numbers printed in groups: runs of digits joined by single separators ([`is_card_separator`]), where
+/// some groups in a row hold 13 to 19 digits and pass [`is_card`] (the longest such groups first).
 fn grouped_numbers(text: &str, found: &mut Vec<Found>) {
     let bytes = text.as_bytes();
     let mut i = 0;
@@ -162,8 +162,9 @@ fn grouped_numbers(text: &str, found: &mut Vec<Found>) {
             let start = j;
             j += bytes[j..].iter().take_while(|b| b.is_ascii_digit()).count();
             groups.push(start..j);
-            if j + 1 < bytes.len() && matches!(bytes[j], b' ' | b'-') && bytes[j + 1].is_ascii_digit() {
-                j += 1;
+            let separator = text[j..].chars().next().filter(|c| is_card_separator(*c)).map_or(0, char::len_utf8);
+            if separator > 0 && bytes.get(j + separator).is_some_and(u8::is_ascii_digit) {
+                j += separator;
             } else {
                 break;
             }
@@ -248,6 +249,9 @@ mod tests {
         assert_eq!(kinds("my card 4111 1111 1111 1111, exp 12/29"), [("4111 1111 1111 1111", Private::Card)]);
         assert_eq!(kinds("order 12 4111-1111-1111-1111"), [("4111-1111-1111-1111", Private::Card)]);
         assert_eq!(kinds("(pan:4111111111111111)"), [("4111111111111111", Private::Card)]);
+        assert_eq!(kinds("pay 4111.1111.1111.1111 now."), [("4111.1111.1111.1111", Private::Card)]);
+        let spaced = "pay 4111\u{a0}1111\u{a0}1111\u{a0}1111 now";
+        assert_eq!(kinds(spaced), [("4111\u{a0}1111\u{a0}1111\u{a0}1111", Private::Card)]);
         assert_eq!(kinds("pay DE89 3704 0044 0532 0130 00 today"), [("DE89 3704 0044 0532 0130 00", Private::Iban)]);
         assert_eq!(kinds("iban DE89370400440532013000"), [("DE89370400440532013000", Private::Iban)]);
         assert_eq!(

@@ -65,9 +65,13 @@ impl Scrubber {
                     *text = scrubbed;
                 }
             }
-            // A card number sent as a JSON number: its placeholder is a number too.
+            // A card number sent as a JSON number: its placeholder is a number too. One written as a float
+            // (`4111111111111111.0`, as a client that holds every number as a double may send it) is read as
+            // the whole number it is.
             Value::Number(number) => {
-                if let Some(scrubbed) = self.private(&number.to_string()).and_then(|s| s.parse::<u64>().ok()) {
+                let whole = number.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 2f64.powi(53));
+                let text = whole.map_or_else(|| number.to_string(), |f| format!("{f:.0}"));
+                if let Some(scrubbed) = self.private(&text).and_then(|s| s.parse::<u64>().ok()) {
                     self.counts.values += 1;
                     *value = Value::from(scrubbed);
                 }

@@ -306,6 +306,13 @@ mod tests {
         assert!(body["pan"].as_str().unwrap().starts_with("999"), "{body}");
         assert!(body["n"].as_u64().is_some_and(|n| n.to_string().starts_with("999")), "{body}");
         assert_eq!(body["id"], 12345);
+        // Written as a float, or with dots: a card all the same.
+        let json = r#"{"n":4111111111111111.0,"dotted":"4111.1111.1111.1111","ratio":0.5,"big":1.0e300}"#;
+        let (request, _) = scrub("/a", &[], Some(json));
+        let body: Value = serde_json::from_str(request.body.as_deref().unwrap()).unwrap();
+        assert!(body["n"].as_u64().is_some_and(|n| n.to_string().starts_with("999")), "{body}");
+        assert!(body["dotted"].as_str().unwrap().starts_with("999"), "{body}");
+        assert_eq!((body["ratio"].as_f64(), body["big"].as_f64()), (Some(0.5), Some(1.0e300)));
     }
 
     #[test]
