@@ -127,6 +127,7 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
     let large = std::fs::metadata(&args.source).is_ok_and(|m| m.len() > GZIP_ABOVE_BYTES);
     let extension = if large || crate::tape::lines::LineReader::is_gzip(&args.source) { "tape.gz" } else { "tape" };
     let output = args.output.clone().unwrap_or_else(|| folder.join(format!("{name}.{extension}")));
+    refuse_to_overwrite(&output, &scenario)?;
     if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("{}: cannot create it: {e}", parent.display()))?;
     }
@@ -150,6 +151,30 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
     text.push_str(&scenario_for(&scenario, &output, &report)?);
     print_stdout(&text)?;
     Ok(Exit::Ok)
+}
+
+/// A tape is written over an earlier tape only: never over the scenario that would replay it, nor over any
+/// other file (a trial's `-o scenarios/rec.toml` replaced the scenario with the tape, then said it had left it
+/// as it was).
+fn refuse_to_overwrite(output: &Path, scenario: &Path) -> anyhow::Result<()> {
+    let same = |a: &Path, b: &Path| std::path::absolute(a).ok() == std::path::absolute(b).ok();
+    if same(output, scenario) {
+        anyhow::bail!(
+            "{}: the tape and the scenario that replays it would be one file; name the tape with -o NAME.tape",
+            output.display()
+        );
+    }
+    let is_tape = || {
+        use std::io::Read as _;
+        let mut head = [0_u8; crate::tape::format::HEADER.len()];
+        let read = std::fs::File::open(output).and_then(|mut file| file.read_exact(&mut head));
+        crate::tape::lines::LineReader::is_gzip(output)
+            || (read.is_ok() && head == crate::tape::format::HEADER.as_bytes())
+    };
+    if output.exists() && !is_tape() {
+        anyhow::bail!("{} exists and is not a tape; name a new file with -o", output.display());
+    }
+    Ok(())
 }
 
 /// What import keeps, from the command line.

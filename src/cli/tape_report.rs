@@ -1,7 +1,7 @@
 //! What `degrade tape import` prints, and the scenario it writes to replay the tape.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use crate::model::thousands;
 use crate::outside_text::printable;
@@ -152,12 +152,14 @@ fn recorded_rate(report: &ImportReport) -> Option<f64> {
 /// A scenario replaying `tape` at the recorded rate, for the user to point at a test deployment.
 pub(super) fn write_scenario(scenario: &Path, tape: &Path, report: &ImportReport) -> anyhow::Result<()> {
     let folder = scenario.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let relative = tape.strip_prefix(folder).unwrap_or(tape).display().to_string();
+    // A scenario reads its tape relative to itself, wherever the command ran.
+    let relative = relative_to(tape, folder).display().to_string();
+    let file = toml::Value::String(relative.clone());
     let rate = recorded_rate(report).unwrap_or(10.0);
     // The warm-up ramps up to the recorded rate from a fifth of it.
     let start = ((rate / 5.0) * 10.0).round().max(1.0) / 10.0;
     let text = format!(
-        r#"# Replays {relative}, imported by `degrade tape import`: production's requests, scrubbed of secrets.
+        r#"# Replays {shown}, imported by `degrade tape import`: production's requests, scrubbed of secrets.
 # Check it with `degrade validate {scenario}`: it says how often this run repeats each distinct request.
 seed = 1
 
@@ -168,7 +170,7 @@ timeout = "10s"
 # headers = {{ authorization = "Bearer {{{{ env(\"API_TOKEN\") }}}}" }}
 
 [[tape]]
-file = "{relative}"
+file = {file}
 order = "sequential"      # sequential | shuffle | session (each arrival replays one recorded session)
 preserve = "mix"          # a run shorter than the tape takes requests from all of it, keeping its route mix
 # [[tape.route]]
@@ -191,7 +193,22 @@ arrivals = "uniform"
   duration = "5m"
   rate = {rate}                  # the recorded rate (at least 0.1 per second)
 "#,
-        scenario = scenario.display()
+        scenario = scenario.display(),
+        shown = printable(&relative),
     );
     std::fs::write(scenario, text).map_err(|e| anyhow::anyhow!("{}: cannot write it: {e}", scenario.display()))
+}
+
+/// `path` as written from `folder`, both read from the working directory: `x.tape` beside it,
+/// `../tapes/x.tape` elsewhere. Where they share no root (another drive), `path` made absolute.
+fn relative_to(path: &Path, folder: &Path) -> PathBuf {
+    let (Ok(path), Ok(folder)) = (std::path::absolute(path), std::path::absolute(folder)) else {
+        return path.to_path_buf();
+    };
+    let shared = path.components().zip(folder.components()).take_while(|(a, b)| a == b).count();
+    if shared == 0 {
+        return path;
+    }
+    let up = folder.components().count() - shared;
+    std::iter::repeat_n(Component::ParentDir, up).chain(path.components().skip(shared)).collect()
 }

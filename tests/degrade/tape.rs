@@ -106,6 +106,36 @@ fn an_import_with_no_options_writes_what_the_readme_says() {
     assert!(dir.path().join("scenarios/access.tape.gz").is_file(), "{}", text(&output).0);
 }
 
+/// A tape goes where `-o` says, but never over the scenario that would replay it or another file that is no
+/// tape; and a scenario in another folder than its tape finds it (`file` is relative to the scenario).
+#[test]
+fn a_tape_never_overwrites_a_scenario_and_its_scenario_finds_it_from_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture("access.log"), dir.path().join("access.log")).unwrap();
+    std::fs::create_dir(dir.path().join("scenarios")).unwrap();
+    let mine = "[[flow]]\nname = \"mine\"\n";
+    std::fs::write(dir.path().join("scenarios/access.toml"), mine).unwrap();
+    let output = degrade(dir.path(), &["tape", "import", "access.log", "-o", "scenarios/access.toml"], &[]);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the tape and the scenario that replays it would be one file"), "{stderr}");
+    std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+    let output = degrade(dir.path(), &["tape", "import", "access.log", "-o", "notes.txt"], &[]);
+    assert!(text(&output).1.contains("notes.txt exists and is not a tape"), "{}", text(&output).1);
+    assert_eq!(std::fs::read_to_string(dir.path().join("scenarios/access.toml")).unwrap(), mine);
+    assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "mine");
+
+    let args = ["tape", "import", "access.log", "-o", "tapes/x.tape", "--scenario", "scenarios/new.toml"];
+    let output = degrade(dir.path(), &args, &[]);
+    assert!(output.status.success(), "{}", text(&output).1);
+    let scenario = std::fs::read_to_string(dir.path().join("scenarios/new.toml")).unwrap();
+    assert!(scenario.contains("file = \"../tapes/x.tape\""), "{scenario}");
+    let output = degrade(dir.path(), &["validate", "scenarios/new.toml"], &[]);
+    assert!(output.status.success(), "{}{}", text(&output).0, text(&output).1);
+    // Imported again over its own tape: a tape may replace a tape.
+    assert!(degrade(dir.path(), &args, &[]).status.success());
+}
+
 #[test]
 fn a_truncated_gzip_log_stops_the_import_with_where_and_writes_no_tape() {
     let dir = tempfile::tempdir().unwrap();
