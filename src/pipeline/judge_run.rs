@@ -200,10 +200,15 @@ async fn with_capacity(
     let finding = crate::analysis::capacity::capacity_finding(&tonight, &before, gates, zone);
     let regressed = finding.outcome == FindingOutcome::Regression;
     let reason = finding.reason.clone();
+    let counted_before = counted_findings(judgement.outcome, &judgement.findings);
     judgement.findings.push(finding);
     if regressed {
         judgement.outcome = VerdictOutcome::Regressed;
         judgement.summary = format!("{}; {reason}", counted_findings(judgement.outcome, &judgement.findings));
+    } else if let Some(rest) = judgement.summary.strip_prefix(&counted_before) {
+        // The capacity is a finding like the others: counted with them (a trial read "13 unchanged" beside
+        // 14 in the JSON).
+        judgement.summary = format!("{}{rest}", counted_findings(judgement.outcome, &judgement.findings));
     }
     Ok(judgement)
 }

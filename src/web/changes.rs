@@ -6,6 +6,7 @@
 use std::cmp::Ordering;
 
 use super::WebError;
+use crate::analysis::judge::counted_findings;
 use crate::model::{Change, Finding, FindingOutcome, Run, RunStatus, VerdictOutcome};
 use crate::report::with_unit;
 use crate::store::Store;
@@ -56,14 +57,9 @@ pub struct Changes {
     pub outcome: VerdictOutcome,
     /// The findings worth a line, most severe first.
     pub rows: Vec<ChangeRow>,
-    /// Tests that found nothing.
-    pub unchanged: usize,
-    /// Figures on too few requests to judge.
-    pub too_few: usize,
-    /// Latency regressions measured on a held-back machine and not blamed on the build.
-    pub excused: usize,
-    /// Regressions a confirmation rerun saw and the night's first run did not.
-    pub unconfirmed: usize,
+    /// How many findings ended how, as `check` counts them: `1 regression, 13 unchanged, 2 on too few
+    /// requests to judge`.
+    pub counted: String,
 }
 
 impl Changes {
@@ -71,15 +67,11 @@ impl Changes {
     pub async fn latest(store: &Store, scenario: &str) -> Result<Option<Self>, WebError> {
         for run in store.last_runs(scenario, RUNS_SEARCHED).await? {
             if let Some(verdict) = store.latest_verdict(run.id).await? {
-                let count = |outcome: FindingOutcome| verdict.findings.iter().filter(|f| f.outcome == outcome).count();
-                let (unchanged, too_few) = (
-                    count(FindingOutcome::NoChange) + count(FindingOutcome::GatePassed),
-                    count(FindingOutcome::TooFew),
-                );
-                let (excused, unconfirmed) = (count(FindingOutcome::Excused), count(FindingOutcome::Unconfirmed));
+                // One way to count a verdict, the CLI's: a trial read three different counts of one verdict.
+                let counted = counted_findings(verdict.outcome, &verdict.findings);
+                let counted = counted.split_once(": ").map_or(counted.clone(), |(_, counts)| counts.to_owned());
                 let rows = rows(&verdict.findings);
-                let outcome = verdict.outcome;
-                return Ok(Some(Self { run, outcome, rows, unchanged, too_few, excused, unconfirmed }));
+                return Ok(Some(Self { run, outcome: verdict.outcome, rows, counted }));
             }
         }
         Ok(None)

@@ -96,6 +96,12 @@ async fn two_nights_held_back_in_a_row_are_said_to_be_unjudged() {
     // Its latest verdict reads as one: inconclusive, not the run's `finished` (measured, not judged).
     let (_, scenario) = app.get("/scenarios/checkout").await;
     assert!(scenario.contains(r#"<span class="status status-inconclusive">inconclusive</span>"#), "{scenario}");
+    // Counted as `check` counts a verdict, the excused regressions among them.
+    let verdict = app.store.latest_verdict(12).await.unwrap().unwrap();
+    let counted = degrade::analysis::judge::counted_findings(verdict.outcome, &verdict.findings);
+    let counted = counted.strip_prefix("inconclusive: ").unwrap();
+    assert!(counted.starts_with("3 excused, ") && counted.contains(" unchanged"), "{counted}");
+    assert!(scenario.contains(&format!(r#"<span class="muted">({counted})</span>"#)), "{counted}: {scenario}");
 }
 
 #[tokio::test]

@@ -61,6 +61,10 @@ async fn an_unchanged_build_over_ten_nights_raises_no_capacity_finding() {
         let capacity = verdict.iter().flat_map(|v| &v.findings).find(|f| f.metric == "capacity").cloned();
         if measured > MIN_RUNS && found.ended.measured_the_target() {
             let finding = capacity.unwrap_or_else(|| panic!("night {measured} has no capacity finding: {stdout}"));
+            // The capacity is counted with the other findings, as the JSON lists it.
+            let verdict = verdict.as_ref().unwrap();
+            let unchanged = verdict.findings.iter().filter(|f| f.outcome == FindingOutcome::NoChange).count();
+            assert!(verdict.summary.contains(&format!(" {unchanged} unchanged")), "{}", verdict.summary);
             judged.push((measured, finding.outcome, finding.reason));
         }
     }
