@@ -56,7 +56,9 @@ pub struct Job {
 
 impl Job {
     /// Stretches or shrinks the plan to `duration` and scales its rates (`degrade run --duration 20s`, a smoke
-    /// run); `true` when that changed the workload, which then forms a series of its own.
+    /// run); `true` when that changed the workload, which then forms a series of its own. A smoke run does not
+    /// search capacity: the search climbs to its `max_rate` over up to `max_time` whatever the night's size,
+    /// which is no gentle check (a trial's `--duration 2s --rate-scale 0.1` took the target to 200 req/s).
     ///
     /// # Errors
     /// When the scaled plan asks for more than one generator can plan.
@@ -64,6 +66,13 @@ impl Job {
         let reshaped = duration.is_some() || (rate_scale - 1.0).abs() > f64::EPSILON;
         if reshaped {
             self.plan = self.plan.clone().scaled(duration, rate_scale).map_err(anyhow::Error::msg)?;
+            if let Some(search) = self.scenario.as_mut().and_then(|s| s.capacity.take()) {
+                self.plan.warnings.push(format!(
+                    "a smoke run (--duration, --rate-scale) does not search capacity: the search climbs to {} \
+                     req/s whatever the night's size; run without them to search",
+                    crate::model::thousands(search.max_rate)
+                ));
+            }
         }
         Ok(reshaped)
     }

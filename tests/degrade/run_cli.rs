@@ -403,6 +403,29 @@ async fn a_baseline_of_smoke_runs_says_they_are_another_series() {
     }
 }
 
+/// A smoke run of a scenario that searches capacity runs its short night only: the search would climb to its
+/// `max_rate` whatever the night's size.
+#[tokio::test]
+async fn a_smoke_run_does_not_search_capacity_and_says_so() {
+    let target = StubTarget::start().await;
+    let search = "[scenario.gates]\nmax_p75_ms = 1000\n[scenario.capacity]\nstart_rate = 50\nhold = \"2s\"\n\
+                  max_rate = 400\nmax_time = \"1m\"\n";
+    let (dir, _) = checkout_project(&target, search);
+    let smoke = degrade_child(dir.path(), &["run", "--duration", "1s"], &[]).wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&smoke);
+    assert!(matches!(smoke.status.code(), Some(0 | 3)), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: a smoke run (--duration, --rate-scale) does not search capacity: the search climbs to 400 \
+             req/s whatever the night's size; run without them to search"
+        ),
+        "{stderr}"
+    );
+    let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
+    assert_eq!(store.capacity(1).await.unwrap(), None, "{stdout}");
+    store.close().await;
+}
+
 /// A generator stopped for 2 s (a VM pause, `kill -STOP`) mid-run at 1,500 arrivals/s with 10 in flight at
 /// most: the backlog of dropped arrivals is recorded in the seconds they were due, and the run is stored
 /// (invalid, since the stall cut its load), with one timeline row per endpoint and second.
