@@ -268,6 +268,17 @@ pub struct CapacityResult {
 }
 
 impl CapacityResult {
+    /// The capacity as a rate to compare, and whether it is only an upper bound: a search whose start rate
+    /// already left the zone held nothing, so its capacity is under that rate, not zero.
+    #[must_use]
+    pub fn rate_bound(&self) -> (f64, bool) {
+        match (self.capacity, self.first_out) {
+            (Some(capacity), _) => (capacity, false),
+            (None, Some(first_out)) if self.ended == SearchEnd::LeftAtStart => (first_out, true),
+            (None, _) => (0.0, false),
+        }
+    }
+
     /// `capacity 780 req/s; 820 req/s left the zone on p75 of (all) 48.0 ms against 30 ms (+60 %)`.
     #[must_use]
     pub fn describe(&self) -> String {
@@ -311,9 +322,11 @@ pub fn rate_text(rate: f64) -> String {
 pub struct CapacityChange {
     /// The capacity compared with: the baseline nights' median, or the night an alert recalls.
     pub baseline: f64,
-    /// Tonight's capacity (0 when the start rate already left the zone).
+    /// Tonight's capacity; when the start rate already left the zone, that rate, an upper bound (`under`).
     pub tonight: f64,
-    /// Change from the baseline, percent.
+    /// Tonight's capacity is under `tonight`: no step held, and the first left the zone at that rate.
+    pub under: bool,
+    /// Change from the baseline, percent (when `under`, the fall is at least this).
     pub delta_pct: f64,
     /// The first rate that left the zone tonight, when one did.
     pub first_out: Option<f64>,
@@ -327,11 +340,12 @@ impl CapacityChange {
     /// `baseline` against `tonight`'s result, in the zone named `zone`.
     #[must_use]
     pub fn new(baseline: f64, tonight: &CapacityResult, zone: &str) -> Self {
-        let capacity = tonight.capacity.unwrap_or(0.0);
+        let (capacity, under) = tonight.rate_bound();
         let delta_pct = if baseline > 0.0 { (capacity / baseline - 1.0) * 100.0 } else { 0.0 };
         Self {
             baseline,
             tonight: capacity,
+            under,
             delta_pct,
             first_out: tonight.first_out,
             zone: zone.to_owned(),
@@ -342,8 +356,9 @@ impl CapacityChange {
     /// `capacity 4,000 → 3,100 req/s (-22.5 %)`.
     #[must_use]
     pub fn headline(&self) -> String {
+        let (under, or_more) = if self.under { ("under ", " or more") } else { ("", "") };
         format!(
-            "capacity {} → {} req/s ({})",
+            "capacity {} → {under}{} req/s ({}{or_more})",
             rate_text(self.baseline),
             rate_text(self.tonight),
             super::Change::from_pct(self.delta_pct)

@@ -38,7 +38,8 @@ pub(super) fn payload(alert: &Alert, links: &Links, episode: Option<i64>, key: &
     if let Some(capacity) = &alert.capacity {
         body["capacity"] = json!({
             "baseline": capacity.baseline,
-            "tonight": capacity.tonight,
+            // No step held: the capacity is under `first_out`, not a number to plot.
+            "tonight": (!capacity.under).then_some(capacity.tonight),
             "delta_pct": capacity.delta_pct,
             "first_out": capacity.first_out,
             "zone": capacity.zone,

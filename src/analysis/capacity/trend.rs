@@ -26,7 +26,8 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
         .filter_map(|night| night.capacity)
         .filter(|c| *c > 0.0)
         .collect();
-    let candidate = tonight.capacity.unwrap_or(0.0);
+    // A search whose start rate already left the zone is judged at that rate, an upper bound of its capacity.
+    let (candidate, _) = tonight.rate_bound();
     // The whole run's, whichever endpoint left the zone (the reason names it): a confirmation rerun matches
     // findings by endpoint and metric, and the rerun's knee may show on another endpoint first.
     let mut finding = Finding {
@@ -110,6 +111,20 @@ mod tests {
             finding
                 .reason
                 .starts_with("capacity 4,000 → 3,100 req/s (-22.5 %): left the green zone on p75 of POST /orders"),
+            "{}",
+            finding.reason
+        );
+    }
+
+    #[test]
+    fn a_start_rate_that_left_the_zone_is_a_fall_to_under_it_not_to_nothing() {
+        let tonight =
+            CapacityResult { capacity: None, first_out: Some(250.0), ended: SearchEnd::LeftAtStart, ..night(250.0) };
+        let finding = capacity_finding(&tonight, &nights(), &Gates::default(), "green");
+        assert_eq!(finding.outcome, FindingOutcome::Regression, "{}", finding.reason);
+        assert!((finding.candidate_value - 250.0).abs() < 1e-9, "{finding:?}");
+        assert!(
+            finding.reason.starts_with("capacity 4,000 → under 250 req/s (÷16 or more): left"),
             "{}",
             finding.reason
         );
