@@ -265,6 +265,9 @@ pub struct CapacityResult {
     pub search_secs: f64,
     /// Every step, in the order run.
     pub steps: Vec<CapacityStep>,
+    /// The zone searched, in words (`p75 ≤ 60 ms; api CPU ≤ 0.12`); `None` for searches stored before it was
+    /// recorded.
+    pub zone: Option<String>,
 }
 
 impl CapacityResult {
@@ -414,6 +417,7 @@ mod tests {
             ended: SearchEnd::Found,
             search_secs: 60.0,
             steps: Vec::new(),
+            zone: None,
         };
         let change = CapacityChange::new(4000.0, &tonight, "green");
         assert_eq!(

@@ -231,6 +231,12 @@ pub fn thousands(value: f64) -> String {
     if value < 0.0 && grouped != "0" { format!("-{grouped}") } else { grouped }
 }
 
+/// A count with its noun: `1 step`, `3 steps`, `12,000 requests`.
+#[must_use]
+pub fn counted(count: usize, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(count as f64), if count == 1 { one } else { many })
+}
+
 /// `digits` (ASCII digits) with a comma between each group of three from the right.
 fn grouped(digits: &str) -> String {
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);

@@ -40,6 +40,33 @@ pub struct Zone<'a> {
     pub sources: &'a [TelemetrySource],
 }
 
+impl Zone<'_> {
+    /// Every limit of the zone, in words and in a fixed order (`p75 ≤ 60 ms; errors ≤ 0.01 %; api CPU ≤ 0.12`):
+    /// stored with each search, so a capacity is compared only with nights searched in the same zone.
+    #[must_use]
+    pub fn words(&self) -> String {
+        let g = self.gates;
+        let mut limits: Vec<String> = [("p75", g.max_p75_ms), ("p95", g.max_p95_ms), ("p99", g.max_p99_ms)]
+            .into_iter()
+            .filter_map(|(name, limit)| limit.map(|ms| format!("{name} ≤ {ms} ms")))
+            .chain(g.max_error_rate_pct.map(|pct| format!("errors ≤ {pct} %")))
+            .collect();
+        let mut telemetry: Vec<String> = self
+            .sources
+            .iter()
+            .flat_map(|s| &s.limits)
+            .flat_map(|l| {
+                let named = format!("{} {}", l.source, l.series);
+                [l.min.map(|min| format!("{named} ≥ {min}")), l.max.map(|max| format!("{named} ≤ {max}"))]
+            })
+            .flatten()
+            .collect();
+        telemetry.sort();
+        limits.extend(telemetry);
+        if limits.is_empty() { "no limits".to_owned() } else { limits.join("; ") }
+    }
+}
+
 /// Searches for the highest rate `plan`'s requests hold inside `zone`.
 pub async fn search(
     plan: &Plan,
@@ -72,6 +99,7 @@ pub async fn search(
         ended: end,
         search_secs: started.elapsed().as_secs_f64(),
         steps,
+        zone: Some(zone.words()),
     }
 }
 
@@ -142,4 +170,26 @@ async fn step(
 fn completed(results: &crate::model::RunResults) -> Completed {
     let requests = results.endpoints.iter().find(|e| e.endpoint == OVERALL_ENDPOINT).map_or(0, |e| e.requests);
     Completed { requests: u64::try_from(requests).unwrap_or(0), measured_secs: results.load_summary.measured_secs }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zone_reads_as_its_limits_in_a_fixed_order() {
+        let text = "[[scenario]]\nname = \"checkout\"\nfile = \"checkout.toml\"\ntarget = \"http://127.0.0.1:1\"\n\
+                    [scenario.gates]\nmax_p75_ms = 60\nmax_error_rate_pct = 0.5\n\
+                    [[scenario.telemetry]]\nname = \"api-host\"\nkind = \"scrape\"\nurl = \"http://127.0.0.1:9/m\"\n\
+                    exporter = \"node_exporter\"\nlimits = { iowait = { max = 0.2 }, \"CPU busy\" = { max = 0.6 } }\n";
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("checkout.toml"), "[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n")
+            .unwrap();
+        let config = crate::config::Config::parse_with_env(&dir.path().join("degrade.toml"), text, &|_| None);
+        let scenario = config.unwrap().scenarios.remove(0);
+        let zone = Zone { gates: &scenario.gates.absolute, sources: &scenario.telemetry };
+        assert_eq!(zone.words(), "p75 ≤ 60 ms; errors ≤ 0.5 %; api-host CPU busy ≤ 0.6; api-host iowait ≤ 0.2");
+        let none = crate::analysis::AbsoluteGates::default();
+        assert_eq!(Zone { gates: &none, sources: &[] }.words(), "no limits");
+    }
 }

@@ -11,7 +11,7 @@ use crate::model::{CapacityResult, CapacityStep, RunId, ZoneBreach};
 
 /// The capacity nights of a span's series, newest first, at most [`MAX_RUN_POINTS`].
 const TREND: &str = "select c.run_id, c.capacity, c.first_out, c.ended, c.breach_gate, c.breach_endpoint, \
-                     c.breach_value, c.breach_limit, c.search_secs, r.started_at, r.build_id, \
+                     c.breach_value, c.breach_limit, c.search_secs, c.zone, r.started_at, r.build_id, \
                      cast(case when exists (select 1 from findings f where f.verdict_id = \
                      (select max(v.id) from verdicts v where v.run_id = r.id) \
                      and f.metric = 'capacity' and f.outcome = 'regression') then 1 else 0 end as bigint) as fell \
@@ -56,6 +56,7 @@ struct ResultRow {
     breach_value: Option<f64>,
     breach_limit: Option<f64>,
     search_secs: f64,
+    zone: Option<String>,
 }
 
 #[derive(sqlx_macros::FromRow)]
@@ -115,8 +116,8 @@ impl Store {
 
     async fn save_capacity_once(&self, run_id: RunId, result: &CapacityResult) -> Result<(), StoreError> {
         let insert_result = "insert into capacity_results (run_id, capacity, first_out, ended, breach_gate, \
-                             breach_endpoint, breach_value, breach_limit, search_secs) \
-                             values ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+                             breach_endpoint, breach_value, breach_limit, search_secs, zone) \
+                             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
         let insert_step = "insert into capacity_steps (run_id, position, rate, achieved_rate, holds, verdict, \
                            requests, errors, p75_ms, p95_ms, p99_ms, breach_gate, breach_endpoint, breach_value, \
                            breach_limit, reason) \
@@ -136,6 +137,7 @@ impl Store {
                 .bind(value)
                 .bind(limit)
                 .bind(result.search_secs)
+                .bind(result.zone.as_deref())
                 .execute(&mut *tx)
                 .await?;
             for (position, step) in result.steps.iter().enumerate() {
@@ -167,7 +169,7 @@ impl Store {
     /// A run's capacity search with its steps; `None` when the run had none.
     pub async fn capacity(&self, run_id: RunId) -> Result<Option<CapacityResult>, StoreError> {
         let head = "select run_id, capacity, first_out, ended, breach_gate, breach_endpoint, breach_value, \
-                    breach_limit, search_secs from capacity_results where run_id = $1";
+                    breach_limit, search_secs, zone from capacity_results where run_id = $1";
         let steps = "select rate, achieved_rate, holds, verdict, requests, errors, p75_ms, p95_ms, p99_ms, \
                      breach_gate, breach_endpoint, breach_value, breach_limit, reason from capacity_steps \
                      where run_id = $1 order by position";
@@ -184,7 +186,7 @@ impl Store {
     /// The capacity results of `runs` (without their steps), in the order given; runs without one are left out.
     pub async fn capacities(&self, runs: &[RunId]) -> Result<Vec<(RunId, CapacityResult)>, StoreError> {
         let head = "select run_id, capacity, first_out, ended, breach_gate, breach_endpoint, breach_value, \
-                    breach_limit, search_secs from capacity_results where run_id = $1";
+                    breach_limit, search_secs, zone from capacity_results where run_id = $1";
         let mut found = Vec::with_capacity(runs.len());
         for &run in runs {
             let row: Option<ResultRow> =
@@ -230,6 +232,7 @@ impl ResultRow {
             breach_value,
             breach_limit,
             search_secs,
+            zone,
         } = self;
         let result = CapacityResult {
             capacity,
@@ -238,6 +241,7 @@ impl ResultRow {
             ended: ended.parse().map_err(StoreError::Corrupt)?,
             search_secs,
             steps: Vec::new(),
+            zone,
         };
         Ok((run_id, result))
     }

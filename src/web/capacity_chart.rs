@@ -287,6 +287,7 @@ mod tests {
                 step(390.0, 11.5, StepVerdict::Held),
                 step(405.0, 52.0, StepVerdict::Left),
             ],
+            zone: None,
         };
         let svg = steps_svg(&result);
         assert!(svg.contains("zone: p75 ≤ 25 ms") && svg.contains("capacity 390 req/s"), "{svg}");
@@ -310,6 +311,7 @@ mod tests {
                 ended,
                 search_secs: 1.0,
                 steps: Vec::new(),
+                zone: None,
             },
             fell: false,
         };

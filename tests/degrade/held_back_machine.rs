@@ -339,6 +339,7 @@ async fn capacity_falls_under(db: &TestDb, tonight: LoadSummary) {
         ended: degrade::model::SearchEnd::Found,
         search_secs: 120.0,
         steps: vec![],
+        zone: None,
     };
     for n in 0..10 {
         let usual = machine(5.0 + n as f64 % 3.0, 0.1 + (n % 3) as f64 / 10.0);

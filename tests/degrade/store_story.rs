@@ -260,6 +260,7 @@ async fn capacity_round_trip(store: &Store, held: i64, fell: i64) {
             step(capacity, StepVerdict::Held, None),
             step(capacity * 1.06, StepVerdict::Left, Some(breach.clone())),
         ],
+        zone: Some("p75 ≤ 300 ms; api CPU ≤ 0.6".into()),
     };
     store.save_capacity(held, &found(4000.0)).await.unwrap();
     store.save_capacity(fell, &found(3100.0)).await.unwrap();

@@ -20,8 +20,16 @@ pub const CAPACITY_METRIC: &str = "capacity";
 /// the words of the zone named `zone` ("left the green zone on …").
 #[must_use]
 pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gates: &Gates, zone: &str) -> Finding {
+    // A capacity is the highest rate held inside a zone: nights searched in another (a limit added, moved or
+    // dropped since) measured something else. Searches stored before the zone was recorded count.
+    let same_zone = |night: &&CapacityResult| match (&night.zone, &tonight.zone) {
+        (Some(then), Some(now)) => then == now,
+        _ => true,
+    };
+    let other_zone: Vec<&str> = before.iter().filter(|n| !same_zone(n)).filter_map(|n| n.zone.as_deref()).collect();
     let capacities: Vec<f64> = before
         .iter()
+        .filter(same_zone)
         .filter(|night| night.ended.measured_the_target())
         .filter_map(|night| night.capacity)
         .filter(|c| *c > 0.0)
@@ -43,8 +51,15 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
         reason: String::new(),
     };
     if capacities.len() < gates.min_runs as usize {
+        let elsewhere = match (other_zone.first(), &tonight.zone) {
+            (Some(then), Some(now)) => format!(
+                " in this zone ({now}): {} searched another ({then})",
+                crate::model::counted(other_zone.len(), "baseline night", "baseline nights")
+            ),
+            _ => String::new(),
+        };
         finding.reason = format!(
-            "{}; {} baseline night(s) found a capacity, {} are needed to judge it",
+            "{}; {} baseline night(s) found a capacity{elsewhere}, {} are needed to judge it",
             tonight.describe(),
             capacities.len(),
             gates.min_runs
@@ -96,6 +111,7 @@ mod tests {
             ended: SearchEnd::Found,
             search_secs: 60.0,
             steps: Vec::new(),
+            zone: None,
         }
     }
 
@@ -127,6 +143,34 @@ mod tests {
             finding.reason.starts_with("capacity 4,000 → under 250 req/s (÷16 or more): left"),
             "{}",
             finding.reason
+        );
+    }
+
+    #[test]
+    fn nights_searched_in_another_zone_are_no_baseline() {
+        let zoned = |capacity, zone: &str| CapacityResult { zone: Some(zone.to_owned()), ..night(capacity) };
+        let before: Vec<CapacityResult> =
+            nights().into_iter().map(|n| zoned(n.capacity.unwrap(), "p75 ≤ 60 ms")).collect();
+        // A CPU limit added tonight: the knee moves, and that is the zone's doing, not the build's.
+        let tonight = zoned(2800.0, "p75 ≤ 60 ms; api CPU ≤ 0.12");
+        let finding = capacity_finding(&tonight, &before, &Gates::default(), "green");
+        assert_eq!(finding.outcome, FindingOutcome::Inconclusive, "{}", finding.reason);
+        assert!(
+            finding.reason.ends_with(
+                "0 baseline night(s) found a capacity in this zone (p75 ≤ 60 ms; api CPU ≤ 0.12): 6 baseline nights \
+                 searched another (p75 ≤ 60 ms), 5 are needed to judge it"
+            ),
+            "{}",
+            finding.reason
+        );
+        // The same zone as the nights before, and nights stored before zones were recorded, are judged.
+        assert_eq!(
+            capacity_finding(&zoned(2800.0, "p75 ≤ 60 ms"), &before, &Gates::default(), "green").outcome,
+            FindingOutcome::Regression
+        );
+        assert_eq!(
+            capacity_finding(&tonight, &nights(), &Gates::default(), "green").outcome,
+            FindingOutcome::Regression
         );
     }
 
