@@ -96,7 +96,8 @@ impl Store {
     }
 
     /// The last run of `scenario` that passed before run `upto`, and the distinct build ids of the runs after
-    /// it up to `upto`, oldest first (at most 20): the builds an alert names as suspects.
+    /// it up to `upto`, oldest first (at most 20): the builds an alert names as suspects. The good run's own
+    /// build is no suspect (smoke runs of it since had listed it), unless it is `upto`'s: the build measured.
     pub async fn builds_since_last_pass(
         &self,
         scenario: &str,
@@ -116,9 +117,15 @@ impl Store {
             .bind(upto)
             .fetch_all(pool)
             .await?);
+        let build_of = |run: Option<RunId>| async move {
+            let Some(run) = run else { return Ok::<_, StoreError>(None) };
+            Ok(self.find_run(run).await?.and_then(|r| r.build_id))
+        };
+        let (good_build, measured) = (build_of(good).await?, build_of(Some(upto)).await?);
         let mut distinct: Vec<String> = Vec::new();
         for build in builds {
-            if !distinct.contains(&build) {
+            let known_good = good_build.as_ref() == Some(&build) && measured.as_ref() != Some(&build);
+            if !known_good && !distinct.contains(&build) {
                 distinct.push(build);
             }
         }

@@ -12,7 +12,7 @@ use degrade::store::{Claim, Store};
 use serde_json::Value;
 
 use crate::support::config::{QUICK_SCENARIO, alerting_config, load};
-use crate::support::nights::{judge_and_alert, night, store_both_routes_night, store_night};
+use crate::support::nights::{judge_and_alert, new_run, night, store_both_routes_night, store_night};
 use crate::support::receiver::{Answer, Receiver, unused_address, url_at};
 use crate::support::{TestDb, project};
 
@@ -188,6 +188,40 @@ async fn a_recovery_says_what_came_back_beside_what_stayed() {
     assert!(summary.contains(&came_back), "{summary}");
     assert!(summary.contains("came back; POST /cards p95 90.0 ms (was 60."), "{summary}");
     assert!(summary.contains("stayed where it regressed to") && !summary.contains("nothing got faster"), "{summary}");
+}
+
+/// The suspects of a regression are the builds since the last good run, never that run's own build, which a
+/// smoke run of it since had listed (a trial's alert named `1.0.0, 1.2.0` after night #9 passed on 1.0.0).
+#[tokio::test]
+async fn the_last_good_build_is_no_suspect_after_smoke_runs_of_it() {
+    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, "http://127.0.0.1:9/slack", "http://127.0.0.1:9/json");
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    for n in 0..9 {
+        store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
+    }
+    let good = store_night(&store, "checkout", 9, 101.0, RunStatus::Finished).await;
+    assert_eq!(judge_night(&store, &config, good).await, VerdictOutcome::Passed);
+    // A smoke run of the good build, then a night of the next build.
+    let smoke_run = degrade::model::NewRun { build_id: Some("1.0.9".into()), ..new_run("checkout", 10) };
+    let smoke = store.create_run(&smoke_run).await.unwrap();
+    let results = store.run_detail(good).await.unwrap().unwrap();
+    let finished = degrade::model::RunResults {
+        status: RunStatus::Finished,
+        finished_at: night(10),
+        validity_reasons: vec![],
+        load_summary: degrade::model::LoadSummary::default(),
+        endpoints: results.endpoints,
+        timeline: vec![],
+    };
+    store.finish_run(smoke, &finished).await.unwrap();
+    let next = store_night(&store, "checkout", 11, 150.0, RunStatus::Finished).await;
+    let (last_good, suspects) = store.builds_since_last_pass("checkout", next).await.unwrap();
+    assert_eq!((last_good, suspects), (Some(good), vec!["1.0.11".to_owned()]));
+    // The good build measured again and regressed: it is the build measured, so it is named.
+    let (_, suspects) = store.builds_since_last_pass("checkout", smoke).await.unwrap();
+    assert_eq!(suspects, ["1.0.9"]);
 }
 
 #[tokio::test]
