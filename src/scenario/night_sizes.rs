@@ -72,7 +72,11 @@ pub fn endpoint_nights(plan: &Plan) -> Option<Vec<EndpointNight>> {
         }
     }
     if let Some(tape) = &plan.tape {
-        let planned = tape.planned_requests.unwrap_or(0.0);
+        // The tape's planned requests count the warm-up too (they reach the service); a night judges the
+        // measured stages' only.
+        let every: f64 = plan.load.stages.iter().map(super::plan::Stage::planned_arrivals).sum();
+        let measured_share = if every > 0.0 { sessions / every } else { 0.0 };
+        let planned = tape.planned_requests.unwrap_or(0.0) * measured_share;
         for route in &tape.survey.routes {
             let at = tape.endpoints.get(&route.key).copied().or(tape.other_routes);
             if let Some(slot) = at.and_then(|i| requests.get_mut(i)) {

@@ -336,6 +336,15 @@ fn a_tape_is_checked_when_the_scenario_loads_and_its_content_names_the_series() 
     assert!(error.contains("t.tape:2: status: `ok` is not an HTTP status"), "{error}");
     let error = parse("GET\t/a\t200\th=Authorization: Bearer x\n").unwrap_err().to_string();
     assert!(error.contains("t.tape:1: h: a tape holds no credentials"), "{error}");
+    // What a night judges counts the measured stages only: a warm-up's requests reach the service, not the verdict.
+    let warmed = "[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"30s\"\nrate = 10\nmeasure = false\n\
+                  [[load.stage]]\nduration = \"100s\"\nrate = 1\n";
+    let text = format!("[target]\nbase_url = \"http://127.0.0.1:1\"\n[[tape]]\nfile = \"t.tape\"\n{warmed}");
+    std::fs::write(dir.path().join("t.tape"), "GET\t/a/1\t200\nGET\t/b/1\t200\n").unwrap();
+    let plan = scenario::parse(&dir.path().join("s.toml"), &text, None, &|_| None).unwrap();
+    let nights = degrade::scenario::night_sizes::endpoint_nights(&plan).unwrap();
+    let counts: Vec<(&str, f64)> = nights.iter().map(|n| (n.endpoint.as_str(), n.requests.round())).collect();
+    assert_eq!(counts, [("GET /a/{id}", 50.0), ("GET /b/{id}", 50.0)], "not 200 each with the warm-up's 300");
     std::fs::write(dir.path().join("t.tape"), "GET\t/a\t200\n").unwrap();
     let both = format!("{scenario}[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n");
     let error = scenario::parse(&dir.path().join("s.toml"), &both, None, &|_| None).unwrap_err().to_string();
