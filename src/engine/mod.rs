@@ -51,6 +51,7 @@ pub use recorder::Snapshot;
 
 use crate::scenario::Plan;
 use crate::scenario::feeder::Cursor;
+use crate::scenario::feeder_use::flow_feeders;
 use crate::scenario::skew_shapes::{self, SiteOf};
 use crate::scenario::skew_tally::SkewTally;
 use crate::scenario::template::DrawTallies;
@@ -58,7 +59,7 @@ use client::HttpClient;
 use pacer::Interruption;
 use recorder::Recorder;
 use request::StepRequest;
-use session::{RunShared, SessionEnd, flow_feeders};
+use session::{RunShared, SessionEnd};
 
 use crate::model::LoadModel;
 

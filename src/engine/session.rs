@@ -28,10 +28,9 @@ use super::step_context::StepContext;
 use crate::metrics::ErrorClass;
 use crate::model::LoadModel;
 use crate::scenario::feeder::{Cursor, Drawn};
-use crate::scenario::plan::{Body, Flow, Protocol, Step};
+use crate::scenario::plan::{Flow, Protocol};
 use crate::scenario::row_cap::RowLease;
-use crate::scenario::template::{Expr, RenderContext};
-use crate::scenario::ws_plan::{WsAction, WsPayload};
+use crate::scenario::template::RenderContext;
 use crate::scenario::{Plan, Think};
 
 /// How long a closed-model user whose rows were all held waits before its next session: `validate` refuses
@@ -409,45 +408,4 @@ pub(super) async fn exchange(
     })
     .await;
     (Some(sent), result)
-}
-
-/// The feeders each flow's templates read, so a session draws only the rows it uses.
-pub(super) fn flow_feeders(plan: &Plan) -> Vec<Vec<usize>> {
-    let target: Vec<&Expr> = plan.target.headers.iter().flat_map(|(_, t)| t.expressions()).collect();
-    plan.flows
-        .iter()
-        .map(|flow| {
-            let mut used: Vec<usize> = target
-                .iter()
-                .copied()
-                .chain(flow.steps.iter().flat_map(step_expressions))
-                .filter_map(|e| match e.source() {
-                    Expr::Feeder { feeder, .. } => Some(*feeder),
-                    _ => None,
-                })
-                .collect();
-            used.sort_unstable();
-            used.dedup();
-            used
-        })
-        .collect()
-}
-
-fn step_expressions(step: &Step) -> Vec<&Expr> {
-    let mut all: Vec<&Expr> = step.path.expressions().collect();
-    all.extend(step.query.iter().flat_map(|(_, t)| t.expressions()));
-    all.extend(step.headers.iter().flat_map(|(_, t)| t.expressions()));
-    match &step.body {
-        Some(Body::Json(t)) => all.extend(t.expressions()),
-        Some(Body::Text(t)) => all.extend(t.expressions()),
-        Some(Body::Proto(p)) => all.extend(p.json.expressions()),
-        Some(Body::Bytes(_)) | None => {}
-    }
-    if let Some(WsAction::Send { payload, .. }) = &step.ws {
-        match payload {
-            WsPayload::Json(t) => all.extend(t.expressions()),
-            WsPayload::Text(t) | WsPayload::Hex(t) | WsPayload::Base64(t) => all.extend(t.expressions()),
-        }
-    }
-    all
 }

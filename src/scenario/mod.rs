@@ -8,6 +8,7 @@ mod bounded_file;
 pub mod distribution;
 pub mod night_sizes;
 pub mod feeder;
+pub mod feeder_use;
 mod feeder_skew;
 mod grpc_steps;
 mod http_bodies;

@@ -78,10 +78,11 @@ pub fn describe(plan: &Plan) -> Vec<String> {
         // A feeder draws rows once a session, a session variable keys once a session, a step keys per request.
         let (what, of, extra) = match site.at {
             SiteOf::Feeder(index) => {
-                let cap = over_cap(plan, &shape, plan.feeders[index].max_sessions_per_row);
-                ("row", "sessions", at_peak(plan, &shape) + &cap)
+                let share = feeder_share(plan, index);
+                let cap = over_cap(plan, &shape, plan.feeders[index].max_sessions_per_row, share);
+                ("row", "sessions", at_peak(plan, &shape, share) + &cap)
             }
-            SiteOf::Session(_) => ("key", "sessions", at_peak(plan, &shape)),
+            SiteOf::Session(_) => ("key", "sessions", at_peak(plan, &shape, 1.0)),
             SiteOf::Template(_) => ("key", "draws", String::new()),
         };
         let (name, keys, share) = (site.draw.name(), rows(shape.keys, what), shares(&shape, what, of));
@@ -105,8 +106,19 @@ fn shares(shape: &Shape, what: &str, of: &str) -> String {
     )
 }
 
-/// What the hottest row gets at the plan's peak.
-fn at_peak(plan: &Plan, shape: &Shape) -> String {
+/// The share of sessions that draw from feeder `index`: those of the flows that read it, by their weights (a
+/// feeder of a flow of weight 1 in 10 sees a tenth of the sessions).
+fn feeder_share(plan: &Plan, index: usize) -> f64 {
+    let used = super::feeder_use::flow_feeders(plan);
+    let weight = |flow: &super::plan::Flow| f64::from(flow.weight);
+    let all: f64 = plan.flows.iter().map(weight).sum();
+    let reading: f64 =
+        plan.flows.iter().zip(&used).filter(|(_, feeders)| feeders.contains(&index)).map(|(f, _)| weight(f)).sum();
+    if all > 0.0 { reading / all } else { 1.0 }
+}
+
+/// What the hottest row gets at the plan's peak, when `share` of the sessions draw from it.
+fn at_peak(plan: &Plan, shape: &Shape, share: f64) -> String {
     let measured = plan.load.stages.iter().filter(|s| s.measure);
     let (mut rate, mut users) = (0.0_f64, 0_u32);
     for stage in measured {
@@ -115,10 +127,11 @@ fn at_peak(plan: &Plan, shape: &Shape) -> String {
             StageShape::Users(n) => users = users.max(n),
         }
     }
+    let hottest = shape.hottest * share;
     if users > 0 {
-        format!("; of {users} users, about {:.1} on the hottest row at once", f64::from(users) * shape.hottest)
+        format!("; of {users} users, about {:.1} on the hottest row at once", f64::from(users) * hottest)
     } else if rate > 0.0 {
-        format!("; at the peak of {rate:.0} sessions/s, about {:.1}/s on the hottest row", rate * shape.hottest)
+        format!("; at the peak of {rate:.0} sessions/s, about {:.1}/s on the hottest row", rate * hottest)
     } else {
         String::new()
     }
@@ -126,13 +139,13 @@ fn at_peak(plan: &Plan, shape: &Shape) -> String {
 
 /// What a feeder's `max_sessions_per_row` does to its skew: in the closed model, the hottest row wanted by
 /// more users at once than the cap sends the rest to other rows, so the run draws less skew than predicted.
-fn over_cap(plan: &Plan, shape: &Shape, cap: Option<u32>) -> String {
+fn over_cap(plan: &Plan, shape: &Shape, cap: Option<u32>, share: f64) -> String {
     let Some(cap) = cap else { return String::new() };
     let users = plan.load.stages.iter().filter(|s| s.measure).filter_map(|s| match s.shape {
         StageShape::Users(n) => Some(n),
         StageShape::Rate { .. } => None,
     });
-    let hottest = f64::from(users.max().unwrap_or(0)) * shape.hottest;
+    let hottest = f64::from(users.max().unwrap_or(0)) * shape.hottest * share;
     if hottest > f64::from(cap) {
         format!(
             "; capped at {cap} a row, so the hot rows' other sessions go to colder rows and the run will draw less \

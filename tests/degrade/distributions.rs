@@ -290,4 +290,14 @@ fn validate_says_what_the_skew_will_do_before_the_first_night() {
         assert!(stdout.contains(line), "{stdout}\nexpected: {line}");
     }
     crate::support::quoted::assert_quoted("validate-skew", &stdout);
+
+    // Read by one flow of weight 1 in 10: a tenth of the sessions draw from it.
+    let weighted = scenario
+        .replace("name = \"open board\"\n", "name = \"open board\"\nweight = 1\n")
+        .replace("[load]", "[[flow]]\nname = \"list\"\nweight = 9\n[[flow.step]]\npath = \"/boards\"\n[load]");
+    std::fs::write(dir.path().join("scenarios/boards.toml"), weighted).unwrap();
+    let output = crate::support::degrade(dir.path(), &["validate"], &[]);
+    let (stdout, stderr) = crate::support::text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("; of 200 users, about 2.6 on the hottest row at once"), "{stdout}");
 }
