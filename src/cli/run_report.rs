@@ -182,9 +182,9 @@ impl RunReport {
         out.push_str(&telemetry_lines(&self.telemetry));
         if let Some(capacity) = &self.capacity {
             out.push_str(&format!(
-                "Capacity search: {}, {} steps in {:.0} s.\n\n",
+                "Capacity search: {}, {} in {:.0} s.\n\n",
                 capacity.describe(),
-                capacity.steps.len(),
+                crate::model::counted(capacity.steps.len(), "step", "steps"),
                 capacity.search_secs
             ));
         }

@@ -51,7 +51,13 @@ pub(super) fn describe(
         let _ = writeln!(out, "  dropped   {} {}", count(*n), reason.describe());
     }
     if report.malformed > 0 {
-        let unit = if matches!(format, SourceFormat::Har) { "entries" } else { "lines" };
+        let unit = if matches!(format, SourceFormat::Har) { "entr" } else { "line" };
+        let unit = match (unit, report.malformed) {
+            ("entr", 1) => "entry",
+            ("entr", _) => "entries",
+            (_, 1) => "line",
+            _ => "lines",
+        };
         let _ = writeln!(out, "  skipped   {} malformed {unit}:", count(report.malformed));
         for bad in &report.malformed_examples {
             let _ = writeln!(out, "            {}:{}: {}", source.display(), bad.line, printable(&bad.message));
@@ -65,13 +71,13 @@ pub(super) fn describe(
         }
     }
     scrubbed_and_routes(&mut out, report, survey);
-    notes(&mut out, report, survey);
+    notes(&mut out, report, survey, format);
     out
 }
 
 /// What the import's reader should act on: a path with more query shapes than are told apart, requests whose
 /// host or body the source did not record.
-fn notes(out: &mut String, report: &ImportReport, survey: &Survey) {
+fn notes(out: &mut String, report: &ImportReport, survey: &Survey, format: &SourceFormat) {
     let count = |n: u64| thousands(n as f64);
     for shared in survey.shared_query_routes() {
         let path = shared.key.strip_suffix(OTHER_QUERIES).unwrap_or(&shared.key);
@@ -91,16 +97,25 @@ fn notes(out: &mut String, report: &ImportReport, survey: &Survey) {
     if report.hostless > 0 {
         let _ = writeln!(
             out,
-            "  note      {} requests kept whatever --host says: the source records no host (log $host to filter by it)",
-            count(report.hostless)
+            "  note      {} kept whatever --host says: the source records no host (log $host to filter by it)",
+            plural(report.hostless, "request")
         );
     }
     if report.bodiless_writes > 0 {
+        // How to record a body depends on what recorded the traffic.
+        let record = match format {
+            SourceFormat::Log(_) => "log $request_body",
+            SourceFormat::JsonLines => "log each request's body",
+            SourceFormat::Har => "record the HAR with its request bodies",
+        };
+        let n = report.bodiless_writes;
+        let (have, replay) = if n == 1 { ("has", "replays") } else { ("have", "replay") };
         let _ = writeln!(
             out,
-            "  note      {} POST, PUT or PATCH requests have no recorded body and replay empty, which services \
-             usually refuse: log $request_body, import with --method GET, or accept their answer with [[tape.expect]]",
-            count(report.bodiless_writes)
+            "  note      {} POST, PUT or PATCH {} {have} no recorded body and {replay} empty, which services usually \
+             refuse: {record}, import with --method GET, or accept their answer with [[tape.expect]]",
+            count(n),
+            if n == 1 { "request" } else { "requests" },
         );
     }
 }
@@ -110,14 +125,21 @@ fn scrubbed_and_routes(out: &mut String, report: &ImportReport, survey: &Survey)
     let count = |n: u64| thousands(n as f64);
     let s = report.scrubbed;
     let kinds = [
-        (s.headers, "credential headers"),
-        (s.query, "query values"),
-        (s.fields, "body fields"),
-        (s.values, "values holding emails, phone or card numbers, IBANs, keys or tokens"),
-        (s.bodies, "bodies that could not be checked (dropped)"),
+        (s.headers, "credential header", "credential headers"),
+        (s.query, "query value", "query values"),
+        (s.fields, "body field", "body fields"),
+        (
+            s.values,
+            "value holding an email, a phone or card number, an IBAN, a key or a token",
+            "values holding emails, phone or card numbers, IBANs, keys or tokens",
+        ),
+        (s.bodies, "body that could not be checked (dropped)", "bodies that could not be checked (dropped)"),
     ];
-    let parts: Vec<String> =
-        kinds.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{} {what}", count(*n))).collect();
+    let parts: Vec<String> = kinds
+        .iter()
+        .filter(|(n, ..)| *n > 0)
+        .map(|&(n, one, many)| crate::model::counted(n as usize, one, many))
+        .collect();
     let _ = writeln!(out, "  scrubbed  {}", if parts.is_empty() { "nothing".to_owned() } else { parts.join(", ") });
     if survey.routes.is_empty() {
         return;

@@ -125,11 +125,11 @@ fn describe_tape(tape: &TapeReplay) -> Vec<String> {
         String::new()
     };
     let mut lines = vec![format!(
-        "  tape      {}: {} requests ({} distinct{sessions}), {} routes, replayed {order}{}",
+        "  tape      {}: {} ({} distinct{sessions}), {}, replayed {order}{}",
         tape.file.display(),
-        thousands(survey.requests as f64),
+        crate::model::counted(survey.requests as usize, "request", "requests"),
         thousands(survey.distinct as f64),
-        survey.routes.len(),
+        crate::model::counted(survey.routes.len(), "route", "routes"),
         if tape.preserve_mix { ", spread to keep its route mix" } else { "" }
     )];
     match tape.realism() {

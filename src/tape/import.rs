@@ -214,8 +214,13 @@ impl ImportReport {
         *count += 1;
         self.kept += 1;
         self.hostless += u64::from(!options.hosts.is_empty() && host.is_none());
-        self.bodiless_writes +=
-            u64::from(request.body.is_none() && matches!(request.method, Method::POST | Method::PUT | Method::PATCH));
+        // A body the scrubber dropped was recorded: the report counts it there, not as one the source lacked.
+        let dropped_body = scrubber.counts.bodies > scrubbed_before.bodies;
+        self.bodiless_writes += u64::from(
+            request.body.is_none()
+                && !dropped_body
+                && matches!(request.method, Method::POST | Method::PUT | Method::PATCH),
+        );
         if let Some(time) = request.time {
             self.span = Some(self.span.map_or((time, time), |(a, b)| (a.min(time), b.max(time))));
         }

@@ -136,6 +136,29 @@ fn a_tape_never_overwrites_a_scenario_and_its_scenario_finds_it_from_anywhere() 
     assert!(degrade(dir.path(), &args, &[]).status.success());
 }
 
+/// A body the scrubber dropped was recorded: only a write the source holds no body for is noted, with how to
+/// record one in that kind of source.
+#[test]
+fn a_dropped_body_is_not_a_missing_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"method":"POST","path":"/xml","status":200,"body":"<a>1</a>","headers":{"content-type":"application/xml"}}"#,
+        r#"{"method":"POST","path":"/empty","status":200}"#,
+    ];
+    std::fs::write(dir.path().join("api.jsonl"), lines.join("\n")).unwrap();
+    let output = degrade(dir.path(), &["tape", "import", "api.jsonl"], &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("1 body that could not be checked (dropped)"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "note      1 POST, PUT or PATCH request has no recorded body and replays empty, which services \
+             usually refuse: log each request's body,"
+        ),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn a_truncated_gzip_log_stops_the_import_with_where_and_writes_no_tape() {
     let dir = tempfile::tempdir().unwrap();
