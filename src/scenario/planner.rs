@@ -332,6 +332,16 @@ fn resolve_load(checker: &mut Checker<'_>, raw: toml::Spanned<RawLoad>) -> Optio
         checker.error(&spanned, "load.stage", "every stage has `measure = false`; nothing would be measured");
     }
     let stages = stages.into_iter().collect::<Option<Vec<_>>>()?;
+    let measured: f64 = stages.iter().filter(|s| s.measure).map(Stage::planned_arrivals).sum();
+    if model == LoadModel::Open && measured < 1.0 {
+        // Such a night measures nothing and fails: say it now, not at 2 a.m.
+        let spanned = toml::Spanned::new(span.clone(), ());
+        let message = format!(
+            "the measured stages plan {measured:.2} arrivals in all; a night needs at least one request to measure: \
+             raise a rate or a duration"
+        );
+        checker.error(&spanned, "load.stage", &message);
+    }
     // Each stage is at most a week, so the sum cannot overflow; a run of more than a week is refused whole.
     let total: Duration = stages.iter().map(|s| s.duration).sum();
     if total > crate::config::durations::LONGEST {

@@ -191,6 +191,16 @@ fn validate_says_which_percentiles_a_night_can_judge_per_endpoint() {
         "{stdout}"
     );
     crate::support::quoted::assert_quoted("validate-per-night", &stdout);
+
+    // A night whose measured stages plan no request would fail at 2 a.m.: validate refuses it now.
+    for load in ["duration = \"5m\"\nrate = 0.0000001\n", "duration = \"60s\"\nfrom = 0\nto = 0\n"] {
+        let idle = scenario.replace("duration = \"60s\"\nrate = 9\n", load);
+        std::fs::write(dir.path().join("s.toml"), idle).unwrap();
+        let output = degrade(dir.path(), &["validate", "s.toml"], &[]);
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{stdout}{stderr}");
+        assert!(stderr.contains(": load.stage: the measured stages plan 0.00 arrivals in all"), "{stderr}");
+    }
 }
 
 /// The demo API's knobs refuse what is not a share, saying which.
