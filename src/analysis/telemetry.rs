@@ -193,8 +193,6 @@ pub(super) fn series_finding(d: &SeriesDraft, tested: Option<Tested>, family: us
             );
         }
         SeriesEvidence::NotPositive => {
-            // Not judged, so not counted as unchanged (a trial read it among "N unchanged").
-            finding.outcome = FindingOutcome::Inconclusive;
             "not judged: a value at or below zero, tonight or on a baseline night, has no ratio to compare"
                 .clone_into(&mut finding.reason);
         }
