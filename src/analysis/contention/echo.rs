@@ -14,7 +14,7 @@ use super::{MachineLoad, MachineSlowdown, UsualMachine, median};
 
 /// Tonight's echo at least this many times the usual night's: a machine a quarter slower at its own
 /// round trip. Quiet nights stayed within 12 % of their median on the VM above.
-const SLOWER_FACTOR: f64 = 1.25;
+pub(super) const SLOWER_FACTOR: f64 = 1.25;
 
 /// A machine slower at its own loopback round trip than on the baseline nights.
 #[derive(Debug, Clone, PartialEq)]

@@ -189,7 +189,10 @@ fn stands_out(f: &Finding, findings: &[Finding], blamed: &Blamed, machine: Optio
     let added_beyond_spreads = shift.spreads.is_some_and(|k| beyond_added >= k * shift.added_spread);
     let beyond_spreads =
         shift.spreads.is_some_and(|k| beyond_factor >= k * shift.factor_spread) && added_beyond_spreads;
-    let beyond_machine = machine.is_some_and(|m| tonight >= m.most() * limit);
+    // With no other endpoint to read the machine from, its echo is all there is, and only an echo that read the
+    // machine slower says how far it could have gone: a busier machine whose echo did not move bounds nothing.
+    let beyond_machine =
+        machine.is_some_and(|m| tonight >= m.most() * limit && (shift.others > 0 || m.0 >= super::echo::SLOWER_FACTOR));
     match Tail::of(f) {
         Some(Tail::Central) => beyond_median && (beyond_spreads || beyond_machine),
         // Too few others to read the time the machine added to their tails: its own bound is all there is.
@@ -264,8 +267,9 @@ fn compared_with(f: &Finding, s: &MachineShift, machine: Option<MachineSlowdown>
             1 => format!("the other endpoint {moved}, too few to read a spread from"),
             n => format!("the other {n} endpoints {moved}, too few to read a spread from"),
         };
-        let needed = machine.map_or_else(
-            || "the machine's own slowdown was not measured".to_owned(),
+        let measured = machine.filter(|m| s.others > 0 || m.0 >= super::echo::SLOWER_FACTOR);
+        let needed = measured.map_or_else(
+            || "the machine's own slowdown was not measured by its echo".to_owned(),
             |m| {
                 format!(
                     "this one needed to be past {}{}",
@@ -276,7 +280,10 @@ fn compared_with(f: &Finding, s: &MachineShift, machine: Option<MachineSlowdown>
         );
         return format!(" ({others}; {needed})");
     };
-    let machine = machine.map_or_else(String::new, |m| format!(", nor past {}", bound(m)));
+    // Said only where it is true: a p99 past the machine's bound can still fall short of the spreads.
+    let machine = machine
+        .filter(|m| f.limit.is_none_or(|limit| f.candidate_value < m.most() * limit))
+        .map_or_else(String::new, |m| format!(", nor past {}", bound(m)));
     format!(
         " (the other endpoints {moved}, spread ±{:.1} % and ±{}{}, and this one not beyond that by both its limit \
          and {spreads:.1} spreads{machine})",
