@@ -359,13 +359,14 @@ impl CapacityChange {
     /// `capacity 4,000 → 3,100 req/s (-22.5 %)`.
     #[must_use]
     pub fn headline(&self) -> String {
-        let (under, or_more) = if self.under { ("under ", " or more") } else { ("", "") };
-        format!(
-            "capacity {} → {under}{} req/s ({}{or_more})",
-            rate_text(self.baseline),
-            rate_text(self.tonight),
-            super::Change::from_pct(self.delta_pct)
-        )
+        let change = super::Change::from_pct(self.delta_pct);
+        // Under a rate: a fall is at least that large, a rise at most.
+        let (under, change) = match (self.under, self.delta_pct < 0.0) {
+            (false, _) => ("", change.to_string()),
+            (true, true) => ("under ", format!("{change} or more")),
+            (true, false) => ("under ", format!("at most {change}")),
+        };
+        format!("capacity {} → {under}{} req/s ({change})", rate_text(self.baseline), rate_text(self.tonight))
     }
 
     /// The headline and why the next rate left the zone: `…: left the green zone on p75 of POST /orders 412.0

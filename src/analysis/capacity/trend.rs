@@ -21,9 +21,12 @@ pub const CAPACITY_METRIC: &str = "capacity";
 #[must_use]
 pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gates: &Gates, zone: &str) -> Finding {
     // A capacity is the highest rate held inside a zone: nights searched in another (a limit added, moved or
-    // dropped since) measured something else. Searches stored before the zone was recorded count.
+    // dropped since) measured something else. Searches stored before the zone was recorded count, unless a
+    // recorded one shows the zone has changed since: then which zone they had is unknown.
+    let changed = before.iter().any(|n| n.zone.is_some() && tonight.zone.is_some() && n.zone != tonight.zone);
     let same_zone = |night: &&CapacityResult| match (&night.zone, &tonight.zone) {
         (Some(then), Some(now)) => then == now,
+        (None, Some(_)) => !changed,
         _ => true,
     };
     let other_zone: Vec<&str> = before.iter().filter(|n| !same_zone(n)).filter_map(|n| n.zone.as_deref()).collect();
@@ -35,7 +38,7 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
         .filter(|c| *c > 0.0)
         .collect();
     // A search whose start rate already left the zone is judged at that rate, an upper bound of its capacity.
-    let (candidate, _) = tonight.rate_bound();
+    let (candidate, under) = tonight.rate_bound();
     // The whole run's, whichever endpoint left the zone (the reason names it): a confirmation rerun matches
     // findings by endpoint and metric, and the rerun's knee may show on another endpoint first.
     let mut finding = Finding {
@@ -52,10 +55,18 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
     };
     if capacities.len() < gates.min_runs as usize {
         let elsewhere = match (other_zone.first(), &tonight.zone) {
-            (Some(then), Some(now)) => format!(
-                " in this zone ({now}): {} searched another ({then})",
-                crate::model::counted(other_zone.len(), "baseline night", "baseline nights")
-            ),
+            (Some(then), Some(now)) => {
+                let unknown = before.iter().filter(|n| n.zone.is_none()).count();
+                let unknown = if unknown > 0 {
+                    format!(" and {} before zones were recorded", crate::model::counted(unknown, "one", "others"))
+                } else {
+                    String::new()
+                };
+                format!(
+                    " in this zone ({now}): {} searched another ({then}){unknown}",
+                    crate::model::counted(other_zone.len(), "baseline night", "baseline nights")
+                )
+            }
             _ => String::new(),
         };
         finding.reason = format!(
@@ -80,7 +91,12 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
     finding.delta_pct = Some(change.delta_pct);
     finding.limit = Some(threshold);
     let (words, limit) = (change.describe(), rate_text(threshold));
-    (finding.outcome, finding.reason) = if !tonight.ended.measured_the_target() && candidate < threshold {
+    (finding.outcome, finding.reason) = if under && candidate >= threshold {
+        // Under a rate the nights' noise allows says nothing of how far under.
+        let reason =
+            format!("{words}: under a rate within the nights' noise and min effect ({limit} req/s), so not judged");
+        (FindingOutcome::Inconclusive, reason)
+    } else if !tonight.ended.measured_the_target() && candidate < threshold {
         let headline = change.headline();
         (FindingOutcome::Inconclusive, format!("{headline}, but {}: not the target's capacity", tonight.describe()))
     } else if tonight.ended.measured_the_target() && top < threshold {
@@ -144,6 +160,10 @@ mod tests {
             "{}",
             finding.reason
         );
+        // Under a rate the nights allow, it could be unchanged: not judged.
+        let high_start = CapacityResult { first_out: Some(3900.0), ..tonight };
+        let finding = capacity_finding(&high_start, &nights(), &Gates::default(), "green");
+        assert_eq!(finding.outcome, FindingOutcome::Inconclusive, "{}", finding.reason);
     }
 
     #[test]
@@ -172,6 +192,10 @@ mod tests {
             capacity_finding(&tonight, &nights(), &Gates::default(), "green").outcome,
             FindingOutcome::Regression
         );
+        // Unrecorded nights beside ones that show the zone changed: which zone they had is unknown.
+        let mixed: Vec<CapacityResult> = nights().into_iter().chain(before.iter().take(2).cloned()).collect();
+        let finding = capacity_finding(&tonight, &mixed, &Gates::default(), "green");
+        assert_eq!(finding.outcome, FindingOutcome::Inconclusive, "{}", finding.reason);
     }
 
     #[test]
