@@ -40,12 +40,13 @@ pub(super) const fn is_card_separator(c: char) -> bool {
 /// issuer's prefix and length and a valid Luhn digit.
 pub(super) fn is_card(text: &str) -> bool {
     // Every path segment and query value is asked: the cheap refusals come first (six separators of up to
-    // three bytes at most between the digits).
+    // three bytes at most between the digits; counted below).
     if !(13..=19 + 6 * 3).contains(&text.len()) || !text.as_bytes()[0].is_ascii_digit() {
         return false;
     }
     let mut digits = [0_u8; 19];
-    let (mut count, mut after_separator) = (0, false);
+    let (mut count, mut after_separator, mut dotted) = (0, false, false);
+    let mut groups: Vec<usize> = vec![0];
     for c in text.chars() {
         if c.is_ascii_digit() {
             if count == digits.len() {
@@ -54,13 +55,30 @@ pub(super) fn is_card(text: &str) -> bool {
             digits[count] = c as u8 - b'0';
             count += 1;
             after_separator = false;
-        } else if is_card_separator(c) && !after_separator {
+            *groups.last_mut().expect("one group at least") += 1;
+        } else if is_card_separator(c) && !after_separator && groups.len() <= MAX_CARD_SEPARATORS {
             after_separator = true;
+            dotted |= c == '.';
+            groups.push(0);
         } else {
             return false;
         }
     }
-    !after_separator && issued(&digits[..count]) && luhn(&digits[..count])
+    let grouped = !dotted || card_groups(&groups);
+    !after_separator && grouped && issued(&digits[..count]) && luhn(&digits[..count])
+}
+
+/// The most separators a card number is written with (`4111 1111 1111 1111 111` has four).
+const MAX_CARD_SEPARATORS: usize = 6;
+
+/// Whether digit groups are a card's as printed: fours (the last of one to four digits: 16 as 4-4-4-4, 19 as
+/// 4-4-4-4-3), or American Express's and Diners Club's 4-6-5 and 4-6-4. A dot also ends a decimal's integer
+/// part, and `5.428571428571429` passes Luhn with a Mastercard prefix: dotted, only a card's grouping counts.
+fn card_groups(groups: &[usize]) -> bool {
+    let fours = groups.len() >= 4
+        && groups[..groups.len() - 1].iter().all(|g| *g == 4)
+        && (1..=4).contains(&groups[groups.len() - 1]);
+    fours || groups == [4, 6, 5] || groups == [4, 6, 4]
 }
 
 /// Whether a scheme issues numbers of this prefix and length.
@@ -183,6 +201,11 @@ mod tests {
         }
         assert!(!is_card("4111  1111 1111 1111") && !is_card("-4111111111111111"));
         assert!(!is_card("4111..1111.1111.1111") && !is_card("4111.1111.1111.1111.") && !is_card("4111111111111111.0"));
+        // Decimals that pass Luhn with an issuer's prefix are no cards: a dot counts only in a card's grouping.
+        for decimal in ["5.428571428571429", "6.571428571428571", "45.12345678901234", "4.2.1.0.3.7.1.2.4.0.5.5.1"] {
+            assert!(!is_card(decimal), "{decimal}");
+        }
+        assert!(is_card("3782.822463.10005"), "American Express, dotted 4-6-5");
         let digits = [4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1];
         assert_eq!(luhn_digit(&digits), 1);
     }
