@@ -127,7 +127,7 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
     let large = std::fs::metadata(&args.source).is_ok_and(|m| m.len() > GZIP_ABOVE_BYTES);
     let extension = if large || crate::tape::lines::LineReader::is_gzip(&args.source) { "tape.gz" } else { "tape" };
     let output = args.output.clone().unwrap_or_else(|| folder.join(format!("{name}.{extension}")));
-    refuse_to_overwrite(&output, &scenario)?;
+    refuse_to_overwrite(&output, &scenario, &args.source)?;
     if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("{}: cannot create it: {e}", parent.display()))?;
     }
@@ -156,25 +156,44 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
 /// A tape is written over an earlier tape only: never over the scenario that would replay it, nor over any
 /// other file (a trial's `-o scenarios/rec.toml` replaced the scenario with the tape, then said it had left it
 /// as it was).
-fn refuse_to_overwrite(output: &Path, scenario: &Path) -> anyhow::Result<()> {
-    let same = |a: &Path, b: &Path| std::path::absolute(a).ok() == std::path::absolute(b).ok();
+fn refuse_to_overwrite(output: &Path, scenario: &Path, source: &Path) -> anyhow::Result<()> {
+    let same = |a: &Path, b: &Path| lexical(a) == lexical(b);
     if same(output, scenario) {
         anyhow::bail!(
             "{}: the tape and the scenario that replays it would be one file; name the tape with -o NAME.tape",
             output.display()
         );
     }
+    if same(output, source) {
+        anyhow::bail!("{}: the tape would replace the recording it is read from; name another file", output.display());
+    }
+    // A tape, compressed or not, starts with its header line; any other file (a gzipped backup) is not one.
     let is_tape = || {
-        use std::io::Read as _;
-        let mut head = [0_u8; crate::tape::format::HEADER.len()];
-        let read = std::fs::File::open(output).and_then(|mut file| file.read_exact(&mut head));
-        crate::tape::lines::LineReader::is_gzip(output)
-            || (read.is_ok() && head == crate::tape::format::HEADER.as_bytes())
+        let mut lines = crate::tape::lines::LineReader::open(output).ok()?;
+        let first = lines.next_line().ok()??;
+        Some(matches!(first.1, crate::tape::lines::Line::Text(text) if text.trim_end() == crate::tape::format::HEADER))
     };
-    if output.exists() && !is_tape() {
+    if output.exists() && is_tape() != Some(true) {
         anyhow::bail!("{} exists and is not a tape; name a new file with -o", output.display());
     }
     Ok(())
+}
+
+/// `path` made absolute from the working directory, its `.` and `..` resolved by name (the file need not exist),
+/// so two spellings of one path compare equal.
+pub(super) fn lexical(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut resolved = PathBuf::new();
+    for component in absolute.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                resolved.pop();
+            }
+            other => resolved.push(other),
+        }
+    }
+    resolved
 }
 
 /// What import keeps, from the command line.

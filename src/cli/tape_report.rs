@@ -224,9 +224,7 @@ arrivals = "uniform"
 /// `path` as written from `folder`, both read from the working directory: `x.tape` beside it,
 /// `../tapes/x.tape` elsewhere. Where they share no root (another drive), `path` made absolute.
 fn relative_to(path: &Path, folder: &Path) -> PathBuf {
-    let (Ok(path), Ok(folder)) = (std::path::absolute(path), std::path::absolute(folder)) else {
-        return path.to_path_buf();
-    };
+    let (path, folder) = (super::tape::lexical(path), super::tape::lexical(folder));
     let shared = path.components().zip(folder.components()).take_while(|(a, b)| a == b).count();
     if shared == 0 {
         return path;

@@ -134,6 +134,20 @@ fn a_tape_never_overwrites_a_scenario_and_its_scenario_finds_it_from_anywhere() 
     assert!(output.status.success(), "{}{}", text(&output).0, text(&output).1);
     // Imported again over its own tape: a tape may replace a tape.
     assert!(degrade(dir.path(), &args, &[]).status.success());
+    // Never over the recording itself, nor over a compressed file that is no tape.
+    let output = degrade(dir.path(), &["tape", "import", "access.log", "-o", "./access.log"], &[]);
+    assert!(text(&output).1.contains("the tape would replace the recording it is read from"), "{}", text(&output).1);
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gzip, b"select 1;\n").unwrap();
+    std::fs::write(dir.path().join("backup.sql.gz"), gzip.finish().unwrap()).unwrap();
+    let output = degrade(dir.path(), &["tape", "import", "access.log", "-o", "backup.sql.gz"], &[]);
+    assert!(text(&output).1.contains("backup.sql.gz exists and is not a tape"), "{}", text(&output).1);
+    // A scenario named through `..` finds its tape all the same.
+    let args = ["tape", "import", "../access.log", "-o", "y.tape", "--scenario", "../scenarios/y.toml"];
+    let output = degrade(&dir.path().join("tapes"), &args, &[]);
+    assert!(output.status.success(), "{}", text(&output).1);
+    let scenario = std::fs::read_to_string(dir.path().join("scenarios/y.toml")).unwrap();
+    assert!(scenario.contains("file = \"../tapes/y.tape\""), "{scenario}");
 }
 
 /// A body the scrubber dropped was recorded: only a write the source holds no body for is noted, with how to
