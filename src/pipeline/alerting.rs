@@ -159,7 +159,8 @@ async fn regressed_figures_unjudged(
 async fn still_slower(store: &Store, scenario: &str, report: &CheckReport) -> Result<Option<String>, StoreError> {
     let Some((opened, regressed)) = opening_regressions(store, scenario).await? else { return Ok(None) };
     let (mut kept, mut back) = (Vec::new(), Vec::new());
-    for then in &regressed {
+    // The capacity says where it stands in its own words (`capacity_back`).
+    for then in regressed.iter().filter(|f| f.metric != CAPACITY_METRIC) {
         let Some(before) = then.baseline_value.filter(|b| *b > 0.0 && then.candidate_value > 0.0) else { continue };
         let Some(now) = report.findings.iter().find(|f| f.endpoint == then.endpoint && f.metric == then.metric) else {
             continue;
@@ -183,8 +184,9 @@ async fn still_slower(store: &Store, scenario: &str, report: &CheckReport) -> Re
         return Ok(None);
     }
     let stayed = format!(
-        "{} stayed where it regressed to, and that level has held long enough to be the one judged against",
-        kept.join(", ")
+        "{} stayed where {} regressed to, and that level has held long enough to be the one judged against",
+        kept.join(", "),
+        if kept.len() == 1 { "it" } else { "they" }
     );
     Ok(Some(if back.is_empty() {
         format!("{stayed} (nothing got faster)")
