@@ -17,6 +17,9 @@ pub struct SkewSite<'p> {
     pub draw: &'p Draw,
     /// Which feeder, or which draw site of the plan.
     pub at: SiteOf,
+    /// The share of sessions that draw here: those of the flows that read the feeder, or of the draw's flow, by
+    /// weight (a flow of weight 1 in 10 sees a tenth of them).
+    pub sessions_share: f64,
 }
 
 /// Where a skewed draw is made.
@@ -45,24 +48,30 @@ impl SiteOf {
 #[must_use]
 pub fn sites(plan: &Plan) -> Vec<SkewSite<'_>> {
     let mut found = Vec::new();
+    let weights: f64 = plan.flows.iter().map(|f| f64::from(f.weight)).sum();
+    let share_of = |weight: f64| if weights > 0.0 { weight / weights } else { 1.0 };
+    let readers = super::feeder_use::flow_feeders(plan);
     for (index, feeder) in plan.feeders.iter().enumerate() {
         if let Order::Skewed(draw) = &feeder.order {
-            found.push(SkewSite { label: feeder.name.clone(), draw, at: SiteOf::Feeder(index) });
+            let reading = plan.flows.iter().zip(&readers).filter(|(_, feeders)| feeders.contains(&index));
+            let sessions_share = share_of(reading.map(|(f, _)| f64::from(f.weight)).sum());
+            found.push(SkewSite { label: feeder.name.clone(), draw, at: SiteOf::Feeder(index), sessions_share });
         }
     }
     for flow in &plan.flows {
+        let sessions_share = share_of(f64::from(flow.weight));
         for (variable, template) in &flow.session_vars {
             let name = plan.variables.get(*variable).map_or("?", String::as_str);
             for (draw, site) in draws(template.expressions()) {
                 let label = format!("{} session_vars.{name}", flow.name);
-                found.push(SkewSite { label, draw, at: SiteOf::Session(site) });
+                found.push(SkewSite { label, draw, at: SiteOf::Session(site), sessions_share });
             }
         }
         for step in &flow.steps {
             let endpoint = plan.endpoints.get(step.endpoint).map_or("?", String::as_str);
             for (field, draw, site) in step_draws(step) {
                 let label = format!("{endpoint} {field}");
-                found.push(SkewSite { label, draw, at: SiteOf::Template(site) });
+                found.push(SkewSite { label, draw, at: SiteOf::Template(site), sessions_share });
             }
         }
     }
@@ -78,11 +87,11 @@ pub fn describe(plan: &Plan) -> Vec<String> {
         // A feeder draws rows once a session, a session variable keys once a session, a step keys per request.
         let (what, of, extra) = match site.at {
             SiteOf::Feeder(index) => {
-                let share = feeder_share(plan, index);
+                let share = site.sessions_share;
                 let cap = over_cap(plan, &shape, plan.feeders[index].max_sessions_per_row, share);
                 ("row", "sessions", at_peak(plan, &shape, share) + &cap)
             }
-            SiteOf::Session(_) => ("key", "sessions", at_peak(plan, &shape, 1.0)),
+            SiteOf::Session(_) => ("key", "sessions", at_peak(plan, &shape, site.sessions_share)),
             SiteOf::Template(_) => ("key", "draws", String::new()),
         };
         let (name, keys, share) = (site.draw.name(), rows(shape.keys, what), shares(&shape, what, of));
@@ -104,17 +113,6 @@ fn shares(shape: &Shape, what: &str, of: &str) -> String {
         rows(top, what),
         percent(shape.top_percent)
     )
-}
-
-/// The share of sessions that draw from feeder `index`: those of the flows that read it, by their weights (a
-/// feeder of a flow of weight 1 in 10 sees a tenth of the sessions).
-fn feeder_share(plan: &Plan, index: usize) -> f64 {
-    let used = super::feeder_use::flow_feeders(plan);
-    let weight = |flow: &super::plan::Flow| f64::from(flow.weight);
-    let all: f64 = plan.flows.iter().map(weight).sum();
-    let reading: f64 =
-        plan.flows.iter().zip(&used).filter(|(_, feeders)| feeders.contains(&index)).map(|(f, _)| weight(f)).sum();
-    if all > 0.0 { reading / all } else { 1.0 }
 }
 
 /// What the hottest row gets at the plan's peak, when `share` of the sessions draw from it.
