@@ -333,12 +333,13 @@ fn resolve_load(checker: &mut Checker<'_>, raw: toml::Spanned<RawLoad>) -> Optio
     }
     let stages = stages.into_iter().collect::<Option<Vec<_>>>()?;
     let measured: f64 = stages.iter().filter(|s| s.measure).map(Stage::planned_arrivals).sum();
-    if model == LoadModel::Open && measured < 1.0 {
+    if model == LoadModel::Open && stages.iter().any(|s| s.measure) && measured < 1.0 {
         // Such a night measures nothing and fails: say it now, not at 2 a.m.
         let spanned = toml::Spanned::new(span.clone(), ());
         let message = format!(
-            "the measured stages plan {measured:.2} arrivals in all; a night needs at least one request to measure: \
-             raise a rate or a duration"
+            "the measured stages plan fewer than one arrival in all ({}); a night needs at least one request to \
+             measure: raise a rate or a duration",
+            (measured * 1000.0).floor() / 1000.0
         );
         checker.error(&spanned, "load.stage", &message);
     }
