@@ -193,8 +193,10 @@ pub enum Command {
         degrade demo-target --build 1.1.0 --slowdown-ms 50 --slow-route 'GET /search'\n  \
         degrade demo-target --build 1.2.0 --error-rate 0.01\n\n\
         Routes: GET /boards?page&per_page, GET /boards/{board_id}, GET|POST /boards/{board_id}/cards, \
-        GET|PATCH|DELETE /cards/{card_id}, GET /search?q, GET /version, GET /healthz. Its SQLite data is seeded \
-        afresh on every start. The scenario for it: scenarios/demo.toml."
+        GET /boards/{board_id}/export (a bounded pool of renderers), GET|PATCH|DELETE /cards/{card_id}, \
+        GET /search?q, GET /version, GET /healthz, GET /metrics (its process CPU, Prometheus format), the \
+        WebSocket GET /boards/{board_id}/live, and the gRPC method demo.Boards/GetBoard over h2c. Its SQLite data \
+        is seeded afresh on every start. The scenario for it: scenarios/demo.toml."
     )]
     DemoTarget(demo::DemoTargetArgs),
     /// Work with request tapes: real traffic from access logs and HAR recordings.
