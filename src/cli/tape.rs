@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 
-use super::tape_report::{describe, write_scenario};
+use super::tape_report::{describe, lexical, write_scenario};
 use super::{Exit, print_stdout};
 use crate::outside_text::printable;
 use crate::tape::flows::{Recording, read_recording, scenario_from_har};
@@ -177,23 +177,6 @@ fn refuse_to_overwrite(output: &Path, scenario: &Path, source: &Path) -> anyhow:
         anyhow::bail!("{} exists and is not a tape; name a new file with -o", output.display());
     }
     Ok(())
-}
-
-/// `path` made absolute from the working directory, its `.` and `..` resolved by name (the file need not exist),
-/// so two spellings of one path compare equal.
-pub(super) fn lexical(path: &Path) -> PathBuf {
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut resolved = PathBuf::new();
-    for component in absolute.components() {
-        match component {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                resolved.pop();
-            }
-            other => resolved.push(other),
-        }
-    }
-    resolved
 }
 
 /// What import keeps, from the command line.

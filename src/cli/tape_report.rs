@@ -224,11 +224,28 @@ arrivals = "uniform"
 /// `path` as written from `folder`, both read from the working directory: `x.tape` beside it,
 /// `../tapes/x.tape` elsewhere. Where they share no root (another drive), `path` made absolute.
 fn relative_to(path: &Path, folder: &Path) -> PathBuf {
-    let (path, folder) = (super::tape::lexical(path), super::tape::lexical(folder));
+    let (path, folder) = (lexical(path), lexical(folder));
     let shared = path.components().zip(folder.components()).take_while(|(a, b)| a == b).count();
     if shared == 0 {
         return path;
     }
     let up = folder.components().count() - shared;
     std::iter::repeat_n(Component::ParentDir, up).chain(path.components().skip(shared)).collect()
+}
+
+/// `path` made absolute from the working directory, its `.` and `..` resolved by name (the file need not exist),
+/// so two spellings of one path compare equal.
+pub(super) fn lexical(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut resolved = PathBuf::new();
+    for component in absolute.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                resolved.pop();
+            }
+            other => resolved.push(other),
+        }
+    }
+    resolved
 }
