@@ -99,6 +99,34 @@ async fn a_regression_alerts_once_and_its_recovery_once() {
     assert_eq!((episodes[0].state.as_str(), episodes[0].resolved_run_id), ("resolved", Some(recovered)));
 }
 
+/// A project alerting to two receivers on 127.0.0.1, its SQLite store holding `checkout`'s usual nights.
+struct Alerted {
+    json: Receiver,
+    config: std::sync::Arc<Config>,
+    store: Store,
+    courier: Courier,
+    _slack: Receiver,
+    _project: tempfile::TempDir,
+    _db: TestDb,
+}
+
+impl Alerted {
+    /// `nights` ordinary nights (p95 within 2 %) stored, none judged.
+    async fn with_usual_nights(nights: i64) -> Self {
+        let slack = Receiver::start().await;
+        let json = Receiver::start().await;
+        let (project_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
+        let config = load(&config_path, &slack.url(), &json.url());
+        let db = TestDb::sqlite();
+        let store = Store::connect(&db.url).await.unwrap();
+        let courier = Courier::new(store.clone(), config.clone()).unwrap();
+        for n in 0..nights {
+            store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
+        }
+        Self { json, config, store, courier, _slack: slack, _project: project_dir, _db: db }
+    }
+}
+
 /// A night that passed without judging the figure that regressed (a capacity search the generator cut short, a
 /// figure on too few requests) is no recovery: the episode stays open, silent, until a night judges it.
 #[tokio::test]
@@ -106,16 +134,8 @@ async fn a_night_that_could_not_judge_what_regressed_is_no_recovery() {
     use degrade::model::BaselineSpec;
     use degrade::model::FindingOutcome;
     use degrade::pipeline::judge_run::{IfRegressed, judge_run};
-    let slack = Receiver::start().await;
-    let json = Receiver::start().await;
-    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
-    let config = load(&config_path, &slack.url(), &json.url());
-    let db = TestDb::sqlite();
-    let store = Store::connect(&db.url).await.unwrap();
-    let courier = Courier::new(store.clone(), config.clone()).unwrap();
-    for n in 0..8 {
-        store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
-    }
+    // Every field bound, so the receivers, the project and the database live to the end of the test.
+    let Alerted { json, config, store, courier, _slack, _project, _db } = Alerted::with_usual_nights(8).await;
     let regressed = store_night(&store, "checkout", 8, 150.0, RunStatus::Finished).await;
     let opened = judge_and_alert(&store, &config, regressed).await;
     assert_eq!(opened.outcome, VerdictOutcome::Regressed);
@@ -150,16 +170,8 @@ async fn a_recovery_says_what_came_back_beside_what_stayed() {
     use degrade::model::BaselineSpec;
     use degrade::model::FindingOutcome;
     use degrade::pipeline::judge_run::{IfRegressed, judge_run};
-    let slack = Receiver::start().await;
-    let json = Receiver::start().await;
-    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
-    let config = load(&config_path, &slack.url(), &json.url());
-    let db = TestDb::sqlite();
-    let store = Store::connect(&db.url).await.unwrap();
-    let courier = Courier::new(store.clone(), config.clone()).unwrap();
-    for n in 0..8 {
-        store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
-    }
+    // Every field bound, so the receivers, the project and the database live to the end of the test.
+    let Alerted { json, config, store, courier, _slack, _project, _db } = Alerted::with_usual_nights(8).await;
     let regressed = store_both_routes_night(&store, "checkout", 8, 150.0, 90.0).await;
     let opened = judge_and_alert(&store, &config, regressed).await;
     let worse: Vec<(&str, &str)> = opened
