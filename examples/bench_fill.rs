@@ -40,6 +40,7 @@ async fn main() -> anyhow::Result<()> {
             started_at,
             confirms: None,
             judged_against: None,
+            reshape: None,
         };
         let id = store.create_run(&run).await?;
         let wobble = 1.0 + ((night * 7919) % 41) as f64 / 400.0;

@@ -120,6 +120,8 @@ pub struct NewRun {
     /// degrade was killed before its verdict is judged by the next one (`pipeline::interrupted`); `None` for a
     /// run measured alone (`degrade run`), never judged by design.
     pub judged_against: Option<BaselineSpec>,
+    /// A smoke run's options (`--duration 20s --rate-scale 0.1`); `None` for the scenario as written.
+    pub reshape: Option<String>,
 }
 
 /// A run as stored.

@@ -212,6 +212,7 @@ pub async fn run(
         started_at,
         confirms,
         judged_against,
+        reshape: plan.reshape.clone(),
     };
     let steps = FaultSteps::of(&new_run);
     let run_id = record_start(store, &new_run, steps.created).await?;

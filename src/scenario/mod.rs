@@ -102,6 +102,7 @@ impl Plan {
         }
         let tape = self.tape.as_ref().map(|t| t.survey.digest.clone());
         self.hash = workload_hash(&self.source_text, tape.as_deref(), self.query_keys, rate_scale, duration);
+        self.reshape = Some(reshape_words(duration, rate_scale));
         if let Some(tape) = &mut self.tape {
             // The tape's realism warning spoke of the planned night: say it again of this one.
             let warning = |tape: &TapeReplay| tape.realism().filter(|_| tape.warned());
@@ -149,6 +150,13 @@ impl Plan {
         }
         step
     }
+}
+
+/// A smoke run's options as a user types them: `--duration 20s`, `--rate-scale 0.1`, or both.
+fn reshape_words(duration: Option<Duration>, rate_scale: f64) -> String {
+    let duration = duration.map(|d| format!("--duration {}", humantime::format_duration(d)));
+    let scale = ((rate_scale - 1.0).abs() > f64::EPSILON).then(|| format!("--rate-scale {rate_scale}"));
+    duration.into_iter().chain(scale).collect::<Vec<_>>().join(" ")
 }
 
 /// Identifies a workload: the scenario as parsed (so comments and spacing do not start a new series), the

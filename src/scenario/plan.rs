@@ -55,6 +55,9 @@ pub struct Plan {
     /// When the load starts, if not at once: a segment of a split night waits for the shared start, after
     /// everything else is ready, so the N segments' schedules line up.
     pub start_at: Option<std::time::Instant>,
+    /// How a smoke run reshaped the scenario, as its options read (`--duration 20s --rate-scale 0.1`);
+    /// `None` for the scenario as written. Stored with each run, so pages can tell a smoke series apart.
+    pub reshape: Option<String>,
     /// What is valid but probably not meant (two different requests measured as one endpoint, say).
     pub warnings: Vec<String>,
 }

@@ -100,6 +100,7 @@ pub(super) fn resolve(
             load,
             segment: None,
             start_at: None,
+            reshape: None,
             warnings: checker.warnings.into_iter().map(|w| w.message).collect(),
         }),
         _ => Err(ConfigErrors(checker.errors)),

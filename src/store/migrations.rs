@@ -25,7 +25,7 @@ pub(super) const SQLITE: Embedded = Embedded(embedded!("sqlite":
     "0005_lease_taken_at.sql", "0006_confirmation.sql", "0007_weekly_spread.sql", "0008_rollups.sql",
     "0009_trend_figures_index.sql", "0010_rerun_index.sql", "0011_confirming.sql", "0012_telemetry.sql",
     "0013_capacity.sql", "0014_judged_against.sql", "0015_segments.sql", "0016_outbox_claims.sql",
-    "0017_outbox_claim_token.sql", "0018_capacity_zone.sql",
+    "0017_outbox_claim_token.sql", "0018_capacity_zone.sql", "0019_run_reshape.sql",
 ));
 
 /// PostgreSQL's migrations: the same versions as SQLite's.
@@ -34,7 +34,7 @@ pub(super) const POSTGRES: Embedded = Embedded(embedded!("postgres":
     "0005_lease_taken_at.sql", "0006_confirmation.sql", "0007_weekly_spread.sql", "0008_rollups.sql",
     "0009_trend_figures_index.sql", "0010_rerun_index.sql", "0011_confirming.sql", "0012_telemetry.sql",
     "0013_capacity.sql", "0014_judged_against.sql", "0015_segments.sql", "0016_outbox_claims.sql",
-    "0017_outbox_claim_token.sql", "0018_capacity_zone.sql",
+    "0017_outbox_claim_token.sql", "0018_capacity_zone.sql", "0019_run_reshape.sql",
 ));
 
 /// Migration files named `<version>_<description>.sql`, as sqlx names them.

@@ -97,7 +97,8 @@ impl Store {
             return Ok(id);
         }
         let query = "insert into runs (scenario_id, build_id, status, started_at, scenario_hash, seed, scenario_source, \
-                     deploy_output, confirms_run_id, judged_against) values ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9) \
+                     deploy_output, confirms_run_id, judged_against, reshape) \
+                     values ($1, $2, 'running', $3, $4, $5, $6, $7, $8, $9, $10) \
                      returning id";
         retry_busy(|| async move {
             Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
@@ -110,6 +111,7 @@ impl Store {
                 .bind(run.deploy_output.as_deref().map(storable))
                 .bind(run.confirms)
                 .bind(run.judged_against.as_ref().map(ToString::to_string))
+                .bind(run.reshape.as_deref().map(storable))
                 .fetch_one(pool)
                 .await?))
         })

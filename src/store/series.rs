@@ -23,6 +23,9 @@ pub struct WorkloadSeries {
     pub newest_run: RunId,
     /// The newest run's load: how long the measured stages lasted and at what rate.
     pub load: Option<LoadSummary>,
+    /// How its runs reshaped the scenario when they are smoke runs (`--duration 20s`); `None` for the
+    /// scenario as written.
+    pub reshape: Option<String>,
 }
 
 impl WorkloadSeries {
@@ -32,14 +35,27 @@ impl WorkloadSeries {
         self.hash.get(..8).unwrap_or(&self.hash)
     }
 
-    /// What the workload is, in words: "120 s measured at 60.0 sessions/s (open model)".
+    /// What the workload is, in words: "120 s measured at 60.0 sessions/s", and for smoke runs how they
+    /// reshaped the scenario ("20 s measured at 6.0 sessions/s, smoke runs: --duration 20s --rate-scale 0.1").
     #[must_use]
     pub fn shape(&self) -> String {
-        match &self.load {
+        let load = match &self.load {
             Some(load) if load.model == "closed" => format!("{:.0} s measured (closed model)", load.measured_secs),
             Some(load) => format!("{:.0} s measured at {:.1} sessions/s", load.measured_secs, load.target_rate),
             None => "load not recorded".to_owned(),
+        };
+        match &self.reshape {
+            Some(reshape) => format!("{load}, smoke runs: {reshape}"),
+            None => load,
         }
+    }
+
+    /// The series a page shows when none is asked for: the newest that runs the scenario as written. A smoke
+    /// run is a series of its own; shown by default, one `--duration 20s` run would hide every night's
+    /// history behind a chart of one point. Only smoke series: the newest of them.
+    #[must_use]
+    pub fn default_of(every: &[Self]) -> Option<&Self> {
+        every.iter().find(|s| s.reshape.is_none()).or_else(|| every.first())
     }
 }
 
@@ -50,13 +66,14 @@ struct SeriesRow {
     first_started: i64,
     last_started: i64,
     newest_run: i64,
+    reshape: Option<String>,
 }
 
 impl Store {
     /// The workload series of `scenario` that measured something, newest first.
     pub async fn workload_series(&self, scenario: &str) -> Result<Vec<WorkloadSeries>, StoreError> {
         let query = "select runs.scenario_hash, count(*) as measured_runs, min(runs.started_at) as first_started, \
-                     max(runs.started_at) as last_started, max(runs.id) as newest_run \
+                     max(runs.started_at) as last_started, max(runs.id) as newest_run, max(runs.reshape) as reshape \
                      from runs join scenarios on scenarios.id = runs.scenario_id \
                      where scenarios.name = $1 and runs.status not in ('running', 'failed', 'aborted') \
                      group by runs.scenario_hash order by max(runs.started_at) desc";
@@ -71,6 +88,7 @@ impl Store {
                 last_started: from_millis(row.last_started),
                 newest_run: row.newest_run,
                 load,
+                reshape: row.reshape,
             });
         }
         Ok(series)

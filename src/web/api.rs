@@ -114,7 +114,7 @@ pub(super) struct CapacityQuery {
 }
 
 /// `GET /api/v1/scenarios/{name}/capacity?range=30d&series=HASH`: the capacity of each night that ran a
-/// search, oldest first, in the newest workload series unless `series` (a hash prefix) names another: what the
+/// search, oldest first, in the newest workload series of the scenario as written unless `series` (a hash prefix) names another: what the
 /// scenario page's capacity chart draws. A night whose search found only a lower bound says so in `ended`.
 pub(super) async fn capacity(
     State(state): State<AppState>,

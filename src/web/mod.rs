@@ -163,14 +163,15 @@ fn parse_run_id(text: &str) -> Result<i64, WebError> {
     text.parse().map_err(|_| WebError::BadRequest(format!("`{text}` is not a run id")))
 }
 
-/// The workload series a page or answer shows: the one whose hash starts with `wanted`, else the newest.
+/// The workload series a page or answer shows: the one whose hash starts with `wanted`, else the newest that
+/// runs the scenario as written (`WorkloadSeries::default_of`).
 fn chosen_series<'a>(
     every: &'a [crate::store::WorkloadSeries],
     scenario: &str,
     wanted: Option<&str>,
 ) -> Result<Option<&'a crate::store::WorkloadSeries>, WebError> {
     match wanted {
-        None => Ok(every.first()),
+        None => Ok(crate::store::WorkloadSeries::default_of(every)),
         Some(wanted) => every
             .iter()
             .find(|s| s.hash.starts_with(wanted))

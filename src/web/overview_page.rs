@@ -48,9 +48,9 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
         }
         let series = state.store.workload_series(&summary.name).await?;
         let mut sparklines = Vec::new();
-        if let Some(newest) = series.first() {
+        if let Some(shown) = crate::store::WorkloadSeries::default_of(&series) {
             let from = now - chrono::Duration::days(SPARKLINE_DAYS);
-            let span = TrendSpan { scenario: &summary.name, series: &newest.hash, from, to: now, buckets: 60 };
+            let span = TrendSpan { scenario: &summary.name, series: &shown.hash, from, to: now, buckets: 60 };
             let trend = state.store.trend_points(span).await?;
             for endpoint in endpoint_names(&trend.points) {
                 let points: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == endpoint).collect();

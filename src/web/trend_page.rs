@@ -2,7 +2,8 @@
 //! there were errors) and throughput over time, for one workload series.
 //!
 //! Query (`trend_view`): `range=7d|30d|90d|1y|all`, or a zoom `from=YYYY-MM-DD&to=YYYY-MM-DD` or
-//! `from_run=ID&to_run=ID`; `scale=log`; `series=HASH` (a prefix is enough; the newest series by default). The p95
+//! `from_run=ID&to_run=ID`; `scale=log`; `series=HASH` (a prefix is enough; by default the newest series that
+//! runs the scenario as written, not a smoke run's). The p95
 //! line carries the detector's band (between the values it would call an improvement and a regression, from the
 //! nights before the newest), each `[scenario.gates]` limit (p75, p95, p99; the error rate on its chart) as a red
 //! zone, and a pin on each run where this endpoint regressed, listed in words under its charts; build changes and

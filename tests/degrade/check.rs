@@ -232,6 +232,7 @@ async fn bad_input_gets_a_clear_message_and_the_right_exit_code() {
         started_at: night(11),
         confirms: None,
         judged_against: None,
+        reshape: None,
     };
     let aborted = store.create_run(&run).await.unwrap();
     store.end_run(aborted, RunStatus::Aborted, "degrade was stopped", night(11)).await.unwrap();

@@ -99,6 +99,7 @@ async fn nul_story(db: &TestDb) {
         started_at: night(1),
         confirms: None,
         judged_against: None,
+        reshape: None,
     };
     let id = store.create_run(&run).await.unwrap();
     let mut failing = EndpointResult { errors: 3, ..endpoint("GET /a\u{0}b", 50.0) };

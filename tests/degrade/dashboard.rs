@@ -277,7 +277,8 @@ async fn run_page_compare_alerts_and_metrics() {
 }
 
 /// Smoke runs (another scenario hash) are another workload series: the run page says which series a run
-/// belongs to and that others exist; the scenario page lists every series with its shape.
+/// belongs to and that others exist; the scenario page lists every series with its shape, and shows the nights
+/// of the scenario as written, not the newer smoke runs, unless asked.
 #[tokio::test]
 async fn run_and_scenario_pages_name_the_workload_series() {
     let db = TestDb::sqlite();
@@ -296,6 +297,7 @@ async fn run_and_scenario_pages_name_the_workload_series() {
             started_at,
             confirms: None,
             judged_against: None,
+            reshape: Some("--duration 20s --rate-scale 0.5".into()),
         };
         let id = store.create_run(&run).await.unwrap();
         let load_summary =
@@ -316,31 +318,43 @@ async fn run_and_scenario_pages_name_the_workload_series() {
     assert!(body.contains("Workload series <code>h</code>: 0 s measured at 0.0 sessions/s, 3 measured runs"), "{body}");
     assert!(body.contains("this scenario has 1 other series (2 runs: an edited scenario file"), "{body}");
     let (_, smoke) = app.get(&format!("/runs/{}", last + 2)).await;
-    assert!(smoke.contains("Workload series <code>5m0ke5er</code>: 20 s measured at 60.0 sessions/s, 2"), "{smoke}");
+    let smoke_shape = "20 s measured at 60.0 sessions/s, smoke runs: --duration 20s --rate-scale 0.5";
+    assert!(smoke.contains(&format!("Workload series <code>5m0ke5er</code>: {smoke_shape}, 2")), "{smoke}");
     assert!(smoke.contains("1 other series (3 runs"), "{smoke}");
 
     let (status, page) = app.get("/scenarios/checkout").await;
     assert_eq!(status, 200);
     assert!(page.contains("<h2 id=\"series\">Workload series</h2>"), "{page}");
-    // The charts show one series, the newest, and link to the others.
+    // The charts show one series, the scenario's nights rather than the newer smoke runs, and link to the others.
     assert!(
-        page.contains("Workload series shown: <strong><code>5m0ke5er</code></strong> <a href=\"?series=h\">"),
+        page.contains(
+            "Workload series shown: <a href=\"?series=5m0ke5er\"><code>5m0ke5er</code></a> (smoke) <strong><code>h</code></strong>"
+        ),
         "{page}"
     );
-    let smoke_row = "<tr><td><a href=\"?series=5m0ke5er\"><code>5m0ke5er</code></a></td><td>20 s measured at 60.0 \
-                     sessions/s</td><td class=\"num\">2</td>";
-    assert!(page.contains(smoke_row), "{page}");
+    assert!(
+        page.contains(&format!("<a href=\"/runs/{last}\"><title>run #{last}, ")),
+        "the nights' runs are drawn: {page}"
+    );
+    let smoke_row = format!(
+        "<tr><td><a href=\"?series=5m0ke5er\"><code>5m0ke5er</code></a></td><td>{smoke_shape}</td><td class=\"num\">2</td>"
+    );
+    assert!(page.contains(&smoke_row), "{page}");
     assert!(
         page.contains(
             "<tr><td><a href=\"?series=h\"><code>h</code></a></td><td>0 s measured at 0.0 sessions/s</td><td class=\"num\">3</td>"
         )
     );
-    assert!(page.find(smoke_row) < page.find("<tr><td><a href=\"?series=h\">"), "the newest series comes first");
-    let (_, older) = app.get("/scenarios/checkout?series=h").await;
-    assert!(older.contains("Workload series shown: <a href=\"?series=5m0ke5er\">"), "{older}");
+    assert!(page.find(&smoke_row) < page.find("<tr><td><a href=\"?series=h\">"), "the newest series comes first");
+    let (_, smoke_page) = app.get("/scenarios/checkout?series=5m0ke5er").await;
     assert!(
-        older.contains(&format!("<a href=\"/runs/{last}\"><title>run #{last}, ")),
-        "the older series' runs are drawn: {older}"
+        smoke_page
+            .contains("Workload series shown: <strong><code>5m0ke5er</code></strong> (smoke) <a href=\"?series=h\">"),
+        "{smoke_page}"
+    );
+    assert!(
+        smoke_page.contains(&format!("<a href=\"/runs/{}\"><title>run #{}, ", last + 2, last + 2)),
+        "the smoke runs are drawn when asked for: {smoke_page}"
     );
     let (status, unknown) = app.get("/scenarios/checkout?series=nope").await;
     assert_eq!(status, 404);

@@ -103,6 +103,7 @@ async fn the_run_counted_what_the_target_saw(
         started_at: measurement.started_at,
         confirms: None,
         judged_against: None,
+        reshape: None,
     };
     let id = app.store.create_run(&run).await.unwrap();
     app.store.finish_run(id, &measurement.results).await.unwrap();

@@ -231,6 +231,7 @@ fn old_night(text: &str, n: i64) -> (NewRun, RunResults) {
         started_at,
         confirms: None,
         judged_against: None,
+        reshape: None,
     };
     (run, results(started_at, &[OVERALL_ENDPOINT, "GET /echo"]))
 }

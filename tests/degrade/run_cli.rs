@@ -78,6 +78,10 @@ async fn run_is_printed_and_stored(db: TestDb) {
     assert!(report["load_summary"]["target_rate"].as_f64().unwrap() > 24.9);
     let runs = store.last_runs("checkout", 2).await.unwrap();
     assert_ne!(runs[0].scenario_hash, runs[1].scenario_hash, "smoke runs of different scale are separate series");
+    // Both runs were reshaped: each series says how, as its options read.
+    let series = store.workload_series("checkout").await.unwrap();
+    let reshapes: Vec<Option<&str>> = series.iter().map(|s| s.reshape.as_deref()).collect();
+    assert_eq!(reshapes, [Some("--duration 1s --rate-scale 0.5"), Some("--duration 2s")]);
     store.close().await;
 }
 

@@ -52,6 +52,7 @@ pub(crate) fn new_run(n: i64) -> NewRun {
         started_at: night(n),
         confirms: None,
         judged_against: None,
+        reshape: None,
     }
 }
 

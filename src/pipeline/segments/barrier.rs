@@ -127,6 +127,7 @@ async fn prepare(
         started_at,
         confirms: night.confirms,
         judged_against: night.judged_against.clone(),
+        reshape: night.plan.reshape.clone(),
     };
     let run_id = store.create_run(&new_run).await.context("cannot record the night's run")?;
     let ready = prepared.is_ok();

@@ -141,6 +141,7 @@ async fn regressed_nights(store: &Store, count: i64) -> i64 {
             started_at,
             confirms: None,
             judged_against: None,
+            reshape: None,
         };
         let id = store.create_run(&run).await.unwrap();
         let boards = if n == count - 1 { 135.0 } else { 100.0 };

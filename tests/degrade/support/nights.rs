@@ -50,6 +50,7 @@ pub fn new_run(scenario: &str, n: i64) -> NewRun {
         started_at: night(n),
         confirms: None,
         judged_against: None,
+        reshape: None,
     }
 }
 
