@@ -235,8 +235,9 @@ fn draw_rows<'s>(shared: &'s RunShared, flow_index: usize, rng: &mut SmallRng) -
             Drawn::OutOfData => return Err(NoRow::OutOfData),
             Drawn::EveryRowHeld(cap) => {
                 return Err(NoRow::EveryRowHeld(format!(
-                    "every row of feeder `{}` was held by {cap} session(s) already ([[data]] max_sessions_per_row)",
-                    plan.feeders[f].name
+                    "every row of feeder `{}` was held by {} already ([[data]] max_sessions_per_row)",
+                    plan.feeders[f].name,
+                    crate::model::counted(cap as usize, "session", "sessions")
                 )));
             }
         }

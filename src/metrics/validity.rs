@@ -84,8 +84,10 @@ pub fn validity_reasons(facts: &LoadFacts, limits: &Limits) -> Vec<String> {
     let cpu_limit = limits.max_cpu_share * facts.cores as f64 * 100.0;
     if facts.cpu_pct > cpu_limit {
         reasons.push(format!(
-            "the generator used {:.0} % CPU of {} core(s) (limit {:.0} %): it was saturated",
-            facts.cpu_pct, facts.cores, cpu_limit
+            "the generator used {:.0} % CPU of {} (limit {:.0} %): it was saturated",
+            facts.cpu_pct,
+            crate::model::counted(facts.cores, "core", "cores"),
+            cpu_limit
         ));
     }
     reasons

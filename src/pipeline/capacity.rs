@@ -146,7 +146,8 @@ async fn step(
             continue;
         }
         if discarded > 0 {
-            judgement.reason += &format!(" ({discarded} hold(s) the generator sent late discarded first)");
+            let holds = crate::model::counted(discarded as usize, "hold", "holds");
+            judgement.reason += &format!(" ({holds} the generator sent late discarded first)");
         }
         let Some(verdict) = judgement.verdict else { continue };
         let (requests, errors, [p75_ms, p95_ms, p99_ms]) = sample.overall();

@@ -291,9 +291,10 @@ fn check_row_caps(checker: &mut Checker<'_>, feeders: &[Feeder], caps: &[RowCap]
         let room = feeder.rows.len() as u64 * u64::from(cap);
         if u64::from(users) > room {
             let message = format!(
-                "{users} users at once need {users} sessions' rows, but {} rows × {cap} session(s) a row hold {room}: \
-                 add rows, raise the cap or plan fewer users",
-                feeder.rows.len()
+                "{users} users at once need {users} sessions' rows, but {} × {} a row hold {room}: add rows, raise \
+                 the cap or plan fewer users",
+                crate::model::counted(feeder.rows.len(), "row", "rows"),
+                crate::model::counted(cap as usize, "session", "sessions")
             );
             checker.error(spanned, &format!("data[{at}].max_sessions_per_row"), message);
         }

@@ -159,7 +159,7 @@ async fn a_row_capped_at_one_session_is_never_used_by_two_at_once() {
     assert!(results.load_summary.dropped > 0, "{:?}", results.load_summary);
     let samples: Vec<&String> = results.endpoints.iter().flat_map(|e| e.error_samples.values().flatten()).collect();
     assert!(
-        samples.iter().any(|s| s.contains("every row of feeder `accounts` was held by 1 session(s) already")),
+        samples.iter().any(|s| s.contains("every row of feeder `accounts` was held by 1 session already")),
         "{samples:?}"
     );
 }
@@ -204,7 +204,7 @@ fn a_closed_model_with_more_users_than_capped_rows_is_refused() {
                 [load]\nmodel = \"closed\"\n[[load.stage]]\nduration = \"1s\"\nusers = 7\n";
     let error = degrade::scenario::parse(&dir.path().join("s.toml"), text, None, &|_| None).unwrap_err().to_string();
     let expected = "s.toml:6:24: data[0].max_sessions_per_row: 7 users at once need 7 sessions' rows, but 3 rows × 2 \
-                    session(s) a row hold 6";
+                    sessions a row hold 6";
     assert!(error.contains(expected), "{error}");
     let zero = text.replace("max_sessions_per_row = 2", "max_sessions_per_row = 0");
     let error = degrade::scenario::parse(&dir.path().join("s.toml"), &zero, None, &|_| None).unwrap_err().to_string();

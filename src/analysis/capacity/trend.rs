@@ -70,10 +70,10 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
             _ => String::new(),
         };
         finding.reason = format!(
-            "{}; {} baseline night(s) found a capacity{elsewhere}, {} are needed to judge it",
+            "{}; {} found a capacity{elsewhere}, {} needed to judge it",
             tonight.describe(),
-            capacities.len(),
-            gates.min_runs
+            crate::model::counted(capacities.len(), "baseline night", "baseline nights"),
+            crate::model::counted(gates.min_runs as usize, "is", "are")
         );
         return finding;
     }
@@ -177,7 +177,7 @@ mod tests {
         assert_eq!(finding.outcome, FindingOutcome::Inconclusive, "{}", finding.reason);
         assert!(
             finding.reason.ends_with(
-                "0 baseline night(s) found a capacity in this zone (p75 ≤ 60 ms; api CPU ≤ 0.12): 6 baseline nights \
+                "0 baseline nights found a capacity in this zone (p75 ≤ 60 ms; api CPU ≤ 0.12): 6 baseline nights \
                  searched another (p75 ≤ 60 ms), 5 are needed to judge it"
             ),
             "{}",
