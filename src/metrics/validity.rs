@@ -123,7 +123,7 @@ mod tests {
             (|f| f.achieved_rate = 80.0, "achieved 80.0 sessions/s of the planned 100.0"),
             (|f| f.dropped = 7, "7 arrivals were dropped"),
             (|f| f.schedule_lag_p99_us = 25_000, "schedule lag p99 was 25.0 ms"),
-            (|f| f.cpu_pct = 190.0, "190 % CPU of 2 core(s)"),
+            (|f| f.cpu_pct = 190.0, "190 % CPU of 2 cores"),
             (|f| f.stopped_early = Some("feeder `users` ran out".into()), "ended early: feeder `users` ran out"),
         ];
         for (spoil, expected) in cases {

@@ -3,6 +3,7 @@
 //! on the run page.
 
 use super::{CheckReport, change_text, interval_text, with_unit};
+use crate::analysis::capacity::CAPACITY_METRIC;
 use crate::model::FindingOutcome;
 
 pub(super) fn render(report: &CheckReport) -> String {
@@ -30,6 +31,7 @@ pub(super) fn render(report: &CheckReport) -> String {
         lines.push(format!("  {label:<10}  {}  {}  {numbers}", f.endpoint, f.metric));
         lines.push(format!("  {:<10}  {}", "", f.reason));
     }
+    lines.extend(quiet_capacity_lines(report));
     if let Some(line) = too_few_line(report) {
         lines.push(line);
     }
@@ -38,6 +40,27 @@ pub(super) fn render(report: &CheckReport) -> String {
     }
     lines.push(format!("verdict: {}", report.summary));
     lines.join("\n") + "\n"
+}
+
+/// The capacity when no finding above showed it: it is a capacity night's headline, so a passing night says
+/// what it held (`capacity    156 req/s, unchanged (baseline 158 req/s, -1.3 %)`), and a night not judged says
+/// why (its reason), instead of leaving the figure out of the log.
+fn quiet_capacity_lines(report: &CheckReport) -> Vec<String> {
+    let quiet = report.findings.iter().filter(|f| {
+        f.metric == CAPACITY_METRIC && matches!(f.outcome, FindingOutcome::NoChange | FindingOutcome::Inconclusive)
+    });
+    quiet
+        .flat_map(|f| match (f.outcome, f.baseline_value) {
+            (FindingOutcome::NoChange, Some(base)) => vec![format!(
+                "  {:<10}  {}, unchanged (baseline {}, {})",
+                "capacity",
+                with_unit(&f.metric, f.candidate_value),
+                with_unit(&f.metric, base),
+                change_text(f.delta_pct)
+            )],
+            _ => vec![format!("  {:<10}  not judged", "capacity"), format!("  {:<10}  {}", "", f.reason)],
+        })
+        .collect()
 }
 
 /// How many figures of a run the too-few line names before it counts the rest.

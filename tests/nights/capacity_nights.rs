@@ -65,6 +65,14 @@ async fn an_unchanged_build_over_ten_nights_raises_no_capacity_finding() {
             let verdict = verdict.as_ref().unwrap();
             let unchanged = verdict.findings.iter().filter(|f| f.outcome == FindingOutcome::NoChange).count();
             assert!(verdict.summary.contains(&format!(" {unchanged} unchanged")), "{}", verdict.summary);
+            // A passing night's log still says what it held: the capacity is the night's headline.
+            if finding.outcome == FindingOutcome::NoChange {
+                let line = format!(
+                    "  capacity    {} req/s, unchanged (baseline ",
+                    degrade::model::rate_text(found.capacity.unwrap())
+                );
+                assert!(stdout.contains(&line), "{line} in {stdout}");
+            }
             judged.push((measured, finding.outcome, finding.reason));
         }
     }
