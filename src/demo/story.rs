@@ -266,6 +266,8 @@ fn history_build(n: u32) -> Build {
 async fn night(runner: &Runner, config: &Config, options: &Options) -> anyhow::Result<Ended> {
     let mut job = Job::find(config, Some(SCENARIO))?;
     job.plan = job.plan.scaled(Some(options.night_length), 1.0).map_err(anyhow::Error::msg)?;
+    // The demo's nights are its nights, not smoke runs of them: the dashboard shows them by default.
+    job.plan.reshape = None;
     let claim = runner.claim(SCENARIO).await?;
     runner.run(claim, job, None, &BaselineSpec::default(), |_| {}).await
 }
