@@ -27,7 +27,7 @@ const TAIL_MIN: usize = 2;
 /// The level is the mean of at most this many recent nights of the last settled segment.
 const LEVEL_WINDOW: usize = 28;
 /// Nights further than this many sigmas from their segment are outliers.
-const REJECT_SIGMAS: f64 = 5.0;
+pub(super) const REJECT_SIGMAS: f64 = 5.0;
 /// Cap on the lag-1 autocorrelation, so a drifting series cannot shrink the level's uncertainty to nothing.
 const PHI_MAX: f64 = 0.8;
 

@@ -30,7 +30,7 @@ use hdrhistogram::Histogram;
 
 use super::counts::{Count, CountHistory, WOBBLE_PRIOR};
 use super::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
-use super::level::estimate;
+use super::level::{REJECT_SIGMAS, estimate, median};
 use super::sample::Sample;
 use crate::metrics::interval::quantile_levels;
 
@@ -124,7 +124,10 @@ fn past(h: &Histogram<u64>, threshold_us: u64) -> u64 {
 
 /// The nights at the median's current level: only they say how many requests are usually slow. The median is
 /// the percentile every night bounds; a step in it is a new build's level, and a new level not settled yet
-/// is where the series stands (its nights alone, possibly too few for a test).
+/// is where the series stands (its nights alone, possibly too few for a test). A night the level leaves out as
+/// an outlier is left out here too: one regressed night among fast ones (a build that slowed a route ×100, then
+/// fixed) is one wild night to the level, but pooled whole it puts the baseline's p99 at its slow requests, and
+/// a route slowed the same way again reads as no tail change (found by a new-user trial).
 fn current_nights(history: &[Sample]) -> Vec<&Sample> {
     let judged: Vec<(&Sample, f64, f64)> = history
         .iter()
@@ -142,7 +145,9 @@ fn current_nights(history: &[Sample]) -> Vec<&Sample> {
         Some((_, nights)) => judged.len().saturating_sub(nights),
         None => e.current_from.min(judged.len()),
     };
-    judged[from..].iter().map(|(s, ..)| *s).collect()
+    let level = median(&values[from..]);
+    let usual = |value: f64| (value - level).abs() <= REJECT_SIGMAS * e.sigma;
+    judged[from..].iter().filter(|(_, value, _)| usual(*value)).map(|(s, ..)| *s).collect()
 }
 
 #[cfg(test)]

@@ -123,3 +123,17 @@ fn only_the_nights_at_the_current_level_set_the_threshold() {
     assert_eq!(p99.history.nights, 4, "{p99:?}");
     assert!(p99.baseline_ms > 40.0 && p99.p > 0.01, "{p99:?}");
 }
+
+#[test]
+fn a_regressed_night_among_fast_ones_does_not_set_the_threshold() {
+    // Seven nights at 0.3 ms, one of them a build that made every request 30 ms (a regression, then fixed);
+    // tonight that build again. Pooled whole, its night put the baseline's p99 at 30 ms and tonight read as no
+    // tail change; the level leaves it out as an outlier, and so does the threshold.
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut history: Vec<Sample> = (0..7).map(|_| night(300, 0.3, 0.0, (0.0, 0.0), &mut rng)).collect();
+    history[1] = night(300, 30.0, 0.0, (0.0, 0.0), &mut rng);
+    let tonight = night(300, 30.0, 0.0, (0.0, 0.0), &mut rng);
+    let p99 = tail_share(&tonight, &history, 0.1, 3).expect("six nights at the level");
+    assert_eq!(p99.history.nights, 6, "{p99:?}");
+    assert!(p99.baseline_ms < 2.0 && p99.p < FIRST_STEP, "{p99:?}");
+}
