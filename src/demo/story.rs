@@ -269,7 +269,7 @@ async fn night(runner: &Runner, config: &Config, options: &Options) -> anyhow::R
     // The demo's nights are its nights, not smoke runs of them: the dashboard shows them by default.
     job.plan.reshape = None;
     let claim = runner.claim(SCENARIO).await?;
-    runner.run(claim, job, None, &BaselineSpec::default(), |_| {}).await
+    Box::pin(runner.run(claim, job, None, &BaselineSpec::default(), |_| {})).await
 }
 
 fn verdict(tonight: &Ended, alerts: Vec<serde_json::Value>) -> anyhow::Result<StoryVerdict> {

@@ -115,12 +115,19 @@ pub fn measured_nothing_note(rerun: Option<RunId>) -> String {
 }
 
 /// How the last rerun of a first run whose verdict stands ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LastRerun {
     /// It could not be judged either (it is the last of the undecided ones).
     Undecided,
     /// It measured nothing to judge (the rerun, if it was stored): cut short, failed, or never started.
     MeasuredNothing(Option<RunId>),
+    /// It measured another build than the first run's: the build was deployed anew between the two.
+    OtherBuild {
+        /// The rerun.
+        rerun: RunId,
+        /// The first run's build and the rerun's.
+        builds: (String, String),
+    },
 }
 
 /// What a first run's report says when its verdict stands without a rerun to decide it: the `undecided`
@@ -135,6 +142,17 @@ pub fn stands_note(undecided: &[(RunId, String)], last: LastRerun) -> String {
         LastRerun::MeasuredNothing(rerun) if undecided.is_empty() => measured_nothing_note(rerun),
         LastRerun::MeasuredNothing(rerun) => {
             format!("{}; {reruns} before it could not be judged ({})", measured_nothing_note(rerun), why.join("; "))
+        }
+        LastRerun::OtherBuild { rerun, builds: (first, now) } => {
+            let earlier = if undecided.is_empty() {
+                String::new()
+            } else {
+                format!("; {reruns} before it could not be judged ({})", why.join("; "))
+            };
+            format!(
+                "rerun #{rerun} measured build {now}, not {first}: the build changed after the first run, so the \
+                 rerun can neither confirm nor refute it, and this verdict stands{earlier}"
+            )
         }
         LastRerun::Undecided => format!(
             "the confirmation could not be made: {reruns} of the same build could not be judged ({}), and only a \

@@ -315,3 +315,41 @@ async fn a_regression_whose_reruns_cannot_be_measured_stands() {
     }
     store.close().await;
 }
+
+/// A new build deployed between a night's first run and its rerun (by hand, or by another pipeline): the rerun
+/// reads its build again and measured another one, so it can neither confirm nor refute the first run's
+/// regression. The first verdict stands, alerted, and the rerun is stored under the build it measured, not
+/// the first run's (the rerun of a fast new build had "refuted" the old one's regression under its name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rerun_that_measured_another_build_neither_confirms_nor_refutes() {
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
+    let (target, hook, dir, store) = five_nights_in().await;
+    let mut night = None;
+    for _ in 0..6 {
+        // The first run's 80 requests slow, on build 1.0.0; then build 1.1.0, fast.
+        let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
+        target.slow((80, i64::MAX));
+        target.redeploy(80);
+        let (code, output) = crate::slow_target::check_run_now(&dir, &hook).await;
+        if store.find_run(before + 1).await.unwrap().unwrap().status != RunStatus::Invalid {
+            night = Some((code, output, before + 1));
+            break;
+        }
+    }
+    let (code, output, first) = night.expect("six first runs in a row were invalid: this machine is too busy");
+    assert_eq!(code, Some(1), "{output}");
+    let said = format!("rerun #{} measured build 1.1.0, not 1.0.0: the build changed after the first run", first + 1);
+    assert!(output.contains(&said), "{output}");
+    let (first_run, rerun) =
+        (store.find_run(first).await.unwrap().unwrap(), store.find_run(first + 1).await.unwrap().unwrap());
+    assert_eq!((first_run.status, first_run.build_id.as_deref()), (RunStatus::Regressed, Some("1.0.0")));
+    assert_eq!(rerun.build_id.as_deref(), Some("1.1.0"), "the rerun is stored under the build it measured");
+    assert!(store.find_run(first + 2).await.unwrap().is_none(), "another build is not rerun again");
+    let delivered = hook.delivered();
+    assert_eq!(delivered.len(), 1, "the regression is alerted: {delivered:?}");
+    assert_eq!(
+        (delivered[0]["event"].as_str(), delivered[0]["build"].as_str()),
+        (Some("regression"), Some("1.0.0"))
+    );
+    store.close().await;
+}

@@ -28,6 +28,9 @@ struct Slow {
     again: AtomicI64,
     crawl: AtomicI64,
     stall: AtomicI64,
+    /// From this request number on (counted as `slow` counts), `/version` answers `1.1.0` instead of `1.0.0`:
+    /// a new build deployed during the night.
+    redeployed: AtomicI64,
 }
 
 /// A target slow by the numbers in [`Slow`].
@@ -49,9 +52,10 @@ impl SlowFor {
             again: AtomicI64::new(i64::MAX),
             crawl: AtomicI64::new(i64::MAX),
             stall: AtomicI64::new(i64::MAX),
+            redeployed: AtomicI64::new(i64::MAX),
             ..Slow::default()
         });
-        let app = Router::new().route("/items", get(items)).with_state(slow.clone());
+        let app = Router::new().route("/items", get(items)).route("/version", get(version)).with_state(slow.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
@@ -66,7 +70,13 @@ impl SlowFor {
         self.slow.again.store(again, Ordering::SeqCst);
         self.slow.crawl.store(i64::MAX, Ordering::SeqCst);
         self.slow.stall.store(i64::MAX, Ordering::SeqCst);
+        self.slow.redeployed.store(i64::MAX, Ordering::SeqCst);
         self.slow.served.store(0, Ordering::SeqCst);
+    }
+
+    /// From request number `from` on (counted as `slow` counts), the target is build 1.1.0.
+    pub fn redeploy(&self, from: i64) {
+        self.slow.redeployed.store(from, Ordering::SeqCst);
     }
 
     /// From request number `from` on (counted as `slow` counts), each takes 400 ms.
@@ -78,6 +88,10 @@ impl SlowFor {
     pub fn stall(&self, from: i64) {
         self.slow.stall.store(from, Ordering::SeqCst);
     }
+}
+
+async fn version(State(slow): State<Arc<Slow>>) -> &'static str {
+    if slow.served.load(Ordering::SeqCst) >= slow.redeployed.load(Ordering::SeqCst) { "1.1.0" } else { "1.0.0" }
 }
 
 async fn items(State(slow): State<Arc<Slow>>) -> &'static str {
@@ -101,8 +115,9 @@ async fn items(State(slow): State<Arc<Slow>>) -> &'static str {
 /// rerun of a noisy night, which then "confirmed" the noise.
 pub fn project_for(target: &SlowFor) -> tempfile::TempDir {
     let config = format!(
-        "[[scenario]]\nname = \"shop\"\nfile = \"scenarios/shop.toml\"\ntarget = \"http://{}\"\n\
-         [scenario.gates]\nbusy_machine_inconclusive = false\nmin_effect_pct = 200\n\n\
+        "[[scenario]]\nname = \"shop\"\nfile = \"scenarios/shop.toml\"\ntarget = \"http://{0}\"\n\
+         [scenario.gates]\nbusy_machine_inconclusive = false\nmin_effect_pct = 200\n\
+         [scenario.build]\nversion_url = \"http://{0}/version\"\n\n\
          [[notify]]\nname = \"team\"\nkind = \"json\"\nurl_env = \"HOOK\"\n",
         target.address
     );

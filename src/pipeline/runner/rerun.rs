@@ -27,6 +27,8 @@ enum Attempt {
     Judged(Box<Ended>),
     /// It measured nothing to judge (the rerun, if one was stored): the first verdict stands.
     MeasuredNothing(Option<RunId>),
+    /// It measured another build (deployed since the first run): the first verdict stands.
+    OtherBuild(RunId, String),
 }
 
 impl Runner {
@@ -59,6 +61,11 @@ impl Runner {
             let rerun = match Box::pin(self.rerun_once(attempt_job, &first_report, spec, on_progress)).await? {
                 Attempt::MeasuredNothing(rerun) => {
                     let last = confirm::LastRerun::MeasuredNothing(rerun);
+                    return self.first_stands(first, first_report, &undecided, last).await;
+                }
+                Attempt::OtherBuild(rerun, build) => {
+                    let builds = (first_report.build_id.clone().unwrap_or_default(), build);
+                    let last = confirm::LastRerun::OtherBuild { rerun, builds };
                     return self.first_stands(first, first_report, &undecided, last).await;
                 }
                 Attempt::Judged(rerun) => rerun,
@@ -95,7 +102,11 @@ impl Runner {
             // Stopped during the pause: no rerun is started, let alone stored.
             return Ok(Attempt::MeasuredNothing(None));
         }
-        let build = first_report.build_id.clone();
+        // The build is read again where the scenario has a version source: a deploy between the two runs (by
+        // hand, or by another pipeline) would otherwise be measured under the first run's build id, and a fast
+        // new build "refute" the old one's regression.
+        let reads_its_build = job.scenario.as_ref().is_some_and(|s| s.build.version.is_some());
+        let build = if reads_its_build { None } else { first_report.build_id.clone() };
         let outcome = match Box::pin(crate::pipeline::run(
             store,
             job,
@@ -112,6 +123,10 @@ impl Runner {
                 return Ok(Attempt::MeasuredNothing(None));
             }
         };
+        if let Some(other) = Box::pin(self.other_build(outcome.run_id(), first_report)).await? {
+            tracing::warn!(scenario, "the confirmation rerun measured build {other}: the first verdict stands");
+            return Ok(Attempt::OtherBuild(outcome.run_id(), other));
+        }
         let judge = || self.conclude(&scenario, &outcome, spec, IfRegressed::Stands, Step::RerunJudged);
         match retry(Retry::Unreachable, "judge the rerun", judge).await {
             Ok(rerun) if rerun.report.is_some() => Ok(Attempt::Judged(Box::new(rerun))),
@@ -123,6 +138,14 @@ impl Runner {
             // The database did not answer: the pair stays `confirming`, for the next degrade to decide.
             Err(e) => Err(e).context("judge the confirmation rerun"),
         }
+    }
+
+    /// The build `rerun` measured, when it is known and not the first run's.
+    async fn other_build(&self, rerun: RunId, first: &CheckReport) -> anyhow::Result<Option<String>> {
+        let read = || async { self.store.find_run(rerun).await };
+        let run = retry(Retry::Unreachable, "read the rerun back", read).await?;
+        let build = run.and_then(|r| r.build_id);
+        Ok(build.filter(|b| first.build_id.as_ref().is_some_and(|f| f != b)))
     }
 
     /// Stores what a judged rerun decided: its alerts, then the pair's statuses (the `earlier` reruns, which could
