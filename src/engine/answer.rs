@@ -28,6 +28,10 @@ pub struct Answer {
     /// HTTP/2: when the body's first bytes reached this machine (a gRPC server stream's first message), by
     /// the kernel's stamp where known, else when they were read; `None` for an answer without a body.
     pub first_data: Option<Instant>,
+    /// HTTP/2: when the request's stream opened. Past the server's `MAX_CONCURRENT_STREAMS` a request waits in
+    /// h2's queue for a free stream: that wait is part of its response time, not of the server's service time.
+    /// `None` for HTTP/1.1, whose request goes out when it is sent.
+    pub stream_opened: Option<Instant>,
 }
 
 /// Where a response's header fields are.
@@ -42,7 +46,7 @@ enum Fields {
 impl Answer {
     /// An HTTP/1.1 answer whose head (status line and headers, parsed once already) is `head`.
     pub(super) fn http1(status: u16, head: Bytes, body: Bytes, arrived: Option<Instant>) -> Self {
-        Self { status, fields: Fields::Http1(head), body, arrived, first_data: None }
+        Self { status, fields: Fields::Http1(head), body, arrived, first_data: None, stream_opened: None }
     }
 
     /// An HTTP/2 answer.
@@ -53,7 +57,8 @@ impl Answer {
         trailers: Option<HeaderMap>,
         (first_data, arrived): (Option<Instant>, Option<Instant>),
     ) -> Self {
-        Self { status, fields: Fields::Http2 { headers, trailers }, body, arrived, first_data }
+        let fields = Fields::Http2 { headers, trailers };
+        Self { status, fields, body, arrived, first_data, stream_opened: None }
     }
 
     /// The first value of header `name` (any case), when there is one: as text, or `Err` when it is not UTF-8.

@@ -408,5 +408,7 @@ pub(super) async fn exchange(
         }),
     })
     .await;
+    // An HTTP/2 request held back for a free stream went out when its stream opened.
+    let sent = result.as_ref().ok().and_then(|answer| answer.stream_opened).map_or(sent, |opened| opened.max(sent));
     (Some(sent), result)
 }

@@ -78,7 +78,14 @@ pub(super) async fn exchange(
 ) -> Result<Answer, Failure> {
     let (response, sending) =
         sender.send_request(request, body.is_empty()).map_err(|e| classify(&e, watch, "sending the request"))?;
-    send_body_and_read(response, sending, body, max_body, watch).await
+    // Past the server's MAX_CONCURRENT_STREAMS, h2 holds the stream back until another one ends; this handle is
+    // ready again once its stream has opened. An error here is the connection's, which the response says better.
+    let _ = std::future::poll_fn(|cx| sender.poll_ready(cx)).await;
+    let opened = std::time::Instant::now();
+    send_body_and_read(response, sending, body, max_body, watch).await.map(|mut answer| {
+        answer.stream_opened = Some(opened);
+        answer
+    })
 }
 
 /// Sends the request's `body` on its stream (`sending`), then reads the `response` whole.
