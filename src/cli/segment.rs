@@ -122,8 +122,10 @@ fn describe(run_id: RunId, night: &MergedNight) -> String {
     let spread =
         night.start_spread_us.map_or_else(|| "unknown".to_owned(), |us| format!("{:.1} ms", us as f64 / 1000.0));
     let mut text = format!(
-        "merged {} segments into run {run_id}: {}, {} requests, start spread {spread}",
-        night.segments, night.status, night.requests
+        "merged {} into run {run_id}: {}, {} requests, start spread {spread}",
+        crate::model::counted(night.segments, "segment", "segments"),
+        night.status,
+        night.requests
     );
     for reason in &night.reasons {
         text.push_str(&format!("\n  invalid: {}", crate::outside_text::printable(reason)));

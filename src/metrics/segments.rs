@@ -150,7 +150,8 @@ fn status_and_reasons(segments: &[SegmentResults], count: u32) -> (RunStatus, Ve
         (0..count).filter(|k| !segments.iter().any(|s| s.index == *k)).map(|k| k.to_string()).collect();
     if !missing.is_empty() {
         status = RunStatus::Invalid;
-        reasons.push(format!("segments {} of {count} reported no results", missing.join(", ")));
+        let segments = if missing.len() == 1 { "segment" } else { "segments" };
+        reasons.push(format!("{segments} {} of {count} reported no results", missing.join(", ")));
     }
     (status, reasons)
 }
@@ -341,7 +342,7 @@ mod tests {
         assert_eq!(merged.status, RunStatus::Invalid);
         assert!(merged.validity_reasons.iter().any(|r| r == "segment 1/3 was stopped before its plan ended"));
         assert!(
-            merged.validity_reasons.iter().any(|r| r == "segments 2 of 3 reported no results"),
+            merged.validity_reasons.iter().any(|r| r == "segment 2 of 3 reported no results"),
             "{:?}",
             merged.validity_reasons
         );

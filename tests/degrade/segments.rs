@@ -154,6 +154,27 @@ async fn a_segment_killed_mid_night_stops_the_others_and_the_night_is_invalid() 
         "{:?}",
         run.validity_reasons
     );
+    // The night holds both survivors' requests, whichever finished last: it was merged once both had reported,
+    // and only the killed segment is named as missing.
+    let reported: i64 = store
+        .run_segments(&key)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.segment_index != 2)
+        .map(|r| {
+            let results: serde_json::Value =
+                serde_json::from_str(r.results.as_deref().expect("a survivor reported")).unwrap();
+            results["endpoints"][0]["requests"].as_i64().expect("its (all) row")
+        })
+        .sum();
+    let merged = store.run_detail(run.id).await.unwrap().unwrap();
+    assert_eq!(merged.endpoints[0].requests, reported, "{:?}", run.validity_reasons);
+    assert!(
+        run.validity_reasons.iter().any(|r| r == "segment 2 of 3 reported no results"),
+        "{:?}",
+        run.validity_reasons
+    );
 }
 
 pub(crate) async fn wait_for_start(store: &Store, key: &str) {

@@ -347,9 +347,6 @@ async fn a_rerun_that_measured_another_build_neither_confirms_nor_refutes() {
     assert!(store.find_run(first + 2).await.unwrap().is_none(), "another build is not rerun again");
     let delivered = hook.delivered();
     assert_eq!(delivered.len(), 1, "the regression is alerted: {delivered:?}");
-    assert_eq!(
-        (delivered[0]["event"].as_str(), delivered[0]["build"].as_str()),
-        (Some("regression"), Some("1.0.0"))
-    );
+    assert_eq!((delivered[0]["event"].as_str(), delivered[0]["build"].as_str()), (Some("regression"), Some("1.0.0")));
     store.close().await;
 }

@@ -11,7 +11,7 @@ use super::sentinel::LOST_AFTER;
 use crate::engine::Measurement;
 use crate::metrics::segments::{merge, segment_results};
 use crate::model::{OVERALL_ENDPOINT, RunId, RunStatus, SegmentResults};
-use crate::store::{SegmentSummary, Store};
+use crate::store::{SegmentRow, SegmentSummary, Store};
 
 /// The night's one run, as the merging segment stored it.
 #[derive(Debug, Clone)]
@@ -78,7 +78,9 @@ pub(super) async fn store_segment(
 }
 
 /// Merges the night into its run when this segment is the one to: every segment reported, or the night is
-/// invalid and some segment is lost (it will never report).
+/// invalid, some segment is lost (it will never report) and every other one has reported. A segment still
+/// running (seen lately) will report, stopped by the invalid night, and merges then: merged before it, the
+/// night lacked a surviving segment's requests and named it among the lost (found by a new-user trial).
 pub(super) async fn merge_if_last(
     store: &Store,
     night: &Night<'_>,
@@ -86,10 +88,11 @@ pub(super) async fn merge_if_last(
 ) -> anyhow::Result<Option<MergedNight>> {
     let registry = store.segmented_run(night.key).await?.context("the night's registry row vanished")?;
     let rows = store.run_segments(night.key).await?;
-    let lost = rows
-        .iter()
-        .any(|r| !matches!(r.state.as_str(), "done" | "failed") && r.unseen_ms > LOST_AFTER.as_millis() as i64);
-    let anyway = registry.invalid_reason.is_some() && (lost || rows.len() < night.segment.count() as usize);
+    let reported = |r: &SegmentRow| matches!(r.state.as_str(), "done" | "failed");
+    let seen_lately = |r: &SegmentRow| r.unseen_ms <= LOST_AFTER.as_millis() as i64;
+    let lost = rows.iter().any(|r| !reported(r) && !seen_lately(r));
+    let running = rows.iter().any(|r| !reported(r) && seen_lately(r));
+    let anyway = registry.invalid_reason.is_some() && (lost || rows.len() < night.segment.count() as usize) && !running;
     if !store.claim_segment_merge(night.key, anyway).await? {
         return Ok(None);
     }
