@@ -174,7 +174,14 @@ fn resolve_target(
         })
     });
     let max_body = match &max_body {
-        Some(size) => checker.check(size, "target.max_body", |size| body_size(size)),
+        Some(size) => checker.check(size, "target.max_body", |size| match size {
+            // A bare number is bytes, as the reference says (`max_body = 200`).
+            toml::Value::Integer(bytes) => body_size(&bytes.to_string()),
+            toml::Value::String(text) => body_size(text),
+            other => {
+                Err(format!("{} is not a size; write e.g. `4MB`, `512KiB` or a number of bytes", other.type_str()))
+            }
+        }),
         None => Some(DEFAULT_MAX_BODY),
     };
     let headers = header_templates(checker, scope, &headers, "target.headers", &[], &[]);

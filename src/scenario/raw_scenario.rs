@@ -50,7 +50,7 @@ pub(super) struct RawTarget {
     pub timeout: Option<Spanned<String>>,
     pub connect_timeout: Option<Spanned<String>>,
     pub max_connections: Option<Spanned<i64>>,
-    pub max_body: Option<Spanned<String>>,
+    pub max_body: Option<Spanned<toml::Value>>,
     #[serde(default)]
     pub headers: BTreeMap<String, Spanned<String>>,
     pub protocol: Option<Spanned<String>>,

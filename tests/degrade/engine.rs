@@ -418,3 +418,29 @@ async fn an_endless_body_is_cut_at_max_body_and_fails_clearly() {
     assert!(sample.starts_with("the body passed max_body of 1,000,000 bytes (1 MB) after "), "{sample}");
     assert!(sample.ends_with("the rest was not read and the connection was dropped"), "{sample}");
 }
+
+/// `[target] max_body` takes a number of bytes as the reference says, bare or written with its unit, and
+/// anything else names its line and field.
+#[test]
+fn max_body_is_a_size_or_a_number_of_bytes() {
+    let with_max_body = |value: &str| {
+        format!(
+            "[target]\nbase_url = \"http://127.0.0.1:9\"\nmax_body = {value}\n[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n{GOOD_LOAD}"
+        )
+    };
+    for (value, bytes) in [("200", 200), ("\"200\"", 200), ("\"1KiB\"", 1024)] {
+        let plan = scenario::parse(std::path::Path::new("s.toml"), &with_max_body(value), None, &|_| None).unwrap();
+        assert_eq!(plan.target.max_body, bytes, "max_body = {value}");
+    }
+    for (value, said) in [
+        (
+            "true",
+            "s.toml:3:12: target.max_body: boolean is not a size; write e.g. `4MB`, `512KiB` or a number of bytes",
+        ),
+        ("0", "s.toml:3:12: target.max_body: must be at least one byte"),
+        ("-5", "s.toml:3:12: target.max_body: `-5` is not a size"),
+    ] {
+        let error = scenario_error(&with_max_body(value));
+        assert!(error.contains(said), "max_body = {value}: {error}");
+    }
+}
