@@ -223,9 +223,24 @@ async fn candidate(store: &Store, config: &Config, args: &CheckArgs, run: Option
         return Ok(run);
     }
     let scenario = scenario_name(store, config, args.scenario()).await?;
-    store.latest_completed_run(&scenario).await?.with_context(|| {
+    let latest = store.latest_completed_run(&scenario).await?.with_context(|| {
         format!("scenario `{scenario}` has no completed runs yet; run it first (degrade run {scenario})")
-    })
+    })?;
+    if latest.status == RunStatus::Aborted {
+        // Never judged, and never passed over in silence either (the gate would then speak for a build it did
+        // not measure tonight): say which run before it can be judged.
+        let earlier = store.last_runs(&scenario, 20).await?;
+        if let Some(measured) = earlier.iter().find(|r| r.id != latest.id && r.status.is_valid_measurement()) {
+            say!(
+                "note: run #{}, the latest, was stopped before it ended; the latest run that measured is #{} \
+                 (degrade check --run {})",
+                latest.id,
+                measured.id,
+                measured.id
+            );
+        }
+    }
+    Ok(latest)
 }
 
 /// `--scenario`, or the only scenario configured or stored.

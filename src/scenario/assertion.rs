@@ -55,7 +55,8 @@ impl std::fmt::Display for Check {
             Self::Exists(false) => f.write_str("is absent"),
             Self::Eq(value) => {
                 let text = value.to_string();
-                let shown = if text.len() <= 80 { text } else { format!("{}…", &text[..text.floor_char_boundary(80)]) };
+                let shown =
+                    if text.len() <= 80 { text } else { format!("{}…", &text[..text.floor_char_boundary(80)]) };
                 write!(f, "== {shown}")
             }
             Self::Lt(limit) => write!(f, "< {limit}"),

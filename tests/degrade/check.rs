@@ -242,6 +242,10 @@ async fn bad_input_gets_a_clear_message_and_the_right_exit_code() {
         stderr.contains(&format!("run #{aborted} was stopped (degrade was stopped); a run cut short is never judged")),
         "{stderr}"
     );
+    // It says which run before it measured (not the invalid one), for the gate to judge that night instead.
+    let said =
+        format!("note: run #{aborted}, the latest, was stopped before it ended; the latest run that measured is #");
+    assert!(stderr.contains(&said) && !stderr.contains(&format!("is #{invalid} ")), "{stderr}");
     store.close().await;
 }
 
