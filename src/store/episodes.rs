@@ -87,8 +87,10 @@ impl From<EpisodeRow> for Episode {
 pub enum Acknowledged {
     /// The episode was open and is now acknowledged.
     Done,
-    /// It was acknowledged or resolved already; nothing changed.
-    NotOpen,
+    /// It was acknowledged already (it stays open until it recovers); nothing changed.
+    AlreadyAcknowledged,
+    /// It is over: the scenario recovered; nothing changed.
+    Resolved,
     /// No episode has this id.
     NotFound,
 }
@@ -239,8 +241,13 @@ impl Store {
         if updated == 1 {
             return Ok(Acknowledged::Done);
         }
-        let exists = "select count(*) from episodes where id = $1";
-        let count: i64 = on_pool!(self, |pool| sqlx::query_scalar(exists).bind(id).fetch_one(pool).await?);
-        Ok(if count == 0 { Acknowledged::NotFound } else { Acknowledged::NotOpen })
+        let state = "select state from episodes where id = $1";
+        let state: Option<String> =
+            on_pool!(self, |pool| sqlx::query_scalar(state).bind(id).fetch_optional(pool).await?);
+        Ok(match state.as_deref() {
+            None => Acknowledged::NotFound,
+            Some("acknowledged") => Acknowledged::AlreadyAcknowledged,
+            Some(_) => Acknowledged::Resolved,
+        })
     }
 }

@@ -114,7 +114,12 @@ async fn acknowledge(state: &AppState, id: &str, reason: Option<&str>) -> Result
         .ok_or_else(|| WebError::BadRequest("A reason is required to acknowledge an alert.".to_owned()))?;
     match state.store.acknowledge_episode(id, reason, state.runner.clock().now()).await? {
         Acknowledged::Done => Ok(id),
-        Acknowledged::NotOpen => Err(WebError::BadRequest(format!("Episode #{id} is not open."))),
+        Acknowledged::AlreadyAcknowledged => {
+            Err(WebError::Conflict(format!("Episode #{id} is acknowledged already; it stays open until it recovers.")))
+        }
+        Acknowledged::Resolved => {
+            Err(WebError::Conflict(format!("Episode #{id} is resolved: there is nothing to acknowledge.")))
+        }
         Acknowledged::NotFound => Err(WebError::NotFound(format!("There is no episode #{id}."))),
     }
 }

@@ -270,7 +270,11 @@ async fn run_page_compare_alerts_and_metrics() {
     let (status, body) = app.post_json(&path, reason.clone(), Some("Bearer t0ken")).await;
     assert_eq!(status, 200, "{body}");
     let (status, body) = app.post_json(&path, reason, Some("Bearer t0ken")).await;
-    assert_eq!((status, body.contains("is not open")), (400, true), "{body}");
+    assert_eq!(
+        (status, body.contains("is acknowledged already; it stays open until it recovers")),
+        (409, true),
+        "{body}"
+    );
     let (_, json) = app.get_json("/api/v1/episodes").await;
     assert_eq!(json["episodes"][0]["state"], "acknowledged");
     assert_eq!(json["episodes"][0]["acknowledged_reason"], "known slow index, fix in 1.1");
