@@ -12,7 +12,12 @@ pub(super) async fn run(source: &ConfigSource) -> anyhow::Result<Exit> {
         .with_context(|| format!("cannot open the database {}", config.database))?;
     let version = store.schema_version().await?;
     let latest = Store::latest_known_version();
-    let state = if version == latest { "up to date".to_owned() } else { format!("this degrade knows up to {latest}") };
+    let state = match store.found_version() {
+        0 => "created".to_owned(),
+        found if found < version => format!("migrated from {found}"),
+        _ if version == latest => "up to date".to_owned(),
+        _ => format!("this degrade knows up to {latest}"),
+    };
     print_stdout(&format!(
         "Database {} ({}) is at schema version {version} ({state}).\n",
         config.database,

@@ -28,7 +28,10 @@ pub struct ServeArgs {
 }
 
 pub(super) async fn run(source: &ConfigSource, args: ServeArgs) -> anyhow::Result<Exit> {
-    let config = source.load_or_defaults(super::Uses::Alerts)?;
+    // Without the scheduler no alert is delivered here (they wait in the outbox): an unset webhook variable is
+    // not this instance's to warn about.
+    let uses = if args.no_scheduler { super::Uses::NoAlerts } else { super::Uses::Alerts };
+    let config = source.load_or_defaults(uses)?;
     let service = Service::open(config).await?;
     let listener = web::bind(args.listen.unwrap_or(service.config().server.listen)).await?;
     let (address, database) = (listener.local_addr()?, &service.config().database);
@@ -36,7 +39,9 @@ pub(super) async fn run(source: &ConfigSource, args: ServeArgs) -> anyhow::Resul
     let options = ServeOptions { shutdown_grace: args.shutdown_grace, scheduler: !args.no_scheduler };
     let stopped = service.serve(listener, options, shutdown_signal()).await?;
     if stopped.runs_stopped > 0 {
-        say!("stopped {} run(s) that outlasted the grace; they are stored as aborted", stopped.runs_stopped);
+        let runs = crate::model::counted(stopped.runs_stopped, "run", "runs");
+        let stored = if stopped.runs_stopped == 1 { "it is stored" } else { "they are stored" };
+        say!("stopped {runs} that outlasted the grace; {stored} as aborted");
     }
     Ok(Exit::Ok)
 }

@@ -149,6 +149,8 @@ pub(crate) use {in_transaction, on_pool};
 pub struct Store {
     pool: Pool,
     url: DatabaseUrl,
+    /// The schema version the database had when this store connected (0 for a new one), before migrating.
+    found_version: i64,
 }
 
 impl std::fmt::Debug for Store {
@@ -181,7 +183,9 @@ impl Store {
                 Pool::Postgres(PgPoolOptions::new().max_connections(8).connect_lazy_with(options))
             }
         };
-        let store = Self { pool, url: url.clone() };
+        let mut store = Self { pool, url: url.clone(), found_version: 0 };
+        // No migrations table yet: a new database.
+        store.found_version = store.schema_version().await.unwrap_or(0);
         store.migrate().await?;
         Ok(store)
     }
@@ -242,6 +246,13 @@ impl Store {
         let query = "select coalesce(max(version), 0) from _sqlx_migrations where success";
         let version: i64 = on_pool!(self, |pool| sqlx::query_scalar(query).fetch_one(pool).await?);
         Ok(version)
+    }
+
+    /// The schema version the database had when this store connected, before it was brought up to date: 0 for
+    /// a database this connection created.
+    #[must_use]
+    pub fn found_version(&self) -> i64 {
+        self.found_version
     }
 
     /// The newest migration this build of degrade carries.
