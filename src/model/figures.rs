@@ -170,6 +170,16 @@ impl Metric {
         }
     }
 
+    /// The unit of its display values, as the JSON API names it: `ms`, `percent` or `req/s`.
+    #[must_use]
+    pub fn unit(self) -> &'static str {
+        match self {
+            Self::ErrorRate => "percent",
+            Self::Throughput => "req/s",
+            _ => "ms",
+        }
+    }
+
     /// This metric's value in `result`, in its display unit (ms, percent or requests per second).
     #[must_use]
     pub fn value_of(self, result: &EndpointResult) -> f64 {

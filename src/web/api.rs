@@ -103,7 +103,8 @@ pub(super) async fn trend(
     let (from, to) = range.window(Utc::now());
     let points = state.store.trend(&name, &endpoint, metric, from, to).await?;
     Ok(Json(json!({
-        "scenario": name, "endpoint": endpoint, "metric": metric, "range": range.as_str(), "points": points
+        "scenario": name, "endpoint": endpoint, "metric": metric, "unit": metric.unit(), "range": range.as_str(),
+        "points": points
     })))
 }
 
