@@ -32,6 +32,7 @@ mod session;
 mod step_context;
 mod tape_feed;
 mod tls;
+mod tls_pinned;
 mod ws;
 mod ticks;
 #[cfg(target_os = "linux")]

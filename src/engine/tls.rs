@@ -65,11 +65,19 @@ pub(crate) fn tls_config_for(alpn: &[&[u8]], extra_roots: &[CertificateDer<'stat
     // Each was parsed when the scenario was read; one rustls cannot use is left out (its handshakes then fail
     // as a certificate error, which names it).
     let _ = roots.add_parsable_certificates(extra_roots.iter().cloned());
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .expect("ring supports the default protocol versions");
+    let mut config = if extra_roots.is_empty() {
+        builder.with_root_certificates(roots).with_no_client_auth()
+    } else {
+        let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .expect("the Mozilla roots are a usable trust store");
+        let verifier = super::tls_pinned::TrustedOrOwn { webpki, own: extra_roots.to_vec() };
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(verifier)).with_no_client_auth()
+    };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     config
 }

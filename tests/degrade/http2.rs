@@ -48,6 +48,22 @@ async fn h2c_and_tls_with_alpn_both_carry_a_run_and_say_what_they_negotiated() {
     }
 }
 
+/// A test server's self-signed certificate, as `openssl req -x509` makes it (a CA certificate served as the
+/// server's own, which WebPKI refuses as an end entity), is trusted with `[target] ca_file`, as the guide says
+/// and as curl's `--cacert` does; another CA's file still does not make it trusted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_signed_certificate_named_in_ca_file_is_trusted() {
+    let stub = H2Stub::http2(H2Options { alpn: Some(H2), self_signed: true, ..H2Options::default() }).await;
+    let own = ca_file().with_file_name("self-signed.crt");
+    let text = scenario(&stub.url(), "http2", "", "/fast", 20, 1);
+    let trusted = text.replace(&ca_file().display().to_string(), &own.display().to_string());
+    let measurement = run_scenario(&trusted, &[]).await;
+    let fast = endpoint(&measurement, "GET /fast");
+    assert_eq!((fast.requests, fast.errors), (20, 0), "{:?}", fast.error_samples);
+    let measurement = run_scenario(&text, &[]).await;
+    assert_eq!(measurement.results.status, RunStatus::Failed, "{:?}", measurement.results.validity_reasons);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_follows_a_server_that_chooses_http1_in_alpn_and_says_so() {
     let stub = H2Stub::http1_only(Some(HTTP1)).await;

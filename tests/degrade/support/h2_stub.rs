@@ -32,6 +32,9 @@ pub struct H2Options {
     pub alpn: Option<&'static [&'static [u8]]>,
     /// `SETTINGS_MAX_CONCURRENT_STREAMS`; hyper's default (200) when `None`.
     pub max_streams: Option<u32>,
+    /// Serve `self-signed.crt` (a self-signed CA certificate, as `openssl req -x509` makes) instead of the test
+    /// CA's `localhost.crt`.
+    pub self_signed: bool,
 }
 
 /// A stub server: stopped when dropped.
@@ -79,7 +82,9 @@ impl H2Stub {
         let (held, at_socket) = (Held::default(), Held::default());
         let app = routes(&held);
         let times = Arc::clone(&at_socket);
-        let mut stub = serve(options.alpn, move |io| {
+        let certificate = if options.self_signed { "self-signed" } else { "localhost" };
+        let acceptor = options.alpn.map(|alpn| acceptor_for(alpn, certificate));
+        let mut stub = serve_with(acceptor, move |io| {
             let (app, times) = (app.clone(), Arc::clone(&times));
             async move {
                 let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
@@ -149,9 +154,18 @@ where
     F: Fn(TokioIo<Box<dyn Io>>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    serve_with(alpn.map(acceptor), connection).await
+}
+
+/// [`serve`], with TLS by `acceptor` (plain text without).
+async fn serve_with<F, Fut>(acceptor: Option<TlsAcceptor>, connection: F) -> H2Stub
+where
+    F: Fn(TokioIo<Box<dyn Io>>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let acceptor = alpn.map(acceptor);
+    let tls = acceptor.is_some();
     let connections = Arc::new(AtomicU64::new(0));
     let accepted = Arc::clone(&connections);
     let connection = Arc::new(connection);
@@ -174,7 +188,7 @@ where
             });
         }
     });
-    H2Stub { address, tls: alpn.is_some(), connections, held: Held::default(), at_socket: Held::default(), server }
+    H2Stub { address, tls, connections, held: Held::default(), at_socket: Held::default(), server }
 }
 
 /// A connection's bytes, plain or TLS.
@@ -188,12 +202,17 @@ pub fn ca_file() -> PathBuf {
 
 /// TLS with the committed test CA's certificate for `localhost`, offering `alpn`.
 pub fn acceptor(alpn: &[&[u8]]) -> TlsAcceptor {
+    acceptor_for(alpn, "localhost")
+}
+
+/// TLS with the committed certificate `tests/fixtures/tls/{name}.crt` and its key, offering `alpn`.
+pub fn acceptor_for(alpn: &[&[u8]], name: &str) -> TlsAcceptor {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
     let chain: Vec<CertificateDer<'static>> =
-        CertificateDer::pem_file_iter(folder.join("localhost.crt")).unwrap().collect::<Result<_, _>>().unwrap();
-    let key = PrivateKeyDer::from_pem_file(folder.join("localhost.key")).unwrap();
+        CertificateDer::pem_file_iter(folder.join(format!("{name}.crt"))).unwrap().collect::<Result<_, _>>().unwrap();
+    let key = PrivateKeyDer::from_pem_file(folder.join(format!("{name}.key"))).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
