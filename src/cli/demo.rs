@@ -155,7 +155,8 @@ pub struct DemoTargetArgs {
     /// 250 µs, held on a timer while the server serves others).
     #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = slowdown_ms)]
     pub slowdown_ms: f64,
-    /// A route --slowdown-ms slows, as METHOD /template; repeat it to slow several routes alike.
+    /// A route --slowdown-ms slows, as METHOD /template; repeat it to slow several routes alike. The gRPC
+    /// method is the route 'POST /demo.Boards/GetBoard' (served over h2c on the same port).
     #[arg(long, value_name = "ROUTE", default_values_t = [SLOW_ROUTE.to_owned()])]
     pub slow_route: Vec<String>,
     /// The share of the slowed routes' requests that are slowed, from 0 to 1 (0.02 slows one request in

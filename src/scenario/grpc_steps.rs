@@ -112,6 +112,28 @@ fn request_message(
     Some(Body::Proto(ProtoBody { message: method.input(), json: compiled, grpc_framed: true }))
 }
 
+/// A gRPC step whose `deadline` is longer than `[target] timeout`: its calls end at the timeout (as `timeout`,
+/// not `grpc_deadline_exceeded`), which the deadline seems to say otherwise.
+pub(super) fn deadlines_past_the_timeout(
+    flows: &[super::plan::Flow],
+    endpoints: &[String],
+    timeout: Duration,
+) -> Vec<String> {
+    let steps = flows.iter().flat_map(|f| &f.steps);
+    steps
+        .filter_map(|step| Some((step, step.grpc.as_ref()?.deadline?)))
+        .filter(|(_, deadline)| *deadline > timeout)
+        .map(|(step, deadline)| {
+            format!(
+                "{}: deadline {} is longer than [target] timeout {}: its calls end at the timeout",
+                endpoints[step.endpoint],
+                humantime::format_duration(deadline),
+                humantime::format_duration(timeout)
+            )
+        })
+        .collect()
+}
+
 /// `deadline`: `Ok(None)` when unset, `Err(())` when set wrong (the error is recorded).
 fn resolve_deadline(
     checker: &mut Checker<'_>,

@@ -79,6 +79,11 @@ pub(super) fn resolve(
             checker.warnings.push(crate::config::ConfigWarning::new(crate::config::WarningKind::Setting, warning));
         }
     }
+    if let Some(target) = &target {
+        for warning in super::grpc_steps::deadlines_past_the_timeout(&flows, &scope.endpoints, target.timeout) {
+            checker.warnings.push(crate::config::ConfigWarning::new(crate::config::WarningKind::Setting, warning));
+        }
+    }
     let tape = resolve_tape(&mut checker, tapes, load.as_ref(), &mut scope.endpoints);
     let Scope { variables, endpoints, keys, .. } = scope;
     // Tape keys had no query part before: any route with one is a key of this release.

@@ -112,7 +112,10 @@ fn described(error: &protox::Error) -> String {
 
 /// The method `name` (`package.Service/Method`, as gRPC's path writes it, or `package.Service.Method`).
 pub(super) fn method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, String> {
+    // `/package.Service/Method` is the call's HTTP/2 path, as gRPC's tools print it: the same method.
     let (service, method) = name
+        .strip_prefix('/')
+        .unwrap_or(name)
         .rsplit_once('/')
         .or_else(|| name.rsplit_once('.'))
         .ok_or_else(|| format!("`{name}` is not a method; write `package.Service/Method`"))?;

@@ -345,3 +345,20 @@ fn validate_names_each_grpc_method_with_its_request_and_answer_types() {
         assert!(stdout.contains(line), "{line}\nnot in\n{stdout}");
     }
 }
+
+/// A deadline longer than the target's timeout never ends a call: the timeout does, as `timeout`. `validate`
+/// says so where the settings are written, not after a night of unexpected error classes.
+#[test]
+fn a_deadline_past_the_targets_timeout_is_warned_about() {
+    let flows = "[[flow]]\nname = \"f\"\n[[flow.step]]\ngrpc = \"stub.Stub/Echo\"\ndeadline = \"2s\"\n\
+                 [[flow.step]]\ngrpc = \"stub.Stub/Echo\"\nname = \"quick\"\ndeadline = \"100ms\"\n";
+    let text = scenario("http://127.0.0.1:50051", "timeout = \"200ms\"", flows, 1, 1);
+    let plan = degrade::scenario::parse(std::path::Path::new("s.toml"), &text, None, &|_| None).unwrap();
+    let said = "gRPC stub.Stub/Echo: deadline 2s is longer than [target] timeout 200ms: its calls end at the timeout";
+    assert!(plan.warnings.iter().any(|w| w == said), "{:?}", plan.warnings);
+    assert!(!plan.warnings.iter().any(|w| w.starts_with("quick")), "{:?}", plan.warnings);
+    // The method written as its HTTP/2 path, as gRPC's tools print it, is the same method.
+    let slashed = text.replace("grpc = \"stub.Stub/Echo\"\ndeadline = \"2s\"", "grpc = \"/stub.Stub/Echo\"");
+    let plan = degrade::scenario::parse(std::path::Path::new("s.toml"), &slashed, None, &|_| None).unwrap();
+    assert!(plan.endpoints.iter().any(|e| e == "gRPC stub.Stub/Echo"), "{:?}", plan.endpoints);
+}

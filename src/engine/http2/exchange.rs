@@ -189,8 +189,8 @@ pub(super) fn classify(error: &h2::Error, watch: &Watch, doing: &str) -> Failure
             "sent no HTTP/2 frame"
         };
         let message = format!(
-            "{doing}: the server {what}: it does not speak HTTP/2 over plain TCP (h2c, asked by protocol = \"http2\" \
-             on an http:// target) ({})",
+            "{doing}: the server {what}: it does not speak HTTP/2 over plain TCP (h2c, which protocol = \"http2\" \
+             and every gRPC step ask of an http:// target) ({})",
             super::super::failure::chain(error)
         );
         return Failure::new(ErrorClass::Protocol, message);
