@@ -24,7 +24,7 @@ use super::ticks::Ticks;
 use super::tls::{connect_failure, secured, tls_connector};
 pub(crate) use super::tls::{tls_config, tls_config_for};
 use crate::metrics::ErrorClass;
-use crate::model::ConnectionReport;
+use crate::model::{ConnectionReport, WireProtocol};
 use crate::scenario::plan::{Protocol, Target};
 
 /// Where and how to connect.
@@ -55,6 +55,8 @@ pub struct HttpClient {
     /// HTTP/2 connections that may fall back to HTTP/1.1, when the target or a step asks for `"auto"` of an
     /// `https://` target.
     auto: Option<Arc<Http2Pool>>,
+    /// HTTP/1.1 connections opened, for the run's connection report where `"auto"` ended on HTTP/1.1.
+    http1_opened: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Connects under way at once, at most. Enough to open a closed model's connections quickly, few enough
@@ -122,6 +124,7 @@ impl HttpClient {
             protocol: Protocol::Http1,
             http2: None,
             auto: None,
+            http1_opened: Arc::default(),
         })
     }
 
@@ -157,7 +160,21 @@ impl HttpClient {
         // The target's protocol's first, then a step's. Nothing connected (the target was down): nothing was
         // negotiated, and saying HTTP/1.1 would be wrong.
         let first = if self.protocol == Protocol::Auto { [&self.auto, &self.http2] } else { [&self.http2, &self.auto] };
-        first.into_iter().flatten().find_map(|pool| pool.report())
+        let http1_opened = self.http1_opened.load(std::sync::atomic::Ordering::Relaxed);
+        match first.into_iter().flatten().find_map(|pool| pool.report()) {
+            // "auto" fell back: its requests went over the HTTP/1.1 connections.
+            Some(report) if report.negotiated == WireProtocol::Http1 => {
+                Some(ConnectionReport { connections_opened: http1_opened, ..report })
+            }
+            Some(report) => Some(report),
+            // "auto" of an http:// target is HTTP/1.1 (HTTP/2 is negotiated over TLS only): said as much.
+            None if self.protocol == Protocol::Auto && http1_opened > 0 => Some(ConnectionReport {
+                negotiated: WireProtocol::Http1,
+                connections_opened: http1_opened,
+                max_concurrent_streams: None,
+            }),
+            None => None,
+        }
     }
 
     /// This client's connections read answers expected before the open-model pacer's next arrival when it
@@ -288,7 +305,9 @@ impl HttpClient {
     }
 
     async fn open(&self) -> Result<Connection, Failure> {
-        self.open_stream(true).await.map(Connection::new)
+        let connection = self.open_stream(true).await.map(Connection::new)?;
+        self.http1_opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(connection)
     }
 
     /// A new connection to the target (TCP, then TLS for `https://`), kernel-stamped in the open model when
@@ -373,6 +392,7 @@ impl super::http2::Dial for HttpClient {
     /// Keeps the stream as an idle HTTP/1.1 connection. It was opened outside a connect slot, so no slot is
     /// freed.
     fn keep_http1(&self, stream: Box<dyn Stream>) {
+        self.http1_opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.keep(Connection::new(stream));
     }
 }

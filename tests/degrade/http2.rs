@@ -70,7 +70,18 @@ async fn auto_follows_a_server_that_chooses_http1_in_alpn_and_says_so() {
     let measurement = run_scenario(&scenario(&stub.url(), "auto", "", "/fast", 50, 1), &[]).await;
     let fast = endpoint(&measurement, "GET /fast");
     assert_eq!((fast.requests, fast.errors), (50, 0), "{:?}", fast.error_samples);
-    assert_eq!(connection(&measurement).negotiated, WireProtocol::Http1);
+    let report = connection(&measurement);
+    assert_eq!(report.negotiated, WireProtocol::Http1);
+    // The HTTP/1.1 connections it went over, as the server counted them (it answered none as 0).
+    let accepted = stub.connections.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(report.connections_opened, accepted, "{report:?}");
+    assert!(accepted >= 1);
+    // "auto" of an http:// target is HTTP/1.1 (HTTP/2 is negotiated over TLS only), and says so.
+    let plain = H2Stub::http1_only(None).await;
+    let measurement = run_scenario(&scenario(&plain.url(), "auto", "", "/fast", 20, 1), &[]).await;
+    let report = connection(&measurement);
+    assert_eq!(report.negotiated, WireProtocol::Http1);
+    assert_eq!(report.connections_opened, plain.connections.load(std::sync::atomic::Ordering::Relaxed));
     // An HTTP/2 server is spoken to in HTTP/2 when it agrees.
     let h2 = H2Stub::http2(H2Options { alpn: Some(&[b"h2", b"http/1.1"]), ..H2Options::default() }).await;
     let measurement = run_scenario(&scenario(&h2.url(), "auto", "", "/fast", 20, 1), &[]).await;
