@@ -5,7 +5,7 @@
 //! `from_run=ID&to_run=ID`; `scale=log`; `series=HASH` (a prefix is enough; by default the newest series that
 //! runs the scenario as written, not a smoke run's). The p95
 //! line carries the detector's band (between the values it would call an improvement and a regression, from the
-//! nights before the newest), each `[scenario.gates]` limit (p75, p95, p99; the error rate on its chart) as a red
+//! nights the newest was judged against, else the nights before it), each `[scenario.gates]` limit (p75, p95, p99; the error rate on its chart) as a red
 //! zone, and a pin on each run where this endpoint regressed, listed in words under its charts; build changes and
 //! invalid runs are listed once, above every endpoint's charts. Under the endpoints, the server's side: a chart
 //! per telemetry series, night over night (`trend_telemetry`), and the capacity of the nights that ran a
@@ -27,7 +27,7 @@ use super::trend_view::{TrendQuery, View, Zoom};
 use super::{AppState, WebError, ensure_scenario};
 use crate::analysis::Gates;
 use crate::analysis::detector::{self, Direction, Question, SeriesKind};
-use crate::model::{Metric, OVERALL_ENDPOINT, Run};
+use crate::model::{Metric, OVERALL_ENDPOINT, Run, RunId};
 use crate::store::{ChartPoint, TrendSpan, WorkloadSeries};
 
 /// One endpoint's charts and the runs in which it regressed.
@@ -162,11 +162,12 @@ async fn series_charts(
     let zoom = View::link(view.range.as_str(), view.scale, keep);
     // Every run has the whole-run row, so its points carry every run's build and validity.
     let whole: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == OVERALL_ENDPOINT).collect();
+    let judged = judged_against(state, &whole).await?;
     let endpoints = endpoint_names(&trend.points)
         .into_iter()
         .map(|endpoint| {
             let points: Vec<&ChartPoint> = trend.points.iter().filter(|p| p.endpoint == endpoint).collect();
-            endpoint_trend(endpoint, &points, &gates, view.scale, &zoom)
+            endpoint_trend(endpoint, (&points, judged.as_ref()), &gates, view.scale, &zoom)
         })
         .collect();
     let server_side = state.store.telemetry_trend(span).await?;
@@ -194,7 +195,13 @@ const THROUGHPUT: [Line; 1] =
     [Line { name: "throughput", over_buckets: OverBuckets::Mean, colour: colour::THROUGHPUT, value: |p| p.rate }];
 
 /// One endpoint's charts; `zoom` is the page's link, to which a bucket's dot adds its dates.
-fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], gates: &Gates, scale: Scale, zoom: &str) -> EndpointTrend {
+fn endpoint_trend(
+    endpoint: &str,
+    (points, judged): (&[&ChartPoint], Option<&JudgedAgainst>),
+    gates: &Gates,
+    scale: Scale,
+    zoom: &str,
+) -> EndpointTrend {
     let absolute = &gates.absolute;
     let chart = |title: &str, unit: &'static str, lines: &'static [Line]| TrendChart {
         title: chart_title(endpoint, title),
@@ -209,7 +216,7 @@ fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], gates: &Gates, scale: 
     };
     let latency = TrendChart {
         spread: Some(|p| p.p95_range_ms),
-        band: detector_band(points, gates),
+        band: detector_band(points, judged, gates),
         limits: [("p75", absolute.max_p75_ms), ("p95", absolute.max_p95_ms), ("p99", absolute.max_p99_ms)]
             .into_iter()
             .filter_map(|(figure, limit)| Some(GateLine::at_most(figure, limit?)))
@@ -236,13 +243,36 @@ fn endpoint_trend(endpoint: &str, points: &[&ChartPoint], gates: &Gates, scale: 
 /// series stands, and the change-point search costs the cube of the points it reads.
 const BAND_POINTS: usize = 30;
 
+/// The newest run on the chart and the runs its verdict was judged against.
+struct JudgedAgainst {
+    run: RunId,
+    baseline: Vec<RunId>,
+}
+
+/// What the newest run drawn (`whole`, the whole-run points) was judged against, when it has a verdict.
+async fn judged_against(state: &AppState, whole: &[&ChartPoint]) -> Result<Option<JudgedAgainst>, WebError> {
+    let Some(run) = whole.last().and_then(|p| p.run_id) else { return Ok(None) };
+    let verdict = state.store.latest_verdict(run).await?;
+    Ok(verdict.map(|v| JudgedAgainst { run, baseline: v.baseline_run_ids }))
+}
+
 /// The p95 band the single-series detector would call "no change" for the newest point, judged against the
-/// (at most 30) points before it: between its improvement and regression lines (`detector::band`, from the
-/// same function as `degrade detect`'s decision), with the scenario's minimum effect and minimum history.
-fn detector_band(points: &[&ChartPoint], gates: &Gates) -> Option<(f64, f64)> {
+/// runs its verdict was (where it has one and they are drawn), else the (at most 30) points before it: between
+/// its improvement and regression lines (`detector::band`, from the same function as `degrade detect`'s
+/// decision), with the scenario's minimum effect and minimum history. The nights a verdict leaves out (a
+/// regression's, judged against the nights before it) left the band at the regressed level beside a recovered
+/// night the verdict called unchanged (found by a new-user trial).
+fn detector_band(points: &[&ChartPoint], judged: Option<&JudgedAgainst>, gates: &Gates) -> Option<(f64, f64)> {
     // Invalid runs were never judged: the detector reads the valid ones only, as the judge does.
     let valid: Vec<&ChartPoint> = points.iter().copied().filter(|p| !p.never_judged()).collect();
-    let earlier = &valid[..valid.len().saturating_sub(1)];
+    let mut earlier = valid[..valid.len().saturating_sub(1)].to_vec();
+    if let Some(judged) = judged.filter(|j| valid.last().is_some_and(|p| p.run_id == Some(j.run))) {
+        let baseline: Vec<&ChartPoint> =
+            earlier.iter().copied().filter(|p| p.run_id.is_some_and(|id| judged.baseline.contains(&id))).collect();
+        if !baseline.is_empty() {
+            earlier = baseline;
+        }
+    }
     let history: Vec<f64> = earlier[earlier.len().saturating_sub(BAND_POINTS)..].iter().map(|p| p.p95_ms).collect();
     let band = detector::band(&Question {
         history: &history,

@@ -364,3 +364,40 @@ async fn run_and_scenario_pages_name_the_workload_series() {
     assert_eq!(status, 404);
     assert!(unknown.contains("Scenario `checkout` has no workload series `nope`."), "{unknown}");
 }
+
+/// The p95 band on a route's chart is what the detector would call no change for the newest night, read from
+/// the nights its verdict was judged against: a recovered night judged against the nights before a regression
+/// is drawn inside a band at their level, not far below one at the regressed nights' (found by a new-user trial).
+#[tokio::test]
+async fn the_band_is_read_from_the_nights_the_newest_was_judged_against() {
+    use crate::support::nights::store_night;
+    let db = TestDb::sqlite();
+    let app = TestApp::spawn(&db).await;
+    let store = &app.store;
+    let mut usual = Vec::new();
+    for n in 1..=5 {
+        usual.push(store_night(store, "board", n, 20.0, RunStatus::Finished).await);
+    }
+    for n in 6..=9 {
+        store_night(store, "board", n, 200.0, RunStatus::Regressed).await;
+    }
+    let recovered = store_night(store, "board", 10, 20.0, RunStatus::Passed).await;
+    let verdict = degrade::model::NewVerdict {
+        baseline_spec: "last-7d".into(),
+        baseline_run_ids: usual,
+        outcome: degrade::model::VerdictOutcome::Passed,
+        summary: "passed".into(),
+        created_at: Utc::now(),
+        findings: vec![],
+    };
+    store.save_verdict(recovered, &verdict).await.unwrap();
+    let (status, page) = app.get("/scenarios/board?range=30d").await;
+    assert_eq!(status, 200);
+    let chart = page.find("GET /boards/{id}: response time").unwrap_or_else(|| panic!("no chart: {page}"));
+    let band = "<title>no change for the detector: p95 from ";
+    let at = chart + page[chart..].find(band).unwrap_or_else(|| panic!("no band: {page}"));
+    // `17.0 ms to 23.6 ms</title>`
+    let words: Vec<&str> = page[at + band.len()..].split(['<', ' ']).collect();
+    let upper: f64 = words[3].parse().unwrap_or_else(|_| panic!("{words:?}"));
+    assert!(upper < 40.0, "the band reaches {upper} ms, the regressed nights' level: {words:?}");
+}
