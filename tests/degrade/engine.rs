@@ -323,7 +323,7 @@ fn each_scenario_mistake_names_its_line_column_and_field() {
         ),
         (
             &with_step("path = \"/a\"\nquery = { q = \"{{ uuid(1) }}\" }"),
-            "s.toml:7:15: flow[0].step[0].query.q: in `{{ uuid(1) }}`: uuid() takes 0 argument(s)",
+            "s.toml:7:15: flow[0].step[0].query.q: in `{{ uuid(1) }}`: uuid() takes 0 arguments, not 1",
         ),
         (&with_step("path = \"/a/{{ nope() }}\""), "flow[0].step[0].path: in `{{ nope() }}`: unknown function `nope`"),
         (

@@ -47,7 +47,7 @@ pub fn compile(function: &str, args: &[Value]) -> Result<Draw, String> {
             min: above(min, 0.0, "min").map_err(|e| wrong(&e))?,
             shape: above(shape, 0.0, "shape").map_err(|e| wrong(&e))?,
         }),
-        _ => Err(format!("{usage} takes {}, not {} argument(s)", arity(function), args.len())),
+        _ => Err(format!("{usage} takes {}, not {}", arity(function), args.len())),
     }
 }
 

@@ -123,7 +123,12 @@ pareto(min, shape), u16be(x), u32be(x), u64be(x)";
 
 fn call(function: &str, args: &[Value], env: &dyn Fn(&str) -> Option<String>) -> Result<Expr, String> {
     let arity = |n: usize| {
-        if args.len() == n { Ok(()) } else { Err(format!("{function}() takes {n} argument(s), not {}", args.len())) }
+        if args.len() == n {
+            Ok(())
+        } else {
+            let takes = crate::model::counted(n, "argument", "arguments");
+            Err(format!("{function}() takes {takes}, not {}", args.len()))
+        }
     };
     match function {
         "uuid" => arity(0).map(|()| Expr::Uuid),
