@@ -229,7 +229,16 @@ impl Reflection<'_> {
             .body(body)
             .send()
             .await
-            .with_context(|| format!("cannot reach {}", crate::outside_text::printable(self.base)))?;
+            .map_err(|e| {
+                let base = crate::outside_text::printable(self.base);
+                // Reached, but its answer was not HTTP/2 (an HTTP/1.1 server reads h2c's preface as garbage).
+                let said = if e.is_connect() || e.is_timeout() {
+                    format!("cannot reach {base}")
+                } else {
+                    format!("{base} answered, but not in HTTP/2, which gRPC runs on (h2c on an http:// URL)")
+                };
+                anyhow::Error::new(e).context(said)
+            })?;
         if response.status() != reqwest::StatusCode::OK {
             bail!("the server answered HTTP {} to {path}", response.status().as_u16());
         }

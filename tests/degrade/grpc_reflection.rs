@@ -83,6 +83,11 @@ async fn a_server_without_reflection_or_a_wrong_url_is_said_plainly() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("error: "), "{stderr}");
     assert!(!dir.path().join("api.protoset").exists());
+    // An HTTP/1.1-only server was reached: it is said to speak no HTTP/2, not to be unreachable.
+    let http1 = H2Stub::http1_only(None).await;
+    let (code, _, stderr) = fetch(dir.path(), &["proto", "fetch", &http1.url()]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("answered, but not in HTTP/2, which gRPC runs on"), "{stderr}");
 }
 
 #[test]
