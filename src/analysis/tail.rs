@@ -78,13 +78,20 @@ impl TailShare {
 #[must_use]
 pub fn tail_share(tonight: &Sample, history: &[Sample], min_effect: f64, needed: usize) -> Option<TailShare> {
     let tonight_h = tonight.histogram()?;
-    let mut nights: Vec<&Histogram<u64>> = current_nights(history).into_iter().filter_map(Sample::histogram).collect();
+    let (current, outliers) = current_nights(history);
+    let mut nights: Vec<&Histogram<u64>> = current.into_iter().filter_map(Sample::histogram).collect();
     if nights.len() < needed {
         // Too few nights at the median's current level (on a shared machine the median drifts as often as a
         // build steps it): the last nights a baseline needs, the nearest to tonight's level. Not all of them: a
         // baseline of builds at 1, 20 and 80 ms pooled whole puts the threshold among the 80 ms nights' usual
-        // tail, and an unchanged night at that level past it (`run_level_tests`).
-        let with: Vec<&Histogram<u64>> = history.iter().filter_map(Sample::histogram).collect();
+        // tail, and an unchanged night at that level past it (`run_level_tests`). Nor an outlier of the level,
+        // which would set the threshold at its slow requests here as well.
+        let with: Vec<&Histogram<u64>> = history
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !outliers.contains(i))
+            .filter_map(|(_, s)| s.histogram())
+            .collect();
         nights = with[with.len().saturating_sub(needed)..].to_vec();
     }
     if nights.len() < needed || tonight_h.is_empty() {
@@ -124,30 +131,33 @@ fn past(h: &Histogram<u64>, threshold_us: u64) -> u64 {
 
 /// The nights at the median's current level: only they say how many requests are usually slow. The median is
 /// the percentile every night bounds; a step in it is a new build's level, and a new level not settled yet
-/// is where the series stands (its nights alone, possibly too few for a test). A night the level leaves out as
-/// an outlier is left out here too: one regressed night among fast ones (a build that slowed a route ×100, then
-/// fixed) is one wild night to the level, but pooled whole it puts the baseline's p99 at its slow requests, and
-/// a route slowed the same way again reads as no tail change (found by a new-user trial).
-fn current_nights(history: &[Sample]) -> Vec<&Sample> {
-    let judged: Vec<(&Sample, f64, f64)> = history
+/// is where the series stands (its nights alone, possibly too few for a test). A night more than the level's
+/// outlier distance (`REJECT_SIGMAS`) from the current nights' median is left out, and returned apart (by its
+/// index in `history`): one regressed night among fast ones (a build that slowed a route ×100, then fixed) is
+/// one wild night to the level, but pooled whole it puts the baseline's p99 at its slow requests, and a route
+/// slowed the same way again reads as no tail change (found by a new-user trial).
+fn current_nights(history: &[Sample]) -> (Vec<&Sample>, Vec<usize>) {
+    let judged: Vec<(usize, &Sample, f64, f64)> = history
         .iter()
-        .map(|s| (s, s.percentile(0.5)))
-        .filter(|(_, p)| p.hi.is_some())
-        .map(|(s, p)| (s, p.value, p.sampling_sd.powi(2)))
+        .enumerate()
+        .map(|(i, s)| (i, s, s.percentile(0.5)))
+        .filter(|(_, _, p)| p.hi.is_some())
+        .map(|(i, s, p)| (i, s, p.value, p.sampling_sd.powi(2)))
         .collect();
     if judged.len() < 2 {
-        return judged.into_iter().map(|(s, ..)| s).collect();
+        return (judged.into_iter().map(|(_, s, ..)| s).collect(), Vec::new());
     }
-    let values: Vec<f64> = judged.iter().map(|j| j.1).collect();
-    let variances: Vec<f64> = judged.iter().map(|j| j.2).collect();
+    let values: Vec<f64> = judged.iter().map(|j| j.2).collect();
+    let variances: Vec<f64> = judged.iter().map(|j| j.3).collect();
     let e = estimate(&values, &variances, LOG_SIGMA_FLOOR, Some(LOG_PRIOR));
     let from = match e.tail {
         Some((_, nights)) => judged.len().saturating_sub(nights),
         None => e.current_from.min(judged.len()),
     };
     let level = median(&values[from..]);
-    let usual = |value: f64| (value - level).abs() <= REJECT_SIGMAS * e.sigma;
-    judged[from..].iter().filter(|(_, value, _)| usual(*value)).map(|(s, ..)| *s).collect()
+    let (usual, outliers): (Vec<&(usize, &Sample, f64, f64)>, Vec<_>) =
+        judged[from..].iter().partition(|(_, _, value, _)| (value - level).abs() <= REJECT_SIGMAS * e.sigma);
+    (usual.into_iter().map(|(_, s, ..)| *s).collect(), outliers.into_iter().map(|(i, ..)| *i).collect())
 }
 
 #[cfg(test)]

@@ -137,3 +137,19 @@ fn a_regressed_night_among_fast_ones_does_not_set_the_threshold() {
     assert_eq!(p99.history.nights, 6, "{p99:?}");
     assert!(p99.baseline_ms < 2.0 && p99.p < FIRST_STEP, "{p99:?}");
 }
+
+#[test]
+fn a_regressed_night_stays_out_when_the_baseline_has_barely_enough_nights() {
+    // Five nights, one regressed: four at the level are too few for five needed, and the last five nights
+    // would bring the regressed one back. There is no tail test then, rather than one at its slow requests.
+    let mut rng = StdRng::seed_from_u64(12);
+    let mut history: Vec<Sample> = (0..5).map(|_| night(300, 0.3, 0.0, (0.0, 0.0), &mut rng)).collect();
+    history[2] = night(300, 30.0, 0.0, (0.0, 0.0), &mut rng);
+    let tonight = night(300, 30.0, 0.0, (0.0, 0.0), &mut rng);
+    assert!(tail_share(&tonight, &history, 0.1, 5).is_none());
+    // With a sixth usual night, five remain at the level, and the slowdown is caught.
+    history.push(night(300, 0.3, 0.0, (0.0, 0.0), &mut rng));
+    let p99 = tail_share(&tonight, &history, 0.1, 5).expect("five nights at the level");
+    assert_eq!(p99.history.nights, 5, "{p99:?}");
+    assert!(p99.baseline_ms < 2.0 && p99.p < FIRST_STEP, "{p99:?}");
+}

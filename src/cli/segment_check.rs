@@ -36,7 +36,7 @@ pub(super) struct SplitCheck<'a> {
 pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitCheck<'_>) -> anyhow::Result<Exit> {
     let SplitCheck { job, spec, flags, build, format, strict } = args;
     let confirms = config.scenario(&job.name).map_or(Gates::default().confirm, |s| s.gates.confirm);
-    let rerun = confirms.then(|| job.rerun());
+    let rerun = confirms.then(|| job.rerun_of(build.as_deref()));
     let ran = super::segment::run(store, job, flags, build, Some(spec.clone())).await?;
     // Not measured as one night: the split failed it, or the target was down. A night invalid only because a
     // segment's share fell behind is judged (inconclusive) like a single machine's invalid night.
@@ -96,7 +96,10 @@ async fn confirm_together(
     spec: BaselineSpec,
 ) -> anyhow::Result<Exit> {
     job.confirms = Some(first);
-    let build = store.find_run(first).await?.and_then(|r| r.build_id);
+    // The build is read again where the scenario has a version source (a deploy between the two runs is then
+    // seen, and the decision says the rerun measured another build); else it is the first run's.
+    let reads_its_build = job.scenario.as_ref().is_some_and(|s| s.build.version.is_some());
+    let build = if reads_its_build { None } else { store.find_run(first).await?.and_then(|r| r.build_id) };
     let mut flags = flags.clone();
     flags.run_key = flags.run_key.as_deref().map(confirm::rerun_key);
     let ran = super::segment::run(store, job, &flags, build, Some(spec)).await?;

@@ -114,6 +114,18 @@ pub fn measured_nothing_note(rerun: Option<RunId>) -> String {
     }
 }
 
+/// The build rerun `rerun` measured, when it is known and not `first`'s: a build deployed between the two runs,
+/// which the rerun can neither confirm nor refute.
+#[must_use]
+pub fn other_build(first: &crate::model::Run, rerun: &crate::model::Run) -> Option<OtherBuild> {
+    let (first_build, rerun_build) = (first.build_id.as_ref()?, rerun.build_id.as_ref()?);
+    (first_build != rerun_build).then(|| OtherBuild {
+        rerun: rerun.id,
+        first_build: first_build.clone(),
+        rerun_build: rerun_build.clone(),
+    })
+}
+
 /// How the last rerun of a first run whose verdict stands ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LastRerun {
@@ -122,12 +134,18 @@ pub enum LastRerun {
     /// It measured nothing to judge (the rerun, if it was stored): cut short, failed, or never started.
     MeasuredNothing(Option<RunId>),
     /// It measured another build than the first run's: the build was deployed anew between the two.
-    OtherBuild {
-        /// The rerun.
-        rerun: RunId,
-        /// The first run's build and the rerun's.
-        builds: (String, String),
-    },
+    OtherBuild(OtherBuild),
+}
+
+/// A rerun that measured another build than its first run's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherBuild {
+    /// The rerun.
+    pub rerun: RunId,
+    /// The build the first run measured.
+    pub first_build: String,
+    /// The build the rerun measured.
+    pub rerun_build: String,
 }
 
 /// What a first run's report says when its verdict stands without a rerun to decide it: the `undecided`
@@ -143,7 +161,7 @@ pub fn stands_note(undecided: &[(RunId, String)], last: LastRerun) -> String {
         LastRerun::MeasuredNothing(rerun) => {
             format!("{}; {reruns} before it could not be judged ({})", measured_nothing_note(rerun), why.join("; "))
         }
-        LastRerun::OtherBuild { rerun, builds: (first, now) } => {
+        LastRerun::OtherBuild(OtherBuild { rerun, first_build: first, rerun_build: now }) => {
             let earlier = if undecided.is_empty() {
                 String::new()
             } else {

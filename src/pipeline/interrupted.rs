@@ -168,6 +168,14 @@ pub async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<U
         None => None,
     };
     let earlier = reruns;
+    // A rerun that measured another build (deployed between the two) neither confirms nor refutes.
+    if let Some(other) = rerun.as_ref().and_then(|r| confirm::other_build(&first, r)) {
+        let mut ended: Vec<(RunId, RunStatus)> = earlier.iter().map(|id| (*id, RunStatus::Unconfirmed)).collect();
+        ended.push((other.rerun, RunStatus::Unconfirmed));
+        first_report.confirmation = Some(confirm::stands_note(&[], confirm::LastRerun::OtherBuild(other)));
+        alert_unless_superseded(store, config, &first_report, at).await?;
+        return Ok(store.end_confirmation(first.id, RunStatus::Regressed, &ended).await?.then_some(first.id));
+    }
     // A rerun still `running` here was left so by a stopped degrade (`settle` aborts such runs first).
     let rerun_report = match rerun.as_ref().filter(|r| r.status != RunStatus::Running && !r.status.measured_nothing()) {
         Some(rerun) => judge_again(store, config, rerun, &spec, at).await?,

@@ -77,6 +77,20 @@ impl Job {
         Ok(reshaped)
     }
 
+    /// [`Job::rerun`] of a run measured as `given` (`--build`), if it was: its build is then the given one, not
+    /// the version source's (which may name it otherwise: a git SHA given, a semver served), so the rerun does
+    /// not read it again.
+    #[must_use]
+    pub fn rerun_of(&self, given: Option<&str>) -> Self {
+        let mut rerun = self.rerun();
+        if given.is_some()
+            && let Some(scenario) = &mut rerun.scenario
+        {
+            scenario.build.version = None;
+        }
+        rerun
+    }
+
     /// The same job again, to confirm a regression on the build it measured: no deploy (the build is there).
     /// The runner sets which run it confirms ([`Job::confirms`]) once that run is judged regressed.
     #[must_use]

@@ -158,7 +158,7 @@ impl Runner {
         // What a stopped degrade left of this scenario is settled first, so tonight is judged after it.
         interrupted::settle(&self.store, &self.config, LeftBehind::Claimed(&scenario), self.clock.now()).await;
         let confirm = self.config.scenario(&scenario).map_or(Gates::default().confirm, |s| s.gates.confirm);
-        let rerun = confirm.then(|| job.rerun());
+        let rerun = confirm.then(|| job.rerun_of(build.as_deref()));
         // The claim is held until the verdict and the alerts are stored, so a shutdown that waits for runs
         // under way waits for those too.
         let ended = async {

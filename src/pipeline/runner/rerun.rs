@@ -28,7 +28,7 @@ enum Attempt {
     /// It measured nothing to judge (the rerun, if one was stored): the first verdict stands.
     MeasuredNothing(Option<RunId>),
     /// It measured another build (deployed since the first run): the first verdict stands.
-    OtherBuild(RunId, String),
+    OtherBuild(confirm::LastRerun),
 }
 
 impl Runner {
@@ -63,11 +63,7 @@ impl Runner {
                     let last = confirm::LastRerun::MeasuredNothing(rerun);
                     return self.first_stands(first, first_report, &undecided, last).await;
                 }
-                Attempt::OtherBuild(rerun, build) => {
-                    let builds = (first_report.build_id.clone().unwrap_or_default(), build);
-                    let last = confirm::LastRerun::OtherBuild { rerun, builds };
-                    return self.first_stands(first, first_report, &undecided, last).await;
-                }
+                Attempt::OtherBuild(last) => return self.first_stands(first, first_report, &undecided, last).await,
                 Attempt::Judged(rerun) => rerun,
             };
             let report = rerun.report.as_ref().context("a judged rerun has its report")?;
@@ -123,9 +119,9 @@ impl Runner {
                 return Ok(Attempt::MeasuredNothing(None));
             }
         };
-        if let Some(other) = Box::pin(self.other_build(outcome.run_id(), first_report)).await? {
-            tracing::warn!(scenario, "the confirmation rerun measured build {other}: the first verdict stands");
-            return Ok(Attempt::OtherBuild(outcome.run_id(), other));
+        if let Some(other) = Box::pin(self.other_build(outcome.run_id(), first_report.run_id)).await? {
+            tracing::warn!(scenario, "the confirmation rerun measured another build: the first verdict stands");
+            return Ok(Attempt::OtherBuild(other));
         }
         let judge = || self.conclude(&scenario, &outcome, spec, IfRegressed::Stands, Step::RerunJudged);
         match retry(Retry::Unreachable, "judge the rerun", judge).await {
@@ -140,12 +136,16 @@ impl Runner {
         }
     }
 
-    /// The build `rerun` measured, when it is known and not the first run's.
-    async fn other_build(&self, rerun: RunId, first: &CheckReport) -> anyhow::Result<Option<String>> {
-        let read = || async { self.store.find_run(rerun).await };
-        let run = retry(Retry::Unreachable, "read the rerun back", read).await?;
-        let build = run.and_then(|r| r.build_id);
-        Ok(build.filter(|b| first.build_id.as_ref().is_some_and(|f| f != b)))
+    /// How `rerun` ended when it measured another build than run `first` (see [`confirm::other_build`]).
+    async fn other_build(&self, rerun: RunId, first: RunId) -> anyhow::Result<Option<confirm::LastRerun>> {
+        let read = || async {
+            Ok::<_, crate::store::StoreError>((self.store.find_run(first).await?, self.store.find_run(rerun).await?))
+        };
+        let runs = retry(Retry::Unreachable, "read the runs back", read).await?;
+        Ok(match runs {
+            (Some(first), Some(rerun)) => confirm::other_build(&first, &rerun).map(confirm::LastRerun::OtherBuild),
+            _ => None,
+        })
     }
 
     /// Stores what a judged rerun decided: its alerts, then the pair's statuses (the `earlier` reruns, which could
@@ -201,12 +201,18 @@ impl Runner {
         undecided: &[(RunId, String)],
         last: confirm::LastRerun,
     ) -> anyhow::Result<Ended> {
-        report.confirmation = Some(confirm::stands_note(undecided, last));
+        report.confirmation = Some(confirm::stands_note(undecided, last.clone()));
         if !undecided.is_empty() {
             tracing::warn!(run_id = first.run_id, "{}", report.confirmation.as_deref().unwrap_or_default());
         }
         self.alert(&report).await?;
-        let reruns: Vec<(RunId, RunStatus)> = undecided.iter().map(|(id, _)| (*id, RunStatus::Unconfirmed)).collect();
+        let mut reruns: Vec<(RunId, RunStatus)> =
+            undecided.iter().map(|(id, _)| (*id, RunStatus::Unconfirmed)).collect();
+        // A rerun of another build is no night of its own either: like every rerun that did not decide, it
+        // stays out of the baselines, and its first run stays in them.
+        if let confirm::LastRerun::OtherBuild(other) = &last {
+            reruns.push((other.rerun, RunStatus::Unconfirmed));
+        }
         let decide = || async {
             fault::before(Step::PairDecided);
             let decided = self.store.end_confirmation(first.run_id, RunStatus::Regressed, &reruns).await?;

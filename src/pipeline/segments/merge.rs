@@ -79,20 +79,17 @@ pub(super) async fn store_segment(
 
 /// Merges the night into its run when this segment is the one to: every segment reported, or the night is
 /// invalid, some segment is lost (it will never report) and every other one has reported. A segment still
-/// running (seen lately) will report, stopped by the invalid night, and merges then: merged before it, the
-/// night lacked a surviving segment's requests and named it among the lost (found by a new-user trial).
+/// running (seen lately) will report, stopped by the invalid night, and is waited for (until it reports or is
+/// lost): merged before it, the night lacked a surviving segment's requests and named it among the lost
+/// (found by a new-user trial); left to it alone, a night whose last survivor then died had no one to merge it.
 pub(super) async fn merge_if_last(
     store: &Store,
     night: &Night<'_>,
     run_id: RunId,
 ) -> anyhow::Result<Option<MergedNight>> {
     let registry = store.segmented_run(night.key).await?.context("the night's registry row vanished")?;
-    let rows = store.run_segments(night.key).await?;
-    let reported = |r: &SegmentRow| matches!(r.state.as_str(), "done" | "failed");
-    let seen_lately = |r: &SegmentRow| r.unseen_ms <= LOST_AFTER.as_millis() as i64;
-    let lost = rows.iter().any(|r| !reported(r) && !seen_lately(r));
-    let running = rows.iter().any(|r| !reported(r) && seen_lately(r));
-    let anyway = registry.invalid_reason.is_some() && (lost || rows.len() < night.segment.count() as usize) && !running;
+    let invalid = registry.invalid_reason.is_some();
+    let Some(anyway) = without_the_lost(store, night, invalid).await? else { return Ok(None) };
     if !store.claim_segment_merge(night.key, anyway).await? {
         return Ok(None);
     }
@@ -131,4 +128,26 @@ pub(super) async fn merge_if_last(
         start_spread_us,
         split_fault,
     }))
+}
+
+/// Whether an `invalid` night is to be merged without some segment (lost, or never started), once every
+/// segment still seen has reported; `None` when one is still seen after twice the time that makes a segment
+/// lost: it merges the night itself when it reports.
+async fn without_the_lost(store: &Store, night: &Night<'_>, invalid: bool) -> anyhow::Result<Option<bool>> {
+    let reported = |r: &SegmentRow| matches!(r.state.as_str(), "done" | "failed");
+    let seen_lately = |r: &SegmentRow| r.unseen_ms <= LOST_AFTER.as_millis() as i64;
+    let waited = std::time::Instant::now();
+    loop {
+        let rows = store.run_segments(night.key).await?;
+        let lost = rows.iter().any(|r| !reported(r) && !seen_lately(r));
+        let running = rows.iter().any(|r| !reported(r) && seen_lately(r));
+        let missing = lost || rows.len() < night.segment.count() as usize;
+        if !invalid || !missing || !running {
+            return Ok(Some(invalid && missing));
+        }
+        if waited.elapsed() > 2 * LOST_AFTER {
+            return Ok(None);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
 }
