@@ -104,7 +104,8 @@ impl Service {
         let mut runs_stopped = 0;
         if !wait_for(&runs, options.shutdown_grace).await {
             runs_stopped = runs.count();
-            tracing::warn!("stopping {runs_stopped} run(s) still under way; they are stored as aborted");
+            let stopping = crate::model::counted(runs_stopped, "run", "runs");
+            tracing::warn!("stopping {stopping} still under way; stored as aborted");
             stop_runs.send_replace(true);
             wait_for(&runs, STOPPED_RUNS_STORE_WITHIN).await;
         }

@@ -230,7 +230,8 @@ async fn candidate(store: &Store, config: &Config, args: &CheckArgs, run: Option
         // Never judged, and never passed over in silence either (the gate would then speak for a build it did
         // not measure tonight): say which run before it can be judged.
         let earlier = store.last_runs(&scenario, 20).await?;
-        if let Some(measured) = earlier.iter().find(|r| r.id != latest.id && r.status.is_valid_measurement()) {
+        let same_series = |r: &&Run| r.id != latest.id && r.scenario_hash == latest.scenario_hash;
+        if let Some(measured) = earlier.iter().filter(same_series).find(|r| r.status.is_valid_measurement()) {
             say!(
                 "note: run #{}, the latest, was stopped before it ended; the latest run that measured is #{} \
                  (degrade check --run {})",

@@ -12,7 +12,7 @@ pub(super) async fn run(source: &ConfigSource) -> anyhow::Result<Exit> {
         .with_context(|| format!("cannot open the database {}", config.database))?;
     let version = store.schema_version().await?;
     let latest = Store::latest_known_version();
-    let state = match store.found_version() {
+    let state = match store.version_found() {
         0 => "created".to_owned(),
         found if found < version => format!("migrated from {found}"),
         _ if version == latest => "up to date".to_owned(),

@@ -2,8 +2,9 @@
 //! default: a CA certificate (`basicConstraints CA:TRUE`) served as the server's own. WebPKI refuses a CA as an
 //! end entity, which left the guide's "a self-signed certificate is trusted with `ca_file`" untrue for the
 //! usual one (curl's `--cacert` accepts it). The exact certificate the user named is accepted despite that one
-//! reason, when it names the host (its dates are not read: it is a test server's, and the user named it);
-//! every other certificate stays WebPKI's to judge.
+//! reason, when it names the host; WebPKI has read its dates before it looks at its constraints (an expired
+//! one is refused as expired). Its extended key usage is not read: the user named this very certificate for
+//! this target. Every other certificate stays WebPKI's to judge.
 
 use std::sync::Arc;
 

@@ -174,9 +174,9 @@ impl Metric {
     #[must_use]
     pub fn unit(self) -> &'static str {
         match self {
+            Self::P50 | Self::P75 | Self::P90 | Self::P95 | Self::P99 | Self::P999 | Self::Max | Self::Mean => "ms",
             Self::ErrorRate => "percent",
             Self::Throughput => "req/s",
-            _ => "ms",
         }
     }
 

@@ -154,7 +154,10 @@ impl Plan {
 
 /// A smoke run's options as a user types them: `--duration 20s`, `--rate-scale 0.1`, or both.
 fn reshape_words(duration: Option<Duration>, rate_scale: f64) -> String {
-    let duration = duration.map(|d| format!("--duration {}", humantime::format_duration(d)));
+    // As one option a user can type: whole seconds, else milliseconds (`--duration 1500ms`).
+    let typed =
+        |d: Duration| if d.subsec_millis() == 0 { format!("{}s", d.as_secs()) } else { format!("{}ms", d.as_millis()) };
+    let duration = duration.map(|d| format!("--duration {}", typed(d)));
     let scale = ((rate_scale - 1.0).abs() > f64::EPSILON).then(|| format!("--rate-scale {rate_scale}"));
     duration.into_iter().chain(scale).collect::<Vec<_>>().join(" ")
 }

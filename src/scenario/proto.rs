@@ -113,11 +113,10 @@ fn described(error: &protox::Error) -> String {
 /// The method `name` (`package.Service/Method`, as gRPC's path writes it, or `package.Service.Method`).
 pub(super) fn method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, String> {
     // `/package.Service/Method` is the call's HTTP/2 path, as gRPC's tools print it: the same method.
-    let (service, method) = name
-        .strip_prefix('/')
-        .unwrap_or(name)
+    let written = name.strip_prefix('/').unwrap_or(name);
+    let (service, method) = written
         .rsplit_once('/')
-        .or_else(|| name.rsplit_once('.'))
+        .or_else(|| written.rsplit_once('.'))
         .ok_or_else(|| format!("`{name}` is not a method; write `package.Service/Method`"))?;
     let Some(found) = pool.get_service_by_name(service) else {
         let known: Vec<String> = pool.services().map(|s| s.full_name().to_owned()).collect();

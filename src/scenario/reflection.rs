@@ -231,11 +231,14 @@ impl Reflection<'_> {
             .await
             .map_err(|e| {
                 let base = crate::outside_text::printable(self.base);
-                // Reached, but its answer was not HTTP/2 (an HTTP/1.1 server reads h2c's preface as garbage).
+                // Reached, but no HTTP/2 answer came: an HTTP/1.1 server answers h2c's preface with garbage (an
+                // invalid frame to h2) or closes the connection.
                 let said = if e.is_connect() || e.is_timeout() {
                     format!("cannot reach {base}")
+                } else if self.base.starts_with("http://") {
+                    format!("{base} was reached but gave no HTTP/2 answer, which gRPC runs on (h2c on an http:// URL)")
                 } else {
-                    format!("{base} answered, but not in HTTP/2, which gRPC runs on (h2c on an http:// URL)")
+                    format!("no gRPC answer from {base}")
                 };
                 anyhow::Error::new(e).context(said)
             })?;

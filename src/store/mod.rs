@@ -184,8 +184,7 @@ impl Store {
             }
         };
         let mut store = Self { pool, url: url.clone(), found_version: 0 };
-        // No migrations table yet: a new database.
-        store.found_version = store.schema_version().await.unwrap_or(0);
+        store.found_version = store.found_version().await?;
         store.migrate().await?;
         Ok(store)
     }
@@ -241,6 +240,19 @@ impl Store {
         })
     }
 
+    /// The schema version before migrating: 0 when the migrations table does not exist yet (a new database);
+    /// any other error is the database's and is reported.
+    async fn found_version(&self) -> Result<i64, StoreError> {
+        let query = match &self.pool {
+            Pool::Sqlite(_) => "select count(*) from sqlite_master where type = 'table' and name = '_sqlx_migrations'",
+            Pool::Postgres(_) => {
+                "select count(*) from pg_tables where tablename = '_sqlx_migrations' and schemaname = current_schema()"
+            }
+        };
+        let tables: i64 = on_pool!(self, |pool| sqlx::query_scalar(query).fetch_one(pool).await?);
+        if tables == 0 { Ok(0) } else { self.schema_version().await }
+    }
+
     /// The newest migration applied to the database.
     pub async fn schema_version(&self) -> Result<i64, StoreError> {
         let query = "select coalesce(max(version), 0) from _sqlx_migrations where success";
@@ -251,7 +263,7 @@ impl Store {
     /// The schema version the database had when this store connected, before it was brought up to date: 0 for
     /// a database this connection created.
     #[must_use]
-    pub fn found_version(&self) -> i64 {
+    pub fn version_found(&self) -> i64 {
         self.found_version
     }
 

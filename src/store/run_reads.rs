@@ -146,7 +146,7 @@ impl Store {
             .fetch_all(pool)
             .await?);
         // Latencies are stored in microseconds and shown in milliseconds.
-        let scale = if matches!(metric, Metric::ErrorRate | Metric::Throughput) { 1.0 } else { 1000.0 };
+        let scale = if metric.unit() == "ms" { 1000.0 } else { 1.0 };
         rows.into_iter()
             .map(|row| {
                 let TrendRow { run_id, started_at, build_id, status, value } = row;

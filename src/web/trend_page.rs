@@ -252,7 +252,8 @@ struct JudgedAgainst {
 /// What the newest run drawn (`whole`, the whole-run points) was judged against, when it has a verdict.
 async fn judged_against(state: &AppState, whole: &[&ChartPoint]) -> Result<Option<JudgedAgainst>, WebError> {
     let Some(run) = whole.last().and_then(|p| p.run_id) else { return Ok(None) };
-    let verdict = state.store.latest_verdict(run).await?;
+    // The runner's verdict, not a later `check` against another baseline (`--baseline run:3`).
+    let verdict = state.store.first_verdict(run).await?;
     Ok(verdict.map(|v| JudgedAgainst { run, baseline: v.baseline_run_ids }))
 }
 

@@ -87,7 +87,7 @@ async fn a_server_without_reflection_or_a_wrong_url_is_said_plainly() {
     let http1 = H2Stub::http1_only(None).await;
     let (code, _, stderr) = fetch(dir.path(), &["proto", "fetch", &http1.url()]).await;
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("answered, but not in HTTP/2, which gRPC runs on"), "{stderr}");
+    assert!(stderr.contains("was reached but gave no HTTP/2 answer, which gRPC runs on"), "{stderr}");
 }
 
 #[test]
