@@ -444,3 +444,19 @@ fn max_body_is_a_size_or_a_number_of_bytes() {
         assert!(error.contains(said), "max_body = {value}: {error}");
     }
 }
+
+/// A request that could not be built (a feeder value with a space in the path) never went out: it fails, and it
+/// has no response time to pull the percentiles towards zero.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_could_not_be_built_counts_as_failed_and_has_no_response_time() {
+    let target = StubTarget::start().await;
+    let steps = "[[flow.step]]\npath = \"/hold\"\n[[flow.step]]\nname = \"bad\"\npath = \"/items/{{ d.term }}\"";
+    let text = open_scenario(&target.url(), "", steps, 20, 1)
+        .replace("[[flow]]", "[[data]]\nname = \"d\"\nfile = \"terms.csv\"\n[[flow]]");
+    let measurement = run_scenario(&text, &[("terms.csv", "term\na b\n")]).await;
+    let bad = endpoint(&measurement, "bad");
+    assert_eq!(bad.errors, bad.requests, "{:?}", bad.error_samples);
+    assert_eq!(bad.p50_us, 0, "no response time");
+    let all = endpoint(&measurement, degrade::model::OVERALL_ENDPOINT);
+    assert!(all.p50_us >= 15_000, "(all) p50 {} µs counts requests that never went out", all.p50_us);
+}
