@@ -233,7 +233,9 @@ impl Reflection<'_> {
                 let base = crate::outside_text::printable(self.base);
                 // Reached, but no HTTP/2 answer came: an HTTP/1.1 server answers h2c's preface with garbage (an
                 // invalid frame to h2) or closes the connection.
-                let said = if e.is_connect() || e.is_timeout() {
+                // A connect that failed or timed out reached nothing; a request that timed out after it did
+                // (the server read h2c's preface and said nothing) was reached.
+                let said = if e.is_connect() {
                     format!("cannot reach {base}")
                 } else if self.base.starts_with("http://") {
                     format!("{base} was reached but gave no HTTP/2 answer, which gRPC runs on (h2c on an http:// URL)")
