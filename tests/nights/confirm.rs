@@ -274,21 +274,13 @@ async fn two_valid_slow_runs(dir: &tempfile::TempDir, target: &SlowFor, store: &
 async fn a_regression_whose_reruns_cannot_be_measured_stands() {
     let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let (target, hook, dir, store) = five_nights_in().await;
-    let mut night = None;
-    for _ in 0..6 {
-        // Every request of the first run 40 ms slow; from the rerun on, every request crawls (400 ms), so the
-        // generator drops arrivals past its 8 in flight.
-        let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
+    // Every request of the first run 40 ms slow; from the rerun on, every request crawls (400 ms), so the
+    // generator drops arrivals past its 8 in flight.
+    let (code, output, first) = first_run_measured(&store, &dir, &hook, || {
         target.slow((i64::MAX, i64::MAX));
         target.crawl(80);
-        let (code, output) = crate::slow_target::check_run_now(&dir, &hook).await;
-        if store.find_run(before + 1).await.unwrap().unwrap().status != RunStatus::Invalid {
-            night = Some((code, output, before + 1));
-            break;
-        }
-        // This machine, busy with other tests, made the first run invalid: such a night regresses nothing.
-    }
-    let (code, output, first) = night.expect("six first runs in a row were invalid: this machine is too busy");
+    })
+    .await;
     assert_eq!(code, Some(1), "{output}");
     let reruns = format!("#{}, #{}, #{}", first + 1, first + 2, first + 3);
     let said = format!("confirmation: the confirmation could not be made: reruns {reruns} of the same build");
@@ -324,19 +316,12 @@ async fn a_regression_whose_reruns_cannot_be_measured_stands() {
 async fn a_rerun_that_measured_another_build_neither_confirms_nor_refutes() {
     let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let (target, hook, dir, store) = five_nights_in().await;
-    let mut night = None;
-    for _ in 0..6 {
-        // The first run's 80 requests slow, on build 1.0.0; then build 1.1.0, fast.
-        let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
+    // The first run's 80 requests slow, on build 1.0.0; then build 1.1.0, fast.
+    let (code, output, first) = first_run_measured(&store, &dir, &hook, || {
         target.slow((80, i64::MAX));
         target.redeploy(80);
-        let (code, output) = crate::slow_target::check_run_now(&dir, &hook).await;
-        if store.find_run(before + 1).await.unwrap().unwrap().status != RunStatus::Invalid {
-            night = Some((code, output, before + 1));
-            break;
-        }
-    }
-    let (code, output, first) = night.expect("six first runs in a row were invalid: this machine is too busy");
+    })
+    .await;
     assert_eq!(code, Some(1), "{output}");
     let said = format!("rerun #{} measured build 1.1.0, not 1.0.0: the build changed after the first run", first + 1);
     assert!(output.contains(&said), "{output}");
@@ -371,4 +356,23 @@ async fn a_rerun_that_measured_another_build_neither_confirms_nor_refutes() {
         return;
     }
     panic!("six nights in a row had an invalid run: this machine is too busy to measure anything");
+}
+
+/// One night through `check --run-now` after `set` shaped the target, again while this machine (busy with other
+/// tests) made its first run invalid, which regresses nothing: the exit code, the output and the first run.
+async fn first_run_measured(
+    store: &Store,
+    dir: &tempfile::TempDir,
+    hook: &crate::support::receiver::Receiver,
+    set: impl Fn(),
+) -> (Option<i32>, String, i64) {
+    for _ in 0..6 {
+        let before = store.last_runs("shop", 1).await.unwrap().first().map_or(0, |r| r.id);
+        set();
+        let (code, output) = crate::slow_target::check_run_now(dir, hook).await;
+        if store.find_run(before + 1).await.unwrap().unwrap().status != RunStatus::Invalid {
+            return (code, output, before + 1);
+        }
+    }
+    panic!("six first runs in a row were invalid: this machine is too busy");
 }
