@@ -27,6 +27,8 @@ pub use webhook::Webhooks;
 pub enum Event {
     /// A regression episode opened.
     Regression,
+    /// While a regression episode is open, a later night regressed on figures it had not named yet.
+    RegressionWidened,
     /// A regression episode resolved: a run passed again.
     Recovery,
     /// A scheduled run did not happen.
@@ -45,6 +47,7 @@ impl Event {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Regression => "regression",
+            Self::RegressionWidened => "regression_widened",
             Self::Recovery => "recovery",
             Self::MissingRun => "missing_run",
             Self::RunFailed => "run_failed",
@@ -56,7 +59,8 @@ impl Event {
     /// Whether `notifier` asked for this event (every notifier gets test messages).
     fn wanted_by(self, notifier: &NotifierConfig) -> bool {
         let event = match self {
-            Self::Regression => NotifyEvent::Regression,
+            // Part of the regression episode: whoever hears of the episode hears how it grows.
+            Self::Regression | Self::RegressionWidened => NotifyEvent::Regression,
             Self::Recovery => NotifyEvent::Recovery,
             Self::MissingRun => NotifyEvent::MissingRun,
             Self::RunFailed => NotifyEvent::RunFailed,
@@ -151,8 +155,14 @@ pub fn messages(config: &Config, alert: &Alert, episode: i64) -> Vec<NewMessage>
         .iter()
         .filter(|n| alert.event.wanted_by(n) && (n.scenarios.is_empty() || n.scenarios.contains(&alert.scenario)))
         .map(|notifier| {
-            // One episode has at most one message per event and notifier, so this key never repeats.
-            let key = format!("degrade-episode-{episode}-{}-{}", alert.event.as_str(), notifier.name);
+            // One episode has at most one message per event and notifier, but for a widening, one per night
+            // that widened it: so this key never repeats, and alerting the same night again enqueues nothing.
+            let key = match (alert.event, alert.run_id) {
+                (Event::RegressionWidened, Some(run)) => {
+                    format!("degrade-episode-{episode}-{}-run-{run}-{}", alert.event.as_str(), notifier.name)
+                }
+                _ => format!("degrade-episode-{episode}-{}-{}", alert.event.as_str(), notifier.name),
+            };
             NewMessage {
                 episode_id: Some(episode),
                 notifier: notifier.name.clone(),

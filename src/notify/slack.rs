@@ -22,6 +22,10 @@ pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
             format!("degrade: {scenario} regressed{}{}", on_build(alert), capacity_fell(alert)),
             format!("Regression in {scenario}"),
         ),
+        Event::RegressionWidened => (
+            format!("degrade: {scenario} regressed further{}{}", on_build(alert), capacity_fell(alert)),
+            format!("Regression in {scenario} widened"),
+        ),
         // "Passes again", not "recovered": a slowdown that held long enough to become the level passes too, and
         // the summary says which it was.
         Event::Recovery => {

@@ -1,7 +1,8 @@
 //! Episodes and their alerts: what each judged, failed or missing run means for the team's attention.
 //!
-//! - regressed → a regression episode opens (one alert); while it stays open, further regressed nights say
-//!   nothing new;
+//! - regressed → a regression episode opens (one alert); while it stays open, a regressed night tells the
+//!   team only what no night of the episode named yet (a second route slowed, or a slow one began to fail:
+//!   `regression_widened`), and a night that repeats what was told says nothing;
 //! - passed → an open regression episode resolves (one recovery alert); when the figures that regressed are
 //!   still where they went, the slower level has held long enough to be the one judged against, and the
 //!   alert says so instead of "passed again"; a night that passed without judging a figure that regressed
@@ -24,6 +25,8 @@ use crate::model::{CapacityChange, Finding, FindingOutcome, RunId, VerdictOutcom
 use crate::notify::{self, Alert, Event, Worse};
 use crate::report::CheckReport;
 use crate::store::{NewEpisode, Store, StoreError};
+
+mod told;
 
 /// Episode kinds, as stored.
 pub mod kind {
@@ -52,20 +55,24 @@ pub async fn after_judgement(
     }
     match report.outcome {
         VerdictOutcome::Regressed => {
+            if let Some(told) = told::told(store, scenario, report.run_id).await?.filter(|t| t.opened < report.run_id) {
+                return widened(store, config, report, &told, at).await;
+            }
             let (last_good, builds) = store.builds_since_last_pass(scenario, report.run_id).await?;
             let alert = Alert {
                 run_id: Some(report.run_id),
                 build_id: report.build_id.clone(),
                 builds_since_last_good: builds,
                 last_good_run_id: last_good,
-                worse: worse(report),
+                worse: worse(report.findings.iter()),
                 capacity: capacity_fell(store, config, report).await?,
                 ..Alert::about(Event::Regression, scenario, report.summary.clone(), at)
             };
             open(store, config, kind::REGRESSION, Some(report.run_id), last_good, alert).await
         }
         VerdictOutcome::Passed => {
-            if let Some(unjudged) = regressed_figures_unjudged(store, scenario, report).await? {
+            let told = told::told(store, scenario, report.run_id).await?;
+            if let Some(unjudged) = told.as_ref().and_then(|t| t.unjudged(report)) {
                 // A night that could not judge what regressed says nothing of it: no recovery yet.
                 tracing::info!(
                     "run #{} passed, but {unjudged} could not be judged tonight: the regression stays open",
@@ -73,7 +80,7 @@ pub async fn after_judgement(
                 );
                 return Ok(());
             }
-            let kept = still_slower(store, scenario, report).await?;
+            let kept = told.as_ref().and_then(|t| t.still_slower(report));
             let capacity = capacity_back(store, config, report).await?;
             let said: Vec<&str> =
                 capacity.as_ref().map(|(_, words)| words.as_str()).into_iter().chain(kept.as_deref()).collect();
@@ -95,6 +102,45 @@ pub async fn after_judgement(
     }
 }
 
+/// After a night that regressed while the scenario's regression episode is open: when it names figures no
+/// night of the episode named (a second route slowed), tells the team once, listing only those; the episode
+/// stays open. A night that only repeats what was told says nothing new.
+async fn widened(
+    store: &Store,
+    config: &Config,
+    report: &CheckReport,
+    told: &told::Told,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let news = told.news(report);
+    if news.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = news.iter().map(|f| format!("{} {}", f.endpoint, f.metric)).collect();
+    let summary = format!(
+        "run #{} also regressed on {} (the regression open since run #{} stays open): {}",
+        report.run_id,
+        named.join(", "),
+        told.opened,
+        report.summary
+    );
+    let capacity_news = news.iter().any(|f| f.metric == CAPACITY_METRIC);
+    let (last_good, builds) = store.builds_since_last_pass(&report.scenario, report.run_id).await?;
+    let alert = Alert {
+        run_id: Some(report.run_id),
+        build_id: report.build_id.clone(),
+        builds_since_last_good: builds,
+        last_good_run_id: last_good,
+        worse: worse(news.into_iter()),
+        capacity: if capacity_news { capacity_fell(store, config, report).await? } else { None },
+        ..Alert::about(Event::RegressionWidened, &report.scenario, summary, at)
+    };
+    if store.tell_episode(told.episode, &notify::messages(config, &alert, told.episode)).await? {
+        tracing::info!(scenario = report.scenario, episode = told.episode, "regression widened: {}", alert.summary);
+    }
+    Ok(())
+}
+
 /// After an inconclusive night: when it makes a streak of nights held back by their machine, tells the team
 /// once (the episode stays open, silent, until a night is judged).
 async fn held_back(store: &Store, config: &Config, report: &CheckReport, at: DateTime<Utc>) -> Result<(), StoreError> {
@@ -111,88 +157,6 @@ async fn held_back(store: &Store, config: &Config, report: &CheckReport, at: Dat
         ..Alert::about(Event::Unjudged, &report.scenario, summary, at)
     };
     open(store, config, kind::UNJUDGED, Some(report.run_id), None, alert).await
-}
-
-/// The run that opened the scenario's unresolved regression episode, and the findings of its verdict that
-/// regressed; `None` without such an episode.
-async fn opening_regressions(store: &Store, scenario: &str) -> Result<Option<(RunId, Vec<Finding>)>, StoreError> {
-    let episodes = store.unresolved_episodes(scenario).await?;
-    let Some(opened) = episodes.iter().filter(|e| e.kind == kind::REGRESSION).find_map(|e| e.opened_run_id) else {
-        return Ok(None);
-    };
-    let Some(verdict) = store.latest_verdict(opened).await? else { return Ok(None) };
-    let regressed = verdict.findings.into_iter().filter(|f| f.outcome == FindingOutcome::Regression).collect();
-    Ok(Some((opened, regressed)))
-}
-
-/// The figures that opened the scenario's regression episode and that tonight's verdict could not judge (a
-/// capacity search that ended at the generator's limit, a figure on too few requests, one excused by a
-/// held-back machine), in words; `None` when every one was judged, or no episode is open. Such a night passed
-/// on the rest: it must not tell the team the regression recovered.
-async fn regressed_figures_unjudged(
-    store: &Store,
-    scenario: &str,
-    report: &CheckReport,
-) -> Result<Option<String>, StoreError> {
-    let Some((_, regressed)) = opening_regressions(store, scenario).await? else { return Ok(None) };
-    let unjudged: Vec<String> = regressed
-        .iter()
-        .filter(|then| {
-            report.findings.iter().any(|now| {
-                now.endpoint == then.endpoint
-                    && now.metric == then.metric
-                    && matches!(
-                        now.outcome,
-                        FindingOutcome::Inconclusive | FindingOutcome::TooFew | FindingOutcome::Excused
-                    )
-            })
-        })
-        .map(|then| format!("{} {}", then.endpoint, then.metric))
-        .collect();
-    Ok((!unjudged.is_empty()).then(|| unjudged.join(", ")))
-}
-
-/// When figures that opened the scenario's regression episode are still nearer where they regressed to than
-/// where they were, tonight passed because that slower level held for enough nights to become the level: says
-/// which, in words, and which of the others came back (a fixed route beside an `(all)` figure that stayed is a
-/// fix, not "nothing got faster"). `None` when every one came back, or there is no such episode.
-async fn still_slower(store: &Store, scenario: &str, report: &CheckReport) -> Result<Option<String>, StoreError> {
-    let Some((opened, regressed)) = opening_regressions(store, scenario).await? else { return Ok(None) };
-    let (mut kept, mut back) = (Vec::new(), Vec::new());
-    // The capacity says where it stands in its own words (`capacity_back`).
-    for then in regressed.iter().filter(|f| f.metric != CAPACITY_METRIC) {
-        let Some(before) = then.baseline_value.filter(|b| *b > 0.0 && then.candidate_value > 0.0) else { continue };
-        let Some(now) = report.findings.iter().find(|f| f.endpoint == then.endpoint && f.metric == then.metric) else {
-            continue;
-        };
-        let value = |v| crate::report::with_unit(&then.metric, v);
-        let figure = format!("{} {}", then.endpoint, then.metric);
-        // Nearer on the log scale: a tenfold slowdown halfway back is still closer to its new level.
-        if now.candidate_value > 0.0
-            && (now.candidate_value / then.candidate_value).ln().abs() < (now.candidate_value / before).ln().abs()
-        {
-            kept.push(format!("{figure} {} (was {} before run #{opened})", value(now.candidate_value), value(before)));
-        } else {
-            back.push(format!(
-                "{figure} {} (was {} in run #{opened})",
-                value(now.candidate_value),
-                value(then.candidate_value)
-            ));
-        }
-    }
-    if kept.is_empty() {
-        return Ok(None);
-    }
-    let stayed = format!(
-        "{} stayed where {} regressed to, and that level has held long enough to be the one judged against",
-        kept.join(", "),
-        if kept.len() == 1 { "it" } else { "they" }
-    );
-    Ok(Some(if back.is_empty() {
-        format!("{stayed} (nothing got faster)")
-    } else {
-        format!("{} came back; {stayed}", back.join(", "))
-    }))
 }
 
 /// Opens a run_failed episode for a run that could not be done.
@@ -305,7 +269,7 @@ async fn capacity_fell(
 /// When the scenario's open regression episode opened on a capacity that fell and tonight's capacity is back
 /// nearer the level it fell from: the change since that night, and the recovery's words (`capacity 3,100 →
 /// 3,950 req/s (+27.4 %) since run #12, back by the nights' level of 4,000 req/s`). `None` otherwise: a
-/// capacity still where it fell is said by [`still_slower`].
+/// capacity still where it fell is said by [`told::Told::still_slower`].
 async fn capacity_back(
     store: &Store,
     config: &Config,
@@ -337,11 +301,10 @@ async fn capacity_back(
     Ok(Some((back, words)))
 }
 
-/// The findings that make the run worse, largest change first (a capacity's fall is a change for the worse).
-fn worse(report: &CheckReport) -> Vec<Worse> {
-    let mut worse: Vec<Worse> = report
-        .findings
-        .iter()
+/// The findings among `findings` that make the run worse, largest change first (a capacity's fall is a change
+/// for the worse).
+fn worse<'a>(findings: impl Iterator<Item = &'a Finding>) -> Vec<Worse> {
+    let mut worse: Vec<Worse> = findings
         .filter(|f| f.outcome.is_failure())
         .map(|f| Worse {
             endpoint: f.endpoint.clone(),

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::outbox::{NewMessage, enqueue_on};
 use super::retry::retry_busy;
 use super::{Store, StoreError, from_millis, in_transaction, on_pool, to_millis};
+use crate::model::RunId;
 use crate::outside_text::storable;
 
 /// An episode as stored.
@@ -249,5 +250,43 @@ impl Store {
             Some("acknowledged") => Acknowledged::AlreadyAcknowledged,
             Some(_) => Acknowledged::Resolved,
         })
+    }
+
+    /// Enqueues `messages` for the unresolved episode `id` in one transaction; `false` when it is resolved (or
+    /// gone), in which case nothing is enqueued. Messages whose key exists already are not enqueued twice.
+    pub async fn tell_episode(&self, id: i64, messages: &[NewMessage]) -> Result<bool, StoreError> {
+        let unresolved = "select id from episodes where id = $1 and state <> 'resolved'";
+        retry_busy(|| async move {
+            Ok(in_transaction!(self, |tx| {
+                let open: Option<i64> = sqlx::query_scalar(unresolved).bind(id).fetch_optional(&mut *tx).await?;
+                if open.is_some() {
+                    for message in messages {
+                        enqueue_on!(&mut *tx, message);
+                    }
+                }
+                open.is_some()
+            }))
+        })
+        .await
+    }
+
+    /// The runs of `scenario` from `from` up to (not including) `before` whose regression stands (judged
+    /// regressed, confirmed where a rerun was asked for), oldest first: the nights a regression episode opened
+    /// by `from` has told the team about.
+    pub async fn regressed_runs_between(
+        &self,
+        scenario: &str,
+        from: RunId,
+        before: RunId,
+    ) -> Result<Vec<RunId>, StoreError> {
+        let query = "select runs.id from runs join scenarios on scenarios.id = runs.scenario_id \
+                     where scenarios.name = $1 and runs.id >= $2 and runs.id < $3 and runs.status = 'regressed' \
+                     order by runs.id";
+        Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
+            .bind(scenario)
+            .bind(from)
+            .bind(before)
+            .fetch_all(pool)
+            .await?))
     }
 }

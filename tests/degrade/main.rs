@@ -16,7 +16,9 @@
 //! - `check`: the CI gate and `degrade detect` through the real binary, on runs stored through the store.
 //! - `engine`: the load engine against the stub targets; scenario validation errors.
 //! - `run_cli`: `degrade run` and `validate` of scenarios through the real binary.
-//! - `alerts`: episodes, Slack/JSON messages and the outbox courier, on runs judged by the real judge.
+//! - `alerts`: episodes, Slack/JSON messages and the outbox courier, on runs judged by the real judge;
+//!   `alerts_widened`: a second route regressing during an open episode is told once, and judged before it
+//!   resolves.
 //! - `nightly`: the nightly chain, the scheduler, leases across instances, and `degrade serve` itself.
 //! - `hostile_input`: overflowing durations, sizes, ports, devices as files, bad names: refused, never a panic.
 //! - `control_characters`: NUL and other control characters refused by `validate` in names, header values and
@@ -74,6 +76,7 @@ mod cli;
 mod config_errors;
 mod control_characters;
 mod alerts;
+mod alerts_widened;
 mod book;
 mod browser;
 mod dashboard;

@@ -1,0 +1,152 @@
+//! What an open regression episode has told the team: the figures of every night that regressed since it
+//! opened, each as first told. A recovery is judged against all of them (a route that regressed on the third
+//! night of an episode must be judged again before the episode can pass), and a later regressed night that
+//! names a figure none of them named is news to tell (`regression_widened`): a second route slowing during a
+//! week-long episode would otherwise go unheard until the first one recovers.
+
+use super::kind;
+use crate::analysis::capacity::CAPACITY_METRIC;
+use crate::model::{Finding, FindingOutcome, Metric, RunId};
+use crate::report::CheckReport;
+use crate::store::{Store, StoreError};
+
+/// The scenario's unresolved regression episode and what its nights have said.
+pub(super) struct Told {
+    /// The episode's id.
+    pub episode: i64,
+    /// The run that opened it.
+    pub opened: RunId,
+    /// Each figure that regressed or breached a gate on a night of the episode, with that night's run and
+    /// finding: the first night that named it.
+    pub figures: Vec<(RunId, Finding)>,
+}
+
+impl Told {
+    /// The figures that regressed (not a breached gate), as the recovery judges them.
+    fn regressions(&self) -> impl Iterator<Item = &(RunId, Finding)> {
+        self.figures.iter().filter(|(_, f)| f.outcome == FindingOutcome::Regression)
+    }
+
+    /// Tonight's failing figures whose endpoint no night of the episode named with a change of their kind (a
+    /// route's p50 beside its p95 already told is the same slowdown; its failures beginning are news).
+    pub fn news<'a>(&self, report: &'a CheckReport) -> Vec<&'a Finding> {
+        report
+            .findings
+            .iter()
+            .filter(|now| now.outcome.is_failure())
+            .filter(|now| {
+                !self.figures.iter().any(|(_, then)| {
+                    then.endpoint == now.endpoint && change_kind(&then.metric) == change_kind(&now.metric)
+                })
+            })
+            .collect()
+    }
+}
+
+/// What kind of change a figure names: a route's response times (any percentile, or a gate on one) are one
+/// slowdown; its failures, its throughput, the capacity and each server series are each their own.
+fn change_kind(metric: &str) -> &str {
+    let in_ms = metric.parse::<Metric>().is_ok_and(|m| m.unit() == "ms") || metric.ends_with("_ms");
+    if in_ms {
+        "response time"
+    } else if metric == Metric::ErrorRate.as_str() || metric == "max_error_rate_pct" {
+        "failures"
+    } else {
+        metric
+    }
+}
+
+fn same_figure(a: &Finding, b: &Finding) -> bool {
+    a.endpoint == b.endpoint && a.metric == b.metric
+}
+
+/// The scenario's unresolved regression episode and the figures its nights before `before` told; `None`
+/// without such an episode.
+pub(super) async fn told(store: &Store, scenario: &str, before: RunId) -> Result<Option<Told>, StoreError> {
+    let episodes = store.unresolved_episodes(scenario).await?;
+    let Some((episode, opened)) =
+        episodes.iter().filter(|e| e.kind == kind::REGRESSION).find_map(|e| Some((e.id, e.opened_run_id?)))
+    else {
+        return Ok(None);
+    };
+    let mut nights = store.regressed_runs_between(scenario, opened, before).await?;
+    // The opening night counts even when a later `check` of it judged otherwise: it is what was told.
+    if !nights.contains(&opened) {
+        nights.insert(0, opened);
+    }
+    let mut figures: Vec<(RunId, Finding)> = Vec::new();
+    for night in nights {
+        let Some(verdict) = store.latest_verdict(night).await? else { continue };
+        for finding in verdict.findings.into_iter().filter(|f| f.outcome.is_failure()) {
+            if !figures.iter().any(|(_, told)| same_figure(told, &finding)) {
+                figures.push((night, finding));
+            }
+        }
+    }
+    Ok(Some(Told { episode, opened, figures }))
+}
+
+impl Told {
+    /// The figures that regressed during the episode and that tonight's verdict could not judge (a capacity
+    /// search that ended at the generator's limit, a figure on too few requests, one excused by a held-back
+    /// machine), in words; `None` when every one was judged. Such a night passed on the rest: it must not tell
+    /// the team the regression recovered.
+    pub fn unjudged(&self, report: &CheckReport) -> Option<String> {
+        let unjudged: Vec<String> = self
+            .regressions()
+            .filter(|(_, then)| {
+                report.findings.iter().any(|now| {
+                    same_figure(then, now)
+                        && matches!(
+                            now.outcome,
+                            FindingOutcome::Inconclusive | FindingOutcome::TooFew | FindingOutcome::Excused
+                        )
+                })
+            })
+            .map(|(_, then)| format!("{} {}", then.endpoint, then.metric))
+            .collect();
+        (!unjudged.is_empty()).then(|| unjudged.join(", "))
+    }
+
+    /// When figures that regressed during the episode are still nearer where they regressed to than where they
+    /// were, tonight passed because that slower level held for enough nights to become the level: says which,
+    /// in words, and which of the others came back (a fixed route beside an `(all)` figure that stayed is a fix,
+    /// not "nothing got faster"). `None` when every one came back.
+    pub fn still_slower(&self, report: &CheckReport) -> Option<String> {
+        let (mut kept, mut back) = (Vec::new(), Vec::new());
+        // The capacity says where it stands in its own words (`capacity_back`).
+        for (run, then) in self.regressions().filter(|(_, f)| f.metric != CAPACITY_METRIC) {
+            let Some(before) = then.baseline_value.filter(|b| *b > 0.0 && then.candidate_value > 0.0) else {
+                continue;
+            };
+            let Some(now) = report.findings.iter().find(|now| same_figure(then, now)) else { continue };
+            let value = |v| crate::report::with_unit(&then.metric, v);
+            let figure = format!("{} {}", then.endpoint, then.metric);
+            // Nearer on the log scale: a tenfold slowdown halfway back is still closer to its new level.
+            if now.candidate_value > 0.0
+                && (now.candidate_value / then.candidate_value).ln().abs() < (now.candidate_value / before).ln().abs()
+            {
+                kept.push(format!("{figure} {} (was {} before run #{run})", value(now.candidate_value), value(before)));
+            } else {
+                back.push(format!(
+                    "{figure} {} (was {} in run #{run})",
+                    value(now.candidate_value),
+                    value(then.candidate_value)
+                ));
+            }
+        }
+        if kept.is_empty() {
+            return None;
+        }
+        let stayed = format!(
+            "{} stayed where {} regressed to, and that level has held long enough to be the one judged against",
+            kept.join(", "),
+            if kept.len() == 1 { "it" } else { "they" }
+        );
+        Some(if back.is_empty() {
+            format!("{stayed} (nothing got faster)")
+        } else {
+            format!("{} came back; {stayed}", back.join(", "))
+        })
+    }
+}

@@ -1,0 +1,95 @@
+//! A regression episode that grows: a second route that regresses while the first is still open is told
+//! once, naming only what is new; a night repeating what was told says nothing; and the episode resolves
+//! only on a night that judged every figure its nights named.
+
+use chrono::Utc;
+use degrade::model::{BaselineSpec, FindingOutcome, RunStatus, VerdictOutcome};
+use degrade::notify::Courier;
+use degrade::pipeline::alerting;
+use degrade::pipeline::judge_run::{IfRegressed, judge_run};
+use degrade::store::Store;
+
+use crate::support::config::{QUICK_SCENARIO, alerting_config, load};
+use crate::support::nights::{judge_and_alert, store_both_routes_night, store_night};
+use crate::support::receiver::Receiver;
+use crate::support::{TestDb, project};
+
+#[tokio::test]
+async fn a_second_route_regressing_during_an_open_episode_is_told_once() {
+    let slack = Receiver::start().await;
+    let json = Receiver::start().await;
+    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, &slack.url(), &json.url());
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let courier = Courier::new(store.clone(), config.clone()).unwrap();
+    for n in 0..8 {
+        store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
+    }
+    let opened = store_night(&store, "checkout", 8, 150.0, RunStatus::Finished).await;
+    assert_eq!(judge_and_alert(&store, &config, opened).await.outcome, VerdictOutcome::Regressed);
+    assert_eq!(courier.deliver_due().await.unwrap(), 2, "the episode opens: one message per webhook");
+
+    // The next night the cards route regressed too, beside the boards route still where it went.
+    let widened = store_both_routes_night(&store, "checkout", 9, 150.0, 90.0).await;
+    let report = judge_and_alert(&store, &config, widened).await;
+    assert_eq!(report.outcome, VerdictOutcome::Regressed);
+    assert_eq!(courier.deliver_due().await.unwrap(), 2, "the widening, once per webhook: {:?}", json.posts());
+    alerting::after_judgement(&store, &config, &report, Utc::now()).await.unwrap();
+    assert_eq!(courier.deliver_due().await.unwrap(), 0, "alerting the same night again enqueues nothing");
+
+    let message = json.delivered().into_iter().find(|p| p["event"] == "regression_widened").unwrap();
+    assert_eq!(message["run_id"], widened, "{message:#}");
+    let worse: Vec<(&str, &str)> = message["worse"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["endpoint"].as_str().unwrap(), w["metric"].as_str().unwrap()))
+        .collect();
+    assert_eq!(worse, [("POST /cards", "p95")], "only what no night of the episode named: {message:#}");
+    let summary = message["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(&format!(
+            "run #{widened} also regressed on POST /cards p95 (the regression open since run #{opened} stays open)"
+        )),
+        "{summary}"
+    );
+    let said = slack.delivered().into_iter().map(|m| m["text"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        said,
+        ["degrade: checkout regressed on build 1.0.8", "degrade: checkout regressed further on build 1.0.9"]
+    );
+    assert_eq!(store.episodes(10).await.unwrap().len(), 1, "still one episode");
+
+    // Both routes again, the cards route now regressed on its p50 too: the same slowdown, nothing new to tell.
+    let repeated = store_both_routes_night(&store, "checkout", 10, 151.0, 91.0).await;
+    let report = judge_and_alert(&store, &config, repeated).await;
+    assert_eq!(report.outcome, VerdictOutcome::Regressed);
+    let cards: Vec<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.endpoint == "POST /cards" && f.outcome == FindingOutcome::Regression)
+        .map(|f| f.metric.as_str())
+        .collect();
+    assert_eq!(cards, ["p50", "p95"], "the night this test means");
+    assert_eq!(courier.deliver_due().await.unwrap(), 0, "{:#?}", json.delivered().last());
+
+    // The boards route back, but the cards route, which regressed after the episode opened, not judged
+    // tonight: no recovery.
+    let back = store_both_routes_night(&store, "checkout", 11, 100.0, 60.0).await;
+    let run = store.find_run(back).await.unwrap().unwrap();
+    let mut report =
+        judge_run(&store, &config, &run, &BaselineSpec::LastDays(7), IfRegressed::Stands, Utc::now()).await.unwrap();
+    assert_eq!(report.outcome, VerdictOutcome::Passed);
+    for finding in report.findings.iter_mut().filter(|f| f.endpoint == "POST /cards" && f.metric == "p95") {
+        finding.outcome = FindingOutcome::TooFew;
+    }
+    alerting::after_judgement(&store, &config, &report, Utc::now()).await.unwrap();
+    assert_eq!(courier.deliver_due().await.unwrap(), 0, "no recovery before the cards route is judged");
+
+    let judged = store_both_routes_night(&store, "checkout", 12, 100.0, 60.0).await;
+    assert_eq!(judge_and_alert(&store, &config, judged).await.outcome, VerdictOutcome::Passed);
+    assert_eq!(courier.deliver_due().await.unwrap(), 2, "the recovery, once per webhook");
+    let recovery = json.delivered().into_iter().find(|p| p["event"] == "recovery").unwrap();
+    assert_eq!(recovery["run_id"], judged, "{recovery:#}");
+}
