@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use bytes::{BufMut, BytesMut};
 use http::{HeaderName, Method, header};
+use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 
 use super::failure::Failure;
 use super::http1::Outgoing;
@@ -231,9 +232,21 @@ impl RequestHead {
     }
 }
 
+/// What a value put into a path by a template is percent-encoded for: the URL Standard's path percent-encode
+/// set (controls, space, `"`, `#`, `<`, `>`, `?`, `` ` ``, `{`, `}`) and every byte of a non-ASCII character.
+/// A `/` or a `%` stays, so a feeder column of sub-paths or of values encoded already is sent as written.
+const PATH_VALUE: &AsciiSet =
+    &CONTROLS.add(b' ').add(b'"').add(b'#').add(b'<').add(b'>').add(b'?').add(b'`').add(b'{').add(b'}');
+
+/// `value` as a template puts it into a path: a name with a space (`Jane Doe`) is sent as `Jane%20Doe`, as a
+/// browser or an HTTP library would send it, instead of failing every request that drew it.
+pub(super) fn path_value(value: &str) -> String {
+    utf8_percent_encode(value, PATH_VALUE).to_string()
+}
+
 /// The request target (origin form): the base URL's path, the step's path, and its query encoded.
 fn request_target(step: &Step, prefix: &str, cx: &mut RenderContext<'_>) -> Result<String, Failure> {
-    let mut path = step.path.render(cx);
+    let mut path = step.path.render_escaped(cx, path_value);
     // A URL's fragment never goes to the server (as `http::Uri` dropped it before).
     if let Some(fragment) = path.find('#') {
         path.truncate(fragment);
@@ -299,5 +312,16 @@ mod tests {
         assert!(!is_header_value("a\r\nx: y"));
         assert!(is_header_value("Bearer abc\tdef é"));
         assert!(get("/a b", "h").is_err());
+    }
+
+    #[test]
+    fn a_value_put_into_a_path_is_percent_encoded_where_a_url_needs_it() {
+        assert_eq!(path_value("Jane Doe"), "Jane%20Doe");
+        assert_eq!(path_value("café"), "caf%C3%A9");
+        assert_eq!(path_value("what?#top"), "what%3F%23top");
+        assert_eq!(path_value("x\r\nHost: y"), "x%0D%0AHost:%20y");
+        // Sub-paths and values encoded already are sent as written.
+        assert_eq!(path_value("a/b%2Fc"), "a/b%2Fc");
+        assert!(is_request_target(&format!("/users/{}", path_value("名前 \u{7f}"))));
     }
 }

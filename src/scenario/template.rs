@@ -287,6 +287,23 @@ impl Template {
         }
     }
 
+    /// Renders to text with each expression's value passed through `escape` and the literal text as written:
+    /// a path percent-encodes what a feeder row or a variable puts in it, never what the scenario wrote.
+    pub fn render_escaped(&self, cx: &mut RenderContext<'_>, escape: impl Fn(&str) -> String) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.push_str(t),
+                Part::Expr(e) => {
+                    let mut value = String::new();
+                    push_text(&mut value, &eval(e, cx));
+                    out.push_str(&escape(&value));
+                }
+            }
+        }
+        out
+    }
+
     /// Renders to a JSON value: a lone expression keeps its type, anything else is a string.
     pub fn render_value(&self, cx: &mut RenderContext<'_>) -> Value {
         match self.parts.as_slice() {

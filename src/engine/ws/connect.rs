@@ -56,7 +56,7 @@ fn upgrade_request(
 ) -> Result<http::Request<()>, Failure> {
     let client = &shared.client;
     let scheme = if client.is_tls() { "wss" } else { "ws" };
-    let path = step.path.render(cx);
+    let path = step.path.render_escaped(cx, super::super::request::path_value);
     let url = format!("{scheme}://{}{}{path}", client.host_header(), client.prefix());
     let bad = |what: String| Failure::new(ErrorClass::Protocol, what);
     let mut request = url.into_client_request().map_err(|e| bad(format!("the socket's path `{path}`: {e}")))?;

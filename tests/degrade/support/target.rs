@@ -31,6 +31,8 @@ pub struct Counters {
     pub deletes_of_created: AtomicU64,
     /// Every `GET /echo` query string, in arrival order.
     pub echoed: Mutex<Vec<String>>,
+    /// Every `GET /named/…` path as it arrived (not decoded), in arrival order.
+    pub named: Mutex<Vec<String>>,
     /// Per `GET /hold?who=…`: how many of its requests are in flight now, and the most there ever were.
     pub holding: Mutex<std::collections::HashMap<String, (u32, u32)>>,
 }
@@ -99,6 +101,7 @@ pub fn api(counters: Arc<Counters>) -> Router {
             get(|| async { ([("x-token", axum::http::HeaderValue::from_bytes(b"caf\xe9").unwrap())], "ok") }),
         )
         .route("/echo", get(echo))
+        .route("/named/{name}", get(named))
         .route("/hold", get(hold))
         .route("/items", post(create))
         .route("/items/{id}", get(read).delete(delete))
@@ -117,6 +120,11 @@ async fn stall(State(counters): State<Arc<Counters>>) -> &'static str {
 
 async fn echo(State(counters): State<Arc<Counters>>, uri: axum::http::Uri) -> &'static str {
     counters.echoed.lock().unwrap().push(uri.query().unwrap_or_default().to_owned());
+    "ok"
+}
+
+async fn named(State(counters): State<Arc<Counters>>, uri: axum::http::Uri) -> &'static str {
+    counters.named.lock().unwrap().push(uri.path().to_owned());
     "ok"
 }
 
