@@ -68,6 +68,7 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
         store.close().await;
         return Ok(super::segment::exit(&ran?));
     }
+    let planned: Vec<String> = job.plan.recorded_endpoints().map(str::to_owned).collect();
     let outcome = run_job(&store, job, args.build).await;
     let capacity = match &outcome {
         Ok((_, RunOutcome::Measured { run_id, .. })) => store.capacity(*run_id).await.unwrap_or_else(|e| {
@@ -81,6 +82,7 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
         (_, RunOutcome::Failed { run_id, reason }) => bail!("run {run_id} failed before any load was sent: {reason}"),
         (_, RunOutcome::Stopped { run_id, reason }) => bail!("run {run_id} is stored as aborted: {reason}"),
         (scenario, RunOutcome::Measured { run_id, build_id, measurement, telemetry }) => RunReport {
+            unreached: never_reached(&planned, &measurement.results.endpoints),
             id: run_id,
             scenario,
             build_id,
@@ -96,6 +98,11 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
         RunStatus::Invalid => Exit::Inconclusive,
         _ => Exit::Error,
     })
+}
+
+/// The planned endpoints no request of the night reached, in the plan's order.
+fn never_reached(planned: &[String], measured: &[crate::model::EndpointResult]) -> Vec<String> {
+    planned.iter().filter(|name| !measured.iter().any(|e| &e.endpoint == *name && e.requests > 0)).cloned().collect()
 }
 
 /// Runs `job` through the pipeline with a progress bar and Ctrl-C handling, holding the scenario's claim so

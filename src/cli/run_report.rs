@@ -25,6 +25,8 @@ pub(super) struct RunReport {
     pub telemetry: RunTelemetry,
     /// Its capacity search, when the scenario has `[scenario.capacity]` and the night finished.
     pub capacity: Option<crate::model::CapacityResult>,
+    /// Endpoints of the scenario that no request reached: they have no row, and nothing of them is measured.
+    pub unreached: Vec<String>,
 }
 
 fn ms(us: i64) -> String {
@@ -78,6 +80,20 @@ fn endpoint_table(endpoints: &[EndpointResult], service: &[ServiceTimes]) -> Str
         }
     }
     out
+}
+
+/// The planned endpoints that got no request, and the usual reasons, so a step the night never sent is not
+/// mistaken for one that was measured and fine.
+fn unreached_lines(unreached: &[String]) -> String {
+    if unreached.is_empty() {
+        return String::new();
+    }
+    format!(
+        "No request reached {}, so nothing of {} is measured. A session ends at its first step that fails, so the \
+         steps after a failing one are never sent; a flow's small weight or a short night can leave one out too.\n",
+        unreached.join(", "),
+        if unreached.len() == 1 { "it" } else { "them" }
+    )
 }
 
 /// Whether the run is valid, and if not why: a failed run is never judged, an invalid one never a baseline.
@@ -178,6 +194,7 @@ impl RunReport {
         out.push_str(&load_line(&r.load_summary));
         out.push_str(&skew_lines(&r.load_summary.skew));
         out.push_str(&endpoint_table(&r.endpoints, &self.measurement.service));
+        out.push_str(&unreached_lines(&self.unreached));
         out.push('\n');
         out.push_str(&telemetry_lines(&self.telemetry));
         if let Some(capacity) = &self.capacity {
@@ -217,6 +234,7 @@ impl RunReport {
             "service_times": self.measurement.service,
             "telemetry": self.telemetry.sources,
             "capacity": self.capacity,
+            "unreached": self.unreached,
         });
         serde_json::to_string_pretty(&value).expect("plain data serializes") + "\n"
     }

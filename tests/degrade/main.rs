@@ -15,7 +15,8 @@
 //!   such; builds heading the grid; invalid runs drawn apart on trends.
 //! - `check`: the CI gate and `degrade detect` through the real binary, on runs stored through the store.
 //! - `engine`: the load engine against the stub targets; scenario validation errors.
-//! - `run_cli`: `degrade run` and `validate` of scenarios through the real binary.
+//! - `run_cli`: `degrade run` and `validate` of scenarios through the real binary; `unreached_steps`: a step
+//!   no request reached is said to be unmeasured.
 //! - `alerts`: episodes, Slack/JSON messages and the outbox courier, on runs judged by the real judge;
 //!   `alerts_widened`: a second route regressing during an open episode is told once, and judged before it
 //!   resolves.
@@ -110,6 +111,7 @@ mod store_trends;
 mod tape;
 mod tape_grpc;
 mod tape_privacy;
+mod unreached_steps;
 mod telemetry;
 mod telemetry_prometheus;
 mod segments;
