@@ -287,6 +287,21 @@ async fn usable_run(store: &Store, candidate: &Run, id: RunId) -> Result<(), Jud
     if !run.status.is_valid_measurement() {
         refuse!("baseline run #{id} is {}, so its numbers cannot serve as a baseline", run.status);
     }
+    // A smoke run (`--duration 20s`) is another workload of the same file: say so, not "another version".
+    let series = store.workload_series(&candidate.scenario).await?;
+    let reshape = |hash: &str| series.iter().find(|s| s.hash == hash).and_then(|s| s.reshape.clone());
+    let (theirs, ours) = (reshape(&run.scenario_hash), reshape(&candidate.scenario_hash));
+    if theirs != ours {
+        let shape = |r: Option<String>| {
+            r.map_or_else(|| "the scenario as written".to_owned(), |r| format!("a smoke run ({r})"))
+        };
+        refuse!(
+            "baseline run #{id} was {} and run #{} is {}: another workload, so its numbers are not comparable",
+            shape(theirs),
+            candidate.id,
+            shape(ours)
+        );
+    }
     refuse!("baseline run #{id} ran a different version of the scenario file, so its numbers are not comparable");
 }
 

@@ -4,7 +4,7 @@ use chrono::Duration;
 use degrade::model::{EndpointResult, FindingOutcome, LoadSummary, NewRun, OVERALL_ENDPOINT, RunResults, RunStatus};
 use degrade::store::Store;
 
-use crate::support::nights::{WOBBLE, endpoint, new_run, night, store_night};
+use crate::support::nights::{WOBBLE, endpoint, new_run, night, store_night, store_smoke_night};
 use crate::support::{TestDb, check, degrade, project, text};
 
 /// Ten normal nights of `checkout`: boards p95 about 100 ms.
@@ -246,6 +246,24 @@ async fn bad_input_gets_a_clear_message_and_the_right_exit_code() {
     let said =
         format!("note: run #{aborted}, the latest, was stopped before it ended; the latest run that measured is #");
     assert!(stderr.contains(&said) && !stderr.contains(&format!("is #{invalid} ")), "{stderr}");
+    store.close().await;
+}
+
+/// A smoke run named as the baseline of a night as written (or the other way round) is refused as another
+/// workload, not as "a different version of the scenario file", which it is not.
+#[tokio::test]
+async fn a_smoke_run_is_no_baseline_of_a_night_as_written_and_says_so() {
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    ten_nights(&store).await;
+    let smoke = store_smoke_night(&store, "checkout", 10, "--duration 2s").await;
+    let (code, stdout, stderr) = check(&db, &["--run", "3", "--baseline", &format!("run:{smoke}")]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    let said = format!(
+        "baseline run #{smoke} was a smoke run (--duration 2s) and run #3 is the scenario as written: another \
+         workload, so its numbers are not comparable"
+    );
+    assert!(stderr.contains(&said), "{stderr}");
     store.close().await;
 }
 

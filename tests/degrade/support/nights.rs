@@ -87,6 +87,25 @@ async fn store_routes_night(
     load_summary: LoadSummary,
 ) -> i64 {
     let id = store.create_run(&new_run(scenario, n)).await.unwrap();
+    finish_routes_night(store, id, n, (boards_ms, cards_ms), status, load_summary).await
+}
+
+/// A smoke run of `scenario` (`reshape` says how, as `--duration 2s`): another workload series, the usual
+/// figures; returns the run id.
+pub async fn store_smoke_night(store: &Store, scenario: &str, n: i64, reshape: &str) -> i64 {
+    let run = NewRun { scenario_hash: format!("h {reshape}"), reshape: Some(reshape.into()), ..new_run(scenario, n) };
+    let id = store.create_run(&run).await.unwrap();
+    finish_routes_night(store, id, n, (100.0, 60.0), RunStatus::Finished, LoadSummary::default()).await
+}
+
+async fn finish_routes_night(
+    store: &Store,
+    id: i64,
+    n: i64,
+    (boards_ms, cards_ms): (f64, f64),
+    status: RunStatus,
+    load_summary: LoadSummary,
+) -> i64 {
     let wobble = WOBBLE[n as usize % WOBBLE.len()];
     let results = RunResults {
         status,
