@@ -164,16 +164,31 @@ fn last_lines(text: &str, count: usize) -> String {
     crate::outside_text::printable(&shown)
 }
 
-/// Polls the health URL until it answers 2xx, or fails after its timeout with the last answer.
+/// Polls the health URL until it answers 2xx, or fails after its timeout with the last answer. While it
+/// waits it says so once (a one-shot command logs it too: a silent minute reads as a hang).
 pub async fn wait_healthy(health: &HealthCheck) -> anyhow::Result<()> {
     let started = tokio::time::Instant::now();
+    let url = crate::secret::redact_url(&health.url);
+    let mut said = false;
     loop {
-        let Err(last) = HttpClient::get_text(&health.url, HEALTH_REQUEST_TIMEOUT).await else { return Ok(()) };
+        let Err(last) = HttpClient::get_text(&health.url, HEALTH_REQUEST_TIMEOUT).await else {
+            if said {
+                tracing::info!("health_url {url} answered 2xx after {:.1} s", started.elapsed().as_secs_f64());
+            }
+            return Ok(());
+        };
+        if !said {
+            tracing::info!(
+                "waiting up to {} for health_url {url} to answer 2xx (it said: {last})",
+                humantime::format_duration(health.timeout)
+            );
+            said = true;
+        }
         if started.elapsed() >= health.timeout {
             bail!(
                 "the target was not healthy within {}: health_url {} last said: {last}",
                 humantime::format_duration(health.timeout),
-                crate::secret::redact_url(&health.url)
+                url
             );
         }
         tokio::time::sleep(HEALTH_POLL_EVERY).await;

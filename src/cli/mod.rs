@@ -365,11 +365,12 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Logs go to standard error, filtered by `DEGRADE_LOG` or the `-v` count. A service (`serve`) logs what it
-/// schedules, runs and delivers by default; one-shot commands only warnings.
+/// schedules, runs and delivers by default; one-shot commands only warnings, and the wait for a build to
+/// come up (the one step that may take minutes before any progress shows).
 pub fn init_logging(verbose: u8, service: bool) {
     let default = match verbose {
         0 if service => "degrade=info,warn",
-        0 => "warn",
+        0 => "warn,degrade::latest_build=info",
         1 => "degrade=debug,info",
         _ => "trace",
     };

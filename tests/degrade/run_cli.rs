@@ -235,7 +235,11 @@ async fn a_deploys_output_is_kept_when_the_health_check_fails_after_it() {
     );
     let (dir, _) = checkout_project(&target, &build);
     let output = degrade_child(dir.path(), &["run"], &[]).wait_with_output().await.unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output).1);
+    let stderr = text(&output).1;
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    // The wait is said while it lasts, not only when it gave up.
+    let waiting = format!("waiting up to 1s for health_url {}/status/503 to answer 2xx (it said: ", target.url());
+    assert!(stderr.contains(&waiting), "{stderr}");
     let store = Store::connect(&DatabaseUrl::Sqlite(dir.path().join("degrade.db"))).await.unwrap();
     let kept = store.deploy_output(1).await.unwrap().unwrap_or_default();
     assert!(kept.contains("started 1.4.4") && kept.contains("missing DATABASE_URL"), "{kept:?}");
