@@ -1,8 +1,9 @@
 //! Secrets and redaction.
 //!
-//! Owns the two ways degrade keeps secrets out of output: [`Secret`], a value that cannot be printed by
-//! accident, and [`redact_url`], which hides the password in a connection string before it reaches a log
-//! line, a page or an error message. Secrets only ever come from the environment (see `config`).
+//! Owns the ways degrade keeps secrets out of output: [`Secret`], a value that cannot be printed by
+//! accident; [`redact_url`], which hides the password in a connection string before it reaches a log
+//! line, a page or an error message; and [`Hidden`], the values a scenario read from the environment, hidden
+//! where a target's answer quotes them. Secrets only ever come from the environment (see `config`).
 
 use std::fmt;
 
@@ -112,6 +113,54 @@ pub fn redact_urls_in(text: &str) -> String {
         .join("\n")
 }
 
+/// Values to hide wherever a target's answer quotes them back: what templates read with `env("…")`. A value
+/// shorter than [`Hidden::SHORTEST`] is not hidden (an `eu` or a `1` would blank every sample); `Debug`
+/// shows only how many there are.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Hidden(Vec<String>);
+
+impl fmt::Debug for Hidden {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Hidden({} values)", self.0.len())
+    }
+}
+
+impl Hidden {
+    /// The shortest value hidden, in bytes.
+    pub const SHORTEST: usize = 4;
+
+    /// Hides `values`, the longest first (so one that holds another is hidden whole).
+    #[must_use]
+    pub fn new(values: Vec<String>) -> Self {
+        let mut values: Vec<String> = values.into_iter().filter(|v| v.len() >= Self::SHORTEST).collect();
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        values.dedup();
+        Self(values)
+    }
+
+    /// `text` with every value replaced by `***`, and a value it ends inside of (a quote cut short) too.
+    #[must_use]
+    pub fn hide(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for value in &self.0 {
+            if out.contains(value.as_str()) {
+                out = out.replace(value.as_str(), "***");
+            }
+        }
+        for value in &self.0 {
+            let cut = (Self::SHORTEST..value.len())
+                .rev()
+                .find(|&cut| value.is_char_boundary(cut) && out.ends_with(&value[..cut]));
+            if let Some(cut) = cut {
+                out.truncate(out.len() - cut);
+                out.push_str("***");
+                break;
+            }
+        }
+        out
+    }
+}
+
 /// Whether `url` carries a password, in its user info or its query.
 #[must_use]
 pub fn url_has_password(url: &str) -> bool {
@@ -162,6 +211,16 @@ mod tests {
         let token = Secret::new("tok-123");
         assert_eq!(format!("{token} {token:?}"), "[redacted] [redacted]");
         assert_eq!(token.expose(), "tok-123");
+    }
+
+    #[test]
+    fn values_read_from_the_environment_are_hidden_where_an_answer_quotes_them() {
+        let hidden = Hidden::new(vec!["tok_SECRET_abc".into(), "eu".into(), "tok_SECRET".into()]);
+        assert_eq!(format!("{hidden:?}"), "Hidden(2 values)", "`eu` is too short to hide");
+        assert_eq!(hidden.hide("auth was: Bearer tok_SECRET_abc, eu"), "auth was: Bearer ***, eu");
+        assert_eq!(hidden.hide("status 500: Bearer tok_SEC"), "status 500: Bearer ***", "a quote cut short");
+        assert_eq!(hidden.hide("status 500: tok"), "status 500: tok", "too little of it to tell");
+        assert_eq!(Hidden::default().hide("as it was"), "as it was");
     }
 
     #[test]

@@ -66,7 +66,8 @@ pub(super) fn unexpected_status(response: &Answer) -> Failure {
     };
     let start = &response.body[first..];
     let body = String::from_utf8_lossy(&start[..start.len().min(120)]).into_owned();
-    let body = crate::outside_text::printable(body.trim());
+    // One line: a page's line breaks would read as degrade's own lines under the run table.
+    let body = crate::outside_text::printable(&body.split_whitespace().collect::<Vec<_>>().join(" "));
     Failure::new(class, format!("status {status}: {body}"))
 }
 
@@ -83,5 +84,11 @@ mod tests {
         assert_eq!(unexpected_status(&answer("  \n".into())).message, "status 404 (an empty body)");
         let late = format!("{}<p>gone</p>", " ".repeat(200));
         assert_eq!(unexpected_status(&answer(late)).message, "status 404: <p>gone</p>", "quoted from its text");
+        let page = "500 Internal Server Error\n\nServer got itself in trouble".to_owned();
+        assert_eq!(
+            unexpected_status(&answer(page)).message,
+            "status 404: 500 Internal Server Error Server got itself in trouble",
+            "on one line"
+        );
     }
 }

@@ -133,13 +133,27 @@ fn endpoint_rows(
             if !pushes.contains(&index) {
                 overall.merge(record);
             }
-            endpoints.push(endpoint_result(name, record, measured));
+            let mut result = endpoint_result(name, record, measured);
+            hide_env_values(&mut result, &plan.env_values);
+            endpoints.push(result);
             service.push(service_times(name, record));
         }
     }
-    endpoints.insert(0, endpoint_result(OVERALL_ENDPOINT, &overall, measured));
+    let mut whole_run = endpoint_result(OVERALL_ENDPOINT, &overall, measured);
+    hide_env_values(&mut whole_run, &plan.env_values);
+    endpoints.insert(0, whole_run);
     service.insert(0, service_times(OVERALL_ENDPOINT, &overall));
     (endpoints, service)
+}
+
+/// Hides in `result`'s error samples what the scenario read with `env("…")`: a server's debug page that
+/// echoes the request's `Authorization` would otherwise store the token, show it on the run page and print it.
+fn hide_env_values(result: &mut EndpointResult, hidden: &crate::secret::Hidden) {
+    for samples in result.error_samples.values_mut() {
+        for sample in samples.iter_mut() {
+            *sample = hidden.hide(sample);
+        }
+    }
 }
 
 /// What the generator did against its plan, as the validity rules read it.

@@ -60,6 +60,9 @@ pub struct Plan {
     pub reshape: Option<String>,
     /// What is valid but probably not meant (two different requests measured as one endpoint, say).
     pub warnings: Vec<String>,
+    /// The values templates read with `env("…")` (tokens, passwords): hidden wherever a target's answer
+    /// quotes them back into an error sample.
+    pub env_values: crate::secret::Hidden,
 }
 
 impl Plan {

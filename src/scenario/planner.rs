@@ -32,6 +32,17 @@ pub(super) fn resolve(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, ConfigErrors> {
     let mut checker = Checker::new(path, text);
+    // What `env("…")` gives templates is kept, so a server that echoes it back (a token in a debug page) never
+    // gets it into a stored error sample.
+    let read_from_env = std::cell::RefCell::new(Vec::new());
+    let recording_env = |name: &str| {
+        let value = env(name);
+        if let Some(value) = &value {
+            read_from_env.borrow_mut().push(value.clone());
+        }
+        value
+    };
+    let env: &dyn Fn(&str) -> Option<String> = &recording_env;
     let RawScenario { seed, target, vars, feeders, flows, tapes, load, ws, proto } = raw;
     let seed = seed.map_or(1, |s| s.into_inner().cast_unsigned());
     let constants = resolve_vars(&mut checker, vars);
@@ -107,6 +118,7 @@ pub(super) fn resolve(
             start_at: None,
             reshape: None,
             warnings: checker.warnings.into_iter().map(|w| w.message).collect(),
+            env_values: crate::secret::Hidden::new(read_from_env.into_inner()),
         }),
         _ => Err(ConfigErrors(checker.errors)),
     }

@@ -15,6 +15,7 @@
 //!   such; builds heading the grid; invalid runs drawn apart on trends.
 //! - `check`: the CI gate and `degrade detect` through the real binary, on runs stored through the store.
 //! - `engine`: the load engine against the stub targets; scenario validation errors.
+//! - `echoed_secrets`: a token read with `env()` and echoed back by a server is hidden in error samples.
 //! - `run_cli`: `degrade run` and `validate` of scenarios through the real binary; `unreached_steps`: a step
 //!   no request reached is said to be unmeasured.
 //! - `alerts`: episodes, Slack/JSON messages and the outbox courier, on runs judged by the real judge;
@@ -82,6 +83,7 @@ mod book;
 mod browser;
 mod dashboard;
 mod dashboard_access;
+mod echoed_secrets;
 mod demo;
 mod distributions;
 mod docs;

@@ -102,6 +102,14 @@ pub fn api(counters: Arc<Counters>) -> Router {
         )
         .route("/echo", get(echo))
         .route("/named/{name}", get(named))
+        // A debug error page that quotes the request's Authorization header back.
+        .route(
+            "/echo-auth",
+            get(|headers: axum::http::HeaderMap| async move {
+                let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                (StatusCode::INTERNAL_SERVER_ERROR, format!("oops\nauth was: {auth}"))
+            }),
+        )
         .route("/hold", get(hold))
         .route("/items", post(create))
         .route("/items/{id}", get(read).delete(delete))
