@@ -47,8 +47,20 @@ pub(super) fn resolve_flows(checker: &mut Checker<'_>, scope: &mut Scope<'_>, ra
             let names: Vec<usize> = step.extract.keys().map(|name| scope.variable(name)).collect();
             extracted_so_far += names.len();
             let prefix = format!("{prefix}.step[{i}]");
-            if let Some(step) = resolve_step(checker, scope, (&prefix, at), step, &known, later) {
-                resolved.push(step);
+            match resolve_step(checker, scope, (&prefix, at.clone()), step, &known, later) {
+                Some(step) => resolved.push(step),
+                // A step left out must have been said why (here or by an error it follows from, such as a
+                // `.proto` file that did not compile): one dropped silently is never measured, and the night
+                // would read green without it (a trial's unnamed WebSocket send).
+                None if checker.errors.is_empty() => {
+                    let step = Spanned::new(at, ());
+                    checker.error(
+                        &step,
+                        &prefix,
+                        "this step cannot be run as written (a degrade bug: please report it)",
+                    );
+                }
+                None => {}
             }
             known.extend(names);
         }

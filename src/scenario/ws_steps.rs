@@ -150,8 +150,16 @@ fn send_fanout(
         return None;
     }
     let compiled = checker.check(path, field, |p| json_path(p))?;
-    // An unnamed send is already an error of its own.
-    let name = raw.name.as_ref()?.get_ref();
+    let Some(name) = raw.name.as_ref().map(Spanned::get_ref) else {
+        // Said here: without a fan-out the step would fail the same check later, but this one ends it first.
+        let name_field = field.replace(".fanout", ".name");
+        checker.error(
+            path,
+            &name_field,
+            "name this step: it is measured under its name, its fan-out as `WS fanout: NAME`",
+        );
+        return None;
+    };
     let endpoint = scope.endpoint(&format!("WS fanout: {name}"));
     Some(Fanout { path: compiled, path_text: path.get_ref().clone(), endpoint })
 }

@@ -223,6 +223,12 @@ fn each_websocket_step_mistake_names_its_line_and_field() {
             "s.toml:9:6: flow[0].step[1].name: name this step",
         ),
         (
+            // With a fan-out too: a trial's unnamed send, validated and then missing from every result.
+            "[[flow.step]]\nws = \"connect\"\npath = \"/s\"\n[[flow.step]]\nws = \"send\"\njson = { id = 1 }\n\
+             await = { json = [{ path = \"$.type\", eq = \"ack\" }] }\nfanout = \"$.id\"\n",
+            "s.toml:12:10: flow[0].step[1].name: name this step: it is measured under its name, its fan-out as",
+        ),
+        (
             "[[flow.step]]\nws = \"connect\"\npath = \"/s\"\n[[flow.step]]\nws = \"send\"\nname = \"x\"\nbinary_hex = \"0g\"\n",
             "s.toml:11:14: flow[0].step[1].binary_hex: `0g` is not hexadecimal bytes",
         ),
