@@ -65,6 +65,8 @@ pub enum Dropped {
     Sampled,
     /// A gRPC call: a tape replays HTTP requests, and a call's binary body is not a tape's text.
     Grpc,
+    /// A WebSocket session's opening: replayed as a plain request, it could only fail.
+    WebSocket,
 }
 
 impl Dropped {
@@ -79,6 +81,9 @@ impl Dropped {
             Self::Window => "outside --since/--until",
             Self::Sampled => "left out by --sample",
             Self::Grpc => "gRPC calls (a tape replays HTTP requests; --flows writes them as gRPC steps)",
+            Self::WebSocket => {
+                "WebSocket sessions (a tape replays HTTP requests; --flows writes each as a `ws = \"connect\"` step)"
+            }
         }
     }
 }
@@ -251,6 +256,9 @@ fn filtered_out(recorded: &Recorded, options: &ImportOptions) -> Option<Dropped>
     if recorded.headers.iter().any(|(name, value)| name == "content-type" && is_grpc(value)) {
         return Some(Dropped::Grpc);
     }
+    if is_websocket(&recorded.headers, request.status) {
+        return Some(Dropped::WebSocket);
+    }
     if !options.keep_static && is_static(path) {
         return Some(Dropped::Static);
     }
@@ -274,6 +282,12 @@ fn filtered_out(recorded: &Recorded, options: &ImportOptions) -> Option<Dropped>
         }
     }
     None
+}
+
+/// Whether a recorded request opened a WebSocket: it asked to upgrade to one, or was answered 101.
+pub(crate) fn is_websocket(headers: &[(String, String)], status: Option<u16>) -> bool {
+    status == Some(101)
+        || headers.iter().any(|(name, value)| name == "upgrade" && value.trim().eq_ignore_ascii_case("websocket"))
 }
 
 /// Whether `path` names an image, script, style sheet or font.

@@ -94,6 +94,8 @@ struct StepDraft {
     status: Option<u16>,
     extract: BTreeMap<String, Extract>,
     grpc: Option<GrpcDraft>,
+    /// It opened a WebSocket: written as a `ws = "connect"` step, its messages not copied.
+    websocket: bool,
 }
 
 /// Builds the scenario from HAR `entries` (static assets left out), scrubbing with `scrubber`.
@@ -225,6 +227,7 @@ impl Page<'_> {
             status: request.status,
             extract: BTreeMap::new(),
             grpc,
+            websocket: super::import::is_websocket(&entry.recorded.headers, request.status),
         }
     }
 

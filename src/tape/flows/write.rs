@@ -17,6 +17,17 @@ pub(super) fn write_flow(text: &mut String, page: &str, steps: &[StepDraft]) {
             }
             continue;
         }
+        if step.websocket {
+            // The socket's messages are what the product does, and may be private: the user writes them.
+            let _ = write!(
+                text,
+                "\n  # A WebSocket session was recorded here; its messages are not copied: add `ws = \"send\"` and\n  \
+                 # `ws = \"await\"` steps after this one (see the manual's WebSocket chapter).\n  \
+                 [[flow.step]]\n  ws = \"connect\"\n  path = {}\n",
+                toml_string(&step.path)
+            );
+            continue;
+        }
         let _ = write!(
             text,
             "\n  [[flow.step]]\n  method = {}\n  path = {}\n",
