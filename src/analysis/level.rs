@@ -101,7 +101,9 @@ pub fn estimate(y: &[f64], sampling_var: &[f64], floor: f64, prior: Option<Prior
     let medians: Vec<f64> = settled.iter().map(|&(a, b)| median(&y[a..b])).collect();
     let Noise { var: observed_var, dof, outliers } = noise(y, &settled, &medians, floor);
     let noise_nights = settled.iter().map(|(a, b)| b - a).sum();
-    let sampling = mean(sampling_var);
+    // A typical night's sampling, not the mean: one odd night (a bimodal p50 whose interval spans 1 to 41 ms)
+    // would otherwise be every night's sampling noise, and a +54 % change read as 1.7 sigma (a trial).
+    let sampling = median(sampling_var);
     let own = (observed_var - sampling).max(0.0);
     let residuals = settled.iter().zip(&medians).map(|(&(a, b), m)| y[a..b].iter().map(|v| v - m).collect()).collect();
     // The slope was measured on the same nights: one degree of freedom fewer for the noise.
@@ -448,6 +450,19 @@ mod tests {
         y.push(3.5);
         let e = estimate(&y, &[0.0; 9], 0.02, None);
         assert!((e.level - 3.5).abs() < 0.02 && e.tail.is_none(), "{e:?}");
+    }
+
+    #[test]
+    fn one_odd_nights_sampling_is_not_every_nights() {
+        // Sixteen nights measured to ±3 %, one of them bimodal (its p50's interval from 1 to 41 ms, ±170 %).
+        let y: Vec<f64> = (0..16).map(|i| (0.8_f64 + 0.02 * f64::from(i % 4)).ln()).collect();
+        let mut sampling = vec![0.03_f64.powi(2); 16];
+        sampling[0] = 1.7_f64.powi(2);
+        let e = estimate(&y, &sampling, 0.02, None);
+        assert!(e.sampling_var < 0.05_f64.powi(2), "{e:?}");
+        // Tonight +54 %, measured to ±2 %: far beyond the level (a trial's gate read it as 1.7 sigma).
+        let tonight = super::super::shift::shift(&e, (1.343_f64).ln(), 0.02_f64.powi(2));
+        assert!(tonight.z > 5.0, "{tonight:?}");
     }
 
     #[test]
