@@ -23,6 +23,10 @@ use crate::model::{SourceTelemetry, TelemetryStatus};
 /// Seconds a scrape may take to be stored and answered once its instant has passed.
 const STORED_WITHIN: f64 = 0.5;
 
+/// Seconds a run may end before its last window does and still be a run that ran it to the end: its stage
+/// timers end it within milliseconds of the plan, never a quarter of a second early.
+const RUN_END_JITTER: f64 = 0.25;
+
 /// A measured window, from its start to its end as offsets from the run's start (`watch::Window`).
 type Window = (Duration, Duration);
 
@@ -44,12 +48,8 @@ pub async fn query_source(
     clock: RunClock,
     completed: Completed,
 ) -> SourceTelemetry {
-    let windows: Vec<Window> = windows
-        .iter()
-        .filter(|(from, _)| *from <= clock.lasted)
-        .map(|(from, to)| (*from, (*to).min(clock.lasted)))
-        .collect();
-    until_scraped(&windows, clock).await;
+    let windows: Vec<Window> = windows.iter().filter(|(from, _)| *from <= clock.lasted).copied().collect();
+    until_scraped(&windows, clock, source.every).await;
     let mut server_down: Option<String> = None;
     let mut failures: Vec<String> = Vec::new();
     let mut series = Vec::new();
@@ -117,15 +117,8 @@ async fn read_series(
 ) -> Result<Vec<Read>, QueryError> {
     let step = source.every.as_secs_f64();
     let mut read = Vec::new();
-    for (window, (from, to)) in windows.iter().enumerate() {
-        let (from, to) = (from.as_secs_f64(), to.as_secs_f64());
-        // Instants half a step inside the window, each asked half a step late: see the module's header.
-        let (first_at, last_at) = if to - from >= step {
-            (from + step / 2.0, to - step / 2.0)
-        } else {
-            (f64::midpoint(from, to), f64::midpoint(from, to))
-        };
-        let steps = ((last_at - first_at) / step + 1e-9).floor() as usize + 1;
+    for (window, &(from, to)) in windows.iter().enumerate() {
+        let (first_at, steps) = instants(from.as_secs_f64(), to.as_secs_f64(), step, clock.lasted.as_secs_f64());
         // Prometheus refuses more than 11,000 points in one answer: a long window is asked in pieces.
         for first in (0..steps).step_by(MAX_STEPS) {
             let last = (first + MAX_STEPS).min(steps) - 1;
@@ -139,10 +132,30 @@ async fn read_series(
     Ok(read)
 }
 
-/// Waits until the server can have scraped and stored the last instant `windows` ask for: the end of the last
-/// window ([`read_series`] asks nothing past a window's end), and [`STORED_WITHIN`].
-async fn until_scraped(windows: &[Window], clock: RunClock) {
+/// A window's first instant and how many there are, one a `step` (seconds, as `from` and `to`, offsets from
+/// the run's start): half a step inside it, each asked half a step late (see the module's header), those of a
+/// run that ended at `lasted` only up to its end. The count is the window's, not its end's read to the
+/// microsecond: a run that ended a hair before its last window did (29.99 s of a window to 30 s) keeps its last
+/// step, which the count from the run's end lost on most nights (a trial's readings stopped at 22.5 s of 30).
+fn instants(from: f64, to: f64, step: f64, lasted: f64) -> (f64, usize) {
+    let (first_at, last_at) = if to - from >= step {
+        (from + step / 2.0, to - step / 2.0)
+    } else {
+        (f64::midpoint(from, to), f64::midpoint(from, to))
+    };
+    let steps = ((last_at - first_at) / step + 1e-9).floor() as usize + 1;
+    // A stopped run: only the instants asked for before it ended (give or take its timers' jitter).
+    let last_asked = lasted + RUN_END_JITTER - step / 2.0;
+    let reached = if last_asked < first_at { 1 } else { ((last_asked - first_at) / step + 1e-9).floor() as usize + 1 };
+    (first_at, steps.min(reached))
+}
+
+/// Waits until the server can have scraped and stored the last instant `windows` ask for: half a step after
+/// the last one inside the run, at most a window's end ([`read_series`] asks nothing past it), and
+/// [`STORED_WITHIN`].
+async fn until_scraped(windows: &[Window], clock: RunClock, every: Duration) {
     let Some(end) = windows.iter().map(|(_, to)| *to).max() else { return };
+    let end = end.min(clock.lasted + every / 2);
     let ready = clock.zero_unix + end.as_secs_f64() + STORED_WITHIN;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
     if ready > now {
@@ -171,6 +184,18 @@ fn on_steps(samples: &[Sample], steps: impl Iterator<Item = (f64, f64)>, zero_un
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_has_its_steps_whenever_the_run_ended_within_its_last() {
+        // 5 to 30 s read every 5 s: 7.5, 12.5, 17.5, 22.5, 27.5, whether the run lasted 30 s or 29.99.
+        assert_eq!(instants(5.0, 30.0, 5.0, 30.0), (7.5, 5));
+        assert_eq!(instants(5.0, 30.0, 5.0, 29.99), (7.5, 5));
+        // Stopped at 14 s: the instants asked for before it ended (12.5 would be asked at 15 s).
+        assert_eq!(instants(5.0, 30.0, 5.0, 14.0), (7.5, 1));
+        assert_eq!(instants(5.0, 30.0, 5.0, 15.1), (7.5, 2));
+        // A window shorter than a step: its middle.
+        assert_eq!(instants(5.0, 8.0, 5.0, 30.0), (6.5, 1));
+    }
 
     #[test]
     fn samples_land_on_their_steps_and_gaps_stay_gaps() {
