@@ -10,7 +10,7 @@
 //! no sampling noise of a telemetry figure: the night-to-night noise carries it all.
 //!
 //! What is not judged: a series missing tonight (its source did not answer: the summary says so, the night is
-//! judged on what the client measured), a series too few baseline nights have (inconclusive), and a figure at
+//! judged on what the client measured), or read over too little of it (more than one scrape in ten failed), a series too few baseline nights have (inconclusive), and a figure at
 //! or below zero, which has no ratio. Telemetry findings are never excused by a held-back machine
 //! (`contention` excuses latency alone): a busier machine is what a build that burns more CPU makes.
 
@@ -20,8 +20,8 @@ use super::level::estimate;
 use super::shift::shift;
 use crate::analysis::{Gates, TelemetryLimit};
 use crate::model::{
-    Finding, FindingOutcome, RunTelemetry, SeriesKind, SeriesTelemetry, TelemetryFigure, TelemetryMetric,
-    TelemetryStatus, Worse, value_in_unit,
+    Finding, FindingOutcome, RunTelemetry, SeriesKind, SeriesTelemetry, SourceTelemetry, TelemetryFigure,
+    TelemetryMetric, TelemetryStatus, Worse, value_in_unit,
 };
 
 /// Tonight's telemetry and the baseline nights' (oldest first, one per baseline run), as the judge reads it.
@@ -92,6 +92,16 @@ fn figure_on(night: &RunTelemetry, source: &str, series: &str, figure: Telemetry
     judged_figure(kept).filter(|(f, _, _)| *f == figure).map(|(_, _, value)| value)
 }
 
+/// Whether `series` was read over too little of tonight to be judged: its source failed more than one scrape
+/// in [`PARTIAL_SHARE`] (an exporter that died a third of the way in gives a figure of the night's first third,
+/// not of the night). A `prometheus` source's failures are whole queries, whose series are missing instead.
+fn read_too_little(source: &SourceTelemetry, series: &SeriesTelemetry) -> bool {
+    series.status == TelemetryStatus::Partial && source.failed_scrapes * PARTIAL_SHARE > source.scrapes
+}
+
+/// One failed scrape in this many is a night's blip; more leave a series unjudged ([`read_too_little`]).
+const PARTIAL_SHARE: u32 = 10;
+
 /// Every series tonight has a figure of, with that figure on the baseline nights.
 pub(super) fn series_figures(nights: TelemetryNights<'_>) -> Vec<SeriesFigures> {
     let Some(tonight) = nights.tonight else { return Vec::new() };
@@ -99,6 +109,7 @@ pub(super) fn series_figures(nights: TelemetryNights<'_>) -> Vec<SeriesFigures> 
         .sources
         .iter()
         .flat_map(|source| source.series.iter().map(move |series| (source, series)))
+        .filter(|(source, series)| !read_too_little(source, series))
         .filter_map(|(source, series)| {
             let (figure, unit, value) = judged_figure(series)?;
             let history =
@@ -310,6 +321,12 @@ pub fn missing_tonight(tonight: Option<&RunTelemetry>) -> String {
                 .filter(|s| s.summary.is_none())
                 .map(|s| format!("{} {}{}", source.name, s.name, reason(&s.reason))),
         );
+        if source.series.iter().any(|s| s.summary.is_some() && read_too_little(source, s)) {
+            missing.push(format!(
+                "{} ({} of {} scrapes failed: read over too little of the night)",
+                source.name, source.failed_scrapes, source.scrapes
+            ));
+        }
     }
     if missing.is_empty() {
         return String::new();

@@ -127,6 +127,29 @@ fn a_series_missing_tonight_is_said_and_not_judged_and_one_new_is_inconclusive()
     assert_eq!(cpu.reason, "inconclusive: 4 baseline nights kept this series, at least 5 needed");
 }
 
+/// An exporter that died a third of the way in: its figures are the night's first third, not the night's.
+#[test]
+fn a_source_that_failed_more_than_a_tenth_of_its_scrapes_is_said_and_not_judged() {
+    let partial = |failed: u32| {
+        let mut tonight = night(Some(0.82), 0.95);
+        let source = &mut tonight.sources[0];
+        (source.status, source.failed_scrapes, source.scrapes) = (TelemetryStatus::Partial, failed, 13);
+        for series in &mut source.series {
+            series.status = TelemetryStatus::Partial;
+        }
+        tonight
+    };
+    let judgement = judged(&partial(8), &nights(10), &Gates::default());
+    assert_eq!(judgement.outcome, VerdictOutcome::Passed, "{judgement:#?}");
+    assert!(judgement.findings.iter().all(|f| f.endpoint != "api"), "{judgement:#?}");
+    let said =
+        "; telemetry missing tonight, not judged: api (8 of 13 scrapes failed: read over too little of the night)";
+    assert!(judgement.summary.ends_with(said), "{}", judgement.summary);
+    // One failed scrape of thirteen is a blip: judged.
+    let judgement = judged(&partial(1), &nights(10), &Gates::default());
+    assert_eq!(judgement.outcome, VerdictOutcome::Regressed, "{judgement:#?}");
+}
+
 #[test]
 fn limits_are_gates_even_without_history() {
     let gates = Gates {
