@@ -54,8 +54,8 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
         reason: String::new(),
     };
     if capacities.len() < gates.min_runs as usize {
-        let elsewhere = match (other_zone.first(), &tonight.zone) {
-            (Some(then), Some(now)) => {
+        let elsewhere = match (other_zone.is_empty(), &tonight.zone) {
+            (false, Some(now)) => {
                 let unknown = before.iter().filter(|n| n.zone.is_none()).count();
                 let unknown = if unknown > 0 {
                     format!(" and {} before zones were recorded", crate::model::counted(unknown, "one", "others"))
@@ -63,8 +63,9 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
                     String::new()
                 };
                 format!(
-                    " in this zone ({now}): {} searched another ({then}){unknown}",
-                    crate::model::counted(other_zone.len(), "baseline night", "baseline nights")
+                    " in this zone ({now}): {} searched {}{unknown}",
+                    crate::model::counted(other_zone.len(), "baseline night", "baseline nights"),
+                    other_zones(&other_zone)
                 )
             }
             _ => String::new(),
@@ -107,6 +108,23 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
         (FindingOutcome::NoChange, format!("{words}; within the nights' noise and min effect"))
     };
     finding
+}
+
+/// The zones other nights searched, each with its count where there are several: `another (p75 ≤ 60 ms)`,
+/// or `others: 1 in (app CPU ≤ 0.7), 3 in (app CPU ≤ 0.3)`.
+fn other_zones(zones: &[&str]) -> String {
+    let mut counted: Vec<(&str, usize)> = Vec::new();
+    for zone in zones {
+        match counted.iter_mut().find(|(z, _)| z == zone) {
+            Some((_, count)) => *count += 1,
+            None => counted.push((zone, 1)),
+        }
+    }
+    if let [(zone, _)] = counted.as_slice() {
+        return format!("another ({zone})");
+    }
+    let each: Vec<String> = counted.iter().map(|(zone, count)| format!("{count} in ({zone})")).collect();
+    format!("others: {}", each.join(", "))
 }
 
 #[cfg(test)]
@@ -191,6 +209,20 @@ mod tests {
         assert_eq!(
             capacity_finding(&tonight, &nights(), &Gates::default(), "green").outcome,
             FindingOutcome::Regression
+        );
+        // Nights of two other zones: each named, with its count.
+        let mut two_zones = before.clone();
+        for night in two_zones.iter_mut().take(2) {
+            night.zone = Some("p75 ≤ 60 ms; api CPU ≤ 0.3".to_owned());
+        }
+        let finding = capacity_finding(&tonight, &two_zones, &Gates::default(), "green");
+        assert!(
+            finding.reason.ends_with(
+                "6 baseline nights searched others: 2 in (p75 ≤ 60 ms; api CPU ≤ 0.3), 4 in (p75 ≤ 60 ms), 5 are \
+                 needed to judge it"
+            ),
+            "{}",
+            finding.reason
         );
         // Unrecorded nights beside ones that show the zone changed: which zone they had is unknown.
         let mixed: Vec<CapacityResult> = nights().into_iter().chain(before.iter().take(2).cloned()).collect();
