@@ -254,6 +254,14 @@ impl TapeReader {
             };
             self.digest.add(text.as_bytes()).add(b"\n");
             let parsed = TapeRequest::parse(text);
+            // Every line degrade writes ends with a line feed: a request without one was cut off (a tape
+            // copied while it was written), and its body may be half of one.
+            if self.lines.unterminated {
+                let message = "the tape ends inside this request, with no line feed after it: it was cut off \
+                               (copied while being written?); a tape ends every line with one"
+                    .to_owned();
+                return Some(Err(TapeError { file: self.file.clone(), line: number, field: "line", message }));
+            }
             let file = &self.file;
             return Some(parsed.map(|r| (number, r)).map_err(|(field, message)| TapeError {
                 file: file.clone(),
@@ -278,6 +286,21 @@ impl TapeReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tape_cut_off_inside_its_last_request_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.tape");
+        std::fs::write(&file, "# degrade tape 1\nGET\t/a\t200\nPOST\t/pay\t201\tb={\"card\":\"9998 75").unwrap();
+        let mut reader = TapeReader::open(&file).unwrap();
+        assert!(reader.next_request().unwrap().is_ok());
+        let error = reader.next_request().unwrap().unwrap_err().to_string();
+        assert!(error.ends_with(":3: line: the tape ends inside this request, with no line feed after it: it was cut off (copied while being written?); a tape ends every line with one"), "{error}");
+        // A comment without one at the end is no request cut off.
+        std::fs::write(&file, "# degrade tape 1\nGET\t/a\t200\n# the end").unwrap();
+        let mut reader = TapeReader::open(&file).unwrap();
+        assert!(reader.next_request().unwrap().is_ok() && reader.next_request().is_none());
+    }
 
     #[test]
     fn a_line_reads_back_as_written() {

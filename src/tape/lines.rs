@@ -30,6 +30,9 @@ pub struct LineReader {
     buffer: Vec<u8>,
     /// The number of the line last returned.
     pub number: u64,
+    /// Whether the line last returned ended the file without a line feed after it (a tape cut short; a log's
+    /// last line often does).
+    pub unterminated: bool,
 }
 
 impl LineReader {
@@ -49,7 +52,7 @@ impl LineReader {
         } else {
             Box::new(file)
         };
-        Ok(Self { reader, buffer: Vec::with_capacity(4096), number: 0 })
+        Ok(Self { reader, buffer: Vec::with_capacity(4096), number: 0, unterminated: false })
     }
 
     /// The next line and its number, `None` at the end of the file.
@@ -57,6 +60,7 @@ impl LineReader {
         self.buffer.clear();
         let mut too_long = false;
         let mut read_any = false;
+        self.unterminated = true;
         loop {
             let available = self.reader.fill_buf()?;
             if available.is_empty() {
@@ -75,6 +79,7 @@ impl LineReader {
             let used = done.unwrap_or(available.len());
             self.reader.consume(used);
             if done.is_some() {
+                self.unterminated = false;
                 break;
             }
         }
