@@ -46,7 +46,7 @@ pub(super) fn resolve(
     let RawScenario { seed, target, vars, feeders, flows, tapes, load, ws, proto } = raw;
     let seed = seed.map_or(1, |s| s.into_inner().cast_unsigned());
     let constants = resolve_vars(&mut checker, vars);
-    let (feeders, row_caps) = resolve_feeders(&mut checker, feeders);
+    let (feeders, row_caps, unloaded) = resolve_feeders(&mut checker, feeders);
     let mut scope = Scope {
         constants: &constants,
         feeders: &feeders,
@@ -96,6 +96,8 @@ pub(super) fn resolve(
         }
     }
     let tape = resolve_tape(&mut checker, tapes, load.as_ref(), &mut scope.endpoints);
+    // A feeder whose file could not be read was said once: its columns are not "unknown variables" as well.
+    checker.errors.retain(|e| !unloaded.iter().any(|name| e.message.contains(&format!("unknown variable `{name}."))));
     let Scope { variables, endpoints, keys, .. } = scope;
     // Tape keys had no query part before: any route with one is a key of this release.
     let query_keys = keys.changed || tape.as_ref().is_some_and(|t| t.survey.routes.iter().any(|r| r.key.contains('?')));
@@ -235,10 +237,12 @@ struct RowCap {
 }
 
 /// The feeders, and each `max_sessions_per_row` given, for the check against the load.
-fn resolve_feeders(checker: &mut Checker<'_>, raw: Vec<RawFeeder>) -> (Vec<Feeder>, Vec<RowCap>) {
+/// The feeders that loaded, their row caps, and the names of those that did not (each with its error said).
+fn resolve_feeders(checker: &mut Checker<'_>, raw: Vec<RawFeeder>) -> (Vec<Feeder>, Vec<RowCap>, Vec<String>) {
     let folder = checker.folder();
     let mut feeders: Vec<Feeder> = Vec::new();
     let mut caps = Vec::new();
+    let mut unloaded = Vec::new();
     for (i, raw) in raw.into_iter().enumerate() {
         let RawFeeder {
             name,
@@ -284,12 +288,19 @@ fn resolve_feeders(checker: &mut Checker<'_>, raw: Vec<RawFeeder>) -> (Vec<Feede
             None => Some(WhenExhausted::Wrap),
         };
         let (Some(name), Some(plain_order), Some(when_exhausted)) = (valid_name, plain_order, when_exhausted) else {
+            unloaded.push(name.into_inner());
             continue;
         };
         let load = |f: &String| Feeder::load(&name, &folder.join(f), plain_order, when_exhausted);
-        let Some(mut feeder) = checker.check(&file, &field("file"), load) else { continue };
+        let Some(mut feeder) = checker.check(&file, &field("file"), load) else {
+            unloaded.push(name);
+            continue;
+        };
         if let Some(order) = order.as_ref().filter(|o| feeder_skew::is_skewed(o.get_ref())) {
-            let Some(skewed) = feeder_skew::skewed_order(checker, i, order, &skew_keys, &feeder) else { continue };
+            let Some(skewed) = feeder_skew::skewed_order(checker, i, order, &skew_keys, &feeder) else {
+                unloaded.push(name);
+                continue;
+            };
             feeder.order = skewed;
         }
         if let Some(cap) = max_sessions_per_row {
@@ -300,7 +311,7 @@ fn resolve_feeders(checker: &mut Checker<'_>, raw: Vec<RawFeeder>) -> (Vec<Feede
         }
         feeders.push(feeder);
     }
-    (feeders, caps)
+    (feeders, caps, unloaded)
 }
 
 /// A closed model's users each hold one row of a capped feeder at a time: more users than rows × cap could

@@ -410,6 +410,22 @@ fn each_scenario_mistake_names_its_line_column_and_field() {
     }
 }
 
+/// A feeder that could not be read is said once: the steps that use its columns are not also told of an
+/// "unknown variable", which sent a trial's user to fix the steps instead of the data.
+#[test]
+fn a_feeder_that_failed_to_load_is_one_error_not_one_per_use() {
+    let text = format!(
+        "{GOOD_HEAD}[[data]]\nname = \"users\"\nfile = \"missing.csv\"\n[[flow]]\nname = \"f\"\n[[flow.step]]\n\
+         path = \"/u/{{{{ users.id }}}}\"\nquery = {{ e = \"{{{{ users.email }}}}\" }}\n{GOOD_LOAD}"
+    );
+    let message = scenario_error(&text);
+    assert_eq!(message.lines().count(), 1, "{message}");
+    assert!(message.contains("s.toml:5:8: data[0].file: cannot read missing.csv"), "{message}");
+    // A feeder that does not exist at all is still an unknown variable.
+    let text = text.replace("users.email", "people.email");
+    assert!(scenario_error(&text).contains("unknown variable `people.email`"));
+}
+
 #[test]
 fn the_example_scenario_validates() {
     let plan = scenario::parse(Path::new("scenarios/example.toml"), scenario::EXAMPLE_SCENARIO, None, &|_| None)
