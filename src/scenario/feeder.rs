@@ -97,12 +97,32 @@ fn csv_rows(path: &Path, text: &str) -> Result<(Vec<String>, Vec<Vec<Value>>), S
         .iter()
         .map(str::to_owned)
         .collect();
+    // `users.name` must read one column: a second one of the same name would be silently never read.
+    if let Some((i, name)) = columns.iter().enumerate().find(|(i, c)| columns[..*i].contains(c)) {
+        return Err(format!(
+            "{}:1: column {} is named `{}` as an earlier one is: name each column once",
+            path.display(),
+            i + 1,
+            crate::outside_text::printable(name)
+        ));
+    }
     let mut rows = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| {
             let line = e.position().map_or(0, csv::Position::line);
             format!("{}:{line}: {e}", path.display())
         })?;
+        // A quote never closed takes every later line into one value, and the file reads as one row short of
+        // hundreds: a line break inside a value is refused, naming where that value began.
+        if let Some(column) = record.iter().position(|v| v.contains('\n')) {
+            let line = record.position().map_or(0, csv::Position::line);
+            return Err(format!(
+                "{}:{line}: the value of `{}` runs over several lines: a quote opened and never closed? (a value \
+                 that holds a line break is written in a JSON Lines feeder, as \"\\n\")",
+                path.display(),
+                crate::outside_text::printable(&columns.get(column).cloned().unwrap_or_default())
+            ));
+        }
         rows.push(record.iter().map(|v| Value::String(v.to_owned())).collect());
     }
     Ok((columns, rows))
@@ -269,6 +289,25 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_csv_that_would_read_wrong_is_refused_naming_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = |text: &str| {
+            let file = dir.path().join("f.csv");
+            std::fs::write(&file, text).unwrap();
+            Feeder::load("f", &file, Order::Sequential, WhenExhausted::Wrap).map(|f| f.rows.len())
+        };
+        assert_eq!(load("name,query\nCafé,x\n\"Q4 plan\",q\n"), Ok(2));
+        // A quote never closed would take the rest of the file into one value.
+        let error = load("name,query\n\"Café Roadmap 1,Café x\n\"Q4 plan 3\",Q4\n").unwrap_err();
+        assert!(error.ends_with("f.csv:2: the value of `name` runs over several lines: a quote opened and never closed? (a value that holds a line break is written in a JSON Lines feeder, as \"\\n\")"), "{error}");
+        let error = load("name,query,name\na,b,c\n").unwrap_err();
+        assert!(
+            error.ends_with("f.csv:1: column 3 is named `name` as an earlier one is: name each column once"),
+            "{error}"
+        );
     }
 
     #[test]

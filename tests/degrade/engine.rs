@@ -488,8 +488,8 @@ async fn a_request_that_could_not_be_built_counts_as_failed_and_has_no_response_
     let steps = "[[flow.step]]\npath = \"/hold\"\n[[flow.step]]\nname = \"bad\"\npath = \"/items\"\n\
                  headers = { x-term = \"{{ d.term }}\" }";
     let text = open_scenario(&target.url(), "", steps, 20, 1)
-        .replace("[[flow]]", "[[data]]\nname = \"d\"\nfile = \"terms.csv\"\n[[flow]]");
-    let measurement = run_scenario(&text, &[("terms.csv", "term\n\"a\nb\"\n")]).await;
+        .replace("[[flow]]", "[[data]]\nname = \"d\"\nfile = \"terms.jsonl\"\n[[flow]]");
+    let measurement = run_scenario(&text, &[("terms.jsonl", "{\"term\": \"a\\nb\"}\n")]).await;
     let bad = endpoint(&measurement, "bad");
     assert_eq!(bad.errors, bad.requests, "{:?}", bad.error_samples);
     assert_eq!(bad.p50_us, 0, "no response time");
