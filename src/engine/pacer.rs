@@ -72,7 +72,9 @@ pub(super) async fn open(
         }
         let dispatching = Instant::now();
         if dispatching >= start + arrival.stage_end {
-            tracing::warn!("the generator fell behind its plan past the stage's end; its other arrivals are not sent");
+            // Not a warning on the terminal: the run's validity (its rate fell short) and a capacity step's own
+            // words say it where the night's figures are read, with which run and step it was.
+            tracing::debug!("the generator fell behind its plan past the stage's end; its other arrivals are not sent");
             late_stage = Some(arrival.stage);
             continue;
         }
