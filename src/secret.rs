@@ -113,9 +113,9 @@ pub fn redact_urls_in(text: &str) -> String {
         .join("\n")
 }
 
-/// Values to hide wherever a target's answer quotes them back: what templates read with `env("…")`. A value
-/// shorter than [`Hidden::SHORTEST`] is not hidden (an `eu` or a `1` would blank every sample); `Debug`
-/// shows only how many there are.
+/// Values to hide wherever a target's answer quotes them back: what templates read with `env("…")`, as read
+/// and as degrade sends them in a query (form-encoded). A value shorter than [`Hidden::SHORTEST`]
+/// is not hidden (a region or a port would blank every sample's host); `Debug` shows only how many there are.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Hidden(Vec<String>);
 
@@ -126,19 +126,22 @@ impl fmt::Debug for Hidden {
 }
 
 impl Hidden {
-    /// The shortest value hidden, in bytes.
-    pub const SHORTEST: usize = 4;
+    /// The shortest value hidden, in bytes: longer than a port number.
+    pub const SHORTEST: usize = 6;
 
-    /// Hides `values`, the longest first (so one that holds another is hidden whole).
+    /// Hides `values` and their encoded forms, the longest first (so one that holds another is hidden whole).
     #[must_use]
-    pub fn new(values: Vec<String>) -> Self {
-        let mut values: Vec<String> = values.into_iter().filter(|v| v.len() >= Self::SHORTEST).collect();
+    pub fn new(values: &[String]) -> Self {
+        let encoded = values.iter().map(|v| form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>());
+        let all: Vec<String> = encoded.chain(values.iter().cloned()).collect();
+        let mut values: Vec<String> = all.into_iter().filter(|v| v.len() >= Self::SHORTEST).collect();
         values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         values.dedup();
         Self(values)
     }
 
-    /// `text` with every value replaced by `***`, and a value it ends inside of (a quote cut short) too.
+    /// `text` with every value replaced by `***`, and the start of one where a quote of it was cut short (at
+    /// the text's end, before an ellipsis, or before a character the cut broke).
     #[must_use]
     pub fn hide(&self, text: &str) -> String {
         let mut out = text.to_owned();
@@ -148,13 +151,15 @@ impl Hidden {
             }
         }
         for value in &self.0 {
-            let cut = (Self::SHORTEST..value.len())
-                .rev()
-                .find(|&cut| value.is_char_boundary(cut) && out.ends_with(&value[..cut]));
-            if let Some(cut) = cut {
-                out.truncate(out.len() - cut);
-                out.push_str("***");
-                break;
+            for cut in (Self::SHORTEST..value.len()).rev().filter(|&cut| value.is_char_boundary(cut)) {
+                let start = &value[..cut];
+                for end in ["…", "\u{fffd}"] {
+                    out = out.replace(&format!("{start}{end}"), &format!("***{end}"));
+                }
+                if out.ends_with(start) {
+                    out.truncate(out.len() - cut);
+                    out.push_str("***");
+                }
             }
         }
         out
@@ -215,11 +220,15 @@ mod tests {
 
     #[test]
     fn values_read_from_the_environment_are_hidden_where_an_answer_quotes_them() {
-        let hidden = Hidden::new(vec!["tok_SECRET_abc".into(), "eu".into(), "tok_SECRET".into()]);
-        assert_eq!(format!("{hidden:?}"), "Hidden(2 values)", "`eu` is too short to hide");
-        assert_eq!(hidden.hide("auth was: Bearer tok_SECRET_abc, eu"), "auth was: Bearer ***, eu");
+        let hidden = Hidden::new(&["tok_SECRET_abc".into(), "8080".into(), "tok_SECRET".into()]);
+        assert_eq!(format!("{hidden:?}"), "Hidden(2 values)", "a port is too short to hide");
+        assert_eq!(hidden.hide("auth was: Bearer tok_SECRET_abc, :8080"), "auth was: Bearer ***, :8080");
         assert_eq!(hidden.hide("status 500: Bearer tok_SEC"), "status 500: Bearer ***", "a quote cut short");
+        assert_eq!(hidden.hide("found {\"auth\":\"tok_SECR…"), "found {\"auth\":\"***…", "cut before an ellipsis");
         assert_eq!(hidden.hide("status 500: tok"), "status 500: tok", "too little of it to tell");
+        // As degrade sends it in a query: percent-encoded.
+        let key = Hidden::new(&["a/b+c=d==".into()]);
+        assert_eq!(key.hide("GET /x?api_key=a%2Fb%2Bc%3Dd%3D%3D was refused"), "GET /x?api_key=*** was refused");
         assert_eq!(Hidden::default().hide("as it was"), "as it was");
     }
 

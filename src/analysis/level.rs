@@ -47,7 +47,7 @@ pub struct Estimate {
     pub night_var: f64,
     /// Night-to-night variance beyond sampling, from this series alone (no prior, no floor).
     pub own_night_var: f64,
-    /// The mean sampling variance of the history's nights.
+    /// A typical history night's sampling variance (their median).
     pub sampling_var: f64,
     /// The total noise of one night: √(night_var + sampling_var).
     pub sigma: f64,

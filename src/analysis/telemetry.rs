@@ -10,7 +10,7 @@
 //! no sampling noise of a telemetry figure: the night-to-night noise carries it all.
 //!
 //! What is not judged: a series missing tonight (its source did not answer: the summary says so, the night is
-//! judged on what the client measured), or read over too little of it (more than one scrape in ten failed), a series too few baseline nights have (inconclusive), and a figure at
+//! judged on what the client measured) or scraped over too little of it (more than one scrape in ten failed), a series too few baseline nights have (inconclusive), and a figure at
 //! or below zero, which has no ratio. Telemetry findings are never excused by a held-back machine
 //! (`contention` excuses latency alone): a busier machine is what a build that burns more CPU makes.
 
@@ -94,9 +94,15 @@ fn figure_on(night: &RunTelemetry, source: &str, series: &str, figure: Telemetry
 
 /// Whether `series` was read over too little of tonight to be judged: its source failed more than one scrape
 /// in [`PARTIAL_SHARE`] (an exporter that died a third of the way in gives a figure of the night's first third,
-/// not of the night). A `prometheus` source's failures are whole queries, whose series are missing instead.
+/// not of the night). Only failures the series itself carries count: a scraped series is partial with its
+/// source's reason, while a `prometheus` source's failures are whole queries (its `scrapes`), whose series are
+/// missing instead, and a series of its that lacks a step says so in its own words.
 fn read_too_little(source: &SourceTelemetry, series: &SeriesTelemetry) -> bool {
-    series.status == TelemetryStatus::Partial && source.failed_scrapes * PARTIAL_SHARE > source.scrapes
+    let failed_scrapes =
+        source.reason.as_deref().is_some_and(|why| series.reason.as_deref().is_some_and(|r| r.contains(why)));
+    series.status == TelemetryStatus::Partial
+        && failed_scrapes
+        && source.failed_scrapes * PARTIAL_SHARE > source.scrapes
 }
 
 /// One failed scrape in this many is a night's blip; more leave a series unjudged ([`read_too_little`]).

@@ -133,9 +133,11 @@ fn a_source_that_failed_more_than_a_tenth_of_its_scrapes_is_said_and_not_judged(
     let partial = |failed: u32| {
         let mut tonight = night(Some(0.82), 0.95);
         let source = &mut tonight.sources[0];
+        let why = format!("{failed} of 13 scrapes failed; the first: connection refused");
         (source.status, source.failed_scrapes, source.scrapes) = (TelemetryStatus::Partial, failed, 13);
+        source.reason = Some(why.clone());
         for series in &mut source.series {
-            series.status = TelemetryStatus::Partial;
+            (series.status, series.reason) = (TelemetryStatus::Partial, Some(why.clone()));
         }
         tonight
     };
@@ -147,6 +149,15 @@ fn a_source_that_failed_more_than_a_tenth_of_its_scrapes_is_said_and_not_judged(
     assert!(judgement.summary.ends_with(said), "{}", judgement.summary);
     // One failed scrape of thirteen is a blip: judged.
     let judgement = judged(&partial(1), &nights(10), &Gates::default());
+    assert_eq!(judgement.outcome, VerdictOutcome::Regressed, "{judgement:#?}");
+    // A Prometheus source whose one query of two was refused: the other series, short of one step in its own
+    // words, is judged.
+    let mut queried = partial(1);
+    let source = &mut queried.sources[0];
+    (source.failed_scrapes, source.scrapes) = (1, 2);
+    source.reason = Some("1 of 2 queries gave nothing; the first: parse error".into());
+    source.series[0].reason = Some("no value at 1 of 5 steps".into());
+    let judgement = judged(&queried, &nights(10), &Gates::default());
     assert_eq!(judgement.outcome, VerdictOutcome::Regressed, "{judgement:#?}");
 }
 

@@ -68,7 +68,7 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
         store.close().await;
         return Ok(super::segment::exit(&ran?));
     }
-    let planned: Vec<String> = job.plan.recorded_endpoints().map(str::to_owned).collect();
+    let planned = stepped_endpoints(&job.plan);
     let outcome = run_job(&store, job, args.build).await;
     let capacity = match &outcome {
         Ok((_, RunOutcome::Measured { run_id, .. })) => store.capacity(*run_id).await.unwrap_or_else(|e| {
@@ -98,6 +98,19 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
         RunStatus::Invalid => Exit::Inconclusive,
         _ => Exit::Error,
     })
+}
+
+/// The endpoints the flows' steps send to, in the plan's order: not a WebSocket close (never measured), a
+/// push class or a fan-out (the server's messages, absent on many nights), nor a tape's routes (a short replay
+/// reaches a few of thousands).
+fn stepped_endpoints(plan: &crate::scenario::Plan) -> Vec<String> {
+    let stepped = |index: usize| {
+        plan.flows
+            .iter()
+            .flat_map(|f| &f.steps)
+            .any(|s| s.endpoint == index && !matches!(s.ws, Some(crate::scenario::ws_plan::WsAction::Close)))
+    };
+    plan.endpoints.iter().enumerate().filter(|&(i, _)| stepped(i)).map(|(_, name)| name.clone()).collect()
 }
 
 /// The planned endpoints no request of the night reached, in the plan's order.

@@ -55,20 +55,29 @@ pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 /// The failure of an answer whose status was not expected: its class by status, with the body's start.
 pub(super) fn unexpected_status(response: &Answer) -> Failure {
     let status = response.status;
-    let class = match status {
+    match body_excerpt(&response.body) {
+        Some(body) => Failure::new(class_of_status(status), format!("status {status}: {body}")),
+        None => Failure::new(class_of_status(status), format!("status {status} (an empty body)")),
+    }
+}
+
+/// The class an unexpected status counts in.
+pub(super) fn class_of_status(status: u16) -> ErrorClass {
+    match status {
         400..=499 => ErrorClass::Http4xx,
         500..=599 => ErrorClass::Http5xx,
         _ => ErrorClass::Assertion,
-    };
-    // Its start as text, from its first byte that is not whitespace (templated HTML often opens with a lot).
-    let Some(first) = response.body.iter().position(|b| !b.is_ascii_whitespace()) else {
-        return Failure::new(class, format!("status {status} (an empty body)"));
-    };
-    let start = &response.body[first..];
-    let body = String::from_utf8_lossy(&start[..start.len().min(120)]).into_owned();
-    // One line: a page's line breaks would read as degrade's own lines under the run table.
-    let body = crate::outside_text::printable(&body.split_whitespace().collect::<Vec<_>>().join(" "));
-    Failure::new(class, format!("status {status}: {body}"))
+    }
+}
+
+/// A body's start as one line of text, for a sample: from its first byte that is not whitespace (templated
+/// HTML often opens with a lot), 120 bytes at most, its line breaks spaces (a page's would read as degrade's
+/// own lines under the run table); `None` for a body of whitespace only.
+pub(super) fn body_excerpt(body: &[u8]) -> Option<String> {
+    let first = body.iter().position(|b| !b.is_ascii_whitespace())?;
+    let start = &body[first..];
+    let text = String::from_utf8_lossy(&start[..start.len().min(120)]).into_owned();
+    Some(crate::outside_text::printable(&text.split_whitespace().collect::<Vec<_>>().join(" ")))
 }
 
 #[cfg(test)]

@@ -235,18 +235,35 @@ impl RequestHead {
 /// What a value put into a path by a template is percent-encoded for: the URL Standard's path percent-encode
 /// set (controls, space, `"`, `#`, `<`, `>`, `?`, `` ` ``, `{`, `}`) and every byte of a non-ASCII character.
 /// A `/` or a `%` stays, so a feeder column of sub-paths or of values encoded already is sent as written.
-const PATH_VALUE: &AsciiSet =
-    &CONTROLS.add(b' ').add(b'"').add(b'#').add(b'<').add(b'>').add(b'?').add(b'`').add(b'{').add(b'}');
+const PATH_VALUE: &AsciiSet = &WHOLE_TARGET.add(b'#').add(b'?');
+
+/// The same for a path that is one value and nothing else (`path = "{{ location }}"`, a `Location` header): a
+/// request target of its own, whose `?` starts its query and whose `#` its fragment.
+const WHOLE_TARGET: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b'<').add(b'>').add(b'`').add(b'{').add(b'}');
 
 /// `value` as a template puts it into a path: a name with a space (`Jane Doe`) is sent as `Jane%20Doe`, as a
 /// browser or an HTTP library would send it, instead of failing every request that drew it.
-pub(super) fn path_value(value: &str) -> String {
+fn path_value(value: &str) -> String {
     utf8_percent_encode(value, PATH_VALUE).to_string()
+}
+
+/// `value` as the whole of a path (see [`WHOLE_TARGET`]).
+fn whole_target_value(value: &str) -> String {
+    utf8_percent_encode(value, WHOLE_TARGET).to_string()
+}
+
+/// The step's path rendered, each value encoded as its place in it asks ([`path_value`], [`whole_target_value`]).
+pub(super) fn rendered_path(path: &Template, cx: &mut RenderContext<'_>) -> String {
+    if path.is_one_expression() {
+        path.render_escaped(cx, whole_target_value)
+    } else {
+        path.render_escaped(cx, path_value)
+    }
 }
 
 /// The request target (origin form): the base URL's path, the step's path, and its query encoded.
 fn request_target(step: &Step, prefix: &str, cx: &mut RenderContext<'_>) -> Result<String, Failure> {
-    let mut path = step.path.render_escaped(cx, path_value);
+    let mut path = rendered_path(&step.path, cx);
     // A URL's fragment never goes to the server (as `http::Uri` dropped it before).
     if let Some(fragment) = path.find('#') {
         path.truncate(fragment);
@@ -323,5 +340,8 @@ mod tests {
         // Sub-paths and values encoded already are sent as written.
         assert_eq!(path_value("a/b%2Fc"), "a/b%2Fc");
         assert!(is_request_target(&format!("/users/{}", path_value("名前 \u{7f}"))));
+        // A whole path from one value (a Location) keeps its query and fragment.
+        assert_eq!(whole_target_value("/boards/7?tab=cards#top"), "/boards/7?tab=cards#top");
+        assert_eq!(whole_target_value("/boards/Q4 plan"), "/boards/Q4%20plan");
     }
 }

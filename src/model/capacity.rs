@@ -101,8 +101,10 @@ impl ZoneBreach {
             _ => None,
         };
         if let Some(side) = side {
-            let (value, limit) = (significant(self.value), significant(self.limit));
-            return format!("{} mean {value} {side} its limit {limit} ({over:+.0} %)", self.endpoint);
+            let (value, limit) = apart(self.value, self.limit);
+            // A breach by a hair reads as one, not as `0.300 over its limit 0.300 (+0 %)`.
+            let over = if over.abs() < 1.0 { format!("{over:+.2}") } else { format!("{over:+.0}") };
+            return format!("{} mean {value} {side} its limit {limit} ({over} %)", self.endpoint);
         }
         let unit = self.gate.unit();
         format!(
@@ -115,13 +117,27 @@ impl ZoneBreach {
     }
 }
 
-/// `0.712`, `1,234`-free: a telemetry value to three significant digits (`0.000412`, `12.3`, `1230`).
-fn significant(value: f64) -> String {
+/// `0.712`, `1,234`-free: a telemetry value to `digits` significant digits (`0.000412`, `12.3`, `1230` at 3).
+fn significant(value: f64, digits: i32) -> String {
     if value == 0.0 || !value.is_finite() {
         return format!("{value}");
     }
-    let decimals = (2 - value.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    let decimals = (digits - 1 - value.abs().log10().floor() as i32).clamp(0, 9) as usize;
     format!("{value:.decimals$}")
+}
+
+/// `value` and `limit` to three significant digits, or as many more as it takes (up to eight) for two
+/// different numbers to read differently: a value just over its limit must not read as equal to it.
+fn apart(value: f64, limit: f64) -> (String, String) {
+    let mut shown = (significant(value, 3), significant(limit, 3));
+    for digits in 4..=8 {
+        // Equal numbers read equal however many digits are shown.
+        if shown.0 != shown.1 || (value - limit).abs() <= f64::EPSILON * limit.abs() {
+            break;
+        }
+        shown = (significant(value, digits), significant(limit, digits));
+    }
+    shown
 }
 
 /// What the zone made of one step.
@@ -434,6 +450,8 @@ mod tests {
         let cpu =
             ZoneBreach { gate: ZoneGate::TelemetryMax, endpoint: "api-host CPU".into(), value: 0.7123, limit: 0.6 };
         assert_eq!(cpu.describe(), "api-host CPU mean 0.712 over its limit 0.600 (+19 %)");
+        let by_a_hair = ZoneBreach { value: 0.300_04, limit: 0.3, ..cpu.clone() };
+        assert_eq!(by_a_hair.describe(), "api-host CPU mean 0.30004 over its limit 0.30000 (+0.01 %)");
         assert_eq!("telemetry_max".parse::<ZoneGate>(), Ok(ZoneGate::TelemetryMax));
     }
 }

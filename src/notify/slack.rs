@@ -117,7 +117,9 @@ fn facts(alert: &Alert, links: &Links) -> String {
     if let Some(build) = &alert.build_id {
         lines.push(format!("*Build* `{}`", escape(build)));
     }
-    if !alert.builds_since_last_good.is_empty() && matches!(alert.event, Event::Regression | Event::RunFailed) {
+    if !alert.builds_since_last_good.is_empty()
+        && matches!(alert.event, Event::Regression | Event::RegressionWidened | Event::RunFailed)
+    {
         let since = alert.last_good_run_id.map(|id| format!(" (#{id})")).unwrap_or_default();
         let builds: Vec<String> = alert.builds_since_last_good.iter().map(|b| format!("`{}`", escape(b))).collect();
         lines.push(format!("*Builds since the last good run{since}* {}", builds.join(", ")));

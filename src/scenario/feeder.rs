@@ -98,7 +98,8 @@ fn csv_rows(path: &Path, text: &str) -> Result<(Vec<String>, Vec<Vec<Value>>), S
         .map(str::to_owned)
         .collect();
     // `users.name` must read one column: a second one of the same name would be silently never read.
-    if let Some((i, name)) = columns.iter().enumerate().find(|(i, c)| columns[..*i].contains(c)) {
+    // Unnamed columns (a spreadsheet's trailing commas) cannot be read by name at all: only names count.
+    if let Some((i, name)) = columns.iter().enumerate().find(|(i, c)| !c.is_empty() && columns[..*i].contains(c)) {
         return Err(format!(
             "{}:1: column {} is named `{}` as an earlier one is: name each column once",
             path.display(),
@@ -112,9 +113,11 @@ fn csv_rows(path: &Path, text: &str) -> Result<(Vec<String>, Vec<Vec<Value>>), S
             let line = e.position().map_or(0, csv::Position::line);
             format!("{}:{line}: {e}", path.display())
         })?;
-        // A quote never closed takes every later line into one value, and the file reads as one row short of
-        // hundreds: a line break inside a value is refused, naming where that value began.
-        if let Some(column) = record.iter().position(|v| v.contains('\n')) {
+        // A quote never closed takes the next lines into one value, and the file reads rows short: a value whose
+        // later lines hold a quote or a comma (rows swallowed) is refused, naming where it began. A quoted
+        // value over lines of plain text (an address, a comment) is read as it is.
+        let swallowed = |v: &str| v.split_once('\n').is_some_and(|(_, rest)| rest.contains(['"', ',']));
+        if let Some(column) = record.iter().position(swallowed) {
             let line = record.position().map_or(0, csv::Position::line);
             return Err(format!(
                 "{}:{line}: the value of `{}` runs over several lines: a quote opened and never closed? (a value \
@@ -303,6 +306,8 @@ mod tests {
         // A quote never closed would take the rest of the file into one value.
         let error = load("name,query\n\"Café Roadmap 1,Café x\n\"Q4 plan 3\",Q4\n").unwrap_err();
         assert!(error.ends_with("f.csv:2: the value of `name` runs over several lines: a quote opened and never closed? (a value that holds a line break is written in a JSON Lines feeder, as \"\\n\")"), "{error}");
+        assert_eq!(load("name,address\nJane,\"12 Main St\nSpringfield\"\n"), Ok(1), "a value over lines of text");
+        assert_eq!(load("id,name,,\n1,a,,\n"), Ok(1), "a spreadsheet's trailing commas");
         let error = load("name,query,name\na,b,c\n").unwrap_err();
         assert!(
             error.ends_with("f.csv:1: column 3 is named `name` as an earlier one is: name each column once"),

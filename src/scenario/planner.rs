@@ -120,7 +120,7 @@ pub(super) fn resolve(
             start_at: None,
             reshape: None,
             warnings: checker.warnings.into_iter().map(|w| w.message).collect(),
-            env_values: crate::secret::Hidden::new(read_from_env.into_inner()),
+            env_values: crate::secret::Hidden::new(&read_from_env.into_inner()),
         }),
         _ => Err(ConfigErrors(checker.errors)),
     }

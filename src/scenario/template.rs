@@ -237,6 +237,12 @@ impl Template {
         }
     }
 
+    /// Whether it is one expression and nothing else (`{{ location }}`): a whole value, not a part of a text.
+    #[must_use]
+    pub fn is_one_expression(&self) -> bool {
+        matches!(self.parts.as_slice(), [Part::Expr(_)])
+    }
+
     /// The expressions it uses.
     pub fn expressions(&self) -> impl Iterator<Item = &Expr> {
         self.parts.iter().filter_map(|p| match p {
@@ -274,26 +280,19 @@ impl Template {
     pub fn render(&self, cx: &mut RenderContext<'_>) -> String {
         match self.parts.as_slice() {
             [Part::Text(text)] => text.clone(),
-            parts => {
-                let mut out = String::new();
-                for part in parts {
-                    match part {
-                        Part::Text(t) => out.push_str(t),
-                        Part::Expr(e) => push_text(&mut out, &eval(e, cx)),
-                    }
-                }
-                out
-            }
+            _ => self.render_escaped(cx, str::to_owned),
         }
     }
 
-    /// Renders to text with each expression's value passed through `escape` and the literal text as written:
-    /// a path percent-encodes what a feeder row or a variable puts in it, never what the scenario wrote.
+    /// Renders to text with each expression's value passed through `escape` and what the scenario wrote as it
+    /// is (its text and its `[vars]` constants): a path percent-encodes what a feeder row, a draw or an earlier
+    /// answer puts in it.
     pub fn render_escaped(&self, cx: &mut RenderContext<'_>, escape: impl Fn(&str) -> String) -> String {
         let mut out = String::new();
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.push_str(t),
+                Part::Expr(Expr::Constant(value)) => push_text(&mut out, value),
                 Part::Expr(e) => {
                     let mut value = String::new();
                     push_text(&mut value, &eval(e, cx));

@@ -270,9 +270,10 @@ impl Store {
         .await
     }
 
-    /// The runs of `scenario` from `from` up to (not including) `before` whose regression stands (judged
-    /// regressed, confirmed where a rerun was asked for), oldest first: the nights a regression episode opened
-    /// by `from` has told the team about.
+    /// The runs of `scenario` from `from` up to (not including) `before` that regressed and were alerted
+    /// (stamped once their night's alerts were stored), oldest first: the nights a regression episode opened by
+    /// `from` has told the team about. A run judged only by a `check` was never alerted, nor a confirmed
+    /// night's first run (its rerun was), nor a rerun that refuted it.
     pub async fn regressed_runs_between(
         &self,
         scenario: &str,
@@ -281,7 +282,7 @@ impl Store {
     ) -> Result<Vec<RunId>, StoreError> {
         let query = "select runs.id from runs join scenarios on scenarios.id = runs.scenario_id \
                      where scenarios.name = $1 and runs.id >= $2 and runs.id < $3 and runs.status = 'regressed' \
-                     order by runs.id";
+                     and runs.alerted_at is not null order by runs.id";
         Ok(on_pool!(self, |pool| sqlx::query_scalar(query)
             .bind(scenario)
             .bind(from)

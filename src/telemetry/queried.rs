@@ -146,7 +146,11 @@ fn instants(from: f64, to: f64, step: f64, lasted: f64) -> (f64, usize) {
     let steps = ((last_at - first_at) / step + 1e-9).floor() as usize + 1;
     // A stopped run: only the instants asked for before it ended (give or take its timers' jitter).
     let last_asked = lasted + RUN_END_JITTER - step / 2.0;
-    let reached = if last_asked < first_at { 1 } else { ((last_asked - first_at) / step + 1e-9).floor() as usize + 1 };
+    if last_asked < first_at {
+        // Stopped before the first instant: the middle of what it ran, asked by its end's half step.
+        return (f64::midpoint(from, lasted.clamp(from, to)), 1);
+    }
+    let reached = ((last_asked - first_at) / step + 1e-9).floor() as usize + 1;
     (first_at, steps.min(reached))
 }
 
@@ -193,6 +197,8 @@ mod tests {
         // Stopped at 14 s: the instants asked for before it ended (12.5 would be asked at 15 s).
         assert_eq!(instants(5.0, 30.0, 5.0, 14.0), (7.5, 1));
         assert_eq!(instants(5.0, 30.0, 5.0, 15.1), (7.5, 2));
+        // Stopped before the first instant: the middle of what ran.
+        assert_eq!(instants(5.0, 30.0, 5.0, 6.0), (5.5, 1));
         // A window shorter than a step: its middle.
         assert_eq!(instants(5.0, 8.0, 5.0, 30.0), (6.5, 1));
     }

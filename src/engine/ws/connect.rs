@@ -56,7 +56,7 @@ fn upgrade_request(
 ) -> Result<http::Request<()>, Failure> {
     let client = &shared.client;
     let scheme = if client.is_tls() { "wss" } else { "ws" };
-    let path = step.path.render_escaped(cx, super::super::request::path_value);
+    let path = super::super::request::rendered_path(&step.path, cx);
     let url = format!("{scheme}://{}{}{path}", client.host_header(), client.prefix());
     let bad = |what: String| Failure::new(ErrorClass::Protocol, what);
     let mut request = url.into_client_request().map_err(|e| bad(format!("the socket's path `{path}`: {e}")))?;
@@ -81,15 +81,11 @@ fn handshake_failure(error: WsError) -> Failure {
     match error {
         WsError::Http(response) => {
             let status = response.status().as_u16();
-            let class = match status {
-                400..=499 => ErrorClass::Http4xx,
-                500..=599 => ErrorClass::Http5xx,
-                _ => ErrorClass::Assertion,
-            };
-            let body = response.body().as_deref().unwrap_or_default();
-            let body = String::from_utf8_lossy(&body[..body.len().min(120)]).into_owned();
-            let body = crate::outside_text::printable(body.trim());
-            Failure::new(class, format!("the upgrade was answered {status} instead of 101: {body}"))
+            let body = super::super::failure::body_excerpt(response.body().as_deref().unwrap_or_default());
+            Failure::new(
+                super::super::failure::class_of_status(status),
+                format!("the upgrade was answered {status} instead of 101: {}", body.unwrap_or_default()),
+            )
         }
         WsError::Protocol(ProtocolError::SecWebSocketSubProtocolError(e)) => {
             Failure::new(ErrorClass::Protocol, format!("the server did not agree to a subprotocol offered: {e}"))

@@ -6,7 +6,7 @@
 
 use super::kind;
 use crate::analysis::capacity::CAPACITY_METRIC;
-use crate::model::{Finding, FindingOutcome, Metric, RunId};
+use crate::model::{Finding, FindingOutcome, Metric, RunId, TelemetryMetric};
 use crate::report::CheckReport;
 use crate::store::{Store, StoreError};
 
@@ -56,6 +56,7 @@ fn change_kind(metric: &str) -> &str {
     }
 }
 
+/// Whether two findings are of the same endpoint's same metric.
 fn same_figure(a: &Finding, b: &Finding) -> bool {
     a.endpoint == b.endpoint && a.metric == b.metric
 }
@@ -76,7 +77,8 @@ pub(super) async fn told(store: &Store, scenario: &str, before: RunId) -> Result
     }
     let mut figures: Vec<(RunId, Finding)> = Vec::new();
     for night in nights {
-        let Some(verdict) = store.latest_verdict(night).await? else { continue };
+        // The runner's verdict, the one alerted: a later `check` of the night may have named another baseline.
+        let Some(verdict) = store.first_verdict(night).await? else { continue };
         for finding in verdict.findings.into_iter().filter(|f| f.outcome.is_failure()) {
             if !figures.iter().any(|(_, told)| same_figure(told, &finding)) {
                 figures.push((night, finding));
@@ -95,13 +97,16 @@ impl Told {
         let unjudged: Vec<String> = self
             .regressions()
             .filter(|(_, then)| {
-                report.findings.iter().any(|now| {
-                    same_figure(then, now)
-                        && matches!(
-                            now.outcome,
-                            FindingOutcome::Inconclusive | FindingOutcome::TooFew | FindingOutcome::Excused
-                        )
-                })
+                let now = report.findings.iter().find(|now| same_figure(then, now));
+                match now {
+                    Some(now) => matches!(
+                        now.outcome,
+                        FindingOutcome::Inconclusive | FindingOutcome::TooFew | FindingOutcome::Excused
+                    ),
+                    // A server series with no finding tonight was not judged (its source did not answer, or
+                    // answered too little of the night); an endpoint's figures always have one.
+                    None => TelemetryMetric::parse(&then.metric).is_some(),
+                }
             })
             .map(|(_, then)| format!("{} {}", then.endpoint, then.metric))
             .collect();

@@ -123,12 +123,13 @@ async fn finish_routes_night(
     id
 }
 
-/// Judges stored run `id` against the last seven days and opens or resolves its alert episodes, as the
-/// nightly chain does after a run (without confirmation: a regression stands).
+/// Judges stored run `id` against the last seven days, opens or resolves its alert episodes and stamps it
+/// alerted, as the nightly chain does after a run (without confirmation: a regression stands).
 pub async fn judge_and_alert(store: &Store, config: &Config, id: i64) -> CheckReport {
     let run = store.find_run(id).await.unwrap().unwrap();
     let spec = BaselineSpec::LastDays(7);
     let report = judge_run(store, config, &run, &spec, IfRegressed::Stands, Utc::now()).await.unwrap();
     alerting::after_judgement(store, config, &report, Utc::now()).await.unwrap();
+    store.mark_alerted(id, Utc::now()).await.unwrap();
     report
 }
