@@ -11,6 +11,7 @@ use degrade::pipeline::alerting;
 use degrade::store::{Claim, Store};
 use serde_json::Value;
 
+use crate::support::alerted::{Alerted, usual_p95};
 use crate::support::config::{QUICK_SCENARIO, alerting_config, load};
 use crate::support::nights::{judge_and_alert, new_run, night, store_both_routes_night, store_night};
 use crate::support::receiver::{Answer, Receiver, unused_address, url_at};
@@ -36,7 +37,7 @@ async fn a_regression_alerts_once_and_its_recovery_once() {
     let courier = Courier::new(store.clone(), config.clone()).unwrap();
     // Ten ordinary nights, the later ones judged (and passed) as the nightly service would.
     for n in 0..10 {
-        let id = store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
+        let id = store_night(&store, "checkout", n, usual_p95(n), RunStatus::Finished).await;
         if n >= 5 {
             assert_eq!(judge_night(&store, &config, id).await, VerdictOutcome::Passed, "night {n}");
         }
@@ -99,34 +100,6 @@ async fn a_regression_alerts_once_and_its_recovery_once() {
     assert_eq!((episodes[0].state.as_str(), episodes[0].resolved_run_id), ("resolved", Some(recovered)));
 }
 
-/// A project alerting to two receivers on 127.0.0.1, its SQLite store holding `checkout`'s usual nights.
-struct Alerted {
-    json: Receiver,
-    config: std::sync::Arc<Config>,
-    store: Store,
-    courier: Courier,
-    _slack: Receiver,
-    _project: tempfile::TempDir,
-    _db: TestDb,
-}
-
-impl Alerted {
-    /// `nights` ordinary nights (p95 within 2 %) stored, none judged.
-    async fn with_usual_nights(nights: i64) -> Self {
-        let slack = Receiver::start().await;
-        let json = Receiver::start().await;
-        let (project_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
-        let config = load(&config_path, &slack.url(), &json.url());
-        let db = TestDb::sqlite();
-        let store = Store::connect(&db.url).await.unwrap();
-        let courier = Courier::new(store.clone(), config.clone()).unwrap();
-        for n in 0..nights {
-            store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
-        }
-        Self { json, config, store, courier, _slack: slack, _project: project_dir, _db: db }
-    }
-}
-
 /// A night that passed without judging the figure that regressed (a capacity search the generator cut short, a
 /// figure on too few requests) is no recovery: the episode stays open, silent, until a night judges it.
 #[tokio::test]
@@ -135,28 +108,29 @@ async fn a_night_that_could_not_judge_what_regressed_is_no_recovery() {
     use degrade::model::FindingOutcome;
     use degrade::pipeline::judge_run::{IfRegressed, judge_run};
     // Every field bound, so the receivers, the project and the database live to the end of the test.
-    let Alerted { json, config, store, courier, _slack, _project, _db } = Alerted::with_usual_nights(8).await;
-    let regressed = store_night(&store, "checkout", 8, 150.0, RunStatus::Finished).await;
-    let opened = judge_and_alert(&store, &config, regressed).await;
+    let alerted = Alerted::with_usual_nights(8).await;
+    let Alerted { json, config, store, courier, .. } = &alerted;
+    let regressed = store_night(store, "checkout", 8, 150.0, RunStatus::Finished).await;
+    let opened = judge_and_alert(store, config, regressed).await;
     assert_eq!(opened.outcome, VerdictOutcome::Regressed);
     assert_eq!(courier.deliver_due().await.unwrap(), 2, "one message per webhook");
     let what = opened.findings.iter().find(|f| f.outcome == FindingOutcome::Regression).unwrap().clone();
 
     // Back to its level, but the figure that regressed could not be judged tonight: passed on the rest.
-    let back = store_night(&store, "checkout", 9, 100.0, RunStatus::Finished).await;
+    let back = store_night(store, "checkout", 9, 100.0, RunStatus::Finished).await;
     let run = store.find_run(back).await.unwrap().unwrap();
     let mut report =
-        judge_run(&store, &config, &run, &BaselineSpec::LastDays(7), IfRegressed::Stands, Utc::now()).await.unwrap();
+        judge_run(store, config, &run, &BaselineSpec::LastDays(7), IfRegressed::Stands, Utc::now()).await.unwrap();
     assert_eq!(report.outcome, VerdictOutcome::Passed);
     for finding in report.findings.iter_mut().filter(|f| f.endpoint == what.endpoint && f.metric == what.metric) {
         finding.outcome = FindingOutcome::Inconclusive;
     }
-    alerting::after_judgement(&store, &config, &report, Utc::now()).await.unwrap();
+    alerting::after_judgement(store, config, &report, Utc::now()).await.unwrap();
     assert_eq!(courier.deliver_due().await.unwrap(), 0, "no recovery on a figure not judged: {:?}", json.posts());
 
     // A night that judges it, back at its level, resolves the episode: one recovery.
-    let judged = store_night(&store, "checkout", 10, 100.0, RunStatus::Finished).await;
-    assert_eq!(judge_night(&store, &config, judged).await, VerdictOutcome::Passed);
+    let judged = store_night(store, "checkout", 10, 100.0, RunStatus::Finished).await;
+    assert_eq!(judge_night(store, config, judged).await, VerdictOutcome::Passed);
     assert_eq!(courier.deliver_due().await.unwrap(), 2, "the recovery, once per webhook");
     let recovery = json.delivered().into_iter().find(|p| p["event"] == "recovery").unwrap();
     assert_eq!(recovery["run_id"], judged, "{recovery:#}");
@@ -171,9 +145,10 @@ async fn a_recovery_says_what_came_back_beside_what_stayed() {
     use degrade::model::FindingOutcome;
     use degrade::pipeline::judge_run::{IfRegressed, judge_run};
     // Every field bound, so the receivers, the project and the database live to the end of the test.
-    let Alerted { json, config, store, courier, _slack, _project, _db } = Alerted::with_usual_nights(8).await;
-    let regressed = store_both_routes_night(&store, "checkout", 8, 150.0, 90.0).await;
-    let opened = judge_and_alert(&store, &config, regressed).await;
+    let alerted = Alerted::with_usual_nights(8).await;
+    let Alerted { json, config, store, courier, .. } = &alerted;
+    let regressed = store_both_routes_night(store, "checkout", 8, 150.0, 90.0).await;
+    let opened = judge_and_alert(store, config, regressed).await;
     let worse: Vec<(&str, &str)> = opened
         .findings
         .iter()
@@ -185,14 +160,14 @@ async fn a_recovery_says_what_came_back_beside_what_stayed() {
 
     // The boards route is back to its level; the cards route stayed where it regressed to and, in this
     // verdict, is the level by now.
-    let fixed = store_night(&store, "checkout", 9, 100.0, RunStatus::Finished).await;
+    let fixed = store_night(store, "checkout", 9, 100.0, RunStatus::Finished).await;
     let run = store.find_run(fixed).await.unwrap().unwrap();
     let mut report =
-        judge_run(&store, &config, &run, &BaselineSpec::LastDays(7), IfRegressed::Stands, Utc::now()).await.unwrap();
+        judge_run(store, config, &run, &BaselineSpec::LastDays(7), IfRegressed::Stands, Utc::now()).await.unwrap();
     assert_eq!(report.outcome, VerdictOutcome::Passed);
     let cards = report.findings.iter_mut().find(|f| f.endpoint == "POST /cards" && f.metric == "p95").unwrap();
     cards.candidate_value = 90.0;
-    alerting::after_judgement(&store, &config, &report, Utc::now()).await.unwrap();
+    alerting::after_judgement(store, config, &report, Utc::now()).await.unwrap();
     assert_eq!(courier.deliver_due().await.unwrap(), 2, "the recovery, once per webhook");
     let recovery = json.delivered().into_iter().find(|p| p["event"] == "recovery").unwrap();
     let summary = recovery["summary"].as_str().unwrap();
@@ -206,15 +181,10 @@ async fn a_recovery_says_what_came_back_beside_what_stayed() {
 /// smoke run of it since had listed (a trial's alert named `1.0.0, 1.2.0` after night #9 passed on 1.0.0).
 #[tokio::test]
 async fn the_last_good_build_is_no_suspect_after_smoke_runs_of_it() {
-    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
-    let config = load(&config_path, "http://127.0.0.1:9/slack", "http://127.0.0.1:9/json");
-    let db = TestDb::sqlite();
-    let store = Store::connect(&db.url).await.unwrap();
-    for n in 0..9 {
-        store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
-    }
-    let good = store_night(&store, "checkout", 9, 101.0, RunStatus::Finished).await;
-    assert_eq!(judge_night(&store, &config, good).await, VerdictOutcome::Passed);
+    let alerted = Alerted::with_usual_nights(9).await;
+    let Alerted { config, store, .. } = &alerted;
+    let good = store_night(store, "checkout", 9, 101.0, RunStatus::Finished).await;
+    assert_eq!(judge_night(store, config, good).await, VerdictOutcome::Passed);
     // A smoke run of the good build, then a night of the next build.
     let smoke_run = degrade::model::NewRun { build_id: Some("1.0.9".into()), ..new_run("checkout", 10) };
     let smoke = store.create_run(&smoke_run).await.unwrap();
@@ -228,7 +198,7 @@ async fn the_last_good_build_is_no_suspect_after_smoke_runs_of_it() {
         timeline: vec![],
     };
     store.finish_run(smoke, &finished).await.unwrap();
-    let next = store_night(&store, "checkout", 11, 150.0, RunStatus::Finished).await;
+    let next = store_night(store, "checkout", 11, 150.0, RunStatus::Finished).await;
     let (last_good, suspects) = store.builds_since_last_pass("checkout", next).await.unwrap();
     assert_eq!((last_good, suspects), (Some(good), vec!["1.0.11".to_owned()]));
     // The good build measured again and regressed: it is the build measured, so it is named.

@@ -4,38 +4,26 @@
 
 use chrono::Utc;
 use degrade::model::{BaselineSpec, FindingOutcome, RunStatus, VerdictOutcome};
-use degrade::notify::Courier;
 use degrade::pipeline::alerting;
 use degrade::pipeline::judge_run::{IfRegressed, judge_run};
-use degrade::store::Store;
 
-use crate::support::config::{QUICK_SCENARIO, alerting_config, load};
+use crate::support::alerted::Alerted;
 use crate::support::nights::{judge_and_alert, store_both_routes_night, store_night};
-use crate::support::receiver::Receiver;
-use crate::support::{TestDb, project};
 
 #[tokio::test]
 async fn a_second_route_regressing_during_an_open_episode_is_told_once() {
-    let slack = Receiver::start().await;
-    let json = Receiver::start().await;
-    let (_dir, config_path) = project(&alerting_config(""), &[("quick.toml", QUICK_SCENARIO)]);
-    let config = load(&config_path, &slack.url(), &json.url());
-    let db = TestDb::sqlite();
-    let store = Store::connect(&db.url).await.unwrap();
-    let courier = Courier::new(store.clone(), config.clone()).unwrap();
-    for n in 0..8 {
-        store_night(&store, "checkout", n, 100.0 * (1.0 + 0.01 * (n % 3) as f64), RunStatus::Finished).await;
-    }
-    let opened = store_night(&store, "checkout", 8, 150.0, RunStatus::Finished).await;
-    assert_eq!(judge_and_alert(&store, &config, opened).await.outcome, VerdictOutcome::Regressed);
+    let alerted = Alerted::with_usual_nights(8).await;
+    let Alerted { slack, json, config, store, courier, .. } = &alerted;
+    let opened = store_night(store, "checkout", 8, 150.0, RunStatus::Finished).await;
+    assert_eq!(judge_and_alert(store, config, opened).await.outcome, VerdictOutcome::Regressed);
     assert_eq!(courier.deliver_due().await.unwrap(), 2, "the episode opens: one message per webhook");
 
     // The next night the cards route regressed too, beside the boards route still where it went.
-    let widened = store_both_routes_night(&store, "checkout", 9, 150.0, 90.0).await;
-    let report = judge_and_alert(&store, &config, widened).await;
+    let widened = store_both_routes_night(store, "checkout", 9, 150.0, 90.0).await;
+    let report = judge_and_alert(store, config, widened).await;
     assert_eq!(report.outcome, VerdictOutcome::Regressed);
     assert_eq!(courier.deliver_due().await.unwrap(), 2, "the widening, once per webhook: {:?}", json.posts());
-    alerting::after_judgement(&store, &config, &report, Utc::now()).await.unwrap();
+    alerting::after_judgement(store, config, &report, Utc::now()).await.unwrap();
     assert_eq!(courier.deliver_due().await.unwrap(), 0, "alerting the same night again enqueues nothing");
 
     let message = json.delivered().into_iter().find(|p| p["event"] == "regression_widened").unwrap();
@@ -62,8 +50,8 @@ async fn a_second_route_regressing_during_an_open_episode_is_told_once() {
     assert_eq!(store.episodes(10).await.unwrap().len(), 1, "still one episode");
 
     // Both routes again, the cards route now regressed on its p50 too: the same slowdown, nothing new to tell.
-    let repeated = store_both_routes_night(&store, "checkout", 10, 151.0, 91.0).await;
-    let report = judge_and_alert(&store, &config, repeated).await;
+    let repeated = store_both_routes_night(store, "checkout", 10, 151.0, 91.0).await;
+    let report = judge_and_alert(store, config, repeated).await;
     assert_eq!(report.outcome, VerdictOutcome::Regressed);
     let cards: Vec<&str> = report
         .findings
@@ -76,19 +64,19 @@ async fn a_second_route_regressing_during_an_open_episode_is_told_once() {
 
     // The boards route back, but the cards route, which regressed after the episode opened, not judged
     // tonight: no recovery.
-    let back = store_both_routes_night(&store, "checkout", 11, 100.0, 60.0).await;
+    let back = store_both_routes_night(store, "checkout", 11, 100.0, 60.0).await;
     let run = store.find_run(back).await.unwrap().unwrap();
     let mut report =
-        judge_run(&store, &config, &run, &BaselineSpec::LastDays(7), IfRegressed::Stands, Utc::now()).await.unwrap();
+        judge_run(store, config, &run, &BaselineSpec::LastDays(7), IfRegressed::Stands, Utc::now()).await.unwrap();
     assert_eq!(report.outcome, VerdictOutcome::Passed);
     for finding in report.findings.iter_mut().filter(|f| f.endpoint == "POST /cards" && f.metric == "p95") {
         finding.outcome = FindingOutcome::TooFew;
     }
-    alerting::after_judgement(&store, &config, &report, Utc::now()).await.unwrap();
+    alerting::after_judgement(store, config, &report, Utc::now()).await.unwrap();
     assert_eq!(courier.deliver_due().await.unwrap(), 0, "no recovery before the cards route is judged");
 
-    let judged = store_both_routes_night(&store, "checkout", 12, 100.0, 60.0).await;
-    assert_eq!(judge_and_alert(&store, &config, judged).await.outcome, VerdictOutcome::Passed);
+    let judged = store_both_routes_night(store, "checkout", 12, 100.0, 60.0).await;
+    assert_eq!(judge_and_alert(store, config, judged).await.outcome, VerdictOutcome::Passed);
     assert_eq!(courier.deliver_due().await.unwrap(), 2, "the recovery, once per webhook");
     let recovery = json.delivered().into_iter().find(|p| p["event"] == "recovery").unwrap();
     assert_eq!(recovery["run_id"], judged, "{recovery:#}");

@@ -3,6 +3,7 @@
 //! targets ([`target`]), a stub webhook receiver ([`receiver`]) and Prometheus exporters, real and broken
 //! ([`exporters`]), all on 127.0.0.1.
 
+pub mod alerted;
 pub mod app;
 pub mod config;
 pub mod markdown;
