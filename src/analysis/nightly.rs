@@ -304,7 +304,7 @@ fn value_finding(
         && v.better_by() >= d.min_effect
         && !(d.metric != Metric::Throughput && errors_rose(all, &d.endpoint));
     // The share's figures are said once: first when it alone decided, after the level when both did.
-    f.reason = value_reason(d, v, k, family, slow_says && level_says);
+    f.reason = value_reason(d, v, alpha, family, slow_says && level_says);
     if let (true, false, Some((slow, _)), Some(t)) = (slow_says, level_says, v.slow_shares.loudest(), slow_test) {
         // The test that called it comes first, so the reason reads true from its first words. Its threshold is
         // tonight's own value, no bar to pass, and the level test's limit was not passed: none is given (it

@@ -2,6 +2,8 @@
 //! reads true from its first words (the test that decided comes first). `nightly` decides; this only says.
 
 use super::evidence::{Draft, Evidence, RelativeEvidence, SlowShare, ValueEvidence};
+use super::level::Estimate;
+use super::shift::bar_raised_by_few_nights;
 use super::tail::{TAIL_QUANTILE, TailShare};
 use crate::model::{Change, Metric, format_ms};
 
@@ -29,8 +31,9 @@ pub(super) fn too_few_reason(d: &Draft, all: &[Draft], requests: u64, needed: u6
 }
 
 /// The level test's figures, with the share test's when both decided.
-pub(super) fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, slow_says: bool) -> String {
+pub(super) fn value_reason(d: &Draft, v: &ValueEvidence, alpha: f64, family: usize, slow_says: bool) -> String {
     let shift = v.shift.as_ref().expect("value drafts are tested");
+    let k = shift.threshold(alpha);
     let worse = shift.z >= 0.0;
     let side = if worse == (v.sign > 0.0) { "above" } else { "below" };
     let tonight_sampling = v.tonight_var.max(v.estimate.sampling_var).sqrt();
@@ -43,6 +46,7 @@ pub(super) fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, 
         100.0 * tonight_sampling,
         100.0 * d.min_effect
     );
+    text += &few_nights_note(&v.estimate, k, alpha);
     if let (Some((slow, _)), true) = (v.slow_shares.loudest(), slow_says) {
         text += &format!("; {}", share_figures(slow));
     }
@@ -56,6 +60,20 @@ pub(super) fn value_reason(d: &Draft, v: &ValueEvidence, k: f64, family: usize, 
         text += &format!("; the last {nights} nights moved to a new level that is not settled yet");
     }
     text
+}
+
+/// `; with 4 nights at this level its noise is known only roughly, which raises the bar from 3.4 sigma`, where
+/// the few nights more than double it (`shift::bar_raised_by_few_nights`); empty otherwise. A bar of 13 sigma
+/// with no word read as a mistake.
+pub(super) fn few_nights_note(e: &Estimate, k: f64, alpha: f64) -> String {
+    bar_raised_by_few_nights(e, k, alpha).map_or_else(String::new, |known| {
+        format!(
+            "; with {} night{} at this level its noise is known only roughly, which raises the bar from {known:.1} \
+             sigma",
+            e.level_nights,
+            if e.level_nights == 1 { "" } else { "s" }
+        )
+    })
 }
 
 /// `decided by the share of slow requests: 5.30 % of tonight's requests took 41.0 ms or longer, against 0.90 %

@@ -43,6 +43,17 @@ impl Shift {
     }
 }
 
+/// Where a series' few nights, not the test itself, set a bar `k` at more than twice what a known noise would
+/// need at `alpha`, that bar with a known noise: the one-sided normal quantile. With 5 nights at a level
+/// (Student-t of 5 degrees of freedom) a run of 30 tests asks for 8 sigma where 3.4 would do, which reads as a
+/// mistake unless it is said why; at 6 nights or more the bar is under twice, and no word is needed.
+#[must_use]
+pub fn bar_raised_by_few_nights(e: &Estimate, k: f64, alpha: f64) -> Option<f64> {
+    let known = statrs::distribution::Normal::standard().inverse_cdf((1.0 - alpha).clamp(0.5, 1.0 - 1e-15));
+    let by_nights = t_quantile(1.0 - alpha, e.dof);
+    (k > 2.0 * known && by_nights > 2.0 * known).then_some(known)
+}
+
 /// The night's common factor (every endpoint of a night slower or quicker together) is heavy-tailed: on the
 /// development set's unchanged nights its excess kurtosis κ was 2.8 and 3.6 (odd and even ids), that of a
 /// Student-t of 4 + 6/κ ≈ 6 degrees of freedom (DESIGN.md 6.8).

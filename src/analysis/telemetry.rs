@@ -17,6 +17,7 @@
 use super::detector::{LOG_PRIOR, LOG_SIGMA_FLOOR};
 use super::evidence::{SlowShares, ValueEvidence};
 use super::level::estimate;
+use super::reasons::few_nights_note;
 use super::shift::shift;
 use crate::analysis::{Gates, TelemetryLimit};
 use crate::model::{
@@ -246,6 +247,7 @@ fn value_finding(
         100.0 * d.min_effect,
         value_in_unit(v.raw(limit), &d.figures.metric.unit),
     );
+    finding.reason += &few_nights_note(&v.estimate, k, alpha);
     if let Some((_, nights)) = v.estimate.tail {
         finding.reason += &format!("; the last {nights} nights moved to a new level that is not settled yet");
     }

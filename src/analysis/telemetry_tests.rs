@@ -202,3 +202,18 @@ fn against_one_named_run_the_minimum_effect_alone_decides() {
     let close = one_run(0.41 * 1.05);
     assert_eq!(outcome_of(&close, "CPU per 1,000 requests (CPU s)").outcome, FindingOutcome::NoChange);
 }
+
+#[test]
+fn a_bar_raised_by_few_nights_says_so_and_one_of_ten_nights_does_not() {
+    let few = judged(&night(Some(0.42), 0.95), &nights(3), &Gates { min_runs: 3, ..Gates::default() });
+    let cpu = outcome_of(&few, "CPU per 1,000 requests (CPU s)");
+    assert!(
+        cpu.reason
+            .contains("; with 3 nights at this level its noise is known only roughly, which raises the bar from 3."),
+        "{}",
+        cpu.reason
+    );
+    let usual = judged(&night(Some(0.42), 0.95), &nights(10), &Gates::default());
+    let cpu = outcome_of(&usual, "CPU per 1,000 requests (CPU s)");
+    assert!(!cpu.reason.contains("known only roughly"), "{}", cpu.reason);
+}
