@@ -81,7 +81,7 @@ pub async fn after_judgement(
                 return Ok(());
             }
             let kept = told.as_ref().and_then(|t| t.still_slower(report));
-            let capacity = capacity_back(store, config, report).await?;
+            let capacity = capacity_back(store, config, report, told.as_ref()).await?;
             let said: Vec<&str> =
                 capacity.as_ref().map(|(_, words)| words.as_str()).into_iter().chain(kept.as_deref()).collect();
             let passed = if kept.is_some() { "passed" } else { "passed again" };
@@ -266,25 +266,19 @@ async fn capacity_fell(
     Ok(Some(CapacityChange::new(level, &tonight, &zone_name(config, &report.scenario))))
 }
 
-/// When the scenario's open regression episode opened on a capacity that fell and tonight's capacity is back
-/// nearer the level it fell from: the change since that night, and the recovery's words (`capacity 3,100 →
-/// 3,950 req/s (+27.4 %) since run #12, back by the nights' level of 4,000 req/s`). `None` otherwise: a
-/// capacity still where it fell is said by [`told::Told::still_slower`].
+/// When a night of the scenario's open regression episode told a capacity that fell (the opening night, or a
+/// later one that widened it) and tonight's capacity is back nearer the level it fell from: the change since
+/// that night, and the recovery's words (`capacity 3,100 → 3,950 req/s (+27.4 %) since run #12, back by the
+/// nights' level of 4,000 req/s`). `None` otherwise: a capacity still where it fell is said by
+/// [`told::Told::still_slower`].
 async fn capacity_back(
     store: &Store,
     config: &Config,
     report: &CheckReport,
+    told: Option<&told::Told>,
 ) -> Result<Option<(CapacityChange, String)>, StoreError> {
-    let episodes = store.unresolved_episodes(&report.scenario).await?;
-    let Some(opened) = episodes.iter().filter(|e| e.kind == kind::REGRESSION).find_map(|e| e.opened_run_id) else {
-        return Ok(None);
-    };
-    let Some(verdict) = store.latest_verdict(opened).await? else { return Ok(None) };
-    let is_capacity = |f: &&crate::model::Finding| f.metric == CAPACITY_METRIC;
-    let Some(then) = verdict.findings.iter().filter(is_capacity).find(|f| f.outcome == FindingOutcome::Regression)
-    else {
-        return Ok(None);
-    };
+    let Some((fell_on, then)) = told.and_then(told::Told::capacity_fell) else { return Ok(None) };
+    let is_capacity = |f: &&Finding| f.metric == CAPACITY_METRIC;
     let (Some(level), Some(now)) = (then.baseline_value, report.findings.iter().find(is_capacity)) else {
         return Ok(None);
     };
@@ -297,7 +291,7 @@ async fn capacity_back(
     }
     let back = CapacityChange::new(fell_to, &tonight, &zone_name(config, &report.scenario));
     let words =
-        format!("{} since run #{opened}, back by the nights' level of {} req/s", back.headline(), rate_text(level));
+        format!("{} since run #{fell_on}, back by the nights' level of {} req/s", back.headline(), rate_text(level));
     Ok(Some((back, words)))
 }
 

@@ -8,7 +8,8 @@ use degrade::pipeline::alerting;
 use degrade::pipeline::judge_run::{IfRegressed, judge_run};
 
 use crate::support::alerted::Alerted;
-use crate::support::nights::{judge_and_alert, store_both_routes_night, store_night};
+use crate::support::alerted::usual_p95;
+use crate::support::nights::{capacity_search, judge_and_alert, store_both_routes_night, store_night};
 
 #[tokio::test]
 async fn a_second_route_regressing_during_an_open_episode_is_told_once() {
@@ -80,4 +81,37 @@ async fn a_second_route_regressing_during_an_open_episode_is_told_once() {
     assert_eq!(courier.deliver_due().await.unwrap(), 2, "the recovery, once per webhook");
     let recovery = json.delivered().into_iter().find(|p| p["event"] == "recovery").unwrap();
     assert_eq!(recovery["run_id"], judged, "{recovery:#}");
+}
+
+/// A capacity that fell on a night after the episode opened (told as its widening) is said back by the
+/// recovery, from the night that told it: the opening night named only a route.
+#[tokio::test]
+async fn a_capacity_told_by_a_widening_is_said_back_by_the_recovery() {
+    let alerted = Alerted::with_usual_nights(0).await;
+    let Alerted { json, config, store, courier, .. } = &alerted;
+    let searched_night = |n: i64, p95: f64, capacity: f64| async move {
+        let id = store_night(store, "checkout", n, p95, RunStatus::Finished).await;
+        store.save_capacity(id, &capacity_search(capacity)).await.unwrap();
+        id
+    };
+    for n in 0..8 {
+        searched_night(n, usual_p95(n), 156.0 + (n % 5) as f64 * 2.0).await;
+    }
+    let opened = searched_night(8, 150.0, 160.0).await;
+    assert_eq!(judge_and_alert(store, config, opened).await.outcome, VerdictOutcome::Regressed);
+    let fell = searched_night(9, 150.0, 110.0).await;
+    let report = judge_and_alert(store, config, fell).await;
+    let capacity = report.findings.iter().find(|f| f.metric == "capacity").unwrap();
+    assert_eq!(capacity.outcome, FindingOutcome::Regression, "the night this test means: {report:#?}");
+    courier.deliver_due().await.unwrap();
+    let widened = json.delivered().into_iter().find(|p| p["event"] == "regression_widened").unwrap();
+    assert_eq!(widened["worse"][0]["metric"], "capacity", "{widened:#}");
+
+    let back = searched_night(10, 100.0, 158.0).await;
+    assert_eq!(judge_and_alert(store, config, back).await.outcome, VerdictOutcome::Passed);
+    courier.deliver_due().await.unwrap();
+    let recovery = json.delivered().into_iter().find(|p| p["event"] == "recovery").unwrap();
+    let summary = recovery["summary"].as_str().unwrap();
+    assert!(summary.contains(&format!("since run #{fell}, back by the nights' level of ")), "{summary}");
+    assert_eq!(recovery["capacity"]["baseline"].as_f64(), Some(110.0), "{recovery:#}");
 }

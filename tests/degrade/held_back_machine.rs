@@ -8,7 +8,7 @@ use degrade::store::Store;
 
 use crate::support::TestDb;
 use crate::support::check;
-use crate::support::nights::{WOBBLE, endpoint, new_run, night, store_night_under};
+use crate::support::nights::{WOBBLE, capacity_search, endpoint, new_run, night, store_night_under};
 
 /// The generator's machine during a 300 s night on two cores: `busy` % busy, `stolen` % of it stolen.
 fn machine(busy: f64, stolen: f64) -> LoadSummary {
@@ -327,27 +327,13 @@ async fn a_streak_of_held_back_nights_is_alerted_once() {
 /// `tonight` says, its latency unchanged.
 async fn capacity_falls_under(db: &TestDb, tonight: LoadSummary) {
     let store = Store::connect(&db.url).await.unwrap();
-    let searched = |capacity: f64| degrade::model::CapacityResult {
-        capacity: Some(capacity),
-        first_out: Some(capacity * 1.05),
-        breach: Some(degrade::model::ZoneBreach {
-            gate: degrade::model::ZoneGate::P75,
-            endpoint: "GET /boards/{id}".into(),
-            value: 240.0,
-            limit: 200.0,
-        }),
-        ended: degrade::model::SearchEnd::Found,
-        search_secs: 120.0,
-        steps: vec![],
-        zone: None,
-    };
     for n in 0..10 {
         let usual = machine(5.0 + n as f64 % 3.0, 0.1 + (n % 3) as f64 / 10.0);
         let id = store_night_under(&store, "checkout", n, WOBBLE[n as usize], RunStatus::Finished, usual).await;
-        store.save_capacity(id, &searched(156.0 + (n % 5) as f64 * 2.0)).await.unwrap();
+        store.save_capacity(id, &capacity_search(156.0 + (n % 5) as f64 * 2.0)).await.unwrap();
     }
     let id = store_night_under(&store, "checkout", 10, WOBBLE[3], RunStatus::Finished, tonight).await;
-    store.save_capacity(id, &searched(110.0)).await.unwrap();
+    store.save_capacity(id, &capacity_search(110.0)).await.unwrap();
     store.close().await;
 }
 

@@ -27,6 +27,11 @@ impl Told {
         self.figures.iter().filter(|(_, f)| f.outcome == FindingOutcome::Regression)
     }
 
+    /// The capacity's fall as first told, with its night, when a night of the episode told one.
+    pub fn capacity_fell(&self) -> Option<(RunId, &Finding)> {
+        self.regressions().find(|(_, f)| f.metric == CAPACITY_METRIC).map(|(run, f)| (*run, f))
+    }
+
     /// Tonight's failing figures whose endpoint no night of the episode named with a change of their kind (a
     /// route's p50 beside its p95 already told is the same slowdown; its failures beginning are news).
     pub fn news<'a>(&self, report: &'a CheckReport) -> Vec<&'a Finding> {

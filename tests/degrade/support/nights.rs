@@ -133,3 +133,21 @@ pub async fn judge_and_alert(store: &Store, config: &Config, id: i64) -> CheckRe
     store.mark_alerted(id, Utc::now()).await.unwrap();
     report
 }
+
+/// A capacity search that held `capacity` req/s and left the zone 5 % above it, on the p75 of the boards route.
+pub fn capacity_search(capacity: f64) -> degrade::model::CapacityResult {
+    degrade::model::CapacityResult {
+        capacity: Some(capacity),
+        first_out: Some(capacity * 1.05),
+        breach: Some(degrade::model::ZoneBreach {
+            gate: degrade::model::ZoneGate::P75,
+            endpoint: "GET /boards/{id}".into(),
+            value: 240.0,
+            limit: 200.0,
+        }),
+        ended: degrade::model::SearchEnd::Found,
+        search_secs: 120.0,
+        steps: vec![],
+        zone: None,
+    }
+}
