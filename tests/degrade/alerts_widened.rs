@@ -115,3 +115,38 @@ async fn a_capacity_told_by_a_widening_is_said_back_by_the_recovery() {
     assert!(summary.contains(&format!("since run #{fell}, back by the nights' level of ")), "{summary}");
     assert_eq!(recovery["capacity"]["baseline"].as_f64(), Some(110.0), "{recovery:#}");
 }
+
+/// A capacity that stays where it fell until that becomes the level is said by the recovery as staying, not
+/// passed over: "passed again" alone read as the capacity back.
+#[tokio::test]
+async fn a_capacity_that_stayed_down_is_said_by_the_recovery_that_its_level_brings() {
+    let alerted = Alerted::with_usual_nights(0).await;
+    let Alerted { json, config, store, courier, .. } = &alerted;
+    let searched_night = |n: i64, p95: f64, capacity: f64| async move {
+        let id = store_night(store, "checkout", n, p95, RunStatus::Finished).await;
+        store.save_capacity(id, &capacity_search(capacity)).await.unwrap();
+        id
+    };
+    for n in 0..8 {
+        searched_night(n, usual_p95(n), 156.0 + (n % 5) as f64 * 2.0).await;
+    }
+    let fell = searched_night(8, 150.0, 110.0).await;
+    assert_eq!(judge_and_alert(store, config, fell).await.outcome, VerdictOutcome::Regressed);
+    let mut passed = None;
+    for n in 9..16 {
+        let id = searched_night(n, usual_p95(n), 110.0 + (n % 3) as f64).await;
+        if judge_and_alert(store, config, id).await.outcome == VerdictOutcome::Passed {
+            passed = Some(id);
+            break;
+        }
+    }
+    let passed = passed.expect("the fallen capacity becomes the level within a week");
+    courier.deliver_due().await.unwrap();
+    let recovery = json.delivered().into_iter().find(|p| p["event"] == "recovery").unwrap();
+    assert_eq!(recovery["run_id"], passed, "{recovery:#}");
+    let summary = recovery["summary"].as_str().unwrap();
+    let came_back = format!("GET /boards/{{id}} p95 100.0 ms (was 150.0 ms in run #{fell}) came back; ");
+    let stayed = format!(" req/s before run #{fell}) stayed where it regressed to, and that level has held");
+    assert!(summary.contains(&came_back) && summary.contains("(all) capacity 11"), "{summary}");
+    assert!(summary.contains(&stayed), "{summary}");
+}
