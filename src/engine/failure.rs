@@ -19,15 +19,52 @@ impl Failure {
     }
 }
 
-/// Classifies a failed read or write: the peer resetting or closing the connection is `reset`, anything else
-/// the stream reports (a TLS alert, a certificate the peer changed) is `protocol`.
+/// Classifies a failed read or write: the peer resetting or closing the connection is `reset`, this machine
+/// out of descriptors or ports is `local_limit`, anything else the stream reports (a TLS alert, a certificate
+/// the peer changed) is `protocol`.
 pub(super) fn classify_io(error: &std::io::Error, doing: &str) -> Failure {
     use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
     let message = format!("{doing}: {}", chain(error));
+    if is_local_limit(error) {
+        return local_limit(&message);
+    }
     match error.kind() {
         ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => Failure::new(ErrorClass::Reset, message),
         _ => Failure::new(ErrorClass::Protocol, message),
     }
+}
+
+/// Whether `error`, or an error it was caused by, is this machine running out of what a connection takes:
+/// file descriptors (the process's `ulimit -n`, or the system's), local ports, socket buffers. Such a request
+/// failed inside the generator, never at the target (a trial's container at `--ulimit nofile=1024` filed 1,696
+/// of them as the target's `protocol` errors, in a run called valid).
+pub(crate) fn is_local_limit(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        let io = e.downcast_ref::<std::io::Error>();
+        if io.and_then(std::io::Error::raw_os_error).is_some_and(is_local_code) {
+            return true;
+        }
+        // An `io::Error` wrapping another error gives that error's source, not the error itself.
+        cause = io.and_then(|io| io.get_ref()).map(|inner| inner as &(dyn std::error::Error + 'static)).or(e.source());
+    }
+    false
+}
+
+#[cfg(target_os = "linux")]
+fn is_local_code(code: i32) -> bool {
+    use rustix::io::Errno;
+    [Errno::MFILE, Errno::NFILE, Errno::ADDRNOTAVAIL, Errno::NOBUFS].iter().any(|e| e.raw_os_error() == code)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn is_local_code(_: i32) -> bool {
+    false
+}
+
+/// A request the generator could not make for want of descriptors or ports, `message` saying where.
+pub(super) fn local_limit(message: &str) -> Failure {
+    Failure::new(ErrorClass::LocalLimit, format!("{message} (this machine's limit, not the target's failure)"))
 }
 
 /// The connection ended before the whole response arrived: the server hung up on the request.

@@ -185,9 +185,20 @@ fn allow_open_files() {
     if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
         && soft < hard
     {
-        // Refused, the run goes on under the old limit; connections past it fail as `connect` errors.
+        // Refused, the run goes on under the old limit; connections past it fail as `local_limit` errors.
         let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
     }
+}
+
+/// This process's open-files limit (the soft one, which [`allow_open_files`] raised as far as it could).
+#[cfg(target_os = "linux")]
+pub(crate) fn open_files_limit() -> Option<u64> {
+    nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).ok().map(|(soft, _)| soft)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn open_files_limit() -> Option<u64> {
+    None
 }
 
 /// Counters for each skewed draw in the plan's templates.

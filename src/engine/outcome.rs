@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::pacer::Interruption;
 use super::recorder::{Recorded, Recorder};
 use crate::metrics::{
-    EndpointRecord, Limits, LoadFacts, endpoint_result, target_failure, target_went_away, validity_reasons,
+    EndpointRecord, ErrorClass, Limits, LoadFacts, endpoint_result, target_failure, target_went_away, validity_reasons,
 };
 use crate::model::{EndpointResult, LoadSummary, OVERALL_ENDPOINT, RunResults, RunStatus, TimelinePoint};
 use crate::scenario::Plan;
@@ -178,6 +178,8 @@ fn load_facts(
         schedule_lag_p99_us: if lag.is_empty() { 0 } else { lag.value_at_quantile(0.99) },
         cpu_pct: cpu.busy.as_secs_f64() * 100.0 / wall.as_secs_f64().max(1e-9),
         cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        local_limit_failures: recorded.endpoints.iter().map(|e| e.errors[ErrorClass::LocalLimit.index()]).sum(),
+        open_files_limit: super::open_files_limit(),
         stopped_early: interruption.map(|i| match i {
             Interruption::Stopped => format!("stopped after {:.1} s of the planned run", paced_for.as_secs_f64()),
             Interruption::OutOfData => {

@@ -14,6 +14,9 @@ use crate::metrics::ErrorClass;
 /// A failed connect: `connect`, but for a server that refused every application protocol ALPN offered, which
 /// is a `protocol` error that says so (the server is there; it does not speak what the scenario asked).
 pub(super) fn connect_failure(error: &std::io::Error, tls: Option<&TlsConnector>) -> Failure {
+    if super::failure::is_local_limit(error) {
+        return super::failure::local_limit(&format!("cannot connect: {}", super::failure::chain(error)));
+    }
     let refused_alpn = error
         .get_ref()
         .and_then(|e| e.downcast_ref::<rustls::Error>())

@@ -27,8 +27,9 @@ pub const MAX_TRANSPORT_FAILURE_SHARE: f64 = 0.5;
 /// is HTTP/1.1's connection reset).
 const TRANSPORT: [ErrorClass; 5] =
     [ErrorClass::Connect, ErrorClass::Timeout, ErrorClass::Reset, ErrorClass::StreamReset, ErrorClass::GoAway];
-/// The generator's own: arrivals never sent, requests cut off at the end. Never the target's answers.
-const GENERATORS: [ErrorClass; 2] = [ErrorClass::Dropped, ErrorClass::AbortedAtEnd];
+/// The generator's own: arrivals never sent, requests cut off at the end, requests this machine could not
+/// make. Never the target's answers.
+const GENERATORS: [ErrorClass; 3] = [ErrorClass::Dropped, ErrorClass::AbortedAtEnd, ErrorClass::LocalLimit];
 
 /// Failures per class, as runs and timeline seconds count them.
 type ByClass = BTreeMap<String, i64>;

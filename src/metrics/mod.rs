@@ -80,11 +80,14 @@ pub enum ErrorClass {
     Dropped,
     /// Still in flight when the run ended, and cut off.
     AbortedAtEnd,
+    /// Never the target's: this machine ran out of file descriptors or local ports, so the generator could
+    /// not open the connection or read on it. A run with any is invalid (`validity`).
+    LocalLimit,
 }
 
 impl ErrorClass {
     /// Every class, in the order reports list them.
-    pub const ALL: [Self; 30] = [
+    pub const ALL: [Self; 31] = [
         Self::Connect,
         Self::Timeout,
         Self::Reset,
@@ -115,6 +118,7 @@ impl ErrorClass {
         Self::GrpcTooManyMessages,
         Self::Dropped,
         Self::AbortedAtEnd,
+        Self::LocalLimit,
     ];
 
     /// The stored and displayed name.
@@ -151,6 +155,7 @@ impl ErrorClass {
             Self::GrpcTooManyMessages => "grpc_too_many_messages",
             Self::Dropped => "dropped",
             Self::AbortedAtEnd => "aborted_at_end",
+            Self::LocalLimit => "local_limit",
         }
     }
 

@@ -24,6 +24,10 @@ pub struct LoadFacts {
     pub cores: usize,
     /// Why the run ended before its plan did (a feeder ran out, Ctrl-C), if it did.
     pub stopped_early: Option<String>,
+    /// Measured requests this machine failed for want of file descriptors or ports (`local_limit`).
+    pub local_limit_failures: u64,
+    /// The process's open-files limit, when known: what `local_limit` failures most often ran into.
+    pub open_files_limit: Option<u64>,
 }
 
 /// Where a run stops being trustworthy.
@@ -81,6 +85,15 @@ pub fn validity_reasons(facts: &LoadFacts, limits: &Limits) -> Vec<String> {
             limits.max_schedule_lag_p99_us as f64 / 1000.0
         ));
     }
+    if facts.local_limit_failures > 0 {
+        // Any: each such failure is counted against the target, and the load it did not send is missing.
+        let limit = facts.open_files_limit.map_or_else(String::new, |n| format!(" (its open-files limit is {n})"));
+        reasons.push(format!(
+            "{} requests failed inside the generator: this machine ran out of file descriptors or local ports{limit}; \
+             raise `ulimit -n` (in a container, `--ulimit nofile=`) or lower [load] max_in_flight",
+            facts.local_limit_failures
+        ));
+    }
     let cpu_limit = limits.max_cpu_share * facts.cores as f64 * 100.0;
     if facts.cpu_pct > cpu_limit {
         reasons.push(format!(
@@ -108,6 +121,8 @@ mod tests {
             cpu_pct: 20.0,
             cores: 2,
             stopped_early: None,
+            local_limit_failures: 0,
+            open_files_limit: None,
         }
     }
 
@@ -119,12 +134,17 @@ mod tests {
     #[test]
     fn each_failing_figure_gives_its_reason() {
         type Spoil = fn(&mut LoadFacts);
-        let cases: [(Spoil, &str); 5] = [
+        let cases: [(Spoil, &str); 6] = [
             (|f| f.achieved_rate = 80.0, "achieved 80.0 sessions/s of the planned 100.0"),
             (|f| f.dropped = 7, "7 arrivals were dropped"),
             (|f| f.schedule_lag_p99_us = 25_000, "schedule lag p99 was 25.0 ms"),
             (|f| f.cpu_pct = 190.0, "190 % CPU of 2 cores"),
             (|f| f.stopped_early = Some("feeder `users` ran out".into()), "ended early: feeder `users` ran out"),
+            (
+                |f| (f.local_limit_failures, f.open_files_limit) = (1696, Some(1024)),
+                "1696 requests failed inside the generator: this machine ran out of file descriptors or local ports \
+                 (its open-files limit is 1024)",
+            ),
         ];
         for (spoil, expected) in cases {
             let mut facts = healthy();

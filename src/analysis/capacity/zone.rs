@@ -38,6 +38,8 @@ pub struct StepSample {
     generator_cpu_pct: f64,
     cores: u32,
     target_failed: bool,
+    /// Requests this machine failed for want of descriptors or ports (`local_limit`).
+    local_limit: u64,
 }
 
 impl StepSample {
@@ -54,6 +56,10 @@ impl StepSample {
         self.cores = load.machine_cores.unwrap_or(1).max(1);
         self.target_failed |= results.status == RunStatus::Failed;
         for result in &results.endpoints {
+            if result.endpoint == OVERALL_ENDPOINT {
+                let local = result.errors_by_class.get(crate::metrics::ErrorClass::LocalLimit.as_str());
+                self.local_limit += local.copied().unwrap_or(0).max(0) as u64;
+            }
             let histogram = Deserializer::new().deserialize::<u64, _>(&mut result.histogram.as_slice()).ok();
             if !self.endpoints.iter().any(|e| e.name == result.endpoint) {
                 let name = result.endpoint.clone();
@@ -107,6 +113,8 @@ impl StepSample {
             cpu_pct: self.generator_cpu_pct,
             cores: self.cores as usize,
             stopped_early: None,
+            local_limit_failures: self.local_limit,
+            open_files_limit: None,
         };
         validity_reasons(&facts, &Limits::default())
     }

@@ -152,6 +152,24 @@ pub fn degrade_child(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> tokio::
     command.spawn().expect("start the degrade binary")
 }
 
+/// The real binary as a child process under an open-files limit of `limit` (soft and hard, so degrade cannot
+/// raise it), as a container run with `--ulimit nofile=` is.
+pub fn degrade_child_with_open_files(
+    dir: &Path,
+    limit: u32,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> tokio::process::Child {
+    let mut shell = std::process::Command::new("sh");
+    let script = format!("ulimit -n {limit} && exec \"$0\" \"$@\"");
+    shell.current_dir(dir).arg("-c").arg(script).arg(env!("CARGO_BIN_EXE_degrade")).args(args);
+    without_degrade_variables(&mut shell);
+    shell.envs(env.iter().copied());
+    let mut command = tokio::process::Command::from(shell);
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).kill_on_drop(true);
+    command.spawn().expect("start the degrade binary under sh")
+}
+
 /// The real binary run in `dir` under `/usr/bin/time -v`: its output and its peak resident memory in KiB, or
 /// `None` where `/usr/bin/time` is not installed (`.ci/run` installs it). Memory, unlike time, does not depend
 /// on the machine's speed.
