@@ -53,6 +53,9 @@ pub(super) enum NotRun {
     /// Another process holds this segment of the night (a Kubernetes Job may, rarely, run two pods for one
     /// index): this one had nothing to do, which is no failure, so a Job's failure policy leaves the night be.
     Taken(String),
+    /// The night the run key names is over (merged, or invalid): the key was given again, for another night,
+    /// which must not pass as done (a Job created twice under one name exited 0 in every pod, nothing sent).
+    KeyReused(String),
 }
 
 /// Runs segment `segment` of `job` (SQLite refused: segments meet in a database they all reach). `Err` for a
@@ -87,7 +90,12 @@ pub(super) async fn run(
     let ended = segments::run_segment(store, segment_job, build, &Clock::system(), stop, |p| live.update(p)).await;
     live.finish();
     match ended? {
-        SegmentEnd::Taken { holder } => Ok(Err(NotRun::Taken(format!(
+        SegmentEnd::Taken { over: Some(ended), .. } => Ok(Err(NotRun::KeyReused(format!(
+            "the night `{key}` ran already ({}): a run key names one night, so this process sends nothing; give \
+             this night a key of its own (on Kubernetes, a new Job name)",
+            crate::outside_text::printable(&ended)
+        )))),
+        SegmentEnd::Taken { holder, over: None } => Ok(Err(NotRun::Taken(format!(
             "segment {segment} of the night `{key}` is taken by {}: this process sends nothing",
             crate::outside_text::printable(&holder)
         )))),
@@ -134,7 +142,8 @@ fn describe(run_id: RunId, night: &MergedNight) -> String {
 }
 
 /// The exit of a segment of `degrade run`: 0 when its share (and the night, if it merged it) finished, or when
-/// another process holds its segment; 3 when the night is invalid, 2 when it failed.
+/// another process holds its segment; 3 when the night is invalid, 2 when it failed or its run key named a night
+/// that is over.
 pub(super) fn exit(ran: &Result<SegmentRan, NotRun>) -> super::Exit {
     match ran {
         Err(NotRun::Invalid(_, reason)) => {
@@ -144,6 +153,10 @@ pub(super) fn exit(ran: &Result<SegmentRan, NotRun>) -> super::Exit {
         Err(NotRun::Taken(why)) => {
             say!("{}", crate::outside_text::printable(why));
             super::Exit::Ok
+        }
+        Err(NotRun::KeyReused(why)) => {
+            say!("error: {}", crate::outside_text::printable(why));
+            super::Exit::Error
         }
         Ok(SegmentRan { merged: Some(night), .. }) => match night.status {
             RunStatus::Finished => super::Exit::Ok,

@@ -122,7 +122,13 @@ async fn confirm_together(
     }
     let first_status = store.find_run(first).await?.map_or(RunStatus::Regressed, |r| r.status);
     if first_status == RunStatus::Regressed {
-        say!("confirmation: run {first}'s regression stands (its rerun by all segments is run {result})");
+        // The rerun's own id: the night's result is the first run itself when the rerun could not be measured
+        // (a trial read "its rerun by all segments is run 6" of run 6).
+        let rerun = store
+            .rerun_of(first)
+            .await?
+            .map_or_else(String::new, |id| format!(" (its rerun by all segments is run {id})"));
+        say!("confirmation: run {first}'s regression stands{rerun}");
         Ok(Exit::Regression)
     } else {
         say!("note: run {first}'s regression was not confirmed by its rerun on the same build; exiting 0");

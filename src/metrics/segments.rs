@@ -65,7 +65,7 @@ pub fn merge(
         status,
         finished_at,
         validity_reasons,
-        load_summary: load_summary(segments, measured_secs),
+        load_summary: load_summary(segments, count, measured_secs),
         endpoints: endpoints.iter().map(|(name, merged)| merged.result(name, measured_secs)).collect(),
         timeline: timeline(segments),
     })
@@ -156,13 +156,16 @@ fn status_and_reasons(segments: &[SegmentResults], count: u32) -> (RunStatus, Ve
     (status, reasons)
 }
 
-/// Rates and drops add up; the generators' lag and CPU are the worst segment's (a sick one must show).
-fn load_summary(segments: &[SegmentResults], measured_secs: f64) -> LoadSummary {
+/// Rates and drops add up; the generators' lag and CPU are the worst segment's (a sick one must show). The
+/// target is the whole night's, the segments' equal shares times `count`: a night that lost a segment planned
+/// it too (a trial's night of 40/s that lost one of three read "target 26.67, achieved 26.71").
+fn load_summary(segments: &[SegmentResults], count: u32, measured_secs: f64) -> LoadSummary {
     let worst =
         |f: fn(&LoadSummary) -> Option<f64>| segments.iter().filter_map(|s| f(&s.load_summary)).reduce(f64::max);
     LoadSummary {
         model: segments.first().map(|s| s.load_summary.model.clone()).unwrap_or_default(),
-        target_rate: segments.iter().map(|s| s.load_summary.target_rate).sum(),
+        target_rate: segments.iter().map(|s| s.load_summary.target_rate).sum::<f64>() * f64::from(count)
+            / segments.len().max(1) as f64,
         achieved_rate: segments.iter().map(|s| s.load_summary.achieved_rate).sum(),
         dropped: segments.iter().map(|s| s.load_summary.dropped).sum(),
         schedule_lag_p99_us: segments.iter().map(|s| s.load_summary.schedule_lag_p99_us).max().unwrap_or(0),
@@ -346,5 +349,8 @@ mod tests {
             "{:?}",
             merged.validity_reasons
         );
+        // The night planned all three segments' arrivals, whoever reported.
+        assert!((merged.load_summary.target_rate - 15.0).abs() < 1e-9, "{:?}", merged.load_summary);
+        assert!((merged.load_summary.achieved_rate - 10.0).abs() < 1e-9, "{:?}", merged.load_summary);
     }
 }

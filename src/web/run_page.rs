@@ -206,7 +206,7 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let held_back = state.store.held_back_in_a_row(&run.scenario, run.id).await?.told_at(Some(run.id));
     let thin = thin_endpoints(&endpoints, findings);
     let capacity = state.store.capacity(id).await?.as_ref().map(super::capacity_chart::view);
-    let segments = state.store.segment_figures(id).await?;
+    let segments = concluded_segments(state.store.segment_figures(id).await?, run.status);
     let page = RunPage {
         run,
         duration,
@@ -293,4 +293,20 @@ fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError
         });
     }
     Ok(charts)
+}
+
+/// A concluded night's segments as they ended: one still `ready` or `registered`, with no results, was lost
+/// (killed, or its machine gone) and never reported; it read "ready" beside the run's reason that named it.
+fn concluded_segments(
+    mut segments: Vec<crate::model::SegmentFigures>,
+    status: crate::model::RunStatus,
+) -> Vec<crate::model::SegmentFigures> {
+    if status != crate::model::RunStatus::Running {
+        for segment in segments.iter_mut().filter(|s| s.status.is_none()) {
+            if matches!(segment.state.as_str(), "ready" | "registered") {
+                "lost: never reported".clone_into(&mut segment.state);
+            }
+        }
+    }
+    segments
 }

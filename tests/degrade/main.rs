@@ -37,6 +37,8 @@
 //! - `docs`: every `degrade` command the README and the manual write parses, and every output they quote is
 //!   marked with the test that compares it with what degrade prints (`support::quoted`).
 //! - `manual_quotes`: the manual's quotes of `validate`, the JSON API and the webhook payloads.
+//! - `confirm_note`: a confirmation pair says what decided it, whatever later checks of its rerun stored.
+//! - `local_limit`: a night on a machine out of file descriptors is invalid, its failed requests degrade's own.
 //! - `manual_examples`: every TOML example of the README and the manual is accepted by degrade's checkers,
 //!   every tape example by the tape reader.
 //! - `reference`, `reference_cli`: the manual's reference lists exactly the keys, values, functions,
@@ -97,9 +99,11 @@ mod held_back_machine;
 mod hostile_input;
 mod layers;
 mod chaos;
+mod confirm_note;
 mod killed_nights;
 mod kubernetes;
 mod left_behind;
+mod local_limit;
 mod manual_examples;
 mod manual_quotes;
 mod nightly;

@@ -108,6 +108,13 @@ async fn two_processes_for_one_index_leave_the_second_sending_nothing() {
     let run = store.last_runs("shop", 1).await.unwrap().remove(0);
     let detail = store.run_detail(run.id).await.unwrap().unwrap();
     assert_eq!(detail.endpoints[0].requests, 90, "the second process for index 0 sent nothing: {first:?} {partner:?}");
+
+    // The night is over: its key given again (a Job created twice under one name) is no duplicate to pass over.
+    let (code, output) = ended(segment(&dir, &key, "0/2", &[], &[])).await;
+    assert_eq!(code, Some(2), "{output}");
+    let said = format!("error: the night `{key}` ran already (run {}, merged): a run key names one night", run.id);
+    assert!(output.contains(&said), "{output}");
+    assert_eq!(store.last_runs("shop", 1).await.unwrap()[0].id, run.id, "nothing more was run");
     drop(target);
 }
 

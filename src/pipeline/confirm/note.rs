@@ -60,7 +60,8 @@ async fn measured_nothing(store: &Store, rerun: RunId) -> Result<bool, StoreErro
     Ok(store.find_run(rerun).await?.is_some_and(|r| r.status.measured_nothing()))
 }
 
-/// Whether a rerun's latest verdict is inconclusive, so it confirmed nothing either way.
+/// Whether a rerun's verdict that decided the pair (its first: a later `check --run` of it stores another,
+/// against another baseline, which decides nothing) is inconclusive, so it confirmed nothing either way.
 async fn undecided(store: &Store, rerun: RunId) -> Result<bool, StoreError> {
-    Ok(store.latest_verdict(rerun).await?.is_some_and(|v| v.outcome == VerdictOutcome::Inconclusive))
+    Ok(store.first_verdict(rerun).await?.is_some_and(|v| v.outcome == VerdictOutcome::Inconclusive))
 }

@@ -51,7 +51,10 @@ pub(super) async fn pass(
         .await
         .context("cannot register the segment")?;
     let registry = match registration {
-        Registration::Taken { holder } => return Ok(Err(SegmentEnd::Taken { holder })),
+        Registration::Taken { holder } => {
+            let registry = store.segmented_run(night.key).await.context("cannot read the split night")?;
+            return Ok(Err(SegmentEnd::Taken { holder, over: registry.as_ref().and_then(night_over) }));
+        }
         Registration::Registered(registry) => registry,
     };
     if let Some(reason) = mismatch(night, &registry) {
@@ -256,4 +259,14 @@ async fn waited_too_long(
         if ready.is_empty() { "none".to_owned() } else { ready.join(", ") }
     );
     Ok(Some(night.fail(store, &reason, registry.run_id).await))
+}
+
+/// How the night of `registry` ended, in words, when it has: `run 6, merged` or `run 7, invalid: …`.
+fn night_over(registry: &SegmentedRun) -> Option<String> {
+    let run = registry.run_id.map_or_else(|| "no run".to_owned(), |id| format!("run {id}"));
+    match (&registry.invalid_reason, registry.merged_at) {
+        (Some(reason), _) => Some(format!("{run}, invalid: {reason}")),
+        (None, Some(_)) => Some(format!("{run}, merged")),
+        (None, None) => None,
+    }
 }

@@ -59,6 +59,9 @@ pub enum SegmentEnd {
     Taken {
         /// Who holds it.
         holder: String,
+        /// When the night this key names is over already (merged, or invalid): its run and how it ended, in
+        /// words. The key was used again, for another night, which this process must not pass over in silence.
+        over: Option<String>,
     },
     /// The night is invalid (plan differs, build not prepared, barrier timeout, stopped before the start): this
     /// segment sent nothing.

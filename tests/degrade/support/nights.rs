@@ -98,7 +98,8 @@ pub async fn store_smoke_night(store: &Store, scenario: &str, n: i64, reshape: &
     finish_routes_night(store, id, n, (100.0, 60.0), RunStatus::Finished, LoadSummary::default()).await
 }
 
-async fn finish_routes_night(
+/// Finishes run `id`, already created, as night `n` with the two routes' p95 given; returns the run id.
+pub async fn finish_routes_night(
     store: &Store,
     id: i64,
     n: i64,

@@ -1,0 +1,51 @@
+//! What the run page and `check` say of a confirmation pair is the pair's decision: a later `check --run` of
+//! the rerun, against another baseline, stores another verdict of it but rewrites nothing the pair decided (a
+//! trial's run page read "confirmed by rerun #7" after #7, which could not be judged that night, passed later).
+
+use degrade::model::{LoadSummary, NewRun, NewVerdict, RunStatus, VerdictOutcome};
+use degrade::pipeline::confirm::note;
+use degrade::store::Store;
+
+use crate::support::TestDb;
+use crate::support::nights::{finish_routes_night, new_run, night, store_night};
+
+fn verdict(outcome: VerdictOutcome) -> NewVerdict {
+    NewVerdict {
+        baseline_spec: "last-7d".into(),
+        baseline_run_ids: vec![],
+        outcome,
+        summary: format!("{outcome:?}"),
+        created_at: night(9),
+        findings: vec![],
+    }
+}
+
+#[tokio::test]
+async fn a_later_check_of_an_undecided_rerun_does_not_rewrite_the_pair() {
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let first = store_night(&store, "checkout", 8, 150.0, RunStatus::Finished).await;
+    store.save_verdict_to_confirm(first, &verdict(VerdictOutcome::Regressed)).await.unwrap();
+    let rerun = store.create_run(&NewRun { confirms: Some(first), ..new_run("checkout", 8) }).await.unwrap();
+    finish_routes_night(&store, rerun, 8, (150.0, 60.0), RunStatus::Finished, LoadSummary::default()).await;
+    store.save_verdict(rerun, &verdict(VerdictOutcome::Inconclusive)).await.unwrap();
+    assert!(store.end_confirmation(first, RunStatus::Regressed, &[(rerun, RunStatus::Unconfirmed)]).await.unwrap());
+
+    let said = |run: i64| {
+        let store = store.clone();
+        async move {
+            let run = store.find_run(run).await.unwrap().unwrap();
+            note(&store, &run).await.unwrap().unwrap().0
+        }
+    };
+    let stands = format!("not confirmable: rerun #{rerun} of the same build could not be judged");
+    let of_rerun = format!("this run is a rerun of run #{first} and could not be judged, so that run's verdict stands");
+    assert!(said(first).await.starts_with(&stands), "{}", said(first).await);
+    assert_eq!(said(rerun).await, of_rerun);
+
+    // A plain `check --run` of the rerun, later, against a baseline that holds the first run: passed.
+    store.save_verdict(rerun, &verdict(VerdictOutcome::Passed)).await.unwrap();
+    assert!(said(first).await.starts_with(&stands), "{}", said(first).await);
+    assert_eq!(said(rerun).await, of_rerun);
+    store.close().await;
+}
