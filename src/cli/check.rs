@@ -223,9 +223,24 @@ async fn candidate(store: &Store, config: &Config, args: &CheckArgs, run: Option
         return Ok(run);
     }
     let scenario = scenario_name(store, config, args.scenario()).await?;
-    let latest = store.latest_completed_run(&scenario).await?.with_context(|| {
+    let latest = store.latest_completed_run(&scenario, false).await?.with_context(|| {
         format!("scenario `{scenario}` has no completed runs yet; run it first (degrade run {scenario})")
     })?;
+    // The gate speaks for the nightly series: a smoke run made after a regressed night had judged itself,
+    // inconclusive on a baseline of its own, and passed the gate (trial).
+    let latest = match store.latest_completed_run(&scenario, true).await? {
+        Some(nightly) if nightly.id != latest.id => {
+            say!(
+                "note: run #{}, the latest, is a smoke run (reshaped by --duration or --rate-scale); the gate judges \
+                 #{}, the latest nightly run (degrade check --run {} judges the smoke run against its own series)",
+                latest.id,
+                nightly.id,
+                latest.id
+            );
+            nightly
+        }
+        _ => latest,
+    };
     if latest.status == RunStatus::Aborted {
         // Never judged, and never passed over in silence either (the gate would then speak for a build it did
         // not measure tonight): say which run before it can be judged.

@@ -348,10 +348,21 @@ async fn other_series(store: &Store, candidate: &Run) -> Result<String, JudgeErr
     if let Some((key, runs)) = store.runs_keyed_without_query_names(candidate).await? {
         return Ok(keys_changed(&key, runs));
     }
+    let runs = if others == 1 { "run" } else { "runs" };
+    let series = store.workload_series(&candidate.scenario).await?;
+    if let Some(reshape) = series.iter().find(|s| s.hash == candidate.scenario_hash).and_then(|s| s.reshape.as_ref()) {
+        // Said of a smoke run, the sentence below read backwards: the other workload is the nightly one.
+        return Ok(format!(
+            "; run #{} is a smoke run ({reshape}), judged only against smoke runs of the same shape: the {others} \
+             earlier {runs} of this scenario {} another workload (degrade check without --run judges the latest \
+             nightly run)",
+            candidate.id,
+            if others == 1 { "is" } else { "are" }
+        ));
+    }
     Ok(format!(
-        "; {others} earlier run{} of this scenario used another workload (an edited scenario file, or --duration \
-         or --rate-scale): each workload is a series of its own, so smoke runs never form the nightly baseline",
-        if others == 1 { "" } else { "s" }
+        "; {others} earlier {runs} of this scenario used another workload (an edited scenario file, or --duration \
+         or --rate-scale): each workload is a series of its own, so smoke runs never form the nightly baseline"
     ))
 }
 

@@ -50,18 +50,22 @@ struct Conditions {
 impl Store {
     /// The newest run of `scenario` that is no longer running, and not a confirmation rerun that measured
     /// nothing, nor one whose first run's verdict stood without it (it could not be judged): the run it was to
-    /// confirm is the night. The run a check judges by default.
-    pub async fn latest_completed_run(&self, scenario: &str) -> Result<Option<Run>, StoreError> {
+    /// confirm is the night. With `nightly`, not a smoke run either (`--duration`, `--rate-scale`): the run a
+    /// check judges by default, when there is one.
+    pub async fn latest_completed_run(&self, scenario: &str, nightly: bool) -> Result<Option<Run>, StoreError> {
         let query = concat!(
             select_runs!(),
-            "where scenarios.name = $1 and runs.status <> 'running' \
+            "where scenarios.name = $1 and runs.status <> 'running' and ($2 = 0 or runs.reshape is null) \
              and not (runs.confirms_run_id is not null and runs.status in ('failed', 'aborted')) \
              and not (runs.status <> 'regressed' and exists (select 1 from runs as first \
                  where first.id = runs.confirms_run_id and first.status = 'regressed')) \
              order by runs.started_at desc, runs.id desc limit 1"
         );
-        let row: Option<RunRow> =
-            on_pool!(self, |pool| sqlx::query_as(query).bind(scenario).fetch_optional(pool).await?);
+        let row: Option<RunRow> = on_pool!(self, |pool| sqlx::query_as(query)
+            .bind(scenario)
+            .bind(i64::from(nightly))
+            .fetch_optional(pool)
+            .await?);
         row.map(Run::try_from).transpose()
     }
 

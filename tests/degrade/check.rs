@@ -267,6 +267,26 @@ async fn a_smoke_run_is_no_baseline_of_a_night_as_written_and_says_so() {
     store.close().await;
 }
 
+/// The gate without `--run` speaks for the nightly series: a smoke run made after a regressed night is passed
+/// over, saying so, and the night is judged (a trial's gate judged the smoke run, inconclusive, and exited 0).
+#[tokio::test]
+async fn a_smoke_run_after_a_regressed_night_does_not_hide_it_from_the_gate() {
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    ten_nights(&store).await;
+    let regressed = store_night(&store, "checkout", 10, 150.0, RunStatus::Finished).await;
+    let smoke = store_smoke_night(&store, "checkout", 11, "--duration 2s").await;
+    let (code, stdout, stderr) = check(&db, &[]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    let said = format!(
+        "note: run #{smoke}, the latest, is a smoke run (reshaped by --duration or --rate-scale); the gate judges \
+         #{regressed}, the latest nightly run"
+    );
+    assert!(stderr.contains(&said), "{stderr}");
+    assert!(stdout.contains(&format!("run #{regressed} ")), "{stdout}");
+    store.close().await;
+}
+
 #[test]
 fn several_scenarios_need_a_name() {
     let (dir, _) = project(

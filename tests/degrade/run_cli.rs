@@ -402,12 +402,13 @@ async fn a_baseline_of_smoke_runs_says_they_are_another_series() {
     store.close().await;
     let counted = match measured {
         0 => None,
-        1 => Some("; 1 earlier run of this scenario used another workload".to_owned()),
-        n => Some(format!("; {n} earlier runs of this scenario used another workload")),
+        1 => Some("the 1 earlier run of this scenario is another workload".to_owned()),
+        n => Some(format!("the {n} earlier runs of this scenario are another workload")),
     };
     if let Some(counted) = counted {
         assert!(stdout.contains(&counted), "{stdout}");
-        assert!(stdout.contains("smoke runs never form the nightly baseline"), "{stdout}");
+        // Said of the smoke run judged, which the other smoke runs' shape is not.
+        assert!(stdout.contains("; run #3 is a smoke run (--duration 1s --rate-scale 0.5), judged only"), "{stdout}");
     }
 }
 
