@@ -174,6 +174,7 @@ fn the_night_is_one_indexed_job_split_the_same_in_its_three_places() {
     assert!(job["activeDeadlineSeconds"].as_u64().is_some_and(|s| s > 0), "a night never runs forever");
     let spread = &job["template"]["spec"]["topologySpreadConstraints"][0];
     assert_eq!(spread["topologyKey"], "kubernetes.io/hostname", "the pods are spread across nodes");
+    assert_eq!(spread["nodeTaintsPolicy"], "Honor", "a tainted node is no domain that holds 0 pods for ever");
     // The run key is the same for every pod of one night and new each night: the Job's name.
     let key = flag("--run-key").expect("the night's pods share a run key");
     let variable = key.strip_prefix("$(").and_then(|k| k.strip_suffix(')')).expect("the key comes from env");
