@@ -150,3 +150,48 @@ async fn a_capacity_that_stayed_down_is_said_by_the_recovery_that_its_level_brin
     assert!(summary.contains(&came_back) && summary.contains("(all) capacity 11"), "{summary}");
     assert!(summary.contains(&stayed), "{summary}");
 }
+
+/// A confirmed pair told what its rerun reproduced, not everything its noisy first run found: the recovery
+/// judges and lists only that (a trial's recovery listed 17 figures of an unreproduced first run as "came back").
+#[tokio::test]
+async fn a_confirmed_pair_told_only_what_its_rerun_reproduced() {
+    use degrade::model::NewRun;
+    use degrade::pipeline::interrupted::decide;
+
+    use crate::support::nights::{finish_routes_night, new_run};
+    let alerted = Alerted::with_usual_nights(8).await;
+    let Alerted { json, config, store, courier, .. } = &alerted;
+    let opened = store_night(store, "checkout", 8, 150.0, RunStatus::Finished).await;
+    assert_eq!(judge_and_alert(store, config, opened).await.outcome, VerdictOutcome::Regressed);
+    // A noisy first run (both routes slow), whose rerun reproduced the boards route only.
+    let first = store_both_routes_night(store, "checkout", 9, 150.0, 90.0).await;
+    let run = store.find_run(first).await.unwrap().unwrap();
+    let report = judge_run(store, config, &run, &BaselineSpec::LastDays(7), IfRegressed::Confirm, Utc::now());
+    let cards = |r: &degrade::report::CheckReport| {
+        r.findings.iter().any(|f| f.endpoint == "POST /cards" && f.outcome == FindingOutcome::Regression)
+    };
+    assert!(cards(&report.await.unwrap()), "the first run found the cards route");
+    let rerun = store.create_run(&NewRun { confirms: Some(first), ..new_run("checkout", 9) }).await.unwrap();
+    finish_routes_night(store, rerun, 9, (150.0, 60.0), RunStatus::Finished, degrade::model::LoadSummary::default())
+        .await;
+    assert_eq!(decide(store, config, first, Utc::now()).await.unwrap(), Some(rerun));
+    store.mark_alerted(first, Utc::now()).await.unwrap();
+    assert_eq!(store.find_run(first).await.unwrap().unwrap().status, RunStatus::Regressed);
+
+    // The boards route stays slow until that is the level: the recovery says so, and names no cards route.
+    let mut passed = None;
+    for n in 10..18 {
+        let id = store_night(store, "checkout", n, 150.0 + (n % 3) as f64, RunStatus::Finished).await;
+        if judge_and_alert(store, config, id).await.outcome == VerdictOutcome::Passed {
+            passed = Some(id);
+            break;
+        }
+    }
+    let passed = passed.expect("the slower level becomes the level within a week");
+    courier.deliver_due().await.unwrap();
+    let recovery = json.delivered().into_iter().find(|p| p["event"] == "recovery").unwrap();
+    assert_eq!(recovery["run_id"], passed, "{recovery:#}");
+    let summary = recovery["summary"].as_str().unwrap();
+    assert!(summary.contains("GET /boards/{id} p95 ") && summary.contains("stayed where it regressed to"), "{summary}");
+    assert!(!summary.contains("POST /cards"), "the cards route was never told: {summary}");
+}

@@ -6,7 +6,7 @@
 
 use super::kind;
 use crate::analysis::capacity::CAPACITY_METRIC;
-use crate::model::{Finding, FindingOutcome, Metric, RunId, TelemetryMetric};
+use crate::model::{Finding, FindingOutcome, Metric, RunId, RunStatus, TelemetryMetric};
 use crate::report::CheckReport;
 use crate::store::{Store, StoreError};
 
@@ -82,6 +82,7 @@ pub(super) async fn told(store: &Store, scenario: &str, before: RunId) -> Result
     }
     let mut figures: Vec<(RunId, Finding)> = Vec::new();
     for night in nights {
+        let night = told_run(store, night).await?;
         // The runner's verdict, the one alerted: a later `check` of the night may have named another baseline.
         let Some(verdict) = store.first_verdict(night).await? else { continue };
         for finding in verdict.findings.into_iter().filter(|f| f.outcome.is_failure()) {
@@ -91,6 +92,16 @@ pub(super) async fn told(store: &Store, scenario: &str, before: RunId) -> Result
         }
     }
     Ok(Some(Told { episode, opened, figures }))
+}
+
+/// The run whose verdict told the team of night `run`: its rerun when the rerun confirmed it (the pair's alert
+/// is the rerun's, holding only what it reproduced), else the run itself (its verdict stood). A noisy first run's
+/// 23 findings, 5 of them reproduced, had made a recovery list 17 figures no one was told of as "came back",
+/// and one as "stayed where it regressed to" (trial).
+async fn told_run(store: &Store, run: RunId) -> Result<RunId, StoreError> {
+    let Some(rerun) = store.rerun_of(run).await? else { return Ok(run) };
+    let confirmed = store.find_run(rerun).await?.is_some_and(|r| r.status == RunStatus::Regressed);
+    Ok(if confirmed { rerun } else { run })
 }
 
 impl Told {
@@ -125,16 +136,13 @@ impl Told {
     pub fn still_slower(&self, report: &CheckReport) -> Option<String> {
         let (mut kept, mut back) = (Vec::new(), Vec::new());
         for (run, then) in self.regressions() {
-            let Some(before) = then.baseline_value.filter(|b| *b > 0.0 && then.candidate_value > 0.0) else {
+            let Some(before) = then.baseline_value.filter(|b| *b >= 0.0 && then.candidate_value > 0.0) else {
                 continue;
             };
             let Some(now) = report.findings.iter().find(|now| same_figure(then, now)) else { continue };
             let value = |v| crate::report::with_unit(&then.metric, v);
             let figure = format!("{} {}", then.endpoint, then.metric);
-            // Nearer on the log scale: a tenfold slowdown halfway back is still closer to its new level.
-            if now.candidate_value > 0.0
-                && (now.candidate_value / then.candidate_value).ln().abs() < (now.candidate_value / before).ln().abs()
-            {
+            if nearer_where_it_went(now.candidate_value, then.candidate_value, before) {
                 kept.push(format!("{figure} {} (was {} before run #{run})", value(now.candidate_value), value(before)));
             } else if then.metric != CAPACITY_METRIC {
                 // A capacity back says so in its own words (`capacity_back`), with the change since it fell.
@@ -158,5 +166,29 @@ impl Told {
         } else {
             format!("{} came back; {stayed}", back.join(", "))
         })
+    }
+}
+
+/// Whether `now` is nearer `went` (where a figure regressed to) than `before` (where it was). On the log scale,
+/// so that a tenfold slowdown halfway back is still closer to its new level; on the plain scale from a zero
+/// (an error rate from none: 0 → 1.37 % is no ratio, and such figures had been left out of the recovery).
+fn nearer_where_it_went(now: f64, went: f64, before: f64) -> bool {
+    if before > 0.0 && now > 0.0 {
+        (now / went).ln().abs() < (now / before).ln().abs()
+    } else {
+        (now - went).abs() < (now - before).abs()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nearer_where_it_went;
+
+    #[test]
+    fn a_figure_from_zero_is_read_on_the_plain_scale() {
+        assert!(nearer_where_it_went(1.2, 1.37, 0.0), "an error rate still near where it rose to");
+        assert!(!nearer_where_it_went(0.0, 1.37, 0.0), "back to none");
+        assert!(nearer_where_it_went(60.0, 100.0, 10.0), "a tenfold slowdown halfway back stayed");
+        assert!(!nearer_where_it_went(20.0, 100.0, 10.0));
     }
 }
