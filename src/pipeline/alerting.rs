@@ -58,7 +58,8 @@ pub async fn after_judgement(
             if let Some(told) = told::told(store, scenario, report.run_id).await?.filter(|t| t.opened < report.run_id) {
                 return widened(store, config, report, &told, at).await;
             }
-            let (last_good, builds) = store.builds_since_last_pass(scenario, report.run_id).await?;
+            let (last_good, builds) =
+                store.builds_since_last_good(scenario, report.run_id, &judged_against(report)).await?;
             let alert = Alert {
                 run_id: Some(report.run_id),
                 build_id: report.build_id.clone(),
@@ -66,7 +67,7 @@ pub async fn after_judgement(
                 last_good_run_id: last_good,
                 worse: worse(report.findings.iter()),
                 capacity: capacity_fell(store, config, report).await?,
-                ..Alert::about(Event::Regression, scenario, report.summary.clone(), at)
+                ..Alert::about(Event::Regression, scenario, regression_summary(store, report).await?, at)
             };
             open(store, config, kind::REGRESSION, Some(report.run_id), last_good, alert).await
         }
@@ -125,7 +126,8 @@ async fn widened(
         report.summary
     );
     let capacity_news = news.iter().any(|f| f.metric == CAPACITY_METRIC);
-    let (last_good, builds) = store.builds_since_last_pass(&report.scenario, report.run_id).await?;
+    let (last_good, builds) =
+        store.builds_since_last_good(&report.scenario, report.run_id, &judged_against(report)).await?;
     let alert = Alert {
         run_id: Some(report.run_id),
         build_id: report.build_id.clone(),
@@ -170,7 +172,7 @@ pub async fn after_failure(
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let summary = format!("run #{run_id} could not be done: {reason}");
-    let (last_good, builds) = store.builds_since_last_pass(scenario, run_id).await?;
+    let (last_good, builds) = store.builds_since_last_good(scenario, run_id, &[]).await?;
     let alert = Alert {
         run_id: Some(run_id),
         build_id,
@@ -293,6 +295,21 @@ async fn capacity_back(
     let words =
         format!("{} since run #{fell_on}, back by the nights' level of {} req/s", back.headline(), rate_text(level));
     Ok(Some((back, words)))
+}
+
+/// A regression's summary, saying when no rerun confirmed it: a run alerted while it has a rerun is one whose
+/// verdict stood without one (the rerun cut short, unjudgeable, or of another build), which the team should
+/// know before waking for it (a trial's alert read like a confirmed one; only the run page said otherwise).
+async fn regression_summary(store: &Store, report: &CheckReport) -> Result<String, StoreError> {
+    match &report.confirmation {
+        Some(note) if store.rerun_of(report.run_id).await?.is_some() => Ok(format!("{}; {note}", report.summary)),
+        _ => Ok(report.summary.clone()),
+    }
+}
+
+/// The nights `report`'s verdict was judged against.
+fn judged_against(report: &CheckReport) -> Vec<RunId> {
+    report.baseline.iter().map(|night| night.id).collect()
 }
 
 /// The findings among `findings` that make the run worse, largest change first (a capacity's fall is a change

@@ -13,7 +13,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::rows::{RunRow, convert, select_runs};
 use super::{Store, StoreError, on_pool, to_millis};
-use crate::model::{BaselineSpec, Run, RunId};
+use crate::model::{BaselineSpec, Run, RunId, RunStatus};
 
 /// Nightly runs do not start at the same second every night (deploys and health checks move them), so a
 /// `last-Nd` window reaches this much further back and still holds the run from N nights ago.
@@ -99,13 +99,18 @@ impl Store {
         Ok(on_pool!(self, |pool| sqlx::query_scalar(query).bind(scenario).bind(limit).fetch_all(pool).await?))
     }
 
-    /// The last run of `scenario` that passed before run `upto`, and the distinct build ids of the runs after
-    /// it up to `upto`, oldest first (at most 20): the builds an alert names as suspects. The good run's own
-    /// build is no suspect (smoke runs of it since had listed it), unless it is `upto`'s: the build measured.
-    pub async fn builds_since_last_pass(
+    /// The last good run of `scenario` before run `upto`, and the distinct build ids of the runs after it up to
+    /// `upto`, oldest first (at most 20): the builds an alert names as suspects. Good is a run that passed, or
+    /// one of `judged_against` (the nights `upto`'s verdict was judged against) that measured and did not
+    /// regress: the first nights of a scenario are judged inconclusive (too few before them) and stay
+    /// `finished`, and the first alert had named their build, the baseline's, as a suspect (trial). The good
+    /// run's own build is no suspect (smoke runs of it since had listed it), unless it is `upto`'s: the build
+    /// measured.
+    pub async fn builds_since_last_good(
         &self,
         scenario: &str,
         upto: RunId,
+        judged_against: &[RunId],
     ) -> Result<(Option<RunId>, Vec<String>), StoreError> {
         let last_pass = "select runs.id from runs join scenarios on scenarios.id = runs.scenario_id \
                          where scenarios.name = $1 and runs.status = 'passed' and runs.id < $2 \
@@ -113,8 +118,17 @@ impl Store {
         let since = "select runs.build_id from runs join scenarios on scenarios.id = runs.scenario_id \
                      where scenarios.name = $1 and runs.id > $2 and runs.id <= $3 and runs.build_id is not null \
                      order by runs.started_at, runs.id";
-        let good: Option<RunId> =
+        let mut good: Option<RunId> =
             on_pool!(self, |pool| sqlx::query_scalar(last_pass).bind(scenario).bind(upto).fetch_optional(pool).await?);
+        for &night in judged_against {
+            if night >= upto || Some(night) <= good {
+                continue;
+            }
+            let unregressed = |r: &Run| matches!(r.status, RunStatus::Finished | RunStatus::Passed);
+            if self.find_run(night).await?.is_some_and(|r| unregressed(&r)) {
+                good = Some(night);
+            }
+        }
         let builds: Vec<String> = on_pool!(self, |pool| sqlx::query_scalar(since)
             .bind(scenario)
             .bind(good.unwrap_or(0))

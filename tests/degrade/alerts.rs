@@ -199,10 +199,10 @@ async fn the_last_good_build_is_no_suspect_after_smoke_runs_of_it() {
     };
     store.finish_run(smoke, &finished).await.unwrap();
     let next = store_night(store, "checkout", 11, 150.0, RunStatus::Finished).await;
-    let (last_good, suspects) = store.builds_since_last_pass("checkout", next).await.unwrap();
+    let (last_good, suspects) = store.builds_since_last_good("checkout", next, &[]).await.unwrap();
     assert_eq!((last_good, suspects), (Some(good), vec!["1.0.11".to_owned()]));
     // The good build measured again and regressed: it is the build measured, so it is named.
-    let (_, suspects) = store.builds_since_last_pass("checkout", smoke).await.unwrap();
+    let (_, suspects) = store.builds_since_last_good("checkout", smoke, &[]).await.unwrap();
     assert_eq!(suspects, ["1.0.9"]);
 }
 

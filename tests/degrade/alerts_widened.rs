@@ -27,6 +27,10 @@ async fn a_second_route_regressing_during_an_open_episode_is_told_once() {
     alerting::after_judgement(store, config, &report, Utc::now()).await.unwrap();
     assert_eq!(courier.deliver_due().await.unwrap(), 0, "alerting the same night again enqueues nothing");
 
+    // The nights it was judged against are good, unjudged as they are: no suspect but the build measured.
+    let first = json.delivered().into_iter().find(|p| p["event"] == "regression").unwrap();
+    assert_eq!(first["builds_since_last_good"], serde_json::json!(["1.0.8"]), "{first:#}");
+    assert_eq!(first["last_good_run_id"], opened - 1, "{first:#}");
     let message = json.delivered().into_iter().find(|p| p["event"] == "regression_widened").unwrap();
     assert_eq!(message["run_id"], widened, "{message:#}");
     let worse: Vec<(&str, &str)> = message["worse"]

@@ -49,3 +49,30 @@ async fn a_later_check_of_an_undecided_rerun_does_not_rewrite_the_pair() {
     assert_eq!(said(rerun).await, of_rerun);
     store.close().await;
 }
+
+/// A rerun that measured another build (a redeploy between the two) was never judged: neither run's note may
+/// call it a confirmation (a trial's pages read "confirmed by rerun #18 of the same build").
+#[tokio::test]
+async fn a_rerun_of_another_build_is_no_confirmation_on_either_run() {
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let first = store_night(&store, "checkout", 8, 150.0, RunStatus::Finished).await;
+    store.save_verdict_to_confirm(first, &verdict(VerdictOutcome::Regressed)).await.unwrap();
+    let redeployed = NewRun { confirms: Some(first), build_id: Some("1.1.0".into()), ..new_run("checkout", 8) };
+    let rerun = store.create_run(&redeployed).await.unwrap();
+    finish_routes_night(&store, rerun, 8, (100.0, 60.0), RunStatus::Finished, LoadSummary::default()).await;
+    assert!(store.end_confirmation(first, RunStatus::Regressed, &[(rerun, RunStatus::Unconfirmed)]).await.unwrap());
+    let said = |run: i64| {
+        let store = store.clone();
+        async move { note(&store, &store.find_run(run).await.unwrap().unwrap()).await.unwrap().unwrap().0 }
+    };
+    let of_first = said(first).await;
+    assert!(
+        of_first.starts_with(&format!("not confirmable: rerun #{rerun} measured build 1.1.0, not 1.0.8")),
+        "{of_first}"
+    );
+    let of_rerun = said(rerun).await;
+    let expected = format!("this run is the rerun of run #{first} and measured build 1.1.0, not 1.0.8, so it neither");
+    assert!(of_rerun.starts_with(&expected), "{of_rerun}");
+    store.close().await;
+}

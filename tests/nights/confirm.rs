@@ -296,6 +296,8 @@ async fn a_regression_whose_reruns_cannot_be_measured_stands() {
     let delivered = hook.delivered();
     assert_eq!(delivered.len(), 1, "the regression is alerted: {delivered:?}");
     assert_eq!((delivered[0]["event"].as_str(), delivered[0]["run_id"].as_i64()), (Some("regression"), Some(first)));
+    let summary = delivered[0]["summary"].as_str().unwrap();
+    assert!(summary.contains("; the confirmation could not be made: reruns"), "the alert says so: {summary}");
 
     // The gate judges the night's first run, whose verdict stands, not its last invalid rerun.
     for args in [&["check"][..], &["check", "--strict"]] {

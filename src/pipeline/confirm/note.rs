@@ -10,11 +10,21 @@ use crate::store::{Store, StoreError};
 pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, StoreError> {
     if let Some(rerun) = store.rerun_of(run.id).await? {
         let nothing = measured_nothing(store, rerun).await?;
+        let other = another_build(store, run, rerun).await?;
         let text = match (run.status, undecided(store, rerun).await?) {
             (RunStatus::Confirming, _) => {
                 format!("being confirmed: rerun #{rerun} of the same build decides whether this regression stands")
             }
             _ if nothing => measured_nothing_note(Some(rerun)),
+            // It was never judged: "confirmed by rerun #18 of the same build" had read a redeploy as a confirmation.
+            _ if other.is_some() => {
+                let other = other.as_ref().expect("matched");
+                format!(
+                    "not confirmable: rerun #{rerun} measured build {}, not {} (the build changed after this run), so \
+                     it neither confirms nor refutes this regression, and this verdict stands",
+                    other.rerun_build, other.first_build
+                )
+            }
             (RunStatus::Regressed, true) => format!(
                 "not confirmable: rerun #{rerun} of the same build could not be judged (the reruns before it neither), \
                  and only a rerun that measured the build can refute a regression, so this verdict stands"
@@ -35,8 +45,18 @@ pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, S
     }
     let Some(first) = store.confirmed_by(run.id).await? else { return Ok(None) };
     let nothing = measured_nothing(store, run.id).await?;
-    let text = match (store.find_run(first).await?.map(|r| r.status), undecided(store, run.id).await?) {
+    let first_run = store.find_run(first).await?;
+    let other = first_run.as_ref().and_then(|f| super::other_build(f, run));
+    let text = match (first_run.map(|r| r.status), undecided(store, run.id).await?) {
         (Some(RunStatus::Confirming), _) => format!("this run is the rerun of run #{first}, not decided yet"),
+        _ if other.is_some() => {
+            let other = other.as_ref().expect("matched");
+            format!(
+                "this run is the rerun of run #{first} and measured build {}, not {}, so it neither confirms nor \
+                 refutes that run's regression",
+                other.rerun_build, other.first_build
+            )
+        }
         _ if nothing => {
             format!("this run is the rerun of run #{first} and measured nothing to judge, so that run's verdict stands")
         }
@@ -53,6 +73,11 @@ pub async fn note(store: &Store, run: &Run) -> Result<Option<(String, RunId)>, S
         (_, false) => format!("this run is the rerun of run #{first}, whose regression it did not reproduce"),
     };
     Ok(Some((text, first)))
+}
+
+/// The other build rerun `rerun` of `first` measured, when it measured another.
+async fn another_build(store: &Store, first: &Run, rerun: RunId) -> Result<Option<super::OtherBuild>, StoreError> {
+    Ok(store.find_run(rerun).await?.and_then(|r| super::other_build(first, &r)))
 }
 
 /// Whether a rerun was cut short or could not be done, so the first verdict stands.
