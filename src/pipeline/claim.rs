@@ -75,6 +75,15 @@ pub struct HeldBy {
     now: DateTime<Utc>,
 }
 
+impl HeldBy {
+    /// How long the lease has left before it runs out unless renewed; `None` when it was released already.
+    #[must_use]
+    pub fn expires_in(&self) -> Option<Duration> {
+        let lease = self.lease.as_ref()?;
+        Some((lease.expires_at - self.now).to_std().unwrap_or_default().min(LEASE_FOR))
+    }
+}
+
 impl std::fmt::Display for HeldBy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let Some(lease) = &self.lease else {

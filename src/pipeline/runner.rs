@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
@@ -106,6 +107,30 @@ impl Runner {
         .await
     }
 
+    /// Claims `scenario` for a scheduled night, waiting out a lease held elsewhere until it runs out: a degrade
+    /// killed or redeployed shortly before the night holds its lease up to two minutes, and the night was lost
+    /// (a trial's `kill -9` then restart lost two nights so, each logged as routine). A live holder renews its
+    /// lease and keeps it: asked again after the expiry, the night is refused then.
+    async fn claim_for_night(&self, scenario: &str) -> Result<Claim, ClaimError> {
+        let wait = match self.claim(scenario).await {
+            Err(ClaimError::RunningElsewhere(_, held)) if held.expires_in().is_some() => {
+                held.expires_in().unwrap_or_default() + Duration::from_secs(1)
+            }
+            claimed => return claimed,
+        };
+        tracing::info!(
+            scenario,
+            "the scenario's lease is held elsewhere: asking again when it runs out, in {} s",
+            wait.as_secs()
+        );
+        let mut stop = self.stop.clone();
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = stop.wait_for(|stopping| *stopping) => return Err(ClaimError::ShuttingDown(scenario.to_owned())),
+        }
+        self.claim(scenario).await
+    }
+
     /// Claims, finds and runs `scenario` with its configured baseline; `None` when it is running already,
     /// degrade is shutting down, or a run started at or after `not_before` (the fire time a scheduled run is
     /// for: another degrade on the database may have done it already).
@@ -114,12 +139,21 @@ impl Runner {
         scenario: &str,
         not_before: Option<DateTime<Utc>>,
     ) -> anyhow::Result<Option<Ended>> {
-        let claim = match self.claim(scenario).await {
+        let claimed =
+            if not_before.is_some() { self.claim_for_night(scenario).await } else { self.claim(scenario).await };
+        let claim = match claimed {
             Ok(claim) => claim,
-            Err(
-                busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(..) | ClaimError::ShuttingDown(_)),
-            ) => {
+            Err(busy @ ClaimError::ShuttingDown(_)) => {
                 tracing::info!("not starting a run: {busy}");
+                return Ok(None);
+            }
+            Err(busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(..))) => {
+                // A scheduled night not run is a night lost: said as such, not as routine.
+                if not_before.is_some() {
+                    tracing::warn!(scenario, "not starting the scheduled night: {busy}");
+                } else {
+                    tracing::info!("not starting a run: {busy}");
+                }
                 return Ok(None);
             }
             Err(e) => return Err(e.into()),

@@ -102,6 +102,39 @@ async fn two_overlapping_triggers_run_once() {
     assert_eq!(store.last_runs("checkout", 10).await.unwrap().len(), 1);
 }
 
+/// A scheduled night finds the lease of a degrade killed a moment before (not renewed, running out): it waits
+/// the lease out and runs, instead of losing the night (a trial's restart after a `kill -9` lost two so). A
+/// live holder renews and keeps its lease, and the night is refused once it is asked again.
+#[tokio::test]
+async fn a_scheduled_night_waits_out_the_lease_of_a_killed_degrade() {
+    let target = StubTarget::start().await;
+    let (_dir, config_path) =
+        project(&alerting_config(&format!("target = \"{}\"", target.url())), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, "http://127.0.0.1:9/hook", "http://127.0.0.1:9/hook");
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let now = Utc::now();
+    assert!(store.acquire_lease("checkout", "gone:4242:0", now, now + TimeDelta::seconds(2)).await.unwrap());
+    let (runner, _stop) = new_runner(&store, &config);
+    let ran = runner.run_scenario("checkout", Some(now)).await.unwrap();
+    assert!(ran.is_some(), "the night ran once the dead holder's lease ran out");
+    assert_eq!(store.last_runs("checkout", 10).await.unwrap().len(), 1);
+
+    // A live holder keeps renewing: the night is not run.
+    let live = store.clone();
+    let renewing = tokio::spawn(async move {
+        for _ in 0..30 {
+            let now = Utc::now();
+            live.acquire_lease("checkout", "live:1:0", now, now + TimeDelta::seconds(5)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(runner.run_scenario("checkout", Some(Utc::now())).await.unwrap().is_none());
+    assert_eq!(store.last_runs("checkout", 10).await.unwrap().len(), 1);
+    renewing.abort();
+}
+
 #[tokio::test]
 async fn a_missing_run_raises_one_alert_across_restarts() {
     let receiver = Receiver::start().await;
