@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Store, StoreError, from_millis, on_pool};
-use crate::model::{FindingOutcome, RunId};
+use crate::model::{FindingOutcome, RunId, RunStatus};
 
 /// One run of the grid, oldest first.
 #[allow(missing_docs, reason = "the field names say what they hold")]
@@ -71,7 +71,7 @@ const FINDINGS: &str = "select v.run_id, f.endpoint, f.metric, f.outcome, f.delt
     join verdicts v on v.id = f.verdict_id join runs on runs.id = v.run_id \
     join scenarios on scenarios.id = runs.scenario_id \
     where scenarios.name = $1 and runs.scenario_hash = $2 and runs.started_at >= $3 \
-    and (f.metric = 'p95' or f.outcome in ('regression', 'gate_breached', 'improvement')) \
+    and (f.metric = 'p95' or f.outcome in ('regression', 'gate_breached', 'improvement', 'unconfirmed')) \
     and v.id = (select max(v2.id) from verdicts v2 where v2.run_id = v.run_id)";
 
 impl Store {
@@ -112,6 +112,28 @@ impl Store {
                 });
             }
         }
+        for run in runs.iter_mut().filter(|r| r.status == RunStatus::Regressed.as_str()) {
+            self.only_what_its_rerun_reproduced(run).await?;
+        }
         Ok(runs)
+    }
+
+    /// A confirmed night's first run as its pair decided: what its rerun did not regress on again is
+    /// `unconfirmed`, never the alarm colour (a trial's noisy first run showed 11 routes red, 5 reproduced).
+    async fn only_what_its_rerun_reproduced(&self, run: &mut GridRun) -> Result<(), StoreError> {
+        let Some(rerun) = self.rerun_of(run.id).await? else { return Ok(()) };
+        if !self.find_run(rerun).await?.is_some_and(|r| r.status == RunStatus::Regressed) {
+            return Ok(());
+        }
+        let Some(verdict) = self.first_verdict(rerun).await? else { return Ok(()) };
+        let again = |f: &GridFinding| {
+            verdict.findings.iter().any(|r| r.outcome.is_failure() && r.endpoint == f.endpoint && r.metric == f.metric)
+        };
+        for finding in run.findings.iter_mut().filter(|f| f.outcome.is_failure()) {
+            if !again(finding) {
+                finding.outcome = FindingOutcome::Unconfirmed;
+            }
+        }
+        Ok(())
     }
 }

@@ -113,6 +113,10 @@ fn cell(run: &GridRun, endpoint: &str) -> Cell {
         };
         return Cell { class, text: signed(f), title: title(described(f)) + why, run_id: run.id };
     }
+    if let Some(f) = worst(&[FindingOutcome::Unconfirmed]) {
+        let why = "; not reproduced by the night's rerun";
+        return Cell { class: "unconfirmed", text: signed(f), title: title(described(f)) + why, run_id: run.id };
+    }
     if let Some(f) = worst(&[FindingOutcome::Improvement]) {
         return Cell { class: "improved", text: signed(f), title: title(described(f)), run_id: run.id };
     }
@@ -210,14 +214,18 @@ mod tests {
     #[test]
     fn a_regression_the_nights_rerun_did_not_reproduce_is_shown_not_alarmed() {
         let regressed = [("GET /a", "p95", FindingOutcome::Regression, 35.0)];
+        // Run 4: a confirmed night's first run, whose finding on this route its rerun did not reproduce.
+        let unreproduced = [("GET /a", "p95", FindingOutcome::Unconfirmed, 35.0)];
         let runs = [
             GridRun { status: "unconfirmed".into(), ..run(1, &regressed) },
             GridRun { status: "confirming".into(), ..run(2, &regressed) },
             GridRun { status: "regressed".into(), ..run(3, &regressed) },
+            GridRun { status: "regressed".into(), ..run(4, &unreproduced) },
         ];
         let cells = &Grid::new(&runs).rows[0].1;
         let classes: Vec<&str> = cells.iter().map(|c| c.class).collect();
-        assert_eq!(classes, ["unconfirmed", "unconfirmed", "regressed"]);
+        assert_eq!(classes, ["unconfirmed", "unconfirmed", "regressed", "unconfirmed"]);
+        assert!(cells[3].title.ends_with("(unconfirmed); not reproduced by the night's rerun"), "{}", cells[3].title);
         assert!(cells[0].title.ends_with("(regression); not reproduced by the night's rerun"), "{}", cells[0].title);
         assert!(cells[1].title.ends_with("; a rerun of the same build is deciding it"), "{}", cells[1].title);
     }

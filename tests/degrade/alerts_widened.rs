@@ -181,6 +181,15 @@ async fn a_confirmed_pair_told_only_what_its_rerun_reproduced() {
     assert_eq!(decide(store, config, first, Utc::now()).await.unwrap(), Some(rerun));
     store.mark_alerted(first, Utc::now()).await.unwrap();
     assert_eq!(store.find_run(first).await.unwrap().unwrap().status, RunStatus::Regressed);
+    // The grid shows the first run as its pair decided: the cards route amber, the boards route the alarm.
+    let grid = store.regression_grid("checkout", "h", 30).await.unwrap();
+    let night = grid.iter().find(|r| r.id == first).unwrap();
+    let outcome =
+        |endpoint: &str| night.findings.iter().find(|f| f.endpoint == endpoint && f.metric == "p95").unwrap().outcome;
+    assert_eq!(
+        (outcome("GET /boards/{id}"), outcome("POST /cards")),
+        (FindingOutcome::Regression, FindingOutcome::Unconfirmed)
+    );
 
     // The boards route stays slow until that is the level: the recovery says so, and names no cards route.
     let mut passed = None;
