@@ -402,8 +402,13 @@ fn error_finding(f: &mut Finding, d: &Draft, e: &ErrorEvidence, tests: &[Test], 
     f.interval = e.interval.or_else(|| error_rate_interval(e.errors, e.requests));
     f.limit = Some(error_limit(&e.history, e.requests, alpha, base, d.min_effect));
     let regressed = test.is_some_and(|t| t.rejected) && e.is_effect(d.min_effect);
-    // Never 0: the prior alone makes the rate wobble.
-    let wobble = format!("the nightly rate varies ×{:.1}", e.history.log_wobble_var.sqrt().exp());
+    // Never 0: the prior alone makes the rate wobble. Of nights without a failure, that is the prior's, and
+    // "varies ×1.5" of 0 % on every night read as a measured wobble.
+    let wobble = if e.history.hits > 0.0 {
+        format!("the nightly rate varies ×{:.1}", e.history.log_wobble_var.sqrt().exp())
+    } else {
+        format!("no night failed; a rate is allowed to vary ×{:.1}", e.history.log_wobble_var.sqrt().exp())
+    };
     f.reason = format!(
         "{} of {} requests failed against {base:.3} % over {} nights ({wobble}); chance {:.1e}, a regression needs \
          {alpha:.1e} (1 % false alarms over the run's {family} tests), +{ERROR_MIN_RISE} pp and {:.0} %",

@@ -188,12 +188,13 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let telemetry = super::run_telemetry::view(&state.store.telemetry(id).await?, &timeline, findings);
     let scenario_source = state.store.scenario_source(id).await?;
     let deploy_output = state.store.deploy_output(id).await?;
+    // The header's "· took …" or "· still running" (it read "took still running").
     let duration = run.finished_at.map_or_else(
         || "still running".to_owned(),
         |end| {
             // To the nearest second: a run of 2.99 s took 3 s, as its measured stages say.
             let millis = (end - run.started_at).num_milliseconds().max(0).unsigned_abs();
-            humantime::format_duration(std::time::Duration::from_secs((millis + 500) / 1000)).to_string()
+            format!("took {}", humantime::format_duration(std::time::Duration::from_secs((millis + 500) / 1000)))
         },
     );
     let confirmation = crate::pipeline::confirm::note(&state.store, &run).await?;
