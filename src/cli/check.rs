@@ -111,7 +111,16 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
         _ => None,
     };
     store.close().await;
-    let report = outcome?;
+    let report = match outcome {
+        Ok(report) => report,
+        Err(error) => {
+            if args.format == Format::Junit {
+                // The CI step that publishes the report shows why, instead of an empty file.
+                print_stdout(&crate::report::junit_error(args.scenario(), &format!("{error:#}")))?;
+            }
+            return Err(error);
+        }
+    };
     print_stdout(&report.render(args.format))?;
     if let Some(streak) = held_back {
         say!(

@@ -6,6 +6,20 @@ use super::{CheckReport, change_text, interval_text, with_unit};
 use crate::model::FindingOutcome;
 use crate::outside_text::xml_escape;
 
+/// A check that could not judge at all (the target down, a run that failed, no database) as a JUnit document
+/// with one errored test case, `message` its reason: a CI step that publishes the report shows the error
+/// instead of an empty file (a trial's `check --run-now --format junit > degrade.xml` left 0 bytes).
+#[must_use]
+pub fn error_document(scenario: Option<&str>, message: &str) -> String {
+    let name = xml_escape(&format!("degrade check {}", scenario.unwrap_or("(no scenario)")));
+    let message = xml_escape(message);
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{name}\" tests=\"1\" errors=\"1\">\n  \
+         <testsuite name=\"{name}\" tests=\"1\" errors=\"1\">\n    <testcase classname=\"{name}\" name=\"check\">\
+         <error message=\"{message}\">{message}</error></testcase>\n  </testsuite>\n</testsuites>\n"
+    )
+}
+
 pub(super) fn render(report: &CheckReport) -> String {
     let failures = report.findings.iter().filter(|f| f.outcome.is_failure()).count();
     let skipped = report

@@ -5,6 +5,8 @@ mod human;
 mod junit;
 mod markdown;
 
+pub use junit::error_document as junit_error;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 

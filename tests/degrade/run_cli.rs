@@ -358,6 +358,12 @@ async fn a_stopped_target_fails_the_night_and_is_never_judged() {
     let (stdout, stderr) = text(&check);
     assert_eq!(check.status.code(), Some(2), "{stdout}{stderr}");
     assert!(stderr.contains("run #1 failed: the target could not be reached"), "{stderr}");
+    // The JUnit a CI step publishes says so too, instead of being empty.
+    let junit = degrade_child(dir.path(), &["check", "--format", "junit"], &[]).wait_with_output().await.unwrap();
+    let (stdout, _) = text(&junit);
+    assert_eq!(junit.status.code(), Some(2), "{stdout}");
+    assert!(stdout.starts_with("<?xml") && stdout.contains("errors=\"1\""), "{stdout}");
+    assert!(stdout.contains("<error message=\"run #1 failed: the target could not be reached"), "{stdout}");
 
     let args = ["check", "--run-now", "--duration", "1s"];
     let run_now = degrade_child(dir.path(), &args, &[]).wait_with_output().await.unwrap();
