@@ -50,6 +50,8 @@ pub(super) struct SegmentRan {
 pub(super) enum NotRun {
     /// The night is invalid: its run, when one was created, and what to say (the reason).
     Invalid(Option<RunId>, String),
+    /// The night failed (its build could not be prepared: deployed, healthy, its id read): its run and why.
+    Failed(Option<RunId>, String),
     /// Another process holds this segment of the night (a Kubernetes Job may, rarely, run two pods for one
     /// index): this one had nothing to do, which is no failure, so a Job's failure policy leaves the night be.
     Taken(String),
@@ -101,6 +103,14 @@ pub(super) async fn run(
         )))),
         SegmentEnd::Invalid { run_id, reason } => {
             let run = run_id.map_or_else(String::new, |id| format!(" (run {id})"));
+            // A night whose build could not be prepared failed, as a single machine's does: exit 2, not 3.
+            let failed = match run_id {
+                Some(id) => store.find_run(id).await?.is_some_and(|r| r.status == RunStatus::Failed),
+                None => false,
+            };
+            if failed {
+                return Ok(Err(NotRun::Failed(run_id, format!("the night `{key}`{run} failed: {reason}"))));
+            }
             Ok(Err(NotRun::Invalid(run_id, format!("the night `{key}`{run} is invalid: {reason}"))))
         }
         SegmentEnd::Measured { run_id, measurement, merged, invalid_reason, .. } => {
@@ -153,6 +163,10 @@ pub(super) fn exit(ran: &Result<SegmentRan, NotRun>) -> super::Exit {
         Err(NotRun::Taken(why)) => {
             say!("{}", crate::outside_text::printable(why));
             super::Exit::Ok
+        }
+        Err(NotRun::Failed(_, why)) => {
+            say!("{}", crate::outside_text::printable(why));
+            super::Exit::Error
         }
         Err(NotRun::KeyReused(why)) => {
             say!("error: {}", crate::outside_text::printable(why));

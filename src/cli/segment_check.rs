@@ -46,7 +46,7 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
         {
             Some(*run_id)
         }
-        Err(NotRun::Invalid(run_id, _)) => *run_id,
+        Err(NotRun::Invalid(run_id, _) | NotRun::Failed(run_id, _)) => *run_id,
         _ => None,
     };
     if let Some(run_id) = night
@@ -103,10 +103,10 @@ async fn confirm_together(
     let mut flags = flags.clone();
     flags.run_key = flags.run_key.as_deref().map(confirm::rerun_key);
     let ran = super::segment::run(store, job, &flags, build, Some(spec)).await?;
-    if !matches!(&ran, Ok(SegmentRan { merged: Some(_), .. }) | Err(NotRun::Invalid(..))) {
+    if !matches!(&ran, Ok(SegmentRan { merged: Some(_), .. }) | Err(NotRun::Invalid(..) | NotRun::Failed(..))) {
         return Ok(super::segment::exit(&ran));
     }
-    if let Err(NotRun::Invalid(_, why)) = &ran {
+    if let Err(NotRun::Invalid(_, why) | NotRun::Failed(_, why)) = &ran {
         say!("{}", crate::outside_text::printable(why));
     }
     let at = Utc::now();

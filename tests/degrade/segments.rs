@@ -118,6 +118,29 @@ async fn two_processes_for_one_index_leave_the_second_sending_nothing() {
     drop(target);
 }
 
+/// A build that never becomes healthy fails the night, in every segment's words and exit (2, as a single
+/// machine's failed night), even with a barrier shorter than the health check: the barrier waits the build's
+/// preparation on top (a trial's pods all said "the start barrier timed out" and exited 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unhealthy_build_fails_the_night_in_every_segment() {
+    let unhealthy = "[scenario.build]\nhealth_url = \"{TARGET}/status/404\"\nhealth_timeout = \"8s\"\n";
+    let Some((_db, target, dir, store)) = a_split_project_with("").await else { return };
+    let config = std::fs::read_to_string(dir.path().join("degrade.toml")).unwrap();
+    std::fs::write(dir.path().join("degrade.toml"), config + &unhealthy.replace("{TARGET}", &target.url())).unwrap();
+    let key = unique_name("night");
+    // A barrier shorter than the health check, with room for a busy machine's start-up before the check.
+    let extra = ["--barrier-timeout", "5s"];
+    let children: Vec<_> = (0..2).map(|k| segment(&dir, &key, &format!("{k}/2"), &extra, &[])).collect();
+    for child in children {
+        let (code, output) = ended(child).await;
+        assert_eq!(code, Some(2), "{output}");
+        assert!(output.contains("failed: ") && output.contains("answered 404"), "{output}");
+        assert!(!output.contains("start barrier timed out"), "{output}");
+    }
+    let run = store.last_runs("shop", 1).await.unwrap().remove(0);
+    assert_eq!(run.status, RunStatus::Failed, "{run:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_segment_never_started_ends_the_barrier_naming_it() {
     let Some((_db, _target, dir, store)) = a_split_project().await else { return };

@@ -165,7 +165,17 @@ async fn wait_for_build(
         match (registry.build_state.as_str(), registry.run_id) {
             ("ready", Some(_)) => break registry,
             ("failed", run_id) => {
-                return Ok(Err(night.fail(store, "the preparing segment could not prepare the build", run_id).await));
+                // The preparing segment stored why (the target not healthy, the deploy failed): said here too,
+                // so every pod's log tells the same story.
+                let why = match run_id {
+                    Some(id) => store.find_run(id).await?.and_then(|r| r.failure_reason),
+                    None => None,
+                };
+                let reason = why.map_or_else(
+                    || "the preparing segment could not prepare the build".to_owned(),
+                    |why| format!("the preparing segment could not prepare the build: {why}"),
+                );
+                return Ok(Err(night.fail(store, &reason, run_id).await));
             }
             _ => {}
         }
@@ -241,7 +251,11 @@ async fn waited_too_long(
         let reason = format!("segment {} was stopped before the night's start", night.segment.index());
         return Ok(Some(night.fail(store, &reason, registry.run_id).await));
     }
-    if since.elapsed() < night.barrier_timeout {
+    // The build's preparation (deploy, health check) may take what the scenario allows it on top of the
+    // barrier: a barrier of the same 5 minutes as the health check raced it, and an unhealthy build read as
+    // segments that "never became ready" (trial).
+    let preparing = preparation_allowance(night);
+    if since.elapsed() < night.barrier_timeout + preparing {
         return Ok(None);
     }
     let rows = store.run_segments(night.key).await?;
@@ -250,15 +264,30 @@ async fn waited_too_long(
         .filter(|k| !rows.iter().any(|r| r.segment_index == i64::from(*k) && r.state == "ready"))
         .map(|k| k.to_string())
         .collect();
+    let allowed = if preparing.is_zero() {
+        humantime::format_duration(night.barrier_timeout).to_string()
+    } else {
+        format!(
+            "{} and the {} the build's deploy and health check may take",
+            humantime::format_duration(night.barrier_timeout),
+            humantime::format_duration(preparing)
+        )
+    };
     let reason = format!(
-        "the start barrier timed out after {}: segment{} {} of {} never became ready (ready: {})",
-        humantime::format_duration(night.barrier_timeout),
+        "the start barrier timed out after {allowed}: segment{} {} of {} never became ready (ready: {})",
         if missing.len() == 1 { "" } else { "s" },
         missing.join(", "),
         night.segment.count(),
         if ready.is_empty() { "none".to_owned() } else { ready.join(", ") }
     );
     Ok(Some(night.fail(store, &reason, registry.run_id).await))
+}
+
+/// How long the scenario lets its build be prepared: the deploy command's limit and the health check's.
+fn preparation_allowance(night: &Night<'_>) -> Duration {
+    let Some(build) = night.config.map(|c| &c.build) else { return Duration::ZERO };
+    build.deploy.as_ref().map_or(Duration::ZERO, |d| d.timeout)
+        + build.health.as_ref().map_or(Duration::ZERO, |h| h.timeout)
 }
 
 /// How the night of `registry` ended, in words, when it has: `run 6, merged` or `run 7, invalid: …`.
