@@ -102,6 +102,16 @@ impl Service {
             scheduler.stop().await;
         }
         let mut runs_stopped = 0;
+        if runs.count() > 0 {
+            // Said, so the quiet minute of a graceful stop (the dashboard already closed) is not read as a hang.
+            tracing::info!(
+                "shutting down: waiting up to {} for {} under way to finish",
+                humantime::format_duration(options.shutdown_grace),
+                crate::model::counted(runs.count(), "run", "runs")
+            );
+        } else {
+            tracing::info!("shutting down: no run under way");
+        }
         if !wait_for(&runs, options.shutdown_grace).await {
             runs_stopped = runs.count();
             let stopping = crate::model::counted(runs_stopped, "run", "runs");
