@@ -181,7 +181,11 @@ fn load_facts(
         local_limit_failures: recorded.endpoints.iter().map(|e| e.errors[ErrorClass::LocalLimit.index()]).sum(),
         open_files_limit: super::open_files_limit(),
         stopped_early: interruption.map(|i| match i {
-            Interruption::Stopped => format!("stopped after {:.1} s of the planned run", paced_for.as_secs_f64()),
+            Interruption::Stopped => format!(
+                "stopped after {:.1} s of the planned {:.0} s",
+                paced_for.as_secs_f64(),
+                plan.load.duration().as_secs_f64()
+            ),
             Interruption::OutOfData => {
                 format!("a `when_exhausted = \"stop\"` feeder ran out after {:.1} s", paced_for.as_secs_f64())
             }
