@@ -62,17 +62,12 @@ pub(super) fn value_reason(d: &Draft, v: &ValueEvidence, alpha: f64, family: usi
     text
 }
 
-/// `; with 4 nights at this level its noise is known only roughly, which raises the bar from 3.4 sigma`, where
-/// the few nights more than double it (`shift::bar_raised_by_few_nights`); empty otherwise. A bar of 13 sigma
-/// with no word read as a mistake.
+/// `; so few nights tell the noise only roughly, which raises the bar from 3.4 sigma`, where the few nights the
+/// noise was measured on (`Estimate::dof`) more than double it (`shift::bar_raised_by_few_nights`); empty
+/// otherwise. A bar of 13 sigma with no word read as a mistake.
 pub(super) fn few_nights_note(e: &Estimate, k: f64, alpha: f64) -> String {
     bar_raised_by_few_nights(e, k, alpha).map_or_else(String::new, |known| {
-        format!(
-            "; with {} night{} at this level its noise is known only roughly, which raises the bar from {known:.1} \
-             sigma",
-            e.level_nights,
-            if e.level_nights == 1 { "" } else { "s" }
-        )
+        format!("; so few nights tell the noise only roughly, which raises the bar from {known:.1} sigma")
     })
 }
 

@@ -208,12 +208,11 @@ fn a_bar_raised_by_few_nights_says_so_and_one_of_ten_nights_does_not() {
     let few = judged(&night(Some(0.42), 0.95), &nights(3), &Gates { min_runs: 3, ..Gates::default() });
     let cpu = outcome_of(&few, "CPU per 1,000 requests (CPU s)");
     assert!(
-        cpu.reason
-            .contains("; with 3 nights at this level its noise is known only roughly, which raises the bar from 3."),
+        cpu.reason.contains("; so few nights tell the noise only roughly, which raises the bar from 3."),
         "{}",
         cpu.reason
     );
     let usual = judged(&night(Some(0.42), 0.95), &nights(10), &Gates::default());
     let cpu = outcome_of(&usual, "CPU per 1,000 requests (CPU s)");
-    assert!(!cpu.reason.contains("known only roughly"), "{}", cpu.reason);
+    assert!(!cpu.reason.contains("tell the noise only roughly"), "{}", cpu.reason);
 }

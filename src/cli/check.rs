@@ -82,6 +82,17 @@ impl CheckArgs {
 }
 
 pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit> {
+    let (junit, scenario) = (args.format == Format::Junit, args.scenario().map(str::to_owned));
+    let checked = checked(source, args).await;
+    if let (true, Err(error)) = (junit, &checked) {
+        // A check that cannot judge (the target down, a failed run, no database, a bad config) still writes its
+        // report: the CI step that publishes it shows why, instead of an empty file (trial).
+        print_stdout(&crate::report::junit_error(scenario.as_deref(), &format!("{error:#}")))?;
+    }
+    checked
+}
+
+async fn checked(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit> {
     // Only `--run-now` judges a night it alerts on: a stored run's check touches no alert.
     let uses = if args.run_now { super::Uses::Alerts } else { super::Uses::NoAlerts };
     let config = source.load_or_defaults(uses)?;
@@ -111,16 +122,7 @@ pub(super) async fn run(source: &ConfigSource, args: CheckArgs) -> anyhow::Resul
         _ => None,
     };
     store.close().await;
-    let report = match outcome {
-        Ok(report) => report,
-        Err(error) => {
-            if args.format == Format::Junit {
-                // The CI step that publishes the report shows why, instead of an empty file.
-                print_stdout(&crate::report::junit_error(args.scenario(), &format!("{error:#}")))?;
-            }
-            return Err(error);
-        }
-    };
+    let report = outcome?;
     print_stdout(&report.render(args.format))?;
     if let Some(streak) = held_back {
         say!(

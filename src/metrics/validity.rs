@@ -89,8 +89,8 @@ pub fn validity_reasons(facts: &LoadFacts, limits: &Limits) -> Vec<String> {
         // Any: each such failure is counted against the target, and the load it did not send is missing.
         let limit = facts.open_files_limit.map_or_else(String::new, |n| format!(" (its open-files limit is {n})"));
         reasons.push(format!(
-            "{} requests failed inside the generator: this machine ran out of file descriptors or local ports{limit}; \
-             raise `ulimit -n` (in a container, `--ulimit nofile=`) or lower [load] max_in_flight",
+            "{} requests failed inside the generator: this machine ran out of file descriptors, local ports or socket \
+             buffers{limit}; raise `ulimit -n` (in a container, `--ulimit nofile=`) or lower [load] max_in_flight",
             facts.local_limit_failures
         ));
     }
@@ -142,8 +142,8 @@ mod tests {
             (|f| f.stopped_early = Some("feeder `users` ran out".into()), "ended early: feeder `users` ran out"),
             (
                 |f| (f.local_limit_failures, f.open_files_limit) = (1696, Some(1024)),
-                "1696 requests failed inside the generator: this machine ran out of file descriptors or local ports \
-                 (its open-files limit is 1024)",
+                "1696 requests failed inside the generator: this machine ran out of file descriptors, local ports or \
+                 socket buffers (its open-files limit is 1024)",
             ),
         ];
         for (spoil, expected) in cases {

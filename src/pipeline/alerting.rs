@@ -297,12 +297,14 @@ async fn capacity_back(
     Ok(Some((back, words)))
 }
 
-/// A regression's summary, saying when no rerun confirmed it: a run alerted while it has a rerun is one whose
-/// verdict stood without one (the rerun cut short, unjudgeable, or of another build), which the team should
-/// know before waking for it (a trial's alert read like a confirmed one; only the run page said otherwise).
+/// A regression's summary, saying when no rerun confirmed it (the rerun cut short, unjudgeable, of another
+/// build, or never made), which the team should know before waking for it (a trial's alert read like a
+/// confirmed one; only the run page said otherwise).
 async fn regression_summary(store: &Store, report: &CheckReport) -> Result<String, StoreError> {
+    // A first run's report with a confirmation note is one whose verdict stood without a rerun's (a rerun's
+    // report is the night's when it confirmed); with or without a rerun row (one that could not be made).
     match &report.confirmation {
-        Some(note) if store.rerun_of(report.run_id).await?.is_some() => Ok(format!("{}; {note}", report.summary)),
+        Some(note) if store.confirmed_by(report.run_id).await?.is_none() => Ok(format!("{}; {note}", report.summary)),
         _ => Ok(report.summary.clone()),
     }
 }

@@ -113,9 +113,11 @@ impl Runner {
     /// lease and keeps it: asked again after the expiry, the night is refused then.
     async fn claim_for_night(&self, scenario: &str) -> Result<Claim, ClaimError> {
         let wait = match self.claim(scenario).await {
-            Err(ClaimError::RunningElsewhere(_, held)) if held.expires_in().is_some() => {
-                held.expires_in().unwrap_or_default() + Duration::from_secs(1)
-            }
+            Err(ClaimError::RunningElsewhere(_, held)) => match held.expires_in() {
+                Some(left) => left + Duration::from_secs(1),
+                // Released between the refusal and the look: free now.
+                None => return self.claim(scenario).await,
+            },
             claimed => return claimed,
         };
         tracing::info!(
@@ -148,11 +150,16 @@ impl Runner {
                 return Ok(None);
             }
             Err(busy @ (ClaimError::RunningHere(_) | ClaimError::RunningElsewhere(..))) => {
-                // A scheduled night not run is a night lost: said as such, not as routine.
-                if not_before.is_some() {
-                    tracing::warn!(scenario, "not starting the scheduled night: {busy}");
-                } else {
+                // A scheduled night not run is a night lost: said as such, not as routine, unless another degrade
+                // on the database is running it.
+                let ran_elsewhere = match not_before {
+                    Some(due) => self.store.last_runs(scenario, 1).await?.first().is_some_and(|r| r.started_at >= due),
+                    None => true,
+                };
+                if ran_elsewhere {
                     tracing::info!("not starting a run: {busy}");
+                } else {
+                    tracing::warn!(scenario, "not starting the scheduled night: {busy}");
                 }
                 return Ok(None);
             }

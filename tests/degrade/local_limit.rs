@@ -22,8 +22,8 @@ async fn requests_this_machine_could_not_make_invalidate_the_run_and_are_not_the
     assert!(stdout.contains("(this machine's limit, not the target's failure)"), "{stdout}");
     assert!(
         stdout.contains(
-            "requests failed inside the generator: this machine ran out of file descriptors or local \
-                         ports (its open-files limit is 48); raise `ulimit -n`"
+            "requests failed inside the generator: this machine ran out of file descriptors, local ports or \
+                         socket buffers (its open-files limit is 48); raise `ulimit -n`"
         ),
         "{stdout}"
     );

@@ -129,7 +129,9 @@ async fn a_scheduled_night_waits_out_the_lease_of_a_killed_degrade() {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    while store.lease("checkout").await.unwrap().is_none_or(|l| l.holder != "live:1:0") {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(runner.run_scenario("checkout", Some(Utc::now())).await.unwrap().is_none());
     assert_eq!(store.last_runs("checkout", 10).await.unwrap().len(), 1);
     renewing.abort();

@@ -109,8 +109,10 @@ async fn two_processes_for_one_index_leave_the_second_sending_nothing() {
     let detail = store.run_detail(run.id).await.unwrap().unwrap();
     assert_eq!(detail.endpoints[0].requests, 90, "the second process for index 0 sent nothing: {first:?} {partner:?}");
 
-    // The night is over: its key given again (a Job created twice under one name) is no duplicate to pass over.
-    let (code, output) = ended(segment(&dir, &key, "0/2", &[], &[])).await;
+    // The night is over, longer ago than a barrier's wait (a duplicate pod starts within the night): its key
+    // given again (a Job created twice under one name) is no duplicate to pass over.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (code, output) = ended(segment(&dir, &key, "0/2", &["--barrier-timeout", "1s"], &[])).await;
     assert_eq!(code, Some(2), "{output}");
     let said = format!("error: the night `{key}` ran already (run {}, merged): a run key names one night", run.id);
     assert!(output.contains(&said), "{output}");

@@ -53,7 +53,9 @@ pub(super) async fn pass(
     let registry = match registration {
         Registration::Taken { holder } => {
             let registry = store.segmented_run(night.key).await.context("cannot read the split night")?;
-            return Ok(Err(SegmentEnd::Taken { holder, over: registry.as_ref().and_then(night_over) }));
+            let database_now_ms = (clock::own_clock_us() + offset.offset_us) / 1_000;
+            let over = registry.as_ref().and_then(|r| night_over(r, database_now_ms, night.barrier_timeout));
+            return Ok(Err(SegmentEnd::Taken { holder, over }));
         }
         Registration::Registered(registry) => registry,
     };
@@ -75,7 +77,8 @@ pub(super) async fn pass(
     store
         .segment_state(night.key, night.segment.index(), "ready", Some((offset.offset_us, offset.round_trip_us)))
         .await?;
-    let start_at_ms = match wait_for_start(store, night, since, stop).await? {
+    // The wait for the others counts from when the build was ready: preparing it had its own limits.
+    let start_at_ms = match wait_for_start(store, night, Instant::now(), stop).await? {
         Ok(at) => at,
         Err(end) => return Ok(Err(end)),
     };
@@ -133,11 +136,19 @@ async fn prepare(
         reshape: night.plan.reshape.clone(),
     };
     let run_id = store.create_run(&new_run).await.context("cannot record the night's run")?;
-    let ready = prepared.is_ok();
+    // A failed build ends the run (with why) before the others hear of it: a waiting segment that saw the
+    // build failed first would end the night invalid with no reason, and its reason would stand.
+    let failed = match &prepared {
+        Ok(_) => None,
+        Err(e) => {
+            let reason = format!("the build could not be prepared: {e:#}");
+            let _ = store.end_run(run_id, RunStatus::Failed, &reason, clock.now()).await;
+            Some(reason)
+        }
+    };
+    let ready = failed.is_none();
     store.segment_build_prepared(night.key, run_id, new_run.build_id.as_deref(), ready, night.segment.count()).await?;
-    if let Err(e) = prepared {
-        let reason = format!("the build could not be prepared: {e:#}");
-        let _ = store.end_run(run_id, RunStatus::Failed, &reason, clock.now()).await;
+    if let Some(reason) = failed {
         return Ok(Err(night.fail(store, &reason, Some(run_id)).await));
     }
     Ok(Ok((run_id, new_run.build_id)))
@@ -179,7 +190,11 @@ async fn wait_for_build(
             }
             _ => {}
         }
-        if let Some(end) = waited_too_long(store, night, since, stop, &registry).await? {
+        // The build's preparation may take what the scenario allows it on top of the barrier: a barrier of the
+        // same 5 minutes as the health check raced it, and an unhealthy build read as segments that "never
+        // became ready" (trial).
+        let preparing = preparation_allowance(night);
+        if let Some(end) = waited_too_long(store, night, (since, preparing), stop, &registry).await? {
             return Ok(Err(end));
         }
         tokio::time::sleep(POLL).await;
@@ -231,7 +246,7 @@ async fn wait_for_start(
         if let Some(at) = registry.start_at {
             return Ok(Ok(at));
         }
-        if let Some(end) = waited_too_long(store, night, since, stop, &registry).await? {
+        if let Some(end) = waited_too_long(store, night, (since, Duration::ZERO), stop, &registry).await? {
             return Ok(Err(end));
         }
         tokio::time::sleep(POLL).await;
@@ -239,11 +254,12 @@ async fn wait_for_start(
     unreachable!("the looks are numbered without end")
 }
 
-/// Ends the wait when degrade was stopped or the barrier timed out, naming the segments not ready.
+/// Ends the wait when degrade was stopped or the barrier timed out (`since`, with `preparing` allowed on top
+/// while the build is prepared), naming the segments not ready.
 async fn waited_too_long(
     store: &Store,
     night: &Night<'_>,
-    since: Instant,
+    (since, preparing): (Instant, Duration),
     stop: &watch::Receiver<bool>,
     registry: &SegmentedRun,
 ) -> anyhow::Result<Option<SegmentEnd>> {
@@ -251,10 +267,6 @@ async fn waited_too_long(
         let reason = format!("segment {} was stopped before the night's start", night.segment.index());
         return Ok(Some(night.fail(store, &reason, registry.run_id).await));
     }
-    // The build's preparation (deploy, health check) may take what the scenario allows it on top of the
-    // barrier: a barrier of the same 5 minutes as the health check raced it, and an unhealthy build read as
-    // segments that "never became ready" (trial).
-    let preparing = preparation_allowance(night);
     if since.elapsed() < night.barrier_timeout + preparing {
         return Ok(None);
     }
@@ -290,8 +302,16 @@ fn preparation_allowance(night: &Night<'_>) -> Duration {
         + build.health.as_ref().map_or(Duration::ZERO, |h| h.timeout)
 }
 
-/// How the night of `registry` ended, in words, when it has: `run 6, merged` or `run 7, invalid: …`.
-fn night_over(registry: &SegmentedRun) -> Option<String> {
+/// How the night of `registry` ended, in words (`run 6, merged` or `run 7, invalid: …`), when it ended (merged,
+/// or started) more than a barrier's wait before `database_now_ms`: a key given again for another night. A
+/// Job's duplicate pod for one index starts within the night, and its night going on (or just ended) is no
+/// reuse: it exits 0, as a taken index does, and fails no Job for a night that passed.
+fn night_over(registry: &SegmentedRun, database_now_ms: i64, barrier: Duration) -> Option<String> {
+    let ended_ms = registry.merged_at.or(registry.start_at)?;
+    let barrier_ms = i64::try_from(barrier.as_millis()).unwrap_or(i64::MAX);
+    if database_now_ms.saturating_sub(ended_ms) <= barrier_ms {
+        return None;
+    }
     let run = registry.run_id.map_or_else(|| "no run".to_owned(), |id| format!("run {id}"));
     match (&registry.invalid_reason, registry.merged_at) {
         (Some(reason), _) => Some(format!("{run}, invalid: {reason}")),
