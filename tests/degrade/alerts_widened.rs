@@ -93,17 +93,12 @@ async fn a_second_route_regressing_during_an_open_episode_is_told_once() {
 async fn a_capacity_told_by_a_widening_is_said_back_by_the_recovery() {
     let alerted = Alerted::with_usual_nights(0).await;
     let Alerted { json, config, store, courier, .. } = &alerted;
-    let searched_night = |n: i64, p95: f64, capacity: f64| async move {
-        let id = store_night(store, "checkout", n, p95, RunStatus::Finished).await;
-        store.save_capacity(id, &capacity_search(capacity)).await.unwrap();
-        id
-    };
     for n in 0..8 {
-        searched_night(n, usual_p95(n), 156.0 + (n % 5) as f64 * 2.0).await;
+        searched_night(store, n, usual_p95(n), 156.0 + (n % 5) as f64 * 2.0).await;
     }
-    let opened = searched_night(8, 150.0, 160.0).await;
+    let opened = searched_night(store, 8, 150.0, 160.0).await;
     assert_eq!(judge_and_alert(store, config, opened).await.outcome, VerdictOutcome::Regressed);
-    let fell = searched_night(9, 150.0, 110.0).await;
+    let fell = searched_night(store, 9, 150.0, 110.0).await;
     let report = judge_and_alert(store, config, fell).await;
     let capacity = report.findings.iter().find(|f| f.metric == "capacity").unwrap();
     assert_eq!(capacity.outcome, FindingOutcome::Regression, "the night this test means: {report:#?}");
@@ -111,7 +106,7 @@ async fn a_capacity_told_by_a_widening_is_said_back_by_the_recovery() {
     let widened = json.delivered().into_iter().find(|p| p["event"] == "regression_widened").unwrap();
     assert_eq!(widened["worse"][0]["metric"], "capacity", "{widened:#}");
 
-    let back = searched_night(10, 100.0, 158.0).await;
+    let back = searched_night(store, 10, 100.0, 158.0).await;
     assert_eq!(judge_and_alert(store, config, back).await.outcome, VerdictOutcome::Passed);
     courier.deliver_due().await.unwrap();
     let recovery = json.delivered().into_iter().find(|p| p["event"] == "recovery").unwrap();
@@ -126,19 +121,14 @@ async fn a_capacity_told_by_a_widening_is_said_back_by_the_recovery() {
 async fn a_capacity_that_stayed_down_is_said_by_the_recovery_that_its_level_brings() {
     let alerted = Alerted::with_usual_nights(0).await;
     let Alerted { json, config, store, courier, .. } = &alerted;
-    let searched_night = |n: i64, p95: f64, capacity: f64| async move {
-        let id = store_night(store, "checkout", n, p95, RunStatus::Finished).await;
-        store.save_capacity(id, &capacity_search(capacity)).await.unwrap();
-        id
-    };
     for n in 0..8 {
-        searched_night(n, usual_p95(n), 156.0 + (n % 5) as f64 * 2.0).await;
+        searched_night(store, n, usual_p95(n), 156.0 + (n % 5) as f64 * 2.0).await;
     }
-    let fell = searched_night(8, 150.0, 110.0).await;
+    let fell = searched_night(store, 8, 150.0, 110.0).await;
     assert_eq!(judge_and_alert(store, config, fell).await.outcome, VerdictOutcome::Regressed);
     let mut passed = None;
     for n in 9..16 {
-        let id = searched_night(n, usual_p95(n), 110.0 + (n % 3) as f64).await;
+        let id = searched_night(store, n, usual_p95(n), 110.0 + (n % 3) as f64).await;
         if judge_and_alert(store, config, id).await.outcome == VerdictOutcome::Passed {
             passed = Some(id);
             break;
@@ -207,4 +197,11 @@ async fn a_confirmed_pair_told_only_what_its_rerun_reproduced() {
     let summary = recovery["summary"].as_str().unwrap();
     assert!(summary.contains("GET /boards/{id} p95 ") && summary.contains("stayed where it regressed to"), "{summary}");
     assert!(!summary.contains("POST /cards"), "the cards route was never told: {summary}");
+}
+
+/// Night `n` of `checkout` with its boards route's p95 and a capacity search that held `capacity` req/s.
+async fn searched_night(store: &degrade::store::Store, n: i64, p95: f64, capacity: f64) -> i64 {
+    let id = store_night(store, "checkout", n, p95, RunStatus::Finished).await;
+    store.save_capacity(id, &capacity_search(capacity)).await.unwrap();
+    id
 }

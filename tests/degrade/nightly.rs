@@ -26,6 +26,17 @@ fn new_runner(store: &Store, config: &Arc<degrade::config::Config>) -> (Runner, 
     (Runner::new(store.clone(), config.clone(), stop), stop_tx)
 }
 
+/// The quick scenario against `target` on a fresh SQLite database, its webhooks unreachable: the project, its
+/// config, the database and its store.
+async fn quick_project(target: &StubTarget) -> (tempfile::TempDir, Arc<degrade::config::Config>, TestDb, Store) {
+    let (dir, config_path) =
+        project(&alerting_config(&format!("target = \"{}\"", target.url())), &[("quick.toml", QUICK_SCENARIO)]);
+    let config = load(&config_path, "http://127.0.0.1:9/hook", "http://127.0.0.1:9/hook");
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    (dir, config, db, store)
+}
+
 /// Polls `store` until `done` holds for the scenario's runs, or fails after `limit`.
 async fn wait_for_runs(store: &Store, limit: Duration, done: impl Fn(&[Run]) -> bool) -> Vec<Run> {
     let started = Instant::now();
@@ -86,11 +97,7 @@ async fn a_failed_deploy_alerts_once_and_a_good_run_keeps_the_deploy_output() {
 #[tokio::test]
 async fn two_overlapping_triggers_run_once() {
     let target = StubTarget::start().await;
-    let (_dir, config_path) =
-        project(&alerting_config(&format!("target = \"{}\"", target.url())), &[("quick.toml", QUICK_SCENARIO)]);
-    let config = load(&config_path, "http://127.0.0.1:9/hook", "http://127.0.0.1:9/hook");
-    let db = TestDb::sqlite();
-    let store = Store::connect(&db.url).await.unwrap();
+    let (_dir, config, _db, store) = quick_project(&target).await;
     let (runner, _stop) = new_runner(&store, &config);
     let fire_time = Utc::now();
     let (a, b) = tokio::join!(runner.run_scenario("checkout", None), runner.run_scenario("checkout", None));
@@ -108,11 +115,7 @@ async fn two_overlapping_triggers_run_once() {
 #[tokio::test]
 async fn a_scheduled_night_waits_out_the_lease_of_a_killed_degrade() {
     let target = StubTarget::start().await;
-    let (_dir, config_path) =
-        project(&alerting_config(&format!("target = \"{}\"", target.url())), &[("quick.toml", QUICK_SCENARIO)]);
-    let config = load(&config_path, "http://127.0.0.1:9/hook", "http://127.0.0.1:9/hook");
-    let db = TestDb::sqlite();
-    let store = Store::connect(&db.url).await.unwrap();
+    let (_dir, config, _db, store) = quick_project(&target).await;
     let now = Utc::now();
     assert!(store.acquire_lease("checkout", "gone:4242:0", now, now + TimeDelta::seconds(2)).await.unwrap());
     let (runner, _stop) = new_runner(&store, &config);
