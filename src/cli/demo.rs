@@ -91,7 +91,7 @@ fn print_findings(verdict: &story::StoryVerdict) {
             (baseline, _) => format!(
                 "{} → {tonight} ({})",
                 baseline.map(in_unit).unwrap_or_default(),
-                crate::report::change_text(f.delta_pct)
+                crate::report::change_text(f.baseline_value, f.candidate_value, f.delta_pct)
             ),
         };
         println!("  worse: {} {}: {change}", f.endpoint, f.metric);

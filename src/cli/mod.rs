@@ -327,7 +327,7 @@ impl ConfigSource {
 /// What a command does with the config, for the warnings it prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Uses {
-    /// It may deliver alerts: an unset webhook variable means a webhook is skipped.
+    /// It may deliver alerts: an unset webhook variable leaves its alerts waiting in the outbox.
     Alerts,
     /// It never sends an alert (`migrate`, `run`, `check` of a stored run).
     NoAlerts,

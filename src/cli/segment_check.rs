@@ -37,6 +37,7 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
     let SplitCheck { job, spec, flags, build, format, strict } = args;
     let confirms = config.scenario(&job.name).map_or(Gates::default().confirm, |s| s.gates.confirm);
     let rerun = confirms.then(|| job.rerun_of(build.as_deref()));
+    let scenario = job.name.clone();
     let ran = super::segment::run(store, job, flags, build, Some(spec.clone())).await?;
     // Not measured as one night: the split failed it, or the target was down. A night invalid only because a
     // segment's share fell behind is judged (inconclusive) like a single machine's invalid night.
@@ -53,7 +54,7 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
         && alert::after_unmeasured(store, config, run_id, Utc::now()).await?
     {
         deliver(store, config).await;
-        return Ok(super::segment::exit(&ran));
+        return unjudged(&ran, format, &scenario);
     }
     let first = match &ran {
         Ok(SegmentRan { run_id, merged: Some(night) })
@@ -62,8 +63,13 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
             let if_regressed = if rerun.is_some() { IfRegressed::Confirm } else { IfRegressed::Stands };
             let run = store.find_run(*run_id).await?.with_context(|| format!("run {run_id} vanished"))?;
             let report = judge_run(store, config, &run, &spec, if_regressed, Utc::now()).await?;
-            print_stdout(&report.render(format))?;
-            if report.outcome != VerdictOutcome::Regressed || rerun.is_none() {
+            let decided_here = report.outcome != VerdictOutcome::Regressed || rerun.is_none();
+            // A regression to confirm is reported once decided (one JSON or JUnit document, not two); people
+            // read the first run's findings as they come.
+            if decided_here || format == Format::Human {
+                print_stdout(&report.render(format))?;
+            }
+            if decided_here {
                 alert::after_judgement(store, config, &report, Utc::now()).await?;
                 deliver(store, config).await;
                 return Ok(exit_on(report.outcome, strict));
@@ -74,15 +80,39 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
         Ok(SegmentRan { run_id, merged: None }) if rerun.is_some() => {
             let timeout = flags.barrier_timeout.unwrap_or(segments::DEFAULT_BARRIER_TIMEOUT);
             if confirm::wait_for_verdict(store, *run_id, timeout).await? != Some(RunStatus::Confirming) {
-                return Ok(super::segment::exit(&ran));
+                return unjudged(&ran, format, &scenario);
             }
             *run_id
         }
-        _ => return Ok(super::segment::exit(&ran)),
+        _ => return unjudged(&ran, format, &scenario),
     };
     say!("run {first} is judged regressed: every segment reruns its share of the same build to confirm it");
     let rerun = rerun.context("a confirming night has its rerun")?;
-    Box::pin(confirm_together(store, config, flags, rerun, first, spec)).await
+    Box::pin(confirm_together(store, config, flags, rerun, first, spec, format)).await
+}
+
+/// The exit of a segment that judged nothing itself (its share sent while another merges the night, the night
+/// not run or not measured); with `--format junit` it still writes a report saying why, so a CI step that
+/// publishes every segment's report finds one instead of an empty file.
+fn unjudged(ran: &Result<SegmentRan, NotRun>, format: Format, scenario: &str) -> anyhow::Result<Exit> {
+    let exit = super::segment::exit(ran);
+    if format == Format::Junit {
+        let why = match ran {
+            Err(NotRun::Invalid(_, why) | NotRun::Failed(_, why) | NotRun::Taken(why) | NotRun::KeyReused(why)) => {
+                crate::outside_text::printable(why)
+            }
+            Ok(SegmentRan { run_id, merged: Some(night) }) => format!("run {run_id} ended {}", night.status),
+            Ok(SegmentRan { run_id, merged: None }) => {
+                format!("this segment sent its share of run {run_id}; the segment that merges the night judges it")
+            }
+        };
+        let document = match exit {
+            Exit::Error => crate::report::junit_error(Some(scenario), &why),
+            _ => crate::report::junit_skipped(Some(scenario), &why),
+        };
+        print_stdout(&document)?;
+    }
+    Ok(exit)
 }
 
 /// This segment's share of the rerun of night `first`, under the derived run key; the segment that merges the
@@ -94,7 +124,9 @@ async fn confirm_together(
     mut job: Job,
     first: RunId,
     spec: BaselineSpec,
+    format: Format,
 ) -> anyhow::Result<Exit> {
+    let scenario = job.name.clone();
     job.confirms = Some(first);
     // The build is read again where the scenario has a version source (a deploy between the two runs is then
     // seen, and the decision says the rerun measured another build); else it is the first run's.
@@ -104,22 +136,25 @@ async fn confirm_together(
     flags.run_key = flags.run_key.as_deref().map(confirm::rerun_key);
     let ran = super::segment::run(store, job, &flags, build, Some(spec)).await?;
     if !matches!(&ran, Ok(SegmentRan { merged: Some(_), .. }) | Err(NotRun::Invalid(..) | NotRun::Failed(..))) {
-        return Ok(super::segment::exit(&ran));
+        return unjudged(&ran, format, &scenario);
     }
     if let Err(NotRun::Invalid(_, why) | NotRun::Failed(_, why)) = &ran {
         say!("{}", crate::outside_text::printable(why));
     }
     let at = Utc::now();
     let Some(result) = crate::pipeline::interrupted::decide(store, config, first, at).await? else {
-        say!("run {first}'s confirmation was decided by another segment");
+        let why = format!("run {first}'s confirmation was decided by another segment");
+        say!("{why}");
+        if format == Format::Junit {
+            print_stdout(&crate::report::junit_skipped(Some(&scenario), &why))?;
+        }
         return Ok(Exit::Ok);
     };
     // The night's alerts are the pair's, stored by the decision: the first run has nothing left to alert.
     store.mark_alerted(first, at).await?;
     deliver(store, config).await;
-    if let Some(verdict) = store.latest_verdict(result).await? {
-        say!("run {result}: {}", crate::outside_text::printable(&verdict.summary));
-    }
+    // The night's report as the pair decided it, its confirmation said (the first run's, when it stands).
+    print_stdout(&result.render(format))?;
     let first_status = store.find_run(first).await?.map_or(RunStatus::Regressed, |r| r.status);
     if first_status == RunStatus::Regressed {
         // The rerun's own id: the night's result is the first run itself when the rerun could not be measured

@@ -176,6 +176,12 @@ fn describe_scenario(scenario: &ScenarioConfig) -> Vec<String> {
     match &scenario.schedule {
         Some(schedule) => {
             lines.push(format!("            schedule {}", schedule.understood_as()));
+            if scenario.run_by == crate::config::RunBy::Elsewhere {
+                lines.push(
+                    "            run elsewhere (a CronJob, CI): serve only watches for its nights, alerting missing_run"
+                        .to_owned(),
+                );
+            }
             if let Some(next) = schedule.next_after(Utc::now()) {
                 lines.push(format!("            next run {}", next.format("%Y-%m-%d %H:%M:%S %Z")));
             }

@@ -59,7 +59,12 @@ pub(super) fn secret(env: Env<'_>, var: &str) -> Option<Secret> {
 pub(super) fn webhook_url(checker: &mut Checker<'_>, env: Env<'_>, var: &str, field: &str) -> Option<Secret> {
     // Unset is a warning, not an error: only `serve` and `notify test` need the URL.
     let Some(url) = secret(env, var) else {
-        let message = format!("{field}: environment variable {var} is not set; this webhook is skipped");
+        // Not "skipped": its alerts are stored and wait in the outbox (up to a day) for a degrade that has the
+        // variable, `serve` say, which a night pod without it read as alerts lost (trial).
+        let message = format!(
+            "{field}: environment variable {var} is not set; this webhook's alerts wait in the outbox (up to a day) \
+             for a degrade that has it set, such as `degrade serve`"
+        );
         checker.warnings.push(super::ConfigWarning::new(super::WarningKind::UnsetWebhook, message));
         return None;
     };

@@ -27,7 +27,7 @@ use serde::Deserialize;
 pub(crate) use checker::{Checker, header_text, http_url, parse_raw, path_text, plain_name, url_port};
 pub use error::{ConfigError, ConfigErrors, Location};
 pub(crate) use scenario_entries::scenario_name;
-pub use schedule::{CronForm, Schedule};
+pub use schedule::{CronForm, RunBy, Schedule};
 pub use telemetry::{DEFAULT_EVERY, ScrapeAuth, TelemetrySource};
 pub use telemetry_series::{Reads, SeriesSpec, SourceKind};
 
@@ -121,6 +121,8 @@ pub struct ScenarioConfig {
     pub target: Option<String>,
     /// When the nightly run happens; `None` means only on demand.
     pub schedule: Option<Schedule>,
+    /// Who runs the scheduled nights: `serve`, or something else that `serve` only watches for.
+    pub run_by: RunBy,
     /// Run at start-up when the last scheduled run was missed because the service was down.
     pub catch_up: bool,
     /// How long after a scheduled run was due, with no run started since, a "missing run" alert is raised;

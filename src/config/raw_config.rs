@@ -49,8 +49,9 @@ pub struct RawScenario {
     pub target: Option<Spanned<String>>,
     pub schedule: Option<Spanned<String>>,
     pub timezone: Option<Spanned<String>>,
+    pub run_by: Option<Spanned<String>>,
     #[serde(default)]
-    pub catch_up: bool,
+    pub catch_up: Option<Spanned<bool>>,
     pub missing_run_grace: Option<Spanned<String>>,
     pub baseline: Option<Spanned<String>>,
     #[serde(default)]

@@ -9,7 +9,7 @@ use toml::Spanned;
 
 use super::checker::{Checker, http_url};
 use super::raw_config::{RawBuild, RawGates, RawScenario};
-use super::schedule::{Schedule, parse_timezone};
+use super::schedule::{RunBy, Schedule, parse_timezone};
 use super::{BuildConfig, DeployCommand, HealthCheck, Location, ScenarioConfig, VersionSource};
 use crate::analysis::{AbsoluteGates, Gates};
 use crate::model::Metric;
@@ -59,6 +59,38 @@ pub(crate) fn scenario_name(name: &str) -> Result<String, String> {
     }
 }
 
+/// `run_by` and `catch_up`, which only mean something with a `schedule` that `serve` runs.
+fn who_runs(
+    checker: &mut Checker<'_>,
+    prefix: &str,
+    (run_by, catch_up): (Option<Spanned<String>>, Option<Spanned<bool>>),
+    scheduled: bool,
+) -> (Option<RunBy>, bool) {
+    let field = |name: &str| format!("{prefix}.{name}");
+    let run_by = match &run_by {
+        Some(who) => checker.check(who, &field("run_by"), |w| {
+            let run_by = RunBy::parse(w)?;
+            if run_by == RunBy::Elsewhere && !scheduled {
+                return Err("run_by = \"elsewhere\" needs the `schedule` the nights run on: serve watches for \
+                            them by it (and says missing_run when one does not come)"
+                    .to_owned());
+            }
+            Ok(run_by)
+        }),
+        None => Some(RunBy::Serve),
+    };
+    let catch_up = match (&catch_up, run_by) {
+        (Some(flag), Some(RunBy::Elsewhere)) if *flag.get_ref() => {
+            let message = "serve runs no night of a schedule run elsewhere, so it catches none up: remove catch_up";
+            checker.error(flag, &field("catch_up"), message.to_owned());
+            false
+        }
+        (Some(flag), _) => *flag.get_ref(),
+        (None, _) => false,
+    };
+    (run_by, catch_up)
+}
+
 fn resolve_scenario(
     checker: &mut Checker<'_>,
     prefix: &str,
@@ -71,6 +103,7 @@ fn resolve_scenario(
         target,
         schedule,
         timezone,
+        run_by,
         catch_up,
         missing_run_grace,
         baseline,
@@ -99,6 +132,8 @@ fn resolve_scenario(
         }
         (None, _) => Some(None),
     };
+    // A schedule written but wrong is scheduled too: its own error is enough.
+    let (run_by, catch_up) = who_runs(checker, prefix, (run_by, catch_up), !matches!(schedule, Some(None)));
     let missing_run_grace = match &missing_run_grace {
         Some(grace) => checker.check(grace, &field("missing_run_grace"), |g| duration(g)),
         None => Some(Duration::from_hours(1)),
@@ -124,6 +159,7 @@ fn resolve_scenario(
         file: file?,
         target,
         schedule: schedule?,
+        run_by: run_by?,
         catch_up,
         missing_run_grace: missing_run_grace?,
         baseline: baseline?,

@@ -24,6 +24,32 @@ pub enum CronForm {
     Nickname,
 }
 
+/// Who runs a scenario's scheduled nights (`[[scenario]] run_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunBy {
+    /// `degrade serve` runs them at their fire times.
+    #[default]
+    Serve,
+    /// Something else does (a Kubernetes CronJob, a CI schedule): `serve` never runs them, only watches for
+    /// them, and raises `missing_run` when one has not started within its grace (without a schedule it could
+    /// not tell a night that never came from one that was never due).
+    Elsewhere,
+}
+
+impl RunBy {
+    /// Reads `serve` or `elsewhere`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "serve" => Ok(Self::Serve),
+            "elsewhere" => Ok(Self::Elsewhere),
+            other => Err(format!(
+                "`{other}` is not who runs the schedule: \"serve\" (degrade serve runs it) or \"elsewhere\" (a \
+                 CronJob or CI runs it; serve watches for it)"
+            )),
+        }
+    }
+}
+
 /// A validated schedule: when a scenario runs, in which timezone.
 #[derive(Debug, Clone)]
 pub struct Schedule {

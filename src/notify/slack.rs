@@ -135,12 +135,12 @@ fn worse_lines(worse: &[Worse]) -> String {
         .map(|w| {
             let tonight = with_unit(&w.metric, w.tonight);
             let change = match w.baseline {
-                // From none (an endpoint that never failed), a ratio says nothing: "(n/a)" read as missing.
-                Some(baseline) if baseline == 0.0 && w.delta_pct.is_none() => {
-                    format!("{} → {tonight} (from none)", with_unit(&w.metric, baseline))
-                }
                 Some(baseline) => {
-                    format!("{} → {tonight} ({})", with_unit(&w.metric, baseline), change_text(w.delta_pct))
+                    format!(
+                        "{} → {tonight} ({})",
+                        with_unit(&w.metric, baseline),
+                        change_text(w.baseline, w.tonight, w.delta_pct)
+                    )
                 }
                 None => tonight,
             };

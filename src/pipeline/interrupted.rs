@@ -53,7 +53,7 @@ pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: D
         match decided {
             Ok(Some(night)) => tracing::warn!(
                 run_id = first,
-                night,
+                night = night.run_id,
                 "a regression whose confirmation a stopped degrade left undecided is decided"
             ),
             Ok(None) => {}
@@ -151,11 +151,16 @@ async fn judge_left_behind(
     Ok(Some(report.outcome))
 }
 
-/// Decides run `first`, left `confirming`, and alerts the night; returns the run that is the night's result,
-/// or `None` when another degrade decided it first. A split night's segment that merged its rerun decides the
+/// Decides run `first`, left `confirming`, and alerts the night; returns the report of the run that is the
+/// night's result, its confirmation said, or `None` when another degrade decided it first. A split night's segment that merged its rerun decides the
 /// pair this way too (`check --run-now --segment`). Alerts are stored before the statuses, as the runner
 /// does: a kill in between leaves the pair `confirming`, to be decided (and alerted, saying nothing new) again.
-pub async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<Utc>) -> anyhow::Result<Option<RunId>> {
+pub async fn decide(
+    store: &Store,
+    config: &Config,
+    first: RunId,
+    at: DateTime<Utc>,
+) -> anyhow::Result<Option<CheckReport>> {
     let first = store.find_run(first).await?.with_context(|| format!("run #{first} is gone"))?;
     // The runner's verdict, which made the run `confirming`, is the one the rerun confirms or refutes.
     let verdict = store.first_verdict(first.id).await?.with_context(|| format!("run #{} has no verdict", first.id))?;
@@ -174,7 +179,7 @@ pub async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<U
         ended.push((other.rerun, RunStatus::Unconfirmed));
         first_report.confirmation = Some(confirm::stands_note(&[], confirm::LastRerun::OtherBuild(other)));
         alert_unless_superseded(store, config, &first_report, at).await?;
-        return Ok(store.end_confirmation(first.id, RunStatus::Regressed, &ended).await?.then_some(first.id));
+        return Ok(store.end_confirmation(first.id, RunStatus::Regressed, &ended).await?.then_some(first_report));
     }
     // A rerun still `running` here was left so by a stopped degrade (`settle` aborts such runs first).
     let rerun_report = match rerun.as_ref().filter(|r| r.status != RunStatus::Running && !r.status.measured_nothing()) {
@@ -188,17 +193,17 @@ pub async fn decide(store: &Store, config: &Config, first: RunId, at: DateTime<U
             let undecided = [(report.run_id, report.summary.clone())];
             first_report.confirmation = Some(confirm::stands_note(&undecided, confirm::LastRerun::Undecided));
             alert_unless_superseded(store, config, &first_report, at).await?;
-            return Ok(decision.store(store, first.id, report.run_id, &earlier).await?.then_some(first.id));
+            return Ok(decision.store(store, first.id, report.run_id, &earlier).await?.then_some(first_report));
         }
         if decision.alerted() {
             alert_unless_superseded(store, config, &report, at).await?;
         }
-        return Ok(decision.store(store, first.id, report.run_id, &earlier).await?.then_some(report.run_id));
+        return Ok(decision.store(store, first.id, report.run_id, &earlier).await?.then_some(report));
     }
     first_report.confirmation = Some(confirm::measured_nothing_note(rerun.map(|r| r.id)));
     alert_unless_superseded(store, config, &first_report, at).await?;
     let earlier: Vec<(RunId, RunStatus)> = earlier.iter().map(|id| (*id, RunStatus::Unconfirmed)).collect();
-    Ok(store.end_confirmation(first.id, RunStatus::Regressed, &earlier).await?.then_some(first.id))
+    Ok(store.end_confirmation(first.id, RunStatus::Regressed, &earlier).await?.then_some(first_report))
 }
 
 /// `run`'s report as its stored `verdict` made it (the nights the verdict left out are not stored, and not

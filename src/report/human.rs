@@ -24,7 +24,7 @@ pub(super) fn render(report: &CheckReport) -> String {
                 "{} -> {} ({}{interval}{limit})",
                 with_unit(&f.metric, base),
                 with_unit(&f.metric, f.candidate_value),
-                change_text(f.delta_pct)
+                change_text(f.baseline_value, f.candidate_value, f.delta_pct)
             ),
             None => format!("{}{interval}{limit}", with_unit(&f.metric, f.candidate_value)),
         };
@@ -56,7 +56,7 @@ fn quiet_capacity_lines(report: &CheckReport) -> Vec<String> {
                 "capacity",
                 with_unit(&f.metric, f.candidate_value),
                 with_unit(&f.metric, base),
-                change_text(f.delta_pct)
+                change_text(f.baseline_value, f.candidate_value, f.delta_pct)
             )],
             _ => vec![format!("  {:<10}  not judged", "capacity"), format!("  {:<10}  {}", "", f.reason)],
         })

@@ -11,12 +11,28 @@ use crate::outside_text::xml_escape;
 /// instead of an empty file (a trial's `check --run-now --format junit > degrade.xml` left 0 bytes).
 #[must_use]
 pub fn error_document(scenario: Option<&str>, message: &str) -> String {
+    one_case_document(scenario, "error", message)
+}
+
+/// A check that had nothing to judge here and is no failure (a segment that sent its share while another
+/// merges the night, or an invalid night) as a JUnit document with one skipped test case saying why.
+#[must_use]
+pub fn skipped_document(scenario: Option<&str>, message: &str) -> String {
+    one_case_document(scenario, "skipped", message)
+}
+
+/// One test case whose only child is `<{tag} message="…">`: `error` counts as an error, `skipped` as skipped.
+fn one_case_document(scenario: Option<&str>, tag: &str, message: &str) -> String {
     let name = xml_escape(&format!("degrade check {}", scenario.unwrap_or("(no scenario)")));
     let message = xml_escape(message);
+    let counts = match tag {
+        "error" => "errors=\"1\"",
+        _ => "skipped=\"1\"",
+    };
     format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{name}\" tests=\"1\" errors=\"1\">\n  \
-         <testsuite name=\"{name}\" tests=\"1\" errors=\"1\">\n    <testcase classname=\"{name}\" name=\"check\">\
-         <error message=\"{message}\">{message}</error></testcase>\n  </testsuite>\n</testsuites>\n"
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{name}\" tests=\"1\" {counts}>\n  \
+         <testsuite name=\"{name}\" tests=\"1\" {counts}>\n    <testcase classname=\"{name}\" name=\"check\">\
+         <{tag} message=\"{message}\">{message}</{tag}></testcase>\n  </testsuite>\n</testsuites>\n"
     )
 }
 
@@ -51,6 +67,7 @@ pub(super) fn render(report: &CheckReport) -> String {
         xml_escape(&report.baseline_line()),
         xml_escape(&report.summary)
     );
+
     for f in &report.findings {
         let case = format!(
             "    <testcase classname=\"{}\" name=\"{}\"",
@@ -62,7 +79,7 @@ pub(super) fn render(report: &CheckReport) -> String {
             f.baseline_value.map_or_else(|| "n/a".to_owned(), |v| with_unit(&f.metric, v)),
             with_unit(&f.metric, f.candidate_value),
             interval_text(f).map(|i| format!(" ({i})")).unwrap_or_default(),
-            change_text(f.delta_pct),
+            change_text(f.baseline_value, f.candidate_value, f.delta_pct),
             f.limit.map_or_else(|| "n/a".to_owned(), |v| with_unit(&f.metric, v)),
         );
         out += &match f.outcome {
@@ -83,6 +100,11 @@ pub(super) fn render(report: &CheckReport) -> String {
                 xml_escape(&format!("{numbers}: {}", f.reason))
             ),
         };
+    }
+    // A night decided by its rerun: the cases above are the rerun's, and this says what became of the first
+    // run's findings (a refuted pair read as a plain pass). After the cases, where the schema puts it.
+    if let Some(confirmation) = &report.confirmation {
+        out += &format!("    <system-out>confirmation: {}</system-out>\n", xml_escape(confirmation));
     }
     out + "  </testsuite>\n</testsuites>\n"
 }

@@ -54,7 +54,7 @@ fn table(findings: &[&Finding]) -> String {
             f.endpoint.replace('`', "'"),
             f.metric,
             with_unit(&f.metric, f.candidate_value),
-            change_text(f.delta_pct),
+            change_text(f.baseline_value, f.candidate_value, f.delta_pct),
             f.outcome.as_str().replace('_', " ")
         );
     }

@@ -5,7 +5,7 @@ mod human;
 mod junit;
 mod markdown;
 
-pub use junit::error_document as junit_error;
+pub use junit::{error_document as junit_error, skipped_document as junit_skipped};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -155,7 +155,14 @@ pub(crate) fn interval_text(f: &Finding) -> Option<String> {
     })
 }
 
-/// A finding's change as every output writes it ([`Change`]): `+31.9 %`, `×316`, or `n/a` without a baseline.
-pub(crate) fn change_text(delta_pct: Option<f64>) -> String {
-    delta_pct.map_or_else(|| "n/a".to_owned(), |pct| Change::from_pct(pct).to_string())
+/// A finding's change as every output writes it ([`Change`]): `+31.9 %`, `×316`; `from none` for a rise from
+/// zero (an endpoint that never failed: no ratio says anything, and "n/a" read as a missing figure) and `none`
+/// for zero again; `n/a` without a baseline.
+pub(crate) fn change_text(baseline: Option<f64>, tonight: f64, delta_pct: Option<f64>) -> String {
+    match (baseline, delta_pct) {
+        (_, Some(pct)) => Change::from_pct(pct).to_string(),
+        (Some(base), None) if base == 0.0 && tonight == 0.0 => "none".to_owned(),
+        (Some(0.0), None) => "from none".to_owned(),
+        (_, None) => "n/a".to_owned(),
+    }
 }

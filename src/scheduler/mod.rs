@@ -1,6 +1,7 @@
 //! The nightly scheduler inside `degrade serve`: one tokio-cron-scheduler job per scheduled scenario, a
 //! catch-up run at start-up for a night missed while degrade was down (`catch_up = true`), and a watch that
-//! raises a missing-run alert when a due run has not started within its grace.
+//! raises a missing-run alert when a due run has not started within its grace, also for a schedule that
+//! something else runs (`run_by = "elsewhere"`: a CronJob's nights, which serve only watches for).
 //!
 //! tokio-cron-scheduler freezes a timezone's UTC offset when a cron job is created, so a job made in winter
 //! would run an hour off all summer. Each scenario's job is therefore a one-shot at the next fire time that
@@ -19,7 +20,7 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use tokio_cron_scheduler::{Job, JobScheduler};
 
-use crate::config::{Config, ScenarioConfig, Schedule};
+use crate::config::{Config, RunBy, ScenarioConfig, Schedule};
 use crate::pipeline::interrupted;
 use crate::pipeline::{Runner, alerting};
 use crate::store::{LeftBehind, Store};
@@ -48,7 +49,10 @@ impl Scheduler {
         for scenario in scheduled(&shared.config) {
             // The first time a scenario is scheduled is the reference for "missing" until it has runs.
             shared.store.ensure_scenario(&scenario.name, now).await?;
-            arm(jobs.clone(), shared.clone(), scenario.name.clone(), now).await?;
+            // A schedule run elsewhere (a CronJob) is only watched: its nights are looked for, not started.
+            if scenario.run_by == RunBy::Serve {
+                arm(jobs.clone(), shared.clone(), scenario.name.clone(), now).await?;
+            }
         }
         catch_up(&shared).await;
         let watch = shared.clone();
@@ -133,7 +137,7 @@ async fn last_run(shared: &SchedulerContext, scenario: &str) -> anyhow::Result<(
 
 /// Starts a run for each `catch_up` scenario whose last fire time passed while degrade was down.
 async fn catch_up(shared: &Arc<SchedulerContext>) {
-    for scenario in scheduled(&shared.config).filter(|s| s.catch_up) {
+    for scenario in scheduled(&shared.config).filter(|s| s.catch_up && s.run_by == RunBy::Serve) {
         let Some(schedule) = &scenario.schedule else { continue };
         match last_run(shared, &scenario.name).await {
             Ok((_, reference)) => {

@@ -103,7 +103,12 @@ fn cell(run: &GridRun, endpoint: &str) -> Cell {
         }
     };
     let title = |what: String| format!("run #{}, {when}: {what}", run.id);
-    let signed = |f: &GridFinding| f.delta_pct.map(|d| Change::from_pct(d).short()).unwrap_or_default();
+    // A rise from zero (an endpoint that never failed) has no ratio; the cell still says which way it went.
+    let signed = |f: &GridFinding| match (f.delta_pct, f.baseline_value) {
+        (Some(d), _) => Change::from_pct(d).short(),
+        (None, Some(0.0)) => "from 0".to_owned(),
+        (None, _) => String::new(),
+    };
     if let Some(f) = worst(&[FindingOutcome::Regression, FindingOutcome::GateBreached]) {
         // A regression the night's rerun did not reproduce, or has not decided yet, is shown, not alarmed.
         let (class, why) = match run.status.parse::<RunStatus>() {

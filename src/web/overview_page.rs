@@ -69,6 +69,9 @@ fn next_run(state: &AppState, scenario: &str, now: chrono::DateTime<Utc>) -> Str
     match state.config.scenario(scenario) {
         None => "not configured".to_owned(),
         Some(s) => match s.schedule.as_ref().and_then(|schedule| schedule.next_after(now)) {
+            Some(next) if s.run_by == crate::config::RunBy::Elsewhere => {
+                format!("{}, run elsewhere", next.format("%Y-%m-%d %H:%M %Z"))
+            }
             Some(next) => next.format("%Y-%m-%d %H:%M %Z").to_string(),
             None => "on demand".to_owned(),
         },

@@ -122,9 +122,12 @@ impl RunPage {
         with_unit(&finding.metric, finding.candidate_value)
     }
 
-    /// The change as every output writes it (`+31.9 %`, `×316`), empty without a baseline.
-    fn signed(delta: &Option<f64>) -> String {
-        if delta.is_some() { change_text(*delta) } else { String::new() }
+    /// The change as every output writes it (`+31.9 %`, `×316`, `from none`), empty without a baseline.
+    fn signed(finding: &Finding) -> String {
+        match finding.baseline_value {
+            Some(_) => change_text(finding.baseline_value, finding.candidate_value, finding.delta_pct),
+            None => String::new(),
+        }
     }
 
     /// The exact percentage, for the change's tooltip.

@@ -168,7 +168,7 @@ async fn a_confirmed_pair_told_only_what_its_rerun_reproduced() {
     let rerun = store.create_run(&NewRun { confirms: Some(first), ..new_run("checkout", 9) }).await.unwrap();
     finish_routes_night(store, rerun, 9, (150.0, 60.0), RunStatus::Finished, degrade::model::LoadSummary::default())
         .await;
-    assert_eq!(decide(store, config, first, Utc::now()).await.unwrap(), Some(rerun));
+    assert_eq!(decide(store, config, first, Utc::now()).await.unwrap().map(|r| r.run_id), Some(rerun));
     store.mark_alerted(first, Utc::now()).await.unwrap();
     assert_eq!(store.find_run(first).await.unwrap().unwrap().status, RunStatus::Regressed);
     // The grid shows the first run as its pair decided: the cards route amber, the boards route the alarm.

@@ -97,9 +97,14 @@ async fn check_story(db: &TestDb) {
 
 /// A night of `checkout` with an admin endpoint of `requests` requests a night next to the busy ones.
 async fn store_thin_night(store: &Store, n: i64, requests: i64) {
+    store_admin_night(store, n, requests, 0).await;
+}
+
+/// A night of `checkout` whose admin endpoint made `requests` requests, `errors` of them failed.
+async fn store_admin_night(store: &Store, n: i64, requests: i64, errors: i64) {
     let id = store.create_run(&new_run("checkout", n)).await.unwrap();
     let wobble = WOBBLE[n as usize % WOBBLE.len()];
-    let admin = EndpointResult { requests, ..endpoint("GET /admin/report", 300.0 * wobble) };
+    let admin = EndpointResult { requests, errors, ..endpoint("GET /admin/report", 300.0 * wobble) };
     let results = RunResults {
         status: RunStatus::Finished,
         finished_at: night(n) + Duration::minutes(5),
@@ -143,6 +148,31 @@ async fn a_percentile_of_too_few_requests_is_named_and_not_judged() {
 }
 
 #[tokio::test]
+async fn an_endpoint_that_starts_failing_reads_from_none_not_n_a() {
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    for n in 0..10 {
+        store_admin_night(&store, n, 12_000, 0).await;
+    }
+    store_admin_night(&store, 10, 12_000, 600).await;
+    let (code, stdout, stderr) = check(&db, &[]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    let line = stdout.lines().find(|l| l.contains("GET /admin/report  error_rate")).expect(&stdout);
+    assert!(line.contains("0.000 % -> 5.000 % (from none, tonight "), "no ratio from zero, and no \"n/a\": {line}");
+    let (_, xml, _) = check(&db, &["--format", "junit"]);
+    assert!(xml.contains("change from none, limit") && xml.contains("change none, limit"), "{xml}");
+    let (_, markdown, _) = check(&db, &["--format", "markdown"]);
+    assert!(markdown.contains("| 0.000 % | 5.000 % | 4.624–5.405 % | from none |"), "{markdown}");
+    let app = crate::support::app::TestApp::spawn(&db).await;
+    let (_, page) = app.get("/runs/11").await;
+    assert!(page.contains(">from none</td>"), "{page}");
+    let (_, scenario) = app.get("/scenarios/checkout").await;
+    assert!(scenario.contains(r#"<td class="regressed"><a href="/runs/11" title="run #11, "#), "{scenario}");
+    assert!(scenario.contains(">from 0</a></td>"), "the grid's cell says which way it went: {scenario}");
+    store.close().await;
+}
+
+#[tokio::test]
 async fn too_few_nights_are_inconclusive() {
     let db = TestDb::sqlite();
     let store = Store::connect(&db.url).await.unwrap();
@@ -175,6 +205,10 @@ async fn a_short_baseline_names_the_invalid_nights_it_dropped() {
         ),
         "{stdout}"
     );
+    // `last-2` is as long as asked: no invalid night shortened it, none is named.
+    let (_, stdout, _) = check(&db, &["--run", "7", "--baseline", "last-2"]);
+    assert!(stdout.contains("verdict: inconclusive: 2 valid runs in the baseline, at least 5 needed"), "{stdout}");
+    assert!(!stdout.contains("invalid night"), "{stdout}");
     // An invalid run is not compared, and its header still counts the baseline a valid one would have had.
     let (code, stdout, stderr) = check(&db, &[]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");

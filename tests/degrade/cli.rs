@@ -159,7 +159,7 @@ fn an_unreachable_database_exits_2_without_the_password() {
 fn only_commands_that_alert_warn_about_an_unset_webhook() {
     let config = "[[notify]]\nname = \"team\"\nkind = \"slack\"\nurl_env = \"TEAM_HOOK_UNSET\"\n";
     let (dir, _) = project(config, &[]);
-    let warning = "environment variable TEAM_HOOK_UNSET is not set; this webhook is skipped";
+    let warning = "environment variable TEAM_HOOK_UNSET is not set; this webhook's alerts wait in the outbox";
     let migrate = degrade(dir.path(), &["migrate"], &[]);
     let (stdout, stderr) = text(&migrate);
     assert_eq!(migrate.status.code(), Some(0), "{stdout}{stderr}");

@@ -198,7 +198,8 @@ fn webhook_urls_come_from_the_environment_and_never_print() {
     let unset = load(notify, &[]).unwrap();
     assert_eq!(
         unset.warnings,
-        ["notify[0].url_env: environment variable TEAM_HOOK is not set; this webhook is skipped"]
+        ["notify[0].url_env: environment variable TEAM_HOOK is not set; this webhook's alerts wait in the outbox \
+             (up to a day) for a degrade that has it set, such as `degrade serve`"]
     );
 
     let message = load(notify, &[("TEAM_HOOK", "ftp://s3cret")]).unwrap_err();

@@ -236,9 +236,14 @@ fn the_config_map_is_a_configuration_degrade_accepts() {
         return;
     }
     let config = config_map_config();
-    assert!(config.scenarios.iter().all(|s| s.schedule.is_none()), "the CronJob schedules the night, not serve");
-    // Every webhook's variable is one serve's pod sets.
+    // The CronJob runs the night; serve watches for it on the same schedule, and runs none itself.
     let documents = manifests().unwrap();
+    let cron = kind_of(&documents, "CronJob")["spec"]["schedule"].as_str().unwrap().to_owned();
+    for scenario in &config.scenarios {
+        assert_eq!(scenario.run_by, degrade::config::RunBy::Elsewhere, "the CronJob runs the night, not serve");
+        assert_eq!(scenario.schedule.as_ref().map(|s| s.written.as_str()), Some(cron.as_str()));
+    }
+    // Every webhook's variable is one serve's pod sets.
     let serve = &kind_of(&documents, "Deployment")["spec"]["template"]["spec"]["containers"][0];
     let env: Vec<&str> = serve["env"].as_array().unwrap().iter().filter_map(|e| e["name"].as_str()).collect();
     for notifier in &config.notifiers {

@@ -112,6 +112,7 @@ mod reference;
 mod reference_cli;
 mod route_keys;
 mod run_cli;
+mod run_elsewhere;
 mod store_story;
 mod store_trends;
 mod tape;

@@ -282,7 +282,17 @@ async fn check_run_now_in_segments_judges_the_merged_night_once() {
             .map(|k| {
                 degrade_child(
                     dir.path(),
-                    &["check", "--run-now", "shop", "--segment", &format!("{k}/2"), "--run-key", &key],
+                    &[
+                        "check",
+                        "--run-now",
+                        "shop",
+                        "--segment",
+                        &format!("{k}/2"),
+                        "--run-key",
+                        &key,
+                        "--format",
+                        "junit",
+                    ],
                     &[],
                 )
             })
@@ -297,6 +307,11 @@ async fn check_run_now_in_segments_judges_the_merged_night_once() {
             continue;
         }
         assert!(outputs.iter().all(|(code, _)| *code == Some(0)), "{outputs:#?}");
+        // Each segment writes one JUnit report: the night's from the one that merged it, and one saying so from
+        // the other (a CI step publishing every segment's report found an empty file).
+        assert!(outputs.iter().all(|(_, o)| o.matches("<?xml").count() == 1), "{outputs:#?}");
+        let sent_only = outputs.iter().filter(|(_, o)| o.contains("the segment that merges the night judges it"));
+        assert_eq!(sent_only.count(), 1, "{outputs:#?}");
         let verdict = store.latest_verdict(run.id).await.unwrap();
         assert!(verdict.is_some(), "the merging segment judged the night: {outputs:#?}");
         assert_eq!(store.run_detail(run.id).await.unwrap().unwrap().endpoints[0].requests, 90);

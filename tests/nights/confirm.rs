@@ -39,6 +39,14 @@ async fn a_noisy_night_then_a_real_regression() -> Result<(), Spoiled> {
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
     assert!(stdout.contains(&format!("confirmation: not confirmed: rerun #{rerun} of the same build")), "{stdout}");
+    // JUnit says it too: a refuted pair is no plain pass.
+    let args = ["check", "--run", &id, "--format", "junit"];
+    let output = degrade_child(dir.path(), &args, &[("HOOK", hook.url().as_str())]).wait_with_output().await.unwrap();
+    let (xml, _) = text(&output);
+    assert!(
+        xml.contains(&format!("<system-out>confirmation: not confirmed: rerun #{rerun} of the same build")),
+        "{xml}"
+    );
 
     // A real regression, worse in the rerun: a fifth of the first run's requests are slow (its p95, and its p99,
     // which 80 requests cannot bound but its tail judges), all of the rerun's (its p50 too). One alert, for what

@@ -18,14 +18,16 @@ use crate::support::{ONE_HEAVY_TEST_AT_A_TIME, POSTGRES_ENV, TestDb, degrade_chi
 const SCENARIO: &str = "[[flow]]\nname = \"list\"\n[[flow.step]]\npath = \"/items\"\n\
                         [load]\nmodel = \"open\"\nmax_in_flight = 8\n[[load.stage]]\nduration = \"2s\"\nrate = 40\n";
 
-/// A night in two segments through `check --run-now`: each segment's exit code and output.
+/// A night in two segments through `check --run-now --format junit`: each segment's exit code and output.
+/// Every segment writes one JUnit document whatever its part (the one that merged, the one that only sent its
+/// share, the one that decided a rerun), and a failure in it exactly when it exits 1.
 async fn split_night(dir: &tempfile::TempDir, hook: &Receiver) -> Vec<(Option<i32>, String)> {
     let key = unique_name("night");
     let url = hook.url();
     let children: Vec<_> = (0..2)
         .map(|k| {
             let segment = format!("{k}/2");
-            let args = ["check", "--run-now", "shop", "--segment", &segment, "--run-key", &key];
+            let args = ["check", "--run-now", "shop", "--segment", &segment, "--run-key", &key, "--format", "junit"];
             degrade_child(dir.path(), &args, &[("HOOK", url.as_str())])
         })
         .collect();
@@ -33,6 +35,9 @@ async fn split_night(dir: &tempfile::TempDir, hook: &Receiver) -> Vec<(Option<i3
     for child in children {
         let output = tokio::time::timeout(Duration::from_mins(2), child.wait_with_output()).await.unwrap().unwrap();
         let (stdout, stderr) = text(&output);
+        let xml = roxmltree::Document::parse(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+        let failed = xml.descendants().any(|n| n.has_tag_name("failure"));
+        assert_eq!(failed, output.status.code() == Some(1), "{stdout}{stderr}");
         outputs.push((output.status.code(), format!("{stdout}{stderr}")));
     }
     outputs
