@@ -12,6 +12,7 @@
 //! Throughput is judged only in the closed model: in the open model the generator sets the arrival rate, and
 //! sessions cut short show as errors upstream.
 
+use super::body::{MEDIAN, MedianReading};
 use super::counts::{Count, CountHistory};
 use super::detector::{ERROR_MIN_RISE, LOG_SIGMA_FLOOR};
 use super::level::{Estimate, estimate};
@@ -90,12 +91,29 @@ pub(super) struct ValueEvidence {
     pub shift: Option<Shift>,
     /// The same percentile as a ratio to the run's other endpoints (see `relative`), when there are enough.
     pub relative: Option<Box<RelativeEvidence>>,
+    /// The figure's own level and tonight's value, when what is tested is not the figure alone (the p50,
+    /// tested as the body: `body`): what the finding shows.
+    pub shown: Option<Shown>,
+}
+
+/// A figure's own level and tonight's value on the judging scale, beside a test that read more than it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Shown {
+    /// Where the figure's own series stands.
+    pub level: f64,
+    /// Tonight's figure.
+    pub tonight: f64,
 }
 
 impl ValueEvidence {
     /// A judging-scale value in the metric's unit.
     pub fn raw(&self, u: f64) -> f64 {
         (self.sign * u).exp()
+    }
+
+    /// The figure's level and tonight's value as shown (the figure's own, where the test read more).
+    pub fn shown(&self) -> Shown {
+        self.shown.unwrap_or(Shown { level: self.estimate.level, tonight: self.tonight })
     }
 
     /// How much worse than each baseline tonight is, at the least, as a fraction.
@@ -242,15 +260,18 @@ pub(super) fn endpoint_drafts(
 }
 
 fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usize, min_effect: f64) -> Evidence {
-    let now = tonight.percentile(p);
+    let reading = MedianReading::of(history.iter().chain([tonight]));
+    let now = tonight.judged_percentile(p, reading);
     let (judged, nights): (Vec<&Sample>, Vec<_>) =
-        history.iter().map(|s| (s, s.percentile(p))).filter(|(_, n)| n.hi.is_some()).unzip();
+        history.iter().map(|s| (s, s.judged_percentile(p, reading))).filter(|(_, n)| n.hi.is_some()).unzip();
     if now.hi.is_none() || nights.len() < needed {
-        return Evidence::TooFew { requests: tonight.timed(), needed: requests_needed(p), tonight: now.value.exp() };
+        let tonight_value = tonight.percentile(p).value.exp();
+        return Evidence::TooFew { requests: tonight.timed(), needed: requests_needed(p), tonight: tonight_value };
     }
     let values: Vec<f64> = nights.iter().map(|n| n.value).collect();
     let variances: Vec<f64> = nights.iter().map(|n| n.sampling_sd.powi(2)).collect();
     let estimate = estimate(&values, &variances, LOG_SIGMA_FLOOR, None);
+    let (shown, interval) = shown_figure(tonight, &judged, p, reading);
     let slow_shares =
         if p > 0.9 { slow_shares(tonight, &judged, &estimate, p, needed, min_effect) } else { SlowShares::default() };
     Evidence::Value(Box::new(ValueEvidence {
@@ -258,11 +279,28 @@ fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usi
         estimate,
         tonight: now.value,
         tonight_var: now.sampling_sd_down.powi(2),
-        interval: Some(Interval { lo: now.lo.exp(), hi: now.hi.map(f64::exp) }),
+        interval: Some(interval),
         slow_shares,
         shift: None,
         relative: None,
+        shown,
     }))
+}
+
+/// The percentile's own level and tonight's value and interval, where the judge tests more than the percentile
+/// (the p50 as the body): a finding shows the p50, not the mix. `None` for the others, which are tested as they
+/// are.
+fn shown_figure(tonight: &Sample, history: &[&Sample], p: f64, reading: MedianReading) -> (Option<Shown>, Interval) {
+    let now = tonight.percentile(p);
+    let interval = Interval { lo: now.lo.exp(), hi: now.hi.map(f64::exp) };
+    if p != MEDIAN || reading == MedianReading::Alone {
+        return (None, interval);
+    }
+    let nights: Vec<_> = history.iter().map(|s| s.percentile(p)).collect();
+    let values: Vec<f64> = nights.iter().map(|n| n.value).collect();
+    let variances: Vec<f64> = nights.iter().map(|n| n.sampling_sd.powi(2)).collect();
+    let level = estimate(&values, &variances, LOG_SIGMA_FLOOR, None).level;
+    (Some(Shown { level, tonight: now.value }), interval)
 }
 
 fn error_evidence(endpoint: &EndpointResult, tonight: &Sample, history: &[Sample]) -> ErrorEvidence {
@@ -296,5 +334,6 @@ fn throughput_evidence(tonight: &Sample, history: &[Sample]) -> Evidence {
         slow_shares: SlowShares::default(),
         shift: None,
         relative: None,
+        shown: None,
     }))
 }

@@ -1,7 +1,7 @@
 //! Judging a run against the nights before it. Pure: data in, verdicts out, no I/O and no clock.
 //!
 //! `sample` reads one night of one endpoint (its histogram, or its
-//! percentile ladder); `level` finds where a nightly series stands and how noisy it is (`trend` whether it drifts); `shift` tests how far
+//! percentile ladder), `body` its median as the judge tests it (with the p75); `level` finds where a nightly series stands and how noisy it is (`trend` whether it drifts); `shift` tests how far
 //! tonight lies from that level and `counts` how many more requests failed or were slow; `detector` applies
 //! the level and shift to one bare series (`degrade detect`); `nightly` judges every endpoint × metric of a
 //! run as one family with a controlled false-alarm rate, `relative` adding each endpoint's latency as a ratio to
@@ -9,6 +9,7 @@
 //! histograms, and `telemetry` each kept series of the server's side; `judge` adds the absolute gates and the
 //! verdict. `capacity` judges a capacity search's steps against the zone and its capacity against the nights'.
 
+mod body;
 pub mod capacity;
 pub mod contention;
 pub mod counts;

@@ -37,8 +37,10 @@ pub(super) fn value_reason(d: &Draft, v: &ValueEvidence, alpha: f64, family: usi
     let worse = shift.z >= 0.0;
     let side = if worse == (v.sign > 0.0) { "above" } else { "below" };
     let tonight_sampling = v.tonight_var.max(v.estimate.sampling_var).sqrt();
+    // The p50 is tested as the body (`body`): its sigmas and noise are the mix's, and say so.
+    let read = if v.shown.is_some() { ", read with the p75" } else { "" };
     let mut text = format!(
-        "{:.1} sigma {side} the level of {} nights (night-to-night noise ±{:.1} %, sampling ±{:.1} %); a \
+        "{:.1} sigma {side} the level of {} nights{read} (night-to-night noise ±{:.1} %, sampling ±{:.1} %); a \
          regression needs {k:.1} sigma (1 % false alarms over the run's {family} tests) and {:.0} %",
         shift.z.abs(),
         v.estimate.level_nights,

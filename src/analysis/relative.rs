@@ -16,6 +16,7 @@
 //! (the value, its ratio, the factor) also say how much of an endpoint's noise is the factor, whose far
 //! tail is heavier than a normal's: the absolute test reads that part on a Student-t (`shift`).
 
+use super::body::MedianReading;
 use super::detector::LOG_SIGMA_FLOOR;
 use super::evidence::{RelativeEvidence, SlowShares, ValueEvidence};
 use super::level::{estimate, median};
@@ -59,18 +60,20 @@ pub(super) struct Table {
 }
 
 impl Table {
-    /// Reads percentile `p` of every night (tonight's sampling spread is how far it may lie above the truth).
+    /// Reads percentile `p` of every night as the judge tests it (the p50 as the body: `body`); tonight's
+    /// sampling spread is how far it may lie above the truth.
     pub fn new(nights: &Nights, p: f64) -> Self {
         let count = nights.0.first().map_or(0, |(_, n)| n.len());
         let endpoints = nights
             .0
             .iter()
             .map(|(name, samples)| {
+                let reading = MedianReading::of(samples.iter().flatten());
                 let values = samples
                     .iter()
                     .enumerate()
                     .map(|(night, sample)| {
-                        let percentile = sample.as_ref()?.percentile(p);
+                        let percentile = sample.as_ref()?.judged_percentile(p, reading);
                         percentile.hi?;
                         let sd = if night + 1 == count { percentile.sampling_sd_down } else { percentile.sampling_sd };
                         Some((percentile.value, sd * sd))
@@ -130,6 +133,7 @@ impl Table {
             slow_shares: SlowShares::default(),
             shift: None,
             relative: None,
+            shown: None,
         };
         Some(RelativeEvidence { value, common: factor, faster_chance, controls: controls.len(), factor_var })
     }

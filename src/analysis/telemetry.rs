@@ -166,6 +166,7 @@ fn evidence(figures: &SeriesFigures, needed: usize) -> SeriesEvidence {
         slow_shares: SlowShares::default(),
         shift: Some(tested),
         relative: None,
+        shown: None,
     }))
 }
 
