@@ -37,6 +37,10 @@
 # Session 55 (an unsettled new level needs two nights that agree), a quiet machine of the same kind: 0 / 20 first
 # runs judged regressed, 0 confirmed (19 judged); +10 % not caught; +25 %, +50 %, tail-only and both busy-night
 # routes caught and named.
+# Session 63 (the p50 tested as the body, with the p75), a machine of the same kind: 0 / 20 first runs judged
+# regressed, 0 confirmed; +10 % and +25 % not caught (the route's p50 about 0.45 ms, its night noise ±8.7 % that
+# day); +50 % (+37.8 % measured, its ratio to the 12 others 9.4 sigma), tail-only and both busy-night routes
+# caught and named.
 # Traffic goes to 127.0.0.1 only, to the demo target this script starts; every night is bounded by
 # the scenario's plan (NIGHT long).
 #   bash ci/bench-verdicts.sh                 # 20 judged nights of 30 s: about 20 minutes

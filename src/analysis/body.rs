@@ -13,6 +13,7 @@
 //! alarms. What is shown stays the p50: the finding's figures, its change and its limit are the p50's own
 //! (`ValueEvidence::shown`); the test, its minimum effect and its reason read the mix.
 
+use super::level::{Estimate, median};
 use super::sample::{Percentile, Sample};
 use crate::metrics::interval::quantile_levels;
 
@@ -43,6 +44,35 @@ impl MedianReading {
         let median_only = nights.into_iter().any(|s| bounds(s, MEDIAN) && !bounds(s, P75));
         if median_only { Self::Alone } else { Self::Body }
     }
+}
+
+/// The p50's own level and tonight's value, on the judging scale, beside the body that is tested: what a
+/// finding shows.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Shown {
+    /// Where the p50 stands.
+    pub level: f64,
+    /// Tonight's p50.
+    pub tonight: f64,
+}
+
+impl Shown {
+    /// The p50 at which the body reaches `body_limit` with tonight's p75 as it is, never under the p50's level
+    /// raised by the minimum effect: tonight's p50 lies past it exactly when the body lies past its own limit
+    /// and the p50 moved by the minimum effect, which is when the level test calls it.
+    pub fn limit(&self, body_tonight: f64, body_limit: f64, min_effect: f64) -> f64 {
+        (self.tonight + (body_limit - body_tonight) / MEDIAN_WEIGHT).max(self.level + min_effect.ln_1p())
+    }
+}
+
+/// The p50's figures beside the body's `estimate` over the bounded `history` nights (oldest first): its level is
+/// the body's less the usual gap between the two (0.4 × ln(p75 / p50)) on the nights the body's level was read
+/// from, so the shown baseline comes from the same nights as the reason's.
+pub(super) fn shown_median(tonight: &Sample, history: &[&Sample], estimate: &Estimate) -> Shown {
+    let from = history.len().saturating_sub(estimate.level_nights.max(1));
+    let gaps: Vec<f64> = history[from..].iter().map(|s| s.body().value - s.percentile(MEDIAN).value).collect();
+    let gap = if gaps.is_empty() { 0.0 } else { median(&gaps) };
+    Shown { level: estimate.level - gap, tonight: tonight.percentile(MEDIAN).value }
 }
 
 impl Sample {
@@ -114,6 +144,65 @@ mod tests {
         assert!(thin.percentile(MEDIAN).hi.is_some() && thin.body().hi.is_none(), "8 requests bound a p50, not a p75");
         let alone = thin.judged_percentile(MEDIAN, MedianReading::Alone).value - thin.percentile(MEDIAN).value;
         assert!(alone.abs() < 1e-12);
+    }
+
+    /// Eight nights of `GET /a` at p50 10 ms and p75 14 ms (±2 %), then tonight's p50 and p75 as given: the
+    /// run judged, and its p50 finding.
+    fn judged_p50(p50_ms: f64, p75_ms: f64) -> crate::model::Finding {
+        use crate::analysis::Gates;
+        use crate::analysis::judge::{Comparison, judge};
+        let wobble = [1.0, 1.02, 0.98, 1.01, 0.99, 1.02, 0.985, 1.005];
+        let result = |p50: f64, p75: f64| {
+            let us = |ms: f64| (ms * 1000.0) as i64;
+            EndpointResult {
+                endpoint: "GET /a".into(),
+                requests: 2_000,
+                p50_us: us(p50),
+                p75_us: us(p75),
+                p90_us: us(p75 * 1.3),
+                p95_us: us(p75 * 1.5),
+                p99_us: us(p75 * 2.0),
+                p999_us: us(p75 * 3.0),
+                max_us: us(p75 * 4.0),
+                ..EndpointResult::default()
+            }
+        };
+        let history: Vec<Vec<EndpointResult>> = wobble.iter().map(|w| vec![result(10.0 * w, 14.0 * w)]).collect();
+        let judgement = judge(
+            &[result(p50_ms, p75_ms)],
+            &history,
+            &Gates::default(),
+            Comparison::Nightly,
+            crate::model::LoadModel::Open,
+        );
+        judgement.findings.into_iter().find(|f| f.metric == "p50").expect("a p50 finding")
+    }
+
+    #[test]
+    fn a_p50_finding_shows_the_p50_and_its_limit_agrees_with_its_outcome() {
+        // The body decides; what is shown is the p50, and tonight's p50 lies past its limit exactly when the
+        // finding is a regression, whichever way the p75 went.
+        let mut outcomes = Vec::new();
+        for (p50, p75) in [(11.2, 18.9), (12.5, 13.3), (13.0, 18.2), (10.2, 14.1), (11.5, 14.0)] {
+            let f = judged_p50(p50, p75);
+            assert!((f.candidate_value - p50).abs() < 0.01, "tonight's p50 is shown: {f:?}");
+            let base = f.baseline_value.unwrap();
+            assert!((base - 10.0).abs() < 0.3, "the p50's own level: {f:?}");
+            let limit = f.limit.unwrap();
+            let regressed = f.outcome == crate::model::FindingOutcome::Regression;
+            assert_eq!(regressed, f.candidate_value > limit, "p50 {p50}, p75 {p75}: {f:?}");
+            assert!(f.reason.contains("read with the p75"), "{}", f.reason);
+            outcomes.push(regressed);
+        }
+        assert!(outcomes.contains(&true) && outcomes.contains(&false), "both sides of the limit: {outcomes:?}");
+    }
+
+    #[test]
+    fn a_body_that_moved_while_the_p50_moved_under_the_minimum_effect_is_no_regression() {
+        // p50 +8 %, p75 +30 %: the mix moved +16 %, far past its noise; the p50 shown did not move 10 %.
+        let f = judged_p50(10.8, 18.2);
+        assert_ne!(f.outcome, crate::model::FindingOutcome::Regression, "{f:?}");
+        assert!(f.delta_pct.unwrap() < 10.0, "{f:?}");
     }
 
     #[test]

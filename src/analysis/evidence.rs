@@ -12,7 +12,7 @@
 //! Throughput is judged only in the closed model: in the open model the generator sets the arrival rate, and
 //! sessions cut short show as errors upstream.
 
-use super::body::{MEDIAN, MedianReading};
+use super::body::{MEDIAN, MedianReading, Shown, shown_median};
 use super::counts::{Count, CountHistory};
 use super::detector::{ERROR_MIN_RISE, LOG_SIGMA_FLOOR};
 use super::level::{Estimate, estimate};
@@ -96,15 +96,6 @@ pub(super) struct ValueEvidence {
     pub shown: Option<Shown>,
 }
 
-/// A figure's own level and tonight's value on the judging scale, beside a test that read more than it.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Shown {
-    /// Where the figure's own series stands.
-    pub level: f64,
-    /// Tonight's figure.
-    pub tonight: f64,
-}
-
 impl ValueEvidence {
     /// A judging-scale value in the metric's unit.
     pub fn raw(&self, u: f64) -> f64 {
@@ -114,6 +105,28 @@ impl ValueEvidence {
     /// The figure's level and tonight's value as shown (the figure's own, where the test read more).
     pub fn shown(&self) -> Shown {
         self.shown.unwrap_or(Shown { level: self.estimate.level, tonight: self.tonight })
+    }
+
+    /// How much worse the shown figure itself is than its level, as a fraction: where the test read more than
+    /// the figure, the figure must pass each bar too, so a finding never shows a change under the bar it names.
+    pub fn own_worse_by(&self) -> f64 {
+        match self.shown {
+            Some(s) => (s.tonight - s.level).exp_m1().min(self.worse_by()),
+            None => self.worse_by(),
+        }
+    }
+
+    /// How much better the shown figure itself is, as a fraction (see [`Self::own_worse_by`]).
+    pub fn own_better_by(&self) -> f64 {
+        match self.shown {
+            Some(s) => (-(s.tonight - s.level).exp_m1()).min(self.better_by()),
+            None => self.better_by(),
+        }
+    }
+
+    /// The shown figure's limit for `limit`, the tested value's: the same value where they are one figure.
+    pub fn shown_limit(&self, limit: f64, min_effect: f64) -> f64 {
+        self.shown.map_or(limit, |s| s.limit(self.tonight, limit, min_effect))
     }
 
     /// How much worse than each baseline tonight is, at the least, as a fraction.
@@ -271,7 +284,9 @@ fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usi
     let values: Vec<f64> = nights.iter().map(|n| n.value).collect();
     let variances: Vec<f64> = nights.iter().map(|n| n.sampling_sd.powi(2)).collect();
     let estimate = estimate(&values, &variances, LOG_SIGMA_FLOOR, None);
-    let (shown, interval) = shown_figure(tonight, &judged, p, reading);
+    let shown = (p == MEDIAN && reading == MedianReading::Body).then(|| shown_median(tonight, &judged, &estimate));
+    let now_alone = tonight.percentile(p);
+    let interval = Interval { lo: now_alone.lo.exp(), hi: now_alone.hi.map(f64::exp) };
     let slow_shares =
         if p > 0.9 { slow_shares(tonight, &judged, &estimate, p, needed, min_effect) } else { SlowShares::default() };
     Evidence::Value(Box::new(ValueEvidence {
@@ -285,22 +300,6 @@ fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usi
         relative: None,
         shown,
     }))
-}
-
-/// The percentile's own level and tonight's value and interval, where the judge tests more than the percentile
-/// (the p50 as the body): a finding shows the p50, not the mix. `None` for the others, which are tested as they
-/// are.
-fn shown_figure(tonight: &Sample, history: &[&Sample], p: f64, reading: MedianReading) -> (Option<Shown>, Interval) {
-    let now = tonight.percentile(p);
-    let interval = Interval { lo: now.lo.exp(), hi: now.hi.map(f64::exp) };
-    if p != MEDIAN || reading == MedianReading::Alone {
-        return (None, interval);
-    }
-    let nights: Vec<_> = history.iter().map(|s| s.percentile(p)).collect();
-    let values: Vec<f64> = nights.iter().map(|n| n.value).collect();
-    let variances: Vec<f64> = nights.iter().map(|n| n.sampling_sd.powi(2)).collect();
-    let level = estimate(&values, &variances, LOG_SIGMA_FLOOR, None).level;
-    (Some(Shown { level, tonight: now.value }), interval)
 }
 
 fn error_evidence(endpoint: &EndpointResult, tonight: &Sample, history: &[Sample]) -> ErrorEvidence {

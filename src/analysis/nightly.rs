@@ -289,25 +289,13 @@ fn value_finding(
     f.interval = v.interval;
     let alpha = level_test.map_or(RUN_FALSE_ALARM_RATE / family.max(1) as f64, |t| t.alpha);
     let k = shift.threshold(alpha);
-    f.limit = Some(v.raw(value_limit(d, v, k, relative) - v.estimate.level + shown.level));
-    // Where the test read more than the figure (the p50 as the body), the figure itself must have moved by each
-    // bar too: a finding never shows a change under the bar its reason names.
-    let own_worse = if v.shown.is_some() { (shown.tonight - shown.level).exp_m1() } else { v.worse_by() };
-    let level_says = level_test.is_some_and(|t| t.rejected) && v.worse_by().min(own_worse) >= d.min_effect;
+    f.limit = Some(v.raw(v.shown_limit(value_limit(d, v, k, relative), d.min_effect)));
+    let level_says = level_test.is_some_and(|t| t.rejected) && v.own_worse_by() >= d.min_effect;
     // Every test must also matter: the minimum effect above the level, and above an unsettled new one.
-    let slow_says = slow_test.is_some_and(|t| t.rejected) && v.worse_by().min(own_worse) >= d.min_effect;
-    // Slower than the other endpoints by the minimum effect, and slower than its own baseline. By the minimum
-    // effect too when the others were faster than usual: a night when everything else sped up (a build that
-    // made the other routes faster) does not make an unchanged endpoint a regression. On a night whose
-    // others are within their usual wobble, the ratio is the better measure of the route, since the shared
-    // part of the noise is out of it: on bench-verdicts a +25 % route read +8 % on a night 5 % quicker.
-    let relative_says = relative.is_some_and(|(r, t)| {
-        let own_bar = if r.others_faster(d.min_effect) { d.min_effect } else { 0.0 };
-        t.rejected && r.value.worse_by() >= d.min_effect && v.worse_by().min(own_worse) > own_bar
-    });
+    let slow_says = slow_test.is_some_and(|t| t.rejected) && v.own_worse_by() >= d.min_effect;
+    let relative_says = relative.is_some_and(|(r, t)| ratio_says(d, v, r, t));
     let improved = shift.p_better <= RUN_FALSE_ALARM_RATE / family.max(1) as f64
-        && v.better_by() >= d.min_effect
-        && (v.shown.is_none() || -(shown.tonight - shown.level).exp_m1() >= d.min_effect)
+        && v.own_better_by() >= d.min_effect
         && !(d.metric != Metric::Throughput && errors_rose(all, &d.endpoint));
     // The share's figures are said once: first when it alone decided, after the level when both did.
     f.reason = value_reason(d, v, alpha, family, slow_says && level_says);
@@ -331,6 +319,17 @@ fn value_finding(
     } else {
         FindingOutcome::NoChange
     }
+}
+
+/// Whether the ratio test calls a value draft regressed: slower than the other endpoints by the minimum effect,
+/// and slower than its own baseline. By the minimum effect too when the others were faster than usual: a night
+/// when everything else sped up (a build that made the other routes faster) does not make an unchanged endpoint
+/// a regression. On a night whose others are within their usual wobble, the ratio is the better measure of the
+/// route, since the shared part of the noise is out of it: on bench-verdicts a +25 % route read +8 % on a night
+/// 5 % quicker.
+fn ratio_says(d: &Draft, v: &ValueEvidence, r: &RelativeEvidence, t: &Test) -> bool {
+    let own_bar = if r.others_faster(d.min_effect) { d.min_effect } else { 0.0 };
+    t.rejected && r.value.worse_by() >= d.min_effect && v.own_worse_by() > own_bar
 }
 
 /// The value (on the judging scale) at which tonight becomes a regression: where the level test fires, or the

@@ -18,7 +18,7 @@ use crate::notify::Courier;
 use crate::pipeline::Job;
 use crate::pipeline::judge_run::{IfRegressed, judge_run};
 use crate::pipeline::segments::{self, alert, confirm};
-use crate::report::Format;
+use crate::report::{CheckReport, Format};
 use crate::store::Store;
 
 /// What `check --run-now --segment` was asked: the job found and reshaped, its baseline, the split's flags.
@@ -60,19 +60,9 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
         Ok(SegmentRan { run_id, merged: Some(night) })
             if matches!(night.status, RunStatus::Finished | RunStatus::Invalid) =>
         {
-            let if_regressed = if rerun.is_some() { IfRegressed::Confirm } else { IfRegressed::Stands };
-            let run = store.find_run(*run_id).await?.with_context(|| format!("run {run_id} vanished"))?;
-            let report = judge_run(store, config, &run, &spec, if_regressed, Utc::now()).await?;
-            let decided_here = report.outcome != VerdictOutcome::Regressed || rerun.is_none();
-            // A regression to confirm is reported once decided (one JSON or JUnit document, not two); people
-            // read the first run's findings as they come.
-            if decided_here || format == Format::Human {
-                print_stdout(&report.render(format))?;
-            }
-            if decided_here {
-                alert::after_judgement(store, config, &report, Utc::now()).await?;
-                deliver(store, config).await;
-                return Ok(exit_on(report.outcome, strict));
+            let merged = Merged { run_id: *run_id, confirms: rerun.is_some(), format, strict };
+            if let Some(exit) = judge_merged(store, config, &spec, merged).await? {
+                return Ok(exit);
             }
             *run_id
         }
@@ -91,6 +81,42 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
     Box::pin(confirm_together(store, config, flags, rerun, first, spec, format)).await
 }
 
+/// The night this segment merged, and how its judgement is said.
+struct Merged {
+    run_id: RunId,
+    /// Whether a regression is confirmed by a rerun of every segment.
+    confirms: bool,
+    format: Format,
+    strict: bool,
+}
+
+/// Judges the night this segment merged: the exit when that decides it, `None` when a regression is to be
+/// confirmed by every segment's rerun.
+async fn judge_merged(
+    store: &Store,
+    config: &Config,
+    spec: &BaselineSpec,
+    night: Merged,
+) -> anyhow::Result<Option<Exit>> {
+    let Merged { run_id, confirms, format, strict } = night;
+    let if_regressed = if confirms { IfRegressed::Confirm } else { IfRegressed::Stands };
+    let run = store.find_run(run_id).await?.with_context(|| format!("run {run_id} vanished"))?;
+    let report = judge_run(store, config, &run, spec, if_regressed, Utc::now()).await?;
+    if report.outcome != VerdictOutcome::Regressed || !confirms {
+        alert::after_judgement(store, config, &report, Utc::now()).await?;
+        deliver(store, config).await;
+        // Printed last: an error before it writes its own JUnit document, never a second one.
+        print_stdout(&report.render(format))?;
+        return Ok(Some(exit_on(report.outcome, strict)));
+    }
+    // A regression to confirm is reported once decided (one JSON or JUnit document, not two); people read the
+    // first run's findings as they come.
+    if format == Format::Human {
+        print_stdout(&report.render(format))?;
+    }
+    Ok(None)
+}
+
 /// The exit of a segment that judged nothing itself (its share sent while another merges the night, the night
 /// not run or not measured); with `--format junit` it still writes a report saying why, so a CI step that
 /// publishes every segment's report finds one instead of an empty file.
@@ -101,7 +127,13 @@ fn unjudged(ran: &Result<SegmentRan, NotRun>, format: Format, scenario: &str) ->
             Err(NotRun::Invalid(_, why) | NotRun::Failed(_, why) | NotRun::Taken(why) | NotRun::KeyReused(why)) => {
                 crate::outside_text::printable(why)
             }
-            Ok(SegmentRan { run_id, merged: Some(night) }) => format!("run {run_id} ended {}", night.status),
+            Ok(SegmentRan { run_id, merged: Some(night) }) if night.reasons.is_empty() => {
+                format!("run {run_id} ended {}", night.status)
+            }
+            Ok(SegmentRan { run_id, merged: Some(night) }) => {
+                let why = crate::outside_text::printable(&night.reasons.join("; "));
+                format!("run {run_id} ended {}: {why}", night.status)
+            }
             Ok(SegmentRan { run_id, merged: None }) => {
                 format!("this segment sent its share of run {run_id}; the segment that merges the night judges it")
             }
@@ -153,21 +185,33 @@ async fn confirm_together(
     // The night's alerts are the pair's, stored by the decision: the first run has nothing left to alert.
     store.mark_alerted(first, at).await?;
     deliver(store, config).await;
-    // The night's report as the pair decided it, its confirmation said (the first run's, when it stands).
-    print_stdout(&result.render(format))?;
     let first_status = store.find_run(first).await?.map_or(RunStatus::Regressed, |r| r.status);
+    // The rerun's own id: the night's result is the first run itself when the rerun could not be measured (a
+    // trial read "its rerun by all segments is run 6" of run 6).
+    let rerun = match first_status {
+        RunStatus::Regressed => store.rerun_of(first).await?,
+        _ => None,
+    };
+    print_decided(&result, first, format)?;
     if first_status == RunStatus::Regressed {
-        // The rerun's own id: the night's result is the first run itself when the rerun could not be measured
-        // (a trial read "its rerun by all segments is run 6" of run 6).
-        let rerun = store
-            .rerun_of(first)
-            .await?
-            .map_or_else(String::new, |id| format!(" (its rerun by all segments is run {id})"));
+        let rerun = rerun.map_or_else(String::new, |id| format!(" (its rerun by all segments is run {id})"));
         say!("confirmation: run {first}'s regression stands{rerun}");
         Ok(Exit::Regression)
     } else {
         say!("note: run {first}'s regression was not confirmed by its rerun on the same build; exiting 0");
         Ok(Exit::Ok)
+    }
+}
+
+/// The night's report as the pair decided it, its confirmation said; printed last, so an error before it
+/// writes its own JUnit document, never a second one. People were shown the first run's findings as they came:
+/// where the first run stands as the night's result, they read only the confirmation.
+fn print_decided(result: &CheckReport, first: RunId, format: Format) -> anyhow::Result<()> {
+    match (&result.confirmation, format) {
+        (Some(confirmation), Format::Human) if result.run_id == first => {
+            print_stdout(&format!("confirmation: {confirmation}\n"))
+        }
+        _ => print_stdout(&result.render(format)),
     }
 }
 

@@ -143,6 +143,10 @@ async fn judge_against_nights(
     (gates, zone): (&Gates, &str),
 ) -> Result<(Vec<Run>, Vec<LeftOut>, Judgement), JudgeError> {
     let baseline = baseline_runs(store, candidate, spec).await?;
+    // A `last-N` baseline that held its N runs (before held-back nights, said apart, left it) was short because
+    // N is: invalid nights did not shorten it, and the latest N of them lie anywhere in the series (`last-2`
+    // named two nights of months before).
+    let as_long_as_asked = matches!(spec, BaselineSpec::LastRuns(n) if baseline.len() >= *n as usize);
     let comparison = if matches!(spec, BaselineSpec::Run(_)) { Comparison::OneRun } else { Comparison::Nightly };
     let mind_the_machine = gates.busy_machine_inconclusive;
     // A named run is the user's choice; a window's nights are ours to sift.
@@ -173,9 +177,6 @@ async fn judge_against_nights(
         let first_findings = store.first_verdict(first).await?.map(|v| v.findings).unwrap_or_default();
         judgement = super::confirm::only_what_reproduced(judgement, first, &first_findings);
     }
-    // A `last-N` baseline holding its N runs was short because N is: invalid nights did not shorten it, and the
-    // latest N of them lie anywhere in the series (`last-2` named two nights of months before).
-    let as_long_as_asked = matches!(spec, BaselineSpec::LastRuns(n) if baseline.len() >= *n as usize);
     if comparison == Comparison::Nightly && baseline.len() < gates.min_runs as usize && !as_long_as_asked {
         judgement.summary += &invalid_nights_left_out(&store.invalid_runs_in_window(candidate, spec).await?);
     }

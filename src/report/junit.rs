@@ -101,8 +101,8 @@ pub(super) fn render(report: &CheckReport) -> String {
             ),
         };
     }
-    // A night decided by its rerun: the cases above are the rerun's, and this says what became of the first
-    // run's findings (a refuted pair read as a plain pass). After the cases, where the schema puts it.
+    // A run with a confirmation (a night's first run, or its rerun): this says what the pair decided, which the
+    // cases alone do not (a refuted pair read as a plain pass). After the cases, where the schema puts it.
     if let Some(confirmation) = &report.confirmation {
         out += &format!("    <system-out>confirmation: {}</system-out>\n", xml_escape(confirmation));
     }

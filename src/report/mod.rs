@@ -10,7 +10,7 @@ pub use junit::{error_document as junit_error, skipped_document as junit_skipped
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::model::{CapacityResult, Change, Finding, Run, VerdictOutcome};
+use crate::model::{CapacityResult, Change, Finding, FindingOutcome, Run, VerdictOutcome};
 
 /// The output formats of `degrade check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -77,6 +77,14 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
+    /// Marks the regressions `unconfirmed`: the report of a run whose rerun refuted them or has not decided
+    /// them yet, which fails no gate.
+    pub fn regressions_as_unconfirmed(&mut self) {
+        for f in self.findings.iter_mut().filter(|f| f.outcome == FindingOutcome::Regression) {
+            f.outcome = FindingOutcome::Unconfirmed;
+        }
+    }
+
     /// The report in `format`, ending with a newline.
     #[must_use]
     pub fn render(&self, format: Format) -> String {

@@ -26,6 +26,8 @@ pub struct ChangeRow {
     pub tonight: String,
     /// The change from the baseline, none for a gate.
     pub change: Option<Change>,
+    /// It rose from zero (an endpoint that never failed), which no ratio says.
+    pub from_none: bool,
     /// How likely a change this large is by noise alone (`2e-24`): the finding's p-value, empty when the
     /// figure was not tested (a gate).
     pub chance: String,
@@ -36,10 +38,14 @@ pub struct ChangeRow {
 }
 
 impl ChangeRow {
-    /// The change as every output writes it (`+31.9 %`, `×316`), empty for a gate.
+    /// The change as every output writes it (`+31.9 %`, `×316`, `from none`), empty for a gate.
     #[must_use]
     pub fn delta(&self) -> String {
-        self.change.map(|c| c.to_string()).unwrap_or_default()
+        match self.change {
+            Some(change) => change.to_string(),
+            None if self.from_none => "from none".to_owned(),
+            None => String::new(),
+        }
     }
 
     /// The exact percentage, for the change's tooltip.
@@ -111,6 +117,7 @@ pub fn rows(findings: &[Finding]) -> Vec<ChangeRow> {
             baseline: f.baseline_value.map(|v| with_unit(&f.metric, v)).unwrap_or_default(),
             tonight: with_unit(&f.metric, f.candidate_value),
             change: f.delta_pct.map(Change::from_pct),
+            from_none: f.delta_pct.is_none() && f.baseline_value == Some(0.0) && f.candidate_value > 0.0,
             chance: f.p_value.map(chance).unwrap_or_default(),
             worse,
             reason: f.reason.clone(),

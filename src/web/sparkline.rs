@@ -210,6 +210,7 @@ mod tests {
             baseline: String::new(),
             tonight: String::new(),
             change: pct.map(Change::from_pct),
+            from_none: false,
             chance: String::new(),
             worse,
             reason: String::new(),

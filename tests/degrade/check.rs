@@ -169,6 +169,7 @@ async fn an_endpoint_that_starts_failing_reads_from_none_not_n_a() {
     let (_, scenario) = app.get("/scenarios/checkout").await;
     assert!(scenario.contains(r#"<td class="regressed"><a href="/runs/11" title="run #11, "#), "{scenario}");
     assert!(scenario.contains(">from 0</a></td>"), "the grid's cell says which way it went: {scenario}");
+    assert!(scenario.contains(">from none</"), "what changed says it too: {scenario}");
     store.close().await;
 }
 

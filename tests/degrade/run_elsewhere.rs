@@ -23,7 +23,10 @@ async fn a_schedule_run_elsewhere_is_watched_and_never_run() {
     let (target, receiver) = (StubTarget::start().await, Receiver::start().await);
     // Due every two seconds: a scheduler that ran it would have started several nights by the end.
     let extra = format!("target = \"{}\"\nschedule = \"*/2 * * * * *\"\nrun_by = \"elsewhere\"", target.url());
-    let (_dir, config_path) = project(&alerting_config(&extra), &[("quick.toml", QUICK_SCENARIO)]);
+    let (dir, config_path) = project(&alerting_config(&extra), &[("quick.toml", QUICK_SCENARIO)]);
+    let validate = crate::support::degrade(dir.path(), &["validate"], &[]);
+    let (said, _) = crate::support::text(&validate);
+    assert!(said.contains("run elsewhere (a CronJob, CI): serve only watches for its nights"), "{said}");
     let config = load(&config_path, &receiver.url(), &receiver.url());
     let db = TestDb::sqlite();
     let store = Store::connect(&db.url).await.unwrap();

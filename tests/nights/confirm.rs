@@ -47,6 +47,10 @@ async fn a_noisy_night_then_a_real_regression() -> Result<(), Spoiled> {
         xml.contains(&format!("<system-out>confirmation: not confirmed: rerun #{rerun} of the same build")),
         "{xml}"
     );
+    assert!(
+        !xml.contains("<failure") && xml.contains("<skipped message="),
+        "a refuted regression fails no step: {xml}"
+    );
 
     // A real regression, worse in the rerun: a fifth of the first run's requests are slow (its p95, and its p99,
     // which 80 requests cannot bound but its tail judges), all of the rerun's (its p50 too). One alert, for what
