@@ -15,6 +15,7 @@ use degrade::store::Store;
 use crate::support::config::{QUICK_SCENARIO, alerting_config, load};
 use crate::support::nights::{night, store_night};
 use crate::support::receiver::Receiver;
+use crate::support::served::Served;
 use crate::support::target::StubTarget;
 use crate::support::{TestDb, project};
 
@@ -41,6 +42,13 @@ async fn a_schedule_run_elsewhere_is_watched_and_never_run() {
     assert_eq!(store.runs_between("checkout", night(0), Utc::now()).await.unwrap().len(), 1, "serve ran a night");
     let [alert] = receiver.delivered().try_into().unwrap();
     assert_eq!(alert["text"], "degrade: no recent run of checkout");
+    // The overview says who runs it beside when.
+    let url = db.url_string();
+    let served = Served::start(dir.path(), &["--no-scheduler"], &[("DEGRADE_DATABASE_URL", url.as_str())]).await;
+    let (status, overview) = served.get("/").await.unwrap();
+    assert_eq!(status, 200);
+    assert!(overview.contains(" UTC, run elsewhere"), "{overview}");
+    served.stop().await;
 }
 
 #[test]
