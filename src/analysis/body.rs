@@ -108,9 +108,10 @@ mod tests {
     use super::*;
     use crate::model::EndpointResult;
 
-    fn night(requests: i64, p50_ms: f64, p75_ms: f64) -> Sample {
+    /// A stored ladder of `GET /a`: `requests` requests, its p50 and p75 as given, its tail above the p75.
+    fn ladder(requests: i64, p50_ms: f64, p75_ms: f64) -> EndpointResult {
         let us = |ms: f64| (ms * 1000.0) as i64;
-        Sample::from_result(&EndpointResult {
+        EndpointResult {
             endpoint: "GET /a".into(),
             requests,
             p50_us: us(p50_ms),
@@ -121,7 +122,11 @@ mod tests {
             p999_us: us(p75_ms * 3.0),
             max_us: us(p75_ms * 4.0),
             ..EndpointResult::default()
-        })
+        }
+    }
+
+    fn night(requests: i64, p50_ms: f64, p75_ms: f64) -> Sample {
+        Sample::from_result(&ladder(requests, p50_ms, p75_ms))
     }
 
     #[test]
@@ -152,21 +157,7 @@ mod tests {
         use crate::analysis::Gates;
         use crate::analysis::judge::{Comparison, judge};
         let wobble = [1.0, 1.02, 0.98, 1.01, 0.99, 1.02, 0.985, 1.005];
-        let result = |p50: f64, p75: f64| {
-            let us = |ms: f64| (ms * 1000.0) as i64;
-            EndpointResult {
-                endpoint: "GET /a".into(),
-                requests: 2_000,
-                p50_us: us(p50),
-                p75_us: us(p75),
-                p90_us: us(p75 * 1.3),
-                p95_us: us(p75 * 1.5),
-                p99_us: us(p75 * 2.0),
-                p999_us: us(p75 * 3.0),
-                max_us: us(p75 * 4.0),
-                ..EndpointResult::default()
-            }
-        };
+        let result = |p50: f64, p75: f64| ladder(2_000, p50, p75);
         let history: Vec<Vec<EndpointResult>> = wobble.iter().map(|w| vec![result(10.0 * w, 14.0 * w)]).collect();
         let judgement = judge(
             &[result(p50_ms, p75_ms)],

@@ -274,19 +274,18 @@ pub(super) fn endpoint_drafts(
 
 fn percentile_evidence(tonight: &Sample, history: &[Sample], p: f64, needed: usize, min_effect: f64) -> Evidence {
     let reading = MedianReading::of(history.iter().chain([tonight]));
-    let now = tonight.judged_percentile(p, reading);
+    // Tested: `now` (the p50 as the body); shown: `own`, the percentile itself.
+    let (now, own) = (tonight.judged_percentile(p, reading), tonight.percentile(p));
     let (judged, nights): (Vec<&Sample>, Vec<_>) =
         history.iter().map(|s| (s, s.judged_percentile(p, reading))).filter(|(_, n)| n.hi.is_some()).unzip();
     if now.hi.is_none() || nights.len() < needed {
-        let tonight_value = tonight.percentile(p).value.exp();
-        return Evidence::TooFew { requests: tonight.timed(), needed: requests_needed(p), tonight: tonight_value };
+        return Evidence::TooFew { requests: tonight.timed(), needed: requests_needed(p), tonight: own.value.exp() };
     }
     let values: Vec<f64> = nights.iter().map(|n| n.value).collect();
     let variances: Vec<f64> = nights.iter().map(|n| n.sampling_sd.powi(2)).collect();
     let estimate = estimate(&values, &variances, LOG_SIGMA_FLOOR, None);
     let shown = (p == MEDIAN && reading == MedianReading::Body).then(|| shown_median(tonight, &judged, &estimate));
-    let now_alone = tonight.percentile(p);
-    let interval = Interval { lo: now_alone.lo.exp(), hi: now_alone.hi.map(f64::exp) };
+    let interval = Interval { lo: own.lo.exp(), hi: own.hi.map(f64::exp) };
     let slow_shares =
         if p > 0.9 { slow_shares(tonight, &judged, &estimate, p, needed, min_effect) } else { SlowShares::default() };
     Evidence::Value(Box::new(ValueEvidence {
