@@ -161,7 +161,7 @@ impl HttpClient {
         // negotiated, and saying HTTP/1.1 would be wrong.
         let first = if self.protocol == Protocol::Auto { [&self.auto, &self.http2] } else { [&self.http2, &self.auto] };
         let http1_opened = self.http1_opened.load(std::sync::atomic::Ordering::Relaxed);
-        match first.into_iter().flatten().find_map(|pool| pool.report()) {
+        let report = match first.into_iter().flatten().find_map(|pool| pool.report()) {
             // "auto" fell back: its requests went over the HTTP/1.1 connections.
             Some(report) if report.negotiated == WireProtocol::Http1 => {
                 Some(ConnectionReport { connections_opened: http1_opened, ..report })
@@ -172,9 +172,12 @@ impl HttpClient {
                 negotiated: WireProtocol::Http1,
                 connections_opened: http1_opened,
                 max_concurrent_streams: None,
+                steps_only: false,
             }),
             None => None,
-        }
+        };
+        // A target of HTTP/1.1 with a pool at all: the pool was made for the steps that asked for HTTP/2.
+        report.map(|r| ConnectionReport { steps_only: self.protocol == Protocol::Http1, ..r })
     }
 
     /// This client's connections read answers expected before the open-model pacer's next arrival when it

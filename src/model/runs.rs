@@ -209,6 +209,10 @@ pub struct ConnectionReport {
     pub connections_opened: u64,
     /// The lowest `SETTINGS_MAX_CONCURRENT_STREAMS` the server sent; `None` when it set no limit.
     pub max_concurrent_streams: Option<u64>,
+    /// Only the steps that asked for HTTP/2 themselves (gRPC, a step's `protocol`) went over these
+    /// connections: the target asked for HTTP/1.1, which its other requests went over.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub steps_only: bool,
 }
 
 /// The protocol a run's requests went over, named as TLS's ALPN names it (`h2c` for HTTP/2 on plain TCP).

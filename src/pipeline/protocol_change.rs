@@ -35,8 +35,12 @@ mod tests {
 
     /// Run `id` whose requests went over `wire` (`None`: stored before HTTP/2, so HTTP/1.1).
     fn night(id: i64, wire: Option<WireProtocol>) -> Run {
-        let connection =
-            wire.map(|negotiated| ConnectionReport { negotiated, connections_opened: 1, max_concurrent_streams: None });
+        let connection = wire.map(|negotiated| ConnectionReport {
+            negotiated,
+            connections_opened: 1,
+            max_concurrent_streams: None,
+            steps_only: false,
+        });
         Run {
             id,
             scenario: "api".into(),

@@ -304,8 +304,20 @@ async fn run_and_scenario_pages_name_the_workload_series() {
             reshape: Some("--duration 20s --rate-scale 0.5".into()),
         };
         let id = store.create_run(&run).await.unwrap();
-        let load_summary =
-            LoadSummary { model: "open".into(), target_rate: 60.0, measured_secs: 20.0, ..LoadSummary::default() };
+        // The first over an HTTP/2 target, the second over an HTTP/1.1 target with gRPC steps over h2c.
+        let connection = Some(degrade::model::ConnectionReport {
+            negotiated: if n == 0 { degrade::model::WireProtocol::H2 } else { degrade::model::WireProtocol::H2c },
+            connections_opened: 1 + n as u64,
+            max_concurrent_streams: None,
+            steps_only: n == 1,
+        });
+        let load_summary = LoadSummary {
+            model: "open".into(),
+            target_rate: 60.0,
+            measured_secs: 20.0,
+            connection,
+            ..LoadSummary::default()
+        };
         let results = RunResults {
             status: RunStatus::Finished,
             finished_at: started_at + Duration::seconds(25),
@@ -325,6 +337,11 @@ async fn run_and_scenario_pages_name_the_workload_series() {
     let smoke_shape = "20 s measured at 60.0 sessions/s, smoke runs: --duration 20s --rate-scale 0.5";
     assert!(smoke.contains(&format!("Workload series <code>5m0ke5er</code>: {smoke_shape}, 2")), "{smoke}");
     assert!(smoke.contains("1 other series (3 runs"), "{smoke}");
+    let steps_only = "Connections: requests went over http/1.1; the steps that asked for HTTP/2 (gRPC, a step's own \
+                      <code>protocol</code>) went over h2c, 2 connections opened.";
+    assert!(smoke.contains(steps_only), "{smoke}");
+    let (_, http2) = app.get(&format!("/runs/{}", last + 1)).await;
+    assert!(http2.contains("Connections: HTTP/2 requests went over h2, 1 connection opened."), "{http2}");
 
     let (status, page) = app.get("/scenarios/checkout").await;
     assert_eq!(status, 200);

@@ -58,6 +58,10 @@ expect = { json = [{ path = "$.text", eq = "hello night!" }] }
     assert_eq!((echo.requests, echo.errors), (20, 0), "{:?}", echo.error_samples);
     let again = endpoint(&measurement, "again");
     assert_eq!((again.requests, again.errors), (20, 0), "{:?}", again.error_samples);
+    // The target is HTTP/1.1 (the default): only the gRPC steps went over h2c, and the run says so.
+    let connection = measurement.results.load_summary.connection.expect("the gRPC steps' connection is reported");
+    assert_eq!(connection.negotiated, degrade::model::WireProtocol::H2c, "{connection:?}");
+    assert!(connection.steps_only, "the target's own requests went over HTTP/1.1: {connection:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

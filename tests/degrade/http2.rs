@@ -43,6 +43,7 @@ async fn h2c_and_tls_with_alpn_both_carry_a_run_and_say_what_they_negotiated() {
         assert_eq!((fast.requests, fast.errors), (50, 0), "{}: {:?}", stub.url(), fast.error_samples);
         let report = connection(&measurement);
         assert_eq!((report.negotiated, report.connections_opened), (wire, 1), "{report:?}");
+        assert!(!report.steps_only, "the target itself asked for HTTP/2: {report:?}");
         assert_eq!(report.max_concurrent_streams, Some(200), "hyper's default limit, read from its SETTINGS");
         assert_eq!(stub.connections.load(std::sync::atomic::Ordering::Relaxed), 1, "one connection carried all");
     }

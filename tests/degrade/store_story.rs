@@ -155,6 +155,7 @@ pub(crate) fn results(n: i64, p95_ms: i64, status: RunStatus, reasons: &[&str]) 
                 negotiated: degrade::model::WireProtocol::H2,
                 connections_opened: 2,
                 max_concurrent_streams: Some(100),
+                steps_only: false,
             }),
         },
         endpoints: vec![

@@ -241,6 +241,7 @@ impl Http2Pool {
             negotiated: wire,
             connections_opened: 0,
             max_concurrent_streams: max_streams,
+            steps_only: false,
         });
         report.max_concurrent_streams = match (report.max_concurrent_streams, max_streams) {
             (Some(a), Some(b)) => Some(a.min(b)),
