@@ -69,6 +69,7 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
         return Ok(super::segment::exit(&ran?));
     }
     let planned = stepped_endpoints(&job.plan);
+    let searches = job.scenario.as_ref().is_some_and(|s| s.capacity.is_some());
     let outcome = run_job(&store, job, args.build).await;
     let capacity = match &outcome {
         Ok((_, RunOutcome::Measured { run_id, .. })) => store.capacity(*run_id).await.unwrap_or_else(|e| {
@@ -90,6 +91,7 @@ pub(super) async fn run(source: &ConfigSource, args: RunArgs) -> anyhow::Result<
             measurement: *measurement,
             telemetry,
             capacity,
+            searches,
         },
     };
     print_stdout(&report.render(args.format))?;

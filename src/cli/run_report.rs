@@ -25,6 +25,8 @@ pub(super) struct RunReport {
     pub telemetry: RunTelemetry,
     /// Its capacity search, when the scenario has `[scenario.capacity]` and the night finished.
     pub capacity: Option<crate::model::CapacityResult>,
+    /// Whether the scenario searches capacity after its night (`[scenario.capacity]`, not a smoke run).
+    pub searches: bool,
     /// Endpoints of the scenario that no request reached: they have no row, and nothing of them is measured.
     pub unreached: Vec<String>,
 }
@@ -50,6 +52,18 @@ fn load_line(load: &LoadSummary) -> String {
         load.generator_cpu_pct,
         machine_figures(load)
     )
+}
+
+/// Why a scenario that searches capacity has no search tonight: a search builds on a night whose own stages
+/// measured the target, and says nothing after one that did not.
+fn capacity_not_run(night: RunStatus) -> String {
+    let why = match night {
+        RunStatus::Invalid => {
+            "the night's own stages were invalid (why below), and a search runs only after a valid night"
+        }
+        _ => "the night's own stages did not finish",
+    };
+    format!("Capacity search: not run: {why}.\n\n")
 }
 
 /// The endpoints' figures as a table, then each named endpoint's errors by class with a sample.
@@ -204,6 +218,8 @@ impl RunReport {
                 crate::model::counted(capacity.steps.len(), "step", "steps"),
                 capacity.search_secs
             ));
+        } else if self.searches {
+            out.push_str(&capacity_not_run(r.status));
         }
         out.push_str(&validity_lines(r.status, &r.validity_reasons));
         out.push_str(

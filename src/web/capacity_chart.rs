@@ -1,13 +1,16 @@
-//! A capacity night on the run page: its steps drawn as rate against p75 and p95 (a log axis: past the knee a
-//! queue multiplies the response time), the zone's limit as a dashed line, each step coloured by what the zone
-//! made of it, and the knee (the capacity found) marked; then the steps as a table. On the scenario page, the
+//! A capacity night on the run page: its steps drawn as rate against p75 and p95 of all their requests (a log
+//! axis: past the knee a queue multiplies the response time), the zone's limit as a dashed line, each step
+//! coloured by what the zone made of it, the figure that took a step out of the zone (one endpoint's, which all
+//! the requests' p75 may not show) as a cross, and the knee (the capacity found) marked; then the steps as a
+//! table. On the scenario page, the
 //! capacity night over night ([`trend_svg`]).
 
 use std::fmt::Write as _;
 
 use super::svg::{Px, log_ticks, nice_ticks, tick_label};
 use super::trend_chart::{FONTS, colour};
-use crate::model::{CapacityResult, CapacityStep, StepVerdict, ZoneGate};
+use super::trend_time_axis::DateFormat;
+use crate::model::{CapacityResult, CapacityStep, StepVerdict, ZoneBreach, ZoneGate};
 use crate::outside_text::xml_escape;
 use crate::store::CapacityNight;
 
@@ -85,8 +88,10 @@ fn verdict_words(verdict: StepVerdict) -> &'static str {
 /// The steps' figure; empty when no step has a response time.
 fn steps_svg(result: &CapacityResult) -> String {
     let timed: Vec<&CapacityStep> = result.steps.iter().filter(|s| s.p75_ms.is_some()).collect();
-    let limit = result.breach.as_ref().filter(|b| matches!(b.gate, ZoneGate::P75 | ZoneGate::P95 | ZoneGate::P99));
-    let values = timed.iter().flat_map(|s| [s.p75_ms, s.p95_ms]).flatten().chain(limit.map(|b| b.limit));
+    let limit = result.breach.as_ref().filter(|b| is_latency(b));
+    let breaches = timed.iter().filter_map(|s| latency_breach(s)).map(|b| b.value);
+    let values =
+        timed.iter().flat_map(|s| [s.p75_ms, s.p95_ms]).flatten().chain(limit.map(|b| b.limit)).chain(breaches);
     let (low, high) = values.fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if timed.is_empty() || !(low > 0.0 && high.is_finite()) {
         return String::new();
@@ -99,7 +104,8 @@ fn steps_svg(result: &CapacityResult) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" \
          height=\"{HEIGHT}\" font-family=\"{FONTS}\" font-size=\"12\" role=\"img\" aria-label=\"Capacity search: \
          each step's rate against its p75 and p95\"><text class=\"title\" x=\"{LEFT}\" y=\"16\" font-weight=\"600\">\
-         Capacity search: p75 (filled) and p95 (ring) per step, ms (log)</text>"
+         Capacity search: p75 (filled) and p95 (ring) of each step's requests, ✕ the endpoint's figure that left \
+         the zone, ms (log)</text>"
     );
     axes(&mut out, &x, &y, (low, high), top_rate);
     if let Some(limit) = limit {
@@ -131,6 +137,15 @@ fn steps_svg(result: &CapacityResult) -> String {
     }
     out.push_str("</svg>");
     out
+}
+
+fn is_latency(breach: &ZoneBreach) -> bool {
+    matches!(breach.gate, ZoneGate::P75 | ZoneGate::P95 | ZoneGate::P99)
+}
+
+/// The response time that took `step` out of the zone, when one did: an endpoint's p75, p95 or p99.
+fn latency_breach(step: &CapacityStep) -> Option<&ZoneBreach> {
+    step.breach.as_ref().filter(|b| is_latency(b))
 }
 
 /// A value's grid line across the plot at height `at`, labelled on the left.
@@ -189,6 +204,23 @@ fn dot(out: &mut String, step: &CapacityStep, x: f64, y: &dyn Fn(f64) -> f64) {
     if let Some(p75) = step.p75_ms {
         let _ = write!(out, "<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{fill}\"/>", Px(x), Px(y(p75)));
     }
+    // The zone is judged endpoint by endpoint: a step can leave it on one endpoint's p75 while all its
+    // requests' p75 stays under the line (a trial's 39.4 ms of GET /search against 30, its step's p75 25.7).
+    if let Some(breach) = latency_breach(step) {
+        let (cx, cy) = (x, y(breach.value));
+        let _ = write!(
+            out,
+            "<path class=\"breach\" d=\"M{} {}L{} {}M{} {}L{} {}\" stroke=\"{LEFT_ZONE}\" stroke-width=\"2.5\"/>",
+            Px(cx - 5.0),
+            Px(cy - 5.0),
+            Px(cx + 5.0),
+            Px(cy + 5.0),
+            Px(cx - 5.0),
+            Px(cy + 5.0),
+            Px(cx + 5.0),
+            Px(cy - 5.0)
+        );
+    }
     out.push_str("</g>");
 }
 
@@ -215,7 +247,13 @@ pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
     for tick in ticks {
         grid_line(&mut out, y(tick), tick);
     }
-    for (index, edge) in [(0, nights.first()), (nights.len() - 1, nights.last())] {
+    let format = DateFormat::spanning(nights[0].started_at, nights[nights.len() - 1].started_at);
+    let edges = if nights.len() == 1 {
+        vec![(0, nights.first())]
+    } else {
+        vec![(0, nights.first()), (nights.len() - 1, nights.last())]
+    };
+    for (index, edge) in edges {
         if let Some(night) = edge {
             let anchor = if index == 0 { "start" } else { "end" };
             let _ = write!(
@@ -223,7 +261,7 @@ pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
                 "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
                 Px(x(index)),
                 Px(HEIGHT - BOTTOM + 16.0),
-                night.started_at.format("%Y-%m-%d")
+                night.started_at.format(format.pattern)
             );
         }
     }
@@ -256,7 +294,7 @@ pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{SearchEnd, ZoneBreach};
+    use crate::model::SearchEnd;
 
     fn step(rate: f64, p75: f64, verdict: StepVerdict) -> CapacityStep {
         CapacityStep {
@@ -293,8 +331,41 @@ mod tests {
         assert!(svg.contains("zone: p75 ≤ 25 ms") && svg.contains("capacity 390 req/s"), "{svg}");
         assert!(svg.contains("&lt;405&gt; &amp; why") && !svg.contains("<405>"), "{svg}");
         assert_eq!(svg.matches(&format!("fill=\"{LEFT_ZONE}\"/>")).count(), 1, "{svg}");
+        assert!(!svg.contains("class=\"breach\""), "no step carries its breach here: {svg}");
         let rows = view(&result).rows;
         assert_eq!((rows[2].rate.as_str(), rows[2].verdict), ("405", "left the zone"));
+    }
+
+    #[test]
+    fn a_step_that_left_on_one_endpoint_shows_that_endpoints_figure_past_the_line() {
+        // All the step's requests at a p75 of 25.7 ms, under the zone's 30 ms; GET /search's own 39.4 ms past it.
+        let breach = ZoneBreach { gate: ZoneGate::P75, endpoint: "GET /search".into(), value: 39.4, limit: 30.0 };
+        let left = CapacityStep { breach: Some(breach.clone()), ..step(350.0, 25.7, StepVerdict::Left) };
+        let result = CapacityResult {
+            capacity: Some(300.0),
+            first_out: Some(350.0),
+            breach: Some(breach),
+            ended: SearchEnd::Found,
+            search_secs: 20.0,
+            steps: vec![step(300.0, 14.0, StepVerdict::Held), left],
+            zone: None,
+        };
+        let svg = steps_svg(&result);
+        let cross = svg.split("class=\"breach\" d=\"M").nth(1).expect("the breach is drawn");
+        let cross_y: f64 = cross.split(['L', ' ']).nth(1).unwrap().parse::<f64>().unwrap() + 5.0;
+        let line_y: f64 = svg
+            .split("stroke-dasharray")
+            .next()
+            .unwrap()
+            .rsplit("y1=\"")
+            .next()
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(cross_y < line_y, "the cross stands above the zone's line (smaller y): {cross_y} {line_y}");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+use chrono::{DateTime, Utc};
+
 use super::trend_geometry::{BOTTOM, LEFT, RIGHT, WIDTH, slot_x};
 use crate::outside_text::xml_escape;
 use crate::store::ChartPoint;
@@ -24,21 +26,16 @@ pub(super) fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
         "<line x1=\"{LEFT}\" y1=\"{BOTTOM}\" x2=\"{}\" y2=\"{BOTTOM}\" stroke=\"currentColor\" stroke-opacity=\"0.5\"/>",
         WIDTH - RIGHT
     );
-    let same_day =
-        points.first().map(|p| p.started_at.date_naive()) == points.last().map(|p| p.started_at.date_naive());
-    // A range of about a year or more names the year: month and day alone repeat across years.
-    let long = match (points.first(), points.last()) {
-        (Some(first), Some(last)) => last.started_at - first.started_at > chrono::Duration::days(300),
-        _ => false,
-    };
-    // Each format with the characters it writes.
-    let (format, characters) = match (same_day, long) {
-        (true, _) => ("%H:%M", 5.0),
-        (false, true) => ("%Y-%m", 7.0),
-        (false, false) => ("%m-%d", 5.0),
-    };
-    let width = LABEL_CHARACTER * characters + LABEL_MARGIN;
-    for index in label_indexes(count, width) {
+    let (Some(first), Some(last)) = (points.first(), points.last()) else { return };
+    let mut format = DateFormat::spanning(first.started_at, last.started_at);
+    let mut indexes = label_indexes(count, format.width());
+    // Runs minutes apart (a new user's first tries) would read 15:31, 15:31, 15:32: their seconds tell them apart.
+    let label = |format: DateFormat, i: usize| points[i].started_at.format(format.pattern).to_string();
+    if format == DateFormat::TIME && indexes.windows(2).any(|w| label(format, w[0]) == label(format, w[1])) {
+        format = DateFormat::SECONDS;
+        indexes = label_indexes(count, format.width());
+    }
+    for index in indexes {
         // The newest label near the plot's edge ends there rather than centring on its point, so enlarged text
         // on a narrow screen is not cut off by the chart's border.
         let x = slot_x(index, count);
@@ -48,10 +45,41 @@ pub(super) fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
             svg,
             "<text class=\"date\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"{anchor}\" fill-opacity=\"0.8\">{}</text>",
             BOTTOM + 16.0,
-            points[index].started_at.format(format)
+            points[index].started_at.format(format.pattern)
         );
     }
     build_ticks(svg, points);
+}
+
+/// How a time axis writes its dates: a pattern and the characters it writes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct DateFormat {
+    pub pattern: &'static str,
+    characters: f64,
+}
+
+impl DateFormat {
+    const TIME: Self = Self { pattern: "%H:%M", characters: 5.0 };
+    const SECONDS: Self = Self { pattern: "%H:%M:%S", characters: 8.0 };
+    const DAY: Self = Self { pattern: "%m-%d", characters: 5.0 };
+    const MONTH: Self = Self { pattern: "%Y-%m", characters: 7.0 };
+
+    /// The format of an axis from `first` to `last`: the time within one day; month and day; the year and
+    /// month over about a year or more, where month and day alone repeat across years.
+    pub(super) fn spanning(first: DateTime<Utc>, last: DateTime<Utc>) -> Self {
+        if first.date_naive() == last.date_naive() {
+            Self::TIME
+        } else if last - first > chrono::Duration::days(300) {
+            Self::MONTH
+        } else {
+            Self::DAY
+        }
+    }
+
+    /// The room one label takes, in the chart's units.
+    fn width(self) -> f64 {
+        LABEL_CHARACTER * self.characters + LABEL_MARGIN
+    }
 }
 
 /// The points of `count` that get a date label `width` units wide: every `stride`-th one back from the newest,
@@ -169,5 +197,21 @@ mod tests {
         assert!(strides.len() >= 4 && strides.windows(2).all(|w| w[0] == w[1]), "{month:?}");
         assert_eq!(label_indexes(1, 72.0), [0]);
         assert!(label_indexes(0, 72.0).is_empty());
+    }
+
+    #[test]
+    fn runs_minutes_apart_are_told_apart_by_their_seconds() {
+        let mut tries = nights(4);
+        for (n, point) in tries.iter_mut().enumerate() {
+            point.started_at = chrono::Utc.with_ymd_and_hms(2026, 12, 7, 15, 31, 0).unwrap()
+                + chrono::Duration::seconds(40 * n as i64);
+        }
+        assert_eq!(dates(&tries), ["15:31:00", "15:31:40", "15:32:20", "15:33:00"]);
+        // An hour apart, minutes are enough.
+        for (n, point) in tries.iter_mut().enumerate() {
+            point.started_at =
+                chrono::Utc.with_ymd_and_hms(2026, 12, 7, 9, 0, 0).unwrap() + chrono::Duration::hours(n as i64);
+        }
+        assert_eq!(dates(&tries), ["09:00", "10:00", "11:00", "12:00"]);
     }
 }

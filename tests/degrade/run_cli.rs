@@ -441,6 +441,34 @@ async fn a_smoke_run_does_not_search_capacity_and_says_so() {
     store.close().await;
 }
 
+/// A night whose own stages were invalid (here its feeder ran out, so the run ended early) runs no capacity
+/// search, and `degrade run` says so instead of printing nothing about it (a trial's night with a schedule lag).
+#[tokio::test]
+async fn a_night_that_ended_invalid_says_it_searched_no_capacity() {
+    let target = StubTarget::start().await;
+    let config = format!(
+        "[[scenario]]\nname = \"short\"\nfile = \"scenarios/short.toml\"\ntarget = \"{}\"\n[scenario.gates]\n\
+         max_p75_ms = 1000\n[scenario.capacity]\nstart_rate = 50\nhold = \"2s\"\nmax_rate = 400\nmax_time = \"1m\"\n",
+        target.url()
+    );
+    let scenario = "[[data]]\nname = \"users\"\nfile = \"users.csv\"\nwhen_exhausted = \"stop\"\n\
+                    [[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/named/{{ users.name }}\"\n\
+                    [load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"3s\"\nrate = 20\n";
+    let files = [("scenarios/short.toml", scenario), ("scenarios/users.csv", "name\nann\nbob\n")];
+    let (dir, _) = project(&config, &files);
+    let night = degrade_child(dir.path(), &["run"], &[]).wait_with_output().await.unwrap();
+    let (stdout, stderr) = text(&night);
+    assert_eq!(night.status.code(), Some(3), "an invalid night: {stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "Capacity search: not run: the night's own stages were invalid (why below), and a search runs only \
+             after a valid night."
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("the run ended early"), "{stdout}");
+}
+
 /// A generator stopped for 2 s (a VM pause, `kill -STOP`) mid-run at 1,500 arrivals/s with 10 in flight at
 /// most: the backlog of dropped arrivals is recorded in the seconds they were due, and the run is stored
 /// (invalid, since the stall cut its load), with one timeline row per endpoint and second.
