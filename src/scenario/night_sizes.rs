@@ -22,6 +22,9 @@ pub struct EndpointNight {
     pub planned: bool,
     /// The percentiles that many requests can judge.
     pub judged: Vec<&'static str>,
+    /// Of them, those the verdict judged by the share of requests past the baseline's tail, as that many
+    /// requests cannot bound the percentile itself.
+    pub by_share: Vec<&'static str>,
     /// The percentiles it cannot, with the requests each needs.
     pub short: Vec<(&'static str, u64)>,
 }
@@ -31,8 +34,16 @@ impl EndpointNight {
     /// night's length`.
     #[must_use]
     pub fn describe(&self) -> String {
-        let judged =
-            if self.judged.is_empty() { "nothing judged".to_owned() } else { self.judged.join(", ") + " judged" };
+        // `p50 judged` beside `p95 needs ~73` must not read as a contradiction where the p99 was judged by its
+        // tail's share (a trial: "65 requests: p50, p99 judged; p95 needs ~73").
+        let named: Vec<String> = self
+            .judged
+            .iter()
+            .map(|p| {
+                if self.by_share.contains(p) { format!("{p} (by its share of slow requests)") } else { (*p).to_owned() }
+            })
+            .collect();
+        let judged = if named.is_empty() { "nothing judged".to_owned() } else { named.join(", ") + " judged" };
         let about = if self.planned { "~" } else { "" };
         let count = crate::model::thousands(self.requests.round());
         let mut text = format!("{}: {about}{count} requests: {judged}", self.endpoint);
@@ -115,12 +126,19 @@ pub fn night(endpoint: &str, requests: f64) -> EndpointNight {
 /// whatever the count (the share of requests past the baseline's tail judges a p99 its interval cannot bound).
 #[must_use]
 pub fn judged_night(endpoint: &str, requests: f64, verdict_judged: impl Fn(&str) -> bool) -> EndpointNight {
-    let (mut judged, mut short) = (Vec::new(), Vec::new());
+    let (mut judged, mut by_share, mut short) = (Vec::new(), Vec::new(), Vec::new());
     for (name, p) in PERCENTILES {
         let needed = requests_needed(p);
-        if requests >= needed as f64 || verdict_judged(name) { judged.push(name) } else { short.push((name, needed)) }
+        if requests >= needed as f64 {
+            judged.push(name);
+        } else if verdict_judged(name) {
+            judged.push(name);
+            by_share.push(name);
+        } else {
+            short.push((name, needed));
+        }
     }
-    EndpointNight { endpoint: endpoint.to_owned(), requests, planned: false, judged, short }
+    EndpointNight { endpoint: endpoint.to_owned(), requests, planned: false, judged, by_share, short }
 }
 
 #[cfg(test)]
@@ -137,6 +155,10 @@ mod tests {
         assert_eq!(night("GET /a", 20_000.0).describe(), "GET /a: 20,000 requests: p50, p95, p99 judged");
         let tail_judged = judged_night("POST /drafts", 52.0, |p| p == "p99");
         assert_eq!(tail_judged.judged, ["p50", "p99"], "a verdict that judged the p99 by its tail judged it");
-        assert!(tail_judged.describe().contains("judged; p95 needs ~"), "{}", tail_judged.describe());
+        assert!(
+            tail_judged.describe().contains(": p50, p99 (by its share of slow requests) judged; p95 needs ~"),
+            "{}",
+            tail_judged.describe()
+        );
     }
 }

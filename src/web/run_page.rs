@@ -253,21 +253,29 @@ fn thin_endpoints(endpoints: &[EndpointResult], findings: &[Finding]) -> Vec<Str
 /// Per endpoint: p50/p99, requests per second, and failures per class, second by second.
 fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError> {
     let names: BTreeSet<&str> = points.iter().map(|p| p.endpoint.as_str()).collect();
+    let run_seconds = points.iter().map(|p| p.elapsed_s).min().zip(points.iter().map(|p| p.elapsed_s).max());
     let mut charts = Vec::new();
     for name in names {
         let seconds: Vec<&TimelinePoint> = points.iter().filter(|p| p.endpoint == name).collect();
+        // Counts are drawn over every second of the run: a second without a request of this endpoint is a 0,
+        // not a gap the axis closes (a trial's requests/s never showed 0, and 2 s apart read as 1). A response
+        // time has no value there, so its chart keeps the seconds that had one.
+        let idle: Vec<TimelinePoint> =
+            run_seconds.map_or_else(Vec::new, |(first, last)| idle_seconds(&seconds, first, last));
+        let mut every: Vec<&TimelinePoint> = seconds.iter().copied().chain(&idle).collect();
+        every.sort_by_key(|p| p.elapsed_s);
         // Spikes must survive merging into buckets: p99 and errors take the bucket's maximum.
-        let series = |name: &str, colour, merge, f: fn(&TimelinePoint) -> f64| Series {
+        let series = |over: &[&TimelinePoint], name: &str, colour, merge, f: fn(&TimelinePoint) -> f64| Series {
             colour,
             name: name.to_owned(),
-            values: seconds.iter().map(|p| f(p)).collect(),
+            values: over.iter().map(|p| f(p)).collect(),
             merge,
         };
         let latency = [
-            series("p50 ms", colour::P50, Merge::Median, |p| p.p50_us as f64 / 1000.0),
-            series("p99 ms", colour::P99, Merge::Max, |p| p.p99_us as f64 / 1000.0),
+            series(&seconds, "p50 ms", colour::P50, Merge::Median, |p| p.p50_us as f64 / 1000.0),
+            series(&seconds, "p99 ms", colour::P99, Merge::Max, |p| p.p99_us as f64 / 1000.0),
         ];
-        let rate = [series("requests/s", colour::THROUGHPUT, Merge::Mean, |p| p.requests as f64)];
+        let rate = [series(&every, "requests/s", colour::THROUGHPUT, Merge::Mean, |p| p.requests as f64)];
         let classes: BTreeSet<&str> =
             seconds.iter().flat_map(|p| p.errors_by_class.keys().map(String::as_str)).collect();
         let errors: Vec<Series> = classes
@@ -276,7 +284,7 @@ fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError
             .map(|(class, colour)| Series {
                 colour,
                 name: class.to_owned(),
-                values: seconds.iter().map(|p| p.errors_by_class.get(class).copied().unwrap_or(0) as f64).collect(),
+                values: every.iter().map(|p| p.errors_by_class.get(class).copied().unwrap_or(0) as f64).collect(),
                 merge: Merge::Max,
             })
             .collect();
@@ -288,15 +296,26 @@ fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError
             } else {
                 timeline_svg(&chart_title(name, "response time per second"), &seconds, &latency)?
             },
-            rate_svg: timeline_svg(&chart_title(name, "requests per second"), &seconds, &rate)?,
+            rate_svg: timeline_svg(&chart_title(name, "requests per second"), &every, &rate)?,
             errors_svg: if errors.is_empty() {
                 String::new()
             } else {
-                timeline_svg(&chart_title(name, "errors per second by class"), &seconds, &errors)?
+                timeline_svg(&chart_title(name, "errors per second by class"), &every, &errors)?
             },
         });
     }
     Ok(charts)
+}
+
+/// The seconds from `first` to `last` in which `seconds` (one endpoint's, in order) has no point: each a second
+/// of no requests.
+fn idle_seconds(seconds: &[&TimelinePoint], first: i64, last: i64) -> Vec<TimelinePoint> {
+    let busy: BTreeSet<i64> = seconds.iter().map(|p| p.elapsed_s).collect();
+    let endpoint = seconds.first().map(|p| p.endpoint.clone()).unwrap_or_default();
+    (first..=last)
+        .filter(|s| !busy.contains(s))
+        .map(|elapsed_s| TimelinePoint { endpoint: endpoint.clone(), elapsed_s, ..TimelinePoint::default() })
+        .collect()
 }
 
 /// A concluded night's segments as they ended: one still `ready` or `registered`, with no results, was lost
@@ -313,4 +332,37 @@ fn concluded_segments(
         }
     }
     segments
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn second(endpoint: &str, elapsed_s: i64) -> TimelinePoint {
+        TimelinePoint {
+            endpoint: endpoint.into(),
+            elapsed_s,
+            requests: 3,
+            p50_us: 900,
+            p99_us: 2000,
+            ..TimelinePoint::default()
+        }
+    }
+
+    #[test]
+    fn a_second_without_requests_is_drawn_as_none_not_left_out() {
+        // GET /items was not asked in seconds 3 and 5 of the run, which GET /search was.
+        let points: Vec<TimelinePoint> = [1, 2, 4]
+            .into_iter()
+            .map(|s| second("GET /items", s))
+            .chain((1..=5).map(|s| second("GET /search", s)))
+            .collect();
+        let charts = timelines(&points).unwrap();
+        let items = charts.iter().find(|c| c.endpoint == "GET /items").unwrap();
+        for label in ["1s", "2s", "3s", "4s", "5s"] {
+            assert!(items.rate_svg.contains(&format!(">{label}</text>")), "{label}: {}", items.rate_svg);
+        }
+        // Its response times have no value in those seconds: the latency chart keeps the seconds that had one.
+        assert!(!items.latency_svg.contains(">3s</text>"), "{}", items.latency_svg);
+    }
 }
