@@ -305,10 +305,10 @@ pub fn counted_findings(outcome: VerdictOutcome, findings: &[Finding]) -> String
     if count(FindingOutcome::TooFew) > 0 {
         parts.push(format!("{} on too few requests to judge", count(FindingOutcome::TooFew)));
     }
-    // A series the baseline nights do not hold yet (a telemetry series added last night, a new endpoint): left
-    // out of the count, a reader takes it for judged.
+    // A finding that could not be judged (a telemetry series the baseline nights do not hold yet, a capacity
+    // the generator limited): left out of the count, a reader takes it for judged. Each says why on its own.
     if count(FindingOutcome::Inconclusive) > 0 {
-        parts.push(format!("{} with too little history to judge", count(FindingOutcome::Inconclusive)));
+        parts.push(format!("{} inconclusive", count(FindingOutcome::Inconclusive)));
     }
     format!("{outcome}: {}", parts.join(", "))
 }
@@ -409,6 +409,26 @@ mod tests {
         assert_eq!((missing.endpoint.as_str(), missing.baseline_value), ("GET /b", Some(10_000.0)));
         let only_a = judge(&tonight[..1], &nights(10), &Gates::default(), Comparison::Nightly, LoadModel::Open);
         assert!(only_a.findings.iter().any(|f| f.endpoint == "GET /b" && f.outcome == FindingOutcome::Regression));
+    }
+
+    #[test]
+    fn the_summary_counts_what_it_could_not_judge() {
+        let finding = |outcome| Finding {
+            endpoint: "api-host".into(),
+            metric: "CPU busy".into(),
+            outcome,
+            baseline_value: None,
+            candidate_value: 0.4,
+            delta_pct: None,
+            limit: None,
+            interval: None,
+            p_value: None,
+            reason: "inconclusive: 0 baseline nights kept this series, at least 5 needed".into(),
+        };
+        let findings = [finding(FindingOutcome::NoChange), finding(FindingOutcome::Inconclusive)];
+        // A telemetry series new last night is not counted as judged.
+        assert_eq!(counted_findings(VerdictOutcome::Passed, &findings), "passed: 1 unchanged, 1 inconclusive");
+        assert_eq!(counted_findings(VerdictOutcome::Passed, &findings[..1]), "passed: 1 unchanged");
     }
 
     #[test]

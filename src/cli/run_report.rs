@@ -59,11 +59,14 @@ fn load_line(load: &LoadSummary) -> String {
 fn capacity_not_run(night: RunStatus) -> String {
     let why = match night {
         RunStatus::Invalid => {
-            "the night's own stages were invalid (why below), and a search runs only after a valid night"
+            "not run: the night's own stages were invalid (why below), and a search runs only after a valid night"
+                .to_owned()
         }
-        _ => "the night's own stages did not finish",
+        // The search ran, but what it found could not be stored or read back: the warnings say why.
+        RunStatus::Finished => "none stored: its result could not be stored or read back (see the warnings)".to_owned(),
+        other => format!("not run: the night's own stages ended {other}"),
     };
-    format!("Capacity search: not run: {why}.\n\n")
+    format!("Capacity search: {why}.\n\n")
 }
 
 /// The endpoints' figures as a table, then each named endpoint's errors by class with a sample.

@@ -154,8 +154,8 @@ impl HttpClient {
         Ok(client)
     }
 
-    /// What the run's HTTP/2 connections negotiated, when the target asked for HTTP/2; `None` for HTTP/1.1
-    /// by choice.
+    /// What the run's HTTP/2 connections negotiated, when the target or a step (gRPC, a step's `protocol`)
+    /// asked for HTTP/2; `None` for HTTP/1.1 by choice.
     pub(super) fn connection_report(&self) -> Option<ConnectionReport> {
         // The target's protocol's first, then a step's. Nothing connected (the target was down): nothing was
         // negotiated, and saying HTTP/1.1 would be wrong.
@@ -176,8 +176,15 @@ impl HttpClient {
             }),
             None => None,
         };
-        // A target of HTTP/1.1 with a pool at all: the pool was made for the steps that asked for HTTP/2.
-        report.map(|r| ConnectionReport { steps_only: self.protocol == Protocol::Http1, ..r })
+        if self.protocol != Protocol::Http1 {
+            return report;
+        }
+        // A target of HTTP/1.1 with a pool at all: the pool was made for the steps that asked for HTTP/2. Where
+        // they fell back to HTTP/1.1 ("auto" on a server without h2), nothing went over HTTP/2: nothing to say.
+        // Where nothing else was sent (every step gRPC), the run's requests all went over the pool.
+        report
+            .filter(|r| r.negotiated != WireProtocol::Http1)
+            .map(|r| ConnectionReport { steps_only: http1_opened > 0, ..r })
     }
 
     /// This client's connections read answers expected before the open-model pacer's next arrival when it

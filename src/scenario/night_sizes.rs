@@ -22,8 +22,8 @@ pub struct EndpointNight {
     pub planned: bool,
     /// The percentiles that many requests can judge.
     pub judged: Vec<&'static str>,
-    /// Of them, those the verdict judged by the share of requests past the baseline's tail, as that many
-    /// requests cannot bound the percentile itself.
+    /// Of them, those the verdict judged by its tail (the share of requests past the baseline's tail), as that
+    /// many requests cannot bound the percentile itself.
     pub by_share: Vec<&'static str>,
     /// The percentiles it cannot, with the requests each needs.
     pub short: Vec<(&'static str, u64)>,
@@ -39,9 +39,7 @@ impl EndpointNight {
         let named: Vec<String> = self
             .judged
             .iter()
-            .map(|p| {
-                if self.by_share.contains(p) { format!("{p} (by its share of slow requests)") } else { (*p).to_owned() }
-            })
+            .map(|p| if self.by_share.contains(p) { format!("{p} (by its tail)") } else { (*p).to_owned() })
             .collect();
         let judged = if named.is_empty() { "nothing judged".to_owned() } else { named.join(", ") + " judged" };
         let about = if self.planned { "~" } else { "" };
@@ -156,7 +154,7 @@ mod tests {
         let tail_judged = judged_night("POST /drafts", 52.0, |p| p == "p99");
         assert_eq!(tail_judged.judged, ["p50", "p99"], "a verdict that judged the p99 by its tail judged it");
         assert!(
-            tail_judged.describe().contains(": p50, p99 (by its share of slow requests) judged; p95 needs ~"),
+            tail_judged.describe().contains(": p50, p99 (by its tail) judged; p95 needs ~"),
             "{}",
             tail_judged.describe()
         );

@@ -100,12 +100,18 @@ fn steps_svg(result: &CapacityResult) -> String {
     let top_rate = timed.iter().map(|s| s.rate).fold(0.0, f64::max) * 1.05;
     let x = |rate: f64| LEFT + rate / top_rate * (WIDTH - LEFT - RIGHT);
     let y = |ms: f64| TOP + (high.ln() - ms.clamp(low, high).ln()) / (high.ln() - low.ln()) * (HEIGHT - TOP - BOTTOM);
+    // The cross is named only where one is drawn.
+    let crosses = if timed.iter().any(|s| latency_breach(s).is_some()) {
+        ", ✕ the endpoint's figure that left the zone"
+    } else {
+        ""
+    };
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" \
          height=\"{HEIGHT}\" font-family=\"{FONTS}\" font-size=\"12\" role=\"img\" aria-label=\"Capacity search: \
-         each step's rate against its p75 and p95\"><text class=\"title\" x=\"{LEFT}\" y=\"16\" font-weight=\"600\">\
-         Capacity search: p75 (filled) and p95 (ring) of each step's requests, ✕ the endpoint's figure that left \
-         the zone, ms (log)</text>"
+         each step's rate against the p75 and p95 of its requests{crosses}\"><text class=\"title\" x=\"{LEFT}\" \
+         y=\"16\" font-weight=\"600\">Capacity search: p75 (filled) and p95 (ring) of each step's requests{crosses}, \
+         ms (log)</text>"
     );
     axes(&mut out, &x, &y, (low, high), top_rate);
     if let Some(limit) = limit {
@@ -145,7 +151,8 @@ fn is_latency(breach: &ZoneBreach) -> bool {
 
 /// The response time that took `step` out of the zone, when one did: an endpoint's p75, p95 or p99.
 fn latency_breach(step: &CapacityStep) -> Option<&ZoneBreach> {
-    step.breach.as_ref().filter(|b| is_latency(b))
+    // A response time past a limit is positive; anything else has no place on the log axis.
+    step.breach.as_ref().filter(|b| is_latency(b) && b.value.is_finite() && b.value > 0.0)
 }
 
 /// A value's grid line across the plot at height `at`, labelled on the left.
@@ -210,7 +217,8 @@ fn dot(out: &mut String, step: &CapacityStep, x: f64, y: &dyn Fn(f64) -> f64) {
         let (cx, cy) = (x, y(breach.value));
         let _ = write!(
             out,
-            "<path class=\"breach\" d=\"M{} {}L{} {}M{} {}L{} {}\" stroke=\"{LEFT_ZONE}\" stroke-width=\"2.5\"/>",
+            "<path class=\"breach\" d=\"M{} {}L{} {}M{} {}L{} {}\" stroke=\"{LEFT_ZONE}\" stroke-width=\"2.5\">\
+             <title>{}</title></path>",
             Px(cx - 5.0),
             Px(cy - 5.0),
             Px(cx + 5.0),
@@ -218,7 +226,8 @@ fn dot(out: &mut String, step: &CapacityStep, x: f64, y: &dyn Fn(f64) -> f64) {
             Px(cx - 5.0),
             Px(cy + 5.0),
             Px(cx + 5.0),
-            Px(cy - 5.0)
+            Px(cy - 5.0),
+            xml_escape(&breach.describe())
         );
     }
     out.push_str("</g>");
@@ -331,7 +340,7 @@ mod tests {
         assert!(svg.contains("zone: p75 ≤ 25 ms") && svg.contains("capacity 390 req/s"), "{svg}");
         assert!(svg.contains("&lt;405&gt; &amp; why") && !svg.contains("<405>"), "{svg}");
         assert_eq!(svg.matches(&format!("fill=\"{LEFT_ZONE}\"/>")).count(), 1, "{svg}");
-        assert!(!svg.contains("class=\"breach\""), "no step carries its breach here: {svg}");
+        assert!(!svg.contains("class=\"breach\"") && !svg.contains('✕'), "no step carries its breach here: {svg}");
         let rows = view(&result).rows;
         assert_eq!((rows[2].rate.as_str(), rows[2].verdict), ("405", "left the zone"));
     }
@@ -366,6 +375,8 @@ mod tests {
             .parse()
             .unwrap();
         assert!(cross_y < line_y, "the cross stands above the zone's line (smaller y): {cross_y} {line_y}");
+        assert!(svg.contains("<title>p75 of GET /search 39.4 ms against 30 ms"), "its tooltip says why: {svg}");
+        assert!(svg.contains("✕ the endpoint's figure that left the zone"), "{svg}");
     }
 
     #[test]

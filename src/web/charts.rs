@@ -57,6 +57,80 @@ pub fn timeline_svg(title: &str, points: &[&TimelinePoint], series: &[Series]) -
     line_svg(title, labels, series, bucket)
 }
 
+/// One count per second of a [`counts_svg`] chart: legend, colour, the count of a second, and how a bucket of
+/// seconds merges (the mean for a rate, the maximum for errors, whose spikes must stay visible).
+pub struct CountLine {
+    pub colour: &'static str,
+    pub name: String,
+    pub count: Box<dyn Fn(&TimelinePoint) -> f64>,
+    pub merge: Merge,
+}
+
+/// A chart of counts over every second from `first_s` to `last_s` of a run, a second without a point being a
+/// count of 0 (a rate of 0 is drawn, not closed up). The seconds are merged into at most [`MAX_POINTS`]
+/// buckets as they are read, so the chart costs its buckets and `points`, however long the run.
+pub fn counts_svg(
+    title: &str,
+    points: &[&TimelinePoint],
+    seconds: (i64, i64),
+    lines: &[CountLine],
+) -> Result<String, WebError> {
+    let Some(buckets) = Buckets::over(seconds) else { return Ok(String::new()) };
+    if points.is_empty() {
+        return Ok(String::new());
+    }
+    let series: Vec<Series> = lines
+        .iter()
+        .map(|line| Series {
+            colour: line.colour,
+            name: line.name.clone(),
+            values: buckets.counts(points, line),
+            merge: Merge::Mean,
+        })
+        .collect();
+    line_svg(title, buckets.labels(), &series, 1)
+}
+
+/// The seconds from `first` to `last` of a run, `size` seconds a bucket, at most [`MAX_POINTS`] buckets.
+struct Buckets {
+    first: i64,
+    span: u64,
+    size: u64,
+}
+
+impl Buckets {
+    fn over((first, last): (i64, i64)) -> Option<Self> {
+        let span = u64::try_from(last.checked_sub(first)?).ok()?.checked_add(1)?;
+        Some(Self { first, span, size: span.div_ceil(MAX_POINTS as u64) })
+    }
+
+    fn count(&self) -> usize {
+        self.span.div_ceil(self.size) as usize
+    }
+
+    /// `line`'s count of each bucket: the mean of its seconds (those without a point are 0), or the worst.
+    fn counts(&self, points: &[&TimelinePoint], line: &CountLine) -> Vec<f64> {
+        let mut values = vec![0.0_f64; self.count()];
+        for p in points {
+            let Some(at) = p.elapsed_s.checked_sub(self.first).and_then(|d| u64::try_from(d).ok()) else { continue };
+            let Some(value) = values.get_mut((at / self.size) as usize) else { continue };
+            let count = (line.count)(p);
+            *value = if matches!(line.merge, Merge::Max) { value.max(count) } else { *value + count };
+        }
+        if !matches!(line.merge, Merge::Max) {
+            for (i, value) in values.iter_mut().enumerate() {
+                *value /= self.size.min(self.span - i as u64 * self.size) as f64;
+            }
+        }
+        values
+    }
+
+    /// Each bucket's first second: `0s`, `5s`, ….
+    fn labels(&self) -> Vec<String> {
+        (0..self.count() as u64).map(|i| format!("{}s", self.first.saturating_add((i * self.size) as i64))).collect()
+    }
+}
+
 /// Renders `series` (full resolution) merged into buckets of `bucket` values, one label per bucket.
 fn line_svg(title: &str, labels: Vec<String>, series: &[Series], bucket: usize) -> Result<String, WebError> {
     line_chart(title, labels, series, bucket).svg().map_err(|e| WebError::Render(format!("chart `{title}`: {e:?}")))
@@ -111,4 +185,41 @@ pub fn overlay_svg(
     // A in the median's pale blue, B (usually the newer run) in the p95 colour.
     let series = [line(a, colour::P50), line(b, colour::P95)];
     line_svg(title, labels, &series, bucket)
+}
+
+#[cfg(test)]
+#[allow(clippy::float_cmp, reason = "counts of whole requests are exact")]
+mod tests {
+    use super::*;
+
+    fn second(elapsed_s: i64, requests: i64) -> TimelinePoint {
+        TimelinePoint { elapsed_s, requests, ..TimelinePoint::default() }
+    }
+
+    fn rate() -> CountLine {
+        CountLine {
+            colour: "#000",
+            name: "requests/s".into(),
+            count: Box::new(|p| p.requests as f64),
+            merge: Merge::Mean,
+        }
+    }
+
+    #[test]
+    fn a_second_without_a_point_counts_zero_and_a_long_run_stays_in_its_buckets() {
+        // Requests in seconds 1, 2 and 4 of a run of seconds 0 to 5: seconds 0, 3 and 5 are drawn at 0.
+        let points = [second(1, 3), second(2, 1), second(4, 2)];
+        let refs: Vec<&TimelinePoint> = points.iter().collect();
+        let buckets = Buckets::over((0, 5)).unwrap();
+        assert_eq!(buckets.counts(&refs, &rate()), [0.0, 3.0, 1.0, 0.0, 2.0, 0.0]);
+        assert_eq!(buckets.labels(), ["0s", "1s", "2s", "3s", "4s", "5s"]);
+        // A week of seconds with two busy ones: at most MAX_POINTS buckets, their means over all their seconds.
+        let week = Buckets::over((0, 7 * 86_400 - 1)).unwrap();
+        let counts = week.counts(&[&second(0, 5_040), &second(604_799, 7)], &rate());
+        assert!(counts.len() <= MAX_POINTS, "{}", counts.len());
+        assert!((counts[0] - 1.0).abs() < 1e-9, "5,040 requests over its bucket of 5,040 s: {}", counts[0]);
+        let worst = CountLine { merge: Merge::Max, ..rate() };
+        assert_eq!(week.counts(&[&second(3, 9), &second(4, 2)], &worst)[0], 9.0, "errors keep their worst second");
+        assert!(Buckets::over((5, 4)).is_none(), "no seconds");
+    }
 }

@@ -7,7 +7,7 @@ use askama::Template;
 use axum::extract::{Path, State};
 use axum::response::Html;
 
-use super::charts::{Merge, Series, timeline_svg};
+use super::charts::{CountLine, Merge, Series, counts_svg, timeline_svg};
 use super::route_name::chart_title;
 use super::trend_chart::colour;
 use super::{AppState, WebError, parse_run_id};
@@ -253,41 +253,23 @@ fn thin_endpoints(endpoints: &[EndpointResult], findings: &[Finding]) -> Vec<Str
 /// Per endpoint: p50/p99, requests per second, and failures per class, second by second.
 fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError> {
     let names: BTreeSet<&str> = points.iter().map(|p| p.endpoint.as_str()).collect();
-    let run_seconds = points.iter().map(|p| p.elapsed_s).min().zip(points.iter().map(|p| p.elapsed_s).max());
+    let (first, last) = (points.iter().map(|p| p.elapsed_s).min(), points.iter().map(|p| p.elapsed_s).max());
+    let run_seconds = first.zip(last).unwrap_or((0, -1));
     let mut charts = Vec::new();
     for name in names {
         let seconds: Vec<&TimelinePoint> = points.iter().filter(|p| p.endpoint == name).collect();
-        // Counts are drawn over every second of the run: a second without a request of this endpoint is a 0,
-        // not a gap the axis closes (a trial's requests/s never showed 0, and 2 s apart read as 1). A response
-        // time has no value there, so its chart keeps the seconds that had one.
-        let idle: Vec<TimelinePoint> =
-            run_seconds.map_or_else(Vec::new, |(first, last)| idle_seconds(&seconds, first, last));
-        let mut every: Vec<&TimelinePoint> = seconds.iter().copied().chain(&idle).collect();
-        every.sort_by_key(|p| p.elapsed_s);
-        // Spikes must survive merging into buckets: p99 and errors take the bucket's maximum.
-        let series = |over: &[&TimelinePoint], name: &str, colour, merge, f: fn(&TimelinePoint) -> f64| Series {
+        // Spikes must survive merging into buckets: p99 takes the bucket's maximum.
+        let series = |name: &str, colour, merge, f: fn(&TimelinePoint) -> f64| Series {
             colour,
             name: name.to_owned(),
-            values: over.iter().map(|p| f(p)).collect(),
+            values: seconds.iter().map(|p| f(p)).collect(),
             merge,
         };
         let latency = [
-            series(&seconds, "p50 ms", colour::P50, Merge::Median, |p| p.p50_us as f64 / 1000.0),
-            series(&seconds, "p99 ms", colour::P99, Merge::Max, |p| p.p99_us as f64 / 1000.0),
+            series("p50 ms", colour::P50, Merge::Median, |p| p.p50_us as f64 / 1000.0),
+            series("p99 ms", colour::P99, Merge::Max, |p| p.p99_us as f64 / 1000.0),
         ];
-        let rate = [series(&every, "requests/s", colour::THROUGHPUT, Merge::Mean, |p| p.requests as f64)];
-        let classes: BTreeSet<&str> =
-            seconds.iter().flat_map(|p| p.errors_by_class.keys().map(String::as_str)).collect();
-        let errors: Vec<Series> = classes
-            .into_iter()
-            .zip(ERROR_CLASS_COLOURS.iter().cycle())
-            .map(|(class, colour)| Series {
-                colour,
-                name: class.to_owned(),
-                values: every.iter().map(|p| p.errors_by_class.get(class).copied().unwrap_or(0) as f64).collect(),
-                merge: Merge::Max,
-            })
-            .collect();
+        let errors = error_lines(&seconds);
         charts.push(EndpointTimeline {
             endpoint: name.to_owned(),
             // Counted without response times (WebSocket pushes, sends without an await): no latency to draw.
@@ -296,25 +278,42 @@ fn timelines(points: &[TimelinePoint]) -> Result<Vec<EndpointTimeline>, WebError
             } else {
                 timeline_svg(&chart_title(name, "response time per second"), &seconds, &latency)?
             },
-            rate_svg: timeline_svg(&chart_title(name, "requests per second"), &every, &rate)?,
+            // Counts are drawn over every second of the run: a second without a request of this endpoint is a
+            // 0, not a gap the axis closes (a trial's requests/s never showed 0, and 2 s apart read as 1). A
+            // response time has no value there, so its chart keeps the seconds that had one.
+            rate_svg: counts_svg(&chart_title(name, "requests per second"), &seconds, run_seconds, &rate_line())?,
             errors_svg: if errors.is_empty() {
                 String::new()
             } else {
-                timeline_svg(&chart_title(name, "errors per second by class"), &every, &errors)?
+                counts_svg(&chart_title(name, "errors per second by class"), &seconds, run_seconds, &errors)?
             },
         });
     }
     Ok(charts)
 }
 
-/// The seconds from `first` to `last` in which `seconds` (one endpoint's, in order) has no point: each a second
-/// of no requests.
-fn idle_seconds(seconds: &[&TimelinePoint], first: i64, last: i64) -> Vec<TimelinePoint> {
-    let busy: BTreeSet<i64> = seconds.iter().map(|p| p.elapsed_s).collect();
-    let endpoint = seconds.first().map(|p| p.endpoint.clone()).unwrap_or_default();
-    (first..=last)
-        .filter(|s| !busy.contains(s))
-        .map(|elapsed_s| TimelinePoint { endpoint: endpoint.clone(), elapsed_s, ..TimelinePoint::default() })
+/// An endpoint's requests per second, a bucket of seconds read as their mean.
+fn rate_line() -> [CountLine; 1] {
+    [CountLine {
+        colour: colour::THROUGHPUT,
+        name: "requests/s".to_owned(),
+        count: Box::new(|p| p.requests as f64),
+        merge: Merge::Mean,
+    }]
+}
+
+/// An endpoint's failures per second, a line per class it had: a bucket of seconds keeps its worst one.
+fn error_lines(seconds: &[&TimelinePoint]) -> Vec<CountLine> {
+    let classes: BTreeSet<String> = seconds.iter().flat_map(|p| p.errors_by_class.keys().cloned()).collect();
+    classes
+        .into_iter()
+        .zip(ERROR_CLASS_COLOURS.iter().cycle())
+        .map(|(class, colour)| CountLine {
+            colour,
+            name: class.clone(),
+            count: Box::new(move |p: &TimelinePoint| p.errors_by_class.get(&class).copied().unwrap_or(0) as f64),
+            merge: Merge::Max,
+        })
         .collect()
 }
 
@@ -350,7 +349,7 @@ mod tests {
     }
 
     #[test]
-    fn a_second_without_requests_is_drawn_as_none_not_left_out() {
+    fn a_second_without_requests_is_drawn_at_zero_not_left_out() {
         // GET /items was not asked in seconds 3 and 5 of the run, which GET /search was.
         let points: Vec<TimelinePoint> = [1, 2, 4]
             .into_iter()

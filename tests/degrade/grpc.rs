@@ -58,10 +58,25 @@ expect = { json = [{ path = "$.text", eq = "hello night!" }] }
     assert_eq!((echo.requests, echo.errors), (20, 0), "{:?}", echo.error_samples);
     let again = endpoint(&measurement, "again");
     assert_eq!((again.requests, again.errors), (20, 0), "{:?}", again.error_samples);
-    // The target is HTTP/1.1 (the default): only the gRPC steps went over h2c, and the run says so.
+    // The target is HTTP/1.1 (the default), but every step is gRPC: every request went over h2c.
     let connection = measurement.results.load_summary.connection.expect("the gRPC steps' connection is reported");
     assert_eq!(connection.negotiated, degrade::model::WireProtocol::H2c, "{connection:?}");
-    assert!(connection.steps_only, "the target's own requests went over HTTP/1.1: {connection:?}");
+    assert!(!connection.steps_only, "no request went over HTTP/1.1: {connection:?}");
+}
+
+/// Beside an HTTP step on an HTTP/1.1 target, the gRPC steps' h2c is theirs alone, and the run says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_steps_beside_http_ones_say_only_they_went_over_h2c() {
+    let stub = GrpcStub::start().await;
+    // The stub speaks HTTP/2 only: the HTTP/1.1 step's connections open and its requests fail, which is all
+    // this needs.
+    let flows = "[[flow]]\nname = \"f\"\n[[flow.step]]\ngrpc = \"stub.Stub/Echo\"\njson = { text = \"hi\" }\n\
+                 [[flow.step]]\npath = \"/health\"\n";
+    let measurement = run_scenario(&scenario(&stub.url(), "", flows, 10, 1), &[]).await;
+    assert_eq!(endpoint(&measurement, "gRPC stub.Stub/Echo").errors, 0);
+    let connection = measurement.results.load_summary.connection.expect("the gRPC steps' connection is reported");
+    assert_eq!(connection.negotiated, degrade::model::WireProtocol::H2c, "{connection:?}");
+    assert!(connection.steps_only, "the HTTP step went over HTTP/1.1: {connection:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
