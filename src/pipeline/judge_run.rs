@@ -355,11 +355,13 @@ async fn other_series(store: &Store, candidate: &Run) -> Result<String, JudgeErr
     let runs = if others == 1 { "run" } else { "runs" };
     let series = store.workload_series(&candidate.scenario).await?;
     if let Some(reshape) = series.iter().find(|s| s.hash == candidate.scenario_hash).and_then(|s| s.reshape.as_ref()) {
-        // Said of a smoke run, the sentence below read backwards: the other workload is the nightly one.
+        // Said of a smoke run, the sentence below read backwards: the other workload is the nightly one. The
+        // others may be smoke runs of this very shape but of the scenario file before an edit: the sentence
+        // names both causes (a trial's edit to `protocol` read as a matter of shape).
         return Ok(format!(
-            "; run #{} is a smoke run ({reshape}), judged only against smoke runs of the same shape: the {others} \
-             earlier {runs} of this scenario {} another workload (degrade check without --run judges the latest \
-             nightly run)",
+            "; run #{} is a smoke run ({reshape}), judged only against runs of the same scenario file as run and \
+             the same shape: the {others} earlier {runs} of this scenario {} another workload (an edited scenario \
+             file, or another shape; degrade check without --run judges the latest nightly run)",
             candidate.id,
             if others == 1 { "is" } else { "are" }
         ));

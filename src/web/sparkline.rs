@@ -37,6 +37,9 @@ pub enum Drawn {
     P99,
     /// The error rate.
     ErrorRate,
+    /// Messages per second: an endpoint counted, not timed (a WebSocket push class, a send without an
+    /// await), which has no response time to draw (its p95 read "0.00 ms" in a trial).
+    Rate,
 }
 
 impl Drawn {
@@ -61,6 +64,7 @@ impl Drawn {
             Self::P95 => "p95",
             Self::P99 => "p99",
             Self::ErrorRate => "errors",
+            Self::Rate => "counted, not timed:",
         }
     }
 
@@ -70,11 +74,16 @@ impl Drawn {
             Self::P95 => point.p95_ms,
             Self::P99 => point.p99_ms,
             Self::ErrorRate => point.error_pct,
+            Self::Rate => point.rate,
         }
     }
 
     fn unit(self) -> &'static str {
-        if self == Self::ErrorRate { "%" } else { "ms" }
+        match self {
+            Self::ErrorRate => "%",
+            Self::Rate => "/s",
+            Self::P50 | Self::P95 | Self::P99 => "ms",
+        }
     }
 }
 
@@ -103,8 +112,10 @@ pub struct Sparkline {
 /// (`found`: its rows of the changes summary, worse first, largest change first).
 #[must_use]
 pub fn for_endpoint(endpoint: &str, points: &[&ChartPoint], found: &[&ChangeRow]) -> Sparkline {
+    let timed = |p: &&&ChartPoint| p.p50_ms > 0.0 || p.p95_ms > 0.0 || p.p99_ms > 0.0;
+    let unchanged = if points.iter().any(|p| timed(&p)) { Drawn::P95 } else { Drawn::Rate };
     let (drawn, finding) =
-        found.iter().find_map(|row| Drawn::of(&row.metric).map(|d| (d, Some(*row)))).unwrap_or((Drawn::P95, None));
+        found.iter().find_map(|row| Drawn::of(&row.metric).map(|d| (d, Some(*row)))).unwrap_or((unchanged, None));
     let values: Vec<f64> = points.iter().filter(|p| !p.never_judged()).map(|p| drawn.value(p)).collect();
     let listed = |worse: bool| found.iter().filter(|r| r.worse == worse).map(|r| r.metric.clone()).collect();
     let (regressed, improved): (Vec<String>, Vec<String>) = (listed(true), listed(false));
@@ -221,6 +232,14 @@ mod tests {
         let points = nights(p95);
         let refs: Vec<&ChartPoint> = points.iter().collect();
         for_endpoint(endpoint, &refs, found)
+    }
+
+    #[test]
+    fn an_endpoint_counted_not_timed_shows_its_rate_not_a_p95_of_zero() {
+        // A WebSocket push class: messages counted each night, no response time.
+        let pushes = line("WS push: change", &[0.0, 0.0, 0.0], &[]);
+        assert_eq!((pushes.drawn, pushes.latest.as_str()), (Drawn::Rate, "10.0 /s"), "not 'p95 0.00 ms'");
+        assert_eq!(line("GET /x", &[5.0, 5.5], &[]).drawn, Drawn::P95);
     }
 
     #[test]
