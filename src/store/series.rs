@@ -35,8 +35,9 @@ impl WorkloadSeries {
         self.hash.get(..8).unwrap_or(&self.hash)
     }
 
-    /// What the workload is, in words: "120 s measured at 60.0 sessions/s", and for smoke runs how they
-    /// reshaped the scenario ("20 s measured at 6.0 sessions/s, smoke runs: --duration 20s --rate-scale 0.1").
+    /// What the workload is, in words: "120 s measured at 60.0 sessions/s" ("… over h2c" where the newest run
+    /// went over HTTP/2), and for smoke runs how they reshaped the scenario ("20 s measured at 6.0
+    /// sessions/s, smoke runs: --duration 20s --rate-scale 0.1").
     #[must_use]
     pub fn shape(&self) -> String {
         let load = match &self.load {
@@ -44,6 +45,14 @@ impl WorkloadSeries {
             Some(load) => format!("{:.0} s measured at {:.1} sessions/s", load.measured_secs, load.target_rate),
             None => "load not recorded".to_owned(),
         };
+        // The protocol tells apart two series an edit of `[target] protocol` made, which are otherwise alike.
+        let wire = match self.load.as_ref().and_then(|l| l.connection) {
+            Some(c) if !c.steps_only && c.negotiated != crate::model::WireProtocol::Http1 => {
+                format!(" over {}", c.negotiated.as_str())
+            }
+            _ => String::new(),
+        };
+        let load = load + &wire;
         match &self.reshape {
             Some(reshape) => format!("{load}, smoke runs: {reshape}"),
             None => load,
@@ -117,5 +126,44 @@ impl Store {
             .fetch_one(pool)
             .await?);
         Ok((count > 0).then_some((example, count)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ConnectionReport, WireProtocol};
+
+    #[test]
+    fn a_series_over_http2_says_so_beside_its_shape() {
+        let over = |negotiated, steps_only| WorkloadSeries {
+            hash: "h".into(),
+            measured_runs: 3,
+            first_started: DateTime::UNIX_EPOCH,
+            last_started: DateTime::UNIX_EPOCH,
+            newest_run: 3,
+            load: Some(LoadSummary {
+                model: "open".into(),
+                target_rate: 100.0,
+                measured_secs: 10.0,
+                connection: Some(ConnectionReport {
+                    negotiated,
+                    connections_opened: 1,
+                    max_concurrent_streams: None,
+                    steps_only,
+                }),
+                ..LoadSummary::default()
+            }),
+            reshape: Some("--duration 10s".into()),
+        };
+        assert_eq!(
+            over(WireProtocol::H2c, false).shape(),
+            "10 s measured at 100.0 sessions/s over h2c, smoke runs: --duration 10s"
+        );
+        // Only its gRPC steps went over h2c: the series' requests are HTTP/1.1's, as a series without a word.
+        assert_eq!(
+            over(WireProtocol::H2c, true).shape(),
+            "10 s measured at 100.0 sessions/s, smoke runs: --duration 10s"
+        );
     }
 }
