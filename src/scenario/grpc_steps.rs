@@ -77,7 +77,13 @@ pub(super) fn resolve_grpc_step(
     let think = think.and_then(|t| checker.check(&t, &field("think"), parse_think));
     let (method, body, deadline, expect) = (method?, body?, deadline?, expect?);
     let path = format!("/{}/{}", method.parent_service().full_name(), method.name());
-    let key = name.map_or_else(|| format!("gRPC {}", &path[1..]), Spanned::into_inner);
+    let key = if let Some(name) = name {
+        name.into_inner()
+    } else {
+        let key = format!("gRPC {}", &path[1..]);
+        scope.keys.grpc_call(checker, prefix, &key, &expect.grpc_status);
+        key
+    };
     let endpoint = scope.endpoint(&key);
     let first_message = method.is_server_streaming().then(|| scope.endpoint(&format!("{key} (first message)")));
     Some(Step {

@@ -13,6 +13,7 @@ use http::Method;
 use toml::Spanned;
 
 use crate::config::{Checker, ConfigWarning, WarningKind};
+use crate::metrics::GrpcCode;
 use crate::tape::query_shape::{QueryShape, decoded, parameters, shown};
 
 /// The default keys made so far, and what each step's query was, for the warning.
@@ -23,6 +24,8 @@ pub(super) struct StepKeys {
     /// Whether some key names query parameters, or leaves a query out, where the key of earlier releases was
     /// the path as written: such a scenario's runs form a new workload series.
     pub changed: bool,
+    /// Per gRPC method called by unnamed steps, the first such step and the outcomes it expects.
+    calls: BTreeMap<String, (String, Vec<GrpcCode>)>,
 }
 
 /// A step's query as written: its text (`status=open&page={{ p }}`) and the names in it.
@@ -69,6 +72,27 @@ impl StepKeys {
             .collect();
         self.warn_if_merged(checker, step, &key, WrittenQuery { text: written.join("&"), names });
         key
+    }
+
+    /// Warns when an unnamed gRPC step calls the method of an earlier one (`key`, `gRPC pkg.Service/Method`)
+    /// expecting other outcomes: a read and a call meant to fail with `NOT_FOUND` measured as one endpoint mix
+    /// two latencies and two kinds of answer (a trial merged the guide's two examples so).
+    pub(super) fn grpc_call(&mut self, checker: &mut Checker<'_>, step: &str, key: &str, expected: &[GrpcCode]) {
+        let Some((first, seen)) = self.calls.get(key) else {
+            self.calls.insert(key.to_owned(), (step.to_owned(), expected.to_vec()));
+            return;
+        };
+        if seen.as_slice() == expected {
+            return;
+        }
+        let outcomes = |codes: &[GrpcCode]| codes.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ");
+        let message = format!(
+            "{step} and {first} both call `{key}` expecting other outcomes ({} and {}), so they are measured as one \
+             endpoint; give one of them a `name` to measure them apart",
+            outcomes(expected),
+            outcomes(seen)
+        );
+        checker.warnings.push(ConfigWarning::new(WarningKind::Setting, message));
     }
 
     /// Warns when `key` was made by an earlier step with another query: both are measured as one endpoint,

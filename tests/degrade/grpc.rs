@@ -381,3 +381,28 @@ fn a_deadline_past_the_targets_timeout_is_warned_about() {
     let plan = degrade::scenario::parse(std::path::Path::new("s.toml"), &slashed, None, &|_| None).unwrap();
     assert!(plan.endpoints.iter().any(|e| e == "gRPC stub.Stub/Echo"), "{:?}", plan.endpoints);
 }
+
+/// Two unnamed steps calling one method, one of them expecting it to fail, would be measured as one endpoint:
+/// a read and a `NOT_FOUND` mixed (a trial merged the guide's two examples so). Said, with the way out; a
+/// second read of the same method expecting the same outcome is no news.
+#[test]
+fn two_unnamed_calls_of_one_method_expecting_other_outcomes_are_warned_about() {
+    let flows = "[[flow]]\nname = \"f\"\n[[flow.step]]\ngrpc = \"stub.Stub/Echo\"\n\
+                 [[flow.step]]\ngrpc = \"stub.Stub/Echo\"\njson = { text = \"again\" }\n\
+                 [[flow.step]]\ngrpc = \"stub.Stub/Echo\"\nexpect = { grpc_status = \"NOT_FOUND\" }\n";
+    let text = scenario("http://127.0.0.1:50051", "", flows, 1, 1);
+    let plan = degrade::scenario::parse(std::path::Path::new("s.toml"), &text, None, &|_| None).unwrap();
+    let merged: Vec<&String> = plan.warnings.iter().filter(|w| w.contains("measured as one endpoint")).collect();
+    assert_eq!(
+        merged,
+        [
+            "flow[0].step[2] and flow[0].step[0] both call `gRPC stub.Stub/Echo` expecting other outcomes (NOT_FOUND and \
+          OK), so they are measured as one endpoint; give one of them a `name` to measure them apart"
+        ],
+        "{:?}",
+        plan.warnings
+    );
+    let named = text.replace("expect = { grpc_status", "name = \"missing board\"\nexpect = { grpc_status");
+    let plan = degrade::scenario::parse(std::path::Path::new("s.toml"), &named, None, &|_| None).unwrap();
+    assert!(!plan.warnings.iter().any(|w| w.contains("measured as one endpoint")), "{:?}", plan.warnings);
+}
