@@ -30,7 +30,15 @@ pub(super) fn check(step: &Step, call: &GrpcCall, answer: &Answer, json: bool) -
             .map(|m| format!(": {}", crate::outside_text::printable(&percent_decoded(m))))
             .unwrap_or_default();
         let class = ErrorClass::grpc(code).unwrap_or(ErrorClass::Assertion);
-        return Err(Failure::new(class, format!("gRPC status {code}{detail}")));
+        // A step that expects another outcome than OK says which: "gRPC status OK" alone read as no failure.
+        let expected = match step.expect.grpc_status.as_slice() {
+            [GrpcCode::Ok] => String::new(),
+            codes => {
+                let names: Vec<&str> = codes.iter().map(|c| c.name()).collect();
+                format!(" (expected {})", names.join(" or "))
+            }
+        };
+        return Err(Failure::new(class, format!("gRPC status {code}{detail}{expected}")));
     }
     if !json {
         return Ok(Value::Null);

@@ -90,7 +90,9 @@ async fn every_grpc_status_lands_in_its_own_class_and_an_expected_one_is_a_succe
         );
     }
     flows += "[[flow]]\nname = \"nf\"\n[[flow.step]]\nname = \"expected\"\ngrpc = \"stub.Stub/Echo\"\n\
-              json = { code = 5 }\nexpect = { grpc_status = [\"OK\", \"NOT_FOUND\"] }\n";
+              json = { code = 5 }\nexpect = { grpc_status = [\"OK\", \"NOT_FOUND\"] }\n\
+              [[flow]]\nname = \"gone\"\n[[flow.step]]\nname = \"meant to fail\"\ngrpc = \"stub.Stub/Echo\"\n\
+              expect = { grpc_status = \"NOT_FOUND\" }\n";
     // Closed model: every user runs the flows in turn by weight, so each flow is called many times.
     let text = scenario(&stub.url(), "", &flows, 1, 1)
         .replace("model = \"open\"", "model = \"closed\"")
@@ -124,6 +126,10 @@ async fn every_grpc_status_lands_in_its_own_class_and_an_expected_one_is_a_succe
     }
     let expected = endpoint(&measurement, "expected");
     assert!(expected.requests > 0 && expected.errors == 0, "{:?}", expected.error_samples);
+    // An answer of OK where NOT_FOUND was expected fails, and its sample says what was expected.
+    let meant_to_fail = endpoint(&measurement, "meant to fail");
+    let sample = &meant_to_fail.error_samples["assertion"][0];
+    assert_eq!(sample, "gRPC status OK (expected NOT_FOUND)", "{:?}", meant_to_fail.error_samples);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
