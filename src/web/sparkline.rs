@@ -64,7 +64,7 @@ impl Drawn {
             Self::P95 => "p95",
             Self::P99 => "p99",
             Self::ErrorRate => "errors",
-            Self::Rate => "counted, not timed:",
+            Self::Rate => "rate (counted, not timed)",
         }
     }
 
