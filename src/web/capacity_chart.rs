@@ -256,7 +256,8 @@ pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
     for tick in ticks {
         grid_line(&mut out, y(tick), tick);
     }
-    let format = DateFormat::spanning(nights[0].started_at, nights[nights.len() - 1].started_at);
+    let (first, last) = (nights[0].started_at, nights[nights.len() - 1].started_at);
+    let format = DateFormat::spanning(first, last).telling_apart(&[first, last]);
     let edges = if nights.len() == 1 {
         vec![(0, nights.first())]
     } else {

@@ -97,6 +97,13 @@ fn the_trend_draws_a_dot_per_night_linking_its_run_and_nothing_without_nights() 
     };
     let svg = trend_svg(&[night(1, 400.0, SearchEnd::Found), night(2, 300.0, SearchEnd::GeneratorLimit)]);
     assert!(svg.contains("href=\"/runs/1\"") && svg.contains("href=\"/runs/2\""), "{svg}");
+    // Two searches in one minute (a new user's tries) are told apart by their seconds.
+    let later = CapacityNight {
+        started_at: chrono::DateTime::default() + chrono::Duration::seconds(40),
+        ..night(2, 300.0, SearchEnd::Found)
+    };
+    let tries = trend_svg(&[night(1, 400.0, SearchEnd::Found), later]);
+    assert!(tries.contains(">00:00:00</text>") && tries.contains(">00:00:40</text>"), "{tries}");
     assert!(svg.contains("capacity at least 300 req/s") && svg.contains("fill=\"none\""), "{svg}");
     assert!(!svg.contains(LEFT_ZONE) && !svg.contains("judged a capacity regression"), "{svg}");
     let fell = CapacityNight { fell: true, ..night(3, 200.0, SearchEnd::Found) };

@@ -30,8 +30,8 @@ pub(super) fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
     let mut format = DateFormat::spanning(first.started_at, last.started_at);
     let mut indexes = label_indexes(count, format.width());
     // Runs minutes apart (a new user's first tries) would read 15:31, 15:31, 15:32: their seconds tell them apart.
-    let label = |format: DateFormat, i: usize| points[i].started_at.format(format.pattern).to_string();
-    if format == DateFormat::TIME && indexes.windows(2).any(|w| label(format, w[0]) == label(format, w[1])) {
+    let labelled: Vec<DateTime<Utc>> = indexes.iter().map(|&i| points[i].started_at).collect();
+    if format.telling_apart(&labelled) != format {
         format = DateFormat::SECONDS;
         indexes = label_indexes(count, format.width());
     }
@@ -74,6 +74,14 @@ impl DateFormat {
         } else {
             Self::DAY
         }
+    }
+
+    /// This format, or one with seconds where it would write two neighbouring `times` alike (runs minutes
+    /// apart, a new user's first tries, read `15:31, 15:31, 15:32`).
+    pub(super) fn telling_apart(self, times: &[DateTime<Utc>]) -> Self {
+        let alike =
+            times.windows(2).any(|w| w[0].format(self.pattern).to_string() == w[1].format(self.pattern).to_string());
+        if self == Self::TIME && alike { Self::SECONDS } else { self }
     }
 
     /// The room one label takes, in the chart's units.
