@@ -96,8 +96,22 @@ pub fn compare(first: &CheckReport, rerun: &CheckReport) -> Confirmation {
         .findings
         .iter()
         .any(|f| f.outcome == FindingOutcome::Excused && first_found.contains(&(f.endpoint.clone(), f.metric.clone())));
+    // A rerun inconclusive for its short baseline still judged the absolute gates, which need no baseline: where
+    // the first run failed on gates alone and the rerun judged each of them, it measured what was found (the
+    // demo's second night on a busy box breached a CPU ceiling once, its reruns stayed within it, and with the
+    // reruns "undecided" the breach stood).
+    let gates_judged =
+        !first_found.is_empty()
+            && first_found.iter().all(|(endpoint, metric)| {
+                first.findings.iter().any(|f| {
+                    (&f.endpoint, &f.metric) == (endpoint, metric) && f.outcome == FindingOutcome::GateBreached
+                }) && rerun.findings.iter().any(|f| {
+                    (&f.endpoint, &f.metric) == (endpoint, metric)
+                        && matches!(f.outcome, FindingOutcome::GatePassed | FindingOutcome::GateBreached)
+                })
+            });
     let rerun = match (rerun.outcome, reproduced.is_empty()) {
-        (VerdictOutcome::Inconclusive, _) => Rerun::Undecided,
+        (VerdictOutcome::Inconclusive, _) if !gates_judged => Rerun::Undecided,
         (_, true) if excused_again => Rerun::Undecided,
         (_, true) => Rerun::NotReproduced,
         (_, false) => Rerun::Reproduced(reproduced),
@@ -360,6 +374,33 @@ mod tests {
             confirmation: None,
             capacity: None,
         }
+    }
+
+    #[test]
+    fn a_gate_breached_once_is_refuted_by_a_rerun_within_it_however_short_the_baseline() {
+        let first = report(2, judged(vec![found("demo-api", "CPU ceiling", FindingOutcome::GateBreached)]));
+        // The rerun's baseline is too short for the relative tests, but its gates were judged.
+        let within = Judgement {
+            outcome: VerdictOutcome::Inconclusive,
+            findings: vec![found("demo-api", "CPU ceiling", FindingOutcome::GatePassed)],
+            summary: "inconclusive: 1 valid run in the baseline, at least 5 needed".into(),
+        };
+        assert_eq!(compare(&first, &report(3, within.clone())).rerun, Rerun::NotReproduced);
+        let again = Judgement {
+            findings: vec![found("demo-api", "CPU ceiling", FindingOutcome::GateBreached)],
+            outcome: VerdictOutcome::Regressed,
+            ..within.clone()
+        };
+        assert!(matches!(compare(&first, &report(3, again)).rerun, Rerun::Reproduced(_)));
+        // A latency regression beside the gate needs the baseline the rerun did not have: undecided.
+        let both = report(
+            2,
+            judged(vec![
+                found("demo-api", "CPU ceiling", FindingOutcome::GateBreached),
+                found("GET /a", "p50", FindingOutcome::Regression),
+            ]),
+        );
+        assert_eq!(compare(&both, &report(3, within)).rerun, Rerun::Undecided);
     }
 
     #[test]
