@@ -22,7 +22,7 @@ mod standout;
 use std::collections::BTreeSet;
 
 pub use echo::{SlowerMachine, machine_slowdown, slower_machine};
-pub use host::{HeldBack, held_back_by_host};
+pub use host::{HeldBack, OwnWork, held_back_by_host};
 pub use standout::MachineSlowdown;
 
 use super::judge::{Judgement, counted_findings};
@@ -169,7 +169,12 @@ pub fn not_blamed_on_the_build(
         Contention::Busier(busier) => {
             let budget = most_cpu_the_slowdown_could_burn(&failing, cores, added_secs);
             if busier.extra_core_secs <= budget {
-                return judgement;
+                let why = format!(
+                    "{}), no more than the slower requests could have burnt themselves (at most {budget:.1}), as a build \
+                     that burns more CPU beside the generator would",
+                    busier.describe()
+                );
+                return counted_although(judgement, &why);
             }
             let why =
                 format!("{}, while the slower requests could account for at most {budget:.1})", busier.describe());
@@ -200,6 +205,54 @@ pub fn not_blamed_on_the_build(
         if excused == 1 { " was" } else { "s were" }
     );
     Judgement { outcome: VerdictOutcome::Regressed, findings, summary }
+}
+
+/// What was not as usual about tonight's machine where the rules above lay no slowdown on it because the build
+/// could have made it so: its host took more, or its loopback echo was slower, while its own work grew as a
+/// build that burns more CPU beside the generator makes it grow. `None` when the machine was as usual, or
+/// when a rule holds (`contention`).
+#[must_use]
+pub fn unusual_but_maybe_the_build(tonight: Option<MachineLoad>, baseline: &[UsualMachine]) -> Option<String> {
+    let host = host::host_took_more(tonight, baseline);
+    let echo = echo::echo_slower(tonight, baseline);
+    let own = host.as_ref().map(|(_, own)| *own).or(echo.as_ref().map(|(_, own)| *own))?;
+    if !own.grew() {
+        return None;
+    }
+    let mut signs = Vec::new();
+    if let Some((held, _)) = host {
+        signs.push(format!(
+            "its host kept {:.1} % of the CPU time from it (against {:.1} % on the median of {} baseline nights)",
+            held.tonight_pct, held.usual_pct, held.nights
+        ));
+    }
+    if let Some((slower, _)) = echo {
+        signs.push(format!(
+            "its loopback echo took {:.0} µs at the median (against {:.0} µs)",
+            slower.tonight_us, slower.usual_us
+        ));
+    }
+    Some(format!(
+        "the machine was not as usual: {}; but its own work grew too ({:.0} % of its CPU against {:.0} %), as a \
+         build that burns more CPU beside the generator makes it grow, so the slowdown is not laid on the machine; \
+         a rerun on a quieter machine tells the two apart",
+        signs.join(" and "),
+        own.tonight_pct,
+        own.usual_pct
+    ))
+}
+
+/// A regressed judgement whose latency regressions are counted although the machine was not as usual says so
+/// after its summary, so that whoever reads the verdict sees the machine beside it; any other judgement is
+/// returned as it is.
+#[must_use]
+pub fn counted_although(judgement: Judgement, why: &str) -> Judgement {
+    let latency_counted = judgement.findings.iter().any(|f| f.outcome == FindingOutcome::Regression && is_latency(f));
+    if judgement.outcome != VerdictOutcome::Regressed || !latency_counted {
+        return judgement;
+    }
+    let summary = format!("{}; counted although {why}", judgement.summary);
+    Judgement { summary, ..judgement }
 }
 
 fn is_latency(f: &Finding) -> bool {

@@ -66,6 +66,53 @@ fn a_slowdown_that_could_have_burnt_the_extra_cpu_is_blamed_on_the_build() {
     let lines = [("GET /heavy", "p50", FindingOutcome::Regression), ("(all)", "p50", FindingOutcome::Regression)];
     let judged = not_blamed_on_the_build(regressed_on(&lines), &busy(), None, 2, |_| 20.0);
     assert_eq!(judged.outcome, VerdictOutcome::Regressed);
+    assert!(
+        judged.summary.ends_with(
+            "; counted although the machine was busier than on the baseline nights (its CPU was 55 % busy during \
+             the run, against 6 % on the median of 4 baseline nights: 29.2 CPU-seconds more), no more than the \
+             slower requests could have burnt themselves (at most 40.0), as a build that burns more CPU beside the \
+             generator would"
+        ),
+        "the machine is named beside the verdict: {}",
+        judged.summary
+    );
+}
+
+/// The nights of a new user's trial: a 2-core VM about 8 % busy, a quarter of a point stolen, echo ~70 µs.
+fn trial_nights() -> Vec<UsualMachine> {
+    [(8.1, 0.2, 68.0), (7.6, 0.3, 71.0), (8.4, 0.25, 70.0), (7.9, 0.2, 72.0), (8.0, 0.3, 69.0)]
+        .map(|(busy, stolen, echo)| UsualMachine {
+            busy_pct: Some(busy),
+            stolen_pct: Some(stolen),
+            echo_p50_us: Some(echo),
+        })
+        .to_vec()
+}
+
+#[test]
+fn a_neighbour_that_loads_the_cpu_and_makes_the_host_steal_is_named_but_excuses_nothing() {
+    // The trial's unchanged build: 28.5 % busy, 10.4 % stolen, echo 91 µs; its own work grew 10 points, as a
+    // build that burns CPU makes it grow, so neither the host's rule nor the echo's may excuse the slowdown.
+    let tonight = MachineLoad { busy_pct: 28.5, stolen_pct: Some(10.4), cores: 2, secs: 20.0, echo_p50_us: Some(91.0) };
+    assert_eq!(contention(Some(tonight), &trial_nights()), None);
+    let why = unusual_but_maybe_the_build(Some(tonight), &trial_nights()).expect("the host and the echo both moved");
+    let judged = counted_although(regressed(&[("p50", FindingOutcome::Regression)]), &why);
+    assert_eq!(judged.outcome, VerdictOutcome::Regressed, "counted: the machine's trouble never excuses a build here");
+    assert_eq!(
+        judged.summary,
+        "regressed: …; counted although the machine was not as usual: its host kept 10.4 % of the CPU time from it \
+         (against 0.2 % on the median of 5 baseline nights) and its loopback echo took 91 µs at the median \
+         (against 70 µs); but its own work grew too (18 % of its CPU against 8 %), as a build that burns more CPU \
+         beside the generator makes it grow, so the slowdown is not laid on the machine; a rerun on a quieter \
+         machine tells the two apart"
+    );
+    let errors_only = regressed(&[("error_rate", FindingOutcome::Regression)]);
+    assert_eq!(counted_although(errors_only.clone(), &why), errors_only, "only a counted slowdown is read beside it");
+    let quiet = MachineLoad { busy_pct: 8.3, stolen_pct: Some(0.3), echo_p50_us: Some(73.0), ..tonight };
+    assert_eq!(unusual_but_maybe_the_build(Some(quiet), &trial_nights()), None, "a usual machine says nothing");
+    let excusable = MachineLoad { busy_pct: 18.0, ..tonight };
+    assert!(contention(Some(excusable), &trial_nights()).is_some());
+    assert_eq!(unusual_but_maybe_the_build(Some(excusable), &trial_nights()), None, "the rules speak for it");
 }
 
 #[test]

@@ -12,7 +12,8 @@
 
 use crate::analysis::capacity::CAPACITY_METRIC;
 use crate::analysis::contention::{
-    Contention, MachineLoad, UsualMachine, contention, held_back_by_host, machine_slowdown, not_blamed_on_the_build,
+    Contention, MachineLoad, UsualMachine, contention, counted_although, held_back_by_host, machine_slowdown,
+    not_blamed_on_the_build, unusual_but_maybe_the_build,
 };
 use crate::analysis::judge::{Judgement, counted_findings};
 use crate::model::{EndpointResult, FindingOutcome, Run, VerdictOutcome};
@@ -87,7 +88,12 @@ pub fn excuse_a_held_back_machine(
 ) -> Judgement {
     let usual: Vec<UsualMachine> = baseline.iter().map(usual_machine).collect();
     let load = machine_load(candidate);
-    let Some(contention) = contention(load, &usual) else { return judgement };
+    let Some(contention) = contention(load, &usual) else {
+        return match unusual_but_maybe_the_build(load, &usual) {
+            Some(why) => counted_although(judgement, &why),
+            None => judgement,
+        };
+    };
     let slowdown = machine_slowdown(load, &usual);
     not_blamed_on_the_build(judgement, &contention, slowdown, load.map_or(1, |l| l.cores), |endpoint| {
         added_secs(endpoint, tonight, before)

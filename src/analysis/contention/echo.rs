@@ -9,7 +9,7 @@
 //! µs on the quiet nights of another day, 73–80 in a host spell there): its level moves from day to day, so
 //! tonight is only ever compared with the baseline nights' median.
 
-use super::host::OWN_WORK_POINTS;
+use super::host::OwnWork;
 use super::{MachineLoad, MachineSlowdown, UsualMachine, median};
 
 /// Tonight's echo at least this many times the usual night's: a machine a quarter slower at its own
@@ -40,19 +40,24 @@ impl SlowerMachine {
 }
 
 /// Compares tonight's echo with the baseline nights'; `None` when it was within [`SLOWER_FACTOR`] of usual,
-/// when the machine's own work grew by more than [`OWN_WORK_POINTS`] (a build that burns more CPU slows the
-/// echo too, and that is the build's doing), or when the figures are missing (runs stored before the echo was
-/// measured).
+/// when the machine's own work grew by more than [`OWN_WORK_POINTS`](super::host::OWN_WORK_POINTS) (a build
+/// that burns more CPU slows the echo too, and that is the build's doing), or when the figures are missing
+/// (runs stored before the echo was measured).
 #[must_use]
 pub fn slower_machine(tonight: Option<MachineLoad>, baseline: &[UsualMachine]) -> Option<SlowerMachine> {
+    echo_slower(tonight, baseline).filter(|(_, own)| !own.grew()).map(|(slower, _)| slower)
+}
+
+/// Tonight's echo took [`SLOWER_FACTOR`] times the usual or longer, whatever the machine's own work did: the
+/// figures, and that work. `None` when it did not, or when the figures are missing.
+pub(super) fn echo_slower(tonight: Option<MachineLoad>, baseline: &[UsualMachine]) -> Option<(SlowerMachine, OwnWork)> {
     let tonight = tonight.filter(|t| t.busy_pct.is_finite())?;
     let tonight_us = tonight.echo_p50_us.filter(|e| e.is_finite() && *e > 0.0)?;
     let (usual_us, nights) = median(baseline.iter().filter_map(|n| n.echo_p50_us).filter(|e| *e > 0.0))?;
     let own = |busy: f64, stolen: Option<f64>| busy - stolen.filter(|s| s.is_finite()).unwrap_or(0.0);
     let (usual_own, _) = median(baseline.iter().filter_map(|n| Some(own(n.busy_pct?, n.stolen_pct))))?;
-    let slower = tonight_us >= SLOWER_FACTOR * usual_us
-        && own(tonight.busy_pct, tonight.stolen_pct) - usual_own <= OWN_WORK_POINTS;
-    slower.then_some(SlowerMachine { tonight_us, usual_us, nights })
+    let work = OwnWork { tonight_pct: own(tonight.busy_pct, tonight.stolen_pct), usual_pct: usual_own };
+    (tonight_us >= SLOWER_FACTOR * usual_us).then_some((SlowerMachine { tonight_us, usual_us, nights }, work))
 }
 
 /// How many times as long tonight's echo took as the baseline nights' median (at least 1), whatever else

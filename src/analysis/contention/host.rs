@@ -51,10 +51,33 @@ impl HeldBack {
     }
 }
 
+/// The machine's own work (busy minus stolen), tonight and on the usual night, percent of its CPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OwnWork {
+    /// Tonight's, percent.
+    pub tonight_pct: f64,
+    /// The baseline nights' median, percent.
+    pub usual_pct: f64,
+}
+
+impl OwnWork {
+    /// Grown by more than [`OWN_WORK_POINTS`], as a build that burns more CPU beside the generator makes it.
+    #[must_use]
+    pub fn grew(self) -> bool {
+        self.tonight_pct - self.usual_pct > OWN_WORK_POINTS
+    }
+}
+
 /// Compares tonight's stolen share with the baseline nights'; `None` when the host took no more than
 /// usual, when the machine's own work grew too (see [`OWN_WORK_POINTS`]), or when the figures are missing.
 #[must_use]
 pub fn held_back_by_host(tonight: Option<MachineLoad>, baseline: &[UsualMachine]) -> Option<HeldBack> {
+    host_took_more(tonight, baseline).filter(|(_, own)| !own.grew()).map(|(held, _)| held)
+}
+
+/// The host took more of tonight's machine than usual, whatever the machine's own work did: the figures, and
+/// that work. `None` when it took no more, or when the figures are missing.
+pub(super) fn host_took_more(tonight: Option<MachineLoad>, baseline: &[UsualMachine]) -> Option<(HeldBack, OwnWork)> {
     let tonight = tonight.filter(|t| t.busy_pct.is_finite() && t.busy_pct > 0.0)?;
     let tonight_pct = tonight.stolen_pct.filter(|s| s.is_finite())?;
     let nights: Vec<(f64, f64)> = baseline
@@ -66,10 +89,9 @@ pub fn held_back_by_host(tonight: Option<MachineLoad>, baseline: &[UsualMachine]
     let (usual_of_busy_pct, _) = median(nights.iter().map(|(stolen, busy)| stolen / busy * 100.0))?;
     let (usual_own_pct, _) = median(nights.iter().map(|(stolen, busy)| busy - stolen))?;
     let tonight_of_busy_pct = tonight_pct / tonight.busy_pct * 100.0;
-    let more = tonight_pct - usual_pct >= STOLEN_POINTS
-        && tonight_of_busy_pct >= STOLEN_FACTOR * usual_of_busy_pct
-        && tonight.busy_pct - tonight_pct - usual_own_pct <= OWN_WORK_POINTS;
-    more.then_some(HeldBack { tonight_pct, usual_pct, tonight_of_busy_pct, usual_of_busy_pct, nights: count })
+    let more = tonight_pct - usual_pct >= STOLEN_POINTS && tonight_of_busy_pct >= STOLEN_FACTOR * usual_of_busy_pct;
+    let own = OwnWork { tonight_pct: tonight.busy_pct - tonight_pct, usual_pct: usual_own_pct };
+    more.then_some((HeldBack { tonight_pct, usual_pct, tonight_of_busy_pct, usual_of_busy_pct, nights: count }, own))
 }
 
 #[cfg(test)]
