@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use super::svg::{Px, log_ticks, nice_ticks, tick_label};
 use super::trend_chart::{FONTS, colour};
-use super::trend_time_axis::DateFormat;
+use super::trend_time_axis::{DateFormat, build_ticks};
 use crate::model::{CapacityResult, CapacityStep, StepVerdict, ZoneBreach, ZoneGate};
 use crate::outside_text::xml_escape;
 use crate::store::CapacityNight;
@@ -235,7 +235,8 @@ fn dot(out: &mut String, step: &CapacityStep, x: f64, y: &dyn Fn(f64) -> f64) {
 
 /// The scenario page's capacity, night over night: one dot per night that ran a search (filled where the
 /// search found the target's capacity, a ring where it found only a lower bound), the reason it left the zone
-/// in its tooltip, each a link to its run; empty without such a night.
+/// in its tooltip, each a link to its run, and a labelled tick where the build changed, as the other trends
+/// have; empty without such a night.
 pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
     let value = |n: &CapacityNight| n.result.capacity.unwrap_or(0.0);
     let high = nights.iter().map(value).fold(0.0, f64::max);
@@ -275,6 +276,8 @@ pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
             );
         }
     }
+    let builds: Vec<Option<&str>> = nights.iter().map(|n| n.build_id.as_deref()).collect();
+    build_ticks(&mut out, &builds, x, HEIGHT - BOTTOM);
     for (index, night) in nights.iter().enumerate() {
         let found = night.result.ended.measured_the_target();
         let build = night.build_id.as_deref().map(|b| format!(", build {b}")).unwrap_or_default();

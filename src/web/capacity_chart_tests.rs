@@ -110,3 +110,27 @@ fn the_trend_draws_a_dot_per_night_linking_its_run_and_nothing_without_nights() 
     let svg = trend_svg(&[night(1, 400.0, SearchEnd::Found), fell]);
     assert!(svg.contains(&format!("fill=\"{LEFT_ZONE}\"")) && svg.contains("(judged a capacity regression)"), "{svg}");
 }
+
+#[test]
+fn the_trend_marks_where_the_build_changed_as_the_other_trends_do() {
+    let night = |run_id: i64, build: &str| CapacityNight {
+        run_id,
+        started_at: chrono::DateTime::default() + chrono::Duration::days(run_id),
+        build_id: Some(build.into()),
+        result: CapacityResult {
+            capacity: Some(150.0),
+            first_out: None,
+            breach: None,
+            ended: SearchEnd::Found,
+            search_secs: 1.0,
+            steps: Vec::new(),
+            zone: None,
+        },
+        fell: false,
+    };
+    let svg = trend_svg(&[night(1, "1.1.0"), night(2, "1.1.0"), night(3, "1.2.0")]);
+    assert_eq!(svg.matches("class=\"build-change\"").count(), 1, "{svg}");
+    assert!(svg.contains("<title>build 1.1.0 → 1.2.0</title>") && svg.contains(">1.2.0<title>"), "{svg}");
+    let same = trend_svg(&[night(1, "1.1.0"), night(2, "1.1.0")]);
+    assert!(!same.contains("build-change"), "{same}");
+}

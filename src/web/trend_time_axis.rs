@@ -17,6 +17,8 @@ const LABEL_MARGIN: f64 = 18.0;
 const MAX_BUILD_TICKS: usize = 60;
 /// Build labels closer than this to the previous one are left to their tick's tooltip.
 const BUILD_LABEL_GAP: f64 = 64.0;
+/// A build label's baseline under the axis: a row below the dates.
+const BUILD_LABEL_BELOW: f64 = 34.0;
 
 /// Dates under evenly spaced points, and a labelled tick wherever the build changed.
 pub(super) fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
@@ -48,7 +50,8 @@ pub(super) fn time_axis(svg: &mut String, points: &[&ChartPoint]) {
             points[index].started_at.format(format.pattern)
         );
     }
-    build_ticks(svg, points);
+    let builds: Vec<Option<&str>> = points.iter().map(|p| p.build_id.as_deref()).collect();
+    build_ticks(svg, &builds, |i| slot_x(i, count), BOTTOM);
 }
 
 /// How a time axis writes its dates: a pattern and the characters it writes.
@@ -105,15 +108,16 @@ fn label_indexes(count: usize, width: f64) -> Vec<usize> {
     indexes
 }
 
-/// A labelled tick wherever the build changed; none where it changes at nearly every point (a nightly build
-/// on a year-long range): ticks would be a line per night, and each point's tooltip names its build.
-fn build_ticks(svg: &mut String, points: &[&ChartPoint]) {
-    let changes: Vec<(usize, &str, &str)> = points
+/// A labelled tick wherever the build changed, on an axis at `axis_y` whose point `i` stands at `x(i)`; none
+/// where it changes at nearly every point (a nightly build on a year-long range): ticks would be a line per
+/// night, and each point's tooltip names its build. The capacity trend draws them too.
+pub(super) fn build_ticks(svg: &mut String, builds: &[Option<&str>], x: impl Fn(usize) -> f64, axis_y: f64) {
+    let changes: Vec<(usize, &str, &str)> = builds
         .windows(2)
         .enumerate()
         .scan(None::<&str>, |previous, (i, pair)| {
-            *previous = pair[0].build_id.as_deref().or(*previous);
-            let change = match (*previous, pair[1].build_id.as_deref()) {
+            *previous = pair[0].or(*previous);
+            let change = match (*previous, pair[1]) {
                 (Some(before), Some(now)) if before != now => Some((i + 1, before, now)),
                 _ => None,
             };
@@ -124,24 +128,23 @@ fn build_ticks(svg: &mut String, points: &[&ChartPoint]) {
     if changes.len() > MAX_BUILD_TICKS {
         return;
     }
-    let count = points.len();
     let mut last_label = f64::NEG_INFINITY;
     for (i, before, now) in changes {
-        let x = slot_x(i, count);
+        let x = x(i);
         let change = xml_escape(&format!("build {before} → {now}"));
         let _ = write!(
             svg,
             "<line class=\"build-change\" x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"currentColor\" \
              stroke-width=\"2\"><title>{change}</title></line>",
-            BOTTOM - 5.0,
-            BOTTOM + 5.0
+            axis_y - 5.0,
+            axis_y + 5.0
         );
         if x - last_label >= BUILD_LABEL_GAP {
             let label: String = now.chars().take(10).collect();
             let _ = write!(
                 svg,
                 "<text class=\"build-label\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}<title>{change}</title></text>",
-                BOTTOM + 36.0,
+                axis_y + BUILD_LABEL_BELOW,
                 xml_escape(&label)
             );
             last_label = x;
