@@ -184,12 +184,15 @@ fn draw_panel(out: &mut String, panel: &Panel, top: f64, x: &impl Fn(f64) -> f64
     for line in &panel.lines {
         draw_line(out, line, &panel.unit, x, &y);
     }
+    for zone in &panel.zones {
+        draw_zone_label(out, zone, &panel.unit, (plot_top, bottom), &y);
+    }
 }
 
 /// The colour of the side past a limit: the alarm colour the verdict uses for a breached gate.
 const OUT_OF_LIMITS: &str = "#d93f0b";
 
-/// A limit: the side past it shaded up to the plot's edge, and a dashed line at it with its value.
+/// A limit: the side past it shaded up to the plot's edge, and a dashed line at it.
 fn draw_zone(out: &mut String, zone: &Zone, unit: &str, (plot_top, bottom): (f64, f64), y: &impl Fn(f64) -> f64) {
     let at = y(zone.bound).clamp(plot_top, bottom);
     let (from, to) = if zone.ceiling { (plot_top, at) } else { (at, bottom) };
@@ -197,16 +200,29 @@ fn draw_zone(out: &mut String, zone: &Zone, unit: &str, (plot_top, bottom): (f64
     let _ = write!(
         out,
         "<rect class=\"zone\" x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" fill=\"{OUT_OF_LIMITS}\" \
-         fill-opacity=\"0.1\"><title>{side} the limit of {7}</title></rect>\
+         fill-opacity=\"0.1\"><title>{side} the limit of {6}</title></rect>\
          <line x1=\"{0}\" x2=\"{4}\" y1=\"{5}\" y2=\"{5}\" stroke=\"{OUT_OF_LIMITS}\" stroke-dasharray=\"5 4\" \
-         stroke-width=\"1.4\"/>\
-         <text x=\"{4}\" y=\"{6}\" text-anchor=\"end\" fill=\"{OUT_OF_LIMITS}\" font-size=\"11\">limit {7}</text>",
+         stroke-width=\"1.4\"/>",
         Px(LEFT),
         Px(from),
         Px(WIDTH - RIGHT - LEFT),
         Px((to - from).max(0.0)),
         Px(WIDTH - RIGHT - 2.0),
         Px(at),
+        xml_escape(&shown_value(zone.bound, unit))
+    );
+}
+
+/// A limit's value by its line, at the plot's right end, where the series' last points may run: drawn over
+/// the series, with a halo of the page's background from its style (`text.limit-label`), so a line under it
+/// does not cross its digits out.
+fn draw_zone_label(out: &mut String, zone: &Zone, unit: &str, (plot_top, bottom): (f64, f64), y: &impl Fn(f64) -> f64) {
+    let at = y(zone.bound).clamp(plot_top, bottom);
+    let _ = write!(
+        out,
+        "<text class=\"limit-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"{OUT_OF_LIMITS}\" \
+         font-size=\"11\">limit {}</text>",
+        Px(WIDTH - RIGHT - 2.0),
         Px(if zone.ceiling { at - 4.0 } else { at + 12.0 }),
         xml_escape(&shown_value(zone.bound, unit))
     );
@@ -341,6 +357,9 @@ mod tests {
             svg.contains("<title>over the limit of 60.0 %</title>") && svg.contains(">limit 60.0 %</text>"),
             "{svg}"
         );
+        // Its label is drawn over the series (a line's last points run where it sits), not under it.
+        let label = svg.find("class=\"limit-label\"").expect("labelled");
+        assert!(svg.find("<path d=").is_some_and(|line| line < label), "{svg}");
         // The axis reaches the limit although the values stay under half of it.
         assert!(svg.contains(">60 %</text>") || svg.contains(">80 %</text>") || svg.contains(">100 %</text>"), "{svg}");
         let floor = Zone { bound: 0.9, ceiling: false };
