@@ -174,7 +174,12 @@ fn missing_endpoints(candidate: &[EndpointResult], baseline: &[Vec<EndpointResul
             limit: None,
             interval: None,
             p_value: None,
-            reason: format!("no requests tonight; the latest baseline run served {} requests", before.requests),
+            // A WebSocket push class or a send without an await counts messages, not requests.
+            reason: if before.is_counted_only() {
+                format!("no messages tonight; the latest baseline run counted {}", before.requests)
+            } else {
+                format!("no requests tonight; the latest baseline run served {} requests", before.requests)
+            },
         })
         .collect()
 }

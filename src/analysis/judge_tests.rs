@@ -91,6 +91,24 @@ fn an_endpoint_that_stopped_serving_is_a_regression() {
     assert_eq!((missing.endpoint.as_str(), missing.baseline_value), ("GET /b", Some(10_000.0)));
     let only_a = judge(&tonight[..1], &nights(10), &Gates::default(), Comparison::Nightly, LoadModel::Open);
     assert!(only_a.findings.iter().any(|f| f.endpoint == "GET /b" && f.outcome == FindingOutcome::Regression));
+    assert_eq!(missing.reason, "no requests tonight; the latest baseline run served 10000 requests");
+}
+
+#[test]
+fn a_push_class_that_fell_silent_is_said_to_have_no_messages() {
+    // A WebSocket push class is counted, not timed: its figures are all 0.
+    let pushes = |count| EndpointResult { endpoint: "WS push: cursor".into(), requests: count, ..Default::default() };
+    let baseline: Vec<Vec<EndpointResult>> = nights(10)
+        .into_iter()
+        .map(|mut night| {
+            night.push(pushes(3_200));
+            night
+        })
+        .collect();
+    let tonight = [endpoint("GET /a", 100.0, 0), endpoint("GET /b", 40.0, 0)];
+    let judgement = judge(&tonight, &baseline, &Gates::default(), Comparison::Nightly, LoadModel::Open);
+    let silent = judgement.findings.iter().find(|f| f.endpoint == "WS push: cursor").expect("named");
+    assert_eq!(silent.reason, "no messages tonight; the latest baseline run counted 3200");
 }
 
 #[test]
