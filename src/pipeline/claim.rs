@@ -11,9 +11,9 @@ use chrono::{DateTime, Utc};
 use crate::store::{Lease, Store, StoreError};
 
 /// How long a lease lasts without renewal: a crashed holder blocks its scenario this long at most.
-const LEASE_FOR: Duration = Duration::from_mins(2);
+pub(crate) const LEASE_FOR: Duration = Duration::from_mins(2);
 /// How often a holder renews its leases: well inside [`LEASE_FOR`], so one slow database call loses nothing.
-const RENEW_EVERY: Duration = Duration::from_secs(30);
+pub(crate) const RENEW_EVERY: Duration = Duration::from_secs(30);
 
 /// The scenarios with a run under way in this process.
 #[derive(Debug, Clone, Default)]
@@ -76,6 +76,12 @@ pub struct HeldBy {
 }
 
 impl HeldBy {
+    /// The lease found current at `now`, if any (`None`: released a moment ago).
+    #[must_use]
+    pub fn new(lease: Option<Lease>, now: DateTime<Utc>) -> Self {
+        Self { lease, now }
+    }
+
     /// How long the lease has left before it runs out unless renewed; `None` when it was released already.
     #[must_use]
     pub fn expires_in(&self) -> Option<Duration> {
@@ -89,19 +95,30 @@ impl std::fmt::Display for HeldBy {
         let Some(lease) = &self.lease else {
             return f.write_str("its lease was released a moment ago; try again");
         };
-        // `host:pid:random` (see `holder_name`); a name in another shape is shown whole.
-        match lease.holder.rsplitn(3, ':').collect::<Vec<_>>()[..] {
-            [_, pid, host] => write!(f, "held by pid {pid} on host {host}")?,
-            _ => write!(f, "held by {}", lease.holder)?,
+        // `host:pid:random` (see `holder_name`), or a split night's (`segments::lease::holder`); a name in
+        // another shape is shown whole.
+        let split_night = lease.holder.strip_prefix("split night ");
+        if let Some(key) = split_night {
+            write!(f, "held by the split night `{key}`")?;
+        } else {
+            match lease.holder.rsplitn(3, ':').collect::<Vec<_>>()[..] {
+                [_, pid, host] => write!(f, "held by pid {pid} on host {host}")?,
+                _ => write!(f, "held by {}", lease.holder)?,
+            }
         }
         if let Some(taken_at) = lease.taken_at {
             write!(f, " since {}", taken_at.format("%Y-%m-%d %H:%M:%S UTC"))?;
         }
         let left = (lease.expires_at - self.now).num_seconds().max(0);
+        let (gone, live) = if split_night.is_some() {
+            ("If its segments are gone", "each live segment renews it")
+        } else {
+            ("If that process is gone", "a live one renews its lease")
+        };
         write!(
             f,
-            "; its lease expires at {} (in {left} s). If that process is gone, the next run after the expiry \
-             goes ahead; a live one renews its lease every {} s while it runs",
+            "; its lease expires at {} (in {left} s). {gone}, the next run after the expiry goes ahead; {live} \
+             every {} s while it runs",
             lease.expires_at.format("%Y-%m-%d %H:%M:%S UTC"),
             RENEW_EVERY.as_secs()
         )

@@ -123,6 +123,7 @@ mod telemetry;
 mod telemetry_prometheus;
 mod segments;
 mod segment_alerts;
+mod segment_lease;
 mod websocket;
 mod websocket_frames;
 mod support;

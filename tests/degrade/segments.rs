@@ -42,7 +42,7 @@ pub(crate) async fn a_split_project_with(extra: &str) -> Option<(TestDb, StubTar
 }
 
 /// Segment `segment` of the night `key` as a child process, with `env` beside it.
-fn segment(
+pub(crate) fn segment(
     dir: &tempfile::TempDir,
     key: &str,
     segment: &str,

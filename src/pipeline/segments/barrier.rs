@@ -110,8 +110,9 @@ fn mismatch(night: &Night<'_>, registry: &SegmentedRun) -> Option<String> {
     None
 }
 
-/// The preparing segment: deploys and waits for the build as a single machine's night does, then creates the
-/// night's one run (failed at once when the build could not be prepared).
+/// The preparing segment: takes the scenario's lease for the night (`lease`), deploys and waits for the build as
+/// a single machine's night does, then creates the night's one run (failed at once when the build could not be
+/// prepared).
 async fn prepare(
     store: &Store,
     night: &Night<'_>,
@@ -119,6 +120,10 @@ async fn prepare(
     clock: &Clock,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<Result<(RunId, Option<String>), SegmentEnd>> {
+    // Before anything is deployed: a run of the scenario under way must not have its target changed under it.
+    if let Err(held) = super::lease::take(store, night.scenario, night.key).await? {
+        return Ok(Err(night.fail(store, &held, None).await));
+    }
     let started_at = clock.now();
     let mut deploy_output = None;
     let (prepared, _stopped) =

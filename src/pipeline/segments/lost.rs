@@ -2,7 +2,8 @@
 //! behind) finds a night none of whose segments was seen for [`QUIET`] — its deadline, since a live segment
 //! stamps itself seen every second, at the barrier as under load — and marks it `invalid`, naming the segments
 //! that never reported their results, then alerts it once like any split night that could not be measured.
-//! So a night whose pods all died never stays `running`. A split night holds no lease: this is how it ends.
+//! So a night whose pods all died never stays `running`. Its scenario's lease (`lease`) runs out by itself,
+//! since no segment renews it any more; this is how its run ends.
 
 use std::time::Duration;
 

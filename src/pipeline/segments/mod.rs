@@ -4,6 +4,8 @@
 //! sentinel ([`sentinel`]) keeps it seen and stops it early when the night turns invalid or a segment is lost,
 //! its results stored, and the last segment to finish merging all N into the night's one run ([`merge`]).
 //!
+//! The night holds its scenario's lease as any run does ([`lease`]), so no other run of it overlaps the night.
+//!
 //! Clocks are compared only through the database's ([`clock`]): each segment measures its offset before and
 //! after its load, and a skew, a drift or a spread of starts beyond tolerance makes the night invalid with the
 //! numbers in the reason.
@@ -11,6 +13,7 @@
 pub mod alert;
 pub mod clock;
 pub mod confirm;
+pub mod lease;
 pub mod lost;
 
 mod barrier;
@@ -106,6 +109,7 @@ impl Night<'_> {
     async fn fail(&self, store: &Store, reason: &str, run_id: Option<RunId>) -> SegmentEnd {
         let _ = store.segment_state(self.key, self.segment.index(), "failed", None).await;
         let reason = store.invalidate_segmented_run(self.key, reason).await.unwrap_or_else(|_| reason.to_owned());
+        lease::release(store, self.scenario, self.key).await;
         let run_id = match run_id {
             Some(id) => Some(id),
             None => store.segmented_run(self.key).await.ok().flatten().and_then(|r| r.run_id),
@@ -150,6 +154,8 @@ pub async fn run_segment(
         judged_against,
         confirms,
     };
+    // From registration to the end of this segment's load: any segment may be the last alive.
+    let renewal = lease::Renewal::start(store.clone(), scenario.clone(), &run_key);
     let started = match barrier::pass(store, &night, build, clock, &stop).await? {
         Ok(started) => started,
         Err(end) => return Ok(end),
@@ -159,9 +165,14 @@ pub async fn run_segment(
     let (sentinel, engine_stop) = sentinel::Sentinel::start(store.clone(), run_key.clone(), segment, stop);
     let measurement = engine::run_apart(Arc::new(plan), engine_stop, on_progress).await;
     sentinel.finish().await;
+    drop(renewal);
     let after = clock::measure(store).await.context("cannot read the database's clock after the load")?;
     merge::store_segment(store, &night, &measurement, started.offset, after).await?;
     let merged = merge::merge_if_last(store, &night, started.run_id).await?;
+    if merged.is_some() {
+        // Before the night is judged: a confirmation rerun starts only after, under the same holder.
+        lease::release(store, &scenario, &run_key).await;
+    }
     let invalid_reason = store.segmented_run(&run_key).await?.and_then(|r| r.invalid_reason);
     Ok(SegmentEnd::Measured {
         run_id: started.run_id,
