@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use chrono::Utc;
 
+use super::confirmation_wait::{self, Waited};
 use super::live::Live;
 use super::{ConfigSource, Exit, print_stdout};
 use crate::config::Config;
@@ -19,7 +20,7 @@ use crate::report::{CheckReport, Format};
 use crate::store::Store;
 
 /// What to judge and how to say it.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct CheckArgs {
     /// `--config` after the subcommand.
     #[command(flatten)]
@@ -60,8 +61,9 @@ pub struct CheckArgs {
     /// With --run-now: a segment of a night split across machines.
     #[command(flatten)]
     pub split: super::segment::SegmentArgs,
-    /// Exit 3 when the verdict is inconclusive (too few baseline runs, invalid run), or a regression its
-    /// rerun has not decided yet, instead of 0.
+    /// Exit 3 when the verdict is inconclusive (too few baseline runs, invalid run), or a regression whose
+    /// --run-now rerun was stopped before it decided, instead of 0. (A stored run being confirmed elsewhere is
+    /// waited for, and judged as its rerun decides.)
     #[arg(long)]
     pub strict: bool,
 }
@@ -108,11 +110,28 @@ async fn checked(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit>
         return exit;
     }
     // Boxed: a night and its confirmation rerun hold the whole engine.
-    let outcome = Box::pin(run_now_and_check(&store, &config, &args)).await;
-    let status = match &outcome {
-        Ok(report) => store.find_run(report.run_id).await.ok().flatten().map(|run| run.status),
-        Err(_) => None,
-    };
+    let mut outcome = Box::pin(run_now_and_check(&store, &config, &args)).await;
+    let mut status = status_of(&store, &outcome).await;
+    // A stored run being confirmed elsewhere: its rerun decides, and this gate waits for it (bounded).
+    let mut waited_out = None;
+    if let (Ok(report), false, Some(RunStatus::Confirming)) = (&outcome, args.run_now, status) {
+        let first = store.find_run(report.run_id).await?.context("the run vanished")?;
+        match confirmation_wait::for_the_rerun(&store, &first).await? {
+            Waited::Decided => {
+                // The same run again, as decided now (the rerun may since be the scenario's latest).
+                let pinned = CheckArgs { run: Some(first.id), ..args.clone() };
+                outcome = Box::pin(run_now_and_check(&store, &config, &pinned)).await;
+                status = status_of(&store, &outcome).await;
+            }
+            Waited::TimedOut(after) => {
+                let after = humantime::format_duration(after);
+                waited_out = Some(format!("the rerun did not decide within {after}"));
+            }
+            Waited::NoneUnderWay => {
+                waited_out = Some("no rerun is under way (the degrade confirming it was stopped)".to_owned());
+            }
+        }
+    }
     let held_back = match &outcome {
         Ok(report) if report.outcome == VerdictOutcome::Inconclusive => store
             .held_back_in_a_row(&report.scenario, report.run_id)
@@ -123,7 +142,8 @@ async fn checked(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit>
     };
     store.close().await;
     let mut report = outcome?;
-    if args.format == Format::Junit && matches!(status, Some(RunStatus::Unconfirmed | RunStatus::Confirming)) {
+    let undecided = status == Some(RunStatus::Confirming) && waited_out.is_none();
+    if args.format == Format::Junit && (status == Some(RunStatus::Unconfirmed) || undecided) {
         // JUnit's failures fail a CI step: a regression its rerun refuted, or has not decided yet, exits 0 (or
         // 3), so its cases are skipped with the reason, never failures beside a passing exit.
         report.regressions_as_unconfirmed();
@@ -141,8 +161,15 @@ async fn checked(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit>
             say!("note: this regression was not confirmed by its rerun on the same build; exiting 0");
             Exit::Ok
         }
-        // The rerun that decides it is under way, or was cut short and the scenario's next run, or `serve`,
-        // decides it: not a verdict yet.
+        VerdictOutcome::Regressed if let Some(why) = waited_out => {
+            say!(
+                "note: {why}: the first verdict stands for this gate, as it does when no rerun could measure the \
+                 build; exiting 1"
+            );
+            Exit::Regression
+        }
+        // The rerun of `--run-now` was cut short (stopped), and the scenario's next run, or `serve`, decides it:
+        // not a verdict yet.
         VerdictOutcome::Regressed if status == Some(RunStatus::Confirming) => super::undecided(
             "this regression is not decided yet: a rerun of the same build confirms or refutes it",
             args.strict,
@@ -151,6 +178,12 @@ async fn checked(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit>
         VerdictOutcome::Inconclusive => super::undecided("the verdict is inconclusive", args.strict),
         VerdictOutcome::Passed => Exit::Ok,
     })
+}
+
+/// The status of the run a check reported on, when it has one.
+async fn status_of(store: &Store, outcome: &anyhow::Result<CheckReport>) -> Option<RunStatus> {
+    let report = outcome.as_ref().ok()?;
+    store.find_run(report.run_id).await.ok().flatten().map(|run| run.status)
 }
 
 /// With `--run-now`, runs the scenario through the whole chain (claim, deploy, load, store, judge, episodes

@@ -13,6 +13,7 @@ macro_rules! say {
 }
 
 mod check;
+mod confirmation_wait;
 mod demo;
 mod detect;
 mod detect_runs;
@@ -97,7 +98,7 @@ pub struct Cli {
 
 /// `--config` after a subcommand that reads a config (`degrade check --config ci/degrade.toml`). Not a global
 /// option: `demo`, `demo-target` and `detect` read none, and their help must not offer it.
-#[derive(Debug, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ConfigArg {
     /// The config file [default: degrade.toml, or DEGRADE_CONFIG].
     #[arg(long, short, value_name = "FILE")]

@@ -25,6 +25,8 @@ use crate::store::{LeftBehind, Retry, Store, retry};
 
 mod rerun;
 
+pub use rerun::{CONFIRMATION_ATTEMPTS, RETRY_PAUSE_MAX_SECS};
+
 /// How a chained run ended.
 #[allow(missing_docs, reason = "the field names say what they hold")]
 #[derive(Debug)]

@@ -100,6 +100,7 @@ mod hostile_input;
 mod layers;
 mod chaos;
 mod confirm_note;
+mod confirm_wait;
 mod killed_nights;
 mod kubernetes;
 mod left_behind;

@@ -17,9 +17,9 @@ use crate::store::{Retry, retry};
 
 /// How many reruns a regression gets before its first verdict stands unconfirmed: a rerun the machine spoilt
 /// is worth another try, but a night must end, and the first verdict already holds its false alarms to 1 %.
-const CONFIRMATION_ATTEMPTS: usize = 3;
+pub const CONFIRMATION_ATTEMPTS: usize = 3;
 /// The longest wait between two confirmation reruns, seconds.
-const RETRY_PAUSE_MAX_SECS: f64 = 60.0;
+pub const RETRY_PAUSE_MAX_SECS: f64 = 60.0;
 
 /// What one confirmation rerun came to.
 enum Attempt {
