@@ -78,8 +78,8 @@ Environment:
   DEGRADE_SERVER_PUBLIC_URL          overrides [server] public_url
   DEGRADE_LOG                        log filter, e.g. debug or degrade=trace
 
-Exit codes: 0 ok or passed, 1 regression or gate breached, 2 error; 3 inconclusive only with
-`check --strict` (an inconclusive check exits 0 and says so).";
+Exit codes: 0 ok or passed, 1 regression or gate breached, 2 error; 3 an invalid run (`run`), or an
+inconclusive verdict with `check --strict` (an inconclusive check exits 0 and says so).";
 
 /// The `degrade` command line.
 #[derive(Debug, Parser)]

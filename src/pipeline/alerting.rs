@@ -81,15 +81,22 @@ pub async fn after_judgement(
                 );
                 return Ok(());
             }
-            let kept = told.as_ref().and_then(|t| t.still_slower(report));
+            let recovery = told.as_ref().and_then(|t| t.recovery(report));
             let capacity = capacity_back(store, config, report, told.as_ref()).await?;
-            let said: Vec<&str> =
-                capacity.as_ref().map(|(_, words)| words.as_str()).into_iter().chain(kept.as_deref()).collect();
-            let passed = if kept.is_some() { "passed" } else { "passed again" };
+            let said: Vec<&str> = capacity
+                .as_ref()
+                .map(|(_, words)| words.as_str())
+                .into_iter()
+                .chain(recovery.as_ref().map(|(words, _)| words.as_str()))
+                .collect();
+            let stayed = recovery.as_ref().is_some_and(|(_, stayed)| *stayed == told::Stayed::Yes);
+            let passed = if stayed { "passed" } else { "passed again" };
+            // The verdict's own summary opens with its outcome, which the sentence has just said.
+            let counted = report.summary.strip_prefix("passed: ").unwrap_or(&report.summary);
             let summary = if said.is_empty() {
-                format!("run #{} {passed}: {}", report.run_id, report.summary)
+                format!("run #{} {passed}: {counted}", report.run_id)
             } else {
-                format!("run #{} {passed}: {}; {}", report.run_id, said.join("; "), report.summary)
+                format!("run #{} {passed}: {}; {counted}", report.run_id, said.join("; "))
             };
             let recovery = Alert {
                 run_id: Some(report.run_id),

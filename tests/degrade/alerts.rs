@@ -91,6 +91,12 @@ async fn a_regression_alerts_once_and_its_recovery_once() {
     assert_eq!(opened["worse"][0]["endpoint"], "GET /boards/{id}");
     assert_eq!(opened["worse"][0]["unit"], "ms");
     assert_eq!(json_messages[1]["event"], "recovery");
+    // It names what came back, with the figure it had regressed to, and says "passed" once.
+    let summary = json_messages[1]["summary"].as_str().unwrap();
+    let back = format!("run #{recovered} passed again: back: GET /boards/{{id}} p95 10");
+    assert!(summary.starts_with(&back), "{summary}");
+    assert!(summary.contains(&format!(" ms (was 150.0 ms in run #{regressed}); ")), "{summary}");
+    assert!(!summary.contains("passed: "), "{summary}");
     let keys: Vec<Option<String>> = json.posts().into_iter().map(|p| p.key).collect();
     assert_eq!(keys[0].as_deref(), opened["idempotency_key"].as_str(), "the header carries the body's key");
     assert_ne!(keys[0], keys[1]);

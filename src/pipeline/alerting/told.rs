@@ -129,11 +129,12 @@ impl Told {
         (!unjudged.is_empty()).then(|| unjudged.join(", "))
     }
 
-    /// When figures that regressed during the episode are still nearer where they regressed to than where they
-    /// were, tonight passed because that slower level held for enough nights to become the level: says which,
-    /// in words, and which of the others came back (a fixed route beside an `(all)` figure that stayed is a fix,
-    /// not "nothing got faster"). `None` when every one came back.
-    pub fn still_slower(&self, report: &CheckReport) -> Option<String> {
+    /// What a night that passed says of the figures the episode told, in words, and whether any of them stayed
+    /// slower: each figure that came back, with tonight's value and the one it regressed to (a recovery that
+    /// named nothing read "passed again: passed: 20 unchanged" in a trial); and when some are still nearer
+    /// where they regressed to than where they were, tonight passed because that slower level held for enough
+    /// nights to become the level, which it says instead. `None` when no told figure was judged tonight.
+    pub fn recovery(&self, report: &CheckReport) -> Option<(String, Stayed)> {
         let (mut kept, mut back) = (Vec::new(), Vec::new());
         for (run, then) in self.regressions() {
             let Some(before) = then.baseline_value.filter(|b| *b >= 0.0 && then.candidate_value > 0.0) else {
@@ -154,19 +155,31 @@ impl Told {
             }
         }
         if kept.is_empty() {
-            return None;
+            return (!back.is_empty()).then(|| (format!("back: {}", back.join(", ")), Stayed::No));
         }
         let stayed = format!(
             "{} stayed where {} regressed to, and that level has held long enough to be the one judged against",
             kept.join(", "),
             if kept.len() == 1 { "it" } else { "they" }
         );
-        Some(if back.is_empty() {
-            format!("{stayed} (nothing got faster)")
-        } else {
-            format!("{} came back; {stayed}", back.join(", "))
-        })
+        Some((
+            if back.is_empty() {
+                format!("{stayed} (nothing got faster)")
+            } else {
+                format!("{} came back; {stayed}", back.join(", "))
+            },
+            Stayed::Yes,
+        ))
     }
+}
+
+/// Whether a figure the episode told is still where it regressed to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stayed {
+    /// Every figure judged tonight came back.
+    No,
+    /// Some stayed slower, and that level is now the one judged against.
+    Yes,
 }
 
 /// Whether `now` is nearer `went` (where a figure regressed to) than `before` (where it was). On the log scale,
