@@ -149,6 +149,15 @@ pub struct Run {
     pub failure_reason: Option<String>,
 }
 
+impl Run {
+    /// Why the run stopped, when its validity reasons do not say it already (an invalid split night's reason
+    /// is both): what the run page writes after "Stopped:".
+    #[must_use]
+    pub fn stopped_reason(&self) -> Option<&str> {
+        self.failure_reason.as_deref().filter(|reason| !self.validity_reasons.iter().any(|r| r == reason))
+    }
+}
+
 /// How well the generator delivered the planned load: the evidence behind a run's validity.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoadSummary {
@@ -377,5 +386,30 @@ impl LoadModel {
     #[must_use]
     pub fn from_stored(name: &str) -> Self {
         if name == Self::Closed.as_str() { Self::Closed } else { Self::Open }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reason_the_validity_reasons_say_already_is_not_said_again_as_stopped() {
+        let run = Run {
+            id: 17,
+            scenario: "shop".into(),
+            build_id: None,
+            status: RunStatus::Invalid,
+            started_at: DateTime::UNIX_EPOCH,
+            finished_at: None,
+            scenario_hash: "h".into(),
+            seed: 1,
+            validity_reasons: vec!["no segment of the night was seen for 60 s".into()],
+            load_summary: None,
+            failure_reason: Some("no segment of the night was seen for 60 s".into()),
+        };
+        assert_eq!(run.stopped_reason(), None);
+        let failed = Run { validity_reasons: Vec::new(), status: RunStatus::Failed, ..run };
+        assert_eq!(failed.stopped_reason(), Some("no segment of the night was seen for 60 s"));
     }
 }

@@ -202,7 +202,10 @@ impl Store {
         }
     }
 
-    /// Ends a run that produced no results: `Failed` (could not be done) or `Aborted` (stopped part-way).
+    /// Ends a run that produced no results: `Failed` (could not be done), `Aborted` (stopped part-way) or
+    /// `Invalid` (a split night that could not be measured), with why. An invalid run's reason is also its
+    /// validity reason, where every invalid run's reasons are read (the API's `validity_reasons`); a trial found
+    /// a split night's barrier timeout there as `[]`.
     pub async fn end_run(
         &self,
         id: RunId,
@@ -210,14 +213,16 @@ impl Store {
         reason: &str,
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let query =
-            "update runs set status = $1, failure_reason = $2, finished_at = $3 where id = $4 and status = 'running'";
-        let updated = retry_busy(|| async move {
+        let query = "update runs set status = $1, failure_reason = $2, finished_at = $3, \
+                     validity_reasons = coalesce($5, validity_reasons) where id = $4 and status = 'running'";
+        let validity = (status == RunStatus::Invalid).then(|| to_json(&[storable(reason)]));
+        let updated = retry_busy(|| async {
             Ok(on_pool!(self, |pool| sqlx::query(query)
                 .bind(status.as_str())
                 .bind(storable(reason))
                 .bind(to_millis(at))
                 .bind(id)
+                .bind(validity.as_deref())
                 .execute(pool)
                 .await?
                 .rows_affected()))

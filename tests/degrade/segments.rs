@@ -156,6 +156,8 @@ async fn a_segment_never_started_ends_the_barrier_naming_it() {
     }
     let run = store.last_runs("shop", 1).await.unwrap().remove(0);
     assert_eq!(run.status, RunStatus::Invalid);
+    // Where every invalid run's reasons are read (the API's `validity_reasons`), not only as a failure's.
+    assert!(run.validity_reasons.iter().any(|r| r.contains("start barrier timed out")), "{run:?}");
     assert!(run.failure_reason.unwrap().contains("start barrier timed out"));
 }
 
