@@ -92,12 +92,12 @@ pub(super) async fn run(
     let ended = segments::run_segment(store, segment_job, build, &Clock::system(), stop, |p| live.update(p)).await;
     live.finish();
     match ended? {
-        SegmentEnd::Taken { over: Some(ended), .. } => Ok(Err(NotRun::KeyReused(format!(
-            "the night `{key}` ran already ({}): a run key names one night, so this process sends nothing; give \
+        SegmentEnd::Over { ended } => Ok(Err(NotRun::KeyReused(format!(
+            "the night `{key}` is over already ({}): a run key names one night, so this process sends nothing; give \
              this night a key of its own (on Kubernetes, a new Job name)",
             crate::outside_text::printable(&ended)
         )))),
-        SegmentEnd::Taken { holder, over: None } => Ok(Err(NotRun::Taken(format!(
+        SegmentEnd::Taken { holder } => Ok(Err(NotRun::Taken(format!(
             "segment {segment} of the night `{key}` is taken by {}: this process sends nothing",
             crate::outside_text::printable(&holder)
         )))),

@@ -54,7 +54,7 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
         && alert::after_unmeasured(store, config, run_id, Utc::now()).await?
     {
         deliver(store, config).await;
-        return unjudged(&ran, format, &scenario);
+        return unjudged(&ran, format, &scenario, strict);
     }
     let first = match &ran {
         Ok(SegmentRan { run_id, merged: Some(night) })
@@ -70,11 +70,11 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
         Ok(SegmentRan { run_id, merged: None }) if rerun.is_some() => {
             let timeout = flags.barrier_timeout.unwrap_or(segments::DEFAULT_BARRIER_TIMEOUT);
             if confirm::wait_for_verdict(store, *run_id, timeout).await? != Some(RunStatus::Confirming) {
-                return unjudged(&ran, format, &scenario);
+                return unjudged(&ran, format, &scenario, strict);
             }
             *run_id
         }
-        _ => return unjudged(&ran, format, &scenario),
+        _ => return unjudged(&ran, format, &scenario, strict),
     };
     say!("run {first} is judged regressed: every segment reruns its share of the same build to confirm it");
     let rerun = rerun.context("a confirming night has its rerun")?;
@@ -119,9 +119,13 @@ async fn judge_merged(
 
 /// The exit of a segment that judged nothing itself (its share sent while another merges the night, the night
 /// not run or not measured); with `--format junit` it still writes a report saying why, so a CI step that
-/// publishes every segment's report finds one instead of an empty file.
-fn unjudged(ran: &Result<SegmentRan, NotRun>, format: Format, scenario: &str) -> anyhow::Result<Exit> {
-    let exit = super::segment::exit(ran);
+/// publishes every segment's report finds one instead of an empty file. An invalid night is inconclusive, as a
+/// single machine's is: 0, or 3 with `--strict` (a trial found 3 without it, against the manual).
+fn unjudged(ran: &Result<SegmentRan, NotRun>, format: Format, scenario: &str, strict: bool) -> anyhow::Result<Exit> {
+    let exit = match super::segment::exit(ran) {
+        Exit::Inconclusive => undecided("the night could not be measured, so it is not judged", strict),
+        other => other,
+    };
     if format == Format::Junit {
         let why = match ran {
             Err(NotRun::Invalid(_, why) | NotRun::Failed(_, why) | NotRun::Taken(why) | NotRun::KeyReused(why)) => {
@@ -168,7 +172,8 @@ async fn confirm_together(
     flags.run_key = flags.run_key.as_deref().map(confirm::rerun_key);
     let ran = super::segment::run(store, job, &flags, build, Some(spec)).await?;
     if !matches!(&ran, Ok(SegmentRan { merged: Some(_), .. }) | Err(NotRun::Invalid(..) | NotRun::Failed(..))) {
-        return unjudged(&ran, format, &scenario);
+        // Never an invalid night here (decided below), so `--strict` has nothing to change.
+        return unjudged(&ran, format, &scenario, false);
     }
     if let Err(NotRun::Invalid(_, why) | NotRun::Failed(_, why)) = &ran {
         say!("{}", crate::outside_text::printable(why));

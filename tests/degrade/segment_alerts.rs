@@ -43,7 +43,9 @@ async fn an_invalid_split_night_is_alerted_once_saying_why_and_never_judged() {
     for child in children {
         outputs.push(ended(child).await);
     }
-    assert!(outputs.iter().all(|(code, _)| *code == Some(3)), "{outputs:#?}");
+    // Inconclusive, as a single machine's invalid night: 0 without --strict, saying so (the alert tells the team).
+    assert!(outputs.iter().all(|(code, _)| *code == Some(0)), "{outputs:#?}");
+    assert!(outputs.iter().all(|(_, o)| o.contains("exiting 0 (pass --strict to exit 3)")), "{outputs:#?}");
     let run = store.last_runs("shop", 1).await.unwrap().remove(0);
     assert_eq!(run.status, RunStatus::Invalid, "{run:?}");
     assert_eq!(store.latest_verdict(run.id).await.unwrap(), None, "an invalid night is never judged");

@@ -114,7 +114,7 @@ async fn two_processes_for_one_index_leave_the_second_sending_nothing() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let (code, output) = ended(segment(&dir, &key, "0/2", &["--barrier-timeout", "1s"], &[])).await;
     assert_eq!(code, Some(2), "{output}");
-    let said = format!("error: the night `{key}` ran already (run {}, merged): a run key names one night", run.id);
+    let said = format!("error: the night `{key}` is over already (run {}, merged): a run key names one night", run.id);
     assert!(output.contains(&said), "{output}");
     assert_eq!(store.last_runs("shop", 1).await.unwrap()[0].id, run.id, "nothing more was run");
     drop(target);
@@ -159,6 +159,12 @@ async fn a_segment_never_started_ends_the_barrier_naming_it() {
     // Where every invalid run's reasons are read (the API's `validity_reasons`), not only as a failure's.
     assert!(run.validity_reasons.iter().any(|r| r.contains("start barrier timed out")), "{run:?}");
     assert!(run.failure_reason.unwrap().contains("start barrier timed out"));
+    // The missing segment's pod, started at last: its key names a night that is over, which it says (exit 2).
+    let (code, output) = ended(segment(&dir, &key, "2/3", &extra, &[])).await;
+    assert_eq!(code, Some(2), "{output}");
+    let said =
+        format!("error: the night `{key}` is over already (run {}, invalid: the start barrier timed out", run.id);
+    assert!(output.contains(&said), "{output}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

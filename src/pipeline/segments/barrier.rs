@@ -55,10 +55,16 @@ pub(super) async fn pass(
             let registry = store.segmented_run(night.key).await.context("cannot read the split night")?;
             let database_now_ms = (clock::own_clock_us() + offset.offset_us) / 1_000;
             let over = registry.as_ref().and_then(|r| night_over(r, database_now_ms, night.barrier_timeout));
-            return Ok(Err(SegmentEnd::Taken { holder, over }));
+            return Ok(Err(over.map_or(SegmentEnd::Taken { holder }, |ended| SegmentEnd::Over { ended })));
         }
         Registration::Registered(registry) => registry,
     };
+    // Invalid before this segment registered (its barrier timed out without it, say): this segment takes no
+    // part in that night, and a pod started for it later is told which run its key names, as for a merged one.
+    if let Some(reason) = &registry.invalid_reason {
+        let run = registry.run_id.map_or_else(|| "no run".to_owned(), |id| format!("run {id}"));
+        return Ok(Err(SegmentEnd::Over { ended: format!("{run}, invalid: {reason}") }));
+    }
     if let Some(reason) = mismatch(night, &registry) {
         return Ok(Err(night.fail(store, &reason, registry.run_id).await));
     }

@@ -62,9 +62,13 @@ pub enum SegmentEnd {
     Taken {
         /// Who holds it.
         holder: String,
-        /// When the night this key names is over already (merged, or invalid): its run and how it ended, in
-        /// words. The key was used again, for another night, which this process must not pass over in silence.
-        over: Option<String>,
+    },
+    /// The night this key names is over already (merged, or invalid before this segment came): its run and how
+    /// it ended, in words. The key was used again, for another night, which this process must not pass over in
+    /// silence.
+    Over {
+        /// `run 11, invalid: the start barrier timed out …`.
+        ended: String,
     },
     /// The night is invalid (plan differs, build not prepared, barrier timeout, stopped before the start): this
     /// segment sent nothing.
