@@ -170,7 +170,7 @@ pub fn not_blamed_on_the_build(
             let budget = most_cpu_the_slowdown_could_burn(&failing, cores, added_secs);
             if busier.extra_core_secs <= budget {
                 let why = format!(
-                    "{}), no more than the slower requests could have burnt themselves (at most {budget:.1}), as a build \
+                    "{}), no more than the slower requests could have burnt themselves (at most {budget:.1} CPU-seconds), as a build \
                      that burns more CPU beside the generator would",
                     busier.describe()
                 );

@@ -70,7 +70,7 @@ fn a_slowdown_that_could_have_burnt_the_extra_cpu_is_blamed_on_the_build() {
         judged.summary.ends_with(
             "; counted although the machine was busier than on the baseline nights (its CPU was 55 % busy during \
              the run, against 6 % on the median of 4 baseline nights: 29.2 CPU-seconds more), no more than the \
-             slower requests could have burnt themselves (at most 40.0), as a build that burns more CPU beside the \
+             slower requests could have burnt themselves (at most 40.0 CPU-seconds), as a build that burns more CPU beside the \
              generator would"
         ),
         "the machine is named beside the verdict: {}",

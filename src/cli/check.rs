@@ -1,6 +1,6 @@
 //! `degrade check`: the CI gate. Judges a stored run against its baseline, stores the verdict, prints the
-//! report, and exits 0 (passed), 1 (regressed) or 3 (inconclusive, or a regression its rerun has not decided
-//! yet; 0 unless `--strict`).
+//! report, and exits 0 (passed), 1 (regressed) or 3 (inconclusive; 0 unless `--strict`). A stored run whose
+//! regression is being confirmed elsewhere is waited for (`confirmation_wait`) and judged as its rerun decides.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,25 +113,12 @@ async fn checked(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit>
     let mut outcome = Box::pin(run_now_and_check(&store, &config, &args)).await;
     let mut status = status_of(&store, &outcome).await;
     // A stored run being confirmed elsewhere: its rerun decides, and this gate waits for it (bounded).
-    let mut waited_out = None;
-    if let (Ok(report), false, Some(RunStatus::Confirming)) = (&outcome, args.run_now, status) {
-        let first = store.find_run(report.run_id).await?.context("the run vanished")?;
-        match confirmation_wait::for_the_rerun(&store, &first).await? {
-            Waited::Decided => {
-                // The same run again, as decided now (the rerun may since be the scenario's latest).
-                let pinned = CheckArgs { run: Some(first.id), ..args.clone() };
-                outcome = Box::pin(run_now_and_check(&store, &config, &pinned)).await;
-                status = status_of(&store, &outcome).await;
-            }
-            Waited::TimedOut(after) => {
-                let after = humantime::format_duration(after);
-                waited_out = Some(format!("the rerun did not decide within {after}"));
-            }
-            Waited::NoneUnderWay => {
-                waited_out = Some("no rerun is under way (the degrade confirming it was stopped)".to_owned());
-            }
-        }
-    }
+    let waited_out = if let (Ok(report), false, Some(RunStatus::Confirming)) = (&outcome, args.run_now, status) {
+        let first = report.run_id;
+        after_its_confirmation(&store, &config, &args, first, (&mut outcome, &mut status)).await?
+    } else {
+        None
+    };
     let held_back = match &outcome {
         Ok(report) if report.outcome == VerdictOutcome::Inconclusive => store
             .held_back_in_a_row(&report.scenario, report.run_id)
@@ -156,7 +143,13 @@ async fn checked(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit>
             streak.describe()
         );
     }
-    Ok(match report.outcome {
+    Ok(gate_exit(report.outcome, status, waited_out, args.strict))
+}
+
+/// The gate's exit on a verdict, given the run's status after it (`unconfirmed`, still `confirming`) and why the
+/// first verdict stands when a confirmation elsewhere decided nothing (`waited_out`).
+fn gate_exit(outcome: VerdictOutcome, status: Option<RunStatus>, waited_out: Option<String>, strict: bool) -> Exit {
+    match outcome {
         VerdictOutcome::Regressed if status == Some(RunStatus::Unconfirmed) => {
             say!("note: this regression was not confirmed by its rerun on the same build; exiting 0");
             Exit::Ok
@@ -172,11 +165,37 @@ async fn checked(source: &ConfigSource, args: CheckArgs) -> anyhow::Result<Exit>
         // not a verdict yet.
         VerdictOutcome::Regressed if status == Some(RunStatus::Confirming) => super::undecided(
             "this regression is not decided yet: a rerun of the same build confirms or refutes it",
-            args.strict,
+            strict,
         ),
         VerdictOutcome::Regressed => Exit::Regression,
-        VerdictOutcome::Inconclusive => super::undecided("the verdict is inconclusive", args.strict),
+        VerdictOutcome::Inconclusive => super::undecided("the verdict is inconclusive", strict),
         VerdictOutcome::Passed => Exit::Ok,
+    }
+}
+
+/// Waits for the rerun deciding run `first`, which another degrade is confirming, and judges `first` again as
+/// decided (`outcome` and `status` updated); `Some(why)` the first verdict stands for this gate when nothing was
+/// decided: no rerun under way, or none decided within the bound (`confirmation_wait`).
+async fn after_its_confirmation(
+    store: &Store,
+    config: &Config,
+    args: &CheckArgs,
+    first: i64,
+    (outcome, status): (&mut anyhow::Result<CheckReport>, &mut Option<RunStatus>),
+) -> anyhow::Result<Option<String>> {
+    let first = store.find_run(first).await?.context("the run vanished")?;
+    Ok(match confirmation_wait::for_the_rerun(store, &first).await? {
+        Waited::Decided => {
+            // The same run again, as decided now (the rerun may since be the scenario's latest).
+            let pinned = CheckArgs { run: Some(first.id), ..args.clone() };
+            *outcome = Box::pin(run_now_and_check(store, config, &pinned)).await;
+            *status = status_of(store, outcome).await;
+            None
+        }
+        Waited::TimedOut(after) => {
+            Some(format!("the rerun did not decide within {}", humantime::format_duration(after)))
+        }
+        Waited::NoneUnderWay => Some("no rerun is under way (the degrade confirming it was stopped)".to_owned()),
     })
 }
 

@@ -32,16 +32,19 @@ pub(super) enum Waited {
     NoneUnderWay,
 }
 
-/// The longest a confirmation of `first` can take: every attempt as long as `first` itself, with the pauses.
-pub(super) fn bound(first: &Run) -> Duration {
+/// The longest a confirmation of `first` can take: every attempt as long as `first` itself (its stages, and
+/// its capacity `search`, which a rerun repeats and which ends after the run's own end is stored), with the
+/// pauses.
+pub(super) fn bound(first: &Run, search: Duration) -> Duration {
     let length = first.finished_at.and_then(|end| (end - first.started_at).to_std().ok()).unwrap_or_default();
     let attempts = u32::try_from(CONFIRMATION_ATTEMPTS).unwrap_or(u32::MAX);
-    (length + Duration::from_secs_f64(RETRY_PAUSE_MAX_SECS)) * attempts + MARGIN
+    (length + search + Duration::from_secs_f64(RETRY_PAUSE_MAX_SECS)) * attempts + MARGIN
 }
 
 /// Waits for `first`'s confirmation to be decided, at most [`bound`], saying so first.
 pub(super) async fn for_the_rerun(store: &Store, first: &Run) -> Result<Waited, StoreError> {
-    let bound = bound(first);
+    let search = store.capacity(first.id).await?.map_or(0.0, |c| c.search_secs);
+    let bound = bound(first, Duration::try_from_secs_f64(search).unwrap_or_default());
     let rerun = store.rerun_of(first.id).await?.map_or_else(String::new, |id| format!(" (rerun #{id})"));
     say!(
         "run #{} is being confirmed{rerun}: waiting for the rerun of the same build to decide, at most {}",
@@ -89,8 +92,10 @@ mod tests {
             failure_reason: None,
         };
         // Three reruns of 65 s, each after a pause of up to a minute, and two minutes to judge: 8 min 15 s.
-        assert_eq!(bound(&first), Duration::from_secs(3 * (65 + 60) + 120));
+        assert_eq!(bound(&first, Duration::ZERO), Duration::from_secs(3 * (65 + 60) + 120));
+        // A capacity night's search, after its stages: each rerun repeats it.
+        assert_eq!(bound(&first, Duration::from_mins(10)), Duration::from_secs(3 * (65 + 600 + 60) + 120));
         let unfinished = Run { finished_at: None, ..first };
-        assert_eq!(bound(&unfinished), Duration::from_mins(5), "never shorter than the pauses and the margin");
+        assert_eq!(bound(&unfinished, Duration::ZERO), Duration::from_mins(5), "never shorter than the pauses");
     }
 }

@@ -101,6 +101,11 @@ pub(super) async fn run(
             "segment {segment} of the night `{key}` is taken by {}: this process sends nothing",
             crate::outside_text::printable(&holder)
         )))),
+        // Its scenario was running: the night could not be done, as a single run refused the same way (exit 2),
+        // in every segment (a check exiting 0 there had measured nothing and told no one).
+        SegmentEnd::Invalid { run_id: None, reason } if segments::lease::refused(&reason) => {
+            Ok(Err(NotRun::Failed(None, format!("the night `{key}` could not start: {reason}"))))
+        }
         SegmentEnd::Invalid { run_id, reason } => {
             let run = run_id.map_or_else(String::new, |id| format!(" (run {id})"));
             // A night whose build could not be prepared failed, as a single machine's does: exit 2, not 3.

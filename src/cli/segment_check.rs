@@ -39,6 +39,9 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
     let rerun = confirms.then(|| job.rerun_of(build.as_deref()));
     let scenario = job.name.clone();
     let ran = super::segment::run(store, job, flags, build, Some(spec.clone())).await?;
+    // The segment that merged the night gives its scenario's lease back once the night is judged, or once its
+    // rerun has decided it (`confirm_together`); a segment that did not merge it leaves that to the one that did.
+    let merged_here = matches!(&ran, Ok(SegmentRan { merged: Some(_), .. }));
     // Not measured as one night: the split failed it, or the target was down. A night invalid only because a
     // segment's share fell behind is judged (inconclusive) like a single machine's invalid night.
     let night = match &ran {
@@ -54,6 +57,7 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
         && alert::after_unmeasured(store, config, run_id, Utc::now()).await?
     {
         deliver(store, config).await;
+        release_if(merged_here, store, &scenario, flags).await;
         return unjudged(&ran, format, &scenario, strict);
     }
     let first = match &ran {
@@ -62,6 +66,7 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
         {
             let merged = Merged { run_id: *run_id, confirms: rerun.is_some(), format, strict };
             if let Some(exit) = judge_merged(store, config, &spec, merged).await? {
+                release_if(true, store, &scenario, flags).await;
                 return Ok(exit);
             }
             *run_id
@@ -74,11 +79,22 @@ pub(super) async fn check_segment(store: &Store, config: &Config, args: SplitChe
             }
             *run_id
         }
-        _ => return unjudged(&ran, format, &scenario, strict),
+        _ => {
+            release_if(merged_here, store, &scenario, flags).await;
+            return unjudged(&ran, format, &scenario, strict);
+        }
     };
     say!("run {first} is judged regressed: every segment reruns its share of the same build to confirm it");
     let rerun = rerun.context("a confirming night has its rerun")?;
     Box::pin(confirm_together(store, config, flags, rerun, first, spec, format)).await
+}
+
+/// Gives the split night's scenario lease back when `settled` (this segment merged the night and it is judged,
+/// or its rerun decided); a failure to is logged, and the lease runs out by itself.
+async fn release_if(settled: bool, store: &Store, scenario: &str, flags: &SegmentArgs) {
+    if let (true, Some(key)) = (settled, flags.run_key.as_deref()) {
+        segments::lease::release(store, scenario, key).await;
+    }
 }
 
 /// The night this segment merged, and how its judgement is said.
@@ -179,7 +195,10 @@ async fn confirm_together(
         say!("{}", crate::outside_text::printable(why));
     }
     let at = Utc::now();
-    let Some(result) = crate::pipeline::interrupted::decide(store, config, first, at).await? else {
+    let decided = crate::pipeline::interrupted::decide(store, config, first, at).await;
+    // Decided here or by another segment: the night and its rerun are over.
+    release_if(true, store, &scenario, &flags).await;
+    let Some(result) = decided? else {
         let why = format!("run {first}'s confirmation was decided by another segment");
         say!("{why}");
         if format == Format::Junit {

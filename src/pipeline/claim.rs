@@ -93,11 +93,11 @@ impl HeldBy {
 impl std::fmt::Display for HeldBy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let Some(lease) = &self.lease else {
-            return f.write_str("its lease was released a moment ago; try again");
+            return f.write_str("its lease was released a moment ago; start the run again");
         };
         // `host:pid:random` (see `holder_name`), or a split night's (`segments::lease::holder`); a name in
         // another shape is shown whole.
-        let split_night = lease.holder.strip_prefix("split night ");
+        let split_night = lease.holder.strip_prefix(super::segments::lease::HOLDER_PREFIX);
         if let Some(key) = split_night {
             write!(f, "held by the split night `{key}`")?;
         } else {

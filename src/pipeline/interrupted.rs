@@ -30,7 +30,8 @@ use crate::store::{LeftBehind, Store, StoreError};
 /// settled now is found again next time.
 pub async fn settle(store: &Store, config: &Config, scope: LeftBehind<'_>, at: DateTime<Utc>) {
     // Leases are on the system's clock (see `clock`), and so is the time a run was seen to be cut short.
-    // A split night holds no lease: one whose segments are all gone is lost first, invalid with the reason.
+    // A split night is told lost by its segments, not by its lease (which runs out minutes later): one whose
+    // segments are all gone is lost first, invalid with the reason.
     settle_lost_nights(store, config, Utc::now(), at).await;
     match store.abort_interrupted_runs(scope, Utc::now()).await {
         Ok(aborted) if !aborted.is_empty() => {

@@ -345,6 +345,20 @@ fn invalid_run(run: &Run) -> Judgement {
 
 /// Why a baseline may be short although the scenario has runs: they belong to other workload series.
 async fn other_series(store: &Store, candidate: &Run) -> Result<String, JudgeError> {
+    let (split, theirs, ours) = store.runs_split_otherwise(candidate).await?;
+    if split > 0 {
+        // Same file, same shape, another number of generator machines: a trial's 2-way night read "0 valid runs"
+        // beside a valid single-machine night of the same shape, with no word of why.
+        let machines = |n: i64| if n == 1 { "one machine".to_owned() } else { format!("{n} segments") };
+        let theirs = theirs.map_or_else(|| "other numbers of segments".to_owned(), machines);
+        let (runs, were) = if split == 1 { ("run", "was") } else { ("runs", "were") };
+        return Ok(format!(
+            "; {split} earlier {runs} of this workload {were} measured by {theirs}, and run #{} by {}: a night is \
+             judged only against nights split the same way",
+            candidate.id,
+            machines(ours)
+        ));
+    }
     let others = store.other_workload_runs(candidate).await?;
     if others == 0 {
         return Ok(String::new());

@@ -83,6 +83,28 @@ impl Store {
             .await?))
     }
 
+    /// How many valid runs of `candidate`'s own workload series, started before it, were measured by another
+    /// number of generator machines (a night split into segments, or one machine): never its baseline, which
+    /// the short-baseline sentence says. Returns that count, their number of segments when they agree on one,
+    /// and the candidate's own.
+    pub async fn runs_split_otherwise(&self, candidate: &Run) -> Result<(i64, Option<i64>, i64), StoreError> {
+        let query = "select count(*), min(runs.segments), max(runs.segments), \
+                     (select candidate.segments from runs as candidate where candidate.id = $4) \
+                     from runs join scenarios on scenarios.id = runs.scenario_id \
+                     where scenarios.name = $1 and runs.scenario_hash = $2 and runs.started_at < $3 \
+                     and runs.status in ('finished', 'passed', 'regressed') \
+                     and runs.segments <> (select candidate.segments from runs as candidate where candidate.id = $4)";
+        let (count, low, high, own): (i64, Option<i64>, Option<i64>, Option<i64>) =
+            on_pool!(self, |pool| sqlx::query_as(query)
+                .bind(&candidate.scenario)
+                .bind(&candidate.scenario_hash)
+                .bind(to_millis(candidate.started_at))
+                .bind(candidate.id)
+                .fetch_one(pool)
+                .await?);
+        Ok((count, low.filter(|l| Some(*l) == high), own.unwrap_or(1)))
+    }
+
     /// Whether `scenario` has any run, of any status, of build `build`.
     pub async fn has_build(&self, scenario: &str, build: &str) -> Result<bool, StoreError> {
         let query = "select exists (select 1 from runs join scenarios on scenarios.id = runs.scenario_id \

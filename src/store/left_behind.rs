@@ -31,7 +31,8 @@ impl<'a> LeftBehind<'a> {
 
 impl Store {
     /// Marks `aborted`, at `now`, every run still `running` where `scope` says; returns their ids. A night split
-    /// across machines holds no lease (its segments meet in `segmented_runs`): it is left running while one of
+    /// across machines is told left behind by its segments (they meet in `segmented_runs`), not by its lease,
+    /// which outlives them by up to two minutes: it is left running while one of
     /// its segments was seen in the last minute; once none was, `pipeline::segments::lost` marks it invalid with
     /// the reason first, and this marks it like any other only if that could not.
     pub async fn abort_interrupted_runs(
@@ -79,7 +80,7 @@ impl Store {
     }
 
     /// Runs left `confirming` by a degrade that stopped before their rerun decided them, where `scope` says. A
-    /// split night holds no lease: it is left to its segments while one of the night's or of its rerun's
+    /// split night is told by its segments, not its lease: it is left to them while one of the night's or of its rerun's
     /// (`KEY:confirm`) was seen in the last minute.
     pub async fn confirming_left_behind(&self, scope: LeftBehind<'_>) -> Result<Vec<RunId>, StoreError> {
         let (unleased, claimed) = scope.parameters();

@@ -125,6 +125,7 @@ mod telemetry_prometheus;
 mod segments;
 mod segment_alerts;
 mod segment_lease;
+mod split_baseline;
 mod websocket;
 mod websocket_frames;
 mod support;

@@ -60,6 +60,7 @@ async fn an_invalid_split_night_is_alerted_once_saying_why_and_never_judged() {
             && summary.contains("segment 2 of 3 never became ready (ready: 0, 1)"),
         "{summary}"
     );
+    assert_eq!(summary.matches("never became ready").count(), 1, "the reason said once: {summary}");
     let episodes = store.episodes(10).await.unwrap();
     assert_eq!(episodes.len(), 1, "{episodes:?}");
     assert_eq!((episodes[0].kind.as_str(), episodes[0].opened_run_id), ("run_failed", Some(run.id)));

@@ -25,7 +25,8 @@ async fn a_split_night_and_another_run_of_its_scenario_never_overlap() {
     // Another split night of it: refused before anything is deployed or sent.
     let other = unique_name("other");
     let (code, output) = ended(segment(&dir, &other, "0/2", &["--barrier-timeout", "5s"], &[])).await;
-    assert_eq!(code, Some(3), "{output}");
+    assert_eq!(code, Some(2), "could not be done, as a single run refused: {output}");
+    assert!(output.contains(&format!("the night `{other}` could not start: a run of `shop`")), "{output}");
     assert!(output.contains("a run of `shop` was already under way when the night was to start"), "{output}");
     assert!(output.contains(&format!("held by the split night `{key}`")), "{output}");
 
@@ -44,11 +45,13 @@ async fn a_split_night_and_another_run_of_its_scenario_never_overlap() {
         store.acquire_lease("shop", "ci-box:4242:0badcafe", now, now + chrono::Duration::minutes(2)).await.unwrap()
     );
     let refused = unique_name("night");
-    let children: Vec<_> =
-        (0..2).map(|k| segment(&dir, &refused, &format!("{k}/2"), &["--barrier-timeout", "5s"], &[])).collect();
+    // One segment as `degrade run`, the other as a CI step's `check --run-now`: both end as a refused run does.
+    let checked = ["check", "--run-now", "shop", "--segment", "1/2", "--run-key", &refused, "--barrier-timeout", "5s"];
+    let children =
+        [segment(&dir, &refused, "0/2", &["--barrier-timeout", "5s"], &[]), degrade_child(dir.path(), &checked, &[])];
     for child in children {
         let (code, output) = ended(child).await;
-        assert_eq!(code, Some(3), "{output}");
+        assert_eq!(code, Some(2), "{output}");
         assert!(output.contains("held by pid 4242 on host ci-box"), "{output}");
     }
     let runs = store.last_runs("shop", 5).await.unwrap();

@@ -175,7 +175,7 @@ async fn a_segment_killed_mid_night_stops_the_others_and_the_night_is_invalid() 
     let mut children: Vec<_> = (0..3).map(|k| segment(&dir, &key, &format!("{k}/3"), &long, &[])).collect();
     // Until the load is under way (the shared start is 2 s after all are ready), then segment 2 dies.
     wait_for_start(&store, &key).await;
-    // Split nights hold no lease: `serve`'s watch leaves one alone while its segments are seen.
+    // `serve`'s watch leaves a split night alone while its segments are seen, whatever its lease says.
     let now = chrono::Utc::now();
     assert_eq!(store.abort_interrupted_runs(LeftBehind::Unleased(now), now).await.unwrap(), Vec::<i64>::new());
     tokio::time::sleep(Duration::from_secs(3)).await;

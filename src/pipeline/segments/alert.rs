@@ -26,8 +26,13 @@ pub async fn after_unmeasured(
     if !matches!(run.status, RunStatus::Invalid | RunStatus::Failed) {
         return Ok(false);
     }
-    let reasons: Vec<&str> =
-        run.failure_reason.iter().chain(&run.validity_reasons).map(String::as_str).filter(|r| !r.is_empty()).collect();
+    // An invalid night's reason is its validity reason too (`Store::end_run`): said once.
+    let reasons: Vec<&str> = run
+        .stopped_reason()
+        .into_iter()
+        .chain(run.validity_reasons.iter().map(String::as_str))
+        .filter(|r| !r.is_empty())
+        .collect();
     let why = if reasons.is_empty() { "no reason was recorded".to_owned() } else { reasons.join("; ") };
     let reason = format!("the split night is {}, never judged: {why}", run.status);
     alerting::after_start(store, config, &run.scenario, run_id, at).await?;

@@ -6,8 +6,10 @@
 //! Its segments are separate processes on separate machines, so the lease is the night's, not one process's:
 //! held under the night's name ([`holder`]), taken by the segment that prepares the build before it deploys
 //! anything, kept renewed by every segment from its registration to the end of its load (any of them may be
-//! the last alive), and given back by the segment that merges the night or turns it invalid. A night whose
-//! segments all died lets it run out, as a crashed single run does.
+//! the last alive), and given back by the segment that turns the night invalid, or that merges it when the
+//! night is only measured (`degrade run`); a night to be judged (`check --run-now`) keeps it until it is
+//! judged, or until its confirmation rerun, under the same holder, has decided it. A night whose segments all
+//! died lets it run out, as a crashed single run does.
 
 use chrono::Utc;
 use tokio::task::JoinHandle;
@@ -15,11 +17,15 @@ use tokio::task::JoinHandle;
 use crate::pipeline::claim::{HeldBy, LEASE_FOR, RENEW_EVERY};
 use crate::store::Store;
 
+/// How a split night's lease holder's name begins (`HeldBy` says such a holder in its own words).
+pub const HOLDER_PREFIX: &str = "split night ";
+
 /// The lease holder's name for the night `key`. A confirmation rerun (`KEY:confirm`) holds it under the same
-/// name as the night it reruns: it starts once that night is judged, and must not be refused by its own night.
+/// name as the night it reruns, which keeps it until the rerun has decided: the rerun is never refused by its
+/// own night, and no other run slips in between the two.
 #[must_use]
 pub fn holder(key: &str) -> String {
-    format!("split night {}", key.strip_suffix(":confirm").unwrap_or(key))
+    format!("{HOLDER_PREFIX}{}", key.strip_suffix(":confirm").unwrap_or(key))
 }
 
 /// Takes the lease on `scenario` for the night `key`; `Err` says who holds it instead, in words.
@@ -28,17 +34,31 @@ pub(super) async fn take(store: &Store, scenario: &str, key: &str) -> anyhow::Re
     if store.acquire_lease(scenario, &holder(key), now, now + LEASE_FOR).await? {
         return Ok(Ok(()));
     }
-    let lease = store.lease(scenario).await?.filter(|l| l.expires_at > now);
+    let held_by = match store.lease(scenario).await?.filter(|l| l.expires_at > now) {
+        Some(lease) => HeldBy::new(Some(lease), now).to_string(),
+        // Its key names this night now, whatever happens to it: another night needs a key of its own.
+        None => "it ended a moment ago; start the night again under a new run key".to_owned(),
+    };
     Ok(Err(format!(
-        "a run of `{scenario}` was already under way when the night was to start ({}): two runs at once would each \
-         measure the other's load",
-        HeldBy::new(lease, now)
+        "{REFUSED} `{scenario}` was already under way when the night was to start ({held_by}): two runs at once \
+         would each measure the other's load"
     )))
+}
+
+/// How the reason of a night refused for its scenario's lease begins: every segment reads it from the night's
+/// registry (the preparing segment wrote it there), and ends as a single run refused the same way does.
+const REFUSED: &str = "a run of";
+
+/// Whether a night's invalid reason is the refusal written by [`take`]: the night never started, because its
+/// scenario was running, which is no invalid measurement but a night that could not be done (exit 2).
+#[must_use]
+pub fn refused(reason: &str) -> bool {
+    reason.starts_with(REFUSED) && reason.contains("was already under way when the night was to start")
 }
 
 /// Renews the night's lease every [`RENEW_EVERY`] while the handle lives (aborted when dropped). A renewal only
 /// extends a current lease of the night's: before the preparing segment took it, and after it was given back,
-/// it does nothing.
+/// it does nothing, which is why a renewal that extends nothing is not an error here (`claim`'s is).
 pub(super) struct Renewal(JoinHandle<()>);
 
 impl Renewal {
@@ -63,7 +83,7 @@ impl Drop for Renewal {
 }
 
 /// Gives the night's lease back (when it still holds it); a failure leaves it to run out by itself.
-pub(super) async fn release(store: &Store, scenario: &str, key: &str) {
+pub async fn release(store: &Store, scenario: &str, key: &str) {
     if let Err(e) = store.release_lease(scenario, &holder(key)).await {
         tracing::warn!(scenario, error = %e, "cannot release the split night's lease; it expires by itself");
     }

@@ -173,8 +173,9 @@ pub async fn run_segment(
     let after = clock::measure(store).await.context("cannot read the database's clock after the load")?;
     merge::store_segment(store, &night, &measurement, started.offset, after).await?;
     let merged = merge::merge_if_last(store, &night, started.run_id).await?;
-    if merged.is_some() {
-        // Before the night is judged: a confirmation rerun starts only after, under the same holder.
+    if merged.is_some() && night.judged_against.is_none() {
+        // A night only measured (`degrade run`) is over once merged. One to be judged keeps its lease until it
+        // is judged, or its rerun under the same holder has decided it (`cli::segment_check`).
         lease::release(store, &scenario, &run_key).await;
     }
     let invalid_reason = store.segmented_run(&run_key).await?.and_then(|r| r.invalid_reason);
