@@ -90,6 +90,7 @@ mod tests {
             validity_reasons: Vec::new(),
             load_summary: None,
             failure_reason: None,
+            segments: 1,
         };
         // Three reruns of 65 s, each after a pause of up to a minute, and two minutes to judge: 8 min 15 s.
         assert_eq!(bound(&first, Duration::ZERO), Duration::from_secs(3 * (65 + 60) + 120));

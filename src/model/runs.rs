@@ -147,6 +147,9 @@ pub struct Run {
     pub load_summary: Option<LoadSummary>,
     /// Why a failed or aborted run stopped.
     pub failure_reason: Option<String>,
+    /// How many generator machines measured it: 1, or a night's segments (`--segment K/N`). Its baseline is
+    /// nights measured by as many.
+    pub segments: u32,
 }
 
 impl Run {
@@ -407,6 +410,7 @@ mod tests {
             validity_reasons: vec!["no segment of the night was seen for 60 s".into()],
             load_summary: None,
             failure_reason: Some("no segment of the night was seen for 60 s".into()),
+            segments: 1,
         };
         assert_eq!(run.stopped_reason(), None);
         let failed = Run { validity_reasons: Vec::new(), status: RunStatus::Failed, ..run };

@@ -183,6 +183,7 @@ mod tests {
                 ..LoadSummary::default()
             }),
             failure_reason: None,
+            segments: 1,
         }
     }
 

@@ -53,6 +53,7 @@ mod tests {
             validity_reasons: Vec::new(),
             load_summary: Some(LoadSummary { connection, ..LoadSummary::default() }),
             failure_reason: None,
+            segments: 1,
         }
     }
 

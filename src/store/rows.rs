@@ -24,7 +24,7 @@ macro_rules! select_runs {
     () => {
         "select runs.id, scenarios.name as scenario, runs.build_id, runs.status, runs.started_at, \
          runs.finished_at, runs.scenario_hash, runs.seed, runs.validity_reasons, runs.load_summary, \
-         runs.failure_reason from runs join scenarios on scenarios.id = runs.scenario_id "
+         runs.failure_reason, runs.segments from runs join scenarios on scenarios.id = runs.scenario_id "
     };
 }
 
@@ -43,6 +43,7 @@ pub(super) struct RunRow {
     validity_reasons: String,
     load_summary: Option<String>,
     failure_reason: Option<String>,
+    segments: i64,
 }
 
 impl TryFrom<RunRow> for Run {
@@ -61,6 +62,7 @@ impl TryFrom<RunRow> for Run {
             validity_reasons,
             load_summary,
             failure_reason,
+            segments,
         } = row;
         Ok(Run {
             id,
@@ -74,6 +76,7 @@ impl TryFrom<RunRow> for Run {
             validity_reasons: json("runs.validity_reasons", &validity_reasons)?,
             load_summary: load_summary.map(|s| json("runs.load_summary", &s)).transpose()?,
             failure_reason,
+            segments: u32::try_from(segments).map_err(|_| StoreError::Corrupt(format!("runs.segments: {segments}")))?,
         })
     }
 }

@@ -76,6 +76,7 @@ async fn three_segments_make_one_run_whose_counts_equal_the_plan() {
     let merged: Vec<&(Option<i32>, String)> = outputs.iter().filter(|(_, o)| o.contains("merged 3 segments")).collect();
     assert_eq!(merged.len(), 1, "one segment merges the night: {outputs:#?}");
     let run = store.last_runs("shop", 1).await.unwrap().remove(0);
+    assert_eq!(run.segments, 3, "the API and the run page say how many machines measured it");
     let detail = store.run_detail(run.id).await.unwrap().unwrap();
     let overall = detail.endpoints.iter().find(|e| e.endpoint == OVERALL_ENDPOINT).unwrap();
     // Counts are exact whatever this machine's speed; only the validity may say it was slow.
