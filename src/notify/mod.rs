@@ -79,12 +79,65 @@ pub struct Worse {
     /// `p95`, `error_rate`, … or an absolute gate such as `max_p75_ms`.
     pub metric: String,
     /// The baseline's level (or the gate's limit), when there is one.
+    #[serde(serialize_with = "significant::some")]
     pub baseline: Option<f64>,
+    #[serde(serialize_with = "significant::one")]
     pub tonight: f64,
     /// Change from the baseline, percent.
+    #[serde(serialize_with = "significant::some")]
     pub delta_pct: Option<f64>,
     /// `ms`, `%` or `req/s`; a telemetry series' own unit (`CPU s`, or `share` for a fraction from 0 to 1).
     pub unit: String,
+}
+
+/// An alert's figures in JSON to six significant digits: a trial's receiver read `"tonight":
+/// 27.839000000000002` and `"delta_pct": 1008.4521480053796`, digits no measurement holds.
+mod significant {
+    use serde::Serializer;
+
+    /// Six significant digits, whatever the figure's scale (a share of 0.0123, a p99 of 1,834.27 ms).
+    pub(super) fn rounded(value: f64) -> f64 {
+        if value == 0.0 || !value.is_finite() {
+            return value;
+        }
+        let decimals = 5 - value.abs().log10().floor() as i32;
+        let scale = 10_f64.powi(decimals);
+        (value * scale).round() / scale
+    }
+
+    #[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's serialize_with passes the field by reference")]
+    pub(super) fn one<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(rounded(*value))
+    }
+
+    #[allow(clippy::ref_option, reason = "serde's serialize_with passes the field by reference")]
+    pub(super) fn some<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(value) => serializer.serialize_some(&rounded(*value)),
+            None => serializer.serialize_none(),
+        }
+    }
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        #[allow(clippy::float_cmp, reason = "the rounded figure is the nearest double to the decimal, exactly")]
+        fn figures_keep_six_significant_digits_in_json() {
+            let worse = super::super::Worse {
+                endpoint: "GET /items/{item_id}".into(),
+                metric: "p50".into(),
+                baseline: Some(2.511_520_235_681_377_5),
+                tonight: 27.839_000_000_000_002,
+                delta_pct: Some(1_008.452_148_005_379_6),
+                unit: "ms".into(),
+            };
+            let json = serde_json::to_string(&worse).unwrap();
+            assert!(json.contains(r#""baseline":2.51152,"tonight":27.839,"delta_pct":1008.45,"#), "{json}");
+            assert_eq!(super::rounded(0.012_345_678_9), 0.012_345_7, "a share keeps its digits");
+            assert_eq!(super::rounded(0.0), 0.0);
+            let none = super::super::Worse { baseline: None, delta_pct: None, ..worse };
+            assert!(serde_json::to_string(&none).unwrap().contains(r#""baseline":null"#));
+        }
+    }
 }
 
 /// Everything an alert says, whatever the format.

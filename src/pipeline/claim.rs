@@ -97,7 +97,7 @@ impl std::fmt::Display for HeldBy {
         };
         // `host:pid:random` (see `holder_name`), or a split night's (`segments::lease::holder`); a name in
         // another shape is shown whole.
-        let split_night = lease.holder.strip_prefix(super::segments::lease::HOLDER_PREFIX);
+        let split_night = lease.holder.strip_prefix(SPLIT_NIGHT_HOLDER);
         if let Some(key) = split_night {
             write!(f, "held by the split night `{key}`")?;
         } else {
@@ -207,6 +207,10 @@ async fn renew(store: Store, scenario: String, holder: String, every: Duration) 
         }
     }
 }
+
+/// How the lease holder's name of a night split into segments begins (`segments::lease::holder`): the night
+/// holds the lease, not one of its processes, and is said so in its own words here.
+pub const SPLIT_NIGHT_HOLDER: &str = "split night ";
 
 /// A name for this process's leases: host, process id and a random part, so two degrades never share one.
 #[must_use]

@@ -427,6 +427,13 @@ fn resolve_stage(
                 u32::try_from(u).ok().filter(|&u| u > 0).ok_or_else(|| format!("{u} is not a positive user count"))
             })
             .map(StageShape::Users),
+        // A stray `users` is named where it stands, not as a missing `rate` (a trial's message pointed at `rate`).
+        (LoadModel::Open, _, _, _, Some(users)) => {
+            let message = "`users` is for the closed model (`[load] model = \"closed\"`); an open-model stage \
+                           takes `rate`, or `from` and `to` (arrivals per second)";
+            checker.error(&users, &field("users"), message);
+            None
+        }
         (LoadModel::Open, ..) => {
             let message = "an open-model stage takes `rate`, or `from` and `to` (arrivals per second)";
             checker.error(&stage_position, &field("rate"), message);

@@ -389,6 +389,13 @@ fn each_scenario_mistake_names_its_line_column_and_field() {
             &format!(
                 "{GOOD_HEAD}[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\nusers = 3\n"
             ),
+            "s.toml:11:9: load.stage[0].users: `users` is for the closed model (`[load] model = \"closed\"`); an \
+             open-model stage takes `rate`, or `from` and `to`",
+        ),
+        (
+            &format!(
+                "{GOOD_HEAD}[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n[load]\nmodel = \"open\"\n[[load.stage]]\nduration = \"1s\"\n"
+            ),
             "s.toml:9:1: load.stage[0].rate: an open-model stage takes `rate`, or `from` and `to`",
         ),
         (

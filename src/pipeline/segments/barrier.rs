@@ -109,7 +109,7 @@ fn mismatch(night: &Night<'_>, registry: &SegmentedRun) -> Option<String> {
     if registry.scenario != night.scenario || registry.plan_hash != night.plan_hash {
         return Some(format!(
             "segment {index}'s plan (scenario `{}`, hash {}) differs from the night's (scenario `{}`, hash {}): the \
-             scenario file, its seed or degrade's version differ between segments",
+             scenario file, its seed, `--duration` or `--rate-scale`, or degrade's version differ between segments",
             night.scenario, night.plan_hash, registry.scenario, registry.plan_hash
         ));
     }
@@ -226,7 +226,7 @@ async fn wait_for_build(
         && registry.build_id.as_ref() != Some(seen)
     {
         let reason = format!(
-            "segment {} sees build `{seen}` where the preparing segment {} deployed `{}`",
+            "segment {} sees build `{seen}` where the preparing segment {} read `{}`",
             night.segment.index(),
             registry.preparer,
             registry.build_id.as_deref().unwrap_or("(unknown)")

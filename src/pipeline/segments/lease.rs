@@ -14,18 +14,15 @@
 use chrono::Utc;
 use tokio::task::JoinHandle;
 
-use crate::pipeline::claim::{HeldBy, LEASE_FOR, RENEW_EVERY};
+use crate::pipeline::claim::{HeldBy, LEASE_FOR, RENEW_EVERY, SPLIT_NIGHT_HOLDER};
 use crate::store::Store;
-
-/// How a split night's lease holder's name begins (`HeldBy` says such a holder in its own words).
-pub const HOLDER_PREFIX: &str = "split night ";
 
 /// The lease holder's name for the night `key`. A confirmation rerun (`KEY:confirm`) holds it under the same
 /// name as the night it reruns, which keeps it until the rerun has decided: the rerun is never refused by its
 /// own night, and no other run slips in between the two.
 #[must_use]
 pub fn holder(key: &str) -> String {
-    format!("{HOLDER_PREFIX}{}", key.strip_suffix(":confirm").unwrap_or(key))
+    format!("{SPLIT_NIGHT_HOLDER}{}", key.strip_suffix(":confirm").unwrap_or(key))
 }
 
 /// Takes the lease on `scenario` for the night `key`; `Err` says who holds it instead, in words.
