@@ -66,7 +66,7 @@ pub(crate) async fn ended(child: tokio::process::Child) -> (Option<i32>, String)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_segments_make_one_run_whose_counts_equal_the_plan() {
-    let Some((_db, _target, dir, store)) = a_split_project().await else { return };
+    let Some((db, _target, dir, store)) = a_split_project().await else { return };
     let key = unique_name("night");
     let children: Vec<_> = (0..3).map(|k| segment(&dir, &key, &format!("{k}/3"), &[], &[])).collect();
     let mut outputs = Vec::new();
@@ -91,6 +91,10 @@ async fn three_segments_make_one_run_whose_counts_equal_the_plan() {
     assert!(spread < 50_000, "the segments started {spread} µs apart: {figures:?}");
     crate::support::assert_measured(run.status, &run.validity_reasons);
     assert!(merged[0].1.contains("start spread"), "{}", merged[0].1);
+    let app = crate::support::app::TestApp::spawn(&db).await;
+    let (_, page) = app.get(&format!("/runs/{}", run.id)).await;
+    let split = "This night was split into 3 segments, one a generator machine, each";
+    assert!(page.contains(split) && page.contains("the figures above are theirs added up"), "{page}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,7 +150,7 @@ async fn an_unhealthy_build_fails_the_night_in_every_segment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_segment_never_started_ends_the_barrier_naming_it() {
-    let Some((_db, _target, dir, store)) = a_split_project().await else { return };
+    let Some((db, _target, dir, store)) = a_split_project().await else { return };
     let key = unique_name("night");
     let extra = ["--barrier-timeout", "3s"];
     let children: Vec<_> = (0..2).map(|k| segment(&dir, &key, &format!("{k}/3"), &extra, &[])).collect();
@@ -166,6 +170,12 @@ async fn a_segment_never_started_ends_the_barrier_naming_it() {
     let said =
         format!("error: the night `{key}` is over already (run {}, invalid: the start barrier timed out", run.id);
     assert!(output.contains(&said), "{output}");
+    // Its page: how many segments the night had and how many came, its reason once, no figures to add up.
+    let app = crate::support::app::TestApp::spawn(&db).await;
+    let (_, page) = app.get(&format!("/runs/{}", run.id)).await;
+    assert!(page.contains("This night was split into 3 segments, one a generator machine (2 of them came)"), "{page}");
+    assert!(page.contains("none measured anything") && !page.contains("Stopped:"), "{page}");
+    assert_eq!(page.matches("never became ready").count(), 1, "{page}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -40,6 +40,14 @@ pub(super) async fn pass(
 ) -> anyhow::Result<Result<Started, SegmentEnd>> {
     let since = Instant::now();
     let offset = clock::measure(store).await.context("cannot read the database's clock")?;
+    // Invalid before this segment came (its barrier timed out without it, say): it takes no part in that night,
+    // not even a row on its page, and a pod started for it later is told which run its key names, as for a
+    // merged one.
+    if let Some(over) =
+        store.segmented_run(night.key).await.context("cannot read the split night")?.and_then(|r| invalid_already(&r))
+    {
+        return Ok(Err(SegmentEnd::Over { ended: over }));
+    }
     let registration = store
         .register_segment(
             night.key,
@@ -59,11 +67,9 @@ pub(super) async fn pass(
         }
         Registration::Registered(registry) => registry,
     };
-    // Invalid before this segment registered (its barrier timed out without it, say): this segment takes no
-    // part in that night, and a pod started for it later is told which run its key names, as for a merged one.
-    if let Some(reason) = &registry.invalid_reason {
-        let run = registry.run_id.map_or_else(|| "no run".to_owned(), |id| format!("run {id}"));
-        return Ok(Err(SegmentEnd::Over { ended: format!("{run}, invalid: {reason}") }));
+    // Turned invalid between the look above and the registration: the same.
+    if let Some(over) = invalid_already(&registry) {
+        return Ok(Err(SegmentEnd::Over { ended: over }));
     }
     if let Some(reason) = mismatch(night, &registry) {
         return Ok(Err(night.fail(store, &reason, registry.run_id).await));
@@ -317,6 +323,13 @@ fn preparation_allowance(night: &Night<'_>) -> Duration {
 /// or started) more than a barrier's wait before `database_now_ms`: a key given again for another night. A
 /// Job's duplicate pod for one index starts within the night, and its night going on (or just ended) is no
 /// reuse: it exits 0, as a taken index does, and fails no Job for a night that passed.
+/// The night's run and why it is invalid, in words, when it is.
+fn invalid_already(registry: &SegmentedRun) -> Option<String> {
+    let reason = registry.invalid_reason.as_ref()?;
+    let run = registry.run_id.map_or_else(|| "no run".to_owned(), |id| format!("run {id}"));
+    Some(format!("{run}, invalid: {reason}"))
+}
+
 fn night_over(registry: &SegmentedRun, database_now_ms: i64, barrier: Duration) -> Option<String> {
     let ended_ms = registry.merged_at.or(registry.start_at)?;
     let barrier_ms = i64::try_from(barrier.as_millis()).unwrap_or(i64::MAX);
