@@ -181,12 +181,13 @@ async fn a_regression_whose_rerun_was_killed_stands_when_degrade_comes_back() {
     let first = first.expect("six slow nights in a row were invalid: this machine is too busy to measure anything");
     assert_eq!(store.confirmed_by(first + 1).await.unwrap(), Some(first), "the rerun is linked from its creation");
     assert!(hook.delivered().is_empty(), "nothing is alerted before the rerun decides: {:?}", hook.delivered());
-    // Until it is decided, the gate calls the regression undecided, not a verdict.
+    // No rerun is under way (its degrade was killed): the gate does not wait for one, and never passes the
+    // regression meanwhile: the first verdict stands for it, exit 1, saying why (`cli::confirmation_wait`).
     let gate = degrade_child(dir.path(), &["check", "--strict"], &[("HOOK", hook_url.as_str())]);
     let gate = gate.wait_with_output().await.unwrap();
     let (stdout, stderr) = text(&gate);
-    assert_eq!(gate.status.code(), Some(3), "{stdout}{stderr}");
-    assert!(stderr.contains("this regression is not decided yet"), "{stderr}");
+    assert_eq!(gate.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("the first verdict stands for this gate"), "{stderr}");
     // The killed degrade's lease would run out in two minutes; here it has.
     let database = format!("sqlite://{}", dir.path().join("degrade.db").display());
     let pool = sqlx::SqlitePool::connect(&database).await.unwrap();
