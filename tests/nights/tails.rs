@@ -168,8 +168,15 @@ async fn a_tail_only_change_is_caught_on_its_route_alone_and_unchanged_nights_ar
     let args = ["--slowdown-ms", "50", "--slow-route", SLOWED, "--slow-share", "0.02"];
     let (mut target, base) = demo_target(dir.path(), &port, "1.2.0", &args).await;
     assert!(base.ends_with(&port));
-    for _ in 0..3 {
+    for n in 1..=3 {
         let (code, report) = night(dir.path()).await;
+        if measured(&report) && every_route_slower(&report) {
+            // As on the unchanged nights above: a night every route of which slowed together (CI once had every
+            // route's p50 +60–87 % on this build, night and rerun, with the slowed route's tail caught beside
+            // them) says nothing about whether the tail change is named on its route alone.
+            eprintln!("build 1.2.0, night {n}: every route slower together; not judged here");
+            continue;
+        }
         if measured(&report) {
             assert_eq!(code, Some(1), "{report}");
             assert!(on_the_route_alone(&regressed(&report)), "{report}");
@@ -178,7 +185,7 @@ async fn a_tail_only_change_is_caught_on_its_route_alone_and_unchanged_nights_ar
             return;
         }
     }
-    eprintln!("skipped: no night of build 1.2.0 of three could be measured");
+    eprintln!("skipped: no night of build 1.2.0 of three could be measured on a machine as usual");
 }
 
 /// Point 3 of issue 50, measured: how often the tail tests speak on unchanged real nights. Reads the nights kept
