@@ -91,6 +91,14 @@ impl RunPage {
         crate::scenario::skew_shapes::percent(*value)
     }
 
+    /// Why a run has no endpoint's figures, in place of an empty table under its headers.
+    fn no_endpoints(&self) -> &'static str {
+        match self.run.status {
+            crate::model::RunStatus::Running => "No figures yet: each endpoint's are stored when the run ends.",
+            _ => "Nothing was measured: this run stored no endpoint's figures.",
+        }
+    }
+
     fn num(value: &f64) -> String {
         format!("{value:.2}")
     }

@@ -158,6 +158,8 @@ async fn a_segment_never_started_ends_the_barrier_naming_it() {
         let (code, output) = ended(child).await;
         assert_eq!(code, Some(3), "{output}");
         assert!(output.contains("segment 2 of 3 never became ready (ready: 0, 1)"), "{output}");
+        // Said once, as the command's result, not again as a log line.
+        assert_eq!(output.matches("is invalid: ").count(), 1, "{output}");
     }
     let run = store.last_runs("shop", 1).await.unwrap().remove(0);
     assert_eq!(run.status, RunStatus::Invalid);
@@ -176,6 +178,11 @@ async fn a_segment_never_started_ends_the_barrier_naming_it() {
     assert!(page.contains("This night was split into 3 segments, one a generator machine (2 of them came)"), "{page}");
     assert!(page.contains("none measured anything") && !page.contains("Stopped:"), "{page}");
     assert_eq!(page.matches("never became ready").count(), 1, "{page}");
+    // No endpoints table under its headers with nothing in it.
+    assert!(
+        page.contains("Nothing was measured: this run stored no endpoint") && !page.contains("Under each percentile"),
+        "{page}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

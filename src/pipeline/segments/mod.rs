@@ -122,7 +122,8 @@ impl Night<'_> {
             // Ended once: whichever segment comes second finds it ended already.
             let _ = store.end_run(id, RunStatus::Invalid, &reason, chrono::Utc::now()).await;
         }
-        tracing::warn!("segment {}: the night `{}` is invalid: {reason}", self.segment, self.key);
+        // The command that ran the segment says it, once, as its result (a warning here printed it twice).
+        tracing::debug!("segment {}: the night `{}` is invalid: {reason}", self.segment, self.key);
         SegmentEnd::Invalid { run_id, reason }
     }
 }
