@@ -35,8 +35,14 @@ pub enum Event {
     MissingRun,
     /// A run could not be done (deploy failed, target unhealthy).
     RunFailed,
+    /// A run_failed episode resolved: a run measured the scenario again.
+    RunFailedResolved,
+    /// A missing_run episode resolved: a run started.
+    MissingRunResolved,
     /// Nights in a row went unjudged: each night's machine was held back.
     Unjudged,
+    /// An unjudged episode resolved: a night was judged again.
+    UnjudgedResolved,
     /// `degrade notify test`.
     Test,
 }
@@ -51,7 +57,10 @@ impl Event {
             Self::Recovery => "recovery",
             Self::MissingRun => "missing_run",
             Self::RunFailed => "run_failed",
+            Self::RunFailedResolved => "run_failed_resolved",
+            Self::MissingRunResolved => "missing_run_resolved",
             Self::Unjudged => "unjudged",
+            Self::UnjudgedResolved => "unjudged_resolved",
             Self::Test => "test",
         }
     }
@@ -62,9 +71,11 @@ impl Event {
             // Part of the regression episode: whoever hears of the episode hears how it grows.
             Self::Regression | Self::RegressionWidened => NotifyEvent::Regression,
             Self::Recovery => NotifyEvent::Recovery,
-            Self::MissingRun => NotifyEvent::MissingRun,
-            Self::RunFailed => NotifyEvent::RunFailed,
-            Self::Unjudged => NotifyEvent::Unjudged,
+            // Whoever was told an episode began is told it ended: an incident opened by the first is closed by
+            // the second (the same `episode_id`).
+            Self::MissingRun | Self::MissingRunResolved => NotifyEvent::MissingRun,
+            Self::RunFailed | Self::RunFailedResolved => NotifyEvent::RunFailed,
+            Self::Unjudged | Self::UnjudgedResolved => NotifyEvent::Unjudged,
             Self::Test => return true,
         };
         notifier.events.contains(&event)

@@ -33,6 +33,13 @@ pub(super) fn payload(alert: &Alert, links: &Links) -> Value {
         }
         Event::MissingRun => (format!("degrade: no recent run of {scenario}"), format!("Missing run of {scenario}")),
         Event::RunFailed => (format!("degrade: a run of {scenario} failed"), format!("Run of {scenario} failed")),
+        Event::RunFailedResolved => {
+            (format!("degrade: {scenario} is measured again"), format!("{scenario} measured again"))
+        }
+        Event::MissingRunResolved => {
+            (format!("degrade: runs of {scenario} have resumed"), format!("Runs of {scenario} resumed"))
+        }
+        Event::UnjudgedResolved => (format!("degrade: {scenario} is judged again"), format!("{scenario} judged again")),
         Event::Unjudged => {
             (format!("degrade: {scenario} has gone unjudged"), format!("{scenario} not judged for nights in a row"))
         }

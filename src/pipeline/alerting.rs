@@ -7,11 +7,13 @@
 //!   still where they went, the slower level has held long enough to be the one judged against, and the
 //!   alert says so instead of "passed again"; a night that passed without judging a figure that regressed
 //!   (a capacity search cut short by the generator, too few requests) leaves the episode open, silent;
-//! - a run that could not be done → a run_failed episode opens (one alert) until a run measures again;
-//! - no run for longer than the schedule allows → a missing_run episode opens (one alert) until a run starts;
+//! - a run that could not be done → a run_failed episode opens (one alert) until a run measures again (one
+//!   more: whoever was told it began is told it ended);
+//! - no run for longer than the schedule allows → a missing_run episode opens (one alert) until a run starts
+//!   (one more);
 //! - nights held back one after another (each inconclusive because its machine was busy, its host took CPU
 //!   time, or it was slower in itself) → an unjudged episode opens (one alert) until a night is judged: an
-//!   inconclusive gate is no free pass, and a streak of them means nothing is watching.
+//!   inconclusive gate is no free pass, and a streak of them means nothing is watching (its end is told too).
 //!
 //! Inconclusive verdicts (too little history, an invalid run) neither open nor resolve a regression: they
 //! say nothing about the build. Each episode change and its messages are stored in one transaction.
@@ -24,7 +26,7 @@ use crate::config::Config;
 use crate::model::{CapacityChange, Finding, FindingOutcome, RunId, VerdictOutcome, rate_text};
 use crate::notify::{self, Alert, Event, Worse};
 use crate::report::CheckReport;
-use crate::store::{NewEpisode, Store, StoreError};
+use crate::store::{Episode, NewEpisode, Store, StoreError};
 
 mod told;
 
@@ -48,10 +50,30 @@ pub async fn after_judgement(
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let scenario = &report.scenario;
-    resolve(store, config, scenario, kind::RUN_FAILED, report.run_id, None, at).await?;
+    let measured = format!("measured {scenario} again ({})", report.outcome.as_str());
+    resolve(
+        store,
+        config,
+        scenario,
+        kind::RUN_FAILED,
+        report.run_id,
+        ended(report, Event::RunFailedResolved, measured, at),
+        at,
+    )
+    .await?;
     if report.outcome != VerdictOutcome::Inconclusive {
-        // Judged again: the streak is over. Quietly: the night's own verdict is what the team hears next.
-        resolve(store, config, scenario, kind::UNJUDGED, report.run_id, None, at).await?;
+        // Judged again: the streak is over, which whoever was told of it is told.
+        let judged = format!("judged {scenario} again ({})", report.outcome.as_str());
+        resolve(
+            store,
+            config,
+            scenario,
+            kind::UNJUDGED,
+            report.run_id,
+            ended(report, Event::UnjudgedResolved, judged, at),
+            at,
+        )
+        .await?;
     }
     match report.outcome {
         VerdictOutcome::Regressed => {
@@ -104,9 +126,24 @@ pub async fn after_judgement(
                 capacity: capacity.map(|(back, _)| back),
                 ..Alert::about(Event::Recovery, scenario, summary, at)
             };
-            resolve(store, config, scenario, kind::REGRESSION, report.run_id, Some(recovery), at).await
+            resolve(store, config, scenario, kind::REGRESSION, report.run_id, |_| Some(recovery.clone()), at).await
         }
         VerdictOutcome::Inconclusive => held_back(store, config, report, at).await,
+    }
+}
+
+/// The alert that ends an episode of failed or unjudged nights, for each such episode `report`'s night resolves:
+/// `run #14 measured checkout again (passed), after run #12 could not be done: …`.
+fn ended(
+    report: &CheckReport,
+    event: Event,
+    words: String,
+    at: DateTime<Utc>,
+) -> impl Fn(&Episode) -> Option<Alert> + '_ {
+    move |episode| {
+        let summary = format!("run #{} {words}, after {}", report.run_id, episode.summary);
+        let about = Alert::about(event, &report.scenario, summary, at);
+        Some(Alert { run_id: Some(report.run_id), build_id: report.build_id.clone(), ..about })
     }
 }
 
@@ -198,7 +235,14 @@ pub async fn after_start(
     run_id: RunId,
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    resolve(store, config, scenario, kind::MISSING_RUN, run_id, None, at).await
+    let started = |episode: &Episode| {
+        let when = episode.opened_at.format("%Y-%m-%d %H:%M UTC");
+        let summary = format!(
+            "run #{run_id} of {scenario} started: runs have resumed (none had started when one was due, as told at {when})"
+        );
+        Some(Alert { run_id: Some(run_id), ..Alert::about(Event::MissingRunResolved, scenario, summary, at) })
+    };
+    resolve(store, config, scenario, kind::MISSING_RUN, run_id, started, at).await
 }
 
 /// Opens a missing_run episode: no run since `last_run` although one was due at `due`.
@@ -240,21 +284,21 @@ async fn open(
     Ok(())
 }
 
-/// Resolves the scenario's unresolved episodes of `kind`, enqueuing `alert` for each (if any).
+/// Resolves the scenario's unresolved episodes of `kind`, enqueuing the alert `told` makes for each (if any).
 async fn resolve(
     store: &Store,
     config: &Config,
     scenario: &str,
     kind: &str,
     run_id: RunId,
-    alert: Option<Alert>,
+    told: impl Fn(&Episode) -> Option<Alert>,
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     // A run resolves only what it or an earlier run opened: a first run whose verdict stands after its rerun
     // failed, or a night decided late (`interrupted`), says nothing of a failure or a regression seen after it.
     let episodes = store.unresolved_episodes(scenario).await?.into_iter();
     for episode in episodes.filter(|e| e.kind == kind && e.opened_run_id.is_none_or(|opened| opened <= run_id)) {
-        let messages = alert.as_ref().map(|a| notify::messages(config, a, episode.id)).unwrap_or_default();
+        let messages = told(&episode).map(|a| notify::messages(config, &a, episode.id)).unwrap_or_default();
         if store.resolve_episode(episode.id, Some(run_id), at, &messages).await? {
             tracing::info!(scenario, kind, episode = episode.id, run_id, "episode resolved");
         }

@@ -44,7 +44,8 @@ pub struct NewMessage {
     pub episode_id: Option<i64>,
     /// The `[[notify]]` name it goes to.
     pub notifier: String,
-    /// `regression`, `recovery`, `missing_run`, `run_failed`, `unjudged` or `test`.
+    /// `regression`, `regression_widened`, `recovery`, `missing_run`, `run_failed`, `unjudged`, one of the last
+    /// three's `…_resolved`, or `test`.
     pub event: String,
     /// The JSON body to post.
     pub payload: String,

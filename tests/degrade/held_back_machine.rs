@@ -292,7 +292,7 @@ async fn a_baseline_night_on_a_held_back_machine_is_left_out() {
 }
 
 /// The alert channel hears of a streak of held-back nights once, when it becomes one; a judged night ends it
-/// quietly, and the next streak is told again. A webhook that did not ask for `unjudged` hears nothing.
+/// and says so, once, and the next streak is told again. A webhook that did not ask for `unjudged` hears nothing.
 #[tokio::test]
 async fn a_streak_of_held_back_nights_is_alerted_once() {
     use degrade::model::VerdictOutcome;
@@ -322,7 +322,7 @@ async fn a_streak_of_held_back_nights_is_alerted_once() {
         assert_eq!(report.outcome, expected, "night {n}: {}", report.summary);
         told.push(courier.deliver_due().await.unwrap());
     }
-    assert_eq!(told, [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], "once per streak, to the one webhook that wants it");
+    assert_eq!(told, [0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1], "once per streak and its end, to the webhook that wants it");
     assert!(json.posts().is_empty(), "the JSON webhook asked for regressions and recoveries only");
     let messages = slack.delivered();
     assert_eq!(messages[0]["text"], "degrade: checkout has gone unjudged", "{:#}", messages[0]);
@@ -331,7 +331,13 @@ async fn a_streak_of_held_back_nights_is_alerted_once() {
         context.contains("the gate has not judged scenario checkout for 2 nights in a row (runs #11, #12)"),
         "{context}"
     );
-    assert!(messages[1].to_string().contains("for 2 nights in a row (runs #21, #22)"), "{:#}", messages[1]);
+    assert_eq!(messages[1]["text"], "degrade: checkout is judged again", "{:#}", messages[1]);
+    assert!(
+        messages[1].to_string().contains("judged checkout again (passed), after the gate has not judged"),
+        "{:#}",
+        messages[1]
+    );
+    assert!(messages[2].to_string().contains("for 2 nights in a row (runs #21, #22)"), "{:#}", messages[2]);
     store.close().await;
 }
 

@@ -90,7 +90,12 @@ async fn a_failed_deploy_alerts_once_and_a_good_run_keeps_the_deploy_output() {
     assert_eq!(store.deploy_output(ended.run_id).await.unwrap().as_deref(), Some("deployed 1.4.3"));
     let episodes = store.episodes(10).await.unwrap();
     assert_eq!((episodes[0].kind.as_str(), episodes[0].state.as_str()), ("run_failed", "resolved"));
-    assert_eq!(courier.deliver_due().await.unwrap(), 0, "a failed run resolving says nothing");
+    // Whoever was told the runs failed is told they measure again, once, on the same episode.
+    assert_eq!(courier.deliver_due().await.unwrap(), 1, "a failed run's episode resolving says so");
+    let [_, back] = receiver.delivered().try_into().unwrap();
+    assert_eq!(back["text"], "degrade: checkout is measured again", "{back:#}");
+    let said = format!("run #{} measured checkout again (inconclusive), after run #", ended.run_id);
+    assert!(back.to_string().contains(&said) && back.to_string().contains("image pull failed"), "{back:#}");
     drop(dir);
 }
 
@@ -163,6 +168,15 @@ async fn a_missing_run_raises_one_alert_across_restarts() {
     let summary = alert["blocks"][2]["elements"][0]["text"].as_str().unwrap();
     assert!(summary.contains("was due at") && summary.contains(&night(9).format("%Y-%m-%d").to_string()), "{summary}");
     assert_eq!(store.runs_between("checkout", night(0), Utc::now()).await.unwrap().len(), 1, "catch_up is off");
+    // A run starts at last: the episode ends, and whoever was told it began is told so, once.
+    let run = store_night(&store, "checkout", 12, 100.0, RunStatus::Finished).await;
+    degrade::pipeline::alerting::after_start(&store, &config, "checkout", run, Utc::now()).await.unwrap();
+    degrade::pipeline::alerting::after_start(&store, &config, "checkout", run, Utc::now()).await.unwrap();
+    Courier::new(store.clone(), config.clone()).unwrap().deliver_due().await.unwrap();
+    let [_, resumed] = receiver.delivered().try_into().unwrap();
+    assert_eq!(resumed["text"], "degrade: runs of checkout have resumed", "{resumed:#}");
+    let said = format!("run #{run} of checkout started: runs have resumed (none had started when one was due");
+    assert!(resumed.to_string().contains(&said), "{resumed:#}");
 }
 
 /// The scheduler's decisions read its runner's clock: the test moves it on two days instead of waiting.
