@@ -172,7 +172,7 @@ fn each_kept(
     sources::read(source, &options.format, &mut |item| {
         report.read += 1;
         // A malformed line's message may quote it, and the report is printed and pasted into tickets.
-        let item = item.map_err(|bad| Malformed { message: quoted_privately(&mut scrubber, &bad.message), ..bad });
+        let item = item.map_err(|bad| Malformed { message: scrubber.message(&bad.message), ..bad });
         let Some(recorded) =
             report.take(item).map_err(|bad| format!("{}:{}: {}", source.display(), bad.line, bad.message))?
         else {
@@ -188,14 +188,6 @@ fn each_kept(
     Ok(())
 }
 
-/// `message` with what is private in it replaced, as in a request; the scrubbed counts stay those of requests.
-fn quoted_privately(scrubber: &mut Scrubber, message: &str) -> String {
-    let counts = scrubber.counts;
-    let quoted = scrubber.value(None, message).unwrap_or_else(|| message.to_owned());
-    scrubber.counts = counts;
-    quoted
-}
-
 impl ImportReport {
     /// Scrubs `recorded` and hands it to `keep`, counting it if kept.
     fn keep(
@@ -205,9 +197,10 @@ impl ImportReport {
         scrubber: &mut Scrubber,
         keep: &mut dyn FnMut(&TapeRequest, &str) -> std::io::Result<bool>,
     ) -> Result<(), String> {
-        let Recorded { mut request, headers, host } = recorded;
+        let Recorded { mut request, headers, host, unreadable_body } = recorded;
         let scrubbed_before = scrubber.counts;
         scrubber.request(&mut request, &headers);
+        scrubber.counts.bodies += u64::from(unreadable_body);
         // Counted whether kept or not, so both passes of a sample give a route the same key.
         let (route, count) = self.routes.entry(&options.router.route(request.method.as_str(), &request.target).key);
         if !keep(&request, route).map_err(|e| format!("{{tape}}: cannot write the tape: {e}"))? {

@@ -168,6 +168,7 @@ impl Page<'_> {
     /// `entry` as a step: each value an earlier answer gave replaced by its variable, the rest scrubbed.
     fn step(&mut self, entry: &HarEntry, scrubber: &mut Scrubber) -> StepDraft {
         let request = &entry.recorded.request;
+        scrubber.counts.bodies += u64::from(entry.recorded.unreadable_body);
         let (path, query) = request.target.split_once('?').map_or((request.target.as_str(), ""), |(p, q)| (p, q));
         let query = query
             .split('&')
@@ -348,7 +349,7 @@ mod tests {
         request.status = Some(200);
         HarEntry {
             number: 1,
-            recorded: Recorded { request, headers: Vec::new(), host: None },
+            recorded: Recorded { request, headers: Vec::new(), host: None, unreadable_body: false },
             page: None,
             location: None,
             answer: answer.map_or(Answer::Absent, |a| Answer::Text(a.to_owned())),

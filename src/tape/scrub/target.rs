@@ -29,6 +29,32 @@ impl Scrubber {
         out
     }
 
+    /// A message about a line that is not a request, with whatever it quotes scrubbed as the request would
+    /// have been (as a value, and each path in it as a target, segment by segment): the report is printed
+    /// and pasted into tickets. The counts stay those of requests.
+    #[must_use]
+    pub fn message(&mut self, message: &str) -> String {
+        let counts = self.counts;
+        // The whole first (a card number written in groups spans words), then each path segment by segment.
+        let whole = self.value(None, message).unwrap_or_else(|| message.to_owned());
+        let mut out = String::with_capacity(whole.len());
+        // Words between spaces and backticks, the separators kept as they are.
+        let mut rest = whole.as_str();
+        loop {
+            let (word, tail) = rest.split_at(rest.find([' ', '`']).unwrap_or(rest.len()));
+            if word.starts_with('/') {
+                out.push_str(&self.target(word));
+            } else {
+                out.push_str(word);
+            }
+            let Some(separator) = tail.chars().next() else { break };
+            out.push(separator);
+            rest = &tail[1..];
+        }
+        self.counts = counts;
+        out
+    }
+
     /// A path segment as recorded (percent-encoded), scrubbed, if anything in it is private.
     pub fn path_segment(&mut self, segment: &str) -> Option<String> {
         let scrubbed = if segment.contains('%') {

@@ -54,7 +54,7 @@ pub(super) fn parse(line: &str) -> Result<Recorded, String> {
     };
     let headers = headers(&object).map_err(|e| format!("headers: {e}"))?;
     let host = absolute_host.or_else(|| text("host").map(|h| h.to_ascii_lowercase()));
-    Ok(Recorded { request, headers, host })
+    Ok(Recorded { request, headers, host, unreadable_body: false })
 }
 
 fn headers(object: &Map<String, Value>) -> Result<Vec<(String, String)>, String> {

@@ -93,7 +93,7 @@ impl LogFormat {
             .collect();
         let host =
             absolute_host.or_else(|| get("host").or(get("http_host")).or(get("server_name")).map(str::to_lowercase));
-        Ok(Recorded { request, headers, host })
+        Ok(Recorded { request, headers, host, unreadable_body: false })
     }
 
     /// Each variable's text in `line`, decoded.

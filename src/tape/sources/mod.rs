@@ -28,6 +28,9 @@ pub struct Recorded {
     pub headers: Vec<(String, String)>,
     /// The host it was sent to, if the source says.
     pub host: Option<String>,
+    /// A body was recorded that is not text (base64 of binary bytes): left out, and counted as a body that
+    /// could not be checked, as the scrubber counts one.
+    pub unreadable_body: bool,
 }
 
 /// A line (or HAR entry) that is not a request.

@@ -172,11 +172,20 @@ fn entry_of(number: u64, entry: Entry) -> Result<HarEntry, String> {
     if grpc.is_some() && !headers.iter().any(|(n, _)| n == "content-type") {
         headers.push(("content-type".to_owned(), "application/grpc".to_owned()));
     }
+    let mut unreadable_body = false;
     let body = request.post_data.and_then(|data| {
         if !data.mime_type.is_empty() && !headers.iter().any(|(n, _)| n == "content-type") {
             headers.push(("content-type".to_owned(), data.mime_type.clone()));
         }
         match data.text.filter(|t| !t.is_empty()) {
+            // Scrubbed and replayed as what was sent: the base64 of a form is not a form to the scrubber, and a
+            // card number inside it was kept as it was (a trial decoded it back from the tape).
+            Some(text) if data.encoding.as_deref() == Some("base64") => {
+                let text = base64::engine::general_purpose::STANDARD.decode(text.trim().as_bytes()).ok();
+                let text = text.and_then(|bytes| String::from_utf8(bytes).ok());
+                unreadable_body = text.is_none();
+                text
+            }
             Some(text) => Some(text),
             None if !data.params.is_empty() => Some(
                 form_urlencoded::Serializer::new(String::new())
@@ -206,7 +215,7 @@ fn entry_of(number: u64, entry: Entry) -> Result<HarEntry, String> {
     };
     Ok(HarEntry {
         number,
-        recorded: Recorded { request: tape, headers, host },
+        recorded: Recorded { request: tape, headers, host, unreadable_body },
         page: pageref,
         location: response.location,
         answer,
