@@ -240,7 +240,9 @@ pub fn run(cli: Cli) -> Exit {
         Command::Proto(command) => runtime().and_then(|rt| rt.block_on(proto::run(command))),
     });
     outcome.unwrap_or_else(|e| {
-        say!("error: {}", error_chain(&e));
+        // An error may quote what a user or a file gave (a scenario's name, a TOML key): a terminal must not act
+        // on an escape sequence in it.
+        say!("error: {}", crate::outside_text::printable(&error_chain(&e)));
         Exit::Error
     })
 }

@@ -74,6 +74,22 @@ rate = 5
     }
 }
 
+/// An error quotes what it could not read (a TOML key, a scenario's name given on the command line): an escape
+/// sequence in it reaches the terminal written out, never as itself (a trial's unknown key cleared the screen).
+#[test]
+fn an_error_never_hands_the_terminal_an_escape_sequence() {
+    let scenario = "[target]\nbase_url = \"http://127.0.0.1:9\"\n[[flow]]\nname = \"a\"\n\"we\\u001b[2Jight\" = 5\n";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.toml"), scenario).unwrap();
+    for args in [&["validate", "s.toml"][..], &["run", "\u{1b}[31mnosuch"]] {
+        let output = degrade(dir.path(), args, &[]);
+        let (stdout, stderr) = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{stdout}{stderr}");
+        assert!(!format!("{stdout}{stderr}").contains('\u{1b}'), "{args:?}: {stderr:?}");
+        assert!(stderr.contains("\\u{1b}["), "written out: {stderr}");
+    }
+}
+
 #[tokio::test]
 async fn text_with_a_nul_is_stored_on_sqlite() {
     nul_story(&TestDb::sqlite()).await;
