@@ -80,7 +80,14 @@ pub fn endpoint_nights(plan: &Plan) -> Option<Vec<EndpointNight>> {
             *slot = step.ws.as_ref().is_none_or(super::ws_plan::WsAction::is_timed);
         }
     }
-    if let Some(tape) = &plan.tape {
+    if let Some((tape, routes)) = plan.tape.as_ref().and_then(|tape| tape.first_part.as_ref().map(|p| (tape, p))) {
+        // The run replays the tape's start, whose mix is its own: counted from the tape.
+        for (key, count) in routes {
+            if let Some(slot) = requests.get_mut(tape.endpoint(key)) {
+                *slot += *count as f64;
+            }
+        }
+    } else if let Some(tape) = &plan.tape {
         // The tape's planned requests count the warm-up too (they reach the service); a night judges the
         // measured stages' only.
         let every: f64 = plan.load.stages.iter().map(super::plan::Stage::planned_arrivals).sum();

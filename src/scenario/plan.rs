@@ -102,6 +102,10 @@ pub struct TapeReplay {
     /// Requests the planned run sends (open model; `None` for the closed model, where the target's speed
     /// decides).
     pub planned_requests: Option<f64>,
+    /// Each route's requests in the measured stages when the run replays only the tape's start (shorter than
+    /// the tape, in order, without `preserve = "mix"`): counted from the tape, as its start's mix is not the
+    /// whole tape's.
+    pub first_part: Option<Vec<(String, u64)>>,
 }
 
 impl TapeReplay {

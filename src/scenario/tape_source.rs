@@ -65,6 +65,7 @@ pub(super) fn resolve_tape(
         other_routes: None,
         expect: Vec::new(),
         planned_requests: None,
+        first_part: None,
         survey,
     };
     add_endpoints(&mut replay, endpoints);
@@ -79,6 +80,8 @@ pub(super) fn resolve_tape(
         if let Some(warning) = replay.realism().filter(|_| replay.warned()) {
             checker.warnings.push(ConfigWarning::new(WarningKind::Setting, warning));
         }
+        let first_part = first_part(&replay, load);
+        replay.first_part = checker.check(&file, "tape.file", |_| first_part.map_err(|e| e.to_string()))?;
     }
     Some(replay)
 }
@@ -157,6 +160,27 @@ pub(super) fn planned_requests(replay: &TapeReplay, load: &Load) -> Option<f64> 
     let arrivals: f64 = load.stages.iter().map(super::Stage::planned_arrivals).sum();
     let per_arrival = if replay.order == TapeOrder::Session { replay.survey.requests_per_session() } else { 1.0 };
     Some(arrivals * per_arrival)
+}
+
+/// Each route's requests in the measured stages, when the run replays only the tape's start: a sequential or
+/// session order without `preserve = "mix"` takes it from the first line (a shuffle draws from its window, near
+/// enough to the whole mix). The warm-up takes the first of them.
+fn first_part(replay: &TapeReplay, load: &Load) -> Result<Option<Vec<(String, u64)>>, crate::tape::format::TapeError> {
+    let Some(planned) = replay.planned_requests else { return Ok(None) };
+    let whole = replay.passes().is_some_and(|passes| passes >= 1.0);
+    if whole || replay.preserve_mix || replay.order == TapeOrder::Shuffle {
+        return Ok(None);
+    }
+    let every: f64 = load.stages.iter().map(super::Stage::planned_arrivals).sum();
+    let measured: f64 = load.stages.iter().filter(|s| s.measure).map(super::Stage::planned_arrivals).sum();
+    let warm_up = if every > 0.0 { planned * (1.0 - measured / every) } else { 0.0 };
+    let routes = crate::tape::survey::routes_between(
+        &replay.file,
+        &replay.router,
+        warm_up.round() as u64,
+        planned.round() as u64,
+    )?;
+    Ok(Some(routes))
 }
 
 impl TapeReplay {

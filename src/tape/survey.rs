@@ -92,6 +92,24 @@ pub fn survey(file: &Path, router: &Router) -> Result<Survey, TapeError> {
     Ok(Survey { requests, distinct: distinct.count(), sessions, digest: format!("{:016x}", reader.digest()), routes })
 }
 
+/// Each route's requests among the tape's requests `from..to` (counted from 0), reading no further: what a run
+/// replaying the tape's start sends. Routes are told apart as [`survey`] tells them.
+pub fn routes_between(file: &Path, router: &Router, from: u64, to: u64) -> Result<Vec<(String, u64)>, TapeError> {
+    let mut reader = TapeReader::open(file)?;
+    let mut tally: RouteTally<u64> = RouteTally::default();
+    let mut at = 0_u64;
+    while at < to
+        && let Some(next) = reader.next_request()
+    {
+        let (_, request) = next?;
+        // Routed before the warm-up's end too: a path's first query shapes are the ones the survey kept apart.
+        let (_, count) = tally.entry(&router.route(request.method.as_str(), &request.target).key);
+        *count += u64::from(at >= from);
+        at += 1;
+    }
+    Ok(tally.into_routes())
+}
+
 fn request_hash(request: &TapeRequest) -> u64 {
     let mut hash = Fnv::default();
     hash.add(request.method.as_str().as_bytes()).add(b" ").add(request.target.as_bytes());

@@ -382,6 +382,22 @@ fn a_tape_is_checked_when_the_scenario_loads_and_its_content_names_the_series() 
     let nights = degrade::scenario::night_sizes::endpoint_nights(&plan).unwrap();
     let counts: Vec<(&str, f64)> = nights.iter().map(|n| (n.endpoint.as_str(), n.requests.round())).collect();
     assert_eq!(counts, [("GET /a/{id}", 50.0), ("GET /b/{id}", 50.0)], "not 200 each with the warm-up's 300");
+    // A run shorter than the tape, in order, replays its start: its nights count the start's routes (a trial's
+    // tape began with 400 searches; validate said ~78 of them and ~4 of seven other routes, the night sent 100
+    // searches and nothing else). The warm-up takes the first 300 requests; the measured 100 follow.
+    let tape = (0..1000).map(|i| format!("GET\t/{}/{i}\t200\n", if i < 350 { "a" } else { "b" })).collect::<Vec<_>>();
+    let tape = tape.concat();
+    std::fs::write(dir.path().join("t.tape"), tape).unwrap();
+    let counts = |options: &str| {
+        let text =
+            format!("[target]\nbase_url = \"http://127.0.0.1:1\"\n[[tape]]\nfile = \"t.tape\"\n{options}\n{warmed}");
+        let plan = scenario::parse(&dir.path().join("s.toml"), &text, None, &|_| None).unwrap();
+        let nights = degrade::scenario::night_sizes::endpoint_nights(&plan).unwrap();
+        nights.iter().map(|n| (n.endpoint.clone(), n.requests.round())).collect::<Vec<_>>()
+    };
+    let (a, b) = ("GET /a/{id}".to_owned(), "GET /b/{id}".to_owned());
+    assert_eq!(counts(""), [(b.clone(), 50.0), (a.clone(), 50.0)], "requests 300..400: 50 of each");
+    assert_eq!(counts("preserve = \"mix\""), [(b, 65.0), (a, 35.0)], "spread over the whole tape");
     std::fs::write(dir.path().join("t.tape"), "GET\t/a\t200\n").unwrap();
     let both = format!("{scenario}[[flow]]\nname = \"f\"\n[[flow.step]]\npath = \"/\"\n");
     let error = scenario::parse(&dir.path().join("s.toml"), &both, None, &|_| None).unwrap_err().to_string();
