@@ -44,14 +44,15 @@ pub(super) fn resolve_capacity(
     } = raw.get_ref();
     let field = |name: &str| format!("{prefix}.capacity.{name}");
     if let Some(gates) = gates
-        && zone_is_empty(&gates.absolute)
+        && zone_is_empty(gates)
     {
         checker.error(
             raw,
             &format!("{prefix}.capacity"),
             format!(
                 "the zone has no limits: a capacity search judges each step against [scenario.gates] max_p75_ms, \
-                 max_p95_ms, max_p99_ms or max_error_rate_pct; set at least one in {prefix}.gates"
+                 max_p95_ms, max_p99_ms or max_error_rate_pct, and the `limits` of the scenario's telemetry \
+                 sources; set at least one in {prefix}.gates or a source's limits"
             ),
         );
     }
@@ -105,8 +106,14 @@ pub(super) fn resolve_capacity(
     Some(search)
 }
 
-fn zone_is_empty(gates: &AbsoluteGates) -> bool {
-    [gates.max_p75_ms, gates.max_p95_ms, gates.max_p99_ms, gates.max_error_rate_pct].iter().all(Option::is_none)
+/// Whether the zone has no limit to leave: no absolute gate, and no telemetry source's bound (a zone of CPU alone
+/// is a capacity guide's own).
+fn zone_is_empty(gates: &Gates) -> bool {
+    let absolute = &gates.absolute;
+    [absolute.max_p75_ms, absolute.max_p95_ms, absolute.max_p99_ms, absolute.max_error_rate_pct]
+        .iter()
+        .all(Option::is_none)
+        && gates.telemetry_limits.is_empty()
 }
 
 /// `step_factor` or `step_increment`, never both; doubling when neither is given.

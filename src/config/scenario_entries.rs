@@ -151,7 +151,11 @@ fn resolve_scenario(
         gates
     });
     let capacity = match &capacity {
-        Some(raw) => super::capacity::resolve_capacity(checker, prefix, raw, gates.as_ref()).map(Some),
+        // With its telemetry sources wrong, the zone's limits are not known: their own errors say enough.
+        Some(raw) => {
+            let known = gates.as_ref().filter(|_| telemetry.is_some());
+            super::capacity::resolve_capacity(checker, prefix, raw, known).map(Some)
+        }
         None => Some(None),
     };
     Some(ScenarioConfig {

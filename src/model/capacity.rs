@@ -152,11 +152,14 @@ pub enum StepVerdict {
     Invalid,
     /// The target was not there (connections refused, every request failed): the search stops at once.
     TargetFailed,
+    /// Its requests held, but a telemetry limit of the zone could not be read on any hold (its source failed):
+    /// whether the step was inside the zone is unknown, and the search stops there.
+    Unread,
 }
 
 impl StepVerdict {
     /// Every verdict, in declaration order.
-    pub const ALL: [Self; 4] = [Self::Held, Self::Left, Self::Invalid, Self::TargetFailed];
+    pub const ALL: [Self; 5] = [Self::Held, Self::Left, Self::Invalid, Self::TargetFailed, Self::Unread];
 
     /// The stored name.
     #[must_use]
@@ -166,6 +169,7 @@ impl StepVerdict {
             Self::Left => "left",
             Self::Invalid => "invalid",
             Self::TargetFailed => "target_failed",
+            Self::Unread => "unread",
         }
     }
 }
@@ -223,11 +227,13 @@ pub enum SearchEnd {
     TargetFailed,
     /// degrade was stopped.
     Stopped,
+    /// A telemetry limit of the zone could not be read: the capacity is at least the last rate held with it read.
+    ZoneUnread,
 }
 
 impl SearchEnd {
     /// Every end, in declaration order.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Found,
         Self::MaxRateHeld,
         Self::OutOfTime,
@@ -235,6 +241,7 @@ impl SearchEnd {
         Self::GeneratorLimit,
         Self::TargetFailed,
         Self::Stopped,
+        Self::ZoneUnread,
     ];
 
     /// The stored name.
@@ -248,6 +255,7 @@ impl SearchEnd {
             Self::GeneratorLimit => "generator_limit",
             Self::TargetFailed => "target_failed",
             Self::Stopped => "stopped",
+            Self::ZoneUnread => "zone_unread",
         }
     }
 
@@ -304,7 +312,8 @@ impl CapacityResult {
         let capacity = match (self.capacity, self.ended) {
             (Some(c), SearchEnd::Found) => format!("capacity {} req/s", rate_text(c)),
             (Some(c), _) => format!("capacity at least {} req/s", rate_text(c)),
-            (None, _) => "no capacity: the start rate already left the zone".to_owned(),
+            (None, SearchEnd::LeftAtStart) => "no capacity: the start rate already left the zone".to_owned(),
+            (None, _) => "no capacity measured".to_owned(),
         };
         let why = match (&self.first_out, &self.breach) {
             (Some(rate), Some(breach)) => {
@@ -319,6 +328,7 @@ impl CapacityResult {
             SearchEnd::GeneratorLimit => " (the generator could not send the next step on time)",
             SearchEnd::TargetFailed => " (the target failed; the search stopped)",
             SearchEnd::Stopped => " (degrade was stopped)",
+            SearchEnd::ZoneUnread => " (a telemetry limit of the zone could not be read; the search stopped there)",
         };
         format!("{capacity}{why}{end}")
     }

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use crate::analysis::AbsoluteGates;
 use crate::analysis::capacity::{
-    CapacitySearch, Next, Search, StepSample, judge_step, telemetry_breach, with_telemetry,
+    CapacitySearch, Next, Search, StepSample, judge_step, telemetry_breach, telemetry_unread, with_telemetry,
 };
 use crate::config::TelemetrySource;
 use crate::engine;
@@ -136,7 +136,8 @@ async fn step(
         }
         sample.add(&measurement.results);
         let judgement = judge_step(&sample, zone.gates, sample.holds() >= config.max_holds);
-        let mut judgement = with_telemetry(judgement, telemetry_breach(&telemetry, &limits));
+        let read = (telemetry_breach(&telemetry, &limits), telemetry_unread(&telemetry, &limits));
+        let mut judgement = with_telemetry(judgement, read.0, read.1);
         if judgement.verdict == Some(StepVerdict::Invalid) && discarded < INVALID_TRIES - 1 {
             // A neighbour's burst on a shared machine makes one hold late; the generator's limit repeats.
             tracing::info!("capacity step {rate:.0} req/s: hold discarded, {}", judgement.reason);

@@ -82,6 +82,7 @@ fn verdict_words(verdict: StepVerdict) -> &'static str {
         StepVerdict::Left => "left the zone",
         StepVerdict::Invalid => "invalid: generator",
         StepVerdict::TargetFailed => "target failed",
+        StepVerdict::Unread => "zone unread",
     }
 }
 
@@ -195,7 +196,7 @@ fn dot(out: &mut String, step: &CapacityStep, x: f64, y: &dyn Fn(f64) -> f64) {
     let fill = match step.verdict {
         StepVerdict::Held => HELD,
         StepVerdict::Left => LEFT_ZONE,
-        StepVerdict::Invalid | StepVerdict::TargetFailed => INVALID,
+        StepVerdict::Invalid | StepVerdict::TargetFailed | StepVerdict::Unread => INVALID,
     };
     let tip = xml_escape(&format!("{:.0} req/s: {}", step.rate, step.reason));
     let _ = write!(out, "<g><title>{tip}</title>");

@@ -258,7 +258,10 @@ fn with_busy_limit_from_prometheus(address: std::net::SocketAddr, prometheus: &s
 async fn a_step_past_a_telemetry_limit_leaves_the_zone_on_it() {
     let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let target = PoolTarget::start(WORKERS, SERVICE).await;
-    let dir = project(&with_busy_limit(target.address), &[("scenarios/pool.toml", SCENARIO)]).0;
+    // A zone of the server's side alone, as a capacity guide keeps CPU under 60 % (validate once refused it).
+    let config = with_busy_limit(target.address).replace("max_p75_ms = 60\n", "");
+    assert!(!config.contains("max_p75_ms"));
+    let dir = project(&config, &[("scenarios/pool.toml", SCENARIO)]).0;
     left_on_the_busy_limit(&dir, "pool busy").await;
 }
 
@@ -271,6 +274,29 @@ async fn a_step_past_a_limit_read_from_prometheus_leaves_the_zone_on_it() {
     let config = with_busy_limit_from_prometheus(target.address, &prometheus.url);
     let dir = project(&config, &[("scenarios/pool.toml", SCENARIO)]).0;
     left_on_the_busy_limit(&dir, "prom busy").await;
+}
+
+/// The same limit on an exporter that is not there: no step can be said to be inside the zone, so the search
+/// ends at its first step with no capacity, never judged (a trial's dead exporter made a capacity of 120 req/s
+/// "found" in a zone whose CPU limit no step had read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zone_whose_limit_cannot_be_read_finds_no_capacity() {
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
+    let target = PoolTarget::start(WORKERS, SERVICE).await;
+    let dead = crate::support::receiver::unused_address();
+    let config = with_busy_limit(target.address)
+        .replace(&format!("http://{}/metrics", target.address), &format!("http://{dead}/metrics"));
+    let dir = project(&config, &[("scenarios/pool.toml", SCENARIO)]).0;
+    let db = TestDb::sqlite();
+    let store = Store::connect(&db.url).await.unwrap();
+    let hooks = Hooks { json: Receiver::start().await, slack: Receiver::start().await };
+    let (_, output, run) = searched_night(&dir, &db, &store, &hooks).await;
+    let found = store.capacity(run).await.unwrap().unwrap();
+    assert_eq!((found.ended, found.capacity), (SearchEnd::ZoneUnread, None), "{output}");
+    let [step] = found.steps.as_slice() else { panic!("{:#?}", found.steps) };
+    assert_eq!(step.verdict, StepVerdict::Unread, "{}", step.reason);
+    assert!(step.reason.starts_with("its requests held, but the zone's pool busy ("), "{}", step.reason);
+    assert!(output.contains("no capacity measured (a telemetry limit of the zone could not be read"), "{output}");
 }
 
 /// A searched night on `dir` leaves the zone on the pool's busy workers as `source_series` reads them, at

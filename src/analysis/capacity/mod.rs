@@ -13,7 +13,7 @@ mod zone;
 use std::time::Duration;
 
 pub use search::{Next, Search};
-pub use telemetry_zone::{telemetry_breach, with_telemetry};
+pub use telemetry_zone::{telemetry_breach, telemetry_unread, with_telemetry};
 pub use trend::{CAPACITY_METRIC, capacity_finding};
 pub use zone::{StepJudgement, StepSample, judge_step};
 

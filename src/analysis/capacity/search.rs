@@ -84,6 +84,7 @@ impl Search {
             }
             StepVerdict::Invalid => self.ended = Some(SearchEnd::GeneratorLimit),
             StepVerdict::TargetFailed => self.ended = Some(SearchEnd::TargetFailed),
+            StepVerdict::Unread => self.ended = Some(SearchEnd::ZoneUnread),
         }
     }
 

@@ -38,6 +38,28 @@ pub fn telemetry_breach(holds: &[RunTelemetry], limits: &[TelemetryLimit]) -> Op
     worst.map(|(_, breach)| breach)
 }
 
+/// The zone's limits no hold of the step could read, in words with why (`api-host CPU busy (its source: all 3
+/// scrapes failed: …)`); `None` when every limit was read on some hold.
+#[must_use]
+pub fn telemetry_unread(holds: &[RunTelemetry], limits: &[TelemetryLimit]) -> Option<String> {
+    let mut unread: Vec<String> = Vec::new();
+    for limit in limits {
+        if holds.iter().any(|hold| series_mean(hold, limit).is_some()) {
+            continue;
+        }
+        let named = format!("{} {}", limit.source, limit.series);
+        // The last hold's own words for it: the source's failure, or the series'.
+        let source = holds.last().and_then(|hold| hold.sources.iter().find(|s| s.name == limit.source));
+        let series = source.and_then(|s| s.series.iter().find(|series| series.name == limit.series));
+        let why = series.and_then(|s| s.reason.clone()).or_else(|| source.and_then(|s| s.reason.clone()));
+        let words = why.map_or(named.clone(), |why| format!("{named} ({})", crate::outside_text::clipped(&why, 160)));
+        if !unread.contains(&words) {
+            unread.push(words);
+        }
+    }
+    (!unread.is_empty()).then(|| unread.join("; "))
+}
+
 fn series_mean(hold: &RunTelemetry, limit: &TelemetryLimit) -> Option<f64> {
     let source = hold.sources.iter().find(|s| s.name == limit.source)?;
     let series = source.series.iter().find(|s| s.name == limit.series)?;
@@ -45,12 +67,23 @@ fn series_mean(hold: &RunTelemetry, limit: &TelemetryLimit) -> Option<f64> {
 }
 
 /// The step's judgement with its telemetry: a bound passed leaves the zone at once (unless the requests
-/// already left it, or the step says nothing of the target); otherwise the judgement stands.
+/// already left it, or the step says nothing of the target); a step whose requests held while a limit was not
+/// read at all is unread (inside the zone is unknown: a dead exporter must not make a capacity); otherwise the
+/// judgement stands.
 #[must_use]
-pub fn with_telemetry(judgement: StepJudgement, breach: Option<ZoneBreach>) -> StepJudgement {
-    let Some(breach) = breach else { return judgement };
+pub fn with_telemetry(judgement: StepJudgement, breach: Option<ZoneBreach>, unread: Option<String>) -> StepJudgement {
+    let Some(breach) = breach else {
+        return match (judgement.verdict, unread) {
+            (Some(StepVerdict::Held), Some(unread)) => StepJudgement {
+                verdict: Some(StepVerdict::Unread),
+                reason: format!("its requests held, but the zone's {unread} could not be read: inside it is unknown"),
+                breach: None,
+            },
+            _ => judgement,
+        };
+    };
     match judgement.verdict {
-        Some(StepVerdict::Left | StepVerdict::Invalid | StepVerdict::TargetFailed) => judgement,
+        Some(StepVerdict::Left | StepVerdict::Invalid | StepVerdict::TargetFailed | StepVerdict::Unread) => judgement,
         Some(StepVerdict::Held) | None => StepJudgement {
             verdict: Some(StepVerdict::Left),
             reason: format!("left the zone: {}", breach.describe()),
@@ -87,6 +120,26 @@ mod tests {
         RunTelemetry { sources: vec![source] }
     }
 
+    #[test]
+    fn a_step_whose_limited_series_no_hold_read_is_unread_not_held() {
+        let mut failed = hold(0.1);
+        failed.sources[0].series[0].summary = None;
+        failed.sources[0].reason = Some("3 of 3 scrapes failed: connection refused".into());
+        let unread = telemetry_unread(&[failed.clone(), failed.clone()], &[cpu_limit()]).unwrap();
+        assert_eq!(unread, "api-host CPU (3 of 3 scrapes failed: connection refused)");
+        assert_eq!(telemetry_unread(&[failed, hold(0.2)], &[cpu_limit()]), None, "one hold read it");
+        let held = || StepJudgement { verdict: Some(StepVerdict::Held), breach: None, reason: "inside".into() };
+        let judged = with_telemetry(held(), None, Some(unread.clone()));
+        assert_eq!(judged.verdict, Some(StepVerdict::Unread));
+        assert!(
+            judged.reason.starts_with("its requests held, but the zone's api-host CPU (3 of 3"),
+            "{}",
+            judged.reason
+        );
+        let left = StepJudgement { verdict: Some(StepVerdict::Left), ..held() };
+        assert_eq!(with_telemetry(left, None, Some(unread)).verdict, Some(StepVerdict::Left), "out on its requests");
+    }
+
     fn cpu_limit() -> TelemetryLimit {
         TelemetryLimit { source: "api-host".into(), series: "CPU".into(), max: Some(0.6), min: None }
     }
@@ -100,7 +153,7 @@ mod tests {
         );
         assert!((breach.value - 0.75).abs() < 1e-9);
         let held = StepJudgement { verdict: Some(StepVerdict::Held), breach: None, reason: "inside the zone".into() };
-        let judged = with_telemetry(held, Some(breach));
+        let judged = with_telemetry(held, Some(breach), None);
         assert_eq!(judged.verdict, Some(StepVerdict::Left));
         assert!(
             judged.reason.starts_with("left the zone: api-host CPU mean 0.750 over its limit 0.600"),
@@ -117,6 +170,6 @@ mod tests {
         assert_eq!(telemetry_breach(&[hold(0.5)], &[floor]).map(|b| b.gate), Some(ZoneGate::TelemetryMin));
         let invalid = StepJudgement { verdict: Some(StepVerdict::Invalid), breach: None, reason: "late".into() };
         let breach = telemetry_breach(&[hold(0.9)], &[cpu_limit()]);
-        assert_eq!(with_telemetry(invalid, breach).verdict, Some(StepVerdict::Invalid));
+        assert_eq!(with_telemetry(invalid, breach, None).verdict, Some(StepVerdict::Invalid));
     }
 }
