@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use super::svg::{Px, log_ticks, nice_ticks, tick_label};
 use super::trend_chart::{FONTS, colour};
 use super::trend_time_axis::{DateFormat, build_ticks};
-use crate::model::{CapacityResult, CapacityStep, StepVerdict, ZoneBreach, ZoneGate};
+use crate::model::{CapacityResult, CapacityStep, SearchEnd, StepVerdict, ZoneBreach, ZoneGate};
 use crate::outside_text::xml_escape;
 use crate::store::CapacityNight;
 
@@ -239,8 +239,7 @@ fn dot(out: &mut String, step: &CapacityStep, x: f64, y: &dyn Fn(f64) -> f64) {
 /// in its tooltip, each a link to its run, and a labelled tick where the build changed, as the other trends
 /// have; empty without such a night.
 pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
-    let value = |n: &CapacityNight| n.result.capacity.unwrap_or(0.0);
-    let high = nights.iter().map(value).fold(0.0, f64::max);
+    let high = nights.iter().filter_map(|n| plotted(&n.result)).fold(0.0, f64::max);
     if nights.is_empty() || high <= 0.0 {
         return String::new();
     }
@@ -260,49 +259,97 @@ pub(super) fn trend_svg(nights: &[CapacityNight]) -> String {
     }
     let (first, last) = (nights[0].started_at, nights[nights.len() - 1].started_at);
     let format = DateFormat::spanning(first, last).telling_apart(&[first, last]);
-    let edges = if nights.len() == 1 {
-        vec![(0, nights.first())]
-    } else {
-        vec![(0, nights.first()), (nights.len() - 1, nights.last())]
-    };
-    for (index, edge) in edges {
-        if let Some(night) = edge {
-            let anchor = if index == 0 { "start" } else { "end" };
-            let _ = write!(
-                out,
-                "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
-                Px(x(index)),
-                Px(HEIGHT - BOTTOM + 16.0),
-                night.started_at.format(format.pattern)
-            );
-        }
+    let edges = if nights.len() == 1 { vec![0] } else { vec![0, nights.len() - 1] };
+    for index in edges {
+        let anchor = if index == 0 { "start" } else { "end" };
+        let _ = write!(
+            out,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
+            Px(x(index)),
+            Px(HEIGHT - BOTTOM + 16.0),
+            nights[index].started_at.format(format.pattern)
+        );
     }
     let builds: Vec<Option<&str>> = nights.iter().map(|n| n.build_id.as_deref()).collect();
     build_ticks(&mut out, &builds, x, HEIGHT - BOTTOM);
+    zone_changes(&mut out, nights, |index| x(index) - step / 2.0);
     for (index, night) in nights.iter().enumerate() {
-        let found = night.result.ended.measured_the_target();
-        let build = night.build_id.as_deref().map(|b| format!(", build {b}")).unwrap_or_default();
-        let fell = if night.fell { " (judged a capacity regression)" } else { "" };
-        let tip = xml_escape(&format!(
-            "run #{}{build}, {}: {}{fell}",
-            night.run_id,
-            night.started_at.format("%Y-%m-%d"),
-            night.result.describe()
-        ));
-        // A night whose capacity was judged fallen is red, as the regression grid and the pins are.
-        let colour = if night.fell { LEFT_ZONE } else { colour::THROUGHPUT };
-        let fill = if found { colour } else { "none" };
-        let _ = write!(
-            out,
-            "<a href=\"/runs/{}\"><title>{tip}</title><circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{fill}\" \
-             stroke=\"{colour}\" stroke-width=\"2\"/></a>",
-            night.run_id,
-            Px(x(index)),
-            Px(y(value(night))),
-        );
+        trend_mark(&mut out, night, x(index), y);
     }
     out.push_str("</svg>");
     out
+}
+
+/// The rate a night's mark stands at: its capacity, or the start rate it was under; `None` when the search
+/// measured none (the target failed, a limit of the zone could not be read at the first step).
+fn plotted(result: &CapacityResult) -> Option<f64> {
+    match (result.capacity, result.ended, result.first_out) {
+        (Some(capacity), _, _) => Some(capacity),
+        (None, SearchEnd::LeftAtStart, Some(first_out)) => Some(first_out),
+        _ => None,
+    }
+}
+
+/// One night's mark, a link to its run: a dot at its capacity (filled when it is the target's, hollow for a
+/// lower bound), a hollow triangle pointing down at the start rate it was under, or a grey cross on the axis
+/// when nothing was measured (a dot at 0 read as a capacity of nothing, green).
+fn trend_mark(out: &mut String, night: &CapacityNight, cx: f64, y: impl Fn(f64) -> f64) {
+    let build = night.build_id.as_deref().map(|b| format!(", build {b}")).unwrap_or_default();
+    let fell = if night.fell { " (judged a capacity regression)" } else { "" };
+    let tip = xml_escape(&format!(
+        "run #{}{build}, {}: {}{fell}",
+        night.run_id,
+        night.started_at.format("%Y-%m-%d"),
+        night.result.describe()
+    ));
+    // A night whose capacity was judged fallen is red, as the regression grid and the pins are.
+    let colour = if night.fell { LEFT_ZONE } else { colour::THROUGHPUT };
+    let (x, id) = (Px(cx), night.run_id);
+    let mark = match (plotted(&night.result), night.result.capacity) {
+        (Some(rate), Some(_)) => {
+            let fill = if night.result.ended.measured_the_target() { colour } else { "none" };
+            let cy = Px(y(rate));
+            format!("<circle cx=\"{x}\" cy=\"{cy}\" r=\"5\" fill=\"{fill}\" stroke=\"{colour}\" stroke-width=\"2\"/>")
+        }
+        (Some(under), None) => {
+            let (cy, left, right) = (y(under), Px(cx - 6.0), Px(cx + 6.0));
+            let (top, tip_y) = (Px(cy - 4.0), Px(cy + 6.0));
+            format!(
+                "<path d=\"M{left} {top}H{right}L{x} {tip_y}Z\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"/>"
+            )
+        }
+        (None, _) => {
+            let cy = y(0.0) - 6.0;
+            let (left, right, top, bottom) = (Px(cx - 4.0), Px(cx + 4.0), Px(cy - 4.0), Px(cy + 4.0));
+            format!(
+                "<path d=\"M{left} {top}L{right} {bottom}M{left} {bottom}L{right} {top}\" stroke=\"{INVALID}\" \
+                 stroke-width=\"2\"/>"
+            )
+        }
+    };
+    let _ = write!(out, "<a href=\"/runs/{id}\"><title>{tip}</title>{mark}</a>");
+}
+
+/// A dashed line between two nights searched in different zones, labelled: their capacities measured
+/// different things, and a step between them is no change of the build's.
+fn zone_changes(out: &mut String, nights: &[CapacityNight], between: impl Fn(usize) -> f64) {
+    for index in 1..nights.len() {
+        let (before, now) = (&nights[index - 1].result.zone, &nights[index].result.zone);
+        let (Some(before), Some(now)) = (before, now) else { continue };
+        if before == now {
+            continue;
+        }
+        let (x, tip) = (Px(between(index)), xml_escape(&format!("the zone changed: {before} → {now}")));
+        let _ = write!(
+            out,
+            "<g class=\"zone-change\"><title>{tip}</title><line x1=\"{x}\" x2=\"{x}\" y1=\"{}\" y2=\"{}\" \
+             stroke=\"currentColor\" stroke-opacity=\"0.5\" stroke-dasharray=\"4 3\"/>\
+             <text x=\"{x}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">zone changed</text></g>",
+            Px(TOP + 12.0),
+            Px(HEIGHT - BOTTOM),
+            Px(TOP + 8.0),
+        );
+    }
 }
 
 #[cfg(test)]

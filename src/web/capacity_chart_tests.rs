@@ -134,3 +134,42 @@ fn the_trend_marks_where_the_build_changed_as_the_other_trends_do() {
     let same = trend_svg(&[night(1, "1.1.0"), night(2, "1.1.0")]);
     assert!(!same.contains("build-change"), "{same}");
 }
+
+#[test]
+fn a_night_under_its_start_rate_or_with_nothing_measured_is_no_dot_at_zero_and_a_new_zone_is_marked() {
+    let night = |run_id: i64, result: CapacityResult| CapacityNight {
+        run_id,
+        started_at: chrono::DateTime::default() + chrono::Duration::days(run_id),
+        build_id: Some("1.0".into()),
+        result,
+        fell: false,
+    };
+    let found = |capacity, zone: &str| CapacityResult {
+        capacity: Some(capacity),
+        first_out: None,
+        breach: None,
+        ended: SearchEnd::Found,
+        search_secs: 1.0,
+        steps: Vec::new(),
+        zone: Some(zone.into()),
+    };
+    let under = CapacityResult {
+        capacity: None,
+        first_out: Some(20.0),
+        ended: SearchEnd::LeftAtStart,
+        ..found(0.0, "p75 ≤ 60 ms")
+    };
+    let unread = CapacityResult { capacity: None, ended: SearchEnd::ZoneUnread, ..found(0.0, "p75 ≤ 60 ms") };
+    let svg = trend_svg(&[
+        night(1, found(160.0, "p75 ≤ 60 ms")),
+        night(2, under),
+        night(3, unread),
+        night(4, found(120.0, "app CPU ≤ 0.1")),
+    ]);
+    // A trial read run 7's filled green dot at 0 as a capacity of nothing.
+    assert_eq!(svg.matches("<circle").count(), 2, "the two capacities only: {svg}");
+    assert!(svg.contains("no capacity: the start rate already left the zone") && svg.contains("Z\" fill=\"none\""));
+    assert!(svg.contains("no capacity measured") && svg.contains(&format!("stroke=\"{INVALID}\"")), "{svg}");
+    assert_eq!(svg.matches("class=\"zone-change\"").count(), 1, "{svg}");
+    assert!(svg.contains("<title>the zone changed: p75 ≤ 60 ms → app CPU ≤ 0.1</title>"), "{svg}");
+}
