@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::notify::Courier;
 use crate::pipeline::RunsUnderWay;
 use crate::scheduler::Scheduler;
-use crate::store::{LeftBehind, Store};
+use crate::store::{LeftBehind, ServingHold, Store};
 use crate::web::{self, AppState};
 
 /// How the service runs, beyond its configuration.
@@ -55,6 +55,8 @@ pub async fn serve(
 pub struct Service {
     config: Config,
     store: Store,
+    /// One serve per SQLite file, for as long as this one serves.
+    _hold: ServingHold,
 }
 
 impl Service {
@@ -64,11 +66,20 @@ impl Service {
         let store = Store::connect(&config.database)
             .await
             .with_context(|| format!("cannot open the database {}", config.database))?;
+        // Before anything is marked aborted: a second serve must not touch what the first is doing.
+        let hold = ServingHold::take(&config.database).map_err(|e| anyhow::anyhow!(e));
+        let hold = match hold {
+            Ok(hold) => hold,
+            Err(e) => {
+                store.close().await;
+                return Err(e);
+            }
+        };
         let aborted = store.abort_interrupted_runs(LeftBehind::Unleased(Utc::now()), Utc::now()).await?;
         if !aborted.is_empty() {
             tracing::warn!(?aborted, "runs left running by an earlier degrade that stopped were marked aborted");
         }
-        Ok(Self { config, store })
+        Ok(Self { config, store, _hold: hold })
     }
 
     /// The configuration served.
@@ -84,7 +95,7 @@ impl Service {
         options: ServeOptions,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<Stopped> {
-        let Self { config, store } = self;
+        let Self { config, store, _hold } = self;
         let (state, stop_runs) = AppState::new(store.clone(), config);
         let runner = state.runner.clone();
         let runs = runner.runs().clone();

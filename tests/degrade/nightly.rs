@@ -319,7 +319,7 @@ struct Served {
     child: tokio::process::Child,
     store: Store,
     _db: TestDb,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Served {
@@ -332,7 +332,7 @@ impl Served {
         // Migrated before the server starts, so the two never race to create the schema.
         let store = Store::connect(&db.url).await.unwrap();
         let child = degrade_child(dir.path(), &["serve", "--shutdown-grace", grace], &env);
-        Self { child, store, _db: db, _dir: dir }
+        Self { child, store, _db: db, dir }
     }
 
     /// Waits (at most a minute) until `done` holds for the stored runs; fails with the server's output.
@@ -352,6 +352,15 @@ impl Served {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// A second `degrade serve` of the same project, on the same SQLite file: its exit code and output.
+    async fn another(&self, hook: &str) -> (Option<i32>, String) {
+        let env = [("DEGRADE_SERVER_LISTEN", "127.0.0.1:0"), ("HOOK", hook), ("OPS", "http://127.0.0.1:9/x")];
+        let child = degrade_child(self.dir.path(), &["serve"], &env);
+        let output = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await.unwrap().unwrap();
+        let (stdout, stderr) = text(&output);
+        (output.status.code(), format!("{stdout}{stderr}"))
     }
 
     /// Sends SIGTERM and returns the exit code and standard error (the database stays for the test to read).
@@ -376,6 +385,11 @@ async fn serve_runs_the_schedule_and_stops_gracefully() {
     let receiver = Receiver::start().await;
     let mut served = Served::start(&target, QUICK_SCENARIO, &receiver.url(), "20s").await;
     let runs = served.wait_until(|runs| runs.iter().any(|r| r.status != RunStatus::Running)).await;
+    // A second serve on the same SQLite file is refused: it would run the schedule beside the first (a trial's
+    // second serve caught up a night the first had skipped, and a night was lost between their leases).
+    let (code, output) = served.another(&receiver.url()).await;
+    assert_eq!(code, Some(2), "{output}");
+    assert!(output.contains("another degrade serve is serving") && output.contains("takes one"), "{output}");
     let (code, stderr) = served.terminate().await;
     let store = &served.store;
     assert_eq!(code, Some(0), "{stderr}");
