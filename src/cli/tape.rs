@@ -128,6 +128,7 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
     let extension = if large || crate::tape::lines::LineReader::is_gzip(&args.source) { "tape.gz" } else { "tape" };
     let output = args.output.clone().unwrap_or_else(|| folder.join(format!("{name}.{extension}")));
     refuse_to_overwrite(&output, &scenario, &args.source)?;
+    let replaced = output.exists();
     if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("{}: cannot create it: {e}", parent.display()))?;
     }
@@ -148,6 +149,13 @@ pub(super) fn run(command: TapeCommand) -> anyhow::Result<Exit> {
     }
     let survey = survey(&output, &router).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut text = describe(&args.source, &format, &output, &report, &survey);
+    if replaced {
+        // Said: its placeholders are drawn anew, so the scenario's nights no longer compare with those before.
+        text.push_str(
+            "  replaced  the tape that was there: its requests and placeholders are new, so the scenario replaying \
+             it starts a new workload series (its earlier nights are no baseline for it)\n",
+        );
+    }
     text.push_str(&scenario_for(&scenario, &output, &report)?);
     print_stdout(&text)?;
     Ok(Exit::Ok)

@@ -68,6 +68,17 @@ pub(super) fn resolve_tape(
         first_part: None,
         survey,
     };
+    for (index, (route, hits)) in routes.iter().zip(&replay.survey.pattern_hits).enumerate() {
+        if *hits == 0 {
+            let message = format!(
+                "{}: tape.route[{index}].pattern `{}` matches no request of the tape (its path segments as \
+                 recorded, and a query part exactly its names and fixed values)",
+                checker.location(&route.pattern),
+                route.pattern.get_ref()
+            );
+            checker.warnings.push(ConfigWarning::new(WarningKind::Setting, message));
+        }
+    }
     add_endpoints(&mut replay, endpoints);
     resolve_expect(checker, &mut replay, endpoints, expect);
     if replay.order == TapeOrder::Session && replay.survey.sessions == replay.survey.requests {

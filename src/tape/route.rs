@@ -47,10 +47,8 @@ impl Router {
         let mut ids = Vec::new();
         if !self.patterns.is_empty() {
             let list: Vec<&str> = segments.clone().collect();
-            for pattern in &self.patterns {
-                if let Some(key) = pattern.key(method, &list, query, &mut ids) {
-                    return Routed { key, ids };
-                }
+            if let Some((_, key)) = self.matched(method, &list, query, &mut ids) {
+                return Routed { key, ids };
             }
         }
         let mut key = String::with_capacity(method.len() + target.len() + 8);
@@ -71,6 +69,39 @@ impl Router {
         }
         QueryShape::of_query(query).push_to(&mut key);
         Routed { key, ids }
+    }
+
+    /// How many `[[tape.route]]` patterns it has.
+    #[must_use]
+    pub fn pattern_count(&self) -> usize {
+        self.patterns.len()
+    }
+
+    /// Which `[[tape.route]]` pattern routes a request, by its index, if one does (the first that matches, as
+    /// [`Self::route`] takes it): a pattern no request of a tape matches is worth a warning.
+    #[must_use]
+    pub fn pattern_of(&self, method: &str, target: &str) -> Option<usize> {
+        if self.patterns.is_empty() {
+            return None;
+        }
+        let end = target.bytes().position(|b| b == b'?' || b == b'#').unwrap_or(target.len());
+        let query = target[end..].strip_prefix('?').map_or("", |q| q.split('#').next().unwrap_or_default());
+        let list: Vec<&str> = target[..end].split('/').skip(1).map(|s| s.find(';').map_or(s, |at| &s[..at])).collect();
+        self.matched(method, &list, query, &mut Vec::new()).map(|(index, _)| index)
+    }
+
+    /// The first pattern matching a request's path `segments` and `query`: its index and the key it makes.
+    fn matched<'a>(
+        &self,
+        method: &str,
+        segments: &[&'a str],
+        query: &'a str,
+        ids: &mut Vec<&'a str>,
+    ) -> Option<(usize, String)> {
+        self.patterns
+            .iter()
+            .enumerate()
+            .find_map(|(index, pattern)| pattern.key(method, segments, query, ids).map(|key| (index, key)))
     }
 }
 

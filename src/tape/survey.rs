@@ -29,6 +29,8 @@ pub struct Survey {
     pub digest: String,
     /// Its routes, the most requested first.
     pub routes: Vec<RouteSurvey>,
+    /// Per `[[tape.route]]` pattern, in order, the requests it routed: one that routed none is mistyped.
+    pub pattern_hits: Vec<u64>,
 }
 
 /// One route of a tape.
@@ -64,9 +66,15 @@ pub fn survey(file: &Path, router: &Router) -> Result<Survey, TapeError> {
     // Per route: its requests, and the distinct values of its placeholders (a 4 KiB sketch at most).
     let mut tally: RouteTally<(u64, Option<DistinctCounter>)> = RouteTally::default();
     let (mut sessions, mut last_session) = (0, None::<Option<String>>);
+    let mut pattern_hits = vec![0; router.pattern_count()];
     while let Some(next) = reader.next_request() {
         let (_, request) = next?;
         requests += 1;
+        if let Some(hits) =
+            router.pattern_of(request.method.as_str(), &request.target).and_then(|i| pattern_hits.get_mut(i))
+        {
+            *hits += 1;
+        }
         distinct.add(request_hash(&request));
         let routed = router.route(request.method.as_str(), &request.target);
         let (_, (count, ids)) = tally.entry(&routed.key);
@@ -89,7 +97,8 @@ pub fn survey(file: &Path, router: &Router) -> Result<Survey, TapeError> {
         .map(|(key, (requests, ids))| RouteSurvey { key, requests, distinct_ids: ids.map_or(0, |i| i.count()) })
         .collect();
     routes.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.key.cmp(&b.key)));
-    Ok(Survey { requests, distinct: distinct.count(), sessions, digest: format!("{:016x}", reader.digest()), routes })
+    let digest = format!("{:016x}", reader.digest());
+    Ok(Survey { requests, distinct: distinct.count(), sessions, digest, routes, pattern_hits })
 }
 
 /// Each route's requests among the tape's requests `from..to` (counted from 0), reading no further: what a run

@@ -97,6 +97,11 @@ fn an_import_with_no_options_writes_what_the_readme_says() {
     assert!(output.status.success(), "{stderr}");
     assert!(dir.path().join("scenarios/access.tape").is_file() && dir.path().join("scenarios/access.toml").is_file());
     crate::support::quoted::assert_quoted("tape-import", &stdout);
+    assert!(!stdout.contains("replaced"), "{stdout}");
+    // Imported again: the tape is replaced, which starts a new series, and says so (a trial's did not).
+    let output = degrade(dir.path(), &["tape", "import", "access.log"], &[]);
+    let (again, _) = text(&output);
+    assert!(again.contains("  replaced  the tape that was there") && again.contains("new workload series"), "{again}");
 
     let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut gzip, &log).unwrap();
@@ -355,6 +360,14 @@ fn a_tape_is_checked_when_the_scenario_loads_and_its_content_names_the_series() 
         scenario::parse(&dir.path().join("s.toml"), &scenario, None, &|_| None)
     };
     let first = parse("GET\t/a/1\t200\nGET\t/a/2\t200\n").unwrap();
+    // A route pattern no request of the tape matches is mistyped: said where it stands (a trial's passed).
+    let patterned = format!(
+        "{scenario}[[tape.route]]\npattern = \"/a/{{id}}\"\n[[tape.route]]\npattern = \"/orders?status=open\"\n"
+    );
+    let plan = scenario::parse(&dir.path().join("s.toml"), &patterned, None, &|_| None).unwrap();
+    let unmatched: Vec<&String> = plan.warnings.iter().filter(|w| w.contains("matches no request")).collect();
+    assert_eq!(unmatched.len(), 1, "{:?}", plan.warnings);
+    assert!(unmatched[0].contains("tape.route[1].pattern `/orders?status=open` matches no request"), "{unmatched:?}");
     let second = parse("GET\t/a/1\t200\nGET\t/a/3\t200\n").unwrap();
     assert_ne!(first.hash, second.hash, "a new tape starts a new series");
     let realism = first.tape.as_ref().unwrap().realism().unwrap();

@@ -84,7 +84,10 @@ enum Extract {
 
 /// One step being built.
 struct StepDraft {
+    /// Its method and path as a route (`POST /boards/{id}`), scrubbed: what its variables are named after.
     route: String,
+    /// Its metric key as `tape import` makes it, query names and all (`GET /search?page=&q=`): its `name`.
+    name: String,
     method: String,
     path: String,
     query: Vec<(String, String)>,
@@ -217,8 +220,14 @@ impl Page<'_> {
         if grpc.is_some() {
             headers.retain(|(n, _)| !grpc::is_transport(n));
         }
+        // Routed as `tape import` routes a request, once scrubbed: the route names the step, and a private
+        // segment (an email in a path) must not.
+        let scrubbed = scrubber.target_uncounted(&request.target);
+        let router = super::Router::default();
+        let scrubbed_path = scrubbed.split('?').next().unwrap_or_default();
         StepDraft {
-            route: super::Router::default().route(request.method.as_str(), path).key,
+            route: router.route(request.method.as_str(), scrubbed_path).key,
+            name: router.route(request.method.as_str(), &scrubbed).key,
             method: request.method.to_string(),
             path: self.path(path, scrubber),
             query,

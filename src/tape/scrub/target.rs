@@ -29,6 +29,16 @@ impl Scrubber {
         out
     }
 
+    /// `target` scrubbed as a request's is, without counting it: what a generated scenario names a step by
+    /// (its route), beside the path and query it scrubbed and counted already.
+    #[must_use]
+    pub fn target_uncounted(&mut self, target: &str) -> String {
+        let counts = self.counts;
+        let scrubbed = self.target(target);
+        self.counts = counts;
+        scrubbed
+    }
+
     /// A message about a line that is not a request, with whatever it quotes scrubbed as the request would
     /// have been (as a value, and each path in it as a target, segment by segment): the report is printed
     /// and pasted into tickets. The counts stay those of requests.

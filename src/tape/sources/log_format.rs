@@ -237,6 +237,13 @@ mod tests {
     }
 
     #[test]
+    fn text_past_ascii_that_nginx_escaped_is_sent_percent_encoded() {
+        let format = LogFormat::named_or_parsed("combined").unwrap();
+        let line = r#"10.0.0.1 - - [30/Nov/2026:10:00:01 +0000] "GET /search?q=caf\xC3\xA9 HTTP/1.1" 200 5 "-" "-""#;
+        assert_eq!(format.parse(line).unwrap().request.target, "/search?q=caf%C3%A9");
+    }
+
+    #[test]
     fn junk_lines_say_what_is_wrong() {
         let format = LogFormat::named_or_parsed("combined").unwrap();
         let tls = r#"1.2.3.4 - - [30/Nov/2026:10:00:01 +0000] "\x16\x03\x01\x02\x00" 400 157 "-" "-""#;
@@ -258,7 +265,8 @@ mod tests {
     #[test]
     fn a_literal_of_multibyte_characters_never_splits_one() {
         let format = LogFormat::named_or_parsed("$remote_addr «$request» $status").unwrap();
-        assert!(format.parse(r"1.1.1.1 «GET /\» » 200").is_err());
+        // The request ends at the first `» ` whole: `GET /\»`, its target sent percent-encoded.
+        assert_eq!(format.parse(r"1.1.1.1 «GET /\» » 200").unwrap().request.target, "/\\%C2%BB");
         assert_eq!(format.parse("1.1.1.1 «GET /a» 200").unwrap().request.target, "/a");
     }
 
