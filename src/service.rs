@@ -55,8 +55,6 @@ pub async fn serve(
 pub struct Service {
     config: Config,
     store: Store,
-    /// One serve per SQLite file, for as long as this one serves.
-    _hold: ServingHold,
 }
 
 impl Service {
@@ -66,20 +64,11 @@ impl Service {
         let store = Store::connect(&config.database)
             .await
             .with_context(|| format!("cannot open the database {}", config.database))?;
-        // Before anything is marked aborted: a second serve must not touch what the first is doing.
-        let hold = ServingHold::take(&config.database).map_err(|e| anyhow::anyhow!(e));
-        let hold = match hold {
-            Ok(hold) => hold,
-            Err(e) => {
-                store.close().await;
-                return Err(e);
-            }
-        };
         let aborted = store.abort_interrupted_runs(LeftBehind::Unleased(Utc::now()), Utc::now()).await?;
         if !aborted.is_empty() {
             tracing::warn!(?aborted, "runs left running by an earlier degrade that stopped were marked aborted");
         }
-        Ok(Self { config, store, _hold: hold })
+        Ok(Self { config, store })
     }
 
     /// The configuration served.
@@ -95,7 +84,19 @@ impl Service {
         options: ServeOptions,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<Stopped> {
-        let Self { config, store, _hold } = self;
+        let Self { config, store } = self;
+        // One schedule per SQLite file, for as long as this one runs it; a dashboard beside it runs none.
+        let _hold = if options.scheduler {
+            match ServingHold::take(&config.database) {
+                Ok(hold) => Some(hold),
+                Err(e) => {
+                    store.close().await;
+                    anyhow::bail!(e);
+                }
+            }
+        } else {
+            None
+        };
         let (state, stop_runs) = AppState::new(store.clone(), config);
         let runner = state.runner.clone();
         let runs = runner.runs().clone();

@@ -1,4 +1,5 @@
-//! One `degrade serve` per SQLite file: a second one on the same file would run the same schedule beside the
+//! One scheduling `degrade serve` per SQLite file (a `serve --no-scheduler`, a dashboard, runs no night and
+//! takes no hold): a second one on the same file would run the same schedule beside the
 //! first, each catching up nights the other had skipped and losing some to the other's leases (a trial's log
 //! read "catching up on a run missed while degrade was down" while the first was up). SQLite is one machine's
 //! database; a team's several `serve` share PostgreSQL, where the scenario leases keep each night to one.
@@ -34,8 +35,8 @@ fn hold(path: &Path) -> Result<File, String> {
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(TryLockError::WouldBlock) => Err(format!(
-            "another degrade serve is serving {} already: a SQLite database takes one (run one serve, or share \
-             PostgreSQL between several)",
+            "another degrade serve runs the schedule on {} already: a SQLite database takes one (a `serve \
+             --no-scheduler` beside it is fine; share PostgreSQL between several that schedule)",
             path.display()
         )),
         Err(TryLockError::Error(e)) => Err(format!("cannot lock {} for serving: {e}", path.display())),
@@ -54,7 +55,7 @@ mod tests {
         let url = DatabaseUrl::Sqlite(path);
         let first = ServingHold::take(&url).unwrap();
         let refused = ServingHold::take(&url).unwrap_err();
-        assert!(refused.starts_with("another degrade serve is serving"), "{refused}");
+        assert!(refused.starts_with("another degrade serve runs the schedule on"), "{refused}");
         drop(first);
         assert!(ServingHold::take(&url).is_ok(), "let go when dropped");
     }

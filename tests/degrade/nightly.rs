@@ -389,7 +389,7 @@ async fn serve_runs_the_schedule_and_stops_gracefully() {
     // second serve caught up a night the first had skipped, and a night was lost between their leases).
     let (code, output) = served.another(&receiver.url()).await;
     assert_eq!(code, Some(2), "{output}");
-    assert!(output.contains("another degrade serve is serving") && output.contains("takes one"), "{output}");
+    assert!(output.contains("another degrade serve runs the schedule on") && output.contains("takes one"), "{output}");
     let (code, stderr) = served.terminate().await;
     let store = &served.store;
     assert_eq!(code, Some(0), "{stderr}");
