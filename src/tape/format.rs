@@ -221,6 +221,9 @@ pub struct TapeReader {
     lines: LineReader,
     file: PathBuf,
     digest: Fnv,
+    /// Whether a line so far said it is a tape (its version line) or was a request: until one has, a line that
+    /// is neither is not quoted (a scenario's `file` pointing at `/etc/shadow` printed a password hash).
+    known_tape: bool,
 }
 
 impl TapeReader {
@@ -232,7 +235,7 @@ impl TapeReader {
             field: "file",
             message: format!("cannot read it: {e}"),
         })?;
-        Ok(Self { lines, file: file.to_owned(), digest: Fnv::default() })
+        Ok(Self { lines, file: file.to_owned(), digest: Fnv::default(), known_tape: false })
     }
 
     /// The next request and its line number, `None` at the end.
@@ -248,7 +251,10 @@ impl TapeReader {
                     let message = format!("`{}`: this degrade reads `{HEADER}`", excerpt(text));
                     return Some(Err(TapeError { file: self.file.clone(), line: number, field: "version", message }));
                 }
-                (_, Line::Text(text)) if text.is_empty() || text.starts_with('#') => continue,
+                (_, Line::Text(text)) if text.is_empty() || text.starts_with('#') => {
+                    self.known_tape |= text == HEADER;
+                    continue;
+                }
                 (number, Line::Text(text)) => (number, text),
                 (_, Line::Unreadable(why)) => return Some(Err(self.error("line", why.to_owned()))),
             };
@@ -263,11 +269,16 @@ impl TapeReader {
                 return Some(Err(TapeError { file: self.file.clone(), line: number, field: "line", message }));
             }
             let file = &self.file;
-            return Some(parsed.map(|r| (number, r)).map_err(|(field, message)| TapeError {
-                file: file.clone(),
-                line: number,
-                field,
-                message,
+            let known = std::mem::replace(&mut self.known_tape, true);
+            return Some(parsed.map(|r| (number, r)).map_err(|(field, message)| {
+                if known || field != "method" {
+                    return TapeError { file: file.clone(), line: number, field, message };
+                }
+                let message = format!(
+                    "not a tape: no `{HEADER}` line, and its first line does not start with a method \
+                     (`degrade tape import` makes a tape of a log or a HAR)"
+                );
+                TapeError { file: file.clone(), line: number, field: "line", message }
             }));
         }
     }
@@ -335,6 +346,23 @@ mod tests {
             message("GET\t/a?token=SECRET x\t200"),
             "`/a?…` is not a path: it must start with `/`, visible ASCII only"
         );
+    }
+
+    #[test]
+    fn a_file_that_is_no_tape_is_not_quoted() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("shadow");
+        std::fs::write(&file, "root:$6$salt$hash:20228:0:99999:7:::\n").unwrap();
+        let error = TapeReader::open(&file).unwrap().next_request().unwrap().unwrap_err();
+        assert_eq!((error.line, error.field), (1, "line"));
+        assert!(
+            error.to_string().contains("not a tape: no `# degrade tape 1` line") && !error.to_string().contains("root")
+        );
+        // A tape without its version line still reads, and still says what is wrong with a later line.
+        std::fs::write(&file, "GET\t/a\t200\nroot:x\n").unwrap();
+        let mut reader = TapeReader::open(&file).unwrap();
+        assert!(reader.next_request().unwrap().is_ok());
+        assert_eq!(reader.next_request().unwrap().unwrap_err().field, "method");
     }
 
     #[test]

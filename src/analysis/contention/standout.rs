@@ -280,13 +280,19 @@ fn compared_with(f: &Finding, s: &MachineShift, machine: Option<MachineSlowdown>
         );
         return format!(" ({others}; {needed})");
     };
-    // Said only where it is true: a p99 past the machine's bound can still fall short of the spreads.
-    let machine = machine
-        .filter(|m| f.limit.is_none_or(|limit| f.candidate_value < m.most() * limit))
-        .map_or_else(String::new, |m| format!(", nor past {}", bound(m)));
+    // What standing out takes, as `stands_out` decides it: a trial read "not beyond that by both its limit and
+    // 53.5 spreads, nor past 1.82 times its limit" as a contradiction.
+    let needed = match (Tail::of(f), machine) {
+        (Some(Tail::Slowest), Some(m)) => {
+            format!("by its limit and by {spreads:.1} spreads of the time added, and past {}", bound(m))
+        }
+        (Some(Tail::Slowest), None) => format!("by its limit and by {spreads:.1} spreads of the time added"),
+        (_, Some(m)) => format!("by its limit and by {spreads:.1} spreads (or by its limit and past {})", bound(m)),
+        (_, None) => format!("by its limit and by {spreads:.1} spreads"),
+    };
     format!(
-        " (the other endpoints {moved}, spread ±{:.1} % and ±{}{}, and this one not beyond that by both its limit \
-         and {spreads:.1} spreads{machine})",
+        " (the other endpoints {moved}, spread ±{:.1} % and ±{}{}; to stand out, this one had to be beyond that \
+         {needed}, and was not)",
         100.0 * s.factor_spread.exp_m1(),
         format_spread_ms(s.added_spread),
         if Tail::of(f) == Some(Tail::Central) { " at this one's level" } else { "" },
