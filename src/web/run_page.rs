@@ -216,7 +216,10 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     let series = mine.into_iter().next();
     let previous = state.store.previous_run(run.id).await?;
     let held_back = state.store.held_back_in_a_row(&run.scenario, run.id).await?.told_at(Some(run.id));
-    let thin = thin_endpoints(&endpoints, findings);
+    // A run never judged (failed, cut short, invalid) says nothing of which percentiles a night judges: "p50
+    // judged" beside a failed run's connection errors read as if it had been.
+    let never_judged = run.status.measured_nothing() || run.status == crate::model::RunStatus::Invalid;
+    let thin = if never_judged { Vec::new() } else { thin_endpoints(&endpoints, findings) };
     let capacity = state.store.capacity(id).await?.as_ref().map(super::capacity_chart::view);
     let segments = concluded_segments(state.store.segment_figures(id).await?, run.status);
     let page = RunPage {

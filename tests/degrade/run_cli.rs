@@ -381,6 +381,11 @@ async fn a_stopped_target_fails_the_night_and_is_never_judged() {
     let episodes = store.unresolved_episodes("checkout").await.unwrap();
     assert!(episodes.iter().any(|e| e.kind == "run_failed" && e.opened_run_id == Some(2)), "{episodes:?}");
     store.close().await;
+    // Its page lists no percentile as "judged": the run never is.
+    let app =
+        crate::support::app::TestApp::spawn(&crate::support::TestDb::sqlite_file(dir.path().join("degrade.db"))).await;
+    let (_, page) = app.get("/runs/1").await;
+    assert!(page.contains("Failed: the run measured no build") && !page.contains("p50 judged"), "{page}");
 }
 
 /// A short baseline says why when the scenario's other runs are another workload (smoke runs).
