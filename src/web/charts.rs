@@ -11,6 +11,10 @@ use crate::model::TimelinePoint;
 /// Lines with more points than this are drawn without a dot on each point.
 const SYMBOLS_UP_TO: usize = 31;
 
+/// The most time labels under a chart: on a phone, where its text is drawn larger, more ran together
+/// (`10s11s12s13s`).
+const MOST_LABELS: usize = 8;
+
 /// The most points one line of a per-second timeline holds.
 const MAX_POINTS: usize = 120;
 
@@ -138,6 +142,7 @@ fn line_svg(title: &str, labels: Vec<String>, series: &[Series], bucket: usize) 
 
 /// The chart of `series` (full resolution) merged into buckets of `bucket` values, one label per bucket.
 fn line_chart(title: &str, labels: Vec<String>, lines: &[Series], bucket: usize) -> LineChart {
+    let labels = thinned(labels);
     let series: Vec<charts_rs::Series> = lines
         .iter()
         .map(|s| {
@@ -154,6 +159,8 @@ fn line_chart(title: &str, labels: Vec<String>, lines: &[Series], bucket: usize)
     super::trend_chart::FONTS.clone_into(&mut chart.font_family);
     chart.compact = true;
     title.clone_into(&mut chart.title.text);
+    // From the left edge: a title centred for its own size ran off the right edge where CSS draws it larger.
+    chart.title.align = charts_rs::Align::Left;
     if points > SYMBOLS_UP_TO {
         // A dot per point only clutters a long line, and doubles the SVG's size.
         chart.series.symbol = Some(charts_rs::Symbol::None);
@@ -161,6 +168,12 @@ fn line_chart(title: &str, labels: Vec<String>, lines: &[Series], bucket: usize)
     chart.width = 720.0;
     chart.height = 260.0;
     chart
+}
+
+/// Every `k`-th label kept, the rest blank, so that at most [`MOST_LABELS`] are written.
+fn thinned(labels: Vec<String>) -> Vec<String> {
+    let every = labels.len().div_ceil(MOST_LABELS).max(1);
+    labels.into_iter().enumerate().map(|(i, label)| if i % every == 0 { label } else { String::new() }).collect()
 }
 
 /// Two runs' timelines of one endpoint on one chart: `value` of each second (bucket maxima), A against B.
@@ -221,5 +234,13 @@ mod tests {
         let worst = CountLine { merge: Merge::Max, ..rate() };
         assert_eq!(week.counts(&[&second(3, 9), &second(4, 2)], &worst)[0], 9.0, "errors keep their worst second");
         assert!(Buckets::over((5, 4)).is_none(), "no seconds");
+    }
+
+    #[test]
+    fn at_most_eight_time_labels_are_written() {
+        let labels: Vec<String> = (0..18).map(|s| format!("{s}s")).collect();
+        let shown: Vec<String> = thinned(labels).into_iter().filter(|l| !l.is_empty()).collect();
+        assert_eq!(shown, ["0s", "3s", "6s", "9s", "12s", "15s"]);
+        assert_eq!(thinned(vec!["0s".into(), "1s".into()]), ["0s", "1s"]);
     }
 }
