@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::notify::Courier;
 use crate::pipeline::RunsUnderWay;
 use crate::scheduler::Scheduler;
-use crate::store::{LeftBehind, ServingHold, Store};
+use crate::store::{LeftBehind, Store};
 use crate::web::{self, AppState};
 
 /// How the service runs, beyond its configuration.
@@ -85,18 +85,6 @@ impl Service {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<Stopped> {
         let Self { config, store } = self;
-        // One schedule per SQLite file, for as long as this one runs it; a dashboard beside it runs none.
-        let _hold = if options.scheduler {
-            match ServingHold::take(&config.database) {
-                Ok(hold) => Some(hold),
-                Err(e) => {
-                    store.close().await;
-                    anyhow::bail!(e);
-                }
-            }
-        } else {
-            None
-        };
         let (state, stop_runs) = AppState::new(store.clone(), config);
         let runner = state.runner.clone();
         let runs = runner.runs().clone();

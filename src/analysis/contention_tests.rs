@@ -237,8 +237,8 @@ fn a_route_that_stands_out_from_a_held_back_run_is_still_the_build_s() {
     assert!(
         judged.findings[1].reason.starts_with(
             "not blamed on the build: measured while the host held the machine back (the other endpoints moved \
-             +5.4 % and +0.07 ms at the median, spread ±3.3 % and ±11 µs at this one's level, and this one not \
-             beyond that by both its limit and 53.5 spreads); judged alone it was 4.6 sigma"
+             +5.4 % and +0.07 ms at the median, spread ±3.3 % and ±11 µs at this one's level; to stand out, this \
+             one had to be beyond that by its limit and by 53.5 spreads, and was not); judged alone it was 4.6 sigma"
         ),
         "{}",
         judged.findings[1].reason

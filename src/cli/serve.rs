@@ -32,6 +32,13 @@ pub(super) async fn run(source: &ConfigSource, args: ServeArgs) -> anyhow::Resul
     // not this instance's to warn about.
     let uses = if args.no_scheduler { super::Uses::NoAlerts } else { super::Uses::Alerts };
     let config = source.load_or_defaults(uses)?;
+    // Before the database is opened (and migrated, and its left-behind runs settled) or anything is said: a
+    // second scheduling serve must touch nothing of the first's.
+    let _hold = if args.no_scheduler {
+        None
+    } else {
+        Some(crate::store::ServingHold::take(&config.database).map_err(anyhow::Error::msg)?)
+    };
     let service = Service::open(config).await?;
     let listener = web::bind(args.listen.unwrap_or(service.config().server.listen)).await?;
     let (address, database) = (listener.local_addr()?, &service.config().database);

@@ -56,6 +56,17 @@ pub(super) fn resolve_capacity(
             ),
         );
     }
+    if let Some(gates) = gates
+        && !zone_is_empty(gates)
+        && gates.absolute.max_error_rate_pct.is_none()
+        && gates.absolute.max_p75_ms.or(gates.absolute.max_p95_ms).or(gates.absolute.max_p99_ms).is_none()
+    {
+        let message = format!(
+            "{prefix}.capacity: the zone limits only the server's telemetry, so a step whose requests fail fast \
+             holds it; set {prefix}.gates max_error_rate_pct to keep failures out of the zone"
+        );
+        checker.warnings.push(super::ConfigWarning::new(super::WarningKind::Setting, message));
+    }
     let max_rate = if let Some(rate) = max_rate {
         checker.check(rate, &field("max_rate"), |r| rate_value(*r))
     } else {

@@ -141,7 +141,9 @@ fn ended(
     at: DateTime<Utc>,
 ) -> impl Fn(&Episode) -> Option<Alert> + '_ {
     move |episode| {
-        let summary = format!("run #{} {words}, after {}", report.run_id, episode.summary);
+        // What the episode said, less the advice it gave: the message says it is over.
+        let said = episode.summary.split_once("; give the nightly run").map_or(episode.summary.as_str(), |(s, _)| s);
+        let summary = format!("run #{} {words}, after {said}", report.run_id);
         let about = Alert::about(event, &report.scenario, summary, at);
         Some(Alert { run_id: Some(report.run_id), build_id: report.build_id.clone(), ..about })
     }

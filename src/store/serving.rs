@@ -30,8 +30,18 @@ impl ServingHold {
 }
 
 fn hold(path: &Path) -> Result<File, String> {
-    // Opened after the store made it: reading is all the lock needs, and nothing is written through it.
-    let file = OpenOptions::new().read(true).open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // Taken before the store opens the database, so made here when it is new (an empty file is an empty SQLite
+    // database); nothing is ever written through this handle.
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder).map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(TryLockError::WouldBlock) => Err(format!(

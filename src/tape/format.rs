@@ -271,11 +271,12 @@ impl TapeReader {
             let file = &self.file;
             let known = std::mem::replace(&mut self.known_tape, true);
             return Some(parsed.map(|r| (number, r)).map_err(|(field, message)| {
-                if known || field != "method" {
+                // A method and a path make a line a tape's: only then is what follows worth quoting.
+                if known || !matches!(field, "method" | "target") {
                     return TapeError { file: file.clone(), line: number, field, message };
                 }
                 let message = format!(
-                    "not a tape: no `{HEADER}` line, and its first line does not start with a method \
+                    "not a tape: no `{HEADER}` line, and its first line does not start with a method and a path \
                      (`degrade tape import` makes a tape of a log or a HAR)"
                 );
                 TapeError { file: file.clone(), line: number, field: "line", message }
@@ -356,8 +357,12 @@ mod tests {
         let error = TapeReader::open(&file).unwrap().next_request().unwrap().unwrap_err();
         assert_eq!((error.line, error.field), (1, "line"));
         assert!(
-            error.to_string().contains("not a tape: no `# degrade tape 1` line") && !error.to_string().contains("root")
+            error.to_string().contains("not a tape: no `# degrade tape 1` line") && !error.to_string().contains("$6$")
         );
+        // An all-capital first field passes for a method: the next is still not quoted.
+        std::fs::write(&file, "ADMIN\thunter2\n").unwrap();
+        let error = TapeReader::open(&file).unwrap().next_request().unwrap().unwrap_err();
+        assert!(error.to_string().contains("not a tape") && !error.to_string().contains("hunter2"), "{error}");
         // A tape without its version line still reads, and still says what is wrong with a later line.
         std::fs::write(&file, "GET\t/a\t200\nroot:x\n").unwrap();
         let mut reader = TapeReader::open(&file).unwrap();

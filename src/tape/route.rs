@@ -77,17 +77,18 @@ impl Router {
         self.patterns.len()
     }
 
-    /// Which `[[tape.route]]` pattern routes a request, by its index, if one does (the first that matches, as
-    /// [`Self::route`] takes it): a pattern no request of a tape matches is worth a warning.
+    /// Every `[[tape.route]]` pattern a request matches, by index, whether or not an earlier one routes it: a
+    /// pattern no request of a tape matches is worth a warning (one an earlier pattern shadows is not mistyped).
     #[must_use]
-    pub fn pattern_of(&self, method: &str, target: &str) -> Option<usize> {
+    pub fn patterns_matching(&self, method: &str, target: &str) -> Vec<usize> {
         if self.patterns.is_empty() {
-            return None;
+            return Vec::new();
         }
         let end = target.bytes().position(|b| b == b'?' || b == b'#').unwrap_or(target.len());
         let query = target[end..].strip_prefix('?').map_or("", |q| q.split('#').next().unwrap_or_default());
         let list: Vec<&str> = target[..end].split('/').skip(1).map(|s| s.find(';').map_or(s, |at| &s[..at])).collect();
-        self.matched(method, &list, query, &mut Vec::new()).map(|(index, _)| index)
+        let matches = |pattern: &Pattern| pattern.key(method, &list, query, &mut Vec::new()).is_some();
+        self.patterns.iter().enumerate().filter(|(_, p)| matches(p)).map(|(i, _)| i).collect()
     }
 
     /// The first pattern matching a request's path `segments` and `query`: its index and the key it makes.

@@ -29,7 +29,8 @@ pub struct Survey {
     pub digest: String,
     /// Its routes, the most requested first.
     pub routes: Vec<RouteSurvey>,
-    /// Per `[[tape.route]]` pattern, in order, the requests it routed: one that routed none is mistyped.
+    /// Per `[[tape.route]]` pattern, in order, the requests it matches (an earlier one may route them): one that
+    /// matches none is mistyped.
     pub pattern_hits: Vec<u64>,
 }
 
@@ -70,10 +71,10 @@ pub fn survey(file: &Path, router: &Router) -> Result<Survey, TapeError> {
     while let Some(next) = reader.next_request() {
         let (_, request) = next?;
         requests += 1;
-        if let Some(hits) =
-            router.pattern_of(request.method.as_str(), &request.target).and_then(|i| pattern_hits.get_mut(i))
-        {
-            *hits += 1;
+        for index in router.patterns_matching(request.method.as_str(), &request.target) {
+            if let Some(hits) = pattern_hits.get_mut(index) {
+                *hits += 1;
+            }
         }
         distinct.add(request_hash(&request));
         let routed = router.route(request.method.as_str(), &request.target);

@@ -299,9 +299,11 @@ rate = 10
     let measurement = crate::support::run_scenario(&text, &[]).await;
     let endpoints = &measurement.results.endpoints;
     let find = |name: &str| endpoints.iter().find(|e| e.endpoint == name).unwrap_or_else(|| panic!("{name}"));
+    // Ten sessions of three steps; on a busy machine the last session's later steps can fall past the run's
+    // end (CI once measured 9 of `missing`), so each step counts nine or ten, and never fails.
     for name in ["json", "gRPC demo.Boards/GetBoard", "missing"] {
         let e = find(name);
-        assert_eq!((e.requests, e.errors), (10, 0), "{name}: {:?}", e.error_samples);
+        assert!((9..=10).contains(&e.requests) && e.errors == 0, "{name}: {} {:?}", e.requests, e.error_samples);
     }
 
     // A build's injected failures reach a gRPC client as a gRPC status, not as an HTTP 500.

@@ -337,6 +337,7 @@ async fn a_streak_of_held_back_nights_is_alerted_once() {
         "{:#}",
         messages[1]
     );
+    assert!(!messages[1].to_string().contains("quieter machine"), "no advice in the end of it: {:#}", messages[1]);
     assert!(messages[2].to_string().contains("for 2 nights in a row (runs #21, #22)"), "{:#}", messages[2]);
     store.close().await;
 }

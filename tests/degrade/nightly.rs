@@ -390,6 +390,7 @@ async fn serve_runs_the_schedule_and_stops_gracefully() {
     let (code, output) = served.another(&receiver.url()).await;
     assert_eq!(code, Some(2), "{output}");
     assert!(output.contains("another degrade serve runs the schedule on") && output.contains("takes one"), "{output}");
+    assert!(!output.contains("is serving the dashboard"), "refused before it says it serves: {output}");
     let (code, stderr) = served.terminate().await;
     let store = &served.store;
     assert_eq!(code, Some(0), "{stderr}");

@@ -262,6 +262,10 @@ async fn a_step_past_a_telemetry_limit_leaves_the_zone_on_it() {
     let config = with_busy_limit(target.address).replace("max_p75_ms = 60\n", "");
     assert!(!config.contains("max_p75_ms"));
     let dir = project(&config, &[("scenarios/pool.toml", SCENARIO)]).0;
+    // Requests failing fast would hold such a zone: validate says so.
+    let validated = degrade(dir.path(), &["validate"], &[]);
+    let (stdout, stderr) = text(&validated);
+    assert!(format!("{stdout}{stderr}").contains("the zone limits only the server's telemetry"), "{stdout}{stderr}");
     left_on_the_busy_limit(&dir, "pool busy").await;
 }
 

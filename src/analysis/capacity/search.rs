@@ -84,7 +84,11 @@ impl Search {
             }
             StepVerdict::Invalid => self.ended = Some(SearchEnd::GeneratorLimit),
             StepVerdict::TargetFailed => self.ended = Some(SearchEnd::TargetFailed),
-            StepVerdict::Unread => self.ended = Some(SearchEnd::ZoneUnread),
+            // A bracket both of whose ends were read is a capacity measured, as when time runs out mid-refining.
+            StepVerdict::Unread => {
+                let bracketed = self.held.is_some() && self.left.is_some();
+                self.ended = Some(if bracketed { SearchEnd::Found } else { SearchEnd::ZoneUnread });
+            }
         }
     }
 
@@ -147,6 +151,19 @@ mod tests {
         assert_eq!(search.next(), Next::Done(SearchEnd::GeneratorLimit));
         assert_eq!(search.held(), Some(50.0));
         assert!(search.left().is_none());
+    }
+
+    #[test]
+    fn an_unread_step_keeps_a_bracket_already_read_and_ends_a_climb() {
+        let mut refining = Search::new(super::super::tests::search());
+        refining.record(100.0, StepVerdict::Held, None);
+        refining.record(200.0, StepVerdict::Left, Some(breach()));
+        refining.record(150.0, StepVerdict::Unread, None);
+        assert_eq!((refining.next(), refining.held()), (Next::Done(SearchEnd::Found), Some(100.0)));
+        let mut climbing = Search::new(super::super::tests::search());
+        climbing.record(50.0, StepVerdict::Held, None);
+        climbing.record(100.0, StepVerdict::Unread, None);
+        assert_eq!((climbing.next(), climbing.held()), (Next::Done(SearchEnd::ZoneUnread), Some(50.0)));
     }
 
     #[test]

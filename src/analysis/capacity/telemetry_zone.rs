@@ -38,13 +38,18 @@ pub fn telemetry_breach(holds: &[RunTelemetry], limits: &[TelemetryLimit]) -> Op
     worst.map(|(_, breach)| breach)
 }
 
-/// The zone's limits no hold of the step could read, in words with why (`api-host CPU busy (its source: all 3
-/// scrapes failed: …)`); `None` when every limit was read on some hold.
+/// The zone's limits whose source could not be read on any hold of the step (every scrape or query failed, as
+/// when its exporter is down), in words with why (`api-host CPU busy (all 3 scrapes failed: …)`); `None` when
+/// each limit's source answered on some hold. A source that answered but gave the series no value (no sample
+/// matched, a counter read once) is not this: its limit is not held, as before.
 #[must_use]
 pub fn telemetry_unread(holds: &[RunTelemetry], limits: &[TelemetryLimit]) -> Option<String> {
     let mut unread: Vec<String> = Vec::new();
     for limit in limits {
-        if holds.iter().any(|hold| series_mean(hold, limit).is_some()) {
+        let answered = |hold: &RunTelemetry| {
+            hold.sources.iter().any(|s| s.name == limit.source && s.scrapes > 0 && s.failed_scrapes < s.scrapes)
+        };
+        if holds.iter().any(|hold| series_mean(hold, limit).is_some() || answered(hold)) {
             continue;
         }
         let named = format!("{} {}", limit.source, limit.series);
@@ -124,7 +129,12 @@ mod tests {
     fn a_step_whose_limited_series_no_hold_read_is_unread_not_held() {
         let mut failed = hold(0.1);
         failed.sources[0].series[0].summary = None;
+        failed.sources[0].failed_scrapes = 3;
         failed.sources[0].reason = Some("3 of 3 scrapes failed: connection refused".into());
+        // A source that answered, its series valueless (no sample matched): not held, not unread.
+        let mut valueless = hold(0.1);
+        valueless.sources[0].series[0].summary = None;
+        assert_eq!(telemetry_unread(&[valueless], &[cpu_limit()]), None);
         let unread = telemetry_unread(&[failed.clone(), failed.clone()], &[cpu_limit()]).unwrap();
         assert_eq!(unread, "api-host CPU (3 of 3 scrapes failed: connection refused)");
         assert_eq!(telemetry_unread(&[failed, hold(0.2)], &[cpu_limit()]), None, "one hold read it");

@@ -97,6 +97,10 @@ pub fn capacity_finding(tonight: &CapacityResult, before: &[CapacityResult], gat
         let reason =
             format!("{words}: under a rate within the nights' noise and min effect ({limit} req/s), so not judged");
         (FindingOutcome::Inconclusive, reason)
+    } else if tonight.capacity.is_none() && !under {
+        // Nothing measured (the target failed, the zone could not be read at the start rate): no rate to set
+        // against the level, where "4,000 → 0 req/s (-100 %)" would read as a collapse.
+        (FindingOutcome::Inconclusive, format!("{}: no capacity to judge", tonight.describe()))
     } else if !tonight.ended.measured_the_target() && candidate < threshold {
         let headline = change.headline();
         (FindingOutcome::Inconclusive, format!("{headline}, but {}: not the target's capacity", tonight.describe()))
@@ -236,6 +240,15 @@ mod tests {
             let finding = capacity_finding(&night(tonight), &nights(), &Gates::default(), "green");
             assert_eq!(finding.outcome, FindingOutcome::NoChange, "{}", finding.reason);
         }
+    }
+
+    #[test]
+    fn a_search_that_measured_nothing_is_no_fall_to_zero() {
+        let unread = CapacityResult { capacity: None, first_out: None, ended: SearchEnd::ZoneUnread, ..night(0.0) };
+        let finding = capacity_finding(&unread, &nights(), &Gates::default(), "green");
+        assert_eq!(finding.outcome, FindingOutcome::Inconclusive);
+        assert!(finding.reason.starts_with("no capacity measured (a telemetry limit"), "{}", finding.reason);
+        assert!(!finding.reason.contains("-100"), "{}", finding.reason);
     }
 
     #[test]

@@ -139,6 +139,11 @@ enum Standing {
     Out,
 }
 
+/// Whether the zone limits any figure of the requests (a response time or the error rate).
+fn figures_limited(gates: &AbsoluteGates) -> bool {
+    [gates.max_p75_ms, gates.max_p95_ms, gates.max_p99_ms, gates.max_error_rate_pct].iter().any(Option::is_some)
+}
+
 /// Judges a step against the zone's `gates`; `last_hold` lets the point estimates decide what the intervals
 /// could not.
 #[must_use]
@@ -164,7 +169,9 @@ pub fn judge_step(sample: &StepSample, gates: &AbsoluteGates, last_hold: bool) -
         Some(Standing::Inside) | None => Some(StepVerdict::Held),
     };
     let reason = match (&verdict, &worst) {
-        (_, None) => "no response to judge".to_owned(),
+        // A zone of telemetry limits alone: its requests have nothing to keep, and its telemetry decides.
+        (_, None) if figures_limited(gates) => "no response to judge".to_owned(),
+        (_, None) => "inside the zone on its requests: the zone limits only the server's telemetry".to_owned(),
         (None, Some((_, figure))) => format!("not decided yet: {}", figure.describe()),
         (Some(StepVerdict::Left), Some((Standing::Out, figure))) => format!("left the zone: {}", figure.describe()),
         (Some(StepVerdict::Left), Some((_, figure))) => format!(

@@ -286,7 +286,10 @@ fn compared_with(f: &Finding, s: &MachineShift, machine: Option<MachineSlowdown>
         (Some(Tail::Slowest), Some(m)) => {
             format!("by its limit and by {spreads:.1} spreads of the time added, and past {}", bound(m))
         }
-        (Some(Tail::Slowest), None) => format!("by its limit and by {spreads:.1} spreads of the time added"),
+        (Some(Tail::Slowest), None) => format!(
+            "by its limit and by {spreads:.1} spreads of the time added, and past what the machine's slowdown can \
+             do, which its echo did not measure"
+        ),
         (_, Some(m)) => format!("by its limit and by {spreads:.1} spreads (or by its limit and past {})", bound(m)),
         (_, None) => format!("by its limit and by {spreads:.1} spreads"),
     };

@@ -195,6 +195,17 @@ mod tests {
     }
 
     #[test]
+    fn a_message_cut_short_inside_a_private_value_leaves_none_of_it() {
+        let mut scrubber = Scrubber::new(ScrubRules::default(), 7);
+        let said = scrubber.message("path: `/users/alice.smith@corporat…` is not a request path");
+        assert_eq!(said, "path: `/users/…` is not a request path");
+        let card = scrubber.message("path: `/cards/4111111111111…` is not a request path");
+        assert!(!card.contains("4111"), "{card}");
+        assert_eq!(scrubber.message("path: `/boards/open…`"), "path: `/boards/open…`", "a word is no value");
+        assert_eq!(scrubber.counts, Scrubbed::default(), "a message counts nothing");
+    }
+
+    #[test]
     fn credentials_and_private_values_never_reach_the_tape() {
         let (request, counts) = scrub(
             "/search?q=boots&token=SECRET123&email=jane%40example.com&phone=%2B14155550123&page_token=abc&customer_no=77",

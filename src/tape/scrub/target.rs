@@ -52,11 +52,8 @@ impl Scrubber {
         let mut rest = whole.as_str();
         loop {
             let (word, tail) = rest.split_at(rest.find([' ', '`']).unwrap_or(rest.len()));
-            if word.starts_with('/') {
-                out.push_str(&self.target(word));
-            } else {
-                out.push_str(word);
-            }
+            let scrubbed = if word.starts_with('/') { self.target(word) } else { word.to_owned() };
+            out.push_str(&without_clipped_value(&scrubbed));
             let Some(separator) = tail.chars().next() else { break };
             out.push(separator);
             rest = &tail[1..];
@@ -137,4 +134,23 @@ fn path_encode(text: &str) -> String {
         }
     }
     out
+}
+
+/// A word a message cut short (`…/alice.smith@corporat…`) without the value the cut left unrecognisable: what
+/// it held of an address or a number could be private, and no longer reads as one to be replaced.
+fn without_clipped_value(word: &str) -> std::borrow::Cow<'_, str> {
+    let Some(kept) = word.strip_suffix('…') else { return std::borrow::Cow::Borrowed(word) };
+    let start = kept
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_alphanumeric() || "@._%+-".contains(*c))
+        .last()
+        .map_or(kept.len(), |(i, _)| i);
+    let tail = &kept[start..];
+    let private_looking = tail.contains('@') || tail.bytes().filter(u8::is_ascii_digit).count() >= 4;
+    if private_looking {
+        std::borrow::Cow::Owned(format!("{}…", &kept[..start]))
+    } else {
+        std::borrow::Cow::Borrowed(word)
+    }
 }
