@@ -262,6 +262,9 @@ async fn the_demo_scenario_s_live_boards_measure_round_trips_and_fan_out_on_the_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_api_answers_its_grpc_method_over_h2c_on_its_json_port() {
+    // Apart from the tests that load both cores: beside them (and a build), CI twice saw one of ten calls lost
+    // or past its 10 s timeout, which a busy-core run of this test alone never showed.
+    let _apart = crate::support::ONE_HEAVY_TEST_AT_A_TIME.lock().await;
     let knobs = Knobs::new("1.0.0");
     let target = DemoTarget::start("127.0.0.1:0".parse().unwrap(), knobs.clone()).await.unwrap();
     let proto = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/demo.proto");
